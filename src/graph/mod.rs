@@ -1,0 +1,443 @@
+//! The node graph and the run-to-completion dispatcher of one worker.
+//!
+//! A node declares its name, its next nodes by name and its error counters by name; next
+//! names are resolved to node indices once, when the graph is built. One pass of the
+//! dispatcher polls every input node, then runs pending frames until none are left, so that
+//! every packet taken in a pass is transmitted or dropped before the pass ends.
+
+pub mod counter;
+pub mod frame;
+pub mod trace;
+
+use crate::buffer::WorkerBuffers;
+use crate::drivers::tsc;
+use counter::{CacheAligned, Counter};
+use frame::Frame;
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use trace::{TraceShared, Tracer};
+
+/// What a node does in the graph; `show runtime` uses it to count rates in, out and drop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeKind {
+    /// Polled once per pass: a driver's receive side.
+    Input,
+    /// Runs when a frame is pending for it.
+    Internal,
+    /// Hands packets to a driver for transmission.
+    Output,
+    /// Frees packets that were dropped (the reason is counted by the node that dropped them).
+    Drop,
+}
+
+/// A graph node. `process` gets the buffer indices of one frame (empty for input nodes) and
+/// returns how many packets it handled, for the Vectors column of `show runtime`.
+pub trait Node: Send {
+    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize;
+}
+
+/// A node as it is added to a graph.
+pub struct NodeDecl {
+    pub name: String,
+    pub kind: NodeKind,
+    /// Next nodes by name; a node's `Next` enum indexes this list.
+    pub next: Vec<String>,
+    /// Error counters by human-readable reason; a node's error enum indexes this list.
+    pub errors: Vec<&'static str>,
+    pub node: Box<dyn Node>,
+}
+
+/// Per node statistics of one worker.
+#[derive(Default, Debug)]
+pub struct NodeStats {
+    pub calls: Counter,
+    pub vectors: Counter,
+    pub suspends: Counter,
+    pub clocks: Counter,
+}
+
+/// The part of a worker's graph that other threads read: names, statistics, errors, trace.
+pub struct GraphShared {
+    pub names: Vec<String>,
+    pub kinds: Vec<NodeKind>,
+    pub error_names: Vec<Vec<&'static str>>,
+    pub stats: Vec<CacheAligned<NodeStats>>,
+    pub errors: Vec<Box<[Counter]>>,
+    /// Passes through the dispatcher loop.
+    pub loops: Counter,
+    pub trace: TraceShared,
+}
+
+impl GraphShared {
+    pub fn node_index(&self, name: &str) -> Option<usize> {
+        self.names.iter().position(|n| n == name)
+    }
+}
+
+struct NodeSlot {
+    node: Box<dyn Node>,
+    /// Next slot → global node index.
+    nexts: Box<[u32]>,
+}
+
+/// Frames waiting to run, in the order they became pending.
+struct Scheduler {
+    frames: Vec<Frame>,
+    free: Vec<usize>,
+    queue: VecDeque<(u32, usize)>,
+    /// The frame each node is still filling, if any.
+    open: Vec<Option<usize>>,
+    /// Buffers sitting in pending frames, for `show buffers`.
+    in_flight: usize,
+}
+
+impl Scheduler {
+    fn new(nodes: usize) -> Scheduler {
+        // Two frames per node covers a pass without growing; more are made if ever needed.
+        let n = 2 * nodes + 4;
+        Scheduler {
+            frames: (0..n).map(|_| Frame::default()).collect(),
+            free: (0..n).rev().collect(),
+            queue: VecDeque::with_capacity(n),
+            open: vec![None; nodes],
+            in_flight: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn open_frame(&mut self, node: u32) -> usize {
+        if let Some(slot) = self.open[node as usize] {
+            if !self.frames[slot].is_full() {
+                return slot;
+            }
+        }
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.frames.push(Frame::default());
+            self.frames.len() - 1
+        });
+        self.open[node as usize] = Some(slot);
+        self.queue.push_back((node, slot));
+        slot
+    }
+
+    #[inline(always)]
+    fn push(&mut self, node: u32, bi: u32) {
+        let slot = self.open_frame(node);
+        self.frames[slot].push(bi);
+        self.in_flight += 1;
+    }
+
+    fn extend(&mut self, node: u32, mut bis: &[u32]) {
+        self.in_flight += bis.len();
+        while !bis.is_empty() {
+            let slot = self.open_frame(node);
+            let n = self.frames[slot].extend(bis);
+            bis = &bis[n..];
+        }
+    }
+}
+
+/// What a node sees while it runs: the buffers, its next nodes, its counters, the trace.
+pub struct NodeCx<'a> {
+    pub bufs: &'a mut WorkerBuffers,
+    sched: &'a mut Scheduler,
+    nexts: &'a [u32],
+    errors: &'a [Counter],
+    tracer: &'a mut Tracer,
+    node_name: &'a str,
+    node_index: usize,
+    /// Index of the worker running this graph.
+    pub thread: usize,
+}
+
+impl NodeCx<'_> {
+    /// Send one packet to next slot `next`.
+    #[inline(always)]
+    pub fn enqueue(&mut self, next: usize, bi: u32) {
+        self.sched.push(self.nexts[next], bi);
+    }
+
+    /// Send many packets to the same next slot.
+    #[inline(always)]
+    pub fn enqueue_all(&mut self, next: usize, bis: &[u32]) {
+        self.sched.extend(self.nexts[next], bis);
+    }
+
+    /// Count `n` events of error counter `error` of this node.
+    #[inline(always)]
+    pub fn count_error(&mut self, error: usize, n: u64) {
+        self.errors[error].add(n);
+    }
+
+    /// Whether any packet may be traced: nodes choose their traced or plain loop per frame.
+    #[inline(always)]
+    pub fn tracing(&self) -> bool {
+        self.tracer.active()
+    }
+
+    /// Input nodes call this for each new packet: it starts a trace record when the node has
+    /// trace budget left.
+    pub fn trace_start(&mut self, bi: u32) -> bool {
+        self.tracer.start(self.bufs, self.node_index, bi)
+    }
+
+    /// Add a line to the packet's trace record, if the packet is traced.
+    pub fn trace(&mut self, bi: u32, line: impl std::fmt::Display) {
+        self.tracer.add(self.bufs, self.node_name, bi, line);
+    }
+}
+
+/// One worker's graph: the nodes, their frames and their statistics.
+pub struct Graph {
+    nodes: Vec<NodeSlot>,
+    inputs: Vec<usize>,
+    sched: Scheduler,
+    tracer: Tracer,
+    shared: Arc<GraphShared>,
+    thread: usize,
+}
+
+impl Graph {
+    /// Resolve next names and build the graph. Fails on a duplicate node name or a next node
+    /// that does not exist.
+    pub fn build(decls: Vec<NodeDecl>, thread: usize) -> Result<Graph, String> {
+        let names: Vec<String> = decls.iter().map(|d| d.name.clone()).collect();
+        for (i, n) in names.iter().enumerate() {
+            if names[..i].contains(n) {
+                return Err(format!("duplicate graph node '{n}'"));
+            }
+        }
+        let mut nodes = Vec::with_capacity(decls.len());
+        let mut kinds = Vec::new();
+        let mut error_names = Vec::new();
+        for d in decls {
+            let nexts = d
+                .next
+                .iter()
+                .map(|n| {
+                    names.iter().position(|x| x == n).map(|i| i as u32).ok_or_else(|| {
+                        format!("node '{}' names next node '{n}', which does not exist", d.name)
+                    })
+                })
+                .collect::<Result<Vec<u32>, String>>()?;
+            kinds.push(d.kind);
+            error_names.push(d.errors.clone());
+            nodes.push(NodeSlot {
+                node: d.node,
+                nexts: nexts.into_boxed_slice(),
+            });
+        }
+        let inputs = (0..nodes.len())
+            .filter(|&i| kinds[i] == NodeKind::Input)
+            .collect();
+        let shared = Arc::new(GraphShared {
+            stats: (0..nodes.len()).map(|_| CacheAligned::default()).collect(),
+            errors: error_names
+                .iter()
+                .map(|e| (0..e.len()).map(|_| Counter::default()).collect())
+                .collect(),
+            trace: TraceShared::new(nodes.len()),
+            names,
+            kinds,
+            error_names,
+            loops: Counter::default(),
+        });
+        Ok(Graph {
+            sched: Scheduler::new(nodes.len()),
+            tracer: Tracer::new(shared.clone()),
+            nodes,
+            inputs,
+            shared,
+            thread,
+        })
+    }
+
+    pub fn shared(&self) -> &Arc<GraphShared> {
+        &self.shared
+    }
+
+    fn run_node(&mut self, bufs: &mut WorkerBuffers, index: usize, frame: &[u32]) -> usize {
+        let start = tsc::now();
+        let slot = &mut self.nodes[index];
+        let mut cx = NodeCx {
+            bufs,
+            sched: &mut self.sched,
+            nexts: &slot.nexts,
+            errors: &self.shared.errors[index],
+            tracer: &mut self.tracer,
+            node_name: &self.shared.names[index],
+            node_index: index,
+            thread: self.thread,
+        };
+        let n = slot.node.process(&mut cx, frame);
+        let stats = &self.shared.stats[index];
+        stats.calls.add(1);
+        stats.vectors.add(n as u64);
+        stats.clocks.add(tsc::now().wrapping_sub(start));
+        n
+    }
+
+    /// One pass: poll every input node, then run pending frames until the graph is empty.
+    /// Returns how many packets the input nodes took in.
+    pub fn run_once(&mut self, bufs: &mut WorkerBuffers) -> usize {
+        self.tracer.begin_pass();
+        let mut received = 0;
+        for k in 0..self.inputs.len() {
+            received += self.run_node(bufs, self.inputs[k], &[]);
+        }
+        while let Some((node, slot)) = self.sched.queue.pop_front() {
+            let node = node as usize;
+            if self.sched.open[node] == Some(slot) {
+                self.sched.open[node] = None;
+            }
+            let frame = std::mem::take(&mut self.sched.frames[slot]);
+            self.sched.in_flight -= frame.len();
+            self.run_node(bufs, node, frame.as_slice());
+            let mut frame = frame;
+            frame.clear();
+            self.sched.frames[slot] = frame;
+            self.sched.free.push(slot);
+        }
+        self.shared.loops.add(1);
+        self.tracer.end_pass();
+        let owner = bufs.owner();
+        owner
+            .in_frames
+            .store(self.sched.in_flight as u64, Ordering::Relaxed);
+        bufs.publish_cache();
+        received
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buffer::{BufferPool, HugePages};
+
+    /// Emits `left` packets in bursts of 100, then nothing.
+    struct Source {
+        left: usize,
+    }
+    impl Node for Source {
+        fn process(&mut self, cx: &mut NodeCx<'_>, _: &[u32]) -> usize {
+            let n = self.left.min(100);
+            for _ in 0..n {
+                let bi = cx.bufs.packet_from_bytes(&[0u8; 60]).unwrap();
+                cx.trace_start(bi);
+                cx.enqueue(0, bi);
+            }
+            self.left -= n;
+            n
+        }
+    }
+    /// Sends even-length... every other packet to the sink, the rest to drop.
+    struct Split;
+    impl Node for Split {
+        fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+            for (i, &bi) in frame.iter().enumerate() {
+                cx.trace(bi, format_args!("packet {i}"));
+                if i % 2 == 0 {
+                    cx.enqueue(0, bi);
+                } else {
+                    cx.count_error(0, 1);
+                    cx.enqueue(1, bi);
+                }
+            }
+            frame.len()
+        }
+    }
+    struct Free;
+    impl Node for Free {
+        fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+            cx.bufs.free_all(frame);
+            frame.len()
+        }
+    }
+
+    fn decl(name: &str, kind: NodeKind, next: &[&str], node: Box<dyn Node>) -> NodeDecl {
+        NodeDecl {
+            name: name.into(),
+            kind,
+            next: next.iter().map(|s| s.to_string()).collect(),
+            errors: vec!["odd packet"],
+            node,
+        }
+    }
+
+    #[test]
+    fn frames_flow_to_completion_and_counters_add_up() {
+        let pool = BufferPool::new(4096, HugePages::Never).unwrap();
+        let mut bufs = pool.worker_handle();
+        let mut g = Graph::build(
+            vec![
+                decl("src", NodeKind::Input, &["split"], Box::new(Source { left: 1000 })),
+                decl("split", NodeKind::Internal, &["sink", "drop"], Box::new(Split)),
+                decl("sink", NodeKind::Output, &[], Box::new(Free)),
+                decl("drop", NodeKind::Drop, &[], Box::new(Free)),
+            ],
+            0,
+        )
+        .unwrap();
+        let sh = g.shared().clone();
+        sh.trace.add(0, 3);
+        let mut total = 0;
+        while g.run_once(&mut bufs) > 0 {
+            total += 1;
+        }
+        assert_eq!(total, 10);
+        assert_eq!(sh.stats[1].vectors.get(), 1000);
+        assert_eq!(sh.stats[2].vectors.get(), 500);
+        assert_eq!(sh.stats[3].vectors.get(), 500);
+        assert_eq!(sh.errors[1][0].get(), 500);
+        let r = pool.report();
+        assert_eq!(r.in_use, 0, "{r:?}");
+        assert_eq!(r.unaccounted, 0);
+        let traces = sh.trace.records();
+        assert_eq!(traces.len(), 3);
+        assert!(traces[0].lines.iter().any(|l| l.contains("split")));
+    }
+
+    #[test]
+    fn unknown_next_is_a_build_error() {
+        let err = Graph::build(
+            vec![decl("a", NodeKind::Internal, &["nowhere"], Box::new(Free))],
+            0,
+        )
+        .err()
+        .unwrap();
+        assert!(err.contains("nowhere"));
+    }
+
+    #[test]
+    fn a_burst_larger_than_a_frame_spills_into_more_frames() {
+        let pool = BufferPool::new(4096, HugePages::Never).unwrap();
+        let mut bufs = pool.worker_handle();
+        struct Big;
+        impl Node for Big {
+            fn process(&mut self, cx: &mut NodeCx<'_>, _: &[u32]) -> usize {
+                let mut v = [0u32; 600];
+                let n = cx.bufs.alloc(&mut v);
+                for &bi in &v[..n] {
+                    cx.bufs.meta_mut(bi).total_len = 0;
+                }
+                cx.enqueue_all(0, &v[..n]);
+                n
+            }
+        }
+        let mut g = Graph::build(
+            vec![
+                decl("big", NodeKind::Input, &["sink"], Box::new(Big)),
+                decl("sink", NodeKind::Output, &[], Box::new(Free)),
+            ],
+            0,
+        )
+        .unwrap();
+        assert_eq!(g.run_once(&mut bufs), 600);
+        let sh = g.shared();
+        assert_eq!(sh.stats[1].vectors.get(), 600);
+        assert_eq!(sh.stats[1].calls.get(), 3);
+        assert_eq!(pool.report().in_use, 0);
+    }
+}

@@ -1,0 +1,147 @@
+//! Interfaces: names, admin state, counters per thread, and the L2 modes the control plane
+//! publishes to the workers.
+
+use crate::graph::counter::{CacheAligned, Counter};
+use arc_swap::ArcSwap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Interface counters of one thread; only that thread writes them.
+#[derive(Default, Debug)]
+pub struct IfCounters {
+    pub rx_packets: Counter,
+    pub rx_bytes: Counter,
+    pub tx_packets: Counter,
+    pub tx_bytes: Counter,
+    /// Packets dropped by the graph that arrived on this interface.
+    pub drops: Counter,
+    /// Packets the driver could not transmit (ring full, send error).
+    pub tx_errors: Counter,
+    /// Packets the kernel or NIC dropped before we saw them (e.g. rx ring full).
+    pub rx_miss: Counter,
+}
+
+/// A summed snapshot of an interface's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct IfTotals {
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub drops: u64,
+    pub tx_errors: u64,
+    pub rx_miss: u64,
+}
+
+impl IfTotals {
+    fn minus(self, b: IfTotals) -> IfTotals {
+        IfTotals {
+            rx_packets: self.rx_packets.wrapping_sub(b.rx_packets),
+            rx_bytes: self.rx_bytes.wrapping_sub(b.rx_bytes),
+            tx_packets: self.tx_packets.wrapping_sub(b.tx_packets),
+            tx_bytes: self.tx_bytes.wrapping_sub(b.tx_bytes),
+            drops: self.drops.wrapping_sub(b.drops),
+            tx_errors: self.tx_errors.wrapping_sub(b.tx_errors),
+            rx_miss: self.rx_miss.wrapping_sub(b.rx_miss),
+        }
+    }
+}
+
+/// One interface as the whole process sees it.
+pub struct Interface {
+    pub index: u32,
+    pub name: String,
+    /// Driver name: "af_packet", "pcap".
+    pub driver: &'static str,
+    /// Driver facts for `show interface` (host interface, files, ring sizes).
+    pub details: Vec<(String, String)>,
+    pub mtu: u32,
+    pub rx_queues: usize,
+    pub tx_queues: usize,
+    admin_up: AtomicBool,
+    /// One set per thread: workers first, the main thread last.
+    counters: Box<[CacheAligned<IfCounters>]>,
+    baseline: std::sync::Mutex<IfTotals>,
+}
+
+impl Interface {
+    pub fn new(index: u32, name: &str, driver: &'static str, threads: usize) -> Interface {
+        Interface {
+            index,
+            name: name.to_string(),
+            driver,
+            details: Vec::new(),
+            mtu: 1500,
+            rx_queues: 1,
+            tx_queues: 1,
+            admin_up: AtomicBool::new(false),
+            counters: (0..threads).map(|_| CacheAligned::default()).collect(),
+            baseline: Default::default(),
+        }
+    }
+
+    pub fn is_up(&self) -> bool {
+        self.admin_up.load(Ordering::Relaxed)
+    }
+
+    pub fn set_up(&self, up: bool) {
+        self.admin_up.store(up, Ordering::Relaxed);
+    }
+
+    /// The counters thread `thread` writes.
+    #[inline(always)]
+    pub fn counters(&self, thread: usize) -> &IfCounters {
+        &self.counters[thread]
+    }
+
+    fn raw_totals(&self) -> IfTotals {
+        let mut t = IfTotals::default();
+        for c in self.counters.iter() {
+            t.rx_packets += c.rx_packets.get();
+            t.rx_bytes += c.rx_bytes.get();
+            t.tx_packets += c.tx_packets.get();
+            t.tx_bytes += c.tx_bytes.get();
+            t.drops += c.drops.get();
+            t.tx_errors += c.tx_errors.get();
+            t.rx_miss += c.rx_miss.get();
+        }
+        t
+    }
+
+    /// Counters since the last `clear interfaces`.
+    pub fn totals(&self) -> IfTotals {
+        self.raw_totals().minus(*self.baseline.lock().unwrap())
+    }
+
+    /// `clear interfaces`: remember the current values and report from there. The workers'
+    /// counters are never written by another thread.
+    pub fn clear(&self) {
+        *self.baseline.lock().unwrap() = self.raw_totals();
+    }
+}
+
+/// What the workers forward by: an immutable table that the control plane replaces whole.
+#[derive(Clone, Debug, Default)]
+pub struct L2Modes {
+    /// `xconnect[rx]` is the interface everything received on `rx` is sent out of.
+    pub xconnect: Vec<Option<u32>>,
+}
+
+/// The published L2 modes. Workers load it once per frame; the control plane builds a new
+/// table and swaps it in, so the fast path never takes a lock.
+pub type SharedL2Modes = Arc<ArcSwap<L2Modes>>;
+
+/// All interfaces, by index.
+pub struct Interfaces {
+    pub list: Vec<Arc<Interface>>,
+}
+
+impl Interfaces {
+    pub fn by_name(&self, name: &str) -> Option<&Arc<Interface>> {
+        self.list.iter().find(|i| i.name == name)
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.list.iter().map(|i| i.name.as_str()).collect()
+    }
+}

@@ -1,0 +1,117 @@
+//! A driver's input node (`af-packet-input`, `pcap-input`): polls every rx queue of that
+//! driver placed on this worker and hands the packets to ethernet-input.
+
+use crate::drivers::RxQueue;
+use crate::graph::frame::FRAME_SIZE;
+use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::interface::Interface;
+use std::fmt;
+use std::sync::Arc;
+
+#[repr(usize)]
+enum Next {
+    EthernetInput,
+}
+
+#[repr(usize)]
+enum Error {
+    NoBuffers,
+    TooLong,
+    Truncated,
+}
+const ERRORS: [&str; 3] = [
+    "no free buffers (packet dropped)",
+    "frame larger than a buffer chain",
+    "frame truncated by the device",
+];
+
+struct Trace<'a> {
+    interface: &'a str,
+    queue: usize,
+    len: usize,
+}
+
+impl fmt::Display for Trace<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} queue {} len {}", self.interface, self.queue, self.len)
+    }
+}
+
+/// One rx queue placed on this worker.
+pub struct PlacedQueue {
+    pub interface: Arc<Interface>,
+    pub queue: usize,
+    pub rx: Box<dyn RxQueue>,
+}
+
+pub struct InputNode {
+    queues: Vec<PlacedQueue>,
+    burst: Box<[u32; FRAME_SIZE]>,
+}
+
+impl InputNode {
+    pub fn decl(name: &str, queues: Vec<PlacedQueue>) -> NodeDecl {
+        NodeDecl {
+            name: name.to_string(),
+            kind: NodeKind::Input,
+            next: vec![super::ETHERNET_INPUT.to_string()],
+            errors: ERRORS.to_vec(),
+            node: Box::new(InputNode {
+                queues,
+                burst: Box::new([0; FRAME_SIZE]),
+            }),
+        }
+    }
+}
+
+impl Node for InputNode {
+    fn process(&mut self, cx: &mut NodeCx<'_>, _frame: &[u32]) -> usize {
+        let mut total = 0;
+        for q in self.queues.iter_mut() {
+            if !q.interface.is_up() {
+                continue;
+            }
+            let counters = q.interface.counters(cx.thread);
+            let missed = q.rx.take_missed();
+            if missed > 0 {
+                counters.rx_miss.add(missed);
+            }
+            let r = q.rx.rx_burst(cx.bufs, &mut self.burst[..]);
+            let dropped = r.no_buffers + r.too_long + r.truncated;
+            if dropped > 0 {
+                cx.count_error(Error::NoBuffers as usize, r.no_buffers);
+                cx.count_error(Error::TooLong as usize, r.too_long);
+                cx.count_error(Error::Truncated as usize, r.truncated);
+                counters.drops.add(dropped);
+                counters.rx_packets.add(dropped);
+            }
+            if r.packets == 0 {
+                continue;
+            }
+            counters.rx_packets.add(r.packets as u64);
+            counters.rx_bytes.add(r.bytes);
+            let pkts = &self.burst[..r.packets];
+            for &bi in pkts {
+                cx.bufs.meta_mut(bi).rx_if = q.interface.index;
+            }
+            if cx.tracing() {
+                for &bi in pkts {
+                    if cx.trace_start(bi) {
+                        let len = cx.bufs.packet_len(bi);
+                        cx.trace(
+                            bi,
+                            Trace {
+                                interface: &q.interface.name,
+                                queue: q.queue,
+                                len,
+                            },
+                        );
+                    }
+                }
+            }
+            cx.enqueue_all(Next::EthernetInput as usize, pkts);
+            total += r.packets;
+        }
+        total
+    }
+}

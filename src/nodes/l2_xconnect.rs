@@ -1,0 +1,95 @@
+//! l2-xconnect: everything received on an interface leaves by its cross-connected peer
+//! (VPP's `set interface l2 xconnect`). The frame is not touched.
+
+use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::interface::SharedL2Modes;
+
+#[repr(usize)]
+enum Next {
+    InterfaceOutput,
+    Drop,
+}
+
+#[repr(usize)]
+enum Error {
+    NotConnected,
+}
+const ERRORS: [&str; 1] = ["interface no longer cross-connected"];
+
+pub struct L2Xconnect {
+    modes: SharedL2Modes,
+}
+
+impl L2Xconnect {
+    pub fn decl(modes: SharedL2Modes) -> NodeDecl {
+        NodeDecl {
+            name: super::L2_XCONNECT.to_string(),
+            kind: NodeKind::Internal,
+            next: vec![
+                super::INTERFACE_OUTPUT.to_string(),
+                super::ERROR_DROP.to_string(),
+            ],
+            errors: ERRORS.to_vec(),
+            node: Box::new(L2Xconnect { modes }),
+        }
+    }
+
+    fn run<const TRACE: bool>(&self, cx: &mut NodeCx<'_>, frame: &[u32]) {
+        let modes = self.modes.load();
+        for &bi in frame {
+            let rx = cx.bufs.meta(bi).rx_if;
+            let next = match modes.xconnect.get(rx as usize).copied().flatten() {
+                Some(tx) => {
+                    cx.bufs.meta_mut(bi).tx_if = tx;
+                    if TRACE {
+                        cx.trace(bi, format_args!("rx if {rx} -> tx if {tx}"));
+                    }
+                    Next::InterfaceOutput
+                }
+                // The table changed between ethernet-input and here.
+                None => {
+                    cx.count_error(Error::NotConnected as usize, 1);
+                    if TRACE {
+                        cx.trace(bi, format_args!("rx if {rx}: drop, {}", ERRORS[0]));
+                    }
+                    Next::Drop
+                }
+            };
+            cx.enqueue(next as usize, bi);
+        }
+    }
+}
+
+impl Node for L2Xconnect {
+    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+        if cx.tracing() {
+            self.run::<true>(cx, frame);
+        } else {
+            self.run::<false>(cx, frame);
+        }
+        frame.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nodes::testing::{frame_bytes, Harness};
+
+    #[test]
+    fn sets_tx_interface_from_table() {
+        let h = Harness::new(2);
+        h.set_xconnect(0, 1);
+        let out = h.run_node(L2Xconnect::decl(h.modes.clone()), &vec![frame_bytes(64); 3], 0);
+        assert_eq!(out.to_next(Next::InterfaceOutput as usize), 3);
+        assert!(out.tx_ifs.iter().all(|&t| t == 1));
+    }
+
+    #[test]
+    fn unconnected_interface_drops_with_reason() {
+        let h = Harness::new(2);
+        let out = h.run_node(L2Xconnect::decl(h.modes.clone()), &[frame_bytes(64)], 1);
+        assert_eq!(out.to_next(Next::Drop as usize), 1);
+        assert_eq!(out.errors, vec![1]);
+    }
+}

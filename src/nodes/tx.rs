@@ -1,0 +1,60 @@
+//! An interface's tx node (`IF-tx`): hands a frame to the driver's tx queue of this thread
+//! and counts what was sent and what the driver had to drop, by reason.
+
+use crate::drivers::TxQueue;
+use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::interface::Interface;
+use std::sync::Arc;
+
+#[repr(usize)]
+enum Error {
+    QueueFull,
+    SendError,
+    TooLong,
+}
+const ERRORS: [&str; 3] = [
+    "transmit queue full",
+    "transmit error from the device",
+    "packet larger than the interface MTU",
+];
+
+pub struct TxNode {
+    interface: Arc<Interface>,
+    queue: Box<dyn TxQueue>,
+}
+
+impl TxNode {
+    pub fn decl(interface: Arc<Interface>, queue: Box<dyn TxQueue>) -> NodeDecl {
+        NodeDecl {
+            name: super::tx_node_name(&interface.name),
+            kind: NodeKind::Output,
+            next: vec![],
+            errors: ERRORS.to_vec(),
+            node: Box::new(TxNode { interface, queue }),
+        }
+    }
+}
+
+impl Node for TxNode {
+    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+        if cx.tracing() {
+            for &bi in frame {
+                let len = cx.bufs.packet_len(bi);
+                cx.trace(bi, format_args!("{} len {len}", self.interface.name));
+            }
+        }
+        let r = self.queue.tx_burst(cx.bufs, frame);
+        let c = self.interface.counters(cx.thread);
+        c.tx_packets.add(r.sent as u64);
+        c.tx_bytes.add(r.bytes);
+        let failed = r.queue_full + r.errors + r.too_long;
+        if failed > 0 {
+            c.tx_errors.add(failed as u64);
+            cx.count_error(Error::QueueFull as usize, r.queue_full as u64);
+            cx.count_error(Error::SendError as usize, r.errors as u64);
+            cx.count_error(Error::TooLong as usize, r.too_long as u64);
+        }
+        debug_assert_eq!(r.sent + failed, frame.len(), "tx queue lost packets");
+        frame.len()
+    }
+}

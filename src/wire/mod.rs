@@ -1,0 +1,15 @@
+//! Wire formats as zero-copy views over byte slices, in the smoltcp style: parsing is safe
+//! code, never panics, and rejects what is too short with an error instead of reading past it.
+
+pub mod ethernet;
+pub mod mac;
+
+pub use ethernet::{EtherType, Frame as EthernetFrame};
+pub use mac::MacAddress;
+
+/// Why a header could not be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WireError {
+    /// The buffer ends before the header does.
+    Truncated,
+}
