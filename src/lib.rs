@@ -7,3 +7,7 @@ pub mod graph;
 pub mod interface;
 pub mod nodes;
 pub mod wire;
+pub mod control;
+pub mod daemon;
+pub mod gen;
+pub mod lab;
