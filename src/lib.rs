@@ -2,12 +2,14 @@
 //! traffic generator and router benchmark lab.
 
 pub mod buffer;
-pub mod drivers;
-pub mod graph;
-pub mod interface;
-pub mod nodes;
-pub mod wire;
+pub mod config;
 pub mod control;
 pub mod daemon;
+pub mod dataplane;
+pub mod drivers;
 pub mod gen;
+pub mod graph;
+pub mod interface;
 pub mod lab;
+pub mod nodes;
+pub mod wire;

@@ -360,7 +360,11 @@ impl WorkerBuffers {
         for (k, chunk_start) in (0..segments).map(|k| (k, k * DATA_SIZE)) {
             let chunk = &bytes[chunk_start..bytes.len().min(chunk_start + DATA_SIZE)];
             let bi = idx[k];
-            let next = if k + 1 < segments { idx[k + 1] } else { NO_BUFFER };
+            let next = if k + 1 < segments {
+                idx[k + 1]
+            } else {
+                NO_BUFFER
+            };
             let m = self.meta_mut(bi);
             m.len = chunk.len() as u16;
             m.next = next;

@@ -3,6 +3,7 @@
 //! trace, enqueue), so a driver never sees the graph.
 
 pub mod af_packet;
+pub mod cpu;
 pub mod pcap;
 pub mod tsc;
 
@@ -74,4 +75,18 @@ pub struct DriverPorts {
     /// Device state to restore when the interface is closed (MTU, promiscuous mode): these
     /// values undo their change when dropped.
     pub restore: Vec<Box<dyn Send + Sync>>,
+}
+
+/// The transmit side of an interface that has none (a pcap interface without `tx-file`):
+/// every packet is dropped and counted as a device error.
+pub struct NoTx;
+
+impl TxQueue for NoTx {
+    fn tx_burst(&mut self, bufs: &mut WorkerBuffers, pkts: &[u32]) -> TxBurst {
+        bufs.free_all(pkts);
+        TxBurst {
+            errors: pkts.len(),
+            ..TxBurst::default()
+        }
+    }
 }

@@ -11,8 +11,10 @@ pub struct Counter(AtomicU64);
 impl Counter {
     #[inline(always)]
     pub fn add(&self, n: u64) {
-        self.0
-            .store(self.0.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+        self.0.store(
+            self.0.load(Ordering::Relaxed).wrapping_add(n),
+            Ordering::Relaxed,
+        );
     }
 
     #[inline(always)]

@@ -217,9 +217,16 @@ impl Graph {
                 .next
                 .iter()
                 .map(|n| {
-                    names.iter().position(|x| x == n).map(|i| i as u32).ok_or_else(|| {
-                        format!("node '{}' names next node '{n}', which does not exist", d.name)
-                    })
+                    names
+                        .iter()
+                        .position(|x| x == n)
+                        .map(|i| i as u32)
+                        .ok_or_else(|| {
+                            format!(
+                                "node '{}' names next node '{n}', which does not exist",
+                                d.name
+                            )
+                        })
                 })
                 .collect::<Result<Vec<u32>, String>>()?;
             kinds.push(d.kind);
@@ -372,8 +379,18 @@ mod tests {
         let mut bufs = pool.worker_handle();
         let mut g = Graph::build(
             vec![
-                decl("src", NodeKind::Input, &["split"], Box::new(Source { left: 1000 })),
-                decl("split", NodeKind::Internal, &["sink", "drop"], Box::new(Split)),
+                decl(
+                    "src",
+                    NodeKind::Input,
+                    &["split"],
+                    Box::new(Source { left: 1000 }),
+                ),
+                decl(
+                    "split",
+                    NodeKind::Internal,
+                    &["sink", "drop"],
+                    Box::new(Split),
+                ),
                 decl("sink", NodeKind::Output, &[], Box::new(Free)),
                 decl("drop", NodeKind::Drop, &[], Box::new(Free)),
             ],

@@ -103,7 +103,11 @@ impl Tracer {
         {
             return false;
         }
-        let packet = self.shared.trace.next_packet.fetch_add(1, Ordering::Relaxed);
+        let packet = self
+            .shared
+            .trace
+            .next_packet
+            .fetch_add(1, Ordering::Relaxed);
         let m = bufs.meta_mut(bi);
         m.flags |= FLAG_TRACED;
         m.trace_index = self.pass.len() as u16;

@@ -40,7 +40,10 @@ impl EthernetInput {
         NodeDecl {
             name: super::ETHERNET_INPUT.to_string(),
             kind: NodeKind::Internal,
-            next: vec![super::L2_XCONNECT.to_string(), super::ERROR_DROP.to_string()],
+            next: vec![
+                super::L2_XCONNECT.to_string(),
+                super::ERROR_DROP.to_string(),
+            ],
             errors: ERRORS.to_vec(),
             node: Box::new(EthernetInput { modes, min_frame }),
         }
@@ -133,7 +136,12 @@ mod tests {
         tagged_short.truncate(16);
         let out = h.run_node(
             EthernetInput::decl(h.modes.clone(), 60),
-            &[frame_bytes(10), frame_bytes(40), tagged_short, frame_bytes(0)],
+            &[
+                frame_bytes(10),
+                frame_bytes(40),
+                tagged_short,
+                frame_bytes(0),
+            ],
             0,
         );
         assert_eq!(out.to_next(Next::Drop as usize), 4);

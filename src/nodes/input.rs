@@ -33,7 +33,11 @@ struct Trace<'a> {
 
 impl fmt::Display for Trace<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} queue {} len {}", self.interface, self.queue, self.len)
+        write!(
+            f,
+            "{} queue {} len {}",
+            self.interface, self.queue, self.len
+        )
     }
 }
 

@@ -80,7 +80,11 @@ mod tests {
     fn sets_tx_interface_from_table() {
         let h = Harness::new(2);
         h.set_xconnect(0, 1);
-        let out = h.run_node(L2Xconnect::decl(h.modes.clone()), &vec![frame_bytes(64); 3], 0);
+        let out = h.run_node(
+            L2Xconnect::decl(h.modes.clone()),
+            &vec![frame_bytes(64); 3],
+            0,
+        );
         assert_eq!(out.to_next(Next::InterfaceOutput as usize), 3);
         assert!(out.tx_ifs.iter().all(|&t| t == 1));
     }

@@ -56,7 +56,10 @@ struct Sink {
 impl Node for Sink {
     fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
         for &bi in frame {
-            self.seen.lock().unwrap().push((self.slot, cx.bufs.meta(bi).tx_if));
+            self.seen
+                .lock()
+                .unwrap()
+                .push((self.slot, cx.bufs.meta(bi).tx_if));
             cx.bufs.free(bi);
         }
         frame.len()

@@ -9,7 +9,7 @@ use std::sync::Arc;
 #[repr(usize)]
 enum Error {
     QueueFull,
-    SendError,
+    DeviceRefused,
     TooLong,
 }
 const ERRORS: [&str; 3] = [
@@ -51,7 +51,7 @@ impl Node for TxNode {
         if failed > 0 {
             c.tx_errors.add(failed as u64);
             cx.count_error(Error::QueueFull as usize, r.queue_full as u64);
-            cx.count_error(Error::SendError as usize, r.errors as u64);
+            cx.count_error(Error::DeviceRefused as usize, r.errors as u64);
             cx.count_error(Error::TooLong as usize, r.too_long as u64);
         }
         debug_assert_eq!(r.sent + failed, frame.len(), "tx queue lost packets");

@@ -155,7 +155,11 @@ impl Repr {
 
 impl fmt::Display for Repr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {} -> {}", self.ethertype, self.source, self.destination)?;
+        write!(
+            f,
+            "{}: {} -> {}",
+            self.ethertype, self.source, self.destination
+        )?;
         for v in &self.vlans[..self.vlan_count as usize] {
             write!(f, " vlan {v}")?;
         }
@@ -173,8 +177,8 @@ mod tests {
     ];
     /// The same frame with an 802.1Q tag, VLAN 100, priority 5.
     const TAGGED: [u8; 18] = [
-        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x81, 0x00,
-        0xa0, 0x64, 0x08, 0x00,
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x81, 0x00, 0xa0,
+        0x64, 0x08, 0x00,
     ];
 
     #[test]

@@ -45,7 +45,9 @@ impl FromStr for MacAddress {
     fn from_str(s: &str) -> Result<Self, String> {
         let parts: Vec<&str> = s.split([':', '-']).collect();
         if parts.len() != 6 {
-            return Err(format!("'{s}' is not a MAC address (want six hex bytes like 02:00:00:00:00:01)"));
+            return Err(format!(
+                "'{s}' is not a MAC address (want six hex bytes like 02:00:00:00:00:01)"
+            ));
         }
         let mut a = [0u8; 6];
         for (slot, p) in a.iter_mut().zip(parts) {

@@ -35,7 +35,10 @@ pub fn read_file(path: &Path) -> io::Result<Vec<Record>> {
         .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?
         .read_to_end(&mut bytes)?;
     parse(&bytes).map_err(|msg| {
-        io::Error::new(io::ErrorKind::InvalidData, format!("{}: {msg}", path.display()))
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{}: {msg}", path.display()),
+        )
     })
 }
 
@@ -68,9 +71,9 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Record>, String> {
     let mut records = Vec::new();
     let mut at = FILE_HEADER_LEN;
     while at < bytes.len() {
-        let rh = bytes.get(at..at + RECORD_HEADER_LEN).ok_or_else(|| {
-            format!("record {} header cut short at byte {at}", records.len() + 1)
-        })?;
+        let rh = bytes
+            .get(at..at + RECORD_HEADER_LEN)
+            .ok_or_else(|| format!("record {} header cut short at byte {at}", records.len() + 1))?;
         let secs = u32_at(rh, 0) as u64;
         let frac = u32_at(rh, 4) as u64;
         let caplen = u32_at(rh, 8);
@@ -83,7 +86,10 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Record>, String> {
         }
         let start = at + RECORD_HEADER_LEN;
         let data = bytes.get(start..start + caplen as usize).ok_or_else(|| {
-            format!("record {} data cut short at byte {start}", records.len() + 1)
+            format!(
+                "record {} data cut short at byte {start}",
+                records.len() + 1
+            )
         })?;
         records.push(Record {
             timestamp_ns: secs * 1_000_000_000 + if nanos { frac } else { frac * 1000 },
@@ -175,8 +181,12 @@ mod tests {
         let mut w = Writer::new(Vec::new()).unwrap();
         w.write(0, &[9; 40]).unwrap();
         let bytes = w.into_inner();
-        assert!(parse(&bytes[..bytes.len() - 1]).unwrap_err().contains("cut short"));
-        assert!(parse(&bytes[..30]).unwrap_err().contains("header cut short"));
+        assert!(parse(&bytes[..bytes.len() - 1])
+            .unwrap_err()
+            .contains("cut short"));
+        assert!(parse(&bytes[..30])
+            .unwrap_err()
+            .contains("header cut short"));
     }
 
     proptest::proptest! {

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs every test sluice has: formatting, lints, unit tests, pcap graph tests and the
+# namespace tests (these need root: they create and remove their own namespaces and veths).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# What the namespace tests need beyond the Rust toolchain.
+need=()
+command -v ip >/dev/null || need+=(iproute2)
+command -v ethtool >/dev/null || need+=(ethtool)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  else
+    echo "missing ${need[*]}: install them (apt-get install ${need[*]})" >&2
+  fi
+fi
+rustup component add rustfmt clippy >/dev/null 2>&1 || true
+
+cargo fmt --all -- --check
+cargo clippy --all-targets -- -D warnings
+cargo test --all-targets -- --test-threads=2

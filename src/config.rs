@@ -1,0 +1,398 @@
+//! The daemon's configuration file (TOML). Every error names the line and the key.
+//!
+//! ```toml
+//! [dataplane]
+//! workers = 1              # worker threads
+//! worker-cores = [1]       # CPU of each worker (optional)
+//! main-core = 0            # CPU of the main thread (optional)
+//! buffers = 16384          # packet buffers in the pool
+//! hugepages = "auto"       # auto | require | never
+//! min-frame = 60           # frames shorter than this are runts
+//!
+//! [control]
+//! socket = "/run/sluice/cli.sock"
+//!
+//! [[interface]]
+//! name = "d0"
+//! driver = "af_packet"     # af_packet | pcap
+//! host = "d0"              # af_packet: the Linux interface (default: name)
+//! mtu = 9000
+//! state = "up"             # up | down
+//!
+//! [[xconnect]]
+//! rx = "d0"
+//! tx = "d1"
+//! ```
+
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+pub const DEFAULT_SOCKET: &str = "/run/sluice/cli.sock";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub dataplane: Dataplane,
+    #[serde(default)]
+    pub control: Control,
+    #[serde(default, rename = "interface")]
+    pub interfaces: Vec<InterfaceConfig>,
+    #[serde(default, rename = "xconnect")]
+    pub xconnects: Vec<Xconnect>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Dataplane {
+    #[serde(default = "one")]
+    pub workers: Spanned<usize>,
+    #[serde(default)]
+    pub worker_cores: Option<Spanned<Vec<usize>>>,
+    #[serde(default)]
+    pub main_core: Option<Spanned<usize>>,
+    #[serde(default = "default_buffers")]
+    pub buffers: Spanned<u32>,
+    #[serde(default = "default_hugepages")]
+    pub hugepages: Spanned<String>,
+    #[serde(default = "default_min_frame")]
+    pub min_frame: Spanned<usize>,
+}
+
+impl Default for Dataplane {
+    fn default() -> Self {
+        Dataplane {
+            workers: one(),
+            worker_cores: None,
+            main_core: None,
+            buffers: default_buffers(),
+            hugepages: default_hugepages(),
+            min_frame: default_min_frame(),
+        }
+    }
+}
+
+fn one() -> Spanned<usize> {
+    Spanned::new(0..0, 1)
+}
+fn default_buffers() -> Spanned<u32> {
+    Spanned::new(0..0, 32768)
+}
+fn default_hugepages() -> Spanned<String> {
+    Spanned::new(0..0, "auto".into())
+}
+fn default_min_frame() -> Spanned<usize> {
+    Spanned::new(0..0, crate::wire::ethernet::MIN_FRAME_LEN)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Control {
+    #[serde(default = "default_socket")]
+    pub socket: PathBuf,
+}
+
+impl Default for Control {
+    fn default() -> Self {
+        Control {
+            socket: default_socket(),
+        }
+    }
+}
+
+fn default_socket() -> PathBuf {
+    DEFAULT_SOCKET.into()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct InterfaceConfig {
+    pub name: Spanned<String>,
+    pub driver: Spanned<String>,
+    /// af_packet: the Linux interface to attach to.
+    pub host: Option<String>,
+    pub mtu: Option<Spanned<u32>>,
+    pub state: Option<Spanned<String>>,
+    /// pcap: the file to replay.
+    pub rx_file: Option<PathBuf>,
+    /// pcap: the file to write.
+    pub tx_file: Option<PathBuf>,
+    /// pcap: replay forever.
+    #[serde(default, rename = "loop")]
+    pub looping: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Xconnect {
+    pub rx: Spanned<String>,
+    pub tx: Spanned<String>,
+}
+
+/// A config error: where, which key, what is wrong.
+#[derive(Debug)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn line_of(src: &str, offset: usize) -> usize {
+    src[..offset.min(src.len())].matches('\n').count() + 1
+}
+
+struct Checker<'a> {
+    src: &'a str,
+    origin: &'a str,
+}
+
+impl Checker<'_> {
+    fn err(&self, span: std::ops::Range<usize>, key: &str, msg: String) -> ConfigError {
+        ConfigError(format!(
+            "{}:{}: key '{key}': {msg}",
+            self.origin,
+            line_of(self.src, span.start)
+        ))
+    }
+}
+
+pub const MAX_WORKERS: usize = 64;
+pub const MAX_MTU: u32 = 9000;
+pub const MIN_MTU: u32 = 68;
+
+impl Config {
+    /// Read and check a config file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let src = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError(format!("{}: {e}", path.display())))?;
+        Config::parse(&src, &path.display().to_string())
+    }
+
+    /// Parse and check config text; `origin` names it in errors.
+    pub fn parse(src: &str, origin: &str) -> Result<Config, ConfigError> {
+        let cfg: Config = toml::from_str(src).map_err(|e| {
+            let line = e.span().map(|s| line_of(src, s.start)).unwrap_or(0);
+            let msg = e.message().replace('\n', " ");
+            ConfigError(format!("{origin}:{line}: {msg}"))
+        })?;
+        cfg.check(&Checker { src, origin })?;
+        Ok(cfg)
+    }
+
+    fn check(&self, c: &Checker<'_>) -> Result<(), ConfigError> {
+        let d = &self.dataplane;
+        let workers = *d.workers.get_ref();
+        if workers == 0 || workers > MAX_WORKERS {
+            return Err(c.err(
+                d.workers.span(),
+                "workers",
+                format!("must be between 1 and {MAX_WORKERS}, not {workers}"),
+            ));
+        }
+        let cpus = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
+        if let Some(cores) = &d.worker_cores {
+            if cores.get_ref().len() != workers {
+                return Err(c.err(
+                    cores.span(),
+                    "worker-cores",
+                    format!(
+                        "lists {} cores for {workers} workers",
+                        cores.get_ref().len()
+                    ),
+                ));
+            }
+            if let Some(bad) = cores.get_ref().iter().find(|&&k| k >= cpus) {
+                return Err(c.err(
+                    cores.span(),
+                    "worker-cores",
+                    format!("CPU {bad} does not exist (this machine has {cpus})"),
+                ));
+            }
+        }
+        if let Some(m) = &d.main_core {
+            if *m.get_ref() >= cpus {
+                return Err(c.err(
+                    m.span(),
+                    "main-core",
+                    format!(
+                        "CPU {} does not exist (this machine has {cpus})",
+                        m.get_ref()
+                    ),
+                ));
+            }
+        }
+        if *d.buffers.get_ref() < 1024 {
+            return Err(c.err(d.buffers.span(), "buffers", "must be at least 1024".into()));
+        }
+        if !["auto", "require", "never"].contains(&d.hugepages.get_ref().as_str()) {
+            return Err(c.err(
+                d.hugepages.span(),
+                "hugepages",
+                format!(
+                    "'{}' is not one of auto, require, never",
+                    d.hugepages.get_ref()
+                ),
+            ));
+        }
+        let mut names: Vec<&str> = Vec::new();
+        for i in &self.interfaces {
+            let name = i.name.get_ref().as_str();
+            if name.is_empty() || name.len() > 32 || name.contains(char::is_whitespace) {
+                return Err(c.err(
+                    i.name.span(),
+                    "name",
+                    format!("'{name}' is not a usable interface name (1-32 characters, no spaces)"),
+                ));
+            }
+            if names.contains(&name) {
+                return Err(c.err(
+                    i.name.span(),
+                    "name",
+                    format!("interface '{name}' is defined twice"),
+                ));
+            }
+            names.push(name);
+            match i.driver.get_ref().as_str() {
+                "af_packet" => {
+                    if i.rx_file.is_some() || i.tx_file.is_some() {
+                        return Err(c.err(
+                            i.driver.span(),
+                            "rx-file",
+                            "rx-file and tx-file belong to pcap interfaces".into(),
+                        ));
+                    }
+                }
+                "pcap" => {
+                    if i.rx_file.is_none() && i.tx_file.is_none() {
+                        return Err(c.err(
+                            i.driver.span(),
+                            "driver",
+                            format!("pcap interface '{name}' needs rx-file, tx-file or both"),
+                        ));
+                    }
+                }
+                other => {
+                    return Err(c.err(
+                        i.driver.span(),
+                        "driver",
+                        format!("unknown driver '{other}' (known: af_packet, pcap)"),
+                    ))
+                }
+            }
+            if let Some(mtu) = &i.mtu {
+                let v = *mtu.get_ref();
+                if !(MIN_MTU..=MAX_MTU).contains(&v) {
+                    return Err(c.err(
+                        mtu.span(),
+                        "mtu",
+                        format!("{v} is outside {MIN_MTU}..={MAX_MTU}"),
+                    ));
+                }
+            }
+            if let Some(s) = &i.state {
+                if !["up", "down"].contains(&s.get_ref().as_str()) {
+                    return Err(c.err(
+                        s.span(),
+                        "state",
+                        format!("'{}' is not up or down", s.get_ref()),
+                    ));
+                }
+            }
+        }
+        let mut rxs: Vec<&str> = Vec::new();
+        for x in &self.xconnects {
+            for (key, v) in [("rx", &x.rx), ("tx", &x.tx)] {
+                if !names.contains(&v.get_ref().as_str()) {
+                    return Err(c.err(
+                        v.span(),
+                        key,
+                        format!(
+                            "no interface named '{}' (defined: {})",
+                            v.get_ref(),
+                            names.join(", ")
+                        ),
+                    ));
+                }
+            }
+            if rxs.contains(&x.rx.get_ref().as_str()) {
+                return Err(c.err(
+                    x.rx.span(),
+                    "rx",
+                    format!("interface '{}' is cross-connected twice", x.rx.get_ref()),
+                ));
+            }
+            rxs.push(x.rx.get_ref());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[dataplane]
+workers = 1
+
+[[interface]]
+name = "p0"
+driver = "pcap"
+rx-file = "in.pcap"
+
+[[interface]]
+name = "p1"
+driver = "pcap"
+tx-file = "out.pcap"
+
+[[xconnect]]
+rx = "p0"
+tx = "p1"
+"#;
+
+    #[test]
+    fn good_config_parses() {
+        let c = Config::parse(GOOD, "t.toml").unwrap();
+        assert_eq!(c.interfaces.len(), 2);
+        assert_eq!(c.xconnects[0].tx.get_ref(), "p1");
+        assert_eq!(c.control.socket, PathBuf::from(DEFAULT_SOCKET));
+    }
+
+    fn err(src: &str) -> String {
+        Config::parse(src, "t.toml").unwrap_err().0
+    }
+
+    #[test]
+    fn unknown_key_names_line_and_key() {
+        let e = err("[dataplane]\nworkers = 1\nwrokers = 2\n");
+        assert!(e.starts_with("t.toml:3:"), "{e}");
+        assert!(e.contains("wrokers"), "{e}");
+    }
+
+    #[test]
+    fn bad_value_names_line_and_key() {
+        let e = err("[dataplane]\n\nworkers = 0\n");
+        assert!(e.starts_with("t.toml:3: key 'workers'"), "{e}");
+        let e = err(&GOOD.replace("tx = \"p1\"", "tx = \"p9\""));
+        assert!(e.contains(":17: key 'tx'") && e.contains("p9"), "{e}");
+        let e = err(&GOOD.replace("driver = \"pcap\"\nrx-file", "driver = \"dpdk\"\nrx-file"));
+        assert!(e.contains(":7: key 'driver'") && e.contains("dpdk"), "{e}");
+    }
+
+    #[test]
+    fn wrong_type_is_an_error_with_line() {
+        let e = err("[dataplane]\nworkers = \"two\"\n");
+        assert!(e.starts_with("t.toml:2:"), "{e}");
+    }
+
+    #[test]
+    fn mtu_out_of_range() {
+        let e = err("[[interface]]\nname = \"a\"\ndriver = \"af_packet\"\nmtu = 65000\n");
+        assert!(e.starts_with("t.toml:4: key 'mtu'"), "{e}");
+    }
+}

@@ -1,0 +1,277 @@
+//! CLI commands: parsing text into a `Command` (words may be shortened to any unique prefix,
+//! as in VPP: `sh int`, `sh run`), kept apart from the functions that carry them out.
+
+/// A parsed command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    Help,
+    ShowInterface { name: Option<String> },
+    ShowRuntime,
+    ShowErrors,
+    ShowBuffers,
+    ShowThreads,
+    ShowTrace,
+    ShowVersion,
+    SetInterfaceState { name: String, up: bool },
+    SetXconnect { rx: String, tx: String },
+    ClearRuntime,
+    ClearInterfaces,
+    ClearErrors,
+    ClearTrace,
+    TraceAdd { node: String, count: u32 },
+}
+
+/// A command line: the command and whether its output is wanted as JSON.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    pub command: Command,
+    pub json: bool,
+}
+
+/// Every command's words, with `<ARG>` for a value, and a help line.
+const TABLE: &[(&str, &str)] = &[
+    ("help", "list commands"),
+    ("show interface [<IF>]", "interface state and counters"),
+    (
+        "show runtime",
+        "per node calls, vectors, clocks per packet, per worker",
+    ),
+    ("show errors", "drop and error counters by node and reason"),
+    ("show buffers", "buffer pool: total, free, in use by owner"),
+    ("show threads", "main and worker threads with their CPUs"),
+    ("show trace", "packets traced by 'trace add'"),
+    ("show version", "sluice version"),
+    ("set interface state <IF> up|down", "admin state"),
+    (
+        "set interface l2 xconnect <RX> <TX>",
+        "send everything received on RX out of TX",
+    ),
+    ("clear runtime", "restart the runtime statistics"),
+    ("clear interfaces", "restart the interface counters"),
+    ("clear errors", "restart the error counters"),
+    ("clear trace", "drop trace records and budgets"),
+    (
+        "trace add <NODE> <N>",
+        "trace the next N packets of input node NODE",
+    ),
+];
+
+/// The help text.
+pub fn help() -> String {
+    let mut s =
+        String::from("commands (words may be shortened: 'sh int'; show commands take --json):\n");
+    for (words, what) in TABLE {
+        s.push_str(&format!("  {words:<40} {what}\n"));
+    }
+    s
+}
+
+/// Match `word` against a keyword, allowing a prefix.
+fn is(word: &str, keyword: &str) -> bool {
+    !word.is_empty() && keyword.starts_with(word)
+}
+
+/// Parse a command line. Errors are one line with a hint.
+pub fn parse(line: &str) -> Result<Request, String> {
+    let mut words: Vec<&str> = line.split_whitespace().collect();
+    let json = words.contains(&"--json");
+    words.retain(|w| *w != "--json");
+    if let Some(bad) = words.iter().find(|w| w.starts_with("--")) {
+        return Err(format!(
+            "unknown option '{bad}' (only --json is known; try: help)"
+        ));
+    }
+    let command = parse_words(&words)?;
+    Ok(Request { command, json })
+}
+
+fn unknown(words: &[&str]) -> String {
+    format!("unknown command '{}' (try: help)", words.join(" "))
+}
+
+fn parse_words(w: &[&str]) -> Result<Command, String> {
+    let first = *w.first().ok_or("empty command (try: help)")?;
+    if is(first, "help") || first == "?" {
+        return Ok(Command::Help);
+    }
+    if is(first, "show") {
+        let what = *w.get(1).ok_or("show what? (try: help)")?;
+        let extra = |n: usize| -> Result<(), String> {
+            if w.len() > n {
+                Err(format!(
+                    "unexpected '{}' after '{}' (try: help)",
+                    w[n],
+                    w[..n].join(" ")
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        let cmd = if is(what, "interface") || what == "int" {
+            extra(3)?;
+            Command::ShowInterface {
+                name: w.get(2).map(|s| s.to_string()),
+            }
+        } else if is(what, "runtime") {
+            extra(2)?;
+            Command::ShowRuntime
+        } else if is(what, "errors") {
+            extra(2)?;
+            Command::ShowErrors
+        } else if is(what, "buffers") {
+            extra(2)?;
+            Command::ShowBuffers
+        } else if is(what, "threads") && what.len() >= 2 {
+            extra(2)?;
+            Command::ShowThreads
+        } else if is(what, "trace") && what.len() >= 2 {
+            extra(2)?;
+            Command::ShowTrace
+        } else if is(what, "version") {
+            extra(2)?;
+            Command::ShowVersion
+        } else {
+            return Err(unknown(w));
+        };
+        return Ok(cmd);
+    }
+    if is(first, "set") {
+        if w.len() >= 2 && is(w[1], "interface") {
+            if w.len() >= 3 && is(w[2], "state") {
+                let [_, _, _, name, state] = w else {
+                    return Err("usage: set interface state <IF> up|down".into());
+                };
+                let up = match *state {
+                    "up" => true,
+                    "down" => false,
+                    other => return Err(format!("state must be up or down, not '{other}'")),
+                };
+                return Ok(Command::SetInterfaceState {
+                    name: name.to_string(),
+                    up,
+                });
+            }
+            if w.len() >= 4 && w[2] == "l2" && is(w[3], "xconnect") {
+                let [_, _, _, _, rx, tx] = w else {
+                    return Err("usage: set interface l2 xconnect <RX> <TX>".into());
+                };
+                return Ok(Command::SetXconnect {
+                    rx: rx.to_string(),
+                    tx: tx.to_string(),
+                });
+            }
+        }
+        return Err(unknown(w));
+    }
+    if is(first, "clear") {
+        let what = *w
+            .get(1)
+            .ok_or("clear what? (runtime, interfaces, errors, trace)")?;
+        if w.len() > 2 {
+            return Err(unknown(w));
+        }
+        return if is(what, "runtime") {
+            Ok(Command::ClearRuntime)
+        } else if is(what, "interfaces") {
+            Ok(Command::ClearInterfaces)
+        } else if is(what, "errors") {
+            Ok(Command::ClearErrors)
+        } else if is(what, "trace") && what.len() >= 2 {
+            Ok(Command::ClearTrace)
+        } else {
+            Err(unknown(w))
+        };
+    }
+    if is(first, "trace") && first.len() >= 2 {
+        if w.len() >= 2 && is(w[1], "add") {
+            let [_, _, node, count] = w else {
+                return Err("usage: trace add <NODE> <N>".into());
+            };
+            let count: u32 = count
+                .parse()
+                .ok()
+                .filter(|&n| n > 0 && n <= 100_000)
+                .ok_or_else(|| format!("trace count must be 1..100000, not '{count}'"))?;
+            return Ok(Command::TraceAdd {
+                node: node.to_string(),
+                count,
+            });
+        }
+        return Err(unknown(w));
+    }
+    Err(unknown(w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmd(s: &str) -> Command {
+        parse(s).unwrap().command
+    }
+
+    #[test]
+    fn full_and_short_words() {
+        assert_eq!(cmd("show interface"), Command::ShowInterface { name: None });
+        assert_eq!(
+            cmd("sh int d0"),
+            Command::ShowInterface {
+                name: Some("d0".into())
+            }
+        );
+        assert_eq!(cmd("sh run"), Command::ShowRuntime);
+        assert_eq!(cmd("show err"), Command::ShowErrors);
+        assert_eq!(cmd("clear run"), Command::ClearRuntime);
+        assert_eq!(
+            cmd("set int l2 xconnect d0 d1"),
+            Command::SetXconnect {
+                rx: "d0".into(),
+                tx: "d1".into()
+            }
+        );
+        assert_eq!(
+            cmd("set interface state d0 down"),
+            Command::SetInterfaceState {
+                name: "d0".into(),
+                up: false
+            }
+        );
+        assert_eq!(
+            cmd("trace add af-packet-input 10"),
+            Command::TraceAdd {
+                node: "af-packet-input".into(),
+                count: 10
+            }
+        );
+    }
+
+    #[test]
+    fn json_flag() {
+        let r = parse("show buffers --json").unwrap();
+        assert!(r.json);
+        assert_eq!(r.command, Command::ShowBuffers);
+    }
+
+    #[test]
+    fn bad_lines_are_one_line_errors() {
+        for bad in [
+            "",
+            "shw int",
+            "show",
+            "show frobs",
+            "show runtime extra",
+            "set interface state d0 sideways",
+            "set interface state d0",
+            "set interface l2 xconnect d0",
+            "trace add x zero",
+            "trace add x 0",
+            "clear",
+            "show int --verbose",
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert!(!e.contains('\n'), "{bad}: {e}");
+            assert!(!e.is_empty());
+        }
+        assert!(parse("shw int").unwrap_err().contains("try: help"));
+    }
+}

@@ -1,0 +1,332 @@
+//! Builds the running dataplane from a config: the buffer pool, the interfaces and their
+//! drivers, one graph per worker, and the worker threads.
+
+use crate::buffer::{BufferPool, HugePages};
+use crate::config::Config;
+use crate::drivers::af_packet::{self, AfPacketConfig};
+use crate::drivers::pcap::{self, PcapConfig, ReplayProgress};
+use crate::drivers::{cpu, tsc, DriverPorts, NoTx, RxQueue, TxQueue};
+use crate::graph::{Graph, GraphShared, NodeDecl};
+use crate::interface::{Interface, Interfaces, L2Modes, SharedL2Modes};
+use crate::nodes::{
+    error_drop::ErrorDrop,
+    ethernet_input::EthernetInput,
+    input::{InputNode, PlacedQueue},
+    interface_output::InterfaceOutput,
+    l2_xconnect::L2Xconnect,
+    tx::TxNode,
+};
+use arc_swap::ArcSwap;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Empty passes in a row before an idle worker starts napping.
+const IDLE_PASSES_BEFORE_NAP: u32 = 1024;
+/// How long an idle worker naps. Under load a worker never naps, so this costs no rate; it
+/// keeps an idle daemon from burning a core on a shared machine.
+const IDLE_NAP: Duration = Duration::from_micros(50);
+
+/// What the control plane knows of a worker.
+pub struct WorkerInfo {
+    pub index: usize,
+    pub name: String,
+    pub cpu: Option<usize>,
+    pub graph: Arc<GraphShared>,
+    pub tid: Arc<AtomicI32>,
+    handle: Option<JoinHandle<()>>,
+}
+
+/// The running dataplane.
+pub struct Dataplane {
+    pub pool: Arc<BufferPool>,
+    pub interfaces: Interfaces,
+    pub modes: SharedL2Modes,
+    pub workers: Vec<WorkerInfo>,
+    pub main_cpu: Option<usize>,
+    pub started: Instant,
+    pub tsc_hz: f64,
+    /// Replay progress of pcap interfaces, by interface index.
+    pub replays: Vec<(u32, Arc<ReplayProgress>)>,
+    stop: Arc<AtomicBool>,
+    /// The main thread's tx queues (TX = RX + 1), kept for control-plane packets.
+    _main_tx: Vec<Box<dyn TxQueue>>,
+    /// Undoes device changes (MTU, promiscuous) when dropped, after the workers stop.
+    restore: Vec<Box<dyn Send + Sync>>,
+}
+
+/// An rx queue on its way to a worker: (interface index, queue number, queue).
+type RxPlacement = (usize, usize, Box<dyn RxQueue>);
+
+struct Opened {
+    interface: Interface,
+    ports: DriverPorts,
+}
+
+fn open_interface(
+    cfg: &crate::config::InterfaceConfig,
+    index: u32,
+    workers: usize,
+) -> Result<(Opened, Option<Arc<ReplayProgress>>), String> {
+    let name = cfg.name.get_ref();
+    let mtu = cfg.mtu.as_ref().map(|m| *m.get_ref());
+    let threads = workers + 1;
+    let (driver, ports, progress): (&'static str, DriverPorts, _) =
+        match cfg.driver.get_ref().as_str() {
+            "af_packet" => {
+                let ports = af_packet::open(&AfPacketConfig {
+                    host: cfg.host.clone().unwrap_or_else(|| name.clone()),
+                    mtu,
+                    rx_queues: workers,
+                    tx_queues: threads,
+                })
+                .map_err(|e| format!("interface {name}: {e}"))?;
+                ("af_packet", ports, None)
+            }
+            _ => {
+                let (ports, progress) = pcap::open(
+                    &PcapConfig {
+                        rx_file: cfg.rx_file.clone(),
+                        tx_file: cfg.tx_file.clone(),
+                        looping: cfg.looping,
+                        mtu: mtu.unwrap_or(crate::config::MAX_MTU),
+                    },
+                    threads,
+                )
+                .map_err(|e| format!("interface {name}: {e}"))?;
+                // Only an interface that replays a file has progress to wait for.
+                let progress = cfg.rx_file.is_some().then_some(progress);
+                ("pcap", ports, progress)
+            }
+        };
+    let mut interface = Interface::new(index, name, driver, threads);
+    interface.mtu = ports.mtu;
+    interface.rx_queues = ports.rx.len();
+    interface.tx_queues = ports.tx.len();
+    interface.details = ports.details.clone();
+    interface.set_up(
+        cfg.state
+            .as_ref()
+            .map(|s| s.get_ref() == "up")
+            .unwrap_or(true),
+    );
+    Ok((Opened { interface, ports }, progress))
+}
+
+impl Dataplane {
+    /// Open every interface, build the graphs and start the workers.
+    pub fn start(cfg: &Config) -> Result<Dataplane, String> {
+        let d = &cfg.dataplane;
+        let workers = *d.workers.get_ref();
+        let huge = match d.hugepages.get_ref().as_str() {
+            "require" => HugePages::Require,
+            "never" => HugePages::Never,
+            _ => HugePages::Auto,
+        };
+        let pool =
+            BufferPool::new(*d.buffers.get_ref(), huge).map_err(|e| format!("buffer pool: {e}"))?;
+        let main_cpu = d.main_core.as_ref().map(|c| *c.get_ref());
+        if let Some(c) = main_cpu {
+            cpu::pin_current_thread(c)?;
+        }
+        let tsc_hz = tsc::hz();
+
+        let mut opened = Vec::new();
+        let mut replays = Vec::new();
+        for (i, icfg) in cfg.interfaces.iter().enumerate() {
+            let (o, progress) = open_interface(icfg, i as u32, workers)?;
+            if let Some(p) = progress {
+                replays.push((i as u32, p));
+            }
+            opened.push(o);
+        }
+
+        let mut modes = L2Modes {
+            xconnect: vec![None; opened.len()],
+        };
+        for x in &cfg.xconnects {
+            let find = |n: &str| opened.iter().position(|o| o.interface.name == n);
+            if let (Some(rx), Some(tx)) = (find(x.rx.get_ref()), find(x.tx.get_ref())) {
+                modes.xconnect[rx] = Some(tx as u32);
+            }
+        }
+        let modes: SharedL2Modes = Arc::new(ArcSwap::from_pointee(modes));
+
+        // Hand out queues: rx queue k of an interface goes to worker k mod workers; tx queue
+        // w to worker w, and the last one to the main thread.
+        let mut rx_by_worker: Vec<Vec<RxPlacement>> =
+            (0..workers).map(|_| Vec::new()).collect();
+        let mut tx_by_thread: Vec<Vec<Box<dyn TxQueue>>> =
+            (0..=workers).map(|_| Vec::new()).collect();
+        let mut restore = Vec::new();
+        let mut interfaces = Vec::new();
+        for (i, o) in opened.into_iter().enumerate() {
+            let Opened { interface, ports } = o;
+            for (q, rx) in ports.rx.into_iter().enumerate() {
+                rx_by_worker[q % workers].push((i, q, rx));
+            }
+            let mut tx = ports.tx.into_iter();
+            for queues in tx_by_thread.iter_mut() {
+                queues.push(tx.next().unwrap_or_else(|| Box::new(NoTx)));
+            }
+            restore.extend(ports.restore);
+            interfaces.push(Arc::new(interface));
+        }
+        let main_tx = tx_by_thread.pop().unwrap_or_default();
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut infos = Vec::new();
+        let cores = d.worker_cores.as_ref().map(|c| c.get_ref().clone());
+        let min_frame = *d.min_frame.get_ref();
+        for (w, (rxs, txs)) in rx_by_worker.into_iter().zip(tx_by_thread).enumerate() {
+            let decls = worker_graph(&interfaces, &modes, rxs, txs, min_frame);
+            let graph = Graph::build(decls, w)?;
+            let shared = graph.shared().clone();
+            let cpu = cores.as_ref().map(|c| c[w]);
+            let tid = Arc::new(AtomicI32::new(0));
+            let handle = spawn_worker(w, cpu, graph, pool.clone(), stop.clone(), tid.clone())?;
+            infos.push(WorkerInfo {
+                index: w,
+                name: format!("sluice_wk_{w}"),
+                cpu,
+                graph: shared,
+                tid,
+                handle: Some(handle),
+            });
+        }
+        Ok(Dataplane {
+            pool,
+            interfaces: Interfaces { list: interfaces },
+            modes,
+            workers: infos,
+            main_cpu,
+            started: Instant::now(),
+            tsc_hz,
+            replays,
+            stop,
+            _main_tx: main_tx,
+            restore,
+        })
+    }
+
+    /// Publish a new cross-connect for `rx` (or remove it with `None`).
+    pub fn set_xconnect(&self, rx: u32, tx: Option<u32>) {
+        let mut m = (**self.modes.load()).clone();
+        m.xconnect[rx as usize] = tx;
+        self.modes.store(Arc::new(m));
+    }
+
+    /// Whether every pcap replay has reached its end (tests wait for this).
+    pub fn replays_done(&self) -> bool {
+        self.replays
+            .iter()
+            .all(|(_, p)| p.done.load(Ordering::Relaxed))
+    }
+
+    /// Stop the workers, close the drivers, restore device state.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for w in &mut self.workers {
+            if let Some(h) = w.handle.take() {
+                let _ = h.join();
+            }
+        }
+        self.restore.clear();
+    }
+}
+
+impl Drop for Dataplane {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// The nodes of one worker's graph.
+fn worker_graph(
+    interfaces: &[Arc<Interface>],
+    modes: &SharedL2Modes,
+    rxs: Vec<RxPlacement>,
+    txs: Vec<Box<dyn TxQueue>>,
+    min_frame: usize,
+) -> Vec<NodeDecl> {
+    let mut decls = Vec::new();
+    let mut by_driver: Vec<(&'static str, Vec<PlacedQueue>)> =
+        vec![("af-packet-input", Vec::new()), ("pcap-input", Vec::new())];
+    for (i, queue, rx) in rxs {
+        let slot = if interfaces[i].driver == "af_packet" {
+            0
+        } else {
+            1
+        };
+        by_driver[slot].1.push(PlacedQueue {
+            interface: interfaces[i].clone(),
+            queue,
+            rx,
+        });
+    }
+    for (name, queues) in by_driver {
+        if !queues.is_empty() {
+            decls.push(InputNode::decl(name, queues));
+        }
+    }
+    decls.push(EthernetInput::decl(modes.clone(), min_frame));
+    decls.push(L2Xconnect::decl(modes.clone()));
+    decls.push(InterfaceOutput::decl(interfaces.to_vec()));
+    for (itf, tx) in interfaces.iter().zip(txs) {
+        decls.push(TxNode::decl(itf.clone(), tx));
+    }
+    decls.push(ErrorDrop::decl(interfaces.to_vec()));
+    decls
+}
+
+fn spawn_worker(
+    index: usize,
+    cpu_index: Option<usize>,
+    mut graph: Graph,
+    pool: Arc<BufferPool>,
+    stop: Arc<AtomicBool>,
+    tid: Arc<AtomicI32>,
+) -> Result<JoinHandle<()>, String> {
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
+    let handle = std::thread::Builder::new()
+        .name(format!("sluice_wk_{index}"))
+        .spawn(move || {
+            tid.store(cpu::current_thread_id(), Ordering::Relaxed);
+            if let Some(c) = cpu_index {
+                if let Err(e) = cpu::pin_current_thread(c) {
+                    let _ = ready_tx.send(Err(e));
+                    return;
+                }
+            }
+            let _ = ready_tx.send(Ok(()));
+            let mut bufs = pool.worker_handle();
+            let mut idle = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                if graph.run_once(&mut bufs) > 0 {
+                    idle = 0;
+                } else {
+                    idle = idle.saturating_add(1);
+                    if idle > IDLE_PASSES_BEFORE_NAP {
+                        std::thread::sleep(IDLE_NAP);
+                    }
+                }
+            }
+            // Close the drivers (and free what they hold) before the cache goes back.
+            drop(graph);
+            bufs.flush_cache();
+        })
+        .map_err(|e| format!("cannot start worker {index}: {e}"))?;
+    match ready_rx.recv() {
+        Ok(Ok(())) => Ok(handle),
+        Ok(Err(e)) => {
+            let _ = handle.join();
+            Err(format!("worker {index}: {e}"))
+        }
+        Err(_) => Err(format!("worker {index} died while starting")),
+    }
+}

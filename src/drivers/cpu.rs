@@ -1,0 +1,34 @@
+//! Thread placement: pinning to a CPU and the kernel thread id for `show threads`.
+
+/// Pin the calling thread to `cpu`.
+pub fn pin_current_thread(cpu: usize) -> Result<(), String> {
+    // SAFETY: cpu_set_t is plain data for which all-zero bytes is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(format!("CPU {cpu} is out of range"));
+    }
+    // SAFETY: `cpu` was checked to be below CPU_SETSIZE, so the bit lies inside `set`.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: pid 0 means the calling thread; `set` is a valid cpu_set_t of the size passed.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc != 0 {
+        return Err(format!(
+            "cannot pin thread to CPU {cpu}: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
+/// The kernel's id of the calling thread (the LWP column of `show threads`).
+pub fn current_thread_id() -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// The CPU the calling thread runs on right now.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu has no arguments; a negative result means unknown.
+    let c = unsafe { libc::sched_getcpu() };
+    (c >= 0).then_some(c as usize)
+}
