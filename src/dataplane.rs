@@ -155,8 +155,7 @@ impl Dataplane {
 
         // Hand out queues: rx queue k of an interface goes to worker k mod workers; tx queue
         // w to worker w, and the last one to the main thread.
-        let mut rx_by_worker: Vec<Vec<RxPlacement>> =
-            (0..workers).map(|_| Vec::new()).collect();
+        let mut rx_by_worker: Vec<Vec<RxPlacement>> = (0..workers).map(|_| Vec::new()).collect();
         let mut tx_by_thread: Vec<Vec<Box<dyn TxQueue>>> =
             (0..=workers).map(|_| Vec::new()).collect();
         let mut restore = Vec::new();

@@ -1,0 +1,177 @@
+//! The daemon as a user runs it: `sluice run -c FILE` and `sluice ctl`, through the binary.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sluice");
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sluice-d-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn sluice(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A daemon that is stopped with SIGINT when dropped.
+struct Daemon(Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-INT", &self.0.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn pcap_config(dir: &Path) -> PathBuf {
+    let input = dir.join("in.pcap");
+    let mut w = sluice::drivers::pcap::file::Writer::create(&input).unwrap();
+    w.write(0, &[0x02; 64]).unwrap();
+    w.flush().unwrap();
+    let cfg = dir.join("d.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[dataplane]\nhugepages = \"never\"\nbuffers = 2048\n[control]\nsocket = \"{0}/cli.sock\"\n\
+             [[interface]]\nname = \"p0\"\ndriver = \"pcap\"\nrx-file = \"{0}/in.pcap\"\n\
+             [[interface]]\nname = \"p1\"\ndriver = \"pcap\"\ntx-file = \"{0}/out.pcap\"\n\
+             [[xconnect]]\nrx = \"p0\"\ntx = \"p1\"\n",
+            dir.display()
+        ),
+    )
+    .unwrap();
+    cfg
+}
+
+fn start(cfg: &Path, sock: &Path) -> Daemon {
+    let child = Command::new(BIN)
+        .args(["run", "-c", cfg.to_str().unwrap()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let d = Daemon(child);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !sock.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "daemon did not create {}",
+            sock.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    d
+}
+
+#[test]
+fn bad_config_line_names_line_and_key() {
+    let dir = tmpdir("cfg");
+    let cfg = dir.join("bad.toml");
+    std::fs::write(&cfg, "[dataplane]\nworkers = 1\n\n[[interface]]\nname = \"a\"\ndriver = \"af_packet\"\nmtuu = 1500\n").unwrap();
+    let o = sluice(&["run", "-c", cfg.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(e.contains("bad.toml:7") && e.contains("mtuu"), "{e}");
+
+    std::fs::write(&cfg, "[[interface]]\nname = \"a\"\ndriver = \"af_packet\"\n[[xconnect]]\nrx = \"a\"\ntx = \"b\"\n").unwrap();
+    let e = stderr(&sluice(&["run", "-c", cfg.to_str().unwrap()]));
+    assert!(
+        e.contains("bad.toml:6: key 'tx'") && e.contains("'b'"),
+        "{e}"
+    );
+
+    let e = stderr(&sluice(&["run", "-c", "/nonexistent/x.toml"]));
+    assert!(e.contains("/nonexistent/x.toml"), "{e}");
+    let o = sluice(&["run", "--frobnicate"]);
+    assert_eq!(o.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn missing_host_interface_is_a_clear_error_at_start() {
+    let dir = tmpdir("missing");
+    let cfg = dir.join("m.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[control]\nsocket = \"{}/cli.sock\"\n[[interface]]\nname = \"x0\"\ndriver = \"af_packet\"\nhost = \"sl-no-such-if\"\n",
+            dir.display()
+        ),
+    )
+    .unwrap();
+    let o = sluice(&["run", "-c", cfg.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(
+        e.contains("sl-no-such-if") && e.contains("not found"),
+        "{e}"
+    );
+    assert!(
+        !dir.join("cli.sock").exists(),
+        "socket left behind after a failed start"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn ctl_answers_and_rejects_bad_lines() {
+    let dir = tmpdir("ctl");
+    let cfg = pcap_config(&dir);
+    let sock = dir.join("cli.sock");
+    let _d = start(&cfg, &sock);
+    let mode = std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let s = sock.to_str().unwrap();
+
+    let o = sluice(&["ctl", "-s", s, "show", "interface"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("p0") && out.contains("p1"), "{out}");
+
+    let o = sluice(&["ctl", "-s", s, "show", "interface", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 2);
+
+    let o = sluice(&["ctl", "-s", s, "show", "frobs"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(e.contains("unknown command") && e.contains("help"), "{e}");
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+
+    // The daemon is still alive after bad input.
+    assert!(sluice(&["ctl", "-s", s, "show", "runtime"])
+        .status
+        .success());
+
+    // A second daemon on the same socket refuses to start and leaves the first alone.
+    let o = sluice(&["run", "-c", cfg.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("another sluice"), "{}", stderr(&o));
+    assert!(sluice(&["ctl", "-s", s, "show", "buffers"])
+        .status
+        .success());
+
+    let o = sluice(&["ctl", "-s", &format!("{s}.nope"), "show", "int"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("cannot connect"));
+    drop(_d);
+    assert!(!sock.exists(), "socket not removed on exit");
+    std::fs::remove_dir_all(&dir).ok();
+}
