@@ -37,6 +37,10 @@ fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
 }
 
 fn config(dir: &Path, input: &Path, output: &Path) -> Config {
+    config_with(dir, input, output, false)
+}
+
+fn config_with(dir: &Path, input: &Path, output: &Path, looping: bool) -> Config {
     let text = format!(
         r#"
 [dataplane]
@@ -49,6 +53,7 @@ socket = "{dir}/cli.sock"
 name = "p0"
 driver = "pcap"
 rx-file = "{input}"
+loop = {looping}
 [[interface]]
 name = "p1"
 driver = "pcap"
@@ -244,6 +249,35 @@ fn cli_commands_and_errors() {
         assert!(c.handle_line(good).is_ok(), "{good}");
     }
     assert_eq!(iface(&mut c, "p0")["rx_packets"], 0, "clear interfaces");
+    c.dp.stop();
+
+    // Trace: a looping replay, so there are packets after the trace is armed.
+    let dp = Dataplane::start(&config_with(&dir, &input, &output, true)).unwrap();
+    let mut c = Control::new(dp);
+    assert!(c.handle_line("trace add pcap-input 1").is_ok());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let trace = loop {
+        let t = match c.handle_line("show trace").unwrap() {
+            Reply::Text(t) => t,
+            Reply::Json(_) => unreachable!(),
+        };
+        if t.contains("p1-tx") || Instant::now() > deadline {
+            break t;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    for node in [
+        "pcap-input",
+        "ethernet-input",
+        "l2-xconnect",
+        "interface-output",
+        "p1-tx",
+    ] {
+        assert!(
+            trace.contains(&format!("{node}: ")),
+            "{node} missing from trace:\n{trace}"
+        );
+    }
     let rt = match c.handle_line("show runtime").unwrap() {
         Reply::Text(t) => t,
         Reply::Json(_) => unreachable!(),

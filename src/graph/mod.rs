@@ -36,7 +36,14 @@ pub enum NodeKind {
 /// returns how many packets it handled, for the Vectors column of `show runtime`.
 pub trait Node: Send {
     fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize;
+    /// Pool buffers this node's driver queues hold, for `show buffers`.
+    fn held_buffers(&self) -> usize {
+        0
+    }
 }
+
+/// Passes between two reports of the buffers held by drivers.
+const HELD_REPORT_PASSES: u64 = 256;
 
 /// A node as it is added to a graph.
 pub struct NodeDecl {
@@ -310,6 +317,10 @@ impl Graph {
         self.shared.loops.add(1);
         self.tracer.end_pass();
         let owner = bufs.owner();
+        if self.shared.loops.get() % HELD_REPORT_PASSES == 1 {
+            let held: usize = self.nodes.iter().map(|n| n.node.held_buffers()).sum();
+            owner.in_drivers.store(held as u64, Ordering::Relaxed);
+        }
         owner
             .in_frames
             .store(self.sched.in_flight as u64, Ordering::Relaxed);

@@ -69,6 +69,10 @@ impl InputNode {
 }
 
 impl Node for InputNode {
+    fn held_buffers(&self) -> usize {
+        self.queues.iter().map(|q| q.rx.held_buffers()).sum()
+    }
+
     fn process(&mut self, cx: &mut NodeCx<'_>, _frame: &[u32]) -> usize {
         let mut total = 0;
         for q in self.queues.iter_mut() {

@@ -36,6 +36,10 @@ impl TxNode {
 }
 
 impl Node for TxNode {
+    fn held_buffers(&self) -> usize {
+        self.queue.held_buffers()
+    }
+
     fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
         if cx.tracing() {
             for &bi in frame {
