@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 need=()
 command -v ip >/dev/null || need+=(iproute2)
 command -v ethtool >/dev/null || need+=(ethtool)
+command -v ministat >/dev/null || need+=(ministat)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null

@@ -12,4 +12,5 @@ pub mod graph;
 pub mod interface;
 pub mod lab;
 pub mod nodes;
+pub mod stats;
 pub mod wire;
