@@ -1,0 +1,4 @@
+//! Benchmark arithmetic and search: line rates, the RFC 2544 throughput search.
+
+pub mod linerate;
+pub mod search;
