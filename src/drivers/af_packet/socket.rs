@@ -1,0 +1,469 @@
+//! AF_PACKET sockets: a TPACKET_V3 receive ring and a `sendmmsg` sender. The driver's queues
+//! and the generator both use these.
+
+use std::io;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// ETH_P_ALL in network byte order, as sockaddr_ll and socket(2) want it.
+fn eth_p_all() -> u16 {
+    (libc::ETH_P_ALL as u16).to_be()
+}
+
+/// An owned AF_PACKET socket.
+pub struct PacketSocket {
+    fd: libc::c_int,
+}
+
+impl PacketSocket {
+    /// A raw packet socket that receives nothing until it is bound with a protocol.
+    pub fn new() -> Result<PacketSocket, String> {
+        // SAFETY: plain socket(2) call; the result is checked.
+        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            return Err(match e.raw_os_error() {
+                Some(libc::EPERM) | Some(libc::EACCES) => {
+                    "af_packet needs CAP_NET_RAW (run as root)".to_string()
+                }
+                _ => format!("af_packet socket: {e}"),
+            });
+        }
+        Ok(PacketSocket { fd })
+    }
+
+    pub fn fd(&self) -> libc::c_int {
+        self.fd
+    }
+
+    /// setsockopt(SOL_PACKET, opt, value).
+    pub fn set_option<T>(&self, opt: libc::c_int, value: &T) -> io::Result<()> {
+        // SAFETY: `value` points to a live T of the size passed; the kernel only reads it.
+        let rc = unsafe {
+            libc::setsockopt(
+                self.fd,
+                libc::SOL_PACKET,
+                opt,
+                value as *const T as *const libc::c_void,
+                std::mem::size_of::<T>() as libc::socklen_t,
+            )
+        };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Bind to interface `ifindex`, receiving `protocol` (network order; 0 receives nothing).
+    pub fn bind(&self, ifindex: u32, protocol: u16) -> io::Result<()> {
+        // SAFETY: sockaddr_ll is plain data; all-zero is valid.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = protocol;
+        sll.sll_ifindex = ifindex as i32;
+        // SAFETY: `sll` is a valid sockaddr_ll of the size passed.
+        let rc = unsafe {
+            libc::bind(
+                self.fd,
+                &sll as *const libc::sockaddr_ll as *const libc::sockaddr,
+                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Packets the kernel dropped because the ring was full, since the last call (the kernel
+    /// resets the count when it is read).
+    pub fn take_drops(&self) -> u64 {
+        // SAFETY: tpacket_stats_v3 is plain data.
+        let mut st: libc::tpacket_stats_v3 = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::tpacket_stats_v3>() as libc::socklen_t;
+        // SAFETY: `st`/`len` describe a writable buffer of the right size.
+        let rc = unsafe {
+            libc::getsockopt(
+                self.fd,
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                &mut st as *mut _ as *mut libc::c_void,
+                &mut len,
+            )
+        };
+        if rc < 0 {
+            0
+        } else {
+            st.tp_drops as u64
+        }
+    }
+}
+
+impl Drop for PacketSocket {
+    fn drop(&mut self) {
+        // SAFETY: we own the descriptor and close it once. Closing also ends any promiscuous
+        // membership the socket held, so the interface's flag is restored by the kernel.
+        unsafe { libc::close(self.fd) };
+    }
+}
+
+/// Receive ring geometry.
+#[derive(Clone, Copy, Debug)]
+pub struct RingGeometry {
+    /// Bytes per block; a block holds many frames and is handed over whole.
+    pub block_size: u32,
+    pub block_count: u32,
+    /// How long the kernel may keep a partly filled block before handing it over (ms). Small
+    /// keeps latency low at low rates; at high rates blocks fill long before.
+    pub retire_ms: u32,
+}
+
+impl Default for RingGeometry {
+    fn default() -> Self {
+        // 64 blocks of 256 KiB = 16 MiB: about 2 ms of 64-byte frames at 10 Mpps per block
+        // set, and room for 28 jumbo frames per block.
+        RingGeometry {
+            block_size: 256 << 10,
+            block_count: 64,
+            retire_ms: 1,
+        }
+    }
+}
+
+/// Options for a receive ring.
+#[derive(Clone, Debug, Default)]
+pub struct RxOptions {
+    pub geometry: RingGeometry,
+    /// Put the interface in promiscuous mode while the socket lives.
+    pub promiscuous: bool,
+    /// Join this fanout group (hash of the flow), so several rings share the traffic.
+    pub fanout_group: Option<u16>,
+}
+
+/// One received frame, borrowed from the ring.
+pub struct RxFrame<'a> {
+    pub data: &'a [u8],
+    /// Length on the wire; larger than `data.len()` when the ring cut the frame.
+    pub wire_len: u32,
+    pub timestamp_ns: u64,
+    /// A VLAN tag the kernel took off the frame (TPID, TCI), to be put back.
+    pub vlan: Option<(u16, u16)>,
+}
+
+/// A TPACKET_V3 receive ring, read without system calls: the kernel fills blocks and flips
+/// their status word; we read the frames and flip it back.
+pub struct RxRing {
+    socket: PacketSocket,
+    map: *mut u8,
+    map_len: usize,
+    geometry: RingGeometry,
+    /// Block being read.
+    block: u32,
+    /// Frames of the current block already read, and the offset of the next one.
+    read_in_block: u32,
+    next_offset: usize,
+}
+
+// SAFETY: the ring's mapping is owned by this value alone and used from one thread at a time.
+unsafe impl Send for RxRing {}
+
+/// Byte offsets inside a block descriptor (struct tpacket_block_desc with tpacket_hdr_v1).
+const BLOCK_STATUS: usize = 8;
+const BLOCK_NUM_PKTS: usize = 12;
+const BLOCK_FIRST_PKT: usize = 16;
+
+impl RxRing {
+    /// Open a ring on interface `ifindex`.
+    pub fn open(ifindex: u32, opts: &RxOptions) -> Result<RxRing, String> {
+        let socket = PacketSocket::new()?;
+        let g = opts.geometry;
+        socket
+            .set_option(
+                libc::PACKET_VERSION,
+                &(libc::tpacket_versions::TPACKET_V3 as libc::c_int),
+            )
+            .map_err(|e| format!("PACKET_VERSION v3: {e}"))?;
+        let req = libc::tpacket_req3 {
+            tp_block_size: g.block_size,
+            tp_block_nr: g.block_count,
+            // Only used by the kernel to check the geometry in V3.
+            tp_frame_size: 2048,
+            tp_frame_nr: g.block_size / 2048 * g.block_count,
+            tp_retire_blk_tov: g.retire_ms,
+            tp_sizeof_priv: 0,
+            tp_feature_req_word: 0,
+        };
+        socket
+            .set_option(libc::PACKET_RX_RING, &req)
+            .map_err(|e| format!("PACKET_RX_RING: {e}"))?;
+        let map_len = g.block_size as usize * g.block_count as usize;
+        // SAFETY: mapping the ring the kernel just allocated for this socket, at the size it
+        // was asked for; the result is checked.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_POPULATE,
+                socket.fd(),
+                0,
+            )
+        };
+        if map == libc::MAP_FAILED {
+            return Err(format!("mmap rx ring: {}", io::Error::last_os_error()));
+        }
+        let ring = RxRing {
+            socket,
+            map: map as *mut u8,
+            map_len,
+            geometry: g,
+            block: 0,
+            read_in_block: 0,
+            next_offset: 0,
+        };
+        // Our own transmissions would otherwise come back to us.
+        let _ = ring
+            .socket
+            .set_option(libc::PACKET_IGNORE_OUTGOING, &(1 as libc::c_int));
+        ring.socket
+            .bind(ifindex, eth_p_all())
+            .map_err(|e| format!("bind: {e}"))?;
+        if opts.promiscuous {
+            let mreq = libc::packet_mreq {
+                mr_ifindex: ifindex as i32,
+                mr_type: libc::PACKET_MR_PROMISC as u16,
+                mr_alen: 0,
+                mr_address: [0; 8],
+            };
+            ring.socket
+                .set_option(libc::PACKET_ADD_MEMBERSHIP, &mreq)
+                .map_err(|e| format!("promiscuous mode: {e}"))?;
+        }
+        if let Some(group) = opts.fanout_group {
+            let arg: libc::c_int =
+                group as libc::c_int | ((libc::PACKET_FANOUT_HASH as libc::c_int) << 16);
+            ring.socket
+                .set_option(libc::PACKET_FANOUT, &arg)
+                .map_err(|e| format!("PACKET_FANOUT: {e}"))?;
+        }
+        Ok(ring)
+    }
+
+    pub fn geometry(&self) -> RingGeometry {
+        self.geometry
+    }
+
+    pub fn socket(&self) -> &PacketSocket {
+        &self.socket
+    }
+
+    fn block_ptr(&self, b: u32) -> *mut u8 {
+        // SAFETY: b < block_count, so the block lies inside the mapping.
+        unsafe { self.map.add(b as usize * self.geometry.block_size as usize) }
+    }
+
+    fn status(&self, b: u32) -> &AtomicU32 {
+        // SAFETY: the status word is a 4-byte-aligned u32 inside the block header that the
+        // kernel and we hand back and forth; AtomicU32 has the same layout as u32.
+        unsafe { &*(self.block_ptr(b).add(BLOCK_STATUS) as *const AtomicU32) }
+    }
+
+    fn read_u32(&self, at: *const u8) -> u32 {
+        // SAFETY: callers pass pointers inside a block we own (status USER), 4-byte aligned
+        // as the kernel lays out its headers.
+        unsafe { std::ptr::read_volatile(at as *const u32) }
+    }
+
+    /// The next frame, if the kernel has handed over a block with frames left. The frame
+    /// borrows the ring; call `next` again only after it is dropped.
+    pub fn next_frame(&mut self) -> Option<RxFrame<'_>> {
+        loop {
+            // Acquire: the kernel's writes to the block happen before it sets USER.
+            if self.status(self.block).load(Ordering::Acquire) & libc::TP_STATUS_USER == 0 {
+                return None;
+            }
+            let base = self.block_ptr(self.block);
+            // SAFETY: header fields inside the block we now own.
+            let num = self.read_u32(unsafe { base.add(BLOCK_NUM_PKTS) });
+            if self.read_in_block == 0 {
+                self.next_offset = self.read_u32(unsafe { base.add(BLOCK_FIRST_PKT) }) as usize;
+            }
+            if self.read_in_block >= num {
+                self.release_block();
+                continue;
+            }
+            let bs = self.geometry.block_size as usize;
+            if self.next_offset + std::mem::size_of::<libc::tpacket3_hdr>() > bs {
+                // A corrupt offset would read outside the block: skip the rest of it.
+                self.release_block();
+                continue;
+            }
+            // SAFETY: the frame header lies inside the block (checked above) and is aligned
+            // (the kernel aligns frames to TPACKET_ALIGNMENT).
+            let h: libc::tpacket3_hdr = unsafe {
+                std::ptr::read_volatile(base.add(self.next_offset) as *const libc::tpacket3_hdr)
+            };
+            let start = self.next_offset + h.tp_mac as usize;
+            let len = h.tp_snaplen as usize;
+            self.read_in_block += 1;
+            self.next_offset += h.tp_next_offset as usize;
+            if start + len > bs {
+                continue;
+            }
+            // SAFETY: [start, start+len) is inside the block, which stays ours until we
+            // release it, after this borrow ends.
+            let data = unsafe { std::slice::from_raw_parts(base.add(start), len) };
+            let vlan = (h.tp_status & libc::TP_STATUS_VLAN_VALID != 0).then(|| {
+                let tpid = if h.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
+                    h.hv1.tp_vlan_tpid
+                } else {
+                    0x8100
+                };
+                (tpid, h.hv1.tp_vlan_tci as u16)
+            });
+            return Some(RxFrame {
+                data,
+                wire_len: h.tp_len,
+                timestamp_ns: h.tp_sec as u64 * 1_000_000_000 + h.tp_nsec as u64,
+                vlan,
+            });
+        }
+    }
+
+    /// Hand the current block back to the kernel and move to the next.
+    fn release_block(&mut self) {
+        // Release: our reads of the block happen before the kernel may refill it.
+        self.status(self.block)
+            .store(libc::TP_STATUS_KERNEL, Ordering::Release);
+        self.block = (self.block + 1) % self.geometry.block_count;
+        self.read_in_block = 0;
+        self.next_offset = 0;
+    }
+
+    /// Wait up to `timeout_ms` for a block (for receivers that may sleep, like the generator).
+    pub fn wait(&self, timeout_ms: i32) {
+        let mut pfd = libc::pollfd {
+            fd: self.socket.fd(),
+            events: libc::POLLIN | libc::POLLERR,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+    }
+}
+
+impl Drop for RxRing {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly what open() mapped; no frame borrow outlives &mut self.
+        unsafe { libc::munmap(self.map as *mut libc::c_void, self.map_len) };
+    }
+}
+
+/// What one `send` did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SendResult {
+    pub sent: usize,
+    /// Not sent because the device queue was full (EAGAIN, ENOBUFS).
+    pub queue_full: usize,
+    /// Not sent because the kernel refused them.
+    pub errors: usize,
+}
+
+/// Most frames one `sendmmsg` call carries.
+pub const MAX_BATCH: usize = 256;
+/// Most segments one frame may have (9000 bytes in 2048-byte buffers is 5).
+pub const MAX_SEGMENTS: usize = 8;
+
+/// A transmit socket bound to one interface, sending batches with `sendmmsg` and bypassing
+/// the qdisc layer (as a NIC queue would be used directly).
+pub struct Sender {
+    socket: PacketSocket,
+    iov: Vec<libc::iovec>,
+    msgs: Vec<libc::mmsghdr>,
+}
+
+// SAFETY: the iovec and mmsghdr arrays hold pointers only during `send`, which fills them
+// from its arguments and finishes with them before returning.
+unsafe impl Send for Sender {}
+
+impl Sender {
+    pub fn open(ifindex: u32) -> Result<Sender, String> {
+        let socket = PacketSocket::new()?;
+        socket
+            .set_option(libc::PACKET_QDISC_BYPASS, &(1 as libc::c_int))
+            .map_err(|e| format!("PACKET_QDISC_BYPASS: {e}"))?;
+        // Protocol 0: this socket receives nothing.
+        socket.bind(ifindex, 0).map_err(|e| format!("bind: {e}"))?;
+        let empty_iov = libc::iovec {
+            iov_base: std::ptr::null_mut(),
+            iov_len: 0,
+        };
+        // SAFETY: mmsghdr is plain data for which all-zero (null pointers, zero lengths) is
+        // a valid empty message.
+        let empty_msg: libc::mmsghdr = unsafe { std::mem::zeroed() };
+        Ok(Sender {
+            socket,
+            iov: vec![empty_iov; MAX_BATCH * MAX_SEGMENTS],
+            msgs: vec![empty_msg; MAX_BATCH],
+        })
+    }
+
+    /// Send up to MAX_BATCH frames, each given as its segments.
+    pub fn send<'a, I, S>(&mut self, frames: I) -> SendResult
+    where
+        I: IntoIterator<Item = S>,
+        S: IntoIterator<Item = &'a [u8]>,
+    {
+        let mut n = 0;
+        let mut k = 0;
+        for segments in frames.into_iter().take(MAX_BATCH) {
+            let first = k;
+            for seg in segments.into_iter().take(MAX_SEGMENTS) {
+                self.iov[k] = libc::iovec {
+                    iov_base: seg.as_ptr() as *mut libc::c_void,
+                    iov_len: seg.len(),
+                };
+                k += 1;
+            }
+            let m = &mut self.msgs[n].msg_hdr;
+            m.msg_iov = self.iov[first..].as_mut_ptr();
+            m.msg_iovlen = k - first;
+            n += 1;
+        }
+        let mut r = SendResult::default();
+        let mut at = 0;
+        while at < n {
+            // SAFETY: msgs[at..n] point at iovecs filled above, which point at slices the
+            // caller keeps alive for this call; the socket is bound, so no address is needed.
+            let rc = unsafe {
+                libc::sendmmsg(
+                    self.socket.fd(),
+                    self.msgs[at..].as_mut_ptr(),
+                    (n - at) as libc::c_uint,
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if rc > 0 {
+                r.sent += rc as usize;
+                at += rc as usize;
+                continue;
+            }
+            match io::Error::last_os_error().raw_os_error() {
+                Some(libc::EAGAIN) | Some(libc::ENOBUFS) => {
+                    r.queue_full += n - at;
+                    break;
+                }
+                Some(libc::EINTR) => continue,
+                _ => {
+                    // The first frame was refused (too big, interface down...): skip it.
+                    r.errors += 1;
+                    at += 1;
+                }
+            }
+        }
+        for m in &mut self.msgs[..n] {
+            m.msg_hdr.msg_iov = std::ptr::null_mut();
+            m.msg_hdr.msg_iovlen = 0;
+        }
+        r
+    }
+}
