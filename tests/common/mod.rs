@@ -1,0 +1,190 @@
+//! Helpers for tests that move packets through network namespaces: every namespace a test
+//! makes is removed when its guard drops, whether the test passed or not.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_sluice");
+
+/// Whether we may create namespaces; tests print a note and pass vacuously when not root.
+pub fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+/// Run a command, panicking with its stderr when it fails.
+pub fn sh(cmd: &str, args: &[&str]) -> Output {
+    let o = Command::new(cmd)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd}: {e}"));
+    assert!(
+        o.status.success(),
+        "{cmd} {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+/// A network namespace that is deleted on drop.
+pub struct Netns {
+    pub name: String,
+}
+
+impl Netns {
+    pub fn new(tag: &str) -> Netns {
+        let name = format!("slt-{tag}-{}", std::process::id());
+        let _ = Command::new("ip").args(["netns", "del", &name]).output();
+        sh("ip", &["netns", "add", &name]);
+        let ns = Netns { name };
+        ns.ip(&["link", "set", "lo", "up"]);
+        ns
+    }
+
+    /// `ip -n NS ARGS`.
+    pub fn ip(&self, args: &[&str]) -> Output {
+        let mut a = vec!["-n", self.name.as_str()];
+        a.extend_from_slice(args);
+        sh("ip", &a)
+    }
+
+    /// Run a command inside the namespace.
+    pub fn exec(&self, cmd: &str, args: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.name, cmd]).args(args);
+        c
+    }
+
+    /// Turn off offloads that would hide per-packet work (best effort: ethtool may lack some).
+    pub fn offloads_off(&self, dev: &str) {
+        let _ = self
+            .exec(
+                "ethtool",
+                &[
+                    "-K", dev, "tso", "off", "gso", "off", "gro", "off", "tx", "off", "rx", "off",
+                ],
+            )
+            .output();
+    }
+
+    pub fn sysctl(&self, key: &str, value: &str) {
+        let _ = self
+            .exec("sysctl", &["-qw", &format!("{key}={value}")])
+            .output();
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .output();
+    }
+}
+
+/// A veth pair `a` (in `na`) – `b` (in `nb`), both up, with `mtu`, IPv6 off, offloads off.
+pub fn veth(na: &Netns, a: &str, nb: &Netns, b: &str, mtu: u32) {
+    sh(
+        "ip",
+        &[
+            "link", "add", a, "netns", &na.name, "type", "veth", "peer", "name", b, "netns",
+            &nb.name,
+        ],
+    );
+    for (ns, dev) in [(na, a), (nb, b)] {
+        ns.sysctl(&format!("net.ipv6.conf.{dev}.disable_ipv6"), "1");
+        ns.ip(&["link", "set", dev, "mtu", &mtu.to_string(), "up"]);
+        ns.offloads_off(dev);
+    }
+}
+
+/// A process stopped with SIGINT (then SIGKILL after 5 s) when dropped.
+pub struct Daemon {
+    pub child: Child,
+}
+
+impl Daemon {
+    /// Start `sluice run -c cfg` in `ns` and wait for its control socket.
+    pub fn start(ns: &Netns, cfg: &Path, socket: &Path) -> Daemon {
+        let child = ns
+            .exec(BIN, &["run", "-c", cfg.to_str().unwrap()])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut d = Daemon { child };
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while !socket.exists() || ctl(socket, "show version").is_err() {
+            if let Ok(Some(status)) = d.child.try_wait() {
+                let mut err = String::new();
+                use std::io::Read;
+                d.child.stderr.take().unwrap().read_to_string(&mut err).ok();
+                panic!("daemon exited with {status}: {err}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "daemon did not answer on {}",
+                socket.display()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        d
+    }
+
+    /// Stop with SIGINT; returns whether it exited cleanly.
+    pub fn stop(&mut self) -> bool {
+        let _ = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                return s.success();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        false
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            self.stop();
+        }
+    }
+}
+
+/// `sluice ctl -s SOCKET LINE` → stdout, or the error.
+pub fn ctl(socket: &Path, line: &str) -> Result<String, String> {
+    let mut args = vec!["ctl", "-s", socket.to_str().unwrap()];
+    args.extend(line.split_whitespace());
+    let o = Command::new(BIN)
+        .args(&args)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if o.status.success() {
+        Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&o.stderr).into_owned())
+    }
+}
+
+/// `ctl LINE --json`, parsed.
+pub fn ctl_json(socket: &Path, line: &str) -> serde_json::Value {
+    let out = ctl(socket, &format!("{line} --json")).unwrap();
+    serde_json::from_str(&out).unwrap()
+}
+
+pub fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sluice-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
