@@ -1,7 +1,543 @@
-//! `sluice gen`: the packet generator (placeholder until it lands).
+//! `sluice gen`: a packet generator on an af_packet port, with an optional receive side on a
+//! second port that checks every frame it gets (loss, duplicates, reordering, corruption,
+//! latency). Prints a pkt-gen style line once a second and a summary, or JSON.
 
-/// Entry point of `sluice gen ARGS`; returns the process exit code.
-pub fn main(_args: &[String]) -> i32 {
-    eprintln!("sluice gen: not built yet");
-    2
+pub mod frame;
+
+use crate::bench::linerate::{fmt_bps, fmt_pps, l2_bps};
+use crate::drivers::af_packet::netdev;
+use crate::drivers::af_packet::socket::{RxOptions, RxRing, Sender, MAX_BATCH};
+use crate::drivers::cpu;
+use frame::{Profile, Stamp};
+use serde_json::json;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+const USAGE: &str = "\
+usage: sluice gen --tx IF [--rx IF] [options]
+  --tx IF              send on this interface
+  --rx IF              count and check what arrives on this interface
+  --size S             frame size with FCS: 64..9018, a list (64,512,1514) used in turn,
+                       or 'mixed' (64,128,256,512,1024,1514); default 64 (60 bytes sent)
+  --flows single|N     one flow, or N flows varying IPv4 source and UDP source port
+  --count N            send N frames                  (default: --duration 5)
+  --duration SECS      send for SECS seconds
+  --rate PPS           offered rate (default: as fast as the sender can)
+  --cpu N              pin the sender to CPU N (the receiver too, unless --rx-cpu)
+  --rx-cpu N           pin the receiver to CPU N
+  --src-mac MAC        default 02:00:00:00:00:01
+  --dst-mac MAC        default 02:00:00:00:00:02
+  --json               print the summary as one JSON object on stdout
+  --quiet              no once-a-second lines";
+
+/// The generator's settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Options {
+    pub tx: String,
+    pub rx: Option<String>,
+    pub profile: Profile,
+    pub count: Option<u64>,
+    pub duration: Duration,
+    pub rate: Option<f64>,
+    pub cpu: Option<usize>,
+    pub rx_cpu: Option<usize>,
+    pub json: bool,
+    pub quiet: bool,
+}
+
+fn value<'a>(it: &mut std::slice::Iter<'a, String>, flag: &str) -> Result<&'a str, String> {
+    it.next()
+        .map(String::as_str)
+        .ok_or_else(|| format!("{flag} needs a value"))
+}
+
+fn number<T: std::str::FromStr>(s: &str, flag: &str) -> Result<T, String> {
+    s.parse()
+        .map_err(|_| format!("{flag}: '{s}' is not a valid number"))
+}
+
+/// Parse the command line (without the leading `gen`).
+pub fn parse_args(args: &[String]) -> Result<Options, String> {
+    let mut o = Options {
+        tx: String::new(),
+        rx: None,
+        profile: Profile {
+            sizes: vec![64],
+            flows: 1,
+            src_mac: "02:00:00:00:00:01".parse().unwrap_or_default(),
+            dst_mac: "02:00:00:00:00:02".parse().unwrap_or_default(),
+        },
+        count: None,
+        duration: Duration::from_secs(5),
+        rate: None,
+        cpu: None,
+        rx_cpu: None,
+        json: false,
+        quiet: false,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--tx" => o.tx = value(&mut it, a)?.to_string(),
+            "--rx" => o.rx = Some(value(&mut it, a)?.to_string()),
+            "--size" => o.profile.sizes = frame::parse_sizes(value(&mut it, a)?)?,
+            "--flows" => {
+                let v = value(&mut it, a)?;
+                o.profile.flows = if v == "single" {
+                    1
+                } else {
+                    let n: u32 = number(v, a)?;
+                    if !(1..=65536).contains(&n) {
+                        return Err(format!("--flows: {n} is outside 1..=65536"));
+                    }
+                    n
+                };
+            }
+            "--count" => {
+                let n: u64 = number(value(&mut it, a)?, a)?;
+                if n == 0 {
+                    return Err("--count must be at least 1".into());
+                }
+                o.count = Some(n);
+            }
+            "--duration" => {
+                let s: f64 = number(value(&mut it, a)?, a)?;
+                if !(s > 0.0 && s <= 86400.0) {
+                    return Err(format!("--duration: {s} is outside (0, 86400] seconds"));
+                }
+                o.duration = Duration::from_secs_f64(s);
+            }
+            "--rate" => {
+                let r: f64 = number(value(&mut it, a)?, a)?;
+                if !(r >= 1.0 && r.is_finite()) {
+                    return Err(format!("--rate: {r} must be at least 1 pps"));
+                }
+                o.rate = Some(r);
+            }
+            "--cpu" => o.cpu = Some(number(value(&mut it, a)?, a)?),
+            "--rx-cpu" => o.rx_cpu = Some(number(value(&mut it, a)?, a)?),
+            "--src-mac" => o.profile.src_mac = value(&mut it, a)?.parse()?,
+            "--dst-mac" => o.profile.dst_mac = value(&mut it, a)?.parse()?,
+            "--json" => o.json = true,
+            "--quiet" => o.quiet = true,
+            other => return Err(format!("unknown option '{other}'")),
+        }
+    }
+    if o.tx.is_empty() {
+        return Err("--tx IF is required".into());
+    }
+    if o.rx.as_deref() == Some(o.tx.as_str()) {
+        return Err("--rx must be another interface than --tx".into());
+    }
+    Ok(o)
+}
+
+pub fn main(args: &[String]) -> i32 {
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        return 0;
+    }
+    let opts = match parse_args(args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("sluice gen: {e} (see sluice gen --help)");
+            return 2;
+        }
+    };
+    match run(&opts) {
+        Ok(report) => {
+            if opts.json {
+                println!("{}", report.to_json(&opts));
+            } else {
+                eprint!("{}", report.text(&opts));
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("sluice gen: {e}");
+            1
+        }
+    }
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// What the sender did.
+#[derive(Debug, Default)]
+struct TxReport {
+    packets: u64,
+    bytes: u64,
+    errors: u64,
+    elapsed: Duration,
+}
+
+/// What the receiver saw.
+#[derive(Debug, Default)]
+struct RxReport {
+    packets: u64,
+    bytes: u64,
+    corrupt: u64,
+    dup: u64,
+    reorder: u64,
+    other: u64,
+    latencies: Vec<u64>,
+}
+
+/// The run's outcome.
+pub struct Report {
+    tx: TxReport,
+    rx: Option<RxReport>,
+}
+
+fn send_loop(
+    opts: &Options,
+    sender: &mut Sender,
+    tx_done: &AtomicBool,
+    live: &AtomicU64,
+) -> TxReport {
+    let mut batch: Vec<Vec<u8>> = (0..MAX_BATCH).map(|_| Vec::with_capacity(9018)).collect();
+    let mut r = TxReport::default();
+    let start = Instant::now();
+    let mut next_seq = 0u64;
+    let (mut last_print, mut last_count) = (start, 0u64);
+    loop {
+        let now = Instant::now();
+        let elapsed = now - start;
+        let left = match opts.count {
+            Some(c) => c - next_seq,
+            None if elapsed >= opts.duration => 0,
+            None => u64::MAX,
+        };
+        if left == 0 {
+            break;
+        }
+        let mut n = (MAX_BATCH as u64).min(left);
+        if let Some(rate) = opts.rate {
+            let allowed = (rate * elapsed.as_secs_f64()) as u64 + 1;
+            let room = allowed.saturating_sub(next_seq);
+            if room == 0 {
+                let wait = Duration::from_secs_f64(1.0 / rate).min(Duration::from_millis(1));
+                std::thread::sleep(wait);
+                continue;
+            }
+            n = n.min(room);
+        }
+        let ts = now_ns();
+        for (k, buf) in batch.iter_mut().take(n as usize).enumerate() {
+            opts.profile.build(next_seq + k as u64, ts, buf);
+        }
+        let s = sender.send(
+            batch[..n as usize]
+                .iter()
+                .map(|f| std::iter::once(f.as_slice())),
+        );
+        // Frames refused with an error are gone; frames not taken for a full queue are
+        // sent again next time with the same sequence numbers.
+        let taken = n as usize - s.queue_full;
+        for f in &batch[..taken] {
+            r.bytes += f.len() as u64;
+        }
+        r.packets += s.sent as u64;
+        r.errors += s.errors as u64;
+        next_seq += taken as u64;
+        live.store(r.packets, Ordering::Relaxed);
+        if s.queue_full > 0 {
+            std::thread::yield_now();
+        }
+        if !opts.quiet && now - last_print >= Duration::from_secs(1) {
+            let us = (now - last_print).as_micros() as u64;
+            let pkts = r.packets - last_count;
+            eprintln!(
+                "{} pps ({pkts} pkts in {us} usec)",
+                pkts * 1_000_000 / us.max(1)
+            );
+            last_print = now;
+            last_count = r.packets;
+        }
+    }
+    r.elapsed = start.elapsed();
+    tx_done.store(true, Ordering::Release);
+    r
+}
+
+/// Receive until the sender is done and nothing new arrived for a drain time.
+fn receive_loop(opts: &Options, ring: &mut RxRing, tx_done: &AtomicBool) -> RxReport {
+    const DRAIN_QUIET: Duration = Duration::from_millis(300);
+    const DRAIN_MAX: Duration = Duration::from_secs(2);
+    let mut r = RxReport::default();
+    let mut seen: Vec<u64> = Vec::new();
+    let mut max_seq: Option<u64> = None;
+    let mut scratch = Vec::with_capacity(9018);
+    let mut done_at: Option<Instant> = None;
+    let mut last_rx = Instant::now();
+    let (mut last_print, mut last_count) = (Instant::now(), 0u64);
+    loop {
+        let mut got = false;
+        while let Some(f) = ring.next_frame() {
+            got = true;
+            let Some(st) = frame::stamp(f.data) else {
+                r.other += 1;
+                continue;
+            };
+            let Stamp { seq, tx_ns } = st;
+            let word = (seq / 64) as usize;
+            if word >= seen.len() {
+                if word > 1 << 26 {
+                    r.corrupt += 1;
+                    continue;
+                }
+                seen.resize(word + 1024, 0);
+            }
+            let bit = 1u64 << (seq % 64);
+            if seen[word] & bit != 0 {
+                r.dup += 1;
+                continue;
+            }
+            seen[word] |= bit;
+            // Unique frames only: duplicates are counted apart.
+            r.packets += 1;
+            r.bytes += f.data.len() as u64;
+            if max_seq.is_some_and(|m| seq < m) {
+                r.reorder += 1;
+            }
+            max_seq = Some(max_seq.map_or(seq, |m| m.max(seq)));
+            if !frame::verify(&opts.profile, f.data, st, &mut scratch) {
+                r.corrupt += 1;
+            }
+            if r.latencies.len() < 4_000_000 {
+                r.latencies.push(f.timestamp_ns.saturating_sub(tx_ns));
+            }
+        }
+        let now = Instant::now();
+        if got {
+            last_rx = now;
+        }
+        if !opts.quiet && now - last_print >= Duration::from_secs(1) {
+            let us = (now - last_print).as_micros() as u64;
+            let pkts = r.packets - last_count;
+            eprintln!(
+                "rx: {} pps ({pkts} pkts in {us} usec)",
+                pkts * 1_000_000 / us.max(1)
+            );
+            last_print = now;
+            last_count = r.packets;
+        }
+        if tx_done.load(Ordering::Acquire) {
+            let d = *done_at.get_or_insert(now);
+            if now - last_rx >= DRAIN_QUIET || now - d >= DRAIN_MAX {
+                break;
+            }
+        }
+        if !got {
+            ring.wait(10);
+        }
+    }
+    r
+}
+
+fn run(opts: &Options) -> Result<Report, String> {
+    let tx_index =
+        netdev::index(&opts.tx).ok_or_else(|| format!("interface '{}' not found", opts.tx))?;
+    if !netdev::is_up(&opts.tx).map_err(|e| e.to_string())? {
+        return Err(format!("interface '{}' is down", opts.tx));
+    }
+    let mut sender = Sender::open(tx_index).map_err(|e| format!("{}: {e}", opts.tx))?;
+    let tx_done = Arc::new(AtomicBool::new(false));
+    let live = Arc::new(AtomicU64::new(0));
+    let receiver = match &opts.rx {
+        None => None,
+        Some(name) => {
+            let idx = netdev::index(name).ok_or_else(|| format!("interface '{name}' not found"))?;
+            // Opened before sending starts, so nothing sent is missed.
+            let mut ring = RxRing::open(
+                idx,
+                &RxOptions {
+                    promiscuous: true,
+                    ..RxOptions::default()
+                },
+            )
+            .map_err(|e| format!("{name}: {e}"))?;
+            let (o, done) = (opts.clone(), tx_done.clone());
+            let pin = opts.rx_cpu.or(opts.cpu);
+            Some(
+                std::thread::Builder::new()
+                    .name("gen-rx".into())
+                    .spawn(move || {
+                        if let Some(c) = pin {
+                            let _ = cpu::pin_current_thread(c);
+                        }
+                        receive_loop(&o, &mut ring, &done)
+                    })
+                    .map_err(|e| e.to_string())?,
+            )
+        }
+    };
+    if let Some(c) = opts.cpu {
+        cpu::pin_current_thread(c)?;
+    }
+    let tx = send_loop(opts, &mut sender, &tx_done, &live);
+    let rx = match receiver {
+        Some(h) => Some(h.join().map_err(|_| "receiver thread failed".to_string())?),
+        None => None,
+    };
+    Ok(Report { tx, rx })
+}
+
+fn percentile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i]
+}
+
+impl Report {
+    fn mean_size(opts: &Options) -> f64 {
+        opts.profile.sizes.iter().sum::<usize>() as f64 / opts.profile.sizes.len() as f64
+    }
+
+    fn tx_pps(&self) -> f64 {
+        self.tx.packets as f64 / self.tx.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    fn rx_pps(&self) -> f64 {
+        self.rx.as_ref().map_or(0.0, |r| {
+            r.packets as f64 / self.tx.elapsed.as_secs_f64().max(1e-9)
+        })
+    }
+
+    /// Whether the sender offered the asked rate (within 1 %).
+    fn rate_reached(&self, opts: &Options) -> bool {
+        opts.rate.is_none_or(|r| self.tx_pps() >= r * 0.99)
+    }
+
+    pub fn to_json(&self, opts: &Options) -> serde_json::Value {
+        let size = if opts.profile.sizes.len() == 1 {
+            json!(opts.profile.sizes[0])
+        } else {
+            json!(opts.profile.sizes)
+        };
+        let mut v = json!({
+            "tx_interface": opts.tx, "rx_interface": opts.rx,
+            "tx_packets": self.tx.packets, "tx_bytes": self.tx.bytes, "tx_errors": self.tx.errors,
+            "duration_s": self.tx.elapsed.as_secs_f64(),
+            "tx_pps": self.tx_pps(),
+            "frame_size": size, "flows": opts.profile.flows,
+            "rate_asked": opts.rate, "rate_reached": self.rate_reached(opts),
+            "tx_cpu": opts.cpu,
+        });
+        if let Some(rx) = &self.rx {
+            let mut lat = rx.latencies.clone();
+            lat.sort_unstable();
+            let m = v.as_object_mut().expect("object");
+            m.insert("rx_packets".into(), json!(rx.packets));
+            m.insert("rx_bytes".into(), json!(rx.bytes));
+            m.insert(
+                "lost".into(),
+                json!(self.tx.packets.saturating_sub(rx.packets)),
+            );
+            m.insert("rx_corrupt".into(), json!(rx.corrupt));
+            m.insert("rx_dup".into(), json!(rx.dup));
+            m.insert("rx_reorder".into(), json!(rx.reorder));
+            m.insert("rx_other".into(), json!(rx.other));
+            m.insert("rx_pps".into(), json!(self.rx_pps()));
+            m.insert(
+                "l2_bps".into(),
+                json!(l2_bps(self.rx_pps(), Self::mean_size(opts))),
+            );
+            m.insert(
+                "latency_ns".into(),
+                json!({"min": lat.first().copied().unwrap_or(0), "median": percentile(&lat, 0.5),
+                       "p99": percentile(&lat, 0.99), "max": lat.last().copied().unwrap_or(0)}),
+            );
+        }
+        v
+    }
+
+    pub fn text(&self, opts: &Options) -> String {
+        let mut s = format!(
+            "sent {} frames in {:.3} s: {} ({})",
+            self.tx.packets,
+            self.tx.elapsed.as_secs_f64(),
+            fmt_pps(self.tx_pps()),
+            fmt_bps(l2_bps(self.tx_pps(), Self::mean_size(opts)))
+        );
+        if self.tx.errors > 0 {
+            s += &format!(", {} refused by the kernel", self.tx.errors);
+        }
+        s.push('\n');
+        if let (false, Some(r)) = (self.rate_reached(opts), opts.rate) {
+            s += &format!(
+                "rate not reached: asked {}, sent {} — this run measures the generator\n",
+                fmt_pps(r),
+                fmt_pps(self.tx_pps())
+            );
+        }
+        if let Some(rx) = &self.rx {
+            s += &format!(
+                "received {} ({} lost, {} corrupt, {} duplicate, {} reordered, {} not ours): {} ({} L2)\n",
+                rx.packets,
+                self.tx.packets.saturating_sub(rx.packets),
+                rx.corrupt,
+                rx.dup,
+                rx.reorder,
+                rx.other,
+                fmt_pps(self.rx_pps()),
+                fmt_bps(l2_bps(self.rx_pps(), Self::mean_size(opts)))
+            );
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn defaults_and_flags() {
+        let o = parse_args(&args("--tx t0")).unwrap();
+        assert_eq!(o.profile.sizes, vec![64]);
+        assert_eq!(o.profile.flows, 1);
+        assert_eq!(o.duration, Duration::from_secs(5));
+        let o = parse_args(&args(
+            "--tx t0 --rx t1 --size 64,1514 --flows 100 --count 10 --rate 1000 --cpu 0 --json",
+        ))
+        .unwrap();
+        assert_eq!(o.rx.as_deref(), Some("t1"));
+        assert_eq!(o.profile.flows, 100);
+        assert_eq!(o.count, Some(10));
+        assert_eq!(o.rate, Some(1000.0));
+        assert!(o.json);
+    }
+
+    #[test]
+    fn bad_values_are_errors() {
+        for bad in [
+            "",
+            "--rx t1",
+            "--tx t0 --size 10",
+            "--tx t0 --flows 0",
+            "--tx t0 --flows many",
+            "--tx t0 --count 0",
+            "--tx t0 --rate -5",
+            "--tx t0 --duration 0",
+            "--tx t0 --frobnicate",
+            "--tx t0 --rx t0",
+            "--tx t0 --src-mac 02:00",
+            "--tx t0 --count",
+        ] {
+            assert!(parse_args(&args(bad)).is_err(), "accepted: {bad}");
+        }
+    }
 }

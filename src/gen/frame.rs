@@ -1,0 +1,228 @@
+//! Generator frames: Ethernet / IPv4 / UDP with a 16-byte test header, then a fill pattern.
+//! Everything in a frame follows from the generator's settings and the sequence number, so a
+//! receiver can rebuild the exact bytes it should have got and catch any corruption.
+//!
+//! ```text
+//! 0        14          34        42        44           50               58
+//! | ether  | IPv4 (20) | UDP (8) | magic 2 | sequence 6 | tx time ns (8) | fill ...
+//! ```
+//! Sizes are stated as benchmarkers state them, with the 4-byte FCS: `--size 64` puts 60
+//! bytes on the socket (the NIC or veth adds no FCS we can see).
+
+use crate::wire::MacAddress;
+
+pub const FCS_LEN: usize = 4;
+/// Smallest size with FCS: 60 bytes of frame, the Ethernet minimum.
+pub const MIN_SIZE: usize = 64;
+/// Largest size with FCS: a 9000-byte MTU frame with header and FCS.
+pub const MAX_SIZE: usize = 9018;
+
+const ETH_LEN: usize = 14;
+const IP_LEN: usize = 20;
+const UDP_LEN: usize = 8;
+const TEST_AT: usize = ETH_LEN + IP_LEN + UDP_LEN;
+const MAGIC: u16 = 0x51ce;
+const TS_AT: usize = TEST_AT + 8;
+const FILL_AT: usize = TEST_AT + 16;
+const SEQ_MASK: u64 = (1 << 48) - 1;
+
+/// What the generator sends; sender and receiver build the same frames from it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Profile {
+    /// Sizes with FCS, used in turn by sequence number.
+    pub sizes: Vec<usize>,
+    /// Number of flows; flow k has source 16.0.(k/256).(k%256) and source port 1024 + k % 64512.
+    pub flows: u32,
+    pub src_mac: MacAddress,
+    pub dst_mac: MacAddress,
+}
+
+impl Profile {
+    pub fn size_of(&self, seq: u64) -> usize {
+        self.sizes[(seq % self.sizes.len() as u64) as usize]
+    }
+
+    /// Bytes on the socket for sequence number `seq`.
+    pub fn frame_len(&self, seq: u64) -> usize {
+        self.size_of(seq) - FCS_LEN
+    }
+
+    /// Write frame `seq` into `out` (resized to the frame length).
+    pub fn build(&self, seq: u64, tx_ns: u64, out: &mut Vec<u8>) {
+        let len = self.frame_len(seq);
+        out.resize(len, 0);
+        let flow = (seq % self.flows.max(1) as u64) as u32;
+        let f = &mut out[..];
+        f[0..6].copy_from_slice(&self.dst_mac.0);
+        f[6..12].copy_from_slice(&self.src_mac.0);
+        f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+        // IPv4: version 4, IHL 5, total length, DF, TTL 64, UDP.
+        let ip = &mut f[ETH_LEN..ETH_LEN + IP_LEN];
+        ip[0] = 0x45;
+        ip[1] = 0;
+        ip[2..4].copy_from_slice(&((len - ETH_LEN) as u16).to_be_bytes());
+        ip[4..6].copy_from_slice(&(seq as u16).to_be_bytes());
+        ip[6..8].copy_from_slice(&0x4000u16.to_be_bytes());
+        ip[8] = 64;
+        ip[9] = 17;
+        ip[10..12].copy_from_slice(&[0, 0]);
+        ip[12..16].copy_from_slice(&[16, 0, (flow >> 8) as u8, flow as u8]);
+        ip[16..20].copy_from_slice(&[48, 0, 0, 1]);
+        let sum = ipv4_checksum(ip);
+        ip[10..12].copy_from_slice(&sum.to_be_bytes());
+        // UDP without checksum (allowed over IPv4).
+        let udp = &mut f[ETH_LEN + IP_LEN..TEST_AT];
+        udp[0..2].copy_from_slice(&(1024 + (flow % 64512) as u16).to_be_bytes());
+        udp[2..4].copy_from_slice(&1024u16.to_be_bytes());
+        udp[4..6].copy_from_slice(&((len - ETH_LEN - IP_LEN) as u16).to_be_bytes());
+        udp[6..8].copy_from_slice(&[0, 0]);
+        f[TEST_AT..TEST_AT + 2].copy_from_slice(&MAGIC.to_be_bytes());
+        f[TEST_AT + 2..TS_AT].copy_from_slice(&(seq & SEQ_MASK).to_be_bytes()[2..]);
+        f[TS_AT..FILL_AT].copy_from_slice(&tx_ns.to_be_bytes());
+        let k = seq as u8;
+        for (i, b) in f[FILL_AT..].iter_mut().enumerate() {
+            *b = (i as u8).wrapping_add(k);
+        }
+    }
+}
+
+/// RFC 791 header checksum: ones' complement of the ones' complement sum of 16-bit words.
+pub fn ipv4_checksum(header: &[u8]) -> u16 {
+    let mut sum: u32 = header
+        .chunks(2)
+        .map(|w| u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]) as u32)
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// The test header of a received frame, if it has one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    pub seq: u64,
+    pub tx_ns: u64,
+}
+
+/// Read the test header; `None` for frames that are not ours.
+pub fn stamp(frame: &[u8]) -> Option<Stamp> {
+    if frame.len() < FILL_AT || frame[12..14] != [0x08, 0x00] || frame[ETH_LEN + 9] != 17 {
+        return None;
+    }
+    if frame[TEST_AT..TEST_AT + 2] != MAGIC.to_be_bytes() {
+        return None;
+    }
+    let mut s = [0u8; 8];
+    s[2..].copy_from_slice(&frame[TEST_AT + 2..TS_AT]);
+    let mut t = [0u8; 8];
+    t.copy_from_slice(&frame[TS_AT..FILL_AT]);
+    Some(Stamp {
+        seq: u64::from_be_bytes(s),
+        tx_ns: u64::from_be_bytes(t),
+    })
+}
+
+/// Whether `frame` is exactly the frame the profile sends for its stamp. `scratch` avoids an
+/// allocation per frame.
+pub fn verify(profile: &Profile, frame: &[u8], st: Stamp, scratch: &mut Vec<u8>) -> bool {
+    profile.build(st.seq, st.tx_ns, scratch);
+    scratch.as_slice() == frame
+}
+
+/// Parse `--size`: a size, a comma list, or `mixed` (64,128,256,512,1024,1514).
+pub fn parse_sizes(s: &str) -> Result<Vec<usize>, String> {
+    let list = if s == "mixed" {
+        "64,128,256,512,1024,1514"
+    } else {
+        s
+    };
+    list.split(',')
+        .map(|w| {
+            let n: usize = w
+                .trim()
+                .parse()
+                .map_err(|_| format!("--size: '{w}' is not a number"))?;
+            if !(MIN_SIZE..=MAX_SIZE).contains(&n) {
+                return Err(format!(
+                    "--size: {n} is outside {MIN_SIZE}..={MAX_SIZE} (sizes include the 4-byte FCS)"
+                ));
+            }
+            Ok(n)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile() -> Profile {
+        Profile {
+            sizes: vec![64, 1514, 9000],
+            flows: 4,
+            src_mac: "02:00:00:00:00:01".parse().unwrap(),
+            dst_mac: "02:00:00:00:00:02".parse().unwrap(),
+        }
+    }
+
+    #[test]
+    fn sizes_exclude_fcs_and_checksum_verifies() {
+        let p = profile();
+        let mut f = Vec::new();
+        for (seq, want) in [(0u64, 60usize), (1, 1510), (2, 8996)] {
+            p.build(seq, 123, &mut f);
+            assert_eq!(f.len(), want);
+            // A correct header sums to zero with its checksum.
+            assert_eq!(ipv4_checksum(&f[14..34]), 0);
+            assert_eq!(u16::from_be_bytes([f[16], f[17]]) as usize, want - 14);
+        }
+    }
+
+    #[test]
+    fn flows_vary_source() {
+        let p = profile();
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        p.build(0, 0, &mut a);
+        p.build(1, 0, &mut b);
+        assert_ne!(a[26..30], b[26..30]);
+        p.build(4, 0, &mut b);
+        assert_eq!(a[26..30], b[26..30], "flow repeats after 4");
+    }
+
+    #[test]
+    fn verify_accepts_good_and_rejects_flipped_byte() {
+        let p = profile();
+        let mut f = Vec::new();
+        let mut scratch = Vec::new();
+        p.build(77, 999, &mut f);
+        let st = stamp(&f).unwrap();
+        assert_eq!(
+            st,
+            Stamp {
+                seq: 77,
+                tx_ns: 999
+            }
+        );
+        assert!(verify(&p, &f, st, &mut scratch));
+        for at in [0, 20, 40, 60, f.len() - 1] {
+            let mut bad = f.clone();
+            bad[at] ^= 0x10;
+            let ok = stamp(&bad)
+                .map(|s| verify(&p, &bad, s, &mut scratch))
+                .unwrap_or(false);
+            assert!(!ok, "flip at {at} not caught");
+        }
+        assert!(stamp(&f[..40]).is_none());
+    }
+
+    #[test]
+    fn size_parsing() {
+        assert_eq!(parse_sizes("64").unwrap(), vec![64]);
+        assert_eq!(parse_sizes("64,1514").unwrap(), vec![64, 1514]);
+        assert_eq!(parse_sizes("mixed").unwrap().len(), 6);
+        assert!(parse_sizes("63").is_err());
+        assert!(parse_sizes("9019").is_err());
+        assert!(parse_sizes("64,x").is_err());
+    }
+}
