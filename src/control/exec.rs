@@ -266,7 +266,11 @@ impl Control {
             .map(|c| c.to_string())
             .unwrap_or_else(|| "any".into());
         let _ = writeln!(t, "Thread 0 sluice_main (lcore {main_cpu})");
-        let _ = writeln!(t, "Time {elapsed:.1}, control plane only (no graph nodes)");
+        let _ = writeln!(
+            t,
+            "Time {elapsed:.1}, control plane only (no graph nodes); clocks are TSC ticks at {:.3} GHz",
+            self.dp.tsc_hz / 1e9
+        );
         let mut threads = Vec::new();
         for (w, worker) in self.dp.workers.iter().enumerate() {
             let g = &worker.graph;

@@ -32,3 +32,19 @@ pub fn current_cpu() -> Option<usize> {
     let c = unsafe { libc::sched_getcpu() };
     (c >= 0).then_some(c as usize)
 }
+
+/// Take an exclusive advisory lock on `file`, waiting for it; released when the file closes.
+pub fn lock_file(file: &std::fs::File) -> std::io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    loop {
+        // SAFETY: flock on a descriptor the caller keeps open for the call.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}

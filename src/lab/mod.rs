@@ -1,7 +1,343 @@
-//! `sluice lab`: the namespace lab (placeholder until it lands).
+//! `sluice lab`: a tester | DUT lab of two network namespaces on one machine, and runs that
+//! send traffic through a DUT and report what arrived, side by side for several DUTs.
 
-/// Entry point of `sluice lab ARGS`; returns the process exit code.
-pub fn main(_args: &[String]) -> i32 {
-    eprintln!("sluice lab: not built yet");
-    2
+pub mod dut;
+pub mod netns;
+pub mod report;
+
+use dut::DutKind;
+use netns::{LabLock, TESTER};
+use report::RunResult;
+use serde_json::Value;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+const USAGE: &str = "\
+usage: sluice lab up | down | run [options]
+  up                   create namespaces sl-tester (t0, t1) and sl-dut (d0, d1), t0-d0 and t1-d1
+  down                 remove them (safe to run twice)
+  run                  send from t0 through a DUT to t1 and report what arrived
+    --dut LIST         sluice, linux-bridge, or a comma list (default sluice)
+    --size S           frame size with FCS (default 64; lists and 'mixed' as sluice gen takes)
+    --flows single|N   (default single)
+    --duration SECS    (default 5)  or  --count N
+    --rate PPS         offered rate (default: as fast as the generator can)
+    --repeat N         runs per DUT, alternating DUTs run by run; the table shows medians
+    --gen-cpu N        generator CPU (default 0)    --dut-cpu N   DUT worker CPU (default 1)
+    --json             one JSON document instead of the table";
+
+/// Settings of `lab run`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunOptions {
+    pub duts: Vec<DutKind>,
+    pub size: String,
+    pub flows: String,
+    pub duration: Option<String>,
+    pub count: Option<String>,
+    pub rate: Option<String>,
+    pub repeat: usize,
+    pub gen_cpu: usize,
+    pub dut_cpu: usize,
+    pub json: bool,
+}
+
+pub fn parse_run(args: &[String]) -> Result<RunOptions, String> {
+    let mut o = RunOptions {
+        duts: vec![DutKind::Sluice],
+        size: "64".into(),
+        flows: "single".into(),
+        duration: None,
+        count: None,
+        rate: None,
+        repeat: 1,
+        gen_cpu: 0,
+        dut_cpu: 1,
+        json: false,
+    };
+    let mut it = args.iter();
+    let value = |it: &mut std::slice::Iter<'_, String>, flag: &str| {
+        it.next()
+            .cloned()
+            .ok_or_else(|| format!("{flag} needs a value"))
+    };
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--dut" => {
+                o.duts = value(&mut it, a)?
+                    .split(',')
+                    .map(|d| DutKind::parse(d.trim()))
+                    .collect::<Result<_, _>>()?;
+            }
+            "--size" => {
+                let v = value(&mut it, a)?;
+                crate::gen::frame::parse_sizes(&v)?;
+                o.size = v;
+            }
+            "--flows" => {
+                let v = value(&mut it, a)?;
+                if v != "single" && !v.parse::<u32>().is_ok_and(|n| (1..=65536).contains(&n)) {
+                    return Err(format!("--flows: '{v}' is not 'single' or 1..65536"));
+                }
+                o.flows = v;
+            }
+            "--duration" => {
+                let v = value(&mut it, a)?;
+                if !v.parse::<f64>().is_ok_and(|s| s > 0.0 && s <= 3600.0) {
+                    return Err(format!(
+                        "--duration: '{v}' is not a number of seconds (0, 3600]"
+                    ));
+                }
+                o.duration = Some(v);
+            }
+            "--count" => {
+                let v = value(&mut it, a)?;
+                if !v.parse::<u64>().is_ok_and(|n| n > 0) {
+                    return Err(format!("--count: '{v}' is not a positive number"));
+                }
+                o.count = Some(v);
+            }
+            "--rate" => {
+                let v = value(&mut it, a)?;
+                if !v.parse::<f64>().is_ok_and(|r| r >= 1.0) {
+                    return Err(format!("--rate: '{v}' is not a rate in pps"));
+                }
+                o.rate = Some(v);
+            }
+            "--repeat" => {
+                let v = value(&mut it, a)?;
+                o.repeat = v
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=100).contains(n))
+                    .ok_or_else(|| format!("--repeat: '{v}' is not 1..100"))?;
+            }
+            "--gen-cpu" | "--dut-cpu" => {
+                let v = value(&mut it, a)?;
+                let c: usize = v
+                    .parse()
+                    .map_err(|_| format!("{a}: '{v}' is not a CPU number"))?;
+                if a == "--gen-cpu" {
+                    o.gen_cpu = c;
+                } else {
+                    o.dut_cpu = c;
+                }
+            }
+            "--json" => o.json = true,
+            other => return Err(format!("unknown option '{other}'")),
+        }
+    }
+    if o.duration.is_some() && o.count.is_some() {
+        return Err("give --duration or --count, not both".into());
+    }
+    Ok(o)
+}
+
+pub fn main(args: &[String]) -> i32 {
+    let code = match args.first().map(String::as_str) {
+        Some("up") if args.len() == 1 => with_lock(|| {
+            if netns::up()? {
+                eprintln!("lab is up: {} (t0, t1) and {} (d0, d1)", TESTER, netns::DUT);
+            } else {
+                eprintln!("lab is already up");
+            }
+            Ok(())
+        }),
+        Some("down") if args.len() == 1 => with_lock(|| {
+            if netns::down()? {
+                eprintln!("lab is down");
+            } else {
+                eprintln!("lab is not up");
+            }
+            Ok(())
+        }),
+        Some("run") => match parse_run(&args[1..]) {
+            Ok(o) => with_lock(|| run(&o)),
+            Err(e) => {
+                eprintln!("sluice lab run: {e} (see sluice lab --help)");
+                return 2;
+            }
+        },
+        Some("-h" | "--help" | "help") => {
+            println!("{USAGE}");
+            return 0;
+        }
+        Some(other) => {
+            let _ = other;
+            eprintln!(
+                "sluice lab: unknown command '{}' (try: up, down, run; --help)",
+                args.join(" ")
+            );
+            return 2;
+        }
+        None => {
+            eprintln!("{USAGE}");
+            return 2;
+        }
+    };
+    match code {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("sluice lab: {e}");
+            1
+        }
+    }
+}
+
+fn with_lock(f: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
+    let _lock = LabLock::take()?;
+    f()
+}
+
+/// Run the generator once in the tester namespace; returns its JSON.
+fn generate(o: &RunOptions) -> Result<Value, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut args: Vec<String> = vec![
+        "netns".into(),
+        "exec".into(),
+        TESTER.into(),
+        exe.display().to_string(),
+        "gen".into(),
+        "--tx".into(),
+        "t0".into(),
+        "--rx".into(),
+        "t1".into(),
+        "--size".into(),
+        o.size.clone(),
+        "--flows".into(),
+        o.flows.clone(),
+        "--cpu".into(),
+        o.gen_cpu.to_string(),
+        "--json".into(),
+        "--quiet".into(),
+    ];
+    if let Some(d) = &o.duration {
+        args.extend(["--duration".into(), d.clone()]);
+    }
+    if let Some(c) = &o.count {
+        args.extend(["--count".into(), c.clone()]);
+    }
+    if let Some(r) = &o.rate {
+        args.extend(["--rate".into(), r.clone()]);
+    }
+    let out = Command::new("ip")
+        .args(&args)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!(
+            "generator failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("generator output: {e}"))
+}
+
+fn one_run(o: &RunOptions, kind: DutKind) -> Result<RunResult, String> {
+    let mut d = dut::start(kind, o.dut_cpu)?;
+    d.ctl("clear runtime");
+    d.ctl("clear interfaces");
+    let gen = generate(o);
+    let runtime = d.ctl_json("show runtime");
+    let interfaces = d.ctl_json("show interface");
+    d.stop();
+    Ok(RunResult::from_gen(kind.name(), &gen?, runtime, interfaces))
+}
+
+fn run(o: &RunOptions) -> Result<(), String> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register(sig, stop.clone());
+    }
+    let brought_up = netns::up()?;
+    let result = run_matrix(o, &stop);
+    if brought_up {
+        netns::down()?;
+    }
+    let results = result?;
+    if o.json {
+        println!("{}", report::json(o, &results));
+    } else {
+        print!("{}", report::table(o, &results));
+    }
+    Ok(())
+}
+
+fn run_matrix(o: &RunOptions, stop: &AtomicBool) -> Result<Vec<RunResult>, String> {
+    if !o.json {
+        eprintln!(
+            "generator on CPU {} ({TESTER}), DUT worker on CPU {} ({}); the kernel's receive work \
+             for veth frames runs in softirq on the sending CPU",
+            o.gen_cpu,
+            o.dut_cpu,
+            netns::DUT
+        );
+    }
+    let mut results = Vec::new();
+    for r in 0..o.repeat {
+        // Alternate the order run by run, so drift on the machine hits every DUT alike.
+        let mut order = o.duts.clone();
+        if r % 2 == 1 {
+            order.reverse();
+        }
+        for kind in order {
+            if stop.load(Ordering::Relaxed) {
+                return Err("interrupted".into());
+            }
+            let res = one_run(o, kind)?;
+            if !o.json {
+                eprintln!(
+                    "run {}/{} {:<13} {}",
+                    r + 1,
+                    o.repeat,
+                    kind.name(),
+                    report::run_line(&res)
+                );
+            }
+            results.push(res);
+        }
+    }
+    Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn run_defaults_and_options() {
+        let o = parse_run(&[]).unwrap();
+        assert_eq!(o.duts, vec![DutKind::Sluice]);
+        assert_eq!(o.size, "64");
+        assert_eq!(o.repeat, 1);
+        let o = parse_run(&args(
+            "--dut sluice,linux-bridge --size 1514 --flows 100 --count 1000 --repeat 5 --json",
+        ))
+        .unwrap();
+        assert_eq!(o.duts, vec![DutKind::Sluice, DutKind::LinuxBridge]);
+        assert_eq!(o.count.as_deref(), Some("1000"));
+        assert!(o.json);
+    }
+
+    #[test]
+    fn run_rejects_bad_options() {
+        for bad in [
+            "--dut vpp9",
+            "--size 12",
+            "--flows 0",
+            "--duration -1",
+            "--count 0",
+            "--rate x",
+            "--repeat 0",
+            "--duration 1 --count 5",
+            "--frob",
+            "--dut",
+        ] {
+            assert!(parse_run(&args(bad)).is_err(), "accepted: {bad}");
+        }
+    }
 }

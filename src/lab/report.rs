@@ -1,0 +1,249 @@
+//! Lab results: one record per run, and the table (in the form of the seed's results tables)
+//! and JSON made from them.
+
+use super::RunOptions;
+use crate::bench::linerate::{fmt_bps, fmt_pps};
+use crate::stats::Summary;
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+
+/// One run of one DUT.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RunResult {
+    pub dut: String,
+    pub frame_size: Value,
+    pub flows: u64,
+    pub tx_packets: u64,
+    pub rx_packets: u64,
+    pub lost: u64,
+    pub tx_pps: f64,
+    pub rx_pps: f64,
+    pub l2_bps: f64,
+    pub rate_reached: bool,
+    pub duration_s: f64,
+    pub latency_ns: Value,
+    /// Clocks per packet of each sluice node that handled packets, from `show runtime`.
+    pub node_clocks: Vec<(String, f64)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dut_interfaces: Option<Value>,
+}
+
+impl RunResult {
+    pub fn from_gen(
+        dut: &str,
+        gen: &Value,
+        runtime: Option<Value>,
+        interfaces: Option<Value>,
+    ) -> RunResult {
+        let u = |k: &str| gen[k].as_u64().unwrap_or(0);
+        let f = |k: &str| gen[k].as_f64().unwrap_or(0.0);
+        let node_clocks = runtime
+            .as_ref()
+            .and_then(|r| r["threads"].as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|t| t["nodes"].as_array().cloned().unwrap_or_default())
+            .filter(|n| n["vectors"].as_u64().unwrap_or(0) > 0)
+            .map(|n| {
+                (
+                    n["name"].as_str().unwrap_or("?").to_string(),
+                    n["clocks_per_vector"].as_f64().unwrap_or(0.0),
+                )
+            })
+            .collect();
+        RunResult {
+            dut: dut.to_string(),
+            frame_size: gen["frame_size"].clone(),
+            flows: u("flows"),
+            tx_packets: u("tx_packets"),
+            rx_packets: u("rx_packets"),
+            lost: u("lost"),
+            tx_pps: f("tx_pps"),
+            rx_pps: f("rx_pps"),
+            l2_bps: f("l2_bps"),
+            rate_reached: gen["rate_reached"].as_bool().unwrap_or(true),
+            duration_s: f("duration_s"),
+            latency_ns: gen["latency_ns"].clone(),
+            node_clocks,
+            dut_interfaces: interfaces,
+        }
+    }
+}
+
+/// The seed's "Type" column: `size=64`, or `flows=N,size=64` for many flows.
+pub fn type_label(o: &RunOptions) -> String {
+    if o.flows == "single" || o.flows == "1" {
+        format!("size={}", o.size)
+    } else {
+        format!("flows={},size={}", o.flows, o.size)
+    }
+}
+
+/// One line per run, for progress.
+pub fn run_line(r: &RunResult) -> String {
+    format!(
+        "sent {} received {} lost {}: {} ({}){}",
+        r.tx_packets,
+        r.rx_packets,
+        r.lost,
+        fmt_pps(r.rx_pps),
+        fmt_bps(r.l2_bps),
+        if r.rate_reached {
+            ""
+        } else {
+            " [generator missed the asked rate]"
+        }
+    )
+}
+
+fn duts_in_order(results: &[RunResult]) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for r in results {
+        if !v.contains(&r.dut) {
+            v.push(r.dut.clone());
+        }
+    }
+    v
+}
+
+/// The run with the median rx rate (the lower middle for an even count).
+fn median_run<'a>(runs: &[&'a RunResult]) -> &'a RunResult {
+    let mut v = runs.to_vec();
+    v.sort_by(|a, b| a.rx_pps.total_cmp(&b.rx_pps));
+    v[(v.len() - 1) / 2]
+}
+
+/// The results table: one row per DUT with the median over its runs.
+pub fn table(o: &RunOptions, results: &[RunResult]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<14}{:<22}{:<16}{:>12}{:>12}{:>10}{:>13}{:>13}  min-max (runs)",
+        "DUT", "Type", "Uni/BiDir", "Sent", "Received", "Lost", "Packets/Sec", "L2 Bits/Sec",
+    );
+    for dut in duts_in_order(results) {
+        let runs: Vec<&RunResult> = results.iter().filter(|r| r.dut == dut).collect();
+        let m = median_run(&runs);
+        let sum = Summary::of(&runs.iter().map(|r| r.rx_pps).collect::<Vec<_>>());
+        let spread = sum
+            .map(|x| format!("{}-{} ({})", fmt_pps(x.min), fmt_pps(x.max), x.n))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "{:<14}{:<22}{:<16}{:>12}{:>12}{:>10}{:>13}{:>13}  {}",
+            dut,
+            type_label(o),
+            "Unidirectional",
+            m.tx_packets,
+            m.rx_packets,
+            m.lost,
+            fmt_pps(m.rx_pps),
+            fmt_bps(m.l2_bps),
+            spread
+        );
+    }
+    for dut in duts_in_order(results) {
+        let runs: Vec<&RunResult> = results.iter().filter(|r| r.dut == dut).collect();
+        let m = median_run(&runs);
+        if m.node_clocks.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            "\n{dut} clocks/packet per node (median run, show runtime):"
+        );
+        for (n, c) in &m.node_clocks {
+            let _ = writeln!(s, "  {n:<24}{c:>10.1}");
+        }
+    }
+    if results.iter().any(|r| !r.rate_reached) {
+        s.push_str(
+            "\nsome runs did not reach the asked rate: they measure the generator, not the DUT\n",
+        );
+    }
+    s
+}
+
+/// JSON: one object per DUT (an object for one DUT, an array for several), each with the
+/// median run's figures and every run.
+pub fn json(o: &RunOptions, results: &[RunResult]) -> Value {
+    let per_dut: Vec<Value> = duts_in_order(results)
+        .into_iter()
+        .map(|dut| {
+            let runs: Vec<&RunResult> = results.iter().filter(|r| r.dut == dut).collect();
+            let m = median_run(&runs);
+            let sum = Summary::of(&runs.iter().map(|r| r.rx_pps).collect::<Vec<_>>());
+            json!({
+                "dut": dut, "type": type_label(o), "frame_size": m.frame_size, "flows": m.flows,
+                "tx_packets": m.tx_packets, "rx_packets": m.rx_packets, "lost": m.lost,
+                "rx_pps": m.rx_pps, "l2_bps": m.l2_bps, "rx_pps_summary": sum,
+                "node_clocks": m.node_clocks, "dut_interfaces": m.dut_interfaces,
+                "runs": runs,
+            })
+        })
+        .collect();
+    if per_dut.len() == 1 {
+        per_dut.into_iter().next().unwrap_or(Value::Null)
+    } else {
+        Value::Array(per_dut)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(dut: &str, rx_pps: f64) -> RunResult {
+        RunResult::from_gen(
+            dut,
+            &json!({"frame_size": 64, "flows": 1, "tx_packets": 1000, "rx_packets": 990,
+                    "lost": 10, "tx_pps": 2e5, "rx_pps": rx_pps, "l2_bps": rx_pps * 512.0,
+                    "rate_reached": true, "duration_s": 5.0}),
+            Some(
+                json!({"threads": [{"nodes": [{"name": "ethernet-input", "vectors": 5, "clocks_per_vector": 40.5},
+                                                {"name": "idle", "vectors": 0, "clocks_per_vector": 0.0}]}]}),
+            ),
+            None,
+        )
+    }
+
+    fn opts() -> RunOptions {
+        super::super::parse_run(&[]).unwrap()
+    }
+
+    #[test]
+    fn table_shows_medians_per_dut() {
+        let rs = vec![
+            result("sluice", 1.0e6),
+            result("linux-bridge", 0.5e6),
+            result("sluice", 1.2e6),
+            result("sluice", 0.9e6),
+        ];
+        let t = table(&opts(), &rs);
+        let line = t.lines().find(|l| l.starts_with("sluice")).unwrap();
+        assert!(line.contains("1.00Mpps") && line.contains("(3)"), "{t}");
+        assert!(line.contains("size=64") && line.contains("Unidirectional"));
+        assert!(t.contains("ethernet-input") && !t.contains("idle"), "{t}");
+    }
+
+    #[test]
+    fn json_has_the_promised_keys() {
+        let v = json(&opts(), &[result("sluice", 1e6)]);
+        for k in [
+            "dut",
+            "frame_size",
+            "flows",
+            "tx_packets",
+            "rx_packets",
+            "rx_pps",
+            "runs",
+        ] {
+            assert!(v.get(k).is_some(), "missing {k}: {v}");
+        }
+        let v = json(
+            &opts(),
+            &[result("sluice", 1e6), result("linux-bridge", 1e6)],
+        );
+        assert_eq!(v.as_array().unwrap().len(), 2);
+    }
+}

@@ -1,0 +1,123 @@
+//! `sluice lab up` / `down` as a user runs them: the namespaces, ports, MTU and IPv6 settings
+//! are there after `up`, `up` twice is fine, `down` twice is fine, and nothing is left.
+
+mod common;
+use common::*;
+use std::process::Command;
+
+fn lab(args: &[&str]) -> std::process::Output {
+    Command::new(BIN).arg("lab").args(args).output().unwrap()
+}
+
+fn namespaces() -> String {
+    String::from_utf8_lossy(&sh("ip", &["netns", "list"]).stdout).into_owned()
+}
+
+#[test]
+fn lab_up_down_is_idempotent_and_clean() {
+    if !is_root() {
+        eprintln!("not root: skipping the lab test");
+        return;
+    }
+    // One test does every step in order: lab commands change shared namespaces.
+    let o = lab(&["up"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let ns = namespaces();
+    assert!(ns.contains("sl-tester") && ns.contains("sl-dut"), "{ns}");
+    for (netns, dev) in [
+        ("sl-tester", "t0"),
+        ("sl-tester", "t1"),
+        ("sl-dut", "d0"),
+        ("sl-dut", "d1"),
+    ] {
+        let link = String::from_utf8_lossy(&sh("ip", &["-n", netns, "link", "show", dev]).stdout)
+            .into_owned();
+        assert!(link.contains("mtu 9000") && link.contains("UP"), "{link}");
+        let v6 = sh(
+            "ip",
+            &[
+                "netns",
+                "exec",
+                netns,
+                "sysctl",
+                "-n",
+                &format!("net.ipv6.conf.{dev}.disable_ipv6"),
+            ],
+        );
+        assert_eq!(String::from_utf8_lossy(&v6.stdout).trim(), "1");
+    }
+    let again = lab(&["up"]);
+    assert!(again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already up"));
+
+    // A short side-by-side run through both DUTs; the lab stays up since we brought it up.
+    let o = lab(&[
+        "run",
+        "--dut",
+        "sluice,linux-bridge",
+        "--count",
+        "20000",
+        "--rate",
+        "50000",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for r in rows {
+        for k in [
+            "dut",
+            "frame_size",
+            "flows",
+            "tx_packets",
+            "rx_packets",
+            "rx_pps",
+        ] {
+            assert!(r.get(k).is_some(), "missing {k}: {r}");
+        }
+        assert_eq!(r["tx_packets"], 20000, "{r}");
+        // Counts add up: sent = received + lost.
+        assert_eq!(
+            r["tx_packets"].as_u64().unwrap(),
+            r["rx_packets"].as_u64().unwrap() + r["lost"].as_u64().unwrap(),
+            "{r}"
+        );
+        // At 50 kpps neither DUT should lose anything.
+        assert_eq!(r["lost"], 0, "{r}");
+    }
+    let sluice = rows.iter().find(|r| r["dut"] == "sluice").unwrap();
+    let d0 = &sluice["dut_interfaces"].as_array().unwrap()[0];
+    assert_eq!(d0["rx_packets"], 20000, "{d0}");
+    assert!(
+        namespaces().contains("sl-dut"),
+        "lab run took down a lab it did not build"
+    );
+    let bridge = sh("ip", &["-n", "sl-dut", "link", "show"]);
+    assert!(
+        !String::from_utf8_lossy(&bridge.stdout).contains("br0"),
+        "bridge left behind"
+    );
+
+    assert!(lab(&["down"]).status.success());
+    let second = lab(&["down"]);
+    assert!(second.status.success());
+    assert!(String::from_utf8_lossy(&second.stderr).contains("not up"));
+    let ns = namespaces();
+    assert!(!ns.contains("sl-tester") && !ns.contains("sl-dut"), "{ns}");
+}
+
+#[test]
+fn lab_bad_arguments_are_one_line_errors() {
+    for args in [
+        &["sideways"][..],
+        &["run", "--dut", "vpp9"],
+        &["run", "--size", "3"],
+        &["up", "extra"],
+    ] {
+        let o = lab(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(e.trim().lines().count(), 1, "{e}");
+    }
+}
