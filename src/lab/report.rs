@@ -156,6 +156,12 @@ pub fn table(o: &RunOptions, results: &[RunResult]) -> String {
             let _ = writeln!(s, "  {n:<24}{c:>10.1}");
         }
     }
+    if o.rate.is_none() && results.iter().all(|r| r.lost == 0) {
+        s.push_str(
+            "\nno run lost a frame: these rates are what the generator could send, and each DUT \
+             forwards at least that much; its own limit was not reached\n",
+        );
+    }
     if results.iter().any(|r| !r.rate_reached) {
         s.push_str(
             "\nsome runs did not reach the asked rate: they measure the generator, not the DUT\n",
