@@ -102,6 +102,7 @@ fn run_mixed_sizes(workers: usize, count: u64) {
     let (d0, d1) = (interface(&ifs, "d0"), interface(&ifs, "d1"));
     assert_eq!(d0["rx_packets"], count, "{d0}");
     assert_eq!(d1["tx_packets"], count, "{d1}");
+    assert_eq!(d0["rx_bytes"], gen["tx_bytes"], "{d0} {gen}");
     assert_eq!(d0["rx_bytes"], d1["tx_bytes"]);
     assert_eq!(d0["drops"], 0, "{d0}");
     assert_eq!(d1["tx_errors"], 0, "{d1}");
