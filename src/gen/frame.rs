@@ -33,6 +33,9 @@ pub struct Profile {
     pub sizes: Vec<usize>,
     /// Number of flows; flow k has source 16.0.(k/256).(k%256) and source port 1024 + k % 64512.
     pub flows: u32,
+    /// T-Rex's var2: source and destination addresses both step through a /16
+    /// (16.0.0.1 + k and 48.0.0.1 + k), ports fixed.
+    pub var2: bool,
     pub src_mac: MacAddress,
     pub dst_mac: MacAddress,
 }
@@ -66,13 +69,24 @@ impl Profile {
         ip[8] = 64;
         ip[9] = 17;
         ip[10..12].copy_from_slice(&[0, 0]);
-        ip[12..16].copy_from_slice(&[16, 0, (flow >> 8) as u8, flow as u8]);
-        ip[16..20].copy_from_slice(&[48, 0, 0, 1]);
+        if self.var2 {
+            let k = flow + 1;
+            ip[12..16].copy_from_slice(&[16, 0, (k >> 8) as u8, k as u8]);
+            ip[16..20].copy_from_slice(&[48, 0, (k >> 8) as u8, k as u8]);
+        } else {
+            ip[12..16].copy_from_slice(&[16, 0, (flow >> 8) as u8, flow as u8]);
+            ip[16..20].copy_from_slice(&[48, 0, 0, 1]);
+        }
         let sum = ipv4_checksum(ip);
         ip[10..12].copy_from_slice(&sum.to_be_bytes());
         // UDP without checksum (allowed over IPv4).
         let udp = &mut f[ETH_LEN + IP_LEN..TEST_AT];
-        udp[0..2].copy_from_slice(&(1024 + (flow % 64512) as u16).to_be_bytes());
+        let sport = if self.var2 {
+            1025
+        } else {
+            1024 + (flow % 64512) as u16
+        };
+        udp[0..2].copy_from_slice(&sport.to_be_bytes());
         udp[2..4].copy_from_slice(&1024u16.to_be_bytes());
         udp[4..6].copy_from_slice(&((len - ETH_LEN - IP_LEN) as u16).to_be_bytes());
         udp[6..8].copy_from_slice(&[0, 0]);
@@ -130,8 +144,41 @@ pub fn verify(profile: &Profile, frame: &[u8], st: Stamp, scratch: &mut Vec<u8>)
     scratch.as_slice() == frame
 }
 
-/// Parse `--size`: a size, a comma list, or `mixed` (64,128,256,512,1024,1514).
+/// Flows in T-Rex's var2 profile: one per address of the /16, less the network address.
+pub const VAR2_FLOWS: u32 = 65535;
+
+/// T-Rex bench's IMIX: 60, 590 and 1514 bytes before FCS (64, 594, 1518 with it), 28:20:4.
+pub const TREX_IMIX: [(usize, usize); 3] = [(64, 28), (594, 20), (1518, 4)];
+/// The "simple IMIX": 64, 594 and 1518 bytes with FCS, 7:4:1.
+pub const SIMPLE_IMIX: [(usize, usize); 3] = [(64, 7), (594, 4), (1518, 1)];
+
+/// One cycle of a weighted mix with the sizes spread evenly through it (smooth weighted
+/// round robin), so that any short window has nearly the stated ratio.
+pub fn weighted_cycle(mix: &[(usize, usize)]) -> Vec<usize> {
+    let total: i64 = mix.iter().map(|m| m.1 as i64).sum();
+    let mut current = vec![0i64; mix.len()];
+    let mut out = Vec::with_capacity(total as usize);
+    for _ in 0..total {
+        for (c, m) in current.iter_mut().zip(mix) {
+            *c += m.1 as i64;
+        }
+        let best = (0..mix.len())
+            .max_by_key(|&i| (current[i], -(i as i64)))
+            .unwrap_or(0);
+        current[best] -= total;
+        out.push(mix[best].0);
+    }
+    out
+}
+
+/// Parse `--size`: a size, a comma list used in turn, `mixed` (64,128,256,512,1024,1514),
+/// `imix` (T-Rex bench's) or `simple-imix`.
 pub fn parse_sizes(s: &str) -> Result<Vec<usize>, String> {
+    match s {
+        "imix" => return Ok(weighted_cycle(&TREX_IMIX)),
+        "simple-imix" => return Ok(weighted_cycle(&SIMPLE_IMIX)),
+        _ => {}
+    }
     let list = if s == "mixed" {
         "64,128,256,512,1024,1514"
     } else {
@@ -161,6 +208,7 @@ mod tests {
         Profile {
             sizes: vec![64, 1514, 9000],
             flows: 4,
+            var2: false,
             src_mac: "02:00:00:00:00:01".parse().unwrap(),
             dst_mac: "02:00:00:00:00:02".parse().unwrap(),
         }
@@ -214,6 +262,37 @@ mod tests {
             assert!(!ok, "flip at {at} not caught");
         }
         assert!(stamp(&f[..40]).is_none());
+    }
+
+    #[test]
+    fn var2_varies_source_and_destination() {
+        let mut p = profile();
+        p.var2 = true;
+        p.flows = VAR2_FLOWS;
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        p.build(0, 0, &mut a);
+        p.build(300, 0, &mut b);
+        assert_eq!(a[26..34], [16, 0, 0, 1, 48, 0, 0, 1]);
+        assert_eq!(b[26..34], [16, 0, 1, 45, 48, 0, 1, 45]);
+        p.build(VAR2_FLOWS as u64, 0, &mut b);
+        assert_eq!(a[26..34], b[26..34], "wraps after the /16");
+    }
+
+    #[test]
+    fn imix_cycles_have_the_stated_ratio_spread_out() {
+        let c = weighted_cycle(&TREX_IMIX);
+        assert_eq!(c.len(), 52);
+        assert_eq!(c.iter().filter(|&&s| s == 64).count(), 28);
+        assert_eq!(c.iter().filter(|&&s| s == 594).count(), 20);
+        assert_eq!(c.iter().filter(|&&s| s == 1518).count(), 4);
+        // Spread: no run of more than two equal sizes.
+        assert!(
+            c.windows(3).all(|w| !(w[0] == w[1] && w[1] == w[2])),
+            "{c:?}"
+        );
+        let s = parse_sizes("simple-imix").unwrap();
+        assert_eq!(s.len(), 12);
+        assert_eq!(s.iter().filter(|&&x| x == 1518).count(), 1);
     }
 
     #[test]

@@ -19,8 +19,11 @@ usage: sluice gen --tx IF [--rx IF] [options]
   --tx IF              send on this interface
   --rx IF              count and check what arrives on this interface
   --size S             frame size with FCS: 64..9018, a list (64,512,1514) used in turn,
-                       or 'mixed' (64,128,256,512,1024,1514); default 64 (60 bytes sent)
-  --flows single|N     one flow, or N flows varying IPv4 source and UDP source port
+                       'mixed' (64,128,256,512,1024,1514), 'imix' (T-Rex bench: 64, 594,
+                       1518 at 28:20:4) or 'simple-imix' (64, 594, 1518 at 7:4:1);
+                       default 64 (60 bytes sent)
+  --flows F            'single', N flows varying IPv4 source and UDP source port, or 'var2'
+                       (T-Rex: source 16.0.0.0/16 and destination 48.0.0.0/16 both varying)
   --count N            send N frames                  (default: --duration 5)
   --duration SECS      send for SECS seconds
   --rate PPS           offered rate (default: as fast as the sender can)
@@ -28,6 +31,7 @@ usage: sluice gen --tx IF [--rx IF] [options]
   --rx-cpu N           pin the receiver to CPU N
   --src-mac MAC        default 02:00:00:00:00:01
   --dst-mac MAC        default 02:00:00:00:00:02
+  --rx-pcap FILE        write every frame the receiver gets to a pcap file
   --json               print the summary as one JSON object on stdout
   --quiet              no once-a-second lines";
 
@@ -44,6 +48,9 @@ pub struct Options {
     pub rx_cpu: Option<usize>,
     pub json: bool,
     pub quiet: bool,
+    /// The --size word when it names a mix (imix, mixed...), for reports.
+    pub size_name: Option<String>,
+    pub rx_pcap: Option<std::path::PathBuf>,
 }
 
 fn value<'a>(it: &mut std::slice::Iter<'a, String>, flag: &str) -> Result<&'a str, String> {
@@ -65,6 +72,7 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
         profile: Profile {
             sizes: vec![64],
             flows: 1,
+            var2: false,
             src_mac: "02:00:00:00:00:01".parse().unwrap_or_default(),
             dst_mac: "02:00:00:00:00:02".parse().unwrap_or_default(),
         },
@@ -75,17 +83,26 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
         rx_cpu: None,
         json: false,
         quiet: false,
+        size_name: None,
+        rx_pcap: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--tx" => o.tx = value(&mut it, a)?.to_string(),
             "--rx" => o.rx = Some(value(&mut it, a)?.to_string()),
-            "--size" => o.profile.sizes = frame::parse_sizes(value(&mut it, a)?)?,
+            "--size" => {
+                let v = value(&mut it, a)?;
+                o.profile.sizes = frame::parse_sizes(v)?;
+                o.size_name = v.parse::<usize>().is_err().then(|| v.to_string());
+            }
             "--flows" => {
                 let v = value(&mut it, a)?;
+                o.profile.var2 = v == "var2";
                 o.profile.flows = if v == "single" {
                     1
+                } else if v == "var2" {
+                    frame::VAR2_FLOWS
                 } else {
                     let n: u32 = number(v, a)?;
                     if !(1..=65536).contains(&n) {
@@ -119,6 +136,7 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
             "--rx-cpu" => o.rx_cpu = Some(number(value(&mut it, a)?, a)?),
             "--src-mac" => o.profile.src_mac = value(&mut it, a)?.parse()?,
             "--dst-mac" => o.profile.dst_mac = value(&mut it, a)?.parse()?,
+            "--rx-pcap" => o.rx_pcap = Some(value(&mut it, a)?.into()),
             "--json" => o.json = true,
             "--quiet" => o.quiet = true,
             other => return Err(format!("unknown option '{other}'")),
@@ -126,6 +144,9 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
     }
     if o.tx.is_empty() {
         return Err("--tx IF is required".into());
+    }
+    if o.rx_pcap.is_some() && o.rx.is_none() {
+        return Err("--rx-pcap needs --rx".into());
     }
     if o.rx.as_deref() == Some(o.tx.as_str()) {
         return Err("--rx must be another interface than --tx".into());
@@ -267,7 +288,12 @@ fn send_loop(
 }
 
 /// Receive until the sender is done and nothing new arrived for a drain time.
-fn receive_loop(opts: &Options, ring: &mut RxRing, tx_done: &AtomicBool) -> RxReport {
+fn receive_loop(
+    opts: &Options,
+    ring: &mut RxRing,
+    tx_done: &AtomicBool,
+    mut capture: Option<PcapWriter>,
+) -> RxReport {
     const DRAIN_QUIET: Duration = Duration::from_millis(300);
     const DRAIN_MAX: Duration = Duration::from_secs(2);
     let mut r = RxReport::default();
@@ -281,6 +307,12 @@ fn receive_loop(opts: &Options, ring: &mut RxRing, tx_done: &AtomicBool) -> RxRe
         let mut got = false;
         while let Some(f) = ring.next_frame() {
             got = true;
+            if let Some(w) = capture.as_mut() {
+                if w.write(f.timestamp_ns, f.data).is_err() {
+                    capture = None;
+                    eprintln!("sluice gen: capture file write failed; capture stopped");
+                }
+            }
             let Some(st) = frame::stamp(f.data) else {
                 r.other += 1;
                 continue;
@@ -338,8 +370,13 @@ fn receive_loop(opts: &Options, ring: &mut RxRing, tx_done: &AtomicBool) -> RxRe
             ring.wait(10);
         }
     }
+    if let Some(mut w) = capture {
+        let _ = w.flush();
+    }
     r
 }
+
+type PcapWriter = crate::drivers::pcap::file::Writer<std::io::BufWriter<std::fs::File>>;
 
 fn run(opts: &Options) -> Result<Report, String> {
     let tx_index =
@@ -363,6 +400,10 @@ fn run(opts: &Options) -> Result<Report, String> {
                 },
             )
             .map_err(|e| format!("{name}: {e}"))?;
+            let capture = match &opts.rx_pcap {
+                Some(p) => Some(PcapWriter::create(p).map_err(|e| e.to_string())?),
+                None => None,
+            };
             let (o, done) = (opts.clone(), tx_done.clone());
             let pin = opts.rx_cpu.or(opts.cpu);
             Some(
@@ -372,7 +413,7 @@ fn run(opts: &Options) -> Result<Report, String> {
                         if let Some(c) = pin {
                             let _ = cpu::pin_current_thread(c);
                         }
-                        receive_loop(&o, &mut ring, &done)
+                        receive_loop(&o, &mut ring, &done, capture)
                     })
                     .map_err(|e| e.to_string())?,
             )
@@ -418,7 +459,9 @@ impl Report {
     }
 
     pub fn to_json(&self, opts: &Options) -> serde_json::Value {
-        let size = if opts.profile.sizes.len() == 1 {
+        let size = if let Some(name) = &opts.size_name {
+            json!(name)
+        } else if opts.profile.sizes.len() == 1 {
             json!(opts.profile.sizes[0])
         } else {
             json!(opts.profile.sizes)
@@ -428,7 +471,8 @@ impl Report {
             "tx_packets": self.tx.packets, "tx_bytes": self.tx.bytes, "tx_errors": self.tx.errors,
             "duration_s": self.tx.elapsed.as_secs_f64(),
             "tx_pps": self.tx_pps(),
-            "frame_size": size, "flows": opts.profile.flows,
+            "frame_size": size,
+            "flows": if opts.profile.var2 { json!("var2") } else { json!(opts.profile.flows) },
             "rate_asked": opts.rate, "rate_reached": self.rate_reached(opts),
             "tx_cpu": opts.cpu,
         });

@@ -20,7 +20,7 @@ usage: sluice lab up | down | run [options]
   run                  send from t0 through a DUT to t1 and report what arrived
     --dut LIST         sluice, linux-bridge, or a comma list (default sluice)
     --size S           frame size with FCS (default 64; lists and 'mixed' as sluice gen takes)
-    --flows single|N   (default single)
+    --flows F          single, var2 (T-Rex) or a number of flows (default single)
     --duration SECS    (default 5)  or  --count N
     --rate PPS         offered rate (default: as fast as the generator can)
     --repeat N         runs per DUT, alternating DUTs run by run; the table shows medians
@@ -76,8 +76,13 @@ pub fn parse_run(args: &[String]) -> Result<RunOptions, String> {
             }
             "--flows" => {
                 let v = value(&mut it, a)?;
-                if v != "single" && !v.parse::<u32>().is_ok_and(|n| (1..=65536).contains(&n)) {
-                    return Err(format!("--flows: '{v}' is not 'single' or 1..65536"));
+                if v != "single"
+                    && v != "var2"
+                    && !v.parse::<u32>().is_ok_and(|n| (1..=65536).contains(&n))
+                {
+                    return Err(format!(
+                        "--flows: '{v}' is not 'single', 'var2' or 1..65536"
+                    ));
                 }
                 o.flows = v;
             }

@@ -12,7 +12,8 @@ use std::fmt::Write as _;
 pub struct RunResult {
     pub dut: String,
     pub frame_size: Value,
-    pub flows: u64,
+    /// A number of flows, or "var2".
+    pub flows: Value,
     pub tx_packets: u64,
     pub rx_packets: u64,
     pub lost: u64,
@@ -54,7 +55,7 @@ impl RunResult {
         RunResult {
             dut: dut.to_string(),
             frame_size: gen["frame_size"].clone(),
-            flows: u("flows"),
+            flows: gen["flows"].clone(),
             tx_packets: u("tx_packets"),
             rx_packets: u("rx_packets"),
             lost: u("lost"),
@@ -74,6 +75,8 @@ impl RunResult {
 pub fn type_label(o: &RunOptions) -> String {
     if o.flows == "single" || o.flows == "1" {
         format!("size={}", o.size)
+    } else if o.flows == "var2" {
+        format!("vm=var2,size={}", o.size)
     } else {
         format!("flows={},size={}", o.flows, o.size)
     }

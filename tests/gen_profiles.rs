@@ -1,0 +1,84 @@
+//! The generator's T-Rex profiles as a receiver sees them: frames captured at the far end of a
+//! veth pair have IMIX's size mix and var2's address spread.
+
+mod common;
+use common::*;
+use sluice::drivers::pcap::file::read_file;
+use std::collections::HashSet;
+
+#[test]
+fn imix_and_var2_as_captured() {
+    if !is_root() {
+        eprintln!("not root: skipping the namespace test");
+        return;
+    }
+    let ns = Netns::new("prof");
+    sh(
+        "ip",
+        &[
+            "-n", &ns.name, "link", "add", "g0", "type", "veth", "peer", "name", "g1",
+        ],
+    );
+    for d in ["g0", "g1"] {
+        ns.sysctl(&format!("net.ipv6.conf.{d}.disable_ipv6"), "1");
+        ns.ip(&["link", "set", d, "up"]);
+        ns.offloads_off(d);
+    }
+    let dir = tmpdir("prof");
+    let pcap = dir.join("rx.pcap");
+    // 100 IMIX cycles of 52 frames.
+    let out = ns
+        .exec(
+            BIN,
+            &[
+                "gen",
+                "--tx",
+                "g0",
+                "--rx",
+                "g1",
+                "--size",
+                "imix",
+                "--flows",
+                "var2",
+                "--count",
+                "5200",
+                "--rate",
+                "20000",
+                "--rx-pcap",
+                pcap.to_str().unwrap(),
+                "--json",
+                "--quiet",
+            ],
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let gen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(gen["rx_packets"], 5200, "{gen}");
+    assert_eq!(gen["frame_size"], "imix");
+    assert_eq!(gen["flows"], "var2");
+
+    let frames = read_file(&pcap).unwrap();
+    assert_eq!(frames.len(), 5200);
+    let count = |len: usize| frames.iter().filter(|f| f.data.len() == len).count();
+    // T-Rex's IMIX: 60, 590 and 1514 bytes before FCS, 28:20:4.
+    assert_eq!((count(60), count(590), count(1514)), (2800, 2000, 400));
+    // var2: source and destination both step through their /16s.
+    let srcs: HashSet<[u8; 4]> = frames
+        .iter()
+        .map(|f| f.data[26..30].try_into().unwrap())
+        .collect();
+    let dsts: HashSet<[u8; 4]> = frames
+        .iter()
+        .map(|f| f.data[30..34].try_into().unwrap())
+        .collect();
+    assert_eq!(srcs.len(), 5200);
+    assert_eq!(dsts.len(), 5200);
+    assert!(srcs.iter().all(|a| a[0] == 16 && a[1] == 0));
+    assert!(dsts.iter().all(|a| a[0] == 48 && a[1] == 0));
+    std::fs::remove_dir_all(&dir).ok();
+}
