@@ -78,7 +78,9 @@ fn imix_and_var2_as_captured() {
         .collect();
     assert_eq!(srcs.len(), 5200);
     assert_eq!(dsts.len(), 5200);
-    assert!(srcs.iter().all(|a| a[0] == 16 && a[1] == 0));
-    assert!(dsts.iter().all(|a| a[0] == 48 && a[1] == 0));
+    // Default /16s: RFC 2544's benchmarking range (T-Rex's own 16.0 and 48.0 with --src-net
+    // and --dst-net).
+    assert!(srcs.iter().all(|a| a[0] == 198 && a[1] == 18));
+    assert!(dsts.iter().all(|a| a[0] == 198 && a[1] == 19));
     std::fs::remove_dir_all(&dir).ok();
 }

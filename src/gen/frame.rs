@@ -31,11 +31,20 @@ const SEQ_MASK: u64 = (1 << 48) - 1;
 pub struct Profile {
     /// Sizes with FCS, used in turn by sequence number.
     pub sizes: Vec<usize>,
-    /// Number of flows; flow k has source 16.0.(k/256).(k%256) and source port 1024 + k % 64512.
+    /// Number of flows; flow k has source src_net.(k/256).(k%256) and source port
+    /// 1024 + k % 64512.
     pub flows: u32,
     /// T-Rex's var2: source and destination addresses both step through a /16
-    /// (16.0.0.1 + k and 48.0.0.1 + k), ports fixed.
+    /// (src_net.0.1 + k and dst_net.0.1 + k), ports fixed.
     pub var2: bool,
+    /// First two bytes of the source and destination /16s. T-Rex uses 16.0 and 48.0; we
+    /// default to RFC 2544's benchmarking range, 198.18 and 198.19, which no real network
+    /// routes.
+    pub src_net: [u8; 2],
+    pub dst_net: [u8; 2],
+    /// The DUT routes (rewrites MACs, decrements TTL, updates the checksum): the receiver
+    /// checks everything else.
+    pub routed: bool,
     pub src_mac: MacAddress,
     pub dst_mac: MacAddress,
 }
@@ -69,13 +78,14 @@ impl Profile {
         ip[8] = 64;
         ip[9] = 17;
         ip[10..12].copy_from_slice(&[0, 0]);
+        let (sn, dn) = (self.src_net, self.dst_net);
         if self.var2 {
             let k = flow + 1;
-            ip[12..16].copy_from_slice(&[16, 0, (k >> 8) as u8, k as u8]);
-            ip[16..20].copy_from_slice(&[48, 0, (k >> 8) as u8, k as u8]);
+            ip[12..16].copy_from_slice(&[sn[0], sn[1], (k >> 8) as u8, k as u8]);
+            ip[16..20].copy_from_slice(&[dn[0], dn[1], (k >> 8) as u8, k as u8]);
         } else {
-            ip[12..16].copy_from_slice(&[16, 0, (flow >> 8) as u8, flow as u8]);
-            ip[16..20].copy_from_slice(&[48, 0, 0, 1]);
+            ip[12..16].copy_from_slice(&[sn[0], sn[1], (flow >> 8) as u8, flow as u8]);
+            ip[16..20].copy_from_slice(&[dn[0], dn[1], 0, 1]);
         }
         let sum = ipv4_checksum(ip);
         ip[10..12].copy_from_slice(&sum.to_be_bytes());
@@ -137,11 +147,26 @@ pub fn stamp(frame: &[u8]) -> Option<Stamp> {
     })
 }
 
-/// Whether `frame` is exactly the frame the profile sends for its stamp. `scratch` avoids an
-/// allocation per frame.
+/// Offsets a router changes: MAC addresses, TTL, header checksum.
+const MACS: std::ops::Range<usize> = 0..12;
+const TTL_AT: usize = ETH_LEN + 8;
+const CSUM: std::ops::Range<usize> = ETH_LEN + 10..ETH_LEN + 12;
+
+/// Whether `frame` is exactly the frame the profile sends for its stamp — or, for a routed
+/// profile, that frame as a router forwards it (any MACs, TTL decremented, checksum right).
+/// `scratch` avoids an allocation per frame.
 pub fn verify(profile: &Profile, frame: &[u8], st: Stamp, scratch: &mut Vec<u8>) -> bool {
     profile.build(st.seq, st.tx_ns, scratch);
-    scratch.as_slice() == frame
+    if !profile.routed {
+        return scratch.as_slice() == frame;
+    }
+    frame.len() == scratch.len()
+        && frame[MACS.end..TTL_AT] == scratch[MACS.end..TTL_AT]
+        && frame[TTL_AT + 1..CSUM.start] == scratch[TTL_AT + 1..CSUM.start]
+        && frame[CSUM.end..] == scratch[CSUM.end..]
+        && frame[TTL_AT] < scratch[TTL_AT]
+        && frame[TTL_AT] > 0
+        && ipv4_checksum(&frame[ETH_LEN..ETH_LEN + IP_LEN]) == 0
 }
 
 /// Flows in T-Rex's var2 profile: one per address of the /16, less the network address.
@@ -209,6 +234,9 @@ mod tests {
             sizes: vec![64, 1514, 9000],
             flows: 4,
             var2: false,
+            src_net: [198, 18],
+            dst_net: [198, 19],
+            routed: false,
             src_mac: "02:00:00:00:00:01".parse().unwrap(),
             dst_mac: "02:00:00:00:00:02".parse().unwrap(),
         }
@@ -272,8 +300,8 @@ mod tests {
         let (mut a, mut b) = (Vec::new(), Vec::new());
         p.build(0, 0, &mut a);
         p.build(300, 0, &mut b);
-        assert_eq!(a[26..34], [16, 0, 0, 1, 48, 0, 0, 1]);
-        assert_eq!(b[26..34], [16, 0, 1, 45, 48, 0, 1, 45]);
+        assert_eq!(a[26..34], [198, 18, 0, 1, 198, 19, 0, 1]);
+        assert_eq!(b[26..34], [198, 18, 1, 45, 198, 19, 1, 45]);
         p.build(VAR2_FLOWS as u64, 0, &mut b);
         assert_eq!(a[26..34], b[26..34], "wraps after the /16");
     }
@@ -293,6 +321,32 @@ mod tests {
         let s = parse_sizes("simple-imix").unwrap();
         assert_eq!(s.len(), 12);
         assert_eq!(s.iter().filter(|&&x| x == 1518).count(), 1);
+    }
+
+    #[test]
+    fn routed_verification_accepts_a_routers_rewrite_only() {
+        let mut p = profile();
+        p.routed = true;
+        let mut f = Vec::new();
+        let mut scratch = Vec::new();
+        p.build(5, 1, &mut f);
+        let st = stamp(&f).unwrap();
+        // As a router forwards it: new MACs, TTL 63, checksum updated.
+        let mut routed = f.clone();
+        routed[0..12].copy_from_slice(&[9; 12]);
+        routed[22] = 63;
+        routed[24..26].copy_from_slice(&[0, 0]);
+        let sum = ipv4_checksum(&routed[14..34]);
+        routed[24..26].copy_from_slice(&sum.to_be_bytes());
+        assert!(verify(&p, &routed, st, &mut scratch));
+        // Unchanged TTL, a stale checksum, or a changed payload are not a router's doing.
+        assert!(!verify(&p, &f, st, &mut scratch));
+        let mut stale = routed.clone();
+        stale[22] = 62;
+        assert!(!verify(&p, &stale, st, &mut scratch));
+        let mut payload = routed.clone();
+        payload[50] ^= 1;
+        assert!(!verify(&p, &payload, st, &mut scratch));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::drivers::af_packet::socket::{RxOptions, RxRing, Sender, MAX_BATCH};
 use crate::drivers::cpu;
 use frame::{Profile, Stamp};
 use serde_json::json;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -26,12 +26,17 @@ usage: sluice gen --tx IF [--rx IF] [options]
                        (T-Rex: source 16.0.0.0/16 and destination 48.0.0.0/16 both varying)
   --count N            send N frames                  (default: --duration 5)
   --duration SECS      send for SECS seconds
-  --rate PPS           offered rate (default: as fast as the sender can)
+  --rate PPS           offered rate per direction (default: as fast as the sender can)
   --cpu N              pin the sender to CPU N (the receiver too, unless --rx-cpu)
   --rx-cpu N           pin the receiver to CPU N
   --src-mac MAC        default 02:00:00:00:00:01
   --dst-mac MAC        default 02:00:00:00:00:02
-  --rx-pcap FILE        write every frame the receiver gets to a pcap file
+  --bi                 send both ways at once (tx → rx and rx → tx), addresses mirrored
+  --routed             the DUT routes: accept rewritten MACs, a lower TTL, a new checksum
+  --dst-mac-reverse MAC destination MAC of the reverse direction with --bi
+  --src-net A.B        source /16 (default 198.18, RFC 2544's benchmarking range;
+  --dst-net C.D        destination /16, default 198.19; T-Rex uses 16.0 and 48.0)
+  --rx-pcap FILE       write every frame the receiver gets to a pcap file
   --json               print the summary as one JSON object on stdout
   --quiet              no once-a-second lines";
 
@@ -51,6 +56,10 @@ pub struct Options {
     /// The --size word when it names a mix (imix, mixed...), for reports.
     pub size_name: Option<String>,
     pub rx_pcap: Option<std::path::PathBuf>,
+    /// Send both ways at once: tx → rx and rx → tx.
+    pub bi: bool,
+    /// Destination MAC of the reverse direction (default: the forward source MAC).
+    pub dst_mac_reverse: Option<crate::wire::MacAddress>,
 }
 
 fn value<'a>(it: &mut std::slice::Iter<'a, String>, flag: &str) -> Result<&'a str, String> {
@@ -73,6 +82,9 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
             sizes: vec![64],
             flows: 1,
             var2: false,
+            src_net: [198, 18],
+            dst_net: [198, 19],
+            routed: false,
             src_mac: "02:00:00:00:00:01".parse().unwrap_or_default(),
             dst_mac: "02:00:00:00:00:02".parse().unwrap_or_default(),
         },
@@ -85,6 +97,8 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
         quiet: false,
         size_name: None,
         rx_pcap: None,
+        bi: false,
+        dst_mac_reverse: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -137,6 +151,28 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
             "--src-mac" => o.profile.src_mac = value(&mut it, a)?.parse()?,
             "--dst-mac" => o.profile.dst_mac = value(&mut it, a)?.parse()?,
             "--rx-pcap" => o.rx_pcap = Some(value(&mut it, a)?.into()),
+            "--bi" => o.bi = true,
+            "--routed" => o.profile.routed = true,
+            "--dst-mac-reverse" => o.dst_mac_reverse = Some(value(&mut it, a)?.parse()?),
+            "--src-net" | "--dst-net" => {
+                let v = value(&mut it, a)?;
+                let parts: Vec<u8> = v
+                    .trim_end_matches(".0.0/16")
+                    .split('.')
+                    .map(|p| p.parse::<u8>())
+                    .collect::<Result<_, _>>()
+                    .map_err(|_| {
+                        format!("{a}: '{v}' is not a /16 such as 198.18 or 16.0.0.0/16")
+                    })?;
+                let net: [u8; 2] = parts.try_into().map_err(|_| {
+                    format!("{a}: '{v}' is not a /16 such as 198.18 or 16.0.0.0/16")
+                })?;
+                if a == "--src-net" {
+                    o.profile.src_net = net;
+                } else {
+                    o.profile.dst_net = net;
+                }
+            }
             "--json" => o.json = true,
             "--quiet" => o.quiet = true,
             other => return Err(format!("unknown option '{other}'")),
@@ -144,6 +180,9 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
     }
     if o.tx.is_empty() {
         return Err("--tx IF is required".into());
+    }
+    if o.bi && o.rx.is_none() {
+        return Err("--bi needs --rx (the other port)".into());
     }
     if o.rx_pcap.is_some() && o.rx.is_none() {
         return Err("--rx-pcap needs --rx".into());
@@ -212,15 +251,19 @@ struct RxReport {
 
 /// The run's outcome.
 pub struct Report {
+    /// Both directions added up.
     tx: TxReport,
     rx: Option<RxReport>,
+    /// Directions sent: 1, or 2 with --bi.
+    lanes: usize,
 }
 
 fn send_loop(
     opts: &Options,
+    profile: &Profile,
+    label: &str,
     sender: &mut Sender,
     tx_done: &AtomicBool,
-    live: &AtomicU64,
 ) -> TxReport {
     let mut batch: Vec<Vec<u8>> = (0..MAX_BATCH).map(|_| Vec::with_capacity(9018)).collect();
     let mut r = TxReport::default();
@@ -251,7 +294,7 @@ fn send_loop(
         }
         let ts = now_ns();
         for (k, buf) in batch.iter_mut().take(n as usize).enumerate() {
-            opts.profile.build(next_seq + k as u64, ts, buf);
+            profile.build(next_seq + k as u64, ts, buf);
         }
         let s = sender.send(
             batch[..n as usize]
@@ -267,7 +310,6 @@ fn send_loop(
         r.packets += s.sent as u64;
         r.errors += s.errors as u64;
         next_seq += taken as u64;
-        live.store(r.packets, Ordering::Relaxed);
         if s.queue_full > 0 {
             std::thread::yield_now();
         }
@@ -275,7 +317,7 @@ fn send_loop(
             let us = (now - last_print).as_micros() as u64;
             let pkts = r.packets - last_count;
             eprintln!(
-                "{} pps ({pkts} pkts in {us} usec)",
+                "{label}{} pps ({pkts} pkts in {us} usec)",
                 pkts * 1_000_000 / us.max(1)
             );
             last_print = now;
@@ -290,6 +332,8 @@ fn send_loop(
 /// Receive until the sender is done and nothing new arrived for a drain time.
 fn receive_loop(
     opts: &Options,
+    profile: &Profile,
+    label: &str,
     ring: &mut RxRing,
     tx_done: &AtomicBool,
     mut capture: Option<PcapWriter>,
@@ -339,7 +383,7 @@ fn receive_loop(
                 r.reorder += 1;
             }
             max_seq = Some(max_seq.map_or(seq, |m| m.max(seq)));
-            if !frame::verify(&opts.profile, f.data, st, &mut scratch) {
+            if !frame::verify(profile, f.data, st, &mut scratch) {
                 r.corrupt += 1;
             }
             if r.latencies.len() < 4_000_000 {
@@ -354,7 +398,7 @@ fn receive_loop(
             let us = (now - last_print).as_micros() as u64;
             let pkts = r.packets - last_count;
             eprintln!(
-                "rx: {} pps ({pkts} pkts in {us} usec)",
+                "{label}rx: {} pps ({pkts} pkts in {us} usec)",
                 pkts * 1_000_000 / us.max(1)
             );
             last_print = now;
@@ -378,56 +422,127 @@ fn receive_loop(
 
 type PcapWriter = crate::drivers::pcap::file::Writer<std::io::BufWriter<std::fs::File>>;
 
-fn run(opts: &Options) -> Result<Report, String> {
-    let tx_index =
-        netdev::index(&opts.tx).ok_or_else(|| format!("interface '{}' not found", opts.tx))?;
-    if !netdev::is_up(&opts.tx).map_err(|e| e.to_string())? {
-        return Err(format!("interface '{}' is down", opts.tx));
+/// One direction: a sender on one port and, optionally, a receiver on the other.
+struct Lane {
+    tx: String,
+    rx: Option<String>,
+    profile: Profile,
+    label: &'static str,
+}
+
+fn open_tx(name: &str) -> Result<Sender, String> {
+    let idx = netdev::index(name).ok_or_else(|| format!("interface '{name}' not found"))?;
+    if !netdev::is_up(name).map_err(|e| e.to_string())? {
+        return Err(format!("interface '{name}' is down"));
     }
-    let mut sender = Sender::open(tx_index).map_err(|e| format!("{}: {e}", opts.tx))?;
-    let tx_done = Arc::new(AtomicBool::new(false));
-    let live = Arc::new(AtomicU64::new(0));
-    let receiver = match &opts.rx {
-        None => None,
-        Some(name) => {
-            let idx = netdev::index(name).ok_or_else(|| format!("interface '{name}' not found"))?;
-            // Opened before sending starts, so nothing sent is missed.
-            let mut ring = RxRing::open(
-                idx,
-                &RxOptions {
-                    promiscuous: true,
-                    ..RxOptions::default()
-                },
-            )
-            .map_err(|e| format!("{name}: {e}"))?;
-            let capture = match &opts.rx_pcap {
-                Some(p) => Some(PcapWriter::create(p).map_err(|e| e.to_string())?),
-                None => None,
+    Sender::open(idx).map_err(|e| format!("{name}: {e}"))
+}
+
+fn open_rx(name: &str) -> Result<RxRing, String> {
+    let idx = netdev::index(name).ok_or_else(|| format!("interface '{name}' not found"))?;
+    RxRing::open(
+        idx,
+        &RxOptions {
+            promiscuous: true,
+            ..RxOptions::default()
+        },
+    )
+    .map_err(|e| format!("{name}: {e}"))
+}
+
+fn lanes(opts: &Options) -> Vec<Lane> {
+    let mut v = vec![Lane {
+        tx: opts.tx.clone(),
+        rx: opts.rx.clone(),
+        profile: opts.profile.clone(),
+        label: "",
+    }];
+    if let (true, Some(rx)) = (opts.bi, &opts.rx) {
+        // The reverse direction mirrors addresses, so a bridge learns and a router routes.
+        let mut p = opts.profile.clone();
+        p.src_mac = opts.profile.dst_mac;
+        p.dst_mac = opts.dst_mac_reverse.unwrap_or(opts.profile.src_mac);
+        p.src_net = opts.profile.dst_net;
+        p.dst_net = opts.profile.src_net;
+        v.push(Lane {
+            tx: rx.clone(),
+            rx: Some(opts.tx.clone()),
+            profile: p,
+            label: "reverse ",
+        });
+    }
+    v
+}
+
+fn run(opts: &Options) -> Result<Report, String> {
+    let lanes = lanes(opts);
+    let mut senders = Vec::new();
+    let mut receivers = Vec::new();
+    // Receivers first, so nothing sent is missed.
+    for (k, lane) in lanes.iter().enumerate() {
+        let done = Arc::new(AtomicBool::new(false));
+        if let Some(name) = &lane.rx {
+            let mut ring = open_rx(name)?;
+            let capture = match (&opts.rx_pcap, k) {
+                (Some(p), 0) => Some(PcapWriter::create(p).map_err(|e| e.to_string())?),
+                _ => None,
             };
-            let (o, done) = (opts.clone(), tx_done.clone());
+            let (o, d, profile, label) =
+                (opts.clone(), done.clone(), lane.profile.clone(), lane.label);
             let pin = opts.rx_cpu.or(opts.cpu);
-            Some(
+            receivers.push(
                 std::thread::Builder::new()
                     .name("gen-rx".into())
                     .spawn(move || {
                         if let Some(c) = pin {
                             let _ = cpu::pin_current_thread(c);
                         }
-                        receive_loop(&o, &mut ring, &done, capture)
+                        receive_loop(&o, &profile, label, &mut ring, &d, capture)
                     })
                     .map_err(|e| e.to_string())?,
-            )
+            );
         }
-    };
-    if let Some(c) = opts.cpu {
-        cpu::pin_current_thread(c)?;
+        senders.push((open_tx(&lane.tx)?, done));
     }
-    let tx = send_loop(opts, &mut sender, &tx_done, &live);
-    let rx = match receiver {
-        Some(h) => Some(h.join().map_err(|_| "receiver thread failed".to_string())?),
-        None => None,
+    let mut handles = Vec::new();
+    for (lane, (mut sender, done)) in lanes.into_iter().zip(senders) {
+        let o = opts.clone();
+        handles.push(
+            std::thread::Builder::new()
+                .name("gen-tx".into())
+                .spawn(move || {
+                    if let Some(c) = o.cpu {
+                        let _ = cpu::pin_current_thread(c);
+                    }
+                    send_loop(&o, &lane.profile, lane.label, &mut sender, &done)
+                })
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    let mut report = Report {
+        tx: TxReport::default(),
+        rx: None,
+        lanes: handles.len(),
     };
-    Ok(Report { tx, rx })
+    for h in handles {
+        let t = h.join().map_err(|_| "sender thread failed".to_string())?;
+        report.tx.packets += t.packets;
+        report.tx.bytes += t.bytes;
+        report.tx.errors += t.errors;
+        report.tx.elapsed = report.tx.elapsed.max(t.elapsed);
+    }
+    for h in receivers {
+        let r = h.join().map_err(|_| "receiver thread failed".to_string())?;
+        let all = report.rx.get_or_insert_with(RxReport::default);
+        all.packets += r.packets;
+        all.bytes += r.bytes;
+        all.corrupt += r.corrupt;
+        all.dup += r.dup;
+        all.reorder += r.reorder;
+        all.other += r.other;
+        all.latencies.extend(r.latencies);
+    }
+    Ok(report)
 }
 
 fn percentile(sorted: &[u64], p: f64) -> u64 {
@@ -468,6 +583,7 @@ impl Report {
         };
         let mut v = json!({
             "tx_interface": opts.tx, "rx_interface": opts.rx,
+            "direction": if self.lanes == 2 { "bi" } else { "uni" },
             "tx_packets": self.tx.packets, "tx_bytes": self.tx.bytes, "tx_errors": self.tx.errors,
             "duration_s": self.tx.elapsed.as_secs_f64(),
             "tx_pps": self.tx_pps(),
