@@ -33,7 +33,8 @@ usage: sluice gen --tx IF [--rx IF] [options]
   --dst-mac MAC        default 02:00:00:00:00:02
   --bi                 send both ways at once (tx → rx and rx → tx), addresses mirrored
   --routed             the DUT routes: accept rewritten MACs, a lower TTL, a new checksum
-  --dst-mac-reverse MAC destination MAC of the reverse direction with --bi
+  --dst-mac-reverse MAC, --src-mac-reverse MAC
+                       MACs of the reverse direction with --bi (default: mirrored)
   --src-net A.B        source /16 (default 198.18, RFC 2544's benchmarking range;
   --dst-net C.D        destination /16, default 198.19; T-Rex uses 16.0 and 48.0)
   --rx-pcap FILE       write every frame the receiver gets to a pcap file
@@ -60,6 +61,8 @@ pub struct Options {
     pub bi: bool,
     /// Destination MAC of the reverse direction (default: the forward source MAC).
     pub dst_mac_reverse: Option<crate::wire::MacAddress>,
+    /// Source MAC of the reverse direction (default: the forward destination MAC).
+    pub src_mac_reverse: Option<crate::wire::MacAddress>,
 }
 
 fn value<'a>(it: &mut std::slice::Iter<'a, String>, flag: &str) -> Result<&'a str, String> {
@@ -99,6 +102,7 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
         rx_pcap: None,
         bi: false,
         dst_mac_reverse: None,
+        src_mac_reverse: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -154,6 +158,7 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
             "--bi" => o.bi = true,
             "--routed" => o.profile.routed = true,
             "--dst-mac-reverse" => o.dst_mac_reverse = Some(value(&mut it, a)?.parse()?),
+            "--src-mac-reverse" => o.src_mac_reverse = Some(value(&mut it, a)?.parse()?),
             "--src-net" | "--dst-net" => {
                 let v = value(&mut it, a)?;
                 let parts: Vec<u8> = v
@@ -460,7 +465,7 @@ fn lanes(opts: &Options) -> Vec<Lane> {
     if let (true, Some(rx)) = (opts.bi, &opts.rx) {
         // The reverse direction mirrors addresses, so a bridge learns and a router routes.
         let mut p = opts.profile.clone();
-        p.src_mac = opts.profile.dst_mac;
+        p.src_mac = opts.src_mac_reverse.unwrap_or(opts.profile.dst_mac);
         p.dst_mac = opts.dst_mac_reverse.unwrap_or(opts.profile.src_mac);
         p.src_net = opts.profile.dst_net;
         p.dst_net = opts.profile.src_net;

@@ -11,23 +11,60 @@ use std::time::{Duration, Instant};
 pub enum DutKind {
     Sluice,
     LinuxBridge,
+    LinuxRouter,
+    Testpmd,
+    Vpp,
 }
 
+/// DPDK's forwarding test program, as Debian installs it.
+pub const TESTPMD: &str = "dpdk-testpmd";
+
 impl DutKind {
+    pub const ALL: [DutKind; 5] = [
+        DutKind::Sluice,
+        DutKind::LinuxBridge,
+        DutKind::LinuxRouter,
+        DutKind::Testpmd,
+        DutKind::Vpp,
+    ];
+
     pub fn parse(s: &str) -> Result<DutKind, String> {
-        match s {
-            "sluice" => Ok(DutKind::Sluice),
-            "linux-bridge" => Ok(DutKind::LinuxBridge),
-            other => Err(format!(
-                "unknown DUT '{other}' (known: sluice, linux-bridge)"
-            )),
-        }
+        DutKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown DUT '{s}' (known: sluice, linux-bridge, linux-router, testpmd, vpp)"
+                )
+            })
     }
 
     pub fn name(self) -> &'static str {
         match self {
             DutKind::Sluice => "sluice",
             DutKind::LinuxBridge => "linux-bridge",
+            DutKind::LinuxRouter => "linux-router",
+            DutKind::Testpmd => "testpmd",
+            DutKind::Vpp => "vpp",
+        }
+    }
+
+    /// Why this DUT cannot run here, if it cannot.
+    pub fn unavailable(self) -> Option<String> {
+        let on_path = |bin: &str| {
+            Command::new("sh")
+                .args(["-c", &format!("command -v {bin}")])
+                .output()
+                .map(|o| o.status.success())
+                .unwrap_or(false)
+        };
+        match self {
+            DutKind::Testpmd if !on_path(TESTPMD) => {
+                Some(format!("{TESTPMD} is not installed (apt-get install dpdk)"))
+            }
+            DutKind::Vpp if !on_path("vpp") => Some("no vpp binary on the PATH".into()),
+            DutKind::Vpp => Some("the vpp DUT is not wired into the lab yet".into()),
+            _ => None,
         }
     }
 }
@@ -40,6 +77,16 @@ pub enum RunningDut {
         dir: PathBuf,
     },
     LinuxBridge,
+    LinuxRouter {
+        /// What the generator must be told: router MACs, and that frames are routed.
+        gen_args: Vec<String>,
+    },
+    Testpmd {
+        child: Child,
+        /// Held open: testpmd without a terminal exits when its standard input ends.
+        _stdin: Option<std::process::ChildStdin>,
+        log: PathBuf,
+    },
 }
 
 const BRIDGE: &str = "br0";
@@ -48,6 +95,9 @@ const BRIDGE: &str = "br0";
 pub fn start(kind: DutKind, dut_cpu: usize) -> Result<RunningDut, String> {
     match kind {
         DutKind::Sluice => start_sluice(dut_cpu),
+        DutKind::LinuxRouter => start_router(),
+        DutKind::Testpmd => start_testpmd(dut_cpu),
+        DutKind::Vpp => Err(DutKind::Vpp.unavailable().unwrap_or_default()),
         DutKind::LinuxBridge => {
             let ip = |args: &[&str]| {
                 let mut a = vec!["-n", DUT];
@@ -74,6 +124,169 @@ pub fn start(kind: DutKind, dut_cpu: usize) -> Result<RunningDut, String> {
             Ok(RunningDut::LinuxBridge)
         }
     }
+}
+
+fn mac_of(ns: &str, dev: &str) -> Result<String, String> {
+    let path = format!("/sys/class/net/{dev}/address");
+    let o = in_ns(ns, "cat", &[&path])?;
+    Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+/// Router addressing (documentation and benchmarking ranges only): d0 192.0.2.1/24 with
+/// the tester's t0 as 192.0.2.2; d1 198.51.100.1/24 with t1 as 198.51.100.2; the generator's
+/// destinations 198.19.0.0/16 routed to t1 and its sources 198.18.0.0/16 to t0.
+const ROUTER_SETUP: [&[&str]; 6] = [
+    &["addr", "add", "192.0.2.1/24", "dev", "d0"],
+    &["addr", "add", "198.51.100.1/24", "dev", "d1"],
+    &[
+        "route",
+        "add",
+        "198.19.0.0/16",
+        "via",
+        "198.51.100.2",
+        "dev",
+        "d1",
+    ],
+    &[
+        "route",
+        "add",
+        "198.18.0.0/16",
+        "via",
+        "192.0.2.2",
+        "dev",
+        "d0",
+    ],
+    &[
+        "neigh",
+        "replace",
+        "198.51.100.2",
+        "lladdr",
+        "T1MAC",
+        "dev",
+        "d1",
+        "nud",
+        "permanent",
+    ],
+    &[
+        "neigh",
+        "replace",
+        "192.0.2.2",
+        "lladdr",
+        "T0MAC",
+        "dev",
+        "d0",
+        "nud",
+        "permanent",
+    ],
+];
+
+fn start_router() -> Result<RunningDut, String> {
+    let t0 = mac_of(super::netns::TESTER, "t0")?;
+    let t1 = mac_of(super::netns::TESTER, "t1")?;
+    let d0 = mac_of(DUT, "d0")?;
+    let d1 = mac_of(DUT, "d1")?;
+    let dut = RunningDut::LinuxRouter {
+        gen_args: vec![
+            "--routed".into(),
+            "--src-mac".into(),
+            t0.clone(),
+            "--dst-mac".into(),
+            d0,
+            "--src-mac-reverse".into(),
+            t1.clone(),
+            "--dst-mac-reverse".into(),
+            d1,
+        ],
+    };
+    for step in ROUTER_SETUP {
+        let args: Vec<&str> = step
+            .iter()
+            .map(|a| match *a {
+                "T0MAC" => t0.as_str(),
+                "T1MAC" => t1.as_str(),
+                other => other,
+            })
+            .collect();
+        let mut full = vec!["-n", DUT];
+        full.extend(args);
+        run("ip", &full)?;
+    }
+    for key in [
+        "net.ipv4.ip_forward=1",
+        "net.ipv4.conf.all.rp_filter=0",
+        "net.ipv4.conf.d0.rp_filter=0",
+        "net.ipv4.conf.d1.rp_filter=0",
+    ] {
+        in_ns(DUT, "sysctl", &["-qw", key])?;
+    }
+    Ok(dut)
+}
+
+fn start_testpmd(dut_cpu: usize) -> Result<RunningDut, String> {
+    if let Some(why) = DutKind::Testpmd.unavailable() {
+        return Err(why);
+    }
+    let main_cpu = if dut_cpu == 0 { 1 } else { 0 };
+    let log = std::env::temp_dir().join(format!("sluice-lab-testpmd-{}.log", std::process::id()));
+    let out = std::fs::File::create(&log).map_err(|e| e.to_string())?;
+    let err = out.try_clone().map_err(|e| e.to_string())?;
+    // No huge pages, no PCI devices: two af_packet ports on d0 and d1, io forwarding (each
+    // port's frames go out of the other unchanged), the forwarding core on the DUT CPU.
+    let mut child = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            DUT,
+            TESTPMD,
+            "--no-huge",
+            "-m",
+            "512",
+            "--no-pci",
+        ])
+        .args([
+            "--file-prefix",
+            "sluice-lab",
+            "-l",
+            &format!("{main_cpu},{dut_cpu}"),
+        ])
+        .args([
+            "--vdev",
+            "net_af_packet0,iface=d0",
+            "--vdev",
+            "net_af_packet1,iface=d1",
+        ])
+        .args([
+            "--",
+            "--forward-mode=io",
+            "--total-num-mbufs=16384",
+            "--auto-start",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .map_err(|e| format!("cannot start {TESTPMD}: {e}"))?;
+    let stdin = child.stdin.take();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("Press enter to exit")
+            || text.contains("Start automatic packet forwarding")
+        {
+            break;
+        }
+        if child.try_wait().ok().flatten().is_some() || Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("{TESTPMD} did not start: {}", text.trim()));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(RunningDut::Testpmd {
+        child,
+        _stdin: stdin,
+        log,
+    })
 }
 
 fn start_sluice(dut_cpu: usize) -> Result<RunningDut, String> {
@@ -114,7 +327,7 @@ fn start_sluice(dut_cpu: usize) -> Result<RunningDut, String> {
         }
         let exited = match &mut dut {
             RunningDut::Sluice { child, .. } => child.try_wait().ok().flatten().is_some(),
-            RunningDut::LinuxBridge => false,
+            _ => false,
         };
         if exited || Instant::now() > deadline {
             let log = std::fs::read_to_string(dir.join("dut.log")).unwrap_or_default();
@@ -128,22 +341,25 @@ fn start_sluice(dut_cpu: usize) -> Result<RunningDut, String> {
 impl RunningDut {
     /// `sluice ctl LINE --json` against the DUT, when it is sluice.
     pub fn ctl_json(&self, line: &str) -> Option<Value> {
-        match self {
-            RunningDut::Sluice { socket, .. } => {
-                let out =
-                    crate::control::client::run_command(socket, &format!("{line} --json")).ok()?;
-                serde_json::from_str(&out).ok()
-            }
-            RunningDut::LinuxBridge => None,
-        }
+        let out = self.ctl(&format!("{line} --json"))?;
+        serde_json::from_str(&out).ok()
     }
 
+    /// `sluice ctl LINE` against the DUT, when it is sluice.
     pub fn ctl(&self, line: &str) -> Option<String> {
         match self {
             RunningDut::Sluice { socket, .. } => {
                 crate::control::client::run_command(socket, line).ok()
             }
-            RunningDut::LinuxBridge => None,
+            _ => None,
+        }
+    }
+
+    /// Extra generator arguments this DUT needs (a router's MACs).
+    pub fn gen_args(&self) -> Vec<String> {
+        match self {
+            RunningDut::LinuxRouter { gen_args } => gen_args.clone(),
+            _ => Vec::new(),
         }
     }
 
@@ -171,6 +387,36 @@ impl RunningDut {
             }
             RunningDut::LinuxBridge => {
                 let _ = in_ns(DUT, "ip", &["link", "del", BRIDGE]);
+            }
+            RunningDut::LinuxRouter { .. } => {
+                let _ = in_ns(DUT, "sysctl", &["-qw", "net.ipv4.ip_forward=0"]);
+                for dev in ["d0", "d1"] {
+                    let _ = run("ip", &["-n", DUT, "addr", "flush", "dev", dev]);
+                    let _ = run("ip", &["-n", DUT, "neigh", "flush", "dev", dev]);
+                }
+            }
+            RunningDut::Testpmd { child, log, .. } => {
+                if let Ok(None) = child.try_wait() {
+                    let _ = Command::new("kill")
+                        .args(["-INT", &child.id().to_string()])
+                        .status();
+                    let deadline = Instant::now() + Duration::from_secs(10);
+                    while Instant::now() < deadline {
+                        if let Ok(Some(_)) = child.try_wait() {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    if let Ok(None) = child.try_wait() {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                    }
+                }
+                // DPDK's af_packet ports leave the interfaces promiscuous: undo it.
+                for dev in ["d0", "d1"] {
+                    let _ = run("ip", &["-n", DUT, "link", "set", dev, "promisc", "off"]);
+                }
+                let _ = std::fs::remove_file(&*log);
             }
         }
     }

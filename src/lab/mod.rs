@@ -18,11 +18,13 @@ usage: sluice lab up | down | run [options]
   up                   create namespaces sl-tester (t0, t1) and sl-dut (d0, d1), t0-d0 and t1-d1
   down                 remove them (safe to run twice)
   run                  send from t0 through a DUT to t1 and report what arrived
-    --dut LIST         sluice, linux-bridge, or a comma list (default sluice)
+    --dut LIST         sluice, linux-bridge, linux-router, testpmd, vpp, or a comma list
+                       (default sluice)
     --size S           frame size with FCS (default 64; lists and 'mixed' as sluice gen takes)
     --flows F          single, var2 (T-Rex) or a number of flows (default single)
     --duration SECS    (default 5)  or  --count N
-    --rate PPS         offered rate (default: as fast as the generator can)
+    --rate PPS         offered rate per direction (default: as fast as the generator can)
+    --bi               send both ways at once (t0 -> t1 and t1 -> t0)
     --repeat N         runs per DUT, alternating DUTs run by run; the table shows medians
     --gen-cpu N        generator CPU (default 0)    --dut-cpu N   DUT worker CPU (default 1)
     --json             one JSON document instead of the table";
@@ -40,6 +42,8 @@ pub struct RunOptions {
     pub gen_cpu: usize,
     pub dut_cpu: usize,
     pub json: bool,
+    /// Both directions at once.
+    pub bi: bool,
 }
 
 pub fn parse_run(args: &[String]) -> Result<RunOptions, String> {
@@ -54,6 +58,7 @@ pub fn parse_run(args: &[String]) -> Result<RunOptions, String> {
         gen_cpu: 0,
         dut_cpu: 1,
         json: false,
+        bi: false,
     };
     let mut it = args.iter();
     let value = |it: &mut std::slice::Iter<'_, String>, flag: &str| {
@@ -129,6 +134,7 @@ pub fn parse_run(args: &[String]) -> Result<RunOptions, String> {
                 }
             }
             "--json" => o.json = true,
+            "--bi" => o.bi = true,
             other => return Err(format!("unknown option '{other}'")),
         }
     }
@@ -195,7 +201,7 @@ fn with_lock(f: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
 }
 
 /// Run the generator once in the tester namespace; returns its JSON.
-fn generate(o: &RunOptions) -> Result<Value, String> {
+fn generate(o: &RunOptions, extra: &[String]) -> Result<Value, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut args: Vec<String> = vec![
         "netns".into(),
@@ -225,6 +231,10 @@ fn generate(o: &RunOptions) -> Result<Value, String> {
     if let Some(r) = &o.rate {
         args.extend(["--rate".into(), r.clone()]);
     }
+    if o.bi {
+        args.push("--bi".into());
+    }
+    args.extend(extra.iter().cloned());
     let out = Command::new("ip")
         .args(&args)
         .output()
@@ -238,11 +248,11 @@ fn generate(o: &RunOptions) -> Result<Value, String> {
     serde_json::from_slice(&out.stdout).map_err(|e| format!("generator output: {e}"))
 }
 
-fn one_run(o: &RunOptions, kind: DutKind) -> Result<RunResult, String> {
+pub(crate) fn one_run(o: &RunOptions, kind: DutKind) -> Result<RunResult, String> {
     let mut d = dut::start(kind, o.dut_cpu)?;
     d.ctl("clear runtime");
     d.ctl("clear interfaces");
-    let gen = generate(o);
+    let gen = generate(o, &d.gen_args());
     let runtime = d.ctl_json("show runtime");
     let interfaces = d.ctl_json("show interface");
     d.stop();
@@ -253,6 +263,9 @@ fn run(o: &RunOptions) -> Result<(), String> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         let _ = signal_hook::flag::register(sig, stop.clone());
+    }
+    if let Some((k, why)) = o.duts.iter().find_map(|k| k.unavailable().map(|w| (k, w))) {
+        return Err(format!("DUT {} cannot run: {why}", k.name()));
     }
     let brought_up = netns::up()?;
     let result = run_matrix(o, &stop);

@@ -136,7 +136,11 @@ pub fn table(o: &RunOptions, results: &[RunResult]) -> String {
             "{:<14}{:<22}{:<16}{:>12}{:>12}{:>10}{:>13}{:>13}  {}",
             dut,
             type_label(o),
-            "Unidirectional",
+            if o.bi {
+                "Bidirectional"
+            } else {
+                "Unidirectional"
+            },
             m.tx_packets,
             m.rx_packets,
             m.lost,
