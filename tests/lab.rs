@@ -99,6 +99,55 @@ fn lab_up_down_is_idempotent_and_clean() {
         "bridge left behind"
     );
 
+    // The benchmark matrix with two DUTs and one short loadtest.
+    let out_dir = tmpdir("labbench");
+    let o = lab(&[
+        "bench",
+        "--dut",
+        "sluice,linux-bridge",
+        "--loadtest",
+        "64b",
+        "--repeat",
+        "1",
+        "--duration",
+        "1",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        stdout.contains("Packets/Sec") && stdout.contains("vs sluice"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("size=64") && stdout.contains("Unidirectional"),
+        "{stdout}"
+    );
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap())
+            .unwrap();
+    let trials = results["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 2);
+    for t in trials {
+        for k in ["dut", "loadtest", "tx_packets", "rx_packets", "rx_pps"] {
+            assert!(t.get(k).is_some(), "missing {k}: {t}");
+        }
+        assert_eq!(
+            t["tx_packets"].as_u64().unwrap(),
+            t["rx_packets"].as_u64().unwrap() + t["lost"].as_u64().unwrap(),
+            "sent = received + lost: {t}"
+        );
+    }
+    let csv = std::fs::read_to_string(out_dir.join("results.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3, "{csv}");
+    let svg = std::fs::read_to_string(out_dir.join("chart.svg")).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.matches("<rect x=").count() >= 2,
+        "{svg}"
+    );
+    std::fs::remove_dir_all(&out_dir).ok();
+
     assert!(lab(&["down"]).status.success());
     let second = lab(&["down"]);
     assert!(second.status.success());

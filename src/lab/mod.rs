@@ -1,6 +1,8 @@
 //! `sluice lab`: a tester | DUT lab of two network namespaces on one machine, and runs that
 //! send traffic through a DUT and report what arrived, side by side for several DUTs.
 
+pub mod bench;
+pub mod chart;
 pub mod dut;
 pub mod netns;
 pub mod report;
@@ -14,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 const USAGE: &str = "\
-usage: sluice lab up | down | run [options]
+usage: sluice lab up | down | run [options] | bench [options]
   up                   create namespaces sl-tester (t0, t1) and sl-dut (d0, d1), t0-d0 and t1-d1
   down                 remove them (safe to run twice)
   run                  send from t0 through a DUT to t1 and report what arrived
@@ -27,7 +29,8 @@ usage: sluice lab up | down | run [options]
     --bi               send both ways at once (t0 -> t1 and t1 -> t0)
     --repeat N         runs per DUT, alternating DUTs run by run; the table shows medians
     --gen-cpu N        generator CPU (default 0)    --dut-cpu N   DUT worker CPU (default 1)
-    --json             one JSON document instead of the table";
+    --json             one JSON document instead of the table
+  bench                a matrix of loadtests x DUTs x repeats (sluice lab bench --help)";
 
 /// Settings of `lab run`.
 #[derive(Clone, Debug, PartialEq)]
@@ -162,6 +165,17 @@ pub fn main(args: &[String]) -> i32 {
             }
             Ok(())
         }),
+        Some("bench") => match bench::parse(&args[1..]) {
+            Ok(_) => with_lock(|| bench::main(&args[1..])),
+            Err(e) if args[1..].iter().any(|a| a == "--help" || a == "-h") => {
+                let _ = e;
+                bench::main(&args[1..])
+            }
+            Err(e) => {
+                eprintln!("sluice lab bench: {e} (see sluice lab bench --help)");
+                return 2;
+            }
+        },
         Some("run") => match parse_run(&args[1..]) {
             Ok(o) => with_lock(|| run(&o)),
             Err(e) => {

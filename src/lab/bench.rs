@@ -1,0 +1,572 @@
+//! `sluice lab bench`: a matrix of loadtests × DUTs × repeats, DUTs alternated run by run so
+//! that drift on the machine hits all of them alike. Prints the seed's results table per DUT
+//! with a ratio against a baseline DUT, and writes results.json, results.csv and chart.svg.
+
+use super::dut::DutKind;
+use super::report::RunResult;
+use super::{netns, one_run, RunOptions};
+use crate::bench::linerate::{fmt_bps, fmt_pps, percent_of_line};
+use crate::stats::Summary;
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+const USAGE: &str = "\
+usage: sluice lab bench [options]
+  --dut LIST        DUTs (default sluice,linux-bridge,linux-router,testpmd; those that
+                    cannot run here are reported and skipped)
+  --loadtest LIST   of 64b, var2-64b, var2-imix, var2-1514b, each optionally -bi
+                    (default 64b,var2-64b,var2-imix,var2-1514b)
+  --repeat N        runs per cell (default 5)
+  --duration SECS   per run (default 5)
+  --rate PPS        offered rate per direction (default: as fast as the generator can)
+  --baseline DUT    the ratio column's reference (default: the first DUT)
+  --link SPEED      link speed for the Line Rate column: 1G, 10G, 25G, 40G, 100G (default 10G)
+  --out DIR         where results.json, results.csv and chart.svg go (default lab-bench)";
+
+/// A T-Rex bench loadtest of seed 000.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Loadtest {
+    pub name: String,
+    pub size: String,
+    pub flows: String,
+    pub bi: bool,
+}
+
+impl Loadtest {
+    pub fn parse(s: &str) -> Result<Loadtest, String> {
+        let (base, bi) = match s.strip_suffix("-bi") {
+            Some(b) => (b, true),
+            None => (s.strip_suffix("-uni").unwrap_or(s), false),
+        };
+        let (flows, size) = match base.strip_prefix("var2-") {
+            Some(rest) => ("var2", rest),
+            None => ("single", base),
+        };
+        let size = match size {
+            "imix" => "imix".to_string(),
+            other => {
+                let n = other
+                    .strip_suffix('b')
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .ok_or_else(|| format!("unknown loadtest '{s}' (e.g. 64b, var2-64b, var2-imix, var2-1514b, 64b-bi)"))?;
+                crate::gen::frame::parse_sizes(&n.to_string())?;
+                n.to_string()
+            }
+        };
+        Ok(Loadtest {
+            name: s.to_string(),
+            size,
+            flows: flows.to_string(),
+            bi,
+        })
+    }
+
+    /// The seed's Type column: `vm=var2,size=64` or `size=64`.
+    pub fn type_label(&self) -> String {
+        if self.flows == "var2" {
+            format!("vm=var2,size={}", self.size)
+        } else {
+            format!("size={}", self.size)
+        }
+    }
+
+    pub fn direction(&self) -> &'static str {
+        if self.bi {
+            "Bidirectional"
+        } else {
+            "Unidirectional"
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    pub duts: Vec<DutKind>,
+    pub loadtests: Vec<Loadtest>,
+    pub repeat: usize,
+    pub duration: String,
+    pub rate: Option<String>,
+    pub baseline: Option<DutKind>,
+    pub link_bps: f64,
+    pub out: PathBuf,
+    pub gen_cpu: usize,
+    pub dut_cpu: usize,
+}
+
+pub fn parse(args: &[String]) -> Result<BenchOptions, String> {
+    let mut o = BenchOptions {
+        duts: vec![
+            DutKind::Sluice,
+            DutKind::LinuxBridge,
+            DutKind::LinuxRouter,
+            DutKind::Testpmd,
+        ],
+        loadtests: ["64b", "var2-64b", "var2-imix", "var2-1514b"]
+            .iter()
+            .map(|l| Loadtest::parse(l))
+            .collect::<Result<_, _>>()?,
+        repeat: 5,
+        duration: "5".into(),
+        rate: None,
+        baseline: None,
+        link_bps: 10e9,
+        out: PathBuf::from("lab-bench"),
+        gen_cpu: 0,
+        dut_cpu: 1,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{a} needs a value"))
+        };
+        match a.as_str() {
+            "--dut" => {
+                o.duts = value()?
+                    .split(',')
+                    .map(|d| DutKind::parse(d.trim()))
+                    .collect::<Result<_, _>>()?
+            }
+            "--loadtest" => {
+                o.loadtests = value()?
+                    .split(',')
+                    .map(|l| Loadtest::parse(l.trim()))
+                    .collect::<Result<_, _>>()?
+            }
+            "--repeat" => {
+                let v = value()?;
+                o.repeat = v
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=100).contains(n))
+                    .ok_or_else(|| format!("--repeat: '{v}' is not 1..100"))?;
+            }
+            "--duration" => {
+                let v = value()?;
+                if !v.parse::<f64>().is_ok_and(|s| s > 0.0 && s <= 3600.0) {
+                    return Err(format!(
+                        "--duration: '{v}' is not a number of seconds (0, 3600]"
+                    ));
+                }
+                o.duration = v;
+            }
+            "--rate" => {
+                let v = value()?;
+                if !v.parse::<f64>().is_ok_and(|r| r >= 1.0) {
+                    return Err(format!("--rate: '{v}' is not a rate in pps"));
+                }
+                o.rate = Some(v);
+            }
+            "--baseline" => o.baseline = Some(DutKind::parse(&value()?)?),
+            "--link" => {
+                let v = value()?;
+                o.link_bps = match v
+                    .to_ascii_uppercase()
+                    .trim_end_matches("BPS")
+                    .trim_end_matches("B/S")
+                {
+                    "1G" => 1e9,
+                    "10G" => 10e9,
+                    "25G" => 25e9,
+                    "40G" => 40e9,
+                    "100G" => 100e9,
+                    _ => return Err(format!("--link: '{v}' is not 1G, 10G, 25G, 40G or 100G")),
+                };
+            }
+            "--out" => o.out = PathBuf::from(value()?),
+            "--gen-cpu" => {
+                o.gen_cpu = value()?
+                    .parse()
+                    .map_err(|_| "--gen-cpu: not a CPU number")?
+            }
+            "--dut-cpu" => {
+                o.dut_cpu = value()?
+                    .parse()
+                    .map_err(|_| "--dut-cpu: not a CPU number")?
+            }
+            other => return Err(format!("unknown option '{other}'")),
+        }
+    }
+    if o.duts.is_empty() || o.loadtests.is_empty() {
+        return Err("need at least one DUT and one loadtest".into());
+    }
+    if let Some(b) = o.baseline {
+        if !o.duts.contains(&b) {
+            return Err(format!("--baseline {} is not among the DUTs", b.name()));
+        }
+    }
+    Ok(o)
+}
+
+/// One run in the matrix.
+#[derive(Clone, Debug)]
+pub struct Trial {
+    pub loadtest: String,
+    pub run: usize,
+    pub result: RunResult,
+}
+
+/// Progress: a bar with an ETA on a terminal, plain lines otherwise.
+struct Progress {
+    total: usize,
+    done: usize,
+    start: Instant,
+    tty: bool,
+}
+
+impl Progress {
+    fn step(&mut self, what: &str, line: &str) {
+        self.done += 1;
+        let elapsed = self.start.elapsed().as_secs_f64();
+        let eta = elapsed / self.done as f64 * (self.total - self.done) as f64;
+        if self.tty {
+            let width = 30;
+            let filled = width * self.done / self.total.max(1);
+            eprint!(
+                "\r\x1b[K[{}{}] {}/{} ETA {:.0}s  {what}",
+                "#".repeat(filled),
+                ".".repeat(width - filled),
+                self.done,
+                self.total,
+                eta
+            );
+            if self.done == self.total {
+                eprintln!();
+            }
+        } else {
+            eprintln!(
+                "[{}/{}] {what}: {line} (ETA {:.0}s)",
+                self.done, self.total, eta
+            );
+        }
+    }
+}
+
+pub fn main(args: &[String]) -> Result<(), String> {
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        return Ok(());
+    }
+    let o = parse(args)?;
+    let mut runnable = Vec::new();
+    let mut unavailable = Vec::new();
+    for &d in &o.duts {
+        match d.unavailable() {
+            Some(why) => {
+                eprintln!("DUT {} cannot run: {why}", d.name());
+                unavailable.push((d, why));
+            }
+            None => runnable.push(d),
+        }
+    }
+    if runnable.is_empty() {
+        return Err("no DUT can run here".into());
+    }
+    std::fs::create_dir_all(&o.out).map_err(|e| format!("{}: {e}", o.out.display()))?;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register(sig, stop.clone());
+    }
+    eprintln!(
+        "generator on CPU {}, DUT worker on CPU {}; {} loadtests x {} DUTs x {} runs of {} s",
+        o.gen_cpu,
+        o.dut_cpu,
+        o.loadtests.len(),
+        runnable.len(),
+        o.repeat,
+        o.duration
+    );
+    let brought_up = netns::up()?;
+    let trials = run_matrix(&o, &runnable, &stop);
+    if brought_up {
+        netns::down()?;
+    }
+    let trials = trials?;
+    let baseline = o.baseline.unwrap_or(runnable[0]);
+    print!("{}", table(&o, &runnable, baseline, &trials));
+    for (d, why) in &unavailable {
+        println!("{}: could not run ({why})", d.name());
+    }
+    write_outputs(&o, &runnable, &unavailable, &trials)?;
+    println!(
+        "wrote {0}/results.json, {0}/results.csv, {0}/chart.svg",
+        o.out.display()
+    );
+    Ok(())
+}
+
+fn run_matrix(
+    o: &BenchOptions,
+    duts: &[DutKind],
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<Vec<Trial>, String> {
+    let mut progress = Progress {
+        total: o.loadtests.len() * o.repeat * duts.len(),
+        done: 0,
+        start: Instant::now(),
+        tty: std::io::stderr().is_terminal(),
+    };
+    let mut trials = Vec::new();
+    for lt in &o.loadtests {
+        let run_opts = RunOptions {
+            duts: duts.to_vec(),
+            size: lt.size.clone(),
+            flows: lt.flows.clone(),
+            duration: Some(o.duration.clone()),
+            count: None,
+            rate: o.rate.clone(),
+            repeat: 1,
+            gen_cpu: o.gen_cpu,
+            dut_cpu: o.dut_cpu,
+            json: true,
+            bi: lt.bi,
+        };
+        for r in 0..o.repeat {
+            let mut order = duts.to_vec();
+            if r % 2 == 1 {
+                order.reverse();
+            }
+            for d in order {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    return Err("interrupted".into());
+                }
+                let result = one_run(&run_opts, d)?;
+                progress.step(
+                    &format!("{} {} run {}/{}", lt.name, d.name(), r + 1, o.repeat),
+                    &super::report::run_line(&result),
+                );
+                trials.push(Trial {
+                    loadtest: lt.name.clone(),
+                    run: r + 1,
+                    result,
+                });
+            }
+        }
+    }
+    Ok(trials)
+}
+
+fn cell<'a>(trials: &'a [Trial], dut: DutKind, lt: &str) -> Vec<&'a RunResult> {
+    trials
+        .iter()
+        .filter(|t| t.result.dut == dut.name() && t.loadtest == lt)
+        .map(|t| &t.result)
+        .collect()
+}
+
+fn summary(runs: &[&RunResult]) -> Option<Summary> {
+    Summary::of(&runs.iter().map(|r| r.rx_pps).collect::<Vec<_>>())
+}
+
+/// Mean frame size with FCS of a run, from its L2 rate.
+fn mean_size(r: &RunResult) -> f64 {
+    if r.rx_pps > 0.0 {
+        r.l2_bps / r.rx_pps / 8.0
+    } else {
+        0.0
+    }
+}
+
+/// The seed's table per DUT, medians of the runs, with the ratio to the baseline DUT.
+pub fn table(o: &BenchOptions, duts: &[DutKind], baseline: DutKind, trials: &[Trial]) -> String {
+    let link = fmt_bps(o.link_bps).replace(".00", "");
+    let mut s = String::new();
+    for &d in duts {
+        let _ = writeln!(
+            s,
+            "\n{} (median of {} runs; line rate of {link})",
+            d.name(),
+            o.repeat
+        );
+        let _ = writeln!(
+            s,
+            "{:<22}{:<16}{:>13}{:>13}{:>11}  {:>22}{:>12}",
+            "Type",
+            "Uni/BiDir",
+            "Packets/Sec",
+            "L2 Bits/Sec",
+            "Line Rate",
+            "min-max",
+            format!("vs {}", baseline.name())
+        );
+        for lt in &o.loadtests {
+            let runs = cell(trials, d, &lt.name);
+            let Some(sum) = summary(&runs) else { continue };
+            let size = runs.first().map(|r| mean_size(r)).unwrap_or(0.0);
+            let base = summary(&cell(trials, baseline, &lt.name)).map(|b| b.median);
+            let ratio = match base {
+                Some(b) if b > 0.0 => format!("{:.2}x", sum.median / b),
+                _ => "-".into(),
+            };
+            let _ = writeln!(
+                s,
+                "{:<22}{:<16}{:>13}{:>13}{:>10.1}%  {:>22}{:>12}",
+                lt.type_label(),
+                lt.direction(),
+                fmt_pps(sum.median),
+                fmt_bps(sum.median * size * 8.0),
+                percent_of_line(sum.median, size, o.link_bps),
+                format!("{}-{}", fmt_pps(sum.min), fmt_pps(sum.max)),
+                ratio
+            );
+        }
+    }
+    let lossless = trials.iter().all(|t| t.result.lost == 0);
+    if o.rate.is_none() && lossless {
+        s.push_str(
+            "\nno run lost a frame: the rates are what the generator could send; every DUT forwards \
+             at least that much\n",
+        );
+    }
+    s
+}
+
+fn write_outputs(
+    o: &BenchOptions,
+    duts: &[DutKind],
+    unavailable: &[(DutKind, String)],
+    trials: &[Trial],
+) -> Result<(), String> {
+    let write = |name: &str, text: String| {
+        let p = o.out.join(name);
+        std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    write(
+        "results.json",
+        serde_json::to_string_pretty(&results_json(o, duts, unavailable, trials))
+            .unwrap_or_default(),
+    )?;
+    write("results.csv", results_csv(trials))?;
+    let groups: Vec<super::chart::Group> = o
+        .loadtests
+        .iter()
+        .map(|lt| super::chart::Group {
+            label: lt.name.clone(),
+            bars: duts
+                .iter()
+                .filter_map(|&d| {
+                    summary(&cell(trials, d, &lt.name)).map(|s| {
+                        (
+                            d.name().to_string(),
+                            s.median / 1e6,
+                            s.min / 1e6,
+                            s.max / 1e6,
+                        )
+                    })
+                })
+                .collect(),
+        })
+        .collect();
+    write(
+        "chart.svg",
+        super::chart::svg("Mpps received (median, min-max whiskers)", &groups),
+    )?;
+    Ok(())
+}
+
+pub fn results_json(
+    o: &BenchOptions,
+    duts: &[DutKind],
+    unavailable: &[(DutKind, String)],
+    trials: &[Trial],
+) -> Value {
+    let cells: Vec<Value> = o
+        .loadtests
+        .iter()
+        .flat_map(|lt| duts.iter().map(move |&d| (lt, d)))
+        .map(|(lt, d)| {
+            let runs = cell(trials, d, &lt.name);
+            json!({"dut": d.name(), "loadtest": lt.name, "type": lt.type_label(),
+                   "direction": lt.direction(), "rx_pps": summary(&runs)})
+        })
+        .collect();
+    let all: Vec<Value> = trials
+        .iter()
+        .map(|t| {
+            let mut v = serde_json::to_value(&t.result).unwrap_or(Value::Null);
+            if let Some(m) = v.as_object_mut() {
+                m.insert("loadtest".into(), json!(t.loadtest));
+                m.insert("run".into(), json!(t.run));
+            }
+            v
+        })
+        .collect();
+    json!({
+        "config": {"duts": duts.iter().map(|d| d.name()).collect::<Vec<_>>(),
+                   "loadtests": o.loadtests.iter().map(|l| &l.name).collect::<Vec<_>>(),
+                   "repeat": o.repeat, "duration_s": o.duration, "rate": o.rate,
+                   "gen_cpu": o.gen_cpu, "dut_cpu": o.dut_cpu, "link_bps": o.link_bps},
+        "unavailable": unavailable.iter().map(|(d, w)| json!({"dut": d.name(), "why": w})).collect::<Vec<_>>(),
+        "cells": cells,
+        "trials": all,
+    })
+}
+
+pub fn results_csv(trials: &[Trial]) -> String {
+    let mut s = String::from("dut,loadtest,run,tx_packets,rx_packets,lost,rx_pps,l2_bps\n");
+    for t in trials {
+        let r = &t.result;
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{:.1},{:.1}",
+            r.dut, t.loadtest, t.run, r.tx_packets, r.rx_packets, r.lost, r.rx_pps, r.l2_bps
+        );
+    }
+    s
+}
+
+/// Read a results.json back (for `sluice bench compare` and tests).
+pub fn load(path: &Path) -> Result<Value, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loadtest_names() {
+        let l = Loadtest::parse("var2-imix").unwrap();
+        assert_eq!(
+            (l.size.as_str(), l.flows.as_str(), l.bi),
+            ("imix", "var2", false)
+        );
+        assert_eq!(l.type_label(), "vm=var2,size=imix");
+        let l = Loadtest::parse("64b-bi").unwrap();
+        assert_eq!(
+            (l.size.as_str(), l.flows.as_str(), l.bi),
+            ("64", "single", true)
+        );
+        assert_eq!(l.type_label(), "size=64");
+        assert_eq!(Loadtest::parse("var2-1514b").unwrap().size, "1514");
+        for bad in ["64", "var2-", "var3-64b", "12b", "imix-b"] {
+            assert!(Loadtest::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn options() {
+        let a: Vec<String> = "--dut sluice,linux-bridge --loadtest 64b --repeat 2 --link 25G --baseline linux-bridge"
+            .split(' ')
+            .map(String::from)
+            .collect();
+        let o = parse(&a).unwrap();
+        assert_eq!(o.duts.len(), 2);
+        assert_eq!(o.link_bps, 25e9);
+        assert_eq!(o.baseline, Some(DutKind::LinuxBridge));
+        for bad in [
+            "--link 3G",
+            "--repeat 0",
+            "--baseline testpmd --dut sluice",
+            "--loadtest 64",
+        ] {
+            let a: Vec<String> = bad.split(' ').map(String::from).collect();
+            assert!(parse(&a).is_err(), "{bad}");
+        }
+    }
+}
