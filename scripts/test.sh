@@ -9,6 +9,8 @@ need=()
 command -v ip >/dev/null || need+=(iproute2)
 command -v ethtool >/dev/null || need+=(ethtool)
 command -v ministat >/dev/null || need+=(ministat)
+# DPDK's testpmd, a DUT the lab compares against.
+command -v dpdk-testpmd >/dev/null || need+=(dpdk-dev)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null

@@ -59,9 +59,9 @@ impl DutKind {
                 .unwrap_or(false)
         };
         match self {
-            DutKind::Testpmd if !on_path(TESTPMD) => {
-                Some(format!("{TESTPMD} is not installed (apt-get install dpdk)"))
-            }
+            DutKind::Testpmd if !on_path(TESTPMD) => Some(format!(
+                "{TESTPMD} is not installed (apt-get install dpdk-dev)"
+            )),
             DutKind::Vpp if !on_path("vpp") => Some("no vpp binary on the PATH".into()),
             DutKind::Vpp => Some("the vpp DUT is not wired into the lab yet".into()),
             _ => None,
@@ -267,17 +267,25 @@ fn start_testpmd(dut_cpu: usize) -> Result<RunningDut, String> {
         .spawn()
         .map_err(|e| format!("cannot start {TESTPMD}: {e}"))?;
     let stdin = child.stdin.take();
-    let deadline = Instant::now() + Duration::from_secs(20);
+    // Ready when both ports are started: DPDK's af_packet ports turn promiscuous mode on.
+    // (Its log is no use for this: its output does not always reach the file in time.)
+    let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if text.contains("Press enter to exit")
-            || text.contains("Start automatic packet forwarding")
-        {
+        let links = run("ip", &["-n", DUT, "link", "show"])
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        if links.matches("PROMISC").count() >= 2 {
+            std::thread::sleep(Duration::from_millis(500));
             break;
         }
         if child.try_wait().ok().flatten().is_some() || Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let _ = std::fs::remove_file(&log);
+            for dev in ["d0", "d1"] {
+                let _ = run("ip", &["-n", DUT, "link", "set", dev, "promisc", "off"]);
+            }
             return Err(format!("{TESTPMD} did not start: {}", text.trim()));
         }
         std::thread::sleep(Duration::from_millis(100));
