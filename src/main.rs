@@ -8,6 +8,7 @@ commands:
   ctl [-s SOCKET] CMD...  send a command to a running daemon (try: sluice ctl help)
   gen ...                 packet generator on an af_packet port (sluice gen --help)
   lab up|down|run ...     the namespace lab (sluice lab --help)
+  bench ...               RFC 2544 NDR/PDR search of a DUT in the lab (sluice bench --help)
   bench compare A B ...   ministat-style comparison of benchmark results
   version                 print the version
 ";
@@ -22,10 +23,7 @@ fn main() {
         Some("lab") => sluice::lab::main(rest),
         Some("bench") => match rest.first().map(String::as_str) {
             Some("compare") => sluice::bench::compare::main(&rest[1..]),
-            _ => {
-                eprintln!("sluice bench: try 'sluice bench compare A B' (more to come)");
-                2
-            }
+            _ => sluice::lab::rfc2544::main(rest),
         },
         Some("version" | "--version" | "-V") => {
             println!("sluice {}", env!("CARGO_PKG_VERSION"));

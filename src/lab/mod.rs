@@ -6,6 +6,7 @@ pub mod chart;
 pub mod dut;
 pub mod netns;
 pub mod report;
+pub mod rfc2544;
 
 use dut::DutKind;
 use netns::{LabLock, TESTER};
@@ -215,7 +216,7 @@ fn with_lock(f: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
 }
 
 /// Run the generator once in the tester namespace; returns its JSON.
-fn generate(o: &RunOptions, extra: &[String]) -> Result<Value, String> {
+pub(crate) fn generate(o: &RunOptions, extra: &[String]) -> Result<Value, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut args: Vec<String> = vec![
         "netns".into(),
