@@ -26,7 +26,10 @@ usage: sluice gen --tx IF [--rx IF] [options]
                        (T-Rex: source 16.0.0.0/16 and destination 48.0.0.0/16 both varying)
   --count N            send N frames                  (default: --duration 5)
   --duration SECS      send for SECS seconds
-  --rate PPS           offered rate per direction (default: as fast as the sender can)
+  --rate PPS|P%        offered rate per direction, in pps or percent of the line rate of
+                       --link (default: as fast as the sender can)
+  --link SPEED         1G, 10G, 25G, 40G, 100G, for --rate P% (default 10G)
+  --warmup SECS        send for SECS first, at the same rate, without counting it
   --cpu N              pin the sender to CPU N (the receiver too, unless --rx-cpu)
   --rx-cpu N           pin the receiver to CPU N
   --src-mac MAC        default 02:00:00:00:00:01
@@ -59,6 +62,8 @@ pub struct Options {
     pub rx_pcap: Option<std::path::PathBuf>,
     /// Send both ways at once: tx → rx and rx → tx.
     pub bi: bool,
+    /// Traffic sent before the measured period and not counted by the receiver.
+    pub warmup: Duration,
     /// Destination MAC of the reverse direction (default: the forward source MAC).
     pub dst_mac_reverse: Option<crate::wire::MacAddress>,
     /// Source MAC of the reverse direction (default: the forward destination MAC).
@@ -101,9 +106,12 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
         size_name: None,
         rx_pcap: None,
         bi: false,
+        warmup: Duration::ZERO,
         dst_mac_reverse: None,
         src_mac_reverse: None,
     };
+    let mut rate_percent: Option<f64> = None;
+    let mut link_bps = 10e9;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -144,11 +152,38 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
                 o.duration = Duration::from_secs_f64(s);
             }
             "--rate" => {
-                let r: f64 = number(value(&mut it, a)?, a)?;
-                if !(r >= 1.0 && r.is_finite()) {
-                    return Err(format!("--rate: {r} must be at least 1 pps"));
+                let v = value(&mut it, a)?;
+                if let Some(pct) = v.strip_suffix('%') {
+                    let p: f64 = number(pct, a)?;
+                    if !(p > 0.0 && p <= 100.0) {
+                        return Err(format!("--rate: {v} is not a percent in (0, 100]"));
+                    }
+                    rate_percent = Some(p);
+                } else {
+                    let r: f64 = number(v, a)?;
+                    if !(r >= 1.0 && r.is_finite()) {
+                        return Err(format!("--rate: {r} must be at least 1 pps"));
+                    }
+                    o.rate = Some(r);
                 }
-                o.rate = Some(r);
+            }
+            "--link" => {
+                let v = value(&mut it, a)?;
+                link_bps = match v.to_ascii_uppercase().as_str() {
+                    "1G" => 1e9,
+                    "10G" => 10e9,
+                    "25G" => 25e9,
+                    "40G" => 40e9,
+                    "100G" => 100e9,
+                    _ => return Err(format!("--link: '{v}' is not 1G, 10G, 25G, 40G or 100G")),
+                };
+            }
+            "--warmup" => {
+                let w: f64 = number(value(&mut it, a)?, a)?;
+                if !(0.0..=600.0).contains(&w) {
+                    return Err(format!("--warmup: {w} is outside 0..=600 seconds"));
+                }
+                o.warmup = Duration::from_secs_f64(w);
             }
             "--cpu" => o.cpu = Some(number(value(&mut it, a)?, a)?),
             "--rx-cpu" => o.rx_cpu = Some(number(value(&mut it, a)?, a)?),
@@ -185,6 +220,12 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
     }
     if o.tx.is_empty() {
         return Err("--tx IF is required".into());
+    }
+    if let Some(p) = rate_percent {
+        // Percent of the link's line rate for this size mix: what T-Rex's -m N% means.
+        let sizes = &o.profile.sizes;
+        let mean = sizes.iter().sum::<usize>() as f64 / sizes.len() as f64;
+        o.rate = Some(p / 100.0 * crate::bench::linerate::line_rate_pps(link_bps, mean));
     }
     if o.bi && o.rx.is_none() {
         return Err("--bi needs --rx (the other port)".into());
@@ -263,12 +304,35 @@ pub struct Report {
     lanes: usize,
 }
 
+/// Sequence numbers of warm-up frames carry this bit; receivers do not count them.
+const WARMUP_SEQ: u64 = 1 << 47;
+
 fn send_loop(
     opts: &Options,
     profile: &Profile,
     label: &str,
     sender: &mut Sender,
     tx_done: &AtomicBool,
+) -> TxReport {
+    if !opts.warmup.is_zero() {
+        let mut warm = opts.clone();
+        warm.count = None;
+        warm.duration = opts.warmup;
+        warm.quiet = true;
+        send_phase(&warm, profile, label, sender, WARMUP_SEQ);
+    }
+    let r = send_phase(opts, profile, label, sender, 0);
+    tx_done.store(true, Ordering::Release);
+    r
+}
+
+/// Send for the options' count or duration, numbering frames from `first_seq`.
+fn send_phase(
+    opts: &Options,
+    profile: &Profile,
+    label: &str,
+    sender: &mut Sender,
+    first_seq: u64,
 ) -> TxReport {
     let mut batch: Vec<Vec<u8>> = (0..MAX_BATCH).map(|_| Vec::with_capacity(9018)).collect();
     let mut r = TxReport::default();
@@ -299,7 +363,7 @@ fn send_loop(
         }
         let ts = now_ns();
         for (k, buf) in batch.iter_mut().take(n as usize).enumerate() {
-            profile.build(next_seq + k as u64, ts, buf);
+            profile.build(first_seq + next_seq + k as u64, ts, buf);
         }
         let s = sender.send(
             batch[..n as usize]
@@ -330,7 +394,6 @@ fn send_loop(
         }
     }
     r.elapsed = start.elapsed();
-    tx_done.store(true, Ordering::Release);
     r
 }
 
@@ -367,6 +430,12 @@ fn receive_loop(
                 continue;
             };
             let Stamp { seq, tx_ns } = st;
+            if seq & WARMUP_SEQ != 0 {
+                if !frame::verify(profile, f.data, st, &mut scratch) {
+                    r.corrupt += 1;
+                }
+                continue;
+            }
             let word = (seq / 64) as usize;
             if word >= seen.len() {
                 if word > 1 << 26 {
@@ -687,6 +756,20 @@ mod tests {
     }
 
     #[test]
+    fn rate_in_percent_of_line_rate() {
+        let o = parse_args(&args("--tx t0 --rate 50% --link 10G")).unwrap();
+        assert!((o.rate.unwrap() - 7_440_476.19).abs() < 1.0);
+        // IMIX's mean size decides the frame rate of a full link.
+        let o = parse_args(&args(
+            "--tx t0 --size simple-imix --rate 100% --link 1G --warmup 2",
+        ))
+        .unwrap();
+        let mean = (7.0 * 64.0 + 4.0 * 594.0 + 1518.0) / 12.0;
+        assert!((o.rate.unwrap() - 1e9 / ((mean + 20.0) * 8.0)).abs() < 1.0);
+        assert_eq!(o.warmup, Duration::from_secs(2));
+    }
+
+    #[test]
     fn bad_values_are_errors() {
         for bad in [
             "",
@@ -701,6 +784,10 @@ mod tests {
             "--tx t0 --rx t0",
             "--tx t0 --src-mac 02:00",
             "--tx t0 --count",
+            "--tx t0 --rate 0%",
+            "--tx t0 --rate 101%",
+            "--tx t0 --link 3G",
+            "--tx t0 --warmup -1",
         ] {
             assert!(parse_args(&args(bad)).is_err(), "accepted: {bad}");
         }
