@@ -84,3 +84,55 @@ fn imix_and_var2_as_captured() {
     assert!(dsts.iter().all(|a| a[0] == 198 && a[1] == 19));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn xdp_engine_sends_what_it_says() {
+    if !is_root() {
+        eprintln!("not root: skipping the namespace test");
+        return;
+    }
+    let ns = Netns::new("xdp");
+    sh(
+        "ip",
+        &[
+            "-n", &ns.name, "link", "add", "x0", "type", "veth", "peer", "name", "x1",
+        ],
+    );
+    for d in ["x0", "x1"] {
+        ns.sysctl(&format!("net.ipv6.conf.{d}.disable_ipv6"), "1");
+        ns.ip(&["link", "set", d, "up"]);
+    }
+    // XDP frames into a veth need the peer in NAPI mode.
+    let o = ns
+        .exec("ethtool", &["-K", "x1", "gro", "on"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = ns
+        .exec(
+            BIN,
+            &[
+                "gen", "--tx", "x0", "--rx", "x1", "--engine", "xdp", "--count", "300000",
+                "--json", "--quiet",
+            ],
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let gen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(gen["tx_packets"], 300000, "{gen}");
+    // Nothing between the two ends of a veth pair loses frames: the counter saw them all.
+    assert_eq!(gen["rx_packets"], 300000, "{gen}");
+    let bad = ns
+        .exec(
+            BIN,
+            &["gen", "--tx", "x0", "--engine", "xdp", "--rate", "1000"],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}

@@ -6,6 +6,7 @@ pub mod af_packet;
 pub mod cpu;
 pub mod pcap;
 pub mod tsc;
+pub mod xdp_live;
 
 use crate::buffer::WorkerBuffers;
 

@@ -24,7 +24,11 @@ usage: sluice lab bench [options]
   --rate PPS        offered rate per direction (default: as fast as the generator can)
   --baseline DUT    the ratio column's reference (default: the first DUT)
   --link SPEED      link speed for the Line Rate column: 1G, 10G, 25G, 40G, 100G (default 10G)
-  --out DIR         where results.json, results.csv and chart.svg go (default lab-bench)";
+  --out DIR         where results.json, results.csv and chart.svg go (default lab-bench)
+  --napi dut|sender where the DUT ports' receive work runs (default dut: NAPI threads on
+                    the DUT's CPU; see sluice lab --help)
+  --engine E        generator engine: af_packet (default) or xdp (kernel XDP live frames:
+                    64b or 1514b single flow, one way, full speed)";
 
 /// A T-Rex bench loadtest of seed 000.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -94,6 +98,8 @@ pub struct BenchOptions {
     pub out: PathBuf,
     pub gen_cpu: usize,
     pub dut_cpu: usize,
+    pub xdp: bool,
+    pub napi_on_dut: bool,
 }
 
 pub fn parse(args: &[String]) -> Result<BenchOptions, String> {
@@ -116,6 +122,8 @@ pub fn parse(args: &[String]) -> Result<BenchOptions, String> {
         out: PathBuf::from("lab-bench"),
         gen_cpu: 0,
         dut_cpu: 1,
+        xdp: false,
+        napi_on_dut: true,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -178,6 +186,20 @@ pub fn parse(args: &[String]) -> Result<BenchOptions, String> {
                 };
             }
             "--out" => o.out = PathBuf::from(value()?),
+            "--napi" => {
+                o.napi_on_dut = match value()?.as_str() {
+                    "dut" => true,
+                    "sender" => false,
+                    other => return Err(format!("--napi: '{other}' is not dut or sender")),
+                }
+            }
+            "--engine" => {
+                o.xdp = match value()?.as_str() {
+                    "af_packet" => false,
+                    "xdp" => true,
+                    other => return Err(format!("--engine: '{other}' is not af_packet or xdp")),
+                }
+            }
             "--gen-cpu" => {
                 o.gen_cpu = value()?
                     .parse()
@@ -190,6 +212,14 @@ pub fn parse(args: &[String]) -> Result<BenchOptions, String> {
             }
             other => return Err(format!("unknown option '{other}'")),
         }
+    }
+    if o.xdp
+        && (o.rate.is_some()
+            || o.loadtests
+                .iter()
+                .any(|l| l.bi || l.flows != "single" || l.size == "imix"))
+    {
+        return Err("--engine xdp runs single-flow, one-size, one-way loadtests at full speed (64b, 1514b; no --rate)".into());
     }
     if o.duts.is_empty() || o.loadtests.is_empty() {
         return Err("need at least one DUT and one loadtest".into());
@@ -272,9 +302,10 @@ pub fn main(args: &[String]) -> Result<(), String> {
         let _ = signal_hook::flag::register(sig, stop.clone());
     }
     eprintln!(
-        "generator on CPU {}, DUT worker on CPU {}; {} loadtests x {} DUTs x {} runs of {} s",
+        "generator on CPU {}, DUT on CPU {} (receive work {}); {} loadtests x {} DUTs x {} runs of {} s",
         o.gen_cpu,
         o.dut_cpu,
+        if o.napi_on_dut { "there too, in pinned NAPI threads" } else { "in the sender's context" },
         o.loadtests.len(),
         runnable.len(),
         o.repeat,
@@ -324,6 +355,8 @@ fn run_matrix(
             dut_cpu: o.dut_cpu,
             json: true,
             bi: lt.bi,
+            xdp: o.xdp,
+            napi_on_dut: o.napi_on_dut,
         };
         for r in 0..o.repeat {
             let mut order = duts.to_vec();
@@ -505,6 +538,8 @@ pub fn results_json(
         .collect();
     json!({
         "config": {"duts": duts.iter().map(|d| d.name()).collect::<Vec<_>>(),
+                   "engine": if o.xdp { "xdp" } else { "af_packet" },
+                   "napi": if o.napi_on_dut { "dut" } else { "sender" },
                    "loadtests": o.loadtests.iter().map(|l| &l.name).collect::<Vec<_>>(),
                    "repeat": o.repeat, "duration_s": o.duration, "rate": o.rate,
                    "gen_cpu": o.gen_cpu, "dut_cpu": o.dut_cpu, "link_bps": o.link_bps},

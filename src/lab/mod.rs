@@ -28,6 +28,11 @@ usage: sluice lab up | down | run [options] | bench [options]
     --duration SECS    (default 5)  or  --count N
     --rate PPS         offered rate per direction (default: as fast as the generator can)
     --bi               send both ways at once (t0 -> t1 and t1 -> t0)
+    --napi dut|sender  where the DUT's ports do their receive work: in NAPI threads on the
+                       DUT's CPU (default, so every DUT pays for its own receiving), or in
+                       the sender's context as a veth does unless told otherwise
+    --engine E         generator engine: af_packet (default) or xdp (kernel XDP live frames,
+                       several times faster; full speed, counted by t1's interface counter)
     --repeat N         runs per DUT, alternating DUTs run by run; the table shows medians
     --gen-cpu N        generator CPU (default 0)    --dut-cpu N   DUT worker CPU (default 1)
     --json             one JSON document instead of the table
@@ -48,6 +53,11 @@ pub struct RunOptions {
     pub json: bool,
     /// Both directions at once.
     pub bi: bool,
+    /// The generator's sending engine: af_packet, or xdp (live frames, full speed only).
+    pub xdp: bool,
+    /// Receive work of the DUT's ports on the DUT's CPU (NAPI threads pinned there), or in
+    /// the sender's context as a veth does by default.
+    pub napi_on_dut: bool,
 }
 
 pub fn parse_run(args: &[String]) -> Result<RunOptions, String> {
@@ -63,6 +73,8 @@ pub fn parse_run(args: &[String]) -> Result<RunOptions, String> {
         dut_cpu: 1,
         json: false,
         bi: false,
+        xdp: false,
+        napi_on_dut: true,
     };
     let mut it = args.iter();
     let value = |it: &mut std::slice::Iter<'_, String>, flag: &str| {
@@ -139,11 +151,28 @@ pub fn parse_run(args: &[String]) -> Result<RunOptions, String> {
             }
             "--json" => o.json = true,
             "--bi" => o.bi = true,
+            "--napi" => {
+                o.napi_on_dut = match value(&mut it, a)?.as_str() {
+                    "dut" => true,
+                    "sender" => false,
+                    other => return Err(format!("--napi: '{other}' is not dut or sender")),
+                }
+            }
+            "--engine" => {
+                o.xdp = match value(&mut it, a)?.as_str() {
+                    "af_packet" => false,
+                    "xdp" => true,
+                    other => return Err(format!("--engine: '{other}' is not af_packet or xdp")),
+                }
+            }
             other => return Err(format!("unknown option '{other}'")),
         }
     }
     if o.duration.is_some() && o.count.is_some() {
         return Err("give --duration or --count, not both".into());
+    }
+    if o.xdp && (o.rate.is_some() || o.bi) {
+        return Err("--engine xdp sends one way at full speed (no --rate, no --bi)".into());
     }
     Ok(o)
 }
@@ -249,6 +278,9 @@ pub(crate) fn generate(o: &RunOptions, extra: &[String]) -> Result<Value, String
     if o.bi {
         args.push("--bi".into());
     }
+    if o.xdp {
+        args.extend(["--engine".into(), "xdp".into()]);
+    }
     args.extend(extra.iter().cloned());
     let out = Command::new("ip")
         .args(&args)
@@ -264,6 +296,7 @@ pub(crate) fn generate(o: &RunOptions, extra: &[String]) -> Result<Value, String
 }
 
 pub(crate) fn one_run(o: &RunOptions, kind: DutKind) -> Result<RunResult, String> {
+    netns::dut_napi(o.napi_on_dut, o.xdp, o.dut_cpu)?;
     let mut d = dut::start(kind, o.dut_cpu)?;
     d.ctl("clear runtime");
     d.ctl("clear interfaces");
@@ -298,13 +331,23 @@ fn run(o: &RunOptions) -> Result<(), String> {
 
 fn run_matrix(o: &RunOptions, stop: &AtomicBool) -> Result<Vec<RunResult>, String> {
     if !o.json {
-        eprintln!(
-            "generator on CPU {} ({TESTER}), DUT worker on CPU {} ({}); the kernel's receive work \
-             for veth frames runs in softirq on the sending CPU",
-            o.gen_cpu,
-            o.dut_cpu,
-            netns::DUT
-        );
+        if o.napi_on_dut {
+            eprintln!(
+                "generator on CPU {} ({TESTER}); DUT on CPU {} ({}): its worker and the NAPI \
+                 threads that receive on d0 and d1",
+                o.gen_cpu,
+                o.dut_cpu,
+                netns::DUT
+            );
+        } else {
+            eprintln!(
+                "generator on CPU {} ({TESTER}), DUT worker on CPU {} ({}); the DUT ports' receive \
+                 work runs in the sender's context",
+                o.gen_cpu,
+                o.dut_cpu,
+                netns::DUT
+            );
+        }
     }
     let mut results = Vec::new();
     for r in 0..o.repeat {

@@ -155,3 +155,55 @@ pub fn down() -> Result<bool, String> {
     }
     Ok(!present.is_empty())
 }
+
+/// Make the DUT's ports receive in their own NAPI kernel threads pinned to the DUT's CPU.
+///
+/// A veth normally receives in the sender's context, so whatever a kernel DUT does (bridge,
+/// route) and the copy into a userspace DUT's ring would run on the generator's CPU and slow
+/// the generator instead of costing the DUT. GRO on puts a veth in NAPI mode (which frames
+/// sent by XDP also need), `threaded` gives it a kernel thread, and we pin that thread, so all
+/// of a DUT's receive work lands on the DUT's CPU. GRO merges nothing here: the lab sends UDP,
+/// which the kernel does not aggregate when forwarding.
+///
+/// With `on_dut` false, the ports go back to receiving in the sender's context (GRO stays on
+/// when `xdp` is set, since XDP frames need NAPI mode).
+pub fn dut_napi(on_dut: bool, xdp: bool, cpu: usize) -> Result<(), String> {
+    let gro = if on_dut || xdp { "on" } else { "off" };
+    for dev in ["d0", "d1"] {
+        let threaded = |v: u8| {
+            in_ns(
+                DUT,
+                "sh",
+                &["-c", &format!("echo {v} > /sys/class/net/{dev}/threaded")],
+            )
+        };
+        if on_dut {
+            in_ns(DUT, "ethtool", &["-K", dev, "gro", gro])?;
+            threaded(1)?;
+        } else {
+            // Fails harmlessly when the port has no NAPI (GRO already off).
+            let _ = threaded(0);
+            in_ns(DUT, "ethtool", &["-K", dev, "gro", gro])?;
+        }
+    }
+    if !on_dut {
+        return Ok(());
+    }
+    // The kernel names the threads napi/<dev>-<id>; they exist once the ports are up.
+    let ps = run("ps", &["-eo", "pid=,comm="])?;
+    let mut pinned = 0;
+    for line in String::from_utf8_lossy(&ps.stdout).lines() {
+        let mut f = line.split_whitespace();
+        let (Some(pid), Some(comm)) = (f.next(), f.next()) else {
+            continue;
+        };
+        if comm.starts_with("napi/d0-") || comm.starts_with("napi/d1-") {
+            run("taskset", &["-pc", &cpu.to_string(), pid])?;
+            pinned += 1;
+        }
+    }
+    if pinned == 0 {
+        return Err("no NAPI threads found for d0/d1 after enabling threaded NAPI".into());
+    }
+    Ok(())
+}

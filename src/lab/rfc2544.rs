@@ -219,7 +219,10 @@ fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
         dut_cpu: 1,
         json: true,
         bi: o.loadtest.bi,
+        xdp: false,
+        napi_on_dut: true,
     };
+    netns::dut_napi(base.napi_on_dut, false, base.dut_cpu)?;
     let running = dut::start(o.dut, base.dut_cpu)?;
     let mut runner = LabTrials {
         dut: &running,
