@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 need=()
 command -v ip >/dev/null || need+=(iproute2)
 command -v ethtool >/dev/null || need+=(ethtool)
+command -v ps >/dev/null || need+=(procps)
+command -v taskset >/dev/null || need+=(util-linux)
 command -v ministat >/dev/null || need+=(ministat)
 # DPDK's testpmd, a DUT the lab compares against.
 command -v dpdk-testpmd >/dev/null || need+=(dpdk-dev)
