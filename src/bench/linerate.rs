@@ -7,6 +7,24 @@ pub const L1_OVERHEAD: f64 = 20.0;
 /// Link speeds offered for the "% of line rate" column, in bits per second.
 pub const LINK_SPEEDS: [f64; 5] = [1e9, 10e9, 25e9, 40e9, 100e9];
 
+/// Parse a link speed as benchmarkers name it: 1G, 10G, 25G, 40G, 100G.
+pub fn parse_link_speed(s: &str) -> Result<f64, String> {
+    match s
+        .to_ascii_uppercase()
+        .trim_end_matches("BPS")
+        .trim_end_matches("B/S")
+    {
+        "1G" => Ok(1e9),
+        "10G" => Ok(10e9),
+        "25G" => Ok(25e9),
+        "40G" => Ok(40e9),
+        "100G" => Ok(100e9),
+        _ => Err(format!(
+            "'{s}' is not a link speed (1G, 10G, 25G, 40G, 100G)"
+        )),
+    }
+}
+
 /// Layer-2 bits per second: what switch counters show (frames × frame size with FCS × 8).
 pub fn l2_bps(pps: f64, frame_size: f64) -> f64 {
     pps * frame_size * 8.0
@@ -104,6 +122,13 @@ mod tests {
         assert!(close(imix_ethernet_bps(1.0), 354.333 * 8.0, 1e-5));
         // A 10 Gb/s link full of simple IMIX at the IPv4 layer is about 3.67 Mpps.
         assert!(close(10e9 / imix_ipv4_bps(1.0), 3.672e6, 1e-3));
+    }
+
+    #[test]
+    fn link_speeds() {
+        assert_eq!(parse_link_speed("25G").unwrap(), 25e9);
+        assert_eq!(parse_link_speed("10gbps").unwrap(), 10e9);
+        assert!(parse_link_speed("3G").is_err());
     }
 
     #[test]

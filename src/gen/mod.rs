@@ -174,15 +174,8 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
                 }
             }
             "--link" => {
-                let v = value(&mut it, a)?;
-                link_bps = match v.to_ascii_uppercase().as_str() {
-                    "1G" => 1e9,
-                    "10G" => 10e9,
-                    "25G" => 25e9,
-                    "40G" => 40e9,
-                    "100G" => 100e9,
-                    _ => return Err(format!("--link: '{v}' is not 1G, 10G, 25G, 40G or 100G")),
-                };
+                link_bps = crate::bench::linerate::parse_link_speed(value(&mut it, a)?)
+                    .map_err(|e| format!("--link: {e}"))?;
             }
             "--warmup" => {
                 let w: f64 = number(value(&mut it, a)?, a)?;
@@ -298,6 +291,37 @@ fn now_ns() -> u64 {
         .unwrap_or(0)
 }
 
+/// netmap pkt-gen's once-a-second line: `N pps (M pkts in T usec)`.
+struct SecondLine {
+    last: Instant,
+    count: u64,
+}
+
+impl SecondLine {
+    fn new() -> SecondLine {
+        SecondLine {
+            last: Instant::now(),
+            count: 0,
+        }
+    }
+
+    /// Print a line for the packets since the last one, if a second has passed.
+    fn tick(&mut self, quiet: bool, prefix: &str, total: u64) {
+        let now = Instant::now();
+        if quiet || now - self.last < Duration::from_secs(1) {
+            return;
+        }
+        let us = (now - self.last).as_micros() as u64;
+        let pkts = total - self.count;
+        eprintln!(
+            "{prefix}{} pps ({pkts} pkts in {us} usec)",
+            pkts * 1_000_000 / us.max(1)
+        );
+        self.last = now;
+        self.count = total;
+    }
+}
+
 /// What the sender did.
 #[derive(Debug, Default)]
 struct TxReport {
@@ -362,7 +386,7 @@ fn send_phase(
     let mut r = TxReport::default();
     let start = Instant::now();
     let mut next_seq = 0u64;
-    let (mut last_print, mut last_count) = (start, 0u64);
+    let mut line = SecondLine::new();
     loop {
         let now = Instant::now();
         let elapsed = now - start;
@@ -406,16 +430,7 @@ fn send_phase(
         if s.queue_full > 0 {
             std::thread::yield_now();
         }
-        if !opts.quiet && now - last_print >= Duration::from_secs(1) {
-            let us = (now - last_print).as_micros() as u64;
-            let pkts = r.packets - last_count;
-            eprintln!(
-                "{label}{} pps ({pkts} pkts in {us} usec)",
-                pkts * 1_000_000 / us.max(1)
-            );
-            last_print = now;
-            last_count = r.packets;
-        }
+        line.tick(opts.quiet, label, r.packets);
     }
     r.elapsed = start.elapsed();
     r
@@ -438,7 +453,8 @@ fn receive_loop(
     let mut scratch = Vec::with_capacity(9018);
     let mut done_at: Option<Instant> = None;
     let mut last_rx = Instant::now();
-    let (mut last_print, mut last_count) = (Instant::now(), 0u64);
+    let mut line = SecondLine::new();
+    let rx_label = format!("{label}rx: ");
     loop {
         let mut got = false;
         while let Some(f) = ring.next_frame() {
@@ -492,16 +508,7 @@ fn receive_loop(
         if got {
             last_rx = now;
         }
-        if !opts.quiet && now - last_print >= Duration::from_secs(1) {
-            let us = (now - last_print).as_micros() as u64;
-            let pkts = r.packets - last_count;
-            eprintln!(
-                "{label}rx: {} pps ({pkts} pkts in {us} usec)",
-                pkts * 1_000_000 / us.max(1)
-            );
-            last_print = now;
-            last_count = r.packets;
-        }
+        line.tick(opts.quiet, &rx_label, r.packets);
         if tx_done.load(Ordering::Acquire) {
             let d = *done_at.get_or_insert(now);
             if now - last_rx >= DRAIN_QUIET || now - d >= DRAIN_MAX {
@@ -597,7 +604,7 @@ fn run_xdp(opts: &Options) -> Result<Report, String> {
     let mut chunk: u32 = 1 << 16;
     let start = Instant::now();
     let mut sent = 0u64;
-    let (mut last_print, mut last_count) = (start, 0u64);
+    let mut line = SecondLine::new();
     loop {
         let left = match opts.count {
             Some(c) => c - sent,
@@ -613,17 +620,7 @@ fn run_xdp(opts: &Options) -> Result<Report, String> {
         let rate = n as f64 / t.elapsed().as_secs_f64().max(1e-6);
         chunk = (rate / 10.0).clamp(4096.0, (1u32 << 22) as f64) as u32;
         sent += n as u64;
-        let now = Instant::now();
-        if !opts.quiet && now - last_print >= Duration::from_secs(1) {
-            let us = (now - last_print).as_micros() as u64;
-            let pkts = sent - last_count;
-            eprintln!(
-                "{} pps ({pkts} pkts in {us} usec)",
-                pkts * 1_000_000 / us.max(1)
-            );
-            last_print = now;
-            last_count = sent;
-        }
+        line.tick(opts.quiet, "", sent);
     }
     let elapsed = start.elapsed();
     let rx = match (&opts.rx, before) {

@@ -171,19 +171,8 @@ pub fn parse(args: &[String]) -> Result<BenchOptions, String> {
             }
             "--baseline" => o.baseline = Some(DutKind::parse(&value()?)?),
             "--link" => {
-                let v = value()?;
-                o.link_bps = match v
-                    .to_ascii_uppercase()
-                    .trim_end_matches("BPS")
-                    .trim_end_matches("B/S")
-                {
-                    "1G" => 1e9,
-                    "10G" => 10e9,
-                    "25G" => 25e9,
-                    "40G" => 40e9,
-                    "100G" => 100e9,
-                    _ => return Err(format!("--link: '{v}' is not 1G, 10G, 25G, 40G or 100G")),
-                };
+                o.link_bps = crate::bench::linerate::parse_link_speed(&value()?)
+                    .map_err(|e| format!("--link: {e}"))?;
             }
             "--out" => o.out = PathBuf::from(value()?),
             "--napi" => {

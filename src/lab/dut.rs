@@ -346,6 +346,24 @@ fn start_sluice(dut_cpu: usize) -> Result<RunningDut, String> {
     }
 }
 
+/// SIGINT, then SIGKILL if the process has not exited within `grace`.
+fn stop_child(child: &mut Child, grace: Duration) {
+    if let Ok(None) = child.try_wait() {
+        let _ = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
 impl RunningDut {
     /// `sluice ctl LINE --json` against the DUT, when it is sluice.
     pub fn ctl_json(&self, line: &str) -> Option<Value> {
@@ -375,22 +393,7 @@ impl RunningDut {
     pub fn stop(&mut self) {
         match self {
             RunningDut::Sluice { child, dir, .. } => {
-                if let Ok(None) = child.try_wait() {
-                    let _ = Command::new("kill")
-                        .args(["-INT", &child.id().to_string()])
-                        .status();
-                    let deadline = Instant::now() + Duration::from_secs(5);
-                    while Instant::now() < deadline {
-                        if let Ok(Some(_)) = child.try_wait() {
-                            break;
-                        }
-                        std::thread::sleep(Duration::from_millis(20));
-                    }
-                    if let Ok(None) = child.try_wait() {
-                        let _ = child.kill();
-                        let _ = child.wait();
-                    }
-                }
+                stop_child(child, Duration::from_secs(5));
                 let _ = std::fs::remove_dir_all(&*dir);
             }
             RunningDut::LinuxBridge => {
@@ -404,22 +407,7 @@ impl RunningDut {
                 }
             }
             RunningDut::Testpmd { child, log, .. } => {
-                if let Ok(None) = child.try_wait() {
-                    let _ = Command::new("kill")
-                        .args(["-INT", &child.id().to_string()])
-                        .status();
-                    let deadline = Instant::now() + Duration::from_secs(10);
-                    while Instant::now() < deadline {
-                        if let Ok(Some(_)) = child.try_wait() {
-                            break;
-                        }
-                        std::thread::sleep(Duration::from_millis(50));
-                    }
-                    if let Ok(None) = child.try_wait() {
-                        let _ = child.kill();
-                        let _ = child.wait();
-                    }
-                }
+                stop_child(child, Duration::from_secs(10));
                 // DPDK's af_packet ports leave the interfaces promiscuous: undo it.
                 for dev in ["d0", "d1"] {
                     let _ = run("ip", &["-n", DUT, "link", "set", dev, "promisc", "off"]);
