@@ -340,6 +340,8 @@ struct RxReport {
     dup: u64,
     reorder: u64,
     other: u64,
+    /// Frames the kernel could not put in our receive ring: lost by the tester, not the DUT.
+    ring_drops: u64,
     latencies: Vec<u64>,
 }
 
@@ -522,6 +524,7 @@ fn receive_loop(
     if let Some(mut w) = capture {
         let _ = w.flush();
     }
+    r.ring_drops = ring.socket().take_drops();
     r
 }
 
@@ -725,6 +728,7 @@ fn run(opts: &Options) -> Result<Report, String> {
         all.dup += r.dup;
         all.reorder += r.reorder;
         all.other += r.other;
+        all.ring_drops += r.ring_drops;
         all.latencies.extend(r.latencies);
     }
     Ok(report)
@@ -791,6 +795,7 @@ impl Report {
             m.insert("rx_dup".into(), json!(rx.dup));
             m.insert("rx_reorder".into(), json!(rx.reorder));
             m.insert("rx_other".into(), json!(rx.other));
+            m.insert("rx_ring_drops".into(), json!(rx.ring_drops));
             m.insert("rx_pps".into(), json!(self.rx_pps()));
             m.insert(
                 "l2_bps".into(),
@@ -822,6 +827,12 @@ impl Report {
                 "rate not reached: asked {}, sent {} — this run measures the generator\n",
                 fmt_pps(r),
                 fmt_pps(self.tx_pps())
+            );
+        }
+        if let Some(rx) = self.rx.as_ref().filter(|r| r.ring_drops > 0) {
+            s += &format!(
+                "the receiver's ring overflowed: {} frames lost by the tester, not the DUT\n",
+                rx.ring_drops
             );
         }
         if let Some(rx) = &self.rx {

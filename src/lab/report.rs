@@ -21,6 +21,8 @@ pub struct RunResult {
     pub rx_pps: f64,
     pub l2_bps: f64,
     pub rate_reached: bool,
+    /// Frames lost in the tester's own receive ring (not the DUT's doing).
+    pub rx_ring_drops: u64,
     pub duration_s: f64,
     pub latency_ns: Value,
     /// Clocks per packet of each sluice node that handled packets, from `show runtime`.
@@ -63,6 +65,7 @@ impl RunResult {
             rx_pps: f("rx_pps"),
             l2_bps: f("l2_bps"),
             rate_reached: gen["rate_reached"].as_bool().unwrap_or(true),
+            rx_ring_drops: u("rx_ring_drops"),
             duration_s: f("duration_s"),
             latency_ns: gen["latency_ns"].clone(),
             node_clocks,
@@ -167,6 +170,11 @@ pub fn table(o: &RunOptions, results: &[RunResult]) -> String {
         s.push_str(
             "\nno run lost a frame: these rates are what the generator could send, and each DUT \
              forwards at least that much; its own limit was not reached\n",
+        );
+    }
+    if results.iter().any(|r| r.rx_ring_drops > 0) {
+        s.push_str(
+            "\nsome losses happened in the tester's receive ring, not in the DUT (see the runs)\n",
         );
     }
     if results.iter().any(|r| !r.rate_reached) {
