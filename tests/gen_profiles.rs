@@ -13,17 +13,7 @@ fn imix_and_var2_as_captured() {
         return;
     }
     let ns = Netns::new("prof");
-    sh(
-        "ip",
-        &[
-            "-n", &ns.name, "link", "add", "g0", "type", "veth", "peer", "name", "g1",
-        ],
-    );
-    for d in ["g0", "g1"] {
-        ns.sysctl(&format!("net.ipv6.conf.{d}.disable_ipv6"), "1");
-        ns.ip(&["link", "set", d, "up"]);
-        ns.offloads_off(d);
-    }
+    ns.veth_pair("g0", "g1");
     let dir = tmpdir("prof");
     let pcap = dir.join("rx.pcap");
     // 100 IMIX cycles of 52 frames.
@@ -92,16 +82,7 @@ fn xdp_engine_sends_what_it_says() {
         return;
     }
     let ns = Netns::new("xdp");
-    sh(
-        "ip",
-        &[
-            "-n", &ns.name, "link", "add", "x0", "type", "veth", "peer", "name", "x1",
-        ],
-    );
-    for d in ["x0", "x1"] {
-        ns.sysctl(&format!("net.ipv6.conf.{d}.disable_ipv6"), "1");
-        ns.ip(&["link", "set", d, "up"]);
-    }
+    ns.veth_pair("x0", "x1");
     // XDP frames into a veth need the peer in NAPI mode.
     let o = ns
         .exec("ethtool", &["-K", "x1", "gro", "on"])

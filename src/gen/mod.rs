@@ -86,6 +86,15 @@ fn number<T: std::str::FromStr>(s: &str, flag: &str) -> Result<T, String> {
         .map_err(|_| format!("{flag}: '{s}' is not a valid number"))
 }
 
+/// `--engine af_packet|xdp`: whether to send with XDP live frames.
+pub fn parse_engine(v: &str) -> Result<bool, String> {
+    match v {
+        "af_packet" => Ok(false),
+        "xdp" => Ok(true),
+        other => Err(format!("--engine: '{other}' is not af_packet or xdp")),
+    }
+}
+
 /// Parse the command line (without the leading `gen`).
 pub fn parse_args(args: &[String]) -> Result<Options, String> {
     let mut o = Options {
@@ -190,13 +199,7 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
             "--dst-mac" => o.profile.dst_mac = value(&mut it, a)?.parse()?,
             "--rx-pcap" => o.rx_pcap = Some(value(&mut it, a)?.into()),
             "--bi" => o.bi = true,
-            "--engine" => {
-                o.xdp = match value(&mut it, a)? {
-                    "af_packet" => false,
-                    "xdp" => true,
-                    other => return Err(format!("--engine: '{other}' is not af_packet or xdp")),
-                }
-            }
+            "--engine" => o.xdp = parse_engine(value(&mut it, a)?)?,
             "--routed" => o.profile.routed = true,
             "--dst-mac-reverse" => o.dst_mac_reverse = Some(value(&mut it, a)?.parse()?),
             "--src-mac-reverse" => o.src_mac_reverse = Some(value(&mut it, a)?.parse()?),

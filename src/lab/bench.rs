@@ -175,20 +175,8 @@ pub fn parse(args: &[String]) -> Result<BenchOptions, String> {
                     .map_err(|e| format!("--link: {e}"))?;
             }
             "--out" => o.out = PathBuf::from(value()?),
-            "--napi" => {
-                o.napi_on_dut = match value()?.as_str() {
-                    "dut" => true,
-                    "sender" => false,
-                    other => return Err(format!("--napi: '{other}' is not dut or sender")),
-                }
-            }
-            "--engine" => {
-                o.xdp = match value()?.as_str() {
-                    "af_packet" => false,
-                    "xdp" => true,
-                    other => return Err(format!("--engine: '{other}' is not af_packet or xdp")),
-                }
-            }
+            "--napi" => o.napi_on_dut = super::parse_napi(&value()?)?,
+            "--engine" => o.xdp = crate::gen::parse_engine(&value()?)?,
             "--gen-cpu" => {
                 o.gen_cpu = value()?
                     .parse()

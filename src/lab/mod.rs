@@ -60,6 +60,15 @@ pub struct RunOptions {
     pub napi_on_dut: bool,
 }
 
+/// `--napi dut|sender`: whether the DUT's ports receive in NAPI threads on the DUT's CPU.
+pub fn parse_napi(v: &str) -> Result<bool, String> {
+    match v {
+        "dut" => Ok(true),
+        "sender" => Ok(false),
+        other => Err(format!("--napi: '{other}' is not dut or sender")),
+    }
+}
+
 pub fn parse_run(args: &[String]) -> Result<RunOptions, String> {
     let mut o = RunOptions {
         duts: vec![DutKind::Sluice],
@@ -151,20 +160,8 @@ pub fn parse_run(args: &[String]) -> Result<RunOptions, String> {
             }
             "--json" => o.json = true,
             "--bi" => o.bi = true,
-            "--napi" => {
-                o.napi_on_dut = match value(&mut it, a)?.as_str() {
-                    "dut" => true,
-                    "sender" => false,
-                    other => return Err(format!("--napi: '{other}' is not dut or sender")),
-                }
-            }
-            "--engine" => {
-                o.xdp = match value(&mut it, a)?.as_str() {
-                    "af_packet" => false,
-                    "xdp" => true,
-                    other => return Err(format!("--engine: '{other}' is not af_packet or xdp")),
-                }
-            }
+            "--napi" => o.napi_on_dut = parse_napi(&value(&mut it, a)?)?,
+            "--engine" => o.xdp = crate::gen::parse_engine(&value(&mut it, a)?)?,
             other => return Err(format!("unknown option '{other}'")),
         }
     }

@@ -73,6 +73,16 @@ impl Netns {
             .output();
     }
 
+    /// A veth pair inside this namespace, both ends up, IPv6 off, offloads off.
+    pub fn veth_pair(&self, a: &str, b: &str) {
+        self.ip(&["link", "add", a, "type", "veth", "peer", "name", b]);
+        for d in [a, b] {
+            self.sysctl(&format!("net.ipv6.conf.{d}.disable_ipv6"), "1");
+            self.ip(&["link", "set", d, "up"]);
+            self.offloads_off(d);
+        }
+    }
+
     pub fn sysctl(&self, key: &str, value: &str) {
         let _ = self
             .exec("sysctl", &["-qw", &format!("{key}={value}")])
