@@ -108,10 +108,42 @@ fn xdp_engine_sends_what_it_says() {
     assert_eq!(gen["tx_packets"], 300000, "{gen}");
     // Nothing between the two ends of a veth pair loses frames: the counter saw them all.
     assert_eq!(gen["rx_packets"], 300000, "{gen}");
+    // Paced by the XDP program: 200 kpps for a second, every frame counted at the peer.
+    let out = ns
+        .exec(
+            BIN,
+            &[
+                "gen",
+                "--tx",
+                "x0",
+                "--rx",
+                "x1",
+                "--engine",
+                "xdp",
+                "--rate",
+                "200000",
+                "--duration",
+                "1",
+                "--json",
+                "--quiet",
+            ],
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let gen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pps = gen["tx_pps"].as_f64().unwrap();
+    assert!((190_000.0..210_000.0).contains(&pps), "{gen}");
+    assert_eq!(gen["rx_packets"], gen["tx_packets"], "{gen}");
+    // One size and one flow only.
     let bad = ns
         .exec(
             BIN,
-            &["gen", "--tx", "x0", "--engine", "xdp", "--rate", "1000"],
+            &["gen", "--tx", "x0", "--engine", "xdp", "--size", "64,128"],
         )
         .output()
         .unwrap();

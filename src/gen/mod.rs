@@ -31,8 +31,9 @@ usage: sluice gen --tx IF [--rx IF] [options]
   --link SPEED         1G, 10G, 25G, 40G, 100G, for --rate P% (default 10G)
   --warmup SECS        send for SECS first, at the same rate, without counting it
   --engine E           af_packet (default) or xdp: the kernel's XDP live-frames mode, many
-                       times faster on a veth; full speed, one size and flow, and the receiver
-                       counts with the interface's counters (no per-frame checks)
+                       times faster on a veth, paced by the XDP program itself; one size and
+                       flow, and the receiver counts with the interface's counter (no
+                       per-frame checks; --count may overshoot by a few frames when paced)
   --cpu N              pin the sender to CPU N (the receiver too, unless --rx-cpu)
   --rx-cpu N           pin the receiver to CPU N
   --src-mac MAC        default 02:00:00:00:00:01
@@ -231,9 +232,6 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
         return Err("--tx IF is required".into());
     }
     if o.xdp {
-        if o.rate.is_some() || rate_percent.is_some() {
-            return Err("--engine xdp sends at full speed only (no --rate)".into());
-        }
         if o.profile.sizes.iter().any(|&s| s != o.profile.sizes[0]) || o.profile.flows != 1 {
             return Err("--engine xdp sends one frame size and one flow".into());
         }
@@ -601,34 +599,67 @@ fn run_xdp(opts: &Options) -> Result<Report, String> {
     let mut f = Vec::new();
     opts.profile.build(0, 0, &mut f);
     let mut engine = crate::drivers::xdp_live::LiveFrames::new(&f, idx)?;
+    engine.set_rate(opts.rate)?;
     let before = opts.rx.as_deref().map(rx_counter).transpose()?;
     if let Some(c) = opts.cpu {
         cpu::pin_current_thread(c)?;
     }
-    // Calls of about a tenth of a second each: every call waits for an RCU grace period, so
-    // small ones would cost more than they send, and long ones would overshoot --duration.
-    let mut chunk: u32 = 1 << 16;
+    // Calls of about a tenth of a second: every call waits for an RCU grace period, so small
+    // ones would cost more than they run, and long ones would overshoot --duration. The
+    // program paces itself, so a call's length is runs of the kernel's loop, not frames.
+    let mut runs: u32 = 1 << 16;
+    let mut per_sec = 1e7;
+    let (mut gap_s, mut pace) = (0.0f64, 0.0f64);
     let start = Instant::now();
     let mut sent = 0u64;
     let mut line = SecondLine::new();
     loop {
-        let left = match opts.count {
-            Some(c) => c - sent,
-            None if start.elapsed() >= opts.duration => 0,
-            None => u64::MAX,
+        let done = match opts.count {
+            Some(c) => sent >= c,
+            None => start.elapsed() >= opts.duration,
         };
-        if left == 0 {
+        if done {
             break;
         }
-        let n = left.min(chunk as u64) as u32;
+        let mut n = runs;
+        if let (Some(c), None) = (opts.count, opts.rate) {
+            n = n.min((c - sent).min(u32::MAX as u64) as u32);
+        }
+        if opts.count.is_none() {
+            // The last call ends at --duration, not a quarter second past it.
+            let left = opts.duration.saturating_sub(start.elapsed()).as_secs_f64();
+            n = n.min(((left * per_sec) as u32).max(4096));
+        }
+        if let Some(rate) = opts.rate {
+            // Each call also waits for an RCU grace period, when nothing is sent. Pace this
+            // call so that by its end the average is the asked rate: what will be owed then,
+            // spread over the part of the call that sends.
+            let call_s = n as f64 / per_sec;
+            let sending_s = (call_s - gap_s).max(call_s * 0.5);
+            let owed = rate * (start.elapsed().as_secs_f64() + call_s) - sent as f64;
+            let paced = (owed / sending_s).clamp(rate, rate * 1.5);
+            engine.set_rate(Some(paced))?;
+            pace = paced;
+        }
+        let before_call = sent;
         let t = Instant::now();
-        engine.send(n)?;
-        let rate = n as f64 / t.elapsed().as_secs_f64().max(1e-6);
-        chunk = (rate / 10.0).clamp(4096.0, (1u32 << 22) as f64) as u32;
-        sent += n as u64;
+        engine.run(n)?;
+        let wall = t.elapsed().as_secs_f64().max(1e-6);
+        // Aim for calls of a quarter second: long enough that the grace period between
+        // calls is a small share, short enough to stop near --duration.
+        per_sec = n as f64 / wall;
+        runs = (per_sec / 4.0).clamp(4096.0, (1u32 << 26) as f64) as u32;
+        sent = engine.sent()?;
+        if opts.rate.is_some() && pace > 0.0 {
+            // Frames went out at `pace` while the call was sending: the rest was the gap.
+            gap_s = (wall - (sent - before_call) as f64 / pace).clamp(0.0, wall * 0.5);
+        }
         line.tick(opts.quiet, "", sent);
     }
-    let elapsed = start.elapsed();
+    // The last call ended with a grace period in which nothing was sent.
+    let elapsed = start
+        .elapsed()
+        .saturating_sub(Duration::from_secs_f64(gap_s));
     let rx = match (&opts.rx, before) {
         (Some(name), Some(b)) => {
             // Wait until the counter stops moving (frames still in the DUT).

@@ -28,7 +28,7 @@ usage: sluice lab bench [options]
   --napi dut|sender where the DUT ports' receive work runs (default dut: NAPI threads on
                     the DUT's CPU; see sluice lab --help)
   --engine E        generator engine: af_packet (default) or xdp (kernel XDP live frames:
-                    64b or 1514b single flow, one way, full speed)";
+                    64b or 1514b single flow, one way)";
 
 /// A T-Rex bench loadtest of seed 000.
 #[derive(Clone, Debug, PartialEq, Eq)]

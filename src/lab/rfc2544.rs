@@ -22,6 +22,8 @@ usage: sluice bench [options]            (and: sluice bench compare A B, minista
   --resolution PPS   stop when the bracket is this narrow (default 10000)
   --pdr-loss PCT     loss allowed for PDR, in percent (default 0.5, as FD.io CSIT)
   --repeat N         searches (default 5); the summary gives median, min, max
+  --engine E         generator: af_packet (default, ~1.2 Mpps) or xdp (kernel XDP live
+                     frames, paced up to ~1.5 Mpps here; 64b or 1514b single flow, one way)
   --json             every trial of every search as JSON";
 
 #[derive(Clone, Debug)]
@@ -33,6 +35,7 @@ pub struct Options {
     pub search: SearchConfig,
     pub repeat: usize,
     pub json: bool,
+    pub xdp: bool,
 }
 
 pub fn parse(args: &[String]) -> Result<Options, String> {
@@ -49,6 +52,7 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
         },
         repeat: 5,
         json: false,
+        xdp: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -81,8 +85,12 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
             "--pdr-loss" => o.search.pdr_loss_ratio = number(0.0, 100.0)? / 100.0,
             "--repeat" => o.repeat = number(1.0, 100.0)? as usize,
             "--json" => o.json = true,
+            "--engine" => o.xdp = crate::gen::parse_engine(&value()?)?,
             other => return Err(format!("unknown option '{other}'")),
         }
+    }
+    if o.xdp && (o.loadtest.bi || o.loadtest.flows != "single" || o.loadtest.size == "imix") {
+        return Err("--engine xdp searches single-flow, one-size, one-way loadtests".into());
     }
     if o.search.max_rate <= o.search.min_rate {
         return Err("--max-rate must be above --min-rate".into());
@@ -219,10 +227,10 @@ fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
         dut_cpu: 1,
         json: true,
         bi: o.loadtest.bi,
-        xdp: false,
+        xdp: o.xdp,
         napi_on_dut: true,
     };
-    netns::dut_napi(base.napi_on_dut, false, base.dut_cpu)?;
+    netns::dut_napi(base.napi_on_dut, base.xdp, base.dut_cpu)?;
     let running = dut::start(o.dut, base.dut_cpu)?;
     let mut runner = LabTrials {
         dut: &running,
