@@ -195,8 +195,7 @@ pub fn main(args: &[String]) -> i32 {
         }),
         Some("bench") => match bench::parse(&args[1..]) {
             Ok(_) => with_lock(|| bench::main(&args[1..])),
-            Err(e) if args[1..].iter().any(|a| a == "--help" || a == "-h") => {
-                let _ = e;
+            Err(_) if args[1..].iter().any(|a| a == "--help" || a == "-h") => {
                 bench::main(&args[1..])
             }
             Err(e) => {
@@ -215,8 +214,7 @@ pub fn main(args: &[String]) -> i32 {
             println!("{USAGE}");
             return 0;
         }
-        Some(other) => {
-            let _ = other;
+        Some(_) => {
             eprintln!(
                 "sluice lab: unknown command '{}' (try: up, down, run; --help)",
                 args.join(" ")
