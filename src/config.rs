@@ -14,8 +14,11 @@
 //!
 //! [[interface]]
 //! name = "d0"
-//! driver = "af_packet"     # af_packet | pcap
-//! host = "d0"              # af_packet: the Linux interface (default: name)
+//! driver = "af_packet"     # af_packet | af_xdp | pcap
+//! host = "d0"              # af_packet, af_xdp: the Linux interface (default: name)
+//! xdp-mode = "auto"        # af_xdp: auto | native | generic
+//! socket-mode = "auto"     # af_xdp: auto | zero-copy | copy
+//! ring-size = 2048         # af_xdp: entries per ring (power of two)
 //! mtu = 9000
 //! state = "up"             # up | down
 //!
@@ -110,8 +113,14 @@ fn default_socket() -> PathBuf {
 pub struct InterfaceConfig {
     pub name: Spanned<String>,
     pub driver: Spanned<String>,
-    /// af_packet: the Linux interface to attach to.
+    /// af_packet, af_xdp: the Linux interface to attach to.
     pub host: Option<String>,
+    /// af_xdp: where the XDP program runs (auto: native if the driver has it).
+    pub xdp_mode: Option<Spanned<String>>,
+    /// af_xdp: zero-copy or copy sockets (auto: zero-copy if the driver allows it).
+    pub socket_mode: Option<Spanned<String>>,
+    /// af_xdp: entries of each ring.
+    pub ring_size: Option<Spanned<u32>>,
     pub mtu: Option<Spanned<u32>>,
     pub state: Option<Spanned<String>>,
     /// pcap: the file to replay.
@@ -258,7 +267,7 @@ impl Config {
             }
             names.push(name);
             match i.driver.get_ref().as_str() {
-                "af_packet" => {
+                "af_packet" | "af_xdp" => {
                     if i.rx_file.is_some() || i.tx_file.is_some() {
                         return Err(c.err(
                             i.driver.span(),
@@ -280,12 +289,61 @@ impl Config {
                     return Err(c.err(
                         i.driver.span(),
                         "driver",
-                        format!("unknown driver '{other}' (known: af_packet, pcap)"),
+                        format!("unknown driver '{other}' (known: af_packet, af_xdp, pcap)"),
                     ))
+                }
+            }
+            let is_xdp = i.driver.get_ref() == "af_xdp";
+            for (key, v, allowed) in [
+                ("xdp-mode", &i.xdp_mode, &["auto", "native", "generic"][..]),
+                (
+                    "socket-mode",
+                    &i.socket_mode,
+                    &["auto", "zero-copy", "copy"][..],
+                ),
+            ] {
+                if let Some(v) = v {
+                    if !is_xdp {
+                        return Err(c.err(v.span(), key, "belongs to af_xdp interfaces".into()));
+                    }
+                    if !allowed.contains(&v.get_ref().as_str()) {
+                        return Err(c.err(
+                            v.span(),
+                            key,
+                            format!("'{}' is not one of {}", v.get_ref(), allowed.join(", ")),
+                        ));
+                    }
+                }
+            }
+            if let Some(r) = &i.ring_size {
+                let v = *r.get_ref();
+                if !is_xdp {
+                    return Err(c.err(
+                        r.span(),
+                        "ring-size",
+                        "belongs to af_xdp interfaces".into(),
+                    ));
+                }
+                if !v.is_power_of_two() || !(64..=32768).contains(&v) {
+                    return Err(c.err(
+                        r.span(),
+                        "ring-size",
+                        format!("{v} is not a power of two between 64 and 32768"),
+                    ));
                 }
             }
             if let Some(mtu) = &i.mtu {
                 let v = *mtu.get_ref();
+                if is_xdp && v > crate::drivers::af_xdp::MAX_MTU {
+                    return Err(c.err(
+                        mtu.span(),
+                        "mtu",
+                        format!(
+                            "{v} is too large for af_xdp (frames must fit one buffer: at most {})",
+                            crate::drivers::af_xdp::MAX_MTU
+                        ),
+                    ));
+                }
                 if !(MIN_MTU..=MAX_MTU).contains(&v) {
                     return Err(c.err(
                         mtu.span(),

@@ -4,6 +4,9 @@
 use crate::buffer::{BufferPool, HugePages};
 use crate::config::Config;
 use crate::drivers::af_packet::{self, AfPacketConfig};
+use crate::drivers::af_xdp::program::XdpMode;
+use crate::drivers::af_xdp::xsk::CopyMode;
+use crate::drivers::af_xdp::{self, AfXdpConfig};
 use crate::drivers::pcap::{self, PcapConfig, ReplayProgress};
 use crate::drivers::{cpu, tsc, DriverPorts, NoTx, RxQueue, TxQueue};
 use crate::graph::{Graph, GraphShared, NodeDecl};
@@ -68,6 +71,7 @@ fn open_interface(
     cfg: &crate::config::InterfaceConfig,
     index: u32,
     workers: usize,
+    pool: &Arc<BufferPool>,
 ) -> Result<(Opened, Option<Arc<ReplayProgress>>), String> {
     let name = cfg.name.get_ref();
     let mtu = cfg.mtu.as_ref().map(|m| *m.get_ref());
@@ -83,6 +87,37 @@ fn open_interface(
                 })
                 .map_err(|e| format!("interface {name}: {e}"))?;
                 ("af_packet", ports, None)
+            }
+            "af_xdp" => {
+                let ports = af_xdp::open(
+                    &AfXdpConfig {
+                        host: cfg.host.clone().unwrap_or_else(|| name.clone()),
+                        mtu,
+                        workers,
+                        xdp_mode: cfg
+                            .xdp_mode
+                            .as_ref()
+                            .and_then(|m| match m.get_ref().as_str() {
+                                "native" => Some(XdpMode::Native),
+                                "generic" => Some(XdpMode::Generic),
+                                _ => None,
+                            }),
+                        copy_mode: cfg.socket_mode.as_ref().and_then(|m| {
+                            match m.get_ref().as_str() {
+                                "zero-copy" => Some(CopyMode::ZeroCopy),
+                                "copy" => Some(CopyMode::Copy),
+                                _ => None,
+                            }
+                        }),
+                        ring_size: cfg
+                            .ring_size
+                            .as_ref()
+                            .map_or(af_xdp::DEFAULT_RING_SIZE, |r| *r.get_ref()),
+                    },
+                    pool,
+                )
+                .map_err(|e| format!("interface {name}: {e}"))?;
+                ("af_xdp", ports, None)
             }
             _ => {
                 let (ports, progress) = pcap::open(
@@ -135,7 +170,7 @@ impl Dataplane {
         let mut opened = Vec::new();
         let mut replays = Vec::new();
         for (i, icfg) in cfg.interfaces.iter().enumerate() {
-            let (o, progress) = open_interface(icfg, i as u32, workers)?;
+            let (o, progress) = open_interface(icfg, i as u32, workers, &pool)?;
             if let Some(p) = progress {
                 replays.push((i as u32, p));
             }
@@ -254,13 +289,16 @@ fn worker_graph(
     min_frame: usize,
 ) -> Vec<NodeDecl> {
     let mut decls = Vec::new();
-    let mut by_driver: Vec<(&'static str, Vec<PlacedQueue>)> =
-        vec![("af-packet-input", Vec::new()), ("pcap-input", Vec::new())];
+    // One input node per driver: af-packet-input, af-xdp-input, pcap-input.
+    let mut by_driver: Vec<(String, Vec<PlacedQueue>)> = Vec::new();
     for (i, queue, rx) in rxs {
-        let slot = if interfaces[i].driver == "af_packet" {
-            0
-        } else {
-            1
+        let node = format!("{}-input", interfaces[i].driver.replace('_', "-"));
+        let slot = match by_driver.iter().position(|(n, _)| *n == node) {
+            Some(s) => s,
+            None => {
+                by_driver.push((node, Vec::new()));
+                by_driver.len() - 1
+            }
         };
         by_driver[slot].1.push(PlacedQueue {
             interface: interfaces[i].clone(),
@@ -270,7 +308,7 @@ fn worker_graph(
     }
     for (name, queues) in by_driver {
         if !queues.is_empty() {
-            decls.push(InputNode::decl(name, queues));
+            decls.push(InputNode::decl(&name, queues));
         }
     }
     decls.push(EthernetInput::decl(modes.clone(), min_frame));

@@ -205,6 +205,12 @@ impl BufferPool {
         n
     }
 
+    /// Take back buffers a driver held until its device let go of them (the driver is
+    /// closing and has no worker handle any more).
+    pub fn give_back(&self, from: &[u32]) {
+        self.give_batch(from);
+    }
+
     fn give_batch(&self, from: &[u32]) {
         let mut free = self.free.lock().unwrap();
         free.extend_from_slice(from);

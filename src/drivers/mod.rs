@@ -3,6 +3,8 @@
 //! trace, enqueue), so a driver never sees the graph.
 
 pub mod af_packet;
+pub mod af_xdp;
+pub mod bpf;
 pub mod cpu;
 pub mod pcap;
 pub mod tsc;
@@ -23,6 +25,8 @@ pub struct RxBurst {
     pub too_long: u64,
     /// Packets dropped because the device delivered only part of them.
     pub truncated: u64,
+    /// Descriptors from the device that named no buffer we gave it, or lay outside it.
+    pub bad_descriptors: u64,
 }
 
 /// The receive side of one queue.

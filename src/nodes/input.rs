@@ -1,4 +1,4 @@
-//! A driver's input node (`af-packet-input`, `pcap-input`): polls every rx queue of that
+//! A driver's input node (`af-packet-input`, `af-xdp-input`, `pcap-input`): polls every rx queue of that
 //! driver placed on this worker and hands the packets to ethernet-input.
 
 use crate::drivers::RxQueue;
@@ -18,11 +18,13 @@ enum Error {
     NoBuffers,
     TooLong,
     Truncated,
+    BadDescriptor,
 }
-const ERRORS: [&str; 3] = [
+const ERRORS: [&str; 4] = [
     "no free buffers (packet dropped)",
     "frame larger than a buffer chain",
     "frame truncated by the device",
+    "bad descriptor from the device",
 ];
 
 struct Trace<'a> {
@@ -85,11 +87,12 @@ impl Node for InputNode {
                 counters.rx_miss.add(missed);
             }
             let r = q.rx.rx_burst(cx.bufs, &mut self.burst[..]);
-            let dropped = r.no_buffers + r.too_long + r.truncated;
+            let dropped = r.no_buffers + r.too_long + r.truncated + r.bad_descriptors;
             if dropped > 0 {
                 cx.count_error(Error::NoBuffers as usize, r.no_buffers);
                 cx.count_error(Error::TooLong as usize, r.too_long);
                 cx.count_error(Error::Truncated as usize, r.truncated);
+                cx.count_error(Error::BadDescriptor as usize, r.bad_descriptors);
                 counters.drops.add(dropped);
                 counters.rx_packets.add(dropped);
             }

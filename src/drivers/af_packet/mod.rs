@@ -86,6 +86,15 @@ impl RxQueue for AfPacketRx {
     }
 }
 
+/// A transmit queue on its own packet socket (other drivers borrow it for threads that have
+/// no queue of their own on the device).
+pub fn tx_queue(ifindex: u32, mtu: u32) -> Result<Box<dyn TxQueue>, String> {
+    Ok(Box::new(AfPacketTx {
+        sender: Sender::open(ifindex)?,
+        max_frame: mtu as usize + 18,
+    }))
+}
+
 struct AfPacketTx {
     sender: Sender,
     /// Largest frame allowed out: MTU plus the Ethernet header and one VLAN tag.
