@@ -6,6 +6,7 @@
 pub enum Command {
     Help,
     ShowInterface { name: Option<String> },
+    ShowHardware { name: Option<String> },
     ShowRuntime,
     ShowErrors,
     ShowBuffers,
@@ -32,6 +33,10 @@ pub struct Request {
 const TABLE: &[(&str, &str)] = &[
     ("help", "list commands"),
     ("show interface [<IF>]", "interface state and counters"),
+    (
+        "show hardware [<IF>]",
+        "driver facts: host device, modes, queues, rings",
+    ),
     (
         "show runtime",
         "per node calls, vectors, clocks per packet, per worker",
@@ -110,6 +115,11 @@ fn parse_words(w: &[&str]) -> Result<Command, String> {
         let cmd = if is(what, "interface") || what == "int" {
             extra(3)?;
             Command::ShowInterface {
+                name: w.get(2).map(|s| s.to_string()),
+            }
+        } else if is(what, "hardware-interfaces") && what.len() >= 2 {
+            extra(3)?;
+            Command::ShowHardware {
                 name: w.get(2).map(|s| s.to_string()),
             }
         } else if is(what, "runtime") {
@@ -220,6 +230,16 @@ mod tests {
             }
         );
         assert_eq!(cmd("sh run"), Command::ShowRuntime);
+        assert_eq!(
+            cmd("sh hard d1"),
+            Command::ShowHardware {
+                name: Some("d1".into())
+            }
+        );
+        assert_eq!(
+            cmd("show hardware-interfaces"),
+            Command::ShowHardware { name: None }
+        );
         assert_eq!(cmd("show err"), Command::ShowErrors);
         assert_eq!(cmd("clear run"), Command::ClearRuntime);
         assert_eq!(

@@ -85,6 +85,10 @@ impl Control {
                 let (t, v) = self.show_interface(name.as_deref())?;
                 reply(t, v)
             }
+            Command::ShowHardware { name } => {
+                let (t, v) = self.show_hardware(name.as_deref())?;
+                reply(t, v)
+            }
             Command::ShowRuntime => {
                 let (t, v) = self.show_runtime();
                 reply(t, v)
@@ -232,6 +236,34 @@ impl Control {
                 "tx_packets": c.tx_packets, "tx_bytes": c.tx_bytes,
                 "drops": c.drops, "tx_errors": c.tx_errors, "rx_miss": c.rx_miss,
                 "details": details,
+            }));
+        }
+        Ok((t, Value::Array(arr)))
+    }
+
+    /// `show hardware`: what each driver says of its device (VPP's show hardware-interfaces).
+    fn show_hardware(&self, name: Option<&str>) -> Result<(String, Value), String> {
+        let list: Vec<_> = match name {
+            Some(n) => vec![self.interface(n)?.clone()],
+            None => self.dp.interfaces.list.clone(),
+        };
+        let mut t = String::new();
+        let mut arr = Vec::new();
+        for i in &list {
+            let state = if i.is_up() { "up" } else { "down" };
+            let _ = writeln!(
+                t,
+                "{:<16}{:>5}  {:<5} driver {}, rx queues {}, tx queues {}",
+                i.name, i.index, state, i.driver, i.rx_queues, i.tx_queues
+            );
+            let mut details = serde_json::Map::new();
+            for (k, v) in &i.details {
+                let _ = writeln!(t, "    {k:<14} {v}");
+                details.insert(k.clone(), Value::String(v.clone()));
+            }
+            arr.push(json!({
+                "name": i.name, "index": i.index, "driver": i.driver, "state": state,
+                "rx_queues": i.rx_queues, "tx_queues": i.tx_queues, "details": details,
             }));
         }
         Ok((t, Value::Array(arr)))
