@@ -3,12 +3,14 @@
 //! latency). Prints a pkt-gen style line once a second and a summary, or JSON.
 
 pub mod frame;
+pub mod port;
 
 use crate::bench::linerate::{fmt_bps, fmt_pps, l2_bps};
 use crate::drivers::af_packet::netdev;
-use crate::drivers::af_packet::socket::{RxOptions, RxRing, Sender, MAX_BATCH};
+use crate::drivers::af_packet::socket::MAX_BATCH;
 use crate::drivers::cpu;
 use frame::{Profile, Stamp};
+use port::{FrameSink, FrameSource, Io, Ports};
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -34,6 +36,9 @@ usage: sluice gen --tx IF [--rx IF] [options]
                        times faster on a veth, paced by the XDP program itself; one size and
                        flow, and the receiver counts with the interface's counter (no
                        per-frame checks; --count may overshoot by a few frames when paced)
+  --io IO              af_packet (default: packet socket, TPACKET ring with kernel receive
+                       timestamps) or af_xdp (AF_XDP sockets through sluice's own driver;
+                       frames up to 2044 bytes, jumbo MTUs lowered for the run)
   --cpu N              pin the sender to CPU N (the receiver too, unless --rx-cpu)
   --rx-cpu N           pin the receiver to CPU N
   --src-mac MAC        default 02:00:00:00:00:01
@@ -70,6 +75,8 @@ pub struct Options {
     pub warmup: Duration,
     /// Send with the kernel's XDP live-frames mode instead of AF_PACKET.
     pub xdp: bool,
+    /// How the ports are reached.
+    pub io: Io,
     /// Destination MAC of the reverse direction (default: the forward source MAC).
     pub dst_mac_reverse: Option<crate::wire::MacAddress>,
     /// Source MAC of the reverse direction (default: the forward destination MAC).
@@ -123,6 +130,7 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
         bi: false,
         warmup: Duration::ZERO,
         xdp: false,
+        io: Io::AfPacket,
         dst_mac_reverse: None,
         src_mac_reverse: None,
     };
@@ -201,6 +209,7 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
             "--rx-pcap" => o.rx_pcap = Some(value(&mut it, a)?.into()),
             "--bi" => o.bi = true,
             "--engine" => o.xdp = parse_engine(value(&mut it, a)?)?,
+            "--io" => o.io = Io::parse(value(&mut it, a)?)?,
             "--routed" => o.profile.routed = true,
             "--dst-mac-reverse" => o.dst_mac_reverse = Some(value(&mut it, a)?.parse()?),
             "--src-mac-reverse" => o.src_mac_reverse = Some(value(&mut it, a)?.parse()?),
@@ -238,6 +247,18 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
         if o.bi || !o.warmup.is_zero() || o.rx_pcap.is_some() {
             return Err("--engine xdp does not combine with --bi, --warmup or --rx-pcap".into());
         }
+    }
+    if o.xdp && o.io != Io::AfPacket {
+        return Err("--engine xdp sends by itself: it does not combine with --io".into());
+    }
+    let biggest = o.profile.sizes.iter().max().copied().unwrap_or(64) - 4;
+    if biggest > o.io.max_frame() {
+        return Err(format!(
+            "--io {}: frames of {} bytes (with FCS) are too large; at most {}",
+            o.io.name(),
+            biggest + 4,
+            o.io.max_frame() + 4
+        ));
     }
     if let Some(p) = rate_percent {
         // Percent of the link's line rate for this size mix: what T-Rex's -m N% means.
@@ -362,7 +383,7 @@ fn send_loop(
     opts: &Options,
     profile: &Profile,
     label: &str,
-    sender: &mut Sender,
+    sender: &mut dyn FrameSink,
     tx_done: &AtomicBool,
 ) -> TxReport {
     if !opts.warmup.is_zero() {
@@ -382,7 +403,7 @@ fn send_phase(
     opts: &Options,
     profile: &Profile,
     label: &str,
-    sender: &mut Sender,
+    sender: &mut dyn FrameSink,
     first_seq: u64,
 ) -> TxReport {
     let mut batch: Vec<Vec<u8>> = (0..MAX_BATCH).map(|_| Vec::with_capacity(9018)).collect();
@@ -416,11 +437,7 @@ fn send_phase(
         for (k, buf) in batch.iter_mut().take(n as usize).enumerate() {
             profile.build(first_seq + next_seq + k as u64, ts, buf);
         }
-        let s = sender.send(
-            batch[..n as usize]
-                .iter()
-                .map(|f| std::iter::once(f.as_slice())),
-        );
+        let s = sender.send(&batch[..n as usize]);
         // Frames refused with an error are gone; frames not taken for a full queue are
         // sent again next time with the same sequence numbers.
         let taken = n as usize - s.queue_full;
@@ -444,7 +461,7 @@ fn receive_loop(
     opts: &Options,
     profile: &Profile,
     label: &str,
-    ring: &mut RxRing,
+    ring: &mut dyn FrameSource,
     tx_done: &AtomicBool,
     mut capture: Option<PcapWriter>,
 ) -> RxReport {
@@ -459,54 +476,52 @@ fn receive_loop(
     let mut line = SecondLine::new();
     let rx_label = format!("{label}rx: ");
     loop {
-        let mut got = false;
-        while let Some(f) = ring.next_frame() {
-            got = true;
+        let got = ring.poll(&mut |ts, data| {
             if let Some(w) = capture.as_mut() {
-                if w.write(f.timestamp_ns, f.data).is_err() {
+                if w.write(ts, data).is_err() {
                     capture = None;
                     eprintln!("sluice gen: capture file write failed; capture stopped");
                 }
             }
-            let Some(st) = frame::stamp(f.data) else {
+            let Some(st) = frame::stamp(data) else {
                 r.other += 1;
-                continue;
+                return;
             };
             let Stamp { seq, tx_ns } = st;
             if seq & WARMUP_SEQ != 0 {
-                if !frame::verify(profile, f.data, st, &mut scratch) {
+                if !frame::verify(profile, data, st, &mut scratch) {
                     r.corrupt += 1;
                 }
-                continue;
+                return;
             }
             let word = (seq / 64) as usize;
             if word >= seen.len() {
                 if word > 1 << 26 {
                     r.corrupt += 1;
-                    continue;
+                    return;
                 }
                 seen.resize(word + 1024, 0);
             }
             let bit = 1u64 << (seq % 64);
             if seen[word] & bit != 0 {
                 r.dup += 1;
-                continue;
+                return;
             }
             seen[word] |= bit;
             // Unique frames only: duplicates are counted apart.
             r.packets += 1;
-            r.bytes += f.data.len() as u64;
+            r.bytes += data.len() as u64;
             if max_seq.is_some_and(|m| seq < m) {
                 r.reorder += 1;
             }
             max_seq = Some(max_seq.map_or(seq, |m| m.max(seq)));
-            if !frame::verify(profile, f.data, st, &mut scratch) {
+            if !frame::verify(profile, data, st, &mut scratch) {
                 r.corrupt += 1;
             }
             if r.latencies.len() < 4_000_000 {
-                r.latencies.push(f.timestamp_ns.saturating_sub(tx_ns));
+                r.latencies.push(ts.saturating_sub(tx_ns));
             }
-        }
+        }) > 0;
         let now = Instant::now();
         if got {
             last_rx = now;
@@ -525,7 +540,7 @@ fn receive_loop(
     if let Some(mut w) = capture {
         let _ = w.flush();
     }
-    r.ring_drops = ring.socket().take_drops();
+    r.ring_drops = ring.drops();
     r
 }
 
@@ -537,26 +552,6 @@ struct Lane {
     rx: Option<String>,
     profile: Profile,
     label: &'static str,
-}
-
-fn open_tx(name: &str) -> Result<Sender, String> {
-    let idx = netdev::index(name).ok_or_else(|| format!("interface '{name}' not found"))?;
-    if !netdev::is_up(name).map_err(|e| e.to_string())? {
-        return Err(format!("interface '{name}' is down"));
-    }
-    Sender::open(idx).map_err(|e| format!("{name}: {e}"))
-}
-
-fn open_rx(name: &str) -> Result<RxRing, String> {
-    let idx = netdev::index(name).ok_or_else(|| format!("interface '{name}' not found"))?;
-    RxRing::open(
-        idx,
-        &RxOptions {
-            promiscuous: true,
-            ..RxOptions::default()
-        },
-    )
-    .map_err(|e| format!("{name}: {e}"))
 }
 
 fn lanes(opts: &Options) -> Vec<Lane> {
@@ -698,13 +693,15 @@ fn run(opts: &Options) -> Result<Report, String> {
         return run_xdp(opts);
     }
     let lanes = lanes(opts);
+    // Kept until every thread is done: it holds the ports' device state (XDP programs, MTU).
+    let mut ports = Ports::new(opts.io);
     let mut senders = Vec::new();
     let mut receivers = Vec::new();
     // Receivers first, so nothing sent is missed.
     for (k, lane) in lanes.iter().enumerate() {
         let done = Arc::new(AtomicBool::new(false));
         if let Some(name) = &lane.rx {
-            let mut ring = open_rx(name)?;
+            let mut ring = ports.source(name)?;
             let capture = match (&opts.rx_pcap, k) {
                 (Some(p), 0) => Some(PcapWriter::create(p).map_err(|e| e.to_string())?),
                 _ => None,
@@ -719,12 +716,12 @@ fn run(opts: &Options) -> Result<Report, String> {
                         if let Some(c) = pin {
                             let _ = cpu::pin_current_thread(c);
                         }
-                        receive_loop(&o, &profile, label, &mut ring, &d, capture)
+                        receive_loop(&o, &profile, label, ring.as_mut(), &d, capture)
                     })
                     .map_err(|e| e.to_string())?,
             );
         }
-        senders.push((open_tx(&lane.tx)?, done));
+        senders.push((ports.sink(&lane.tx)?, done));
     }
     let mut handles = Vec::new();
     for (lane, (mut sender, done)) in lanes.into_iter().zip(senders) {
@@ -736,7 +733,7 @@ fn run(opts: &Options) -> Result<Report, String> {
                     if let Some(c) = o.cpu {
                         let _ = cpu::pin_current_thread(c);
                     }
-                    send_loop(&o, &lane.profile, lane.label, &mut sender, &done)
+                    send_loop(&o, &lane.profile, lane.label, sender.as_mut(), &done)
                 })
                 .map_err(|e| e.to_string())?,
         );
@@ -814,6 +811,7 @@ impl Report {
             "flows": if opts.profile.var2 { json!("var2") } else { json!(opts.profile.flows) },
             "rate_asked": opts.rate, "rate_reached": self.rate_reached(opts),
             "tx_cpu": opts.cpu,
+            "io": if opts.xdp { "xdp-live-frames" } else { opts.io.name() },
         });
         if let Some(rx) = &self.rx {
             let mut lat = rx.latencies.clone();
