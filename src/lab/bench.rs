@@ -6,6 +6,7 @@ use super::dut::DutKind;
 use super::report::RunResult;
 use super::{netns, one_run, RunOptions};
 use crate::bench::linerate::{fmt_bps, fmt_pps, percent_of_line};
+use crate::gen::port::Io;
 use crate::stats::Summary;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -100,6 +101,7 @@ pub struct BenchOptions {
     pub dut_cpu: usize,
     pub xdp: bool,
     pub napi_on_dut: bool,
+    pub io: Io,
 }
 
 pub fn parse(args: &[String]) -> Result<BenchOptions, String> {
@@ -124,6 +126,7 @@ pub fn parse(args: &[String]) -> Result<BenchOptions, String> {
         dut_cpu: 1,
         xdp: false,
         napi_on_dut: true,
+        io: Io::AfPacket,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -177,6 +180,7 @@ pub fn parse(args: &[String]) -> Result<BenchOptions, String> {
             "--out" => o.out = PathBuf::from(value()?),
             "--napi" => o.napi_on_dut = super::parse_napi(&value()?)?,
             "--engine" => o.xdp = crate::gen::parse_engine(&value()?)?,
+            "--io" => o.io = Io::parse(&value()?)?,
             "--gen-cpu" => {
                 o.gen_cpu = value()?
                     .parse()
@@ -198,6 +202,7 @@ pub fn parse(args: &[String]) -> Result<BenchOptions, String> {
     {
         return Err("--engine xdp runs single-flow, one-size, one-way loadtests at full speed (64b, 1514b; no --rate)".into());
     }
+    super::check_io(o.io, o.xdp, &o.duts)?;
     if o.duts.is_empty() || o.loadtests.is_empty() {
         return Err("need at least one DUT and one loadtest".into());
     }
@@ -334,6 +339,7 @@ fn run_matrix(
             bi: lt.bi,
             xdp: o.xdp,
             napi_on_dut: o.napi_on_dut,
+            io: o.io,
         };
         for r in 0..o.repeat {
             let mut order = duts.to_vec();
@@ -516,6 +522,7 @@ pub fn results_json(
     json!({
         "config": {"duts": duts.iter().map(|d| d.name()).collect::<Vec<_>>(),
                    "engine": if o.xdp { "xdp" } else { "af_packet" },
+                   "io": o.io.name(),
                    "napi": if o.napi_on_dut { "dut" } else { "sender" },
                    "loadtests": o.loadtests.iter().map(|l| &l.name).collect::<Vec<_>>(),
                    "repeat": o.repeat, "duration_s": o.duration, "rate": o.rate,

@@ -2,6 +2,7 @@
 //! the kernel's bridge. Each starts before a run and is taken down after it, even on error.
 
 use super::netns::{in_ns, run, DUT};
+use crate::gen::port::Io;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -49,6 +50,14 @@ impl DutKind {
         }
     }
 
+    /// Whether the DUT can use `io` for its ports (the kernel's DUTs forward whatever the
+    /// veths bring, so any io on the veths suits them).
+    pub fn supports(self, io: Io) -> bool {
+        match io {
+            Io::AfPacket | Io::AfXdp => true,
+        }
+    }
+
     /// Why this DUT cannot run here, if it cannot.
     pub fn unavailable(self) -> Option<String> {
         let on_path = |bin: &str| {
@@ -92,11 +101,11 @@ pub enum RunningDut {
 const BRIDGE: &str = "br0";
 
 /// Start a DUT, its worker (if it has one) on `dut_cpu`.
-pub fn start(kind: DutKind, dut_cpu: usize) -> Result<RunningDut, String> {
+pub fn start(kind: DutKind, dut_cpu: usize, io: Io) -> Result<RunningDut, String> {
     match kind {
-        DutKind::Sluice => start_sluice(dut_cpu),
+        DutKind::Sluice => start_sluice(dut_cpu, io),
         DutKind::LinuxRouter => start_router(),
-        DutKind::Testpmd => start_testpmd(dut_cpu),
+        DutKind::Testpmd => start_testpmd(dut_cpu, io),
         DutKind::Vpp => Err(DutKind::Vpp.unavailable().unwrap_or_default()),
         DutKind::LinuxBridge => {
             let ip = |args: &[&str]| {
@@ -116,7 +125,13 @@ pub fn start(kind: DutKind, dut_cpu: usize) -> Result<RunningDut, String> {
                 "forward_delay",
                 "0",
             ])?;
-            ip(&["link", "set", BRIDGE, "mtu", "9000"])?;
+            ip(&[
+                "link",
+                "set",
+                BRIDGE,
+                "mtu",
+                &super::port_mtu(io).to_string(),
+            ])?;
             for d in ["d0", "d1"] {
                 ip(&["link", "set", d, "master", BRIDGE])?;
             }
@@ -222,7 +237,7 @@ fn start_router() -> Result<RunningDut, String> {
     Ok(dut)
 }
 
-fn start_testpmd(dut_cpu: usize) -> Result<RunningDut, String> {
+fn start_testpmd(dut_cpu: usize, io: Io) -> Result<RunningDut, String> {
     if let Some(why) = DutKind::Testpmd.unavailable() {
         return Err(why);
     }
@@ -230,8 +245,13 @@ fn start_testpmd(dut_cpu: usize) -> Result<RunningDut, String> {
     let log = std::env::temp_dir().join(format!("sluice-lab-testpmd-{}.log", std::process::id()));
     let out = std::fs::File::create(&log).map_err(|e| e.to_string())?;
     let err = out.try_clone().map_err(|e| e.to_string())?;
-    // No huge pages, no PCI devices: two af_packet ports on d0 and d1, io forwarding (each
-    // port's frames go out of the other unchanged), the forwarding core on the DUT CPU.
+    // No huge pages, no PCI devices: two af_packet (or af_xdp) ports on d0 and d1, io
+    // forwarding (each port's frames go out of the other unchanged), the forwarding core on
+    // the DUT CPU.
+    let pmd = match io {
+        Io::AfPacket => "net_af_packet",
+        Io::AfXdp => "net_af_xdp",
+    };
     let mut child = Command::new("ip")
         .args([
             "netns",
@@ -251,9 +271,9 @@ fn start_testpmd(dut_cpu: usize) -> Result<RunningDut, String> {
         ])
         .args([
             "--vdev",
-            "net_af_packet0,iface=d0",
+            &format!("{pmd}0,iface=d0"),
             "--vdev",
-            "net_af_packet1,iface=d1",
+            &format!("{pmd}1,iface=d1"),
         ])
         .args([
             "--",
@@ -297,17 +317,18 @@ fn start_testpmd(dut_cpu: usize) -> Result<RunningDut, String> {
     })
 }
 
-fn start_sluice(dut_cpu: usize) -> Result<RunningDut, String> {
+fn start_sluice(dut_cpu: usize, io: Io) -> Result<RunningDut, String> {
     let dir = std::env::temp_dir().join(format!("sluice-lab-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let socket = PathBuf::from("/run/sluice/lab-dut.sock");
     let cfg = dir.join("dut.toml");
     let main_core = if dut_cpu == 0 { 1 } else { 0 };
+    let (driver, mtu) = (io.name(), super::port_mtu(io));
     let text = format!(
         "[dataplane]\nworkers = 1\nworker-cores = [{dut_cpu}]\nmain-core = {main_core}\n\
          [control]\nsocket = \"{}\"\n\
-         [[interface]]\nname = \"d0\"\ndriver = \"af_packet\"\nhost = \"d0\"\nmtu = 9000\n\
-         [[interface]]\nname = \"d1\"\ndriver = \"af_packet\"\nhost = \"d1\"\nmtu = 9000\n\
+         [[interface]]\nname = \"d0\"\ndriver = \"{driver}\"\nhost = \"d0\"\nmtu = {mtu}\n\
+         [[interface]]\nname = \"d1\"\ndriver = \"{driver}\"\nhost = \"d1\"\nmtu = {mtu}\n\
          [[xconnect]]\nrx = \"d0\"\ntx = \"d1\"\n[[xconnect]]\nrx = \"d1\"\ntx = \"d0\"\n",
         socket.display()
     );

@@ -8,6 +8,7 @@ pub mod netns;
 pub mod report;
 pub mod rfc2544;
 
+use crate::gen::port::Io;
 use dut::DutKind;
 use netns::{LabLock, TESTER};
 use report::RunResult;
@@ -34,6 +35,9 @@ usage: sluice lab up | down | run [options] | bench [options]
     --engine E         generator engine: af_packet (default) or xdp (kernel XDP live frames,
                        several times faster; one size and flow, one way, counted by t1's
                        interface counter)
+    --io IO            the path between generator and DUT: af_packet (default) or af_xdp
+                       (both the generator's ports and sluice's or testpmd's use AF_XDP;
+                       the veths run at MTU 1500 so XDP can run natively)
     --repeat N         runs per DUT, alternating DUTs run by run; the table shows medians
     --gen-cpu N        generator CPU (default 0)    --dut-cpu N   DUT worker CPU (default 1)
     --json             one JSON document instead of the table
@@ -59,6 +63,8 @@ pub struct RunOptions {
     /// Receive work of the DUT's ports on the DUT's CPU (NAPI threads pinned there), or in
     /// the sender's context as a veth does by default.
     pub napi_on_dut: bool,
+    /// How generator and DUT reach the lab's ports.
+    pub io: Io,
 }
 
 /// `--napi dut|sender`: whether the DUT's ports receive in NAPI threads on the DUT's CPU.
@@ -85,6 +91,7 @@ pub fn parse_run(args: &[String]) -> Result<RunOptions, String> {
         bi: false,
         xdp: false,
         napi_on_dut: true,
+        io: Io::AfPacket,
     };
     let mut it = args.iter();
     let value = |it: &mut std::slice::Iter<'_, String>, flag: &str| {
@@ -163,6 +170,7 @@ pub fn parse_run(args: &[String]) -> Result<RunOptions, String> {
             "--bi" => o.bi = true,
             "--napi" => o.napi_on_dut = parse_napi(&value(&mut it, a)?)?,
             "--engine" => o.xdp = crate::gen::parse_engine(&value(&mut it, a)?)?,
+            "--io" => o.io = Io::parse(&value(&mut it, a)?)?,
             other => return Err(format!("unknown option '{other}'")),
         }
     }
@@ -172,6 +180,7 @@ pub fn parse_run(args: &[String]) -> Result<RunOptions, String> {
     if o.xdp && o.bi {
         return Err("--engine xdp sends one way (no --bi)".into());
     }
+    check_io(o.io, o.xdp, &o.duts)?;
     Ok(o)
 }
 
@@ -235,6 +244,27 @@ pub fn main(args: &[String]) -> i32 {
     }
 }
 
+/// `--io` with the rest: the XDP live-frames engine sends by itself, and a DUT with no
+/// driver for the io cannot take part.
+pub fn check_io(io: Io, xdp: bool, duts: &[DutKind]) -> Result<(), String> {
+    if xdp && io != Io::AfPacket {
+        return Err("--engine xdp sends by itself: give --io only without it".into());
+    }
+    if let Some(d) = duts.iter().find(|d| !d.supports(io)) {
+        return Err(format!("DUT {} has no {} ports", d.name(), io.name()));
+    }
+    Ok(())
+}
+
+/// MTU of the lab's veths for an io: AF_XDP frames fit one buffer, and native XDP on a veth
+/// needs the peer's MTU within a page.
+pub fn port_mtu(io: Io) -> u32 {
+    match io {
+        Io::AfXdp => 1500,
+        Io::AfPacket => netns::LAB_MTU,
+    }
+}
+
 fn with_lock(f: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
     let _lock = LabLock::take()?;
     f()
@@ -276,6 +306,8 @@ pub(crate) fn generate(o: &RunOptions, extra: &[String]) -> Result<Value, String
     }
     if o.xdp {
         args.extend(["--engine".into(), "xdp".into()]);
+    } else {
+        args.extend(["--io".into(), o.io.name().into()]);
     }
     args.extend(extra.iter().cloned());
     let out = Command::new("ip")
@@ -292,8 +324,9 @@ pub(crate) fn generate(o: &RunOptions, extra: &[String]) -> Result<Value, String
 }
 
 pub(crate) fn one_run(o: &RunOptions, kind: DutKind) -> Result<RunResult, String> {
+    netns::set_mtu(port_mtu(o.io))?;
     netns::dut_napi(o.napi_on_dut, o.xdp, o.dut_cpu)?;
-    let mut d = dut::start(kind, o.dut_cpu)?;
+    let mut d = dut::start(kind, o.dut_cpu, o.io)?;
     d.ctl("clear runtime");
     d.ctl("clear interfaces");
     let gen = generate(o, &d.gen_args());

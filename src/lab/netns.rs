@@ -144,6 +144,17 @@ fn build() -> Result<(), String> {
     Ok(())
 }
 
+/// Set the MTU of all four lab ports (the DUTs set theirs again as they need).
+pub fn set_mtu(mtu: u32) -> Result<(), String> {
+    for (ns, dev) in PAIRS.iter().flat_map(|(t, d)| [(TESTER, *t), (DUT, *d)]) {
+        run(
+            "ip",
+            &["-n", ns, "link", "set", dev, "mtu", &mtu.to_string()],
+        )?;
+    }
+    Ok(())
+}
+
 /// Remove the lab. Returns false when there was nothing to remove.
 pub fn down() -> Result<bool, String> {
     let present: Vec<String> = namespaces()

@@ -6,6 +6,7 @@ use super::dut::{self, DutKind, RunningDut};
 use super::{generate, netns, RunOptions};
 use crate::bench::linerate::fmt_pps;
 use crate::bench::search::{search, Latency, SearchConfig, SearchResult, Trial, TrialRunner};
+use crate::gen::port::Io;
 use crate::stats::Summary;
 use serde_json::json;
 
@@ -36,6 +37,7 @@ pub struct Options {
     pub repeat: usize,
     pub json: bool,
     pub xdp: bool,
+    pub io: Io,
 }
 
 pub fn parse(args: &[String]) -> Result<Options, String> {
@@ -53,6 +55,7 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
         repeat: 5,
         json: false,
         xdp: false,
+        io: Io::AfPacket,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -86,12 +89,14 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
             "--repeat" => o.repeat = number(1.0, 100.0)? as usize,
             "--json" => o.json = true,
             "--engine" => o.xdp = crate::gen::parse_engine(&value()?)?,
+            "--io" => o.io = Io::parse(&value()?)?,
             other => return Err(format!("unknown option '{other}'")),
         }
     }
     if o.xdp && (o.loadtest.bi || o.loadtest.flows != "single" || o.loadtest.size == "imix") {
         return Err("--engine xdp searches single-flow, one-size, one-way loadtests".into());
     }
+    super::check_io(o.io, o.xdp, &[o.dut])?;
     if o.search.max_rate <= o.search.min_rate {
         return Err("--max-rate must be above --min-rate".into());
     }
@@ -229,9 +234,11 @@ fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
         bi: o.loadtest.bi,
         xdp: o.xdp,
         napi_on_dut: true,
+        io: o.io,
     };
+    netns::set_mtu(super::port_mtu(o.io))?;
     netns::dut_napi(base.napi_on_dut, base.xdp, base.dut_cpu)?;
-    let running = dut::start(o.dut, base.dut_cpu)?;
+    let running = dut::start(o.dut, base.dut_cpu, o.io)?;
     let mut runner = LabTrials {
         dut: &running,
         base: base.clone(),
