@@ -278,3 +278,160 @@ fn no_program_left_behind() {
     assert!(link(&l.dut, "d0").contains("other_prog"));
     std::fs::remove_dir_all(&l.dir).ok();
 }
+
+/// A veth pair with two queues each way.
+fn veth_two_queues(na: &Netns, a: &str, nb: &Netns, b: &str) {
+    sh(
+        "ip",
+        &[
+            "link",
+            "add",
+            a,
+            "numrxqueues",
+            "2",
+            "numtxqueues",
+            "2",
+            "netns",
+            &na.name,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            b,
+            "numrxqueues",
+            "2",
+            "numtxqueues",
+            "2",
+            "netns",
+            &nb.name,
+        ],
+    );
+    for (ns, dev) in [(na, a), (nb, b)] {
+        ns.sysctl(&format!("net.ipv6.conf.{dev}.disable_ipv6"), "1");
+        ns.ip(&["link", "set", dev, "mtu", "1500", "up"]);
+    }
+}
+
+#[test]
+fn one_socket_per_queue_one_queue_per_worker() {
+    if !is_root() || std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("needs root and two CPUs: skipping");
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tester = Netns::new("xtmq");
+    let dut = Netns::new("xdmq");
+    veth_two_queues(&tester, "t0", &dut, "d0");
+    veth_two_queues(&tester, "t1", &dut, "d1");
+    dut.sysctl("net.ipv4.ip_forward", "0");
+    let dir = tmpdir("xdpmq");
+    let (cfg, socket) = config(&dir, "native");
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("workers = 1", "workers = 2");
+    std::fs::write(&cfg, text).unwrap();
+    let mut d = try_start(&dut, &cfg, &socket).unwrap_or_else(|e| panic!("{e}"));
+    let hw = ctl_json(&socket, "show hardware d0");
+    assert_eq!(hw[0]["rx_queues"], 2, "{hw}");
+    // A packet socket sends on the queue of its CPU, and a veth delivers on the same queue
+    // number: a sender pinned to CPU c reaches queue c, which worker c polls.
+    for cpu in ["0", "1"] {
+        let out = tester
+            .exec(
+                BIN,
+                &[
+                    "gen", "--tx", "t0", "--rx", "t1", "--flows", "64", "--count", "20000",
+                    "--rate", "50000", "--cpu", cpu, "--json", "--quiet",
+                ],
+            )
+            .output()
+            .unwrap();
+        let gen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(gen["rx_packets"], 20000, "{gen}");
+    }
+    let runtime = ctl_json(&socket, "show runtime");
+    let per_worker: Vec<u64> = runtime["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| {
+            t["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|n| n["name"] == "af-xdp-input")
+                .map(|n| n["vectors"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(per_worker, vec![20000, 20000], "{runtime}");
+    assert!(d.stop());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn generator_on_af_xdp_ports() {
+    if !is_root() {
+        eprintln!("not root: skipping the namespace test");
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let l = lab("gen");
+    let (cfg, socket) = config(&l.dir, "native");
+    let mut d = try_start(&l.dut, &cfg, &socket).unwrap_or_else(|e| panic!("{e}"));
+    let out = l
+        .tester
+        .exec(
+            BIN,
+            &[
+                "gen",
+                "--io",
+                "af_xdp",
+                "--tx",
+                "t0",
+                "--rx",
+                "t1",
+                "--size",
+                "64,512,1514",
+                "--flows",
+                "var2",
+                "--count",
+                "20000",
+                "--rate",
+                "20000",
+                "--bi",
+                "--json",
+                "--quiet",
+            ],
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let gen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(gen["io"], "af_xdp", "{gen}");
+    assert_eq!(gen["tx_packets"], 40000, "{gen}");
+    assert_eq!(gen["rx_packets"], 40000, "{gen}");
+    assert_eq!(gen["rx_corrupt"], 0, "{gen}");
+    // The generator's own XDP programs are gone with it.
+    assert!(
+        !link(&l.tester, "t0").contains("prog/xdp"),
+        "{}",
+        link(&l.tester, "t0")
+    );
+    // Jumbo frames do not fit an AF_XDP buffer: a clear error, before anything is sent.
+    let out = l
+        .tester
+        .exec(
+            BIN,
+            &["gen", "--io", "af_xdp", "--tx", "t0", "--size", "9018"],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("too large"));
+    assert!(d.stop());
+    std::fs::remove_dir_all(&l.dir).ok();
+}
