@@ -94,6 +94,27 @@ fn lab_up_down_is_idempotent_and_clean() {
     let sluice = rows.iter().find(|r| r["dut"] == "sluice").unwrap();
     let d0 = &sluice["dut_interfaces"].as_array().unwrap()[0];
     assert_eq!(d0["rx_packets"], 20000, "{d0}");
+
+    // The same over AF_XDP: the generator's ports and the userspace DUTs' use it.
+    let duts = if testpmd { "sluice,testpmd" } else { "sluice" };
+    let o = lab(&[
+        "run", "--dut", duts, "--io", "af_xdp", "--count", "20000", "--rate", "50000", "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows: Vec<serde_json::Value> = match v {
+        serde_json::Value::Array(a) => a,
+        one => vec![one],
+    };
+    for r in &rows {
+        assert_eq!(r["io"], "af_xdp", "{r}");
+        assert_eq!(r["tx_packets"], 20000, "{r}");
+        assert_eq!(r["lost"], 0, "{r}");
+    }
+    let sluice = rows.iter().find(|r| r["dut"] == "sluice").unwrap();
+    let d0 = &sluice["dut_interfaces"].as_array().unwrap()[0];
+    assert_eq!(d0["driver"], "af_xdp", "{d0}");
+    assert_eq!(d0["rx_packets"], 20000, "{d0}");
     assert!(
         namespaces().contains("sl-dut"),
         "lab run took down a lab it did not build"

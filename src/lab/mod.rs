@@ -324,7 +324,7 @@ pub(crate) fn generate(o: &RunOptions, extra: &[String]) -> Result<Value, String
 }
 
 pub(crate) fn one_run(o: &RunOptions, kind: DutKind) -> Result<RunResult, String> {
-    netns::set_mtu(port_mtu(o.io))?;
+    let _mtu = netns::PortMtu::set(port_mtu(o.io))?;
     netns::dut_napi(o.napi_on_dut, o.xdp, o.dut_cpu)?;
     let mut d = dut::start(kind, o.dut_cpu, o.io)?;
     d.ctl("clear runtime");

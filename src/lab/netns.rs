@@ -155,6 +155,22 @@ pub fn set_mtu(mtu: u32) -> Result<(), String> {
     Ok(())
 }
 
+/// The lab ports' MTU for one run; the lab's own MTU comes back when it drops.
+pub struct PortMtu;
+
+impl PortMtu {
+    pub fn set(mtu: u32) -> Result<PortMtu, String> {
+        set_mtu(mtu)?;
+        Ok(PortMtu)
+    }
+}
+
+impl Drop for PortMtu {
+    fn drop(&mut self) {
+        let _ = set_mtu(LAB_MTU);
+    }
+}
+
 /// Remove the lab. Returns false when there was nothing to remove.
 pub fn down() -> Result<bool, String> {
     let present: Vec<String> = namespaces()
