@@ -222,6 +222,22 @@ fn attach_by_netlink(ns: &Netns, dev: &str, name: &'static str) {
     .unwrap();
 }
 
+/// Remove whatever generic program netlink attached to `dev`.
+fn detach_by_netlink(ns: &Netns, dev: &str) {
+    let path = format!("/var/run/netns/{}", ns.name);
+    let dev = dev.to_string();
+    std::thread::spawn(move || {
+        let f = std::fs::File::open(&path).unwrap();
+        use std::os::fd::AsRawFd;
+        // SAFETY: setns on this thread only, with a namespace file we hold open.
+        assert_eq!(unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) }, 0);
+        let ifindex = sluice::drivers::af_packet::netdev::index(&dev).unwrap();
+        netlink::set_xdp_fd(ifindex, -1, program::XDP_FLAGS_SKB_MODE).unwrap();
+    })
+    .join()
+    .unwrap();
+}
+
 #[test]
 fn no_program_left_behind() {
     if !is_root() {
@@ -276,6 +292,23 @@ fn no_program_left_behind() {
         "{err}"
     );
     assert!(link(&l.dut, "d0").contains("other_prog"));
+    detach_by_netlink(&l.dut, "d0");
+
+    // A forced mode the kernel refuses is a clear error, and nothing is left attached.
+    let text = std::fs::read_to_string(&cfg).unwrap().replace(
+        "xdp-mode = \"generic\"\n",
+        "xdp-mode = \"generic\"\nsocket-mode = \"zero-copy\"\n",
+    );
+    std::fs::write(&cfg, text).unwrap();
+    match try_start(&l.dut, &cfg, &socket) {
+        Ok(_) => eprintln!("this kernel gave a veth zero-copy AF_XDP sockets"),
+        Err(e) => assert!(e.contains("zero-copy"), "{e}"),
+    }
+    assert!(
+        !link(&l.dut, "d0").contains("prog/xdp"),
+        "{}",
+        link(&l.dut, "d0")
+    );
     std::fs::remove_dir_all(&l.dir).ok();
 }
 
