@@ -6,6 +6,9 @@ use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::interface::SharedL2Modes;
 use crate::wire::ethernet::{ParseError, Repr};
 
+/// How many packets ahead the data is prefetched.
+const PREFETCH_AHEAD: usize = 4;
+
 #[repr(usize)]
 enum Next {
     L2Xconnect,
@@ -65,7 +68,12 @@ impl EthernetInput {
 
     fn run<const TRACE: bool>(&self, cx: &mut NodeCx<'_>, frame: &[u32]) {
         let modes = self.modes.load();
-        for &bi in frame {
+        for (k, &bi) in frame.iter().enumerate() {
+            // Frames written by the device (or another core) are not in our cache yet: start
+            // loading a few packets ahead while this one is classified.
+            if let Some(&ahead) = frame.get(k + PREFETCH_AHEAD) {
+                cx.bufs.prefetch(ahead);
+            }
             let len = cx.bufs.packet_len(bi);
             let verdict = self.classify(cx.bufs.data(bi), len);
             let next = match verdict {
