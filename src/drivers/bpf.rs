@@ -50,6 +50,13 @@ pub const ALU64_MOV_REG: u8 = 0xbf;
 pub const ALU64_MOV_IMM: u8 = 0xb7;
 pub const ALU64_ADD_IMM: u8 = 0x07;
 pub const ALU64_ADD_REG: u8 = 0x0f;
+pub const ALU64_AND_IMM: u8 = 0x57;
+pub const ALU64_XOR_IMM: u8 = 0xa7;
+pub const ALU64_RSH_IMM: u8 = 0x77;
+pub const ALU64_MOD_IMM: u8 = 0x97;
+/// Byte swap to big-endian (BPF_ALU | BPF_END | BPF_TO_BE); the immediate is the width.
+pub const ALU_TO_BE: u8 = 0xdc;
+pub const STX_MEM_H: u8 = 0x6b;
 pub const JMP_JEQ_IMM: u8 = 0x15;
 pub const JMP_JGT_REG: u8 = 0x2d;
 pub const JMP_JGE_REG: u8 = 0x3d;

@@ -13,9 +13,10 @@
 
 use super::bpf::{
     self, insn, load_map_fd, map_create, map_lookup, map_update, put_u32, put_u64, BpfFd, Insn,
-    ALU64_ADD_IMM, ALU64_ADD_REG, ALU64_MOV_IMM, ALU64_MOV_REG, BPF_MAP_TYPE_ARRAY,
-    BPF_PROG_TEST_RUN, JMP_CALL, JMP_EXIT, JMP_JEQ_IMM, JMP_JGE_REG, JMP_JGT_REG, JMP_JLT_REG,
-    LDX_MEM_DW, LDX_MEM_W, STX_MEM_DW, ST_MEM_H, ST_MEM_W,
+    ALU64_ADD_IMM, ALU64_ADD_REG, ALU64_AND_IMM, ALU64_MOD_IMM, ALU64_MOV_IMM, ALU64_MOV_REG,
+    ALU64_RSH_IMM, ALU64_XOR_IMM, ALU_TO_BE, BPF_MAP_TYPE_ARRAY, BPF_PROG_TEST_RUN, JMP_CALL,
+    JMP_EXIT, JMP_JEQ_IMM, JMP_JGE_REG, JMP_JGT_REG, JMP_JLT_REG, LDX_MEM_DW, LDX_MEM_W,
+    STX_MEM_DW, STX_MEM_H, ST_MEM_H, ST_MEM_W,
 };
 
 const HELPER_MAP_LOOKUP_ELEM: i32 = 1;
@@ -41,7 +42,11 @@ const STATE_SIZE: u32 = 24;
 /// write the header template into the frame; transmit
 /// ```
 /// Catching up to `now` after a stall means no burst of missed frames follows it.
-fn program(header: &[u8; HEADER_LEN], map_fd: i32) -> Vec<Insn> {
+///
+/// With `var2_flows`, frame `seq` then gets T-Rex's var2 addresses: the low 16 bits of both
+/// source and destination are `seq % flows + 1`, the IPv4 id is `seq`, and the header
+/// checksum is the template's constant part plus those three words, folded.
+fn program(header: &[u8; HEADER_LEN], map_fd: i32, var2_flows: Option<u32>) -> Vec<Insn> {
     let mut p = vec![
         insn(ALU64_MOV_REG, 6, 1, 0, 0),  // r6 = ctx
         insn(ST_MEM_W, 10, 0, -4, 0),     // key = 0 on the stack
@@ -67,6 +72,7 @@ fn program(header: &[u8; HEADER_LEN], map_fd: i32) -> Vec<Insn> {
         insn(ALU64_MOV_REG, 1, 0, 0, 0), // r1 = now
         insn(STX_MEM_DW, 7, 1, 0, 0),    // next_due = r1
         insn(LDX_MEM_DW, 1, 7, 16, 0),   // sent += 1 (one thread runs the program)
+        insn(ALU64_MOV_REG, 8, 1, 0, 0), // r8 = this frame's sequence number
         insn(ALU64_ADD_IMM, 1, 0, 0, 1),
         insn(STX_MEM_DW, 7, 1, 16, 0),
         insn(LDX_MEM_W, 2, 6, 0, 0), // r2 = ctx->data
@@ -84,6 +90,9 @@ fn program(header: &[u8; HEADER_LEN], map_fd: i32) -> Vec<Insn> {
     }
     let tail = u16::from_ne_bytes([header[40], header[41]]);
     p.push(insn(ST_MEM_H, 2, 0, 40, tail as i32));
+    if let Some(flows) = var2_flows {
+        p.extend(var2_rewrite(header, flows));
+    }
     p.push(insn(ALU64_MOV_IMM, 0, 0, 0, XDP_TX));
     p.push(insn(JMP_EXIT, 0, 0, 0, 0));
     let drop_at = p.len();
@@ -92,6 +101,60 @@ fn program(header: &[u8; HEADER_LEN], map_fd: i32) -> Vec<Insn> {
     for at in to_drop {
         p[at].off = (drop_at - at - 1) as i16;
     }
+    p
+}
+
+// Where var2 writes, in the frame: IPv4 id, header checksum, low halves of the addresses.
+const IP_AT: usize = 14;
+const ID_AT: usize = IP_AT + 4;
+const CSUM_AT: usize = IP_AT + 10;
+const SRC_LO_AT: usize = IP_AT + 14;
+const DST_LO_AT: usize = IP_AT + 18;
+
+/// The ones' complement sum of the IPv4 header's 16-bit words that var2 leaves alone.
+fn constant_header_sum(header: &[u8; HEADER_LEN]) -> u32 {
+    (IP_AT..IP_AT + 20)
+        .step_by(2)
+        .filter(|at| ![ID_AT, CSUM_AT, SRC_LO_AT, DST_LO_AT].contains(at))
+        .map(|at| u16::from_be_bytes([header[at], header[at + 1]]) as u32)
+        .sum()
+}
+
+/// Instructions (r2 = frame data, r8 = sequence number) that give frame `seq` its var2
+/// addresses, IPv4 id and header checksum.
+fn var2_rewrite(header: &[u8; HEADER_LEN], flows: u32) -> Vec<Insn> {
+    let mut p = vec![
+        insn(ALU64_MOV_REG, 3, 8, 0, 0), // r3 = seq % flows + 1
+        insn(ALU64_MOD_IMM, 3, 0, 0, flows.max(1) as i32),
+        insn(ALU64_ADD_IMM, 3, 0, 0, 1),
+        insn(ALU64_MOV_REG, 4, 3, 0, 0),
+        insn(ALU_TO_BE, 4, 0, 0, 16),
+        insn(STX_MEM_H, 2, 4, SRC_LO_AT as i16, 0),
+        insn(STX_MEM_H, 2, 4, DST_LO_AT as i16, 0),
+        insn(ALU64_MOV_REG, 5, 8, 0, 0), // r5 = seq as u16: the IPv4 id
+        insn(ALU64_AND_IMM, 5, 0, 0, 0xffff),
+        insn(ALU64_MOV_REG, 4, 5, 0, 0),
+        insn(ALU_TO_BE, 4, 0, 0, 16),
+        insn(STX_MEM_H, 2, 4, ID_AT as i16, 0),
+        // r0 = constant part + id + source + destination, folded to 16 bits, inverted.
+        insn(ALU64_MOV_IMM, 0, 0, 0, constant_header_sum(header) as i32),
+        insn(ALU64_ADD_REG, 0, 5, 0, 0),
+        insn(ALU64_ADD_REG, 0, 3, 0, 0),
+        insn(ALU64_ADD_REG, 0, 3, 0, 0),
+    ];
+    for _ in 0..2 {
+        p.extend([
+            insn(ALU64_MOV_REG, 4, 0, 0, 0),
+            insn(ALU64_RSH_IMM, 4, 0, 0, 16),
+            insn(ALU64_AND_IMM, 0, 0, 0, 0xffff),
+            insn(ALU64_ADD_REG, 0, 4, 0, 0),
+        ]);
+    }
+    p.extend([
+        insn(ALU64_XOR_IMM, 0, 0, 0, 0xffff),
+        insn(ALU_TO_BE, 0, 0, 0, 16),
+        insn(STX_MEM_H, 2, 0, CSUM_AT as i16, 0),
+    ]);
     p
 }
 
@@ -107,7 +170,7 @@ const KEY: [u8; 4] = 0u32.to_ne_bytes();
 
 impl LiveFrames {
     /// Load the program for `frame` (at least 60 bytes), to be sent out of `ifindex`.
-    pub fn new(frame: &[u8], ifindex: u32) -> Result<LiveFrames, String> {
+    pub fn new(frame: &[u8], ifindex: u32, var2_flows: Option<u32>) -> Result<LiveFrames, String> {
         if frame.len() < 60 || frame.len() > 4096 - 256 - 320 {
             return Err(format!(
                 "xdp engine: frame of {} bytes not supported (60..3520)",
@@ -118,7 +181,7 @@ impl LiveFrames {
         header.copy_from_slice(&frame[..HEADER_LEN]);
         let map = map_create(BPF_MAP_TYPE_ARRAY, 4, STATE_SIZE, 1)
             .map_err(|e| format!("xdp engine: {e}"))?;
-        let insns = program(&header, map.0);
+        let insns = program(&header, map.0, var2_flows);
         let prog =
             bpf::load_xdp_program(&insns, "sluice_gen").map_err(|e| format!("xdp engine: {e}"))?;
         Ok(LiveFrames {
@@ -153,6 +216,22 @@ impl LiveFrames {
         Ok(u64::from_ne_bytes(c))
     }
 
+    /// Run the program once on a copy of the frame, without sending it, and return the frame
+    /// as the program left it (BPF_PROG_RUN's plain test mode). Advances the sequence.
+    pub fn dry_run(&mut self) -> Result<Vec<u8>, String> {
+        let mut out = vec![0u8; self.frame.len()];
+        let mut attr = [0u8; 80];
+        put_u32(&mut attr, 0, self.prog.0 as u32);
+        put_u32(&mut attr, 8, self.frame.len() as u32); // data_size_in
+        put_u32(&mut attr, 12, out.len() as u32); // data_size_out
+        put_u64(&mut attr, 16, self.frame.as_ptr() as u64);
+        put_u64(&mut attr, 24, out.as_mut_ptr() as u64);
+        put_u32(&mut attr, 32, 1); // repeat
+        bpf::bpf(BPF_PROG_TEST_RUN, &mut attr)
+            .map_err(|e| format!("xdp engine: BPF_PROG_RUN: {e}"))?;
+        Ok(out)
+    }
+
     /// Run the program `count` times (one kernel call); each run transmits a frame if one is
     /// due. `sent` tells how many went out.
     pub fn run(&mut self, count: u32) -> Result<(), String> {
@@ -179,9 +258,46 @@ impl LiveFrames {
 mod tests {
     use super::*;
 
+    fn is_root() -> bool {
+        // SAFETY: geteuid has no preconditions.
+        unsafe { libc::geteuid() == 0 }
+    }
+
+    #[test]
+    fn var2_frames_match_the_generator_profile() {
+        if !is_root() {
+            eprintln!("not root: skipping the BPF test run");
+            return;
+        }
+        let profile = crate::gen::frame::Profile {
+            sizes: vec![64],
+            flows: crate::gen::frame::VAR2_FLOWS,
+            var2: true,
+            src_net: [16, 0],
+            dst_net: [48, 0],
+            routed: false,
+            src_mac: crate::wire::MacAddress([2, 0, 0, 0, 0, 1]),
+            dst_mac: crate::wire::MacAddress([2, 0, 0, 0, 0, 2]),
+        };
+        let mut template = Vec::new();
+        profile.build(0, 0, &mut template);
+        let mut e = LiveFrames::new(&template, 1, Some(profile.flows)).unwrap();
+        let mut want = Vec::new();
+        for seq in 0..70_000u64 {
+            let got = e.dry_run().unwrap();
+            if seq % 997 != 0 && !(65_530..65_540).contains(&seq) {
+                continue;
+            }
+            profile.build(seq, 0, &mut want);
+            // Ethernet, IPv4 (addresses, id, checksum) and UDP headers are the profile's.
+            assert_eq!(got[..HEADER_LEN], want[..HEADER_LEN], "frame {seq}");
+        }
+        assert_eq!(e.sent().unwrap(), 70_000);
+    }
+
     #[test]
     fn program_shape() {
-        let p = program(&[0xab; HEADER_LEN], 7);
+        let p = program(&[0xab; HEADER_LEN], 7, None);
         assert_eq!(p[p.len() - 2].imm, XDP_DROP);
         assert_eq!(p[p.len() - 4].imm, XDP_TX);
         // Every conditional jump lands on the drop return or just past the catch-up move.

@@ -33,8 +33,8 @@ usage: sluice gen --tx IF [--rx IF] [options]
   --link SPEED         1G, 10G, 25G, 40G, 100G, for --rate P% (default 10G)
   --warmup SECS        send for SECS first, at the same rate, without counting it
   --engine E           af_packet (default) or xdp: the kernel's XDP live-frames mode, many
-                       times faster on a veth, paced by the XDP program itself; one size and
-                       flow, and the receiver counts with the interface's counter (no
+                       times faster on a veth, paced by the XDP program itself; one size,
+                       single flow or var2, and the receiver counts with the interface's counter (no
                        per-frame checks; --count may overshoot by a few frames when paced)
   --io IO              af_packet (default: packet socket, TPACKET ring with kernel receive
                        timestamps) or af_xdp (AF_XDP sockets through sluice's own driver;
@@ -241,8 +241,10 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
         return Err("--tx IF is required".into());
     }
     if o.xdp {
-        if o.profile.sizes.iter().any(|&s| s != o.profile.sizes[0]) || o.profile.flows != 1 {
-            return Err("--engine xdp sends one frame size and one flow".into());
+        if o.profile.sizes.iter().any(|&s| s != o.profile.sizes[0])
+            || (o.profile.flows != 1 && !o.profile.var2)
+        {
+            return Err("--engine xdp sends one frame size, single flow or var2".into());
         }
         if o.bi || !o.warmup.is_zero() || o.rx_pcap.is_some() {
             return Err("--engine xdp does not combine with --bi, --warmup or --rx-pcap".into());
@@ -593,7 +595,8 @@ fn run_xdp(opts: &Options) -> Result<Report, String> {
         netdev::index(&opts.tx).ok_or_else(|| format!("interface '{}' not found", opts.tx))?;
     let mut f = Vec::new();
     opts.profile.build(0, 0, &mut f);
-    let mut engine = crate::drivers::xdp_live::LiveFrames::new(&f, idx)?;
+    let var2 = opts.profile.var2.then_some(opts.profile.flows);
+    let mut engine = crate::drivers::xdp_live::LiveFrames::new(&f, idx, var2)?;
     engine.set_rate(opts.rate)?;
     let before = opts.rx.as_deref().map(rx_counter).transpose()?;
     if let Some(c) = opts.cpu {

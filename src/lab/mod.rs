@@ -33,7 +33,7 @@ usage: sluice lab up | down | run [options] | bench [options]
                        DUT's CPU (default, so every DUT pays for its own receiving), or in
                        the sender's context as a veth does unless told otherwise
     --engine E         generator engine: af_packet (default) or xdp (kernel XDP live frames,
-                       several times faster; one size and flow, one way, counted by t1's
+                       several times faster; one size, single flow or var2, one way, counted by t1's
                        interface counter)
     --io IO            the path between generator and DUT: af_packet (default) or af_xdp
                        (both the generator's ports and sluice's or testpmd's use AF_XDP;
