@@ -453,4 +453,18 @@ tx = "p1"
         let e = err("[[interface]]\nname = \"a\"\ndriver = \"af_packet\"\nmtu = 65000\n");
         assert!(e.starts_with("t.toml:4: key 'mtu'"), "{e}");
     }
+
+    #[test]
+    fn shipped_examples_parse() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+        let mut n = 0;
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "toml") {
+                Config::load(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                n += 1;
+            }
+        }
+        assert!(n >= 3, "examples found: {n}");
+    }
 }
