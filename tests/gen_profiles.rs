@@ -139,11 +139,37 @@ fn xdp_engine_sends_what_it_says() {
     let pps = gen["tx_pps"].as_f64().unwrap();
     assert!((190_000.0..210_000.0).contains(&pps), "{gen}");
     assert_eq!(gen["rx_packets"], gen["tx_packets"], "{gen}");
-    // One size and one flow only.
+    // var2 and IMIX both ways: the program cuts each frame to its size and writes its
+    // addresses; every frame reaches the other end.
+    let o = ns
+        .exec("ethtool", &["-K", "x0", "gro", "on"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = ns
+        .exec(
+            BIN,
+            &[
+                "gen", "--tx", "x0", "--rx", "x1", "--engine", "xdp", "--flows", "var2", "--size",
+                "imix", "--bi", "--count", "100000", "--json", "--quiet",
+            ],
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let gen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(gen["direction"], "bi", "{gen}");
+    assert_eq!(gen["tx_packets"], 200000, "{gen}");
+    assert_eq!(gen["rx_packets"], 200000, "{gen}");
+    // Flows other than single and var2 are refused.
     let bad = ns
         .exec(
             BIN,
-            &["gen", "--tx", "x0", "--engine", "xdp", "--size", "64,128"],
+            &["gen", "--tx", "x0", "--engine", "xdp", "--flows", "16"],
         )
         .output()
         .unwrap();

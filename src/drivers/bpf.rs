@@ -51,6 +51,7 @@ pub const ALU64_MOV_IMM: u8 = 0xb7;
 pub const ALU64_ADD_IMM: u8 = 0x07;
 pub const ALU64_ADD_REG: u8 = 0x0f;
 pub const ALU64_AND_IMM: u8 = 0x57;
+pub const ALU64_SUB_REG: u8 = 0x1f;
 pub const ALU64_XOR_IMM: u8 = 0xa7;
 pub const ALU64_RSH_IMM: u8 = 0x77;
 pub const ALU64_MOD_IMM: u8 = 0x97;

@@ -33,8 +33,9 @@ usage: sluice gen --tx IF [--rx IF] [options]
   --link SPEED         1G, 10G, 25G, 40G, 100G, for --rate P% (default 10G)
   --warmup SECS        send for SECS first, at the same rate, without counting it
   --engine E           af_packet (default) or xdp: the kernel's XDP live-frames mode, many
-                       times faster on a veth, paced by the XDP program itself; one size,
-                       single flow or var2, and the receiver counts with the interface's counter (no
+                       times faster on a veth, paced by the XDP program itself; single flow
+                       or var2, any size mix, one thread per direction; the receiver counts
+                       with the interface's counter (no
                        per-frame checks; --count may overshoot by a few frames when paced)
   --io IO              af_packet (default: packet socket, TPACKET ring with kernel receive
                        timestamps) or af_xdp (AF_XDP sockets through sluice's own driver;
@@ -241,13 +242,14 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
         return Err("--tx IF is required".into());
     }
     if o.xdp {
-        if o.profile.sizes.iter().any(|&s| s != o.profile.sizes[0])
-            || (o.profile.flows != 1 && !o.profile.var2)
-        {
-            return Err("--engine xdp sends one frame size, single flow or var2".into());
+        if o.profile.flows != 1 && !o.profile.var2 {
+            return Err("--engine xdp sends single flow or var2".into());
         }
-        if o.bi || !o.warmup.is_zero() || o.rx_pcap.is_some() {
-            return Err("--engine xdp does not combine with --bi, --warmup or --rx-pcap".into());
+        if o.profile.sizes.iter().any(|&s| s > 3524) {
+            return Err("--engine xdp sends frames of at most 3524 bytes".into());
+        }
+        if !o.warmup.is_zero() || o.rx_pcap.is_some() {
+            return Err("--engine xdp does not combine with --warmup or --rx-pcap".into());
         }
     }
     if o.xdp && o.io != Io::AfPacket {
@@ -589,16 +591,97 @@ fn rx_counter(name: &str) -> Result<u64, String> {
         .map_err(|e| format!("{p}: {e}"))
 }
 
-/// Full-speed sending with XDP live frames; the receiver side is the rx interface's counter.
+/// The XDP engine's template (the profile's longest frame) and what its program varies.
+pub fn xdp_frames(profile: &Profile) -> (Vec<u8>, crate::drivers::xdp_live::Variation) {
+    let longest = (0..profile.sizes.len() as u64)
+        .max_by_key(|&s| profile.frame_len(s))
+        .unwrap_or(0);
+    let mut template = Vec::new();
+    profile.build(longest, 0, &mut template);
+    let v = crate::drivers::xdp_live::Variation {
+        var2_flows: profile.var2.then_some(profile.flows),
+        lengths: (0..profile.sizes.len() as u64)
+            .map(|s| profile.frame_len(s) as u32)
+            .collect(),
+    };
+    (template, v)
+}
+
+/// Sending with XDP live frames, one thread per direction; the receiver side is each rx
+/// interface's counter.
 fn run_xdp(opts: &Options) -> Result<Report, String> {
-    let idx =
-        netdev::index(&opts.tx).ok_or_else(|| format!("interface '{}' not found", opts.tx))?;
-    let mut f = Vec::new();
-    opts.profile.build(0, 0, &mut f);
-    let var2 = opts.profile.var2.then_some(opts.profile.flows);
-    let mut engine = crate::drivers::xdp_live::LiveFrames::new(&f, idx, var2)?;
-    engine.set_rate(opts.rate)?;
-    let before = opts.rx.as_deref().map(rx_counter).transpose()?;
+    let lanes = lanes(opts);
+    let mean_len = Report::mean_size(opts) - frame::FCS_LEN as f64;
+    let before: Vec<Option<u64>> = lanes
+        .iter()
+        .map(|l| l.rx.as_deref().map(rx_counter).transpose())
+        .collect::<Result<_, _>>()?;
+    // Load every program before any sends, so that a refusal sends nothing.
+    let mut engines = Vec::new();
+    for lane in &lanes {
+        let idx =
+            netdev::index(&lane.tx).ok_or_else(|| format!("interface '{}' not found", lane.tx))?;
+        let (f, variation) = xdp_frames(&lane.profile);
+        let mut engine = crate::drivers::xdp_live::LiveFrames::new(&f, idx, &variation)?;
+        engine.set_rate(opts.rate)?;
+        engines.push(engine);
+    }
+    let mut handles = Vec::new();
+    for (lane, mut engine) in lanes.iter().zip(engines) {
+        let (o, label) = (opts.clone(), lane.label);
+        handles.push(
+            std::thread::Builder::new()
+                .name("gen-xdp".into())
+                .spawn(move || xdp_send(&o, label, &mut engine))
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    let mut sent = 0;
+    let mut elapsed = Duration::ZERO;
+    for h in handles {
+        let (n, t) = h.join().map_err(|_| "sender thread failed".to_string())??;
+        sent += n;
+        elapsed = elapsed.max(t);
+    }
+    let mut rx = None;
+    for (lane, b) in lanes.iter().zip(before) {
+        let (Some(name), Some(b)) = (&lane.rx, b) else {
+            continue;
+        };
+        // Wait until the counter stops moving (frames still in the DUT).
+        let mut last = rx_counter(name)?;
+        loop {
+            std::thread::sleep(Duration::from_millis(200));
+            let now = rx_counter(name)?;
+            if now == last {
+                break;
+            }
+            last = now;
+        }
+        let r = rx.get_or_insert_with(RxReport::default);
+        r.packets += last - b;
+    }
+    if let Some(r) = rx.as_mut() {
+        r.bytes = (r.packets as f64 * mean_len) as u64;
+    }
+    Ok(Report {
+        tx: TxReport {
+            packets: sent,
+            bytes: (sent as f64 * mean_len) as u64,
+            errors: 0,
+            elapsed,
+        },
+        rx,
+        lanes: lanes.len(),
+    })
+}
+
+/// One direction of the XDP engine: frames sent and the time they took.
+fn xdp_send(
+    opts: &Options,
+    label: &str,
+    engine: &mut crate::drivers::xdp_live::LiveFrames,
+) -> Result<(u64, Duration), String> {
     if let Some(c) = opts.cpu {
         cpu::pin_current_thread(c)?;
     }
@@ -652,43 +735,13 @@ fn run_xdp(opts: &Options) -> Result<Report, String> {
             // Frames went out at `pace` while the call was sending: the rest was the gap.
             gap_s = (wall - (sent - before_call) as f64 / pace).clamp(0.0, wall * 0.5);
         }
-        line.tick(opts.quiet, "", sent);
+        line.tick(opts.quiet, label, sent);
     }
     // The last call ended with a grace period in which nothing was sent.
     let elapsed = start
         .elapsed()
         .saturating_sub(Duration::from_secs_f64(gap_s));
-    let rx = match (&opts.rx, before) {
-        (Some(name), Some(b)) => {
-            // Wait until the counter stops moving (frames still in the DUT).
-            let mut last = rx_counter(name)?;
-            loop {
-                std::thread::sleep(Duration::from_millis(200));
-                let now = rx_counter(name)?;
-                if now == last {
-                    break;
-                }
-                last = now;
-            }
-            let packets = last - b;
-            Some(RxReport {
-                packets,
-                bytes: packets * f.len() as u64,
-                ..RxReport::default()
-            })
-        }
-        _ => None,
-    };
-    Ok(Report {
-        tx: TxReport {
-            packets: sent,
-            bytes: sent * f.len() as u64,
-            errors: 0,
-            elapsed,
-        },
-        rx,
-        lanes: 1,
-    })
+    Ok((sent, elapsed))
 }
 
 fn run(opts: &Options) -> Result<Report, String> {

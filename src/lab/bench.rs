@@ -29,8 +29,7 @@ usage: sluice lab bench [options]
   --napi dut|sender where the DUT ports' receive work runs (default dut: NAPI threads on
                     the DUT's CPU; see sluice lab --help)
   --engine E        generator engine: af_packet (default) or xdp (kernel XDP live frames:
-                    one size, single flow or var2, one way: 64b, var2-64b, 1514b,
-                    var2-1514b)";
+                    every loadtest of seed 000, at full speed: no --rate)";
 
 /// A T-Rex bench loadtest of seed 000.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -197,11 +196,13 @@ pub fn parse(args: &[String]) -> Result<BenchOptions, String> {
     }
     if o.xdp
         && (o.rate.is_some()
-            || o.loadtests.iter().any(|l| {
-                l.bi || !["single", "var2"].contains(&l.flows.as_str()) || l.size == "imix"
-            }))
+            || o.loadtests
+                .iter()
+                .any(|l| !["single", "var2"].contains(&l.flows.as_str())))
     {
-        return Err("--engine xdp runs one-size, one-way loadtests, single flow or var2, at full speed (64b, var2-64b, 1514b, var2-1514b; no --rate)".into());
+        return Err(
+            "--engine xdp runs single-flow or var2 loadtests at full speed (no --rate)".into(),
+        );
     }
     super::check_io(o.io, o.xdp, &o.duts)?;
     if o.duts.is_empty() || o.loadtests.is_empty() {

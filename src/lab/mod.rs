@@ -33,7 +33,7 @@ usage: sluice lab up | down | run [options] | bench [options]
                        DUT's CPU (default, so every DUT pays for its own receiving), or in
                        the sender's context as a veth does unless told otherwise
     --engine E         generator engine: af_packet (default) or xdp (kernel XDP live frames,
-                       several times faster; one size, single flow or var2, one way, counted by t1's
+                       several times faster; single flow or var2, counted by the receiving port's
                        interface counter)
     --io IO            the path between generator and DUT: af_packet (default) or af_xdp
                        (both the generator's ports and sluice's or testpmd's use AF_XDP;
@@ -176,9 +176,6 @@ pub fn parse_run(args: &[String]) -> Result<RunOptions, String> {
     }
     if o.duration.is_some() && o.count.is_some() {
         return Err("give --duration or --count, not both".into());
-    }
-    if o.xdp && o.bi {
-        return Err("--engine xdp sends one way (no --bi)".into());
     }
     check_io(o.io, o.xdp, &o.duts)?;
     Ok(o)

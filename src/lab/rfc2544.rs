@@ -24,7 +24,7 @@ usage: sluice bench [options]            (and: sluice bench compare A B, minista
   --pdr-loss PCT     loss allowed for PDR, in percent (default 0.5, as FD.io CSIT)
   --repeat N         searches (default 5); the summary gives median, min, max
   --engine E         generator: af_packet (default, ~1.2 Mpps) or xdp (kernel XDP live
-                     frames, paced up to ~1.5 Mpps here; one size, single flow or var2, one way)
+                     frames, paced up to ~1.5 Mpps here; single flow or var2)
   --json             every trial of every search as JSON";
 
 #[derive(Clone, Debug)]
@@ -93,14 +93,8 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
             other => return Err(format!("unknown option '{other}'")),
         }
     }
-    if o.xdp
-        && (o.loadtest.bi
-            || !["single", "var2"].contains(&o.loadtest.flows.as_str())
-            || o.loadtest.size == "imix")
-    {
-        return Err(
-            "--engine xdp searches one-size, one-way loadtests, single flow or var2".into(),
-        );
+    if o.xdp && !["single", "var2"].contains(&o.loadtest.flows.as_str()) {
+        return Err("--engine xdp searches single-flow or var2 loadtests".into());
     }
     super::check_io(o.io, o.xdp, &[o.dut])?;
     if o.search.max_rate <= o.search.min_rate {
