@@ -14,11 +14,15 @@
 //!
 //! [[interface]]
 //! name = "d0"
-//! driver = "af_packet"     # af_packet | af_xdp | pcap
+//! driver = "af_packet"     # af_packet | af_xdp | memif | pcap
 //! host = "d0"              # af_packet, af_xdp: the Linux interface (default: name)
 //! xdp-mode = "auto"        # af_xdp: auto | native | generic
 //! socket-mode = "auto"     # af_xdp: auto | zero-copy | copy
-//! ring-size = 2048         # af_xdp: entries per ring (power of two)
+//! ring-size = 2048         # af_xdp, memif: entries per ring (power of two)
+//! socket = "/run/sluice/memif.sock"  # memif: the control socket
+//! role = "client"          # memif: client (owns the memory; zero-copy) | server
+//! id = 0                   # memif: interface id, as the peer names it
+//! secret = "..."           # memif: optional shared secret
 //! mtu = 9000
 //! state = "up"             # up | down
 //!
@@ -119,8 +123,16 @@ pub struct InterfaceConfig {
     pub xdp_mode: Option<Spanned<String>>,
     /// af_xdp: zero-copy or copy sockets (auto: zero-copy if the driver allows it).
     pub socket_mode: Option<Spanned<String>>,
-    /// af_xdp: entries of each ring.
+    /// af_xdp, memif: entries of each ring.
     pub ring_size: Option<Spanned<u32>>,
+    /// memif: the control socket's path.
+    pub socket: Option<PathBuf>,
+    /// memif: client or server.
+    pub role: Option<Spanned<String>>,
+    /// memif: the interface id.
+    pub id: Option<u32>,
+    /// memif: the shared secret.
+    pub secret: Option<String>,
     pub mtu: Option<Spanned<u32>>,
     pub state: Option<Spanned<String>>,
     /// pcap: the file to replay.
@@ -276,6 +288,22 @@ impl Config {
                         ));
                     }
                 }
+                "memif" => {
+                    if i.socket.is_none() {
+                        return Err(c.err(
+                            i.driver.span(),
+                            "socket",
+                            format!("memif interface '{name}' needs socket = \"PATH\""),
+                        ));
+                    }
+                    if i.rx_file.is_some() || i.tx_file.is_some() || i.host.is_some() {
+                        return Err(c.err(
+                            i.driver.span(),
+                            "driver",
+                            "a memif interface takes socket, role, id, secret, ring-size".into(),
+                        ));
+                    }
+                }
                 "pcap" => {
                     if i.rx_file.is_none() && i.tx_file.is_none() {
                         return Err(c.err(
@@ -289,11 +317,38 @@ impl Config {
                     return Err(c.err(
                         i.driver.span(),
                         "driver",
-                        format!("unknown driver '{other}' (known: af_packet, af_xdp, pcap)"),
+                        format!("unknown driver '{other}' (known: af_packet, af_xdp, memif, pcap)"),
                     ))
                 }
             }
             let is_xdp = i.driver.get_ref() == "af_xdp";
+            let is_memif = i.driver.get_ref() == "memif";
+            if let Some(r) = &i.role {
+                if !is_memif {
+                    return Err(c.err(r.span(), "role", "belongs to memif interfaces".into()));
+                }
+                if !["client", "server"].contains(&r.get_ref().as_str()) {
+                    return Err(c.err(
+                        r.span(),
+                        "role",
+                        format!("'{}' is not client or server", r.get_ref()),
+                    ));
+                }
+            }
+            if !is_memif && (i.socket.is_some() || i.id.is_some() || i.secret.is_some()) {
+                return Err(c.err(
+                    i.driver.span(),
+                    "socket",
+                    "socket, id and secret belong to memif interfaces".into(),
+                ));
+            }
+            if i.secret.as_ref().is_some_and(|s| s.len() > 23) {
+                return Err(c.err(
+                    i.driver.span(),
+                    "secret",
+                    "a memif secret is at most 23 bytes".into(),
+                ));
+            }
             for (key, v, allowed) in [
                 ("xdp-mode", &i.xdp_mode, &["auto", "native", "generic"][..]),
                 (
@@ -317,18 +372,22 @@ impl Config {
             }
             if let Some(r) = &i.ring_size {
                 let v = *r.get_ref();
-                if !is_xdp {
+                let (lo, hi) = match (is_xdp, is_memif) {
+                    (true, _) => (64, 32768),
+                    (_, true) => (16, 16384),
+                    _ => {
+                        return Err(c.err(
+                            r.span(),
+                            "ring-size",
+                            "belongs to af_xdp and memif interfaces".into(),
+                        ))
+                    }
+                };
+                if !v.is_power_of_two() || !(lo..=hi).contains(&v) {
                     return Err(c.err(
                         r.span(),
                         "ring-size",
-                        "belongs to af_xdp interfaces".into(),
-                    ));
-                }
-                if !v.is_power_of_two() || !(64..=32768).contains(&v) {
-                    return Err(c.err(
-                        r.span(),
-                        "ring-size",
-                        format!("{v} is not a power of two between 64 and 32768"),
+                        format!("{v} is not a power of two between {lo} and {hi}"),
                     ));
                 }
             }

@@ -7,6 +7,8 @@ use crate::drivers::af_packet::{self, AfPacketConfig};
 use crate::drivers::af_xdp::program::XdpMode;
 use crate::drivers::af_xdp::xsk::CopyMode;
 use crate::drivers::af_xdp::{self, AfXdpConfig};
+use crate::drivers::memif::connection::Role;
+use crate::drivers::memif::{self, MemifConfig};
 use crate::drivers::pcap::{self, PcapConfig, ReplayProgress};
 use crate::drivers::{cpu, tsc, DriverPorts, NoTx, RxQueue, TxQueue};
 use crate::graph::{Graph, GraphShared, NodeDecl};
@@ -119,6 +121,28 @@ fn open_interface(
                 .map_err(|e| format!("interface {name}: {e}"))?;
                 ("af_xdp", ports, None)
             }
+            "memif" => {
+                let ports = memif::open(
+                    &MemifConfig {
+                        name: name.clone(),
+                        socket: cfg.socket.clone().unwrap_or_default(),
+                        role: match cfg.role.as_ref().map(|r| r.get_ref().as_str()) {
+                            Some("server") => Role::Server,
+                            _ => Role::Client,
+                        },
+                        id: cfg.id.unwrap_or(0),
+                        secret: cfg.secret.clone(),
+                        ring_size: cfg
+                            .ring_size
+                            .as_ref()
+                            .map_or(memif::DEFAULT_RING_SIZE, |r| *r.get_ref()),
+                        workers,
+                    },
+                    pool,
+                )
+                .map_err(|e| format!("interface {name}: {e}"))?;
+                ("memif", ports, None)
+            }
             _ => {
                 let (ports, progress) = pcap::open(
                     &PcapConfig {
@@ -140,6 +164,7 @@ fn open_interface(
     interface.rx_queues = ports.rx.len();
     interface.tx_queues = ports.tx.len();
     interface.details = ports.details.clone();
+    interface.live = ports.live.clone();
     interface.set_up(
         cfg.state
             .as_ref()

@@ -59,6 +59,8 @@ pub struct Interface {
     pub rx_queues: usize,
     pub tx_queues: usize,
     admin_up: AtomicBool,
+    /// The driver's view of the link, when it has one that changes.
+    pub live: Option<Arc<dyn crate::drivers::LiveStatus>>,
     /// One set per thread: workers first, the main thread last.
     counters: Box<[CacheAligned<IfCounters>]>,
     baseline: std::sync::Mutex<IfTotals>,
@@ -75,6 +77,7 @@ impl Interface {
             rx_queues: 1,
             tx_queues: 1,
             admin_up: AtomicBool::new(false),
+            live: None,
             counters: (0..threads).map(|_| CacheAligned::default()).collect(),
             baseline: Default::default(),
         }
@@ -82,6 +85,20 @@ impl Interface {
 
     pub fn is_up(&self) -> bool {
         self.admin_up.load(Ordering::Relaxed)
+    }
+
+    /// Whether the link is up (drivers without link state always are).
+    pub fn link_up(&self) -> bool {
+        self.live.as_ref().is_none_or(|l| l.link_up())
+    }
+
+    /// Static driver facts followed by the live ones.
+    pub fn all_details(&self) -> Vec<(String, String)> {
+        let mut d = self.details.clone();
+        if let Some(l) = &self.live {
+            d.extend(l.details());
+        }
+        d
     }
 
     pub fn set_up(&self, up: bool) {

@@ -211,6 +211,21 @@ impl BufferPool {
         self.give_batch(from);
     }
 
+    /// Like `give_back`, for packets: every segment of each chain goes back.
+    pub fn give_back_chains(&self, heads: &[u32]) {
+        let mut all = Vec::with_capacity(heads.len());
+        for &head in heads {
+            let mut bi = head;
+            while bi < self.count && all.len() < self.count as usize {
+                all.push(bi);
+                // SAFETY: the caller owns these buffers (they were its, and no thread can
+                // reach them), so nothing writes this metadata while we read it.
+                bi = unsafe { (*self.meta[bi as usize].get()).next };
+            }
+        }
+        self.give_batch(&all);
+    }
+
     fn give_batch(&self, from: &[u32]) {
         let mut free = self.free.lock().unwrap();
         free.extend_from_slice(from);

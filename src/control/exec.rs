@@ -194,7 +194,11 @@ impl Control {
         let mut arr = Vec::new();
         for i in &list {
             let c = i.totals();
-            let state = if i.is_up() { "up" } else { "down" };
+            let state = match (i.is_up(), i.link_up()) {
+                (false, _) => "down",
+                (true, true) => "up",
+                (true, false) => "no-link",
+            };
             let rows = [
                 ("rx packets", c.rx_packets),
                 ("rx bytes", c.rx_bytes),
@@ -226,12 +230,14 @@ impl Control {
                 "", i.driver, i.rx_queues, i.tx_queues
             );
             let mut details = serde_json::Map::new();
-            for (k, v) in &i.details {
+            for (k, v) in &i.all_details() {
                 details.insert(k.clone(), Value::String(v.clone()));
             }
             arr.push(json!({
                 "name": i.name, "index": i.index, "driver": i.driver, "state": state,
                 "mtu": i.mtu, "rx_queues": i.rx_queues, "tx_queues": i.tx_queues,
+                "admin": if i.is_up() { "up" } else { "down" },
+                "link": if i.link_up() { "up" } else { "down" },
                 "rx_packets": c.rx_packets, "rx_bytes": c.rx_bytes,
                 "tx_packets": c.tx_packets, "tx_bytes": c.tx_bytes,
                 "drops": c.drops, "tx_errors": c.tx_errors, "rx_miss": c.rx_miss,
@@ -250,20 +256,25 @@ impl Control {
         let mut t = String::new();
         let mut arr = Vec::new();
         for i in &list {
-            let state = if i.is_up() { "up" } else { "down" };
+            let state = match (i.is_up(), i.link_up()) {
+                (false, _) => "down",
+                (true, true) => "up",
+                (true, false) => "no-link",
+            };
             let _ = writeln!(
                 t,
                 "{:<16}{:>5}  {:<5} driver {}, rx queues {}, tx queues {}",
                 i.name, i.index, state, i.driver, i.rx_queues, i.tx_queues
             );
             let mut details = serde_json::Map::new();
-            for (k, v) in &i.details {
+            for (k, v) in &i.all_details() {
                 let _ = writeln!(t, "    {k:<14} {v}");
                 details.insert(k.clone(), Value::String(v.clone()));
             }
             arr.push(json!({
                 "name": i.name, "index": i.index, "driver": i.driver, "state": state,
                 "rx_queues": i.rx_queues, "tx_queues": i.tx_queues, "details": details,
+                "link": if i.link_up() { "up" } else { "down" },
             }));
         }
         Ok((t, Value::Array(arr)))

@@ -6,6 +6,7 @@ pub mod af_packet;
 pub mod af_xdp;
 pub mod bpf;
 pub mod cpu;
+pub mod memif;
 pub mod pcap;
 pub mod tsc;
 pub mod xdp_live;
@@ -80,6 +81,14 @@ pub struct DriverPorts {
     /// Device state to restore when the interface is closed (MTU, promiscuous mode): these
     /// values undo their change when dropped.
     pub restore: Vec<Box<dyn Send + Sync>>,
+    /// State the driver changes while running (a memif peer that comes and goes).
+    pub live: Option<std::sync::Arc<dyn LiveStatus>>,
+}
+
+/// What a driver knows now about its link: for `show interface` and `show hardware`.
+pub trait LiveStatus: Send + Sync {
+    fn link_up(&self) -> bool;
+    fn details(&self) -> Vec<(String, String)>;
 }
 
 /// The transmit side of an interface that has none (a pcap interface without `tx-file`):

@@ -232,5 +232,6 @@ pub fn open(cfg: &AfPacketConfig) -> Result<DriverPorts, String> {
         mtu,
         details,
         restore,
+        live: None,
     })
 }

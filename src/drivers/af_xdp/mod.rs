@@ -462,6 +462,7 @@ pub fn open(cfg: &AfXdpConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
         mtu,
         details,
         restore,
+        live: None,
     })
 }
 

@@ -166,6 +166,7 @@ pub fn open(
             mtu: cfg.mtu,
             details,
             restore: Vec::new(),
+            live: None,
         },
         progress,
     ))

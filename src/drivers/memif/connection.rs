@@ -1,0 +1,372 @@
+//! One established memif connection: the shared regions and rings both sides agreed on, and
+//! the handshakes that build it, as server and as client. A handshake that meets a message it
+//! does not accept answers DISCONNECT with the reason and fails; nothing is mapped that was
+//! not checked.
+
+use super::proto::{
+    AddRegion, AddRing, Hello, Init, Msg, MAX_LOG2_RING_SIZE, MAX_REGIONS, MAX_RINGS,
+    MODE_ETHERNET, RING_COOKIE, VERSION,
+};
+use super::shm::{memfd, ring_bytes, Region, Ring, RING_FLAG_MASK_INT};
+use super::socket::Channel;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::Arc;
+
+/// Which side of the protocol we are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Listens; maps the client's memory and copies packets in and out of it.
+    Server,
+    /// Connects; owns the memory (for sluice: its own buffer pool, so nothing is copied).
+    Client,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Server => "server",
+            Role::Client => "client",
+        }
+    }
+}
+
+/// What we say about ourselves and ask of the peer.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Interface id both sides must agree on.
+    pub id: u32,
+    pub secret: Option<String>,
+    /// Our name in HELLO, INIT and CONNECT(ED).
+    pub name: String,
+    /// Queue pairs we want (client) or accept at most (server).
+    pub queues: usize,
+    pub log2_ring_size: u8,
+    /// Client: the buffer pool's memfd and length, shared as region 1.
+    pub pool: Option<(libc::c_int, usize)>,
+}
+
+/// The agreed shared memory.
+pub struct Connection {
+    pub peer_name: String,
+    /// Server: the client's regions by index. Client: region 0 (the rings) only.
+    pub regions: Vec<Arc<Region>>,
+    pub c2s: Vec<Ring>,
+    pub s2c: Vec<Ring>,
+    /// Interrupt eventfds of the rings (written by the producer when the consumer asks).
+    pub c2s_irq: Vec<OwnedFd>,
+    pub s2c_irq: Vec<OwnedFd>,
+}
+
+/// Region index of the buffer pool when we are the client.
+pub const POOL_REGION: u16 = 1;
+
+fn refuse(ch: &Channel, reason: String) -> String {
+    let _ = ch.send(
+        &Msg::Disconnect {
+            code: 1,
+            reason: reason.clone(),
+        },
+        None,
+    );
+    reason
+}
+
+fn recv(ch: &Channel, what: &str) -> Result<(Msg, Option<OwnedFd>), String> {
+    match ch.recv() {
+        Ok((Msg::Disconnect { code, reason }, _)) => Err(format!(
+            "peer disconnected while we waited for {what}: {reason} (code {code})"
+        )),
+        Ok(m) => Ok(m),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => Err(refuse(
+            ch,
+            format!("bad message while waiting for {what}: {e}"),
+        )),
+        Err(e) => Err(format!("waiting for {what}: {e}")),
+    }
+}
+
+fn expect_ack(ch: &Channel, after: &str) -> Result<(), String> {
+    match recv(ch, "ACK")? {
+        (Msg::Ack, _) => Ok(()),
+        (m, _) => Err(refuse(
+            ch,
+            format!("got {} instead of ACK for {after}", m.kind()),
+        )),
+    }
+}
+
+fn send(ch: &Channel, m: &Msg, fd: Option<libc::c_int>) -> Result<(), String> {
+    ch.send(m, fd)
+        .map_err(|e| format!("sending {}: {e}", m.kind()))
+}
+
+/// The server's side: HELLO out, then INIT, regions, rings and CONNECT in.
+pub fn serve(ch: &Channel, s: &Settings) -> Result<Connection, String> {
+    let hello = Hello {
+        name: s.name.clone(),
+        min_version: VERSION,
+        max_version: VERSION,
+        max_region: MAX_REGIONS - 1,
+        max_c2s_ring: (s.queues.min(MAX_RINGS as usize) - 1) as u16,
+        max_s2c_ring: (s.queues.min(MAX_RINGS as usize) - 1) as u16,
+        max_log2_ring_size: MAX_LOG2_RING_SIZE,
+    };
+    send(ch, &Msg::Hello(hello), None)?;
+    let peer_name = match recv(ch, "INIT")? {
+        (Msg::Init(i), _) => {
+            if i.id != s.id {
+                return Err(refuse(
+                    ch,
+                    format!("unknown interface id {} (ours is {})", i.id, s.id),
+                ));
+            }
+            if let Some(secret) = &s.secret {
+                if &i.secret != secret {
+                    return Err(refuse(ch, "wrong secret".into()));
+                }
+            }
+            i.name
+        }
+        (m, _) => return Err(refuse(ch, format!("got {} instead of INIT", m.kind()))),
+    };
+    send(ch, &Msg::Ack, None)?;
+    let mut regions: Vec<Arc<Region>> = Vec::new();
+    let (mut c2s, mut s2c) = (Vec::new(), Vec::new());
+    let (mut c2s_irq, mut s2c_irq) = (Vec::new(), Vec::new());
+    loop {
+        match recv(ch, "ADD_REGION, ADD_RING or CONNECT")? {
+            (Msg::AddRegion(AddRegion { index, size }), fd) => {
+                if index as usize != regions.len() {
+                    return Err(refuse(
+                        ch,
+                        format!("region {index} out of order (next is {})", regions.len()),
+                    ));
+                }
+                let Some(fd) = fd else {
+                    return Err(refuse(
+                        ch,
+                        format!("region {index} came without a descriptor"),
+                    ));
+                };
+                let r = Region::map(fd, size as usize, false)
+                    .map_err(|e| refuse(ch, format!("region {index}: {e}")))?;
+                regions.push(Arc::new(r));
+            }
+            (Msg::AddRing(r), fd) => {
+                let AddRing {
+                    c2s: to_server,
+                    index,
+                    region,
+                    offset,
+                    log2_size,
+                    private_hdr_size,
+                } = r;
+                let list = if to_server { &mut c2s } else { &mut s2c };
+                if index as usize != list.len() || index as usize >= s.queues {
+                    return Err(refuse(
+                        ch,
+                        format!("ring {index} out of order or beyond {} queues", s.queues),
+                    ));
+                }
+                if private_hdr_size != 0 {
+                    return Err(refuse(ch, "private ring headers are not supported".into()));
+                }
+                let Some(reg) = regions.get(region as usize) else {
+                    return Err(refuse(
+                        ch,
+                        format!("ring {index} in unknown region {region}"),
+                    ));
+                };
+                let Some(ring) = reg.ring(offset as usize, log2_size) else {
+                    return Err(refuse(ch, format!(
+                        "ring {index} at offset {offset} (2^{log2_size} slots) does not fit region {region} of {} bytes",
+                        reg.len()
+                    )));
+                };
+                if ring.cookie() != RING_COOKIE {
+                    return Err(refuse(
+                        ch,
+                        format!("ring {index} has a bad cookie {:#x}", ring.cookie()),
+                    ));
+                }
+                let Some(fd) = fd else {
+                    return Err(refuse(
+                        ch,
+                        format!("ring {index} came without an interrupt descriptor"),
+                    ));
+                };
+                list.push(ring);
+                if to_server {
+                    c2s_irq.push(fd);
+                } else {
+                    s2c_irq.push(fd);
+                }
+            }
+            (Msg::Connect { name }, _) => {
+                if c2s.is_empty() || s2c.is_empty() {
+                    return Err(refuse(ch, "CONNECT before a ring in each direction".into()));
+                }
+                // We poll the rings we consume: ask the client not to interrupt us.
+                for r in &c2s {
+                    r.set_flags(r.flags() | RING_FLAG_MASK_INT);
+                }
+                send(
+                    ch,
+                    &Msg::Connected {
+                        name: s.name.clone(),
+                    },
+                    None,
+                )?;
+                let peer = if name.is_empty() { peer_name } else { name };
+                return Ok(Connection {
+                    peer_name: peer,
+                    regions,
+                    c2s,
+                    s2c,
+                    c2s_irq,
+                    s2c_irq,
+                });
+            }
+            (m, _) => return Err(refuse(ch, format!("unexpected {} during setup", m.kind()))),
+        }
+        send(ch, &Msg::Ack, None)?;
+    }
+}
+
+fn eventfd() -> Result<OwnedFd, String> {
+    // SAFETY: plain eventfd creation; checked and owned.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(format!("eventfd: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: a descriptor we just created.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The client's side: HELLO in; INIT, regions (rings; the buffer pool), rings and CONNECT out.
+pub fn connect(ch: &Channel, s: &Settings) -> Result<Connection, String> {
+    let hello = match recv(ch, "HELLO")? {
+        (Msg::Hello(h), _) => h,
+        (m, _) => return Err(refuse(ch, format!("got {} instead of HELLO", m.kind()))),
+    };
+    let queues = s
+        .queues
+        .min(hello.max_c2s_ring as usize + 1)
+        .min(hello.max_s2c_ring as usize + 1)
+        .min(MAX_RINGS as usize)
+        .max(1);
+    let log2 = s.log2_ring_size.min(hello.max_log2_ring_size);
+    if hello.max_region < POOL_REGION {
+        return Err(refuse(
+            ch,
+            "peer accepts only one region; we need two".into(),
+        ));
+    }
+    let Some((pool_fd, pool_len)) = s.pool else {
+        return Err("client role needs the buffer pool's memfd".into());
+    };
+    // Region 0: the rings, C2S then S2C for each queue.
+    let per_ring = ring_bytes(log2).div_ceil(64) * 64;
+    let rings_len = (per_ring * 2 * queues).div_ceil(4096) * 4096;
+    let fd = memfd("sluice-memif-rings", rings_len).map_err(|e| format!("memfd: {e}"))?;
+    let rings_region = Arc::new(Region::map(fd, rings_len, true)?);
+    send(
+        ch,
+        &Msg::Init(Init {
+            version: VERSION,
+            id: s.id,
+            mode: MODE_ETHERNET,
+            secret: s.secret.clone().unwrap_or_default(),
+            name: s.name.clone(),
+        }),
+        None,
+    )?;
+    expect_ack(ch, "INIT")?;
+    send(
+        ch,
+        &Msg::AddRegion(AddRegion {
+            index: 0,
+            size: rings_len as u64,
+        }),
+        rings_region.fd(),
+    )?;
+    expect_ack(ch, "ADD_REGION 0")?;
+    send(
+        ch,
+        &Msg::AddRegion(AddRegion {
+            index: POOL_REGION,
+            size: pool_len as u64,
+        }),
+        Some(pool_fd),
+    )?;
+    expect_ack(ch, "ADD_REGION 1")?;
+    let (mut c2s, mut s2c) = (Vec::new(), Vec::new());
+    let (mut c2s_irq, mut s2c_irq) = (Vec::new(), Vec::new());
+    for (k, to_server) in (0..queues)
+        .map(|q| (q, true))
+        .chain((0..queues).map(|q| (q, false)))
+    {
+        let slot = if to_server { k } else { queues + k };
+        let offset = slot * per_ring;
+        let ring = rings_region
+            .ring(offset, log2)
+            .ok_or("ring layout does not fit its region")?;
+        // We poll what we receive (S2C): no interrupts wanted there.
+        ring.init(if to_server { 0 } else { RING_FLAG_MASK_INT });
+        let irq = eventfd()?;
+        send(
+            ch,
+            &Msg::AddRing(AddRing {
+                c2s: to_server,
+                index: k as u16,
+                region: 0,
+                offset: offset as u32,
+                log2_size: log2,
+                private_hdr_size: 0,
+            }),
+            Some(irq.as_raw_fd()),
+        )?;
+        expect_ack(ch, "ADD_RING")?;
+        if to_server {
+            c2s.push(ring);
+            c2s_irq.push(irq);
+        } else {
+            s2c.push(ring);
+            s2c_irq.push(irq);
+        }
+    }
+    send(
+        ch,
+        &Msg::Connect {
+            name: s.name.clone(),
+        },
+        None,
+    )?;
+    let peer_name = match recv(ch, "CONNECTED")? {
+        (Msg::Connected { name }, _) => {
+            if name.is_empty() {
+                hello.name
+            } else {
+                name
+            }
+        }
+        (m, _) => return Err(refuse(ch, format!("got {} instead of CONNECTED", m.kind()))),
+    };
+    Ok(Connection {
+        peer_name,
+        regions: vec![rings_region],
+        c2s,
+        s2c,
+        c2s_irq,
+        s2c_irq,
+    })
+}
+
+/// Wake the consumer of a ring, unless it polls (masked its interrupts).
+pub fn notify(ring: &Ring, irq: &OwnedFd) {
+    if ring.flags() & RING_FLAG_MASK_INT == 0 {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: an 8-byte write to an eventfd we hold.
+        unsafe { libc::write(irq.as_raw_fd(), one.as_ptr() as *const libc::c_void, 8) };
+    }
+}
