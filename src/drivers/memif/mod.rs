@@ -2,10 +2,10 @@
 //!
 //! A control thread per interface runs the protocol (listening as server, or connecting and
 //! retrying once a second as client), and publishes each established connection to the
-//! queues with an atomic swap plus a generation number. A worker notices a new generation at
-//! its next burst, gives back what it held in the old rings, and takes up the new ones; no
-//! lock is taken per packet, and the old shared memory is unmapped only when the last queue
-//! has let go of it.
+//! queues with an atomic swap. A worker compares the published connection with its own at
+//! every burst; when they differ it gives back what it held in the old rings and takes up the
+//! new ones. No lock is taken per packet, and the old shared memory is unmapped only when the
+//! last queue has let go of it.
 //!
 //! Who copies: as **client**, the regions are ours, and region 1 *is* the buffer pool, so
 //! descriptors point at pool buffers: the peer writes received frames straight into the
@@ -54,9 +54,8 @@ const MAX_SEGMENTS: usize = 8;
 
 /// What the control thread shares with the queues and `show interface`.
 pub struct Shared {
+    /// The current connection; queues compare it with the one they work on at every burst.
     conn: ArcSwapOption<Connection>,
-    /// Bumped on every connect and disconnect.
-    generation: AtomicU64,
     connected: AtomicBool,
     stop: AtomicBool,
     peer: Mutex<String>,
@@ -116,7 +115,6 @@ impl Shared {
         }
         self.conn.store(c.map(Arc::new));
         self.connected.store(up, Ordering::Relaxed);
-        self.generation.fetch_add(1, Ordering::Release);
     }
 
     fn note_error(&self, name: &str, e: &str) {
@@ -269,12 +267,13 @@ fn control_loop(
 /// The rings a queue works on, while a connection lasts.
 struct Attached {
     conn: Arc<Connection>,
-    generation: u64,
 }
 
-/// Per-slot owners of a client's rings: the pool buffer each descriptor points at.
+/// Per-slot owners of a client's rings: the pool buffer each descriptor points at, and how
+/// many buffers hang off it (a chained packet is owned by its last slot).
 struct Slots {
     bufs: Vec<u32>,
+    segs: Vec<u16>,
     held: usize,
 }
 
@@ -282,27 +281,28 @@ impl Slots {
     fn new(size: usize) -> Slots {
         Slots {
             bufs: vec![NO_BUFFER; size],
+            segs: vec![0; size],
             held: 0,
         }
     }
 
-    fn put(&mut self, slot: u16, bi: u32) {
+    fn put(&mut self, slot: u16, bi: u32, segments: usize) {
         let i = slot as usize % self.bufs.len();
         self.bufs[i] = bi;
-        self.held += 1;
+        self.segs[i] = segments as u16;
+        self.held += segments;
     }
 
     fn take(&mut self, slot: u16) -> u32 {
         let i = slot as usize % self.bufs.len();
         let bi = std::mem::replace(&mut self.bufs[i], NO_BUFFER);
-        if bi != NO_BUFFER {
-            self.held -= 1;
-        }
+        self.held -= std::mem::take(&mut self.segs[i]) as usize;
         bi
     }
 
     fn drain(&mut self) -> Vec<u32> {
         self.held = 0;
+        self.segs.iter_mut().for_each(|s| *s = 0);
         self.bufs
             .iter_mut()
             .map(|b| std::mem::replace(b, NO_BUFFER))
@@ -374,15 +374,17 @@ struct MemifRx {
 impl MemifRx {
     /// Follow the published connection: let go of the old rings, take up the new ones.
     fn sync(&mut self, bufs: &mut WorkerBuffers) -> bool {
-        let gen = self.shared.generation.load(Ordering::Acquire);
-        if self.att.as_ref().map(|a| a.generation) == Some(gen) {
-            return true;
+        let cur = self.shared.conn.load();
+        match (&*cur, &self.att) {
+            (Some(c), Some(a)) if Arc::ptr_eq(c, &a.conn) => return true,
+            (None, None) => return false,
+            _ => {}
         }
         let held = self.slots.drain();
         bufs.free_all(&held);
         self.partial.discard(bufs);
         self.att = None;
-        let Some(conn) = self.shared.conn.load_full() else {
+        let Some(conn) = (*cur).clone() else {
             return false;
         };
         let ring = match self.role {
@@ -397,10 +399,7 @@ impl MemifRx {
         // Server: we consume from the tail up to the client's head.
         self.head = ring.head();
         self.next = ring.tail();
-        self.att = Some(Attached {
-            conn,
-            generation: gen,
-        });
+        self.att = Some(Attached { conn });
         true
     }
 
@@ -469,7 +468,7 @@ impl MemifRx {
                         metadata: 0,
                     },
                 );
-                self.slots.put(self.head, bi);
+                self.slots.put(self.head, bi, 1);
                 self.head = self.head.wrapping_add(1);
             }
         }
@@ -568,14 +567,16 @@ struct MemifTx {
 
 impl MemifTx {
     fn sync(&mut self, bufs: &mut WorkerBuffers) -> bool {
-        let gen = self.shared.generation.load(Ordering::Acquire);
-        if self.att.as_ref().map(|a| a.generation) == Some(gen) {
-            return true;
+        let cur = self.shared.conn.load();
+        match (&*cur, &self.att) {
+            (Some(c), Some(a)) if Arc::ptr_eq(c, &a.conn) => return true,
+            (None, None) => return false,
+            _ => {}
         }
         let held = self.slots.drain();
         bufs.free_all(&held);
         self.att = None;
-        let Some(conn) = self.shared.conn.load_full() else {
+        let Some(conn) = (*cur).clone() else {
             return false;
         };
         let ring = match self.role {
@@ -588,10 +589,7 @@ impl MemifTx {
         self.slots = Slots::new(ring.size() as usize);
         self.head = ring.head();
         self.next = ring.tail();
-        self.att = Some(Attached {
-            conn,
-            generation: gen,
-        });
+        self.att = Some(Attached { conn });
         true
     }
 
@@ -647,7 +645,7 @@ impl MemifTx {
                 );
                 if last {
                     // Freed (the whole chain) when the server has consumed this slot.
-                    self.slots.put(self.head, bi);
+                    self.slots.put(self.head, bi, segs);
                 }
                 self.head = self.head.wrapping_add(1);
                 seg = m.next;
@@ -810,7 +808,6 @@ pub fn open(cfg: &MemifConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
     let queues = cfg.workers.max(1);
     let shared = Arc::new(Shared {
         conn: ArcSwapOption::empty(),
-        generation: AtomicU64::new(0),
         connected: AtomicBool::new(false),
         stop: AtomicBool::new(false),
         peer: Mutex::new(String::new()),
