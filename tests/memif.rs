@@ -432,3 +432,189 @@ fn peer_killed_and_back() {
     peer_loss("server");
     peer_loss("client");
 }
+
+/// A broken peer: every malformed or out-of-range control message is answered with a
+/// DISCONNECT that says why, the daemon stays up, and a good peer connects afterwards.
+#[test]
+fn malformed_control_messages_are_refused() {
+    use sluice::drivers::memif::proto::{AddRegion, AddRing, Init, Msg, VERSION};
+    use sluice::drivers::memif::socket::Channel;
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmpdir("memif-bad");
+    let socket = dir.join("memif.sock");
+    let input = dir.join("in.pcap");
+    write_pcap(&input, &frames(3, 6));
+    let (cfg, ctl) = sluice_config(&dir, "sl", "server", &socket, &input, &dir.join("out.pcap"));
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("role = \"server\"\n", "role = \"server\"\nid = 9\n");
+    std::fs::write(&cfg, text).unwrap();
+    let mut daemon = start_daemon(&cfg, &ctl);
+    let init = |id: u32, version: u16| Init {
+        version,
+        id,
+        mode: 0,
+        secret: String::new(),
+        name: "broken".into(),
+    };
+    // A region of 4096 bytes, for the ring checks.
+    let region = {
+        let name = std::ffi::CString::new("t").unwrap();
+        // SAFETY: a test memfd, checked and owned right away.
+        let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_ALLOW_SEALING) };
+        assert!(fd >= 0);
+        // SAFETY: our own descriptor.
+        unsafe {
+            libc::ftruncate(fd, 4096);
+            libc::fcntl(fd, 1033, 0x0002 | 0x0004);
+        }
+        fd
+    };
+    type Script = Box<dyn Fn(&Channel)>;
+    let good_init = move |c: &Channel| {
+        c.send(&Msg::Init(init(9, VERSION)), None).unwrap();
+        assert!(matches!(c.recv().unwrap().0, Msg::Ack));
+    };
+    let cases: Vec<(&str, Script)> = vec![
+        (
+            "bytes",
+            Box::new(|c| c.send_bytes(&[3, 0, 0, 2], None).unwrap()),
+        ),
+        (
+            "unknown message type",
+            Box::new(|c| {
+                let mut b = [0u8; 128];
+                b[0] = 200;
+                c.send_bytes(&b, None).unwrap()
+            }),
+        ),
+        (
+            "unknown interface id",
+            Box::new(move |c| c.send(&Msg::Init(init(1, VERSION)), None).unwrap()),
+        ),
+        (
+            "version",
+            Box::new(move |c| c.send(&Msg::Init(init(9, 0x0100)), None).unwrap()),
+        ),
+        (
+            "without a descriptor",
+            Box::new(move |c| {
+                good_init(c);
+                c.send(
+                    &Msg::AddRegion(AddRegion {
+                        index: 0,
+                        size: 4096,
+                    }),
+                    None,
+                )
+                .unwrap()
+            }),
+        ),
+        (
+            "out of order",
+            Box::new(move |c| {
+                good_init(c);
+                c.send(
+                    &Msg::AddRegion(AddRegion {
+                        index: 3,
+                        size: 4096,
+                    }),
+                    Some(region),
+                )
+                .unwrap()
+            }),
+        ),
+        (
+            "file has",
+            Box::new(move |c| {
+                good_init(c);
+                c.send(
+                    &Msg::AddRegion(AddRegion {
+                        index: 0,
+                        size: 1 << 30,
+                    }),
+                    Some(region),
+                )
+                .unwrap()
+            }),
+        ),
+        (
+            "does not fit region",
+            Box::new(move |c| {
+                good_init(c);
+                c.send(
+                    &Msg::AddRegion(AddRegion {
+                        index: 0,
+                        size: 4096,
+                    }),
+                    Some(region),
+                )
+                .unwrap();
+                assert!(matches!(c.recv().unwrap().0, Msg::Ack));
+                let ring = AddRing {
+                    c2s: true,
+                    index: 0,
+                    region: 0,
+                    offset: 4032,
+                    log2_size: 10,
+                    private_hdr_size: 0,
+                };
+                c.send(&Msg::AddRing(ring), Some(region)).unwrap()
+            }),
+        ),
+        (
+            "unknown region",
+            Box::new(move |c| {
+                good_init(c);
+                let ring = AddRing {
+                    c2s: true,
+                    index: 0,
+                    region: 5,
+                    offset: 0,
+                    log2_size: 4,
+                    private_hdr_size: 0,
+                };
+                c.send(&Msg::AddRing(ring), Some(region)).unwrap()
+            }),
+        ),
+        (
+            "CONNECT before a ring",
+            Box::new(move |c| {
+                good_init(c);
+                c.send(&Msg::Connect { name: "x".into() }, None).unwrap()
+            }),
+        ),
+    ];
+    for (reason, script) in cases {
+        let c = Channel::connect(&socket).unwrap();
+        assert!(matches!(c.recv().unwrap().0, Msg::Hello(_)));
+        script(&c);
+        match c.recv() {
+            Ok((Msg::Disconnect { reason: r, .. }, _)) => {
+                assert!(r.contains(reason), "expected '{reason}', got '{r}'")
+            }
+            other => panic!("expected a DISCONNECT for '{reason}', got {other:?}"),
+        }
+        assert!(ctl_result(&ctl).is_ok(), "daemon died on '{reason}'");
+    }
+    // SAFETY: closing the test's own memfd.
+    unsafe { libc::close(region) };
+    let hw = ctl_json(&ctl, "show hardware m0");
+    assert!(
+        hw[0]["details"]["last-error"]
+            .as_str()
+            .unwrap()
+            .contains("refused"),
+        "{hw}"
+    );
+    // A well-behaved peer still gets in.
+    let (b_cfg, b_ctl) = sluice_config(&dir, "b", "client", &socket, &input, &dir.join("b.pcap"));
+    let text = std::fs::read_to_string(&b_cfg)
+        .unwrap()
+        .replace("role = \"client\"\n", "role = \"client\"\nid = 9\n");
+    std::fs::write(&b_cfg, text).unwrap();
+    let mut b = start_daemon(&b_cfg, &b_ctl);
+    wait_for("a good peer", 10, || interface(&ctl, "m0")["link"] == "up");
+    assert!(b.stop() && daemon.stop());
+    std::fs::remove_dir_all(&dir).ok();
+}

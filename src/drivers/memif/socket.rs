@@ -149,7 +149,11 @@ impl Channel {
 
     /// Send a message, with a descriptor when given.
     pub fn send(&self, msg: &Msg, fd: Option<RawFd>) -> io::Result<()> {
-        let bytes = msg.encode();
+        self.send_bytes(&msg.encode(), fd)
+    }
+
+    /// Send raw bytes as one message (tests use it to play a broken peer).
+    pub fn send_bytes(&self, bytes: &[u8], fd: Option<RawFd>) -> io::Result<()> {
         let mut iov = libc::iovec {
             iov_base: bytes.as_ptr() as *mut libc::c_void,
             iov_len: bytes.len(),
