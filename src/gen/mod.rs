@@ -38,8 +38,10 @@ usage: sluice gen --tx IF [--rx IF] [options]
                        with the interface's counter (no
                        per-frame checks; --count may overshoot by a few frames when paced)
   --io IO              af_packet (default: packet socket, TPACKET ring with kernel receive
-                       timestamps) or af_xdp (AF_XDP sockets through sluice's own driver;
-                       frames up to 2044 bytes, jumbo MTUs lowered for the run)
+                       timestamps), af_xdp (AF_XDP sockets through sluice's own driver;
+                       frames up to 2044 bytes, jumbo MTUs lowered for the run) or memif
+                       (--tx and --rx are memif socket paths; the generator is the client
+                       and waits up to 15 s for the DUT's server)
   --cpu N              pin the sender to CPU N (the receiver too, unless --rx-cpu)
   --rx-cpu N           pin the receiver to CPU N
   --src-mac MAC        default 02:00:00:00:00:01
@@ -779,6 +781,7 @@ fn run(opts: &Options) -> Result<Report, String> {
         }
         senders.push((ports.sink(&lane.tx)?, done));
     }
+    ports.wait_links(Duration::from_secs(15))?;
     let mut handles = Vec::new();
     for (lane, (mut sender, done)) in lanes.into_iter().zip(senders) {
         let o = opts.clone();

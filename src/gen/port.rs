@@ -1,12 +1,14 @@
 //! The generator's ports: where its frames go out and come in. An af_packet port uses a packet
-//! socket and a TPACKET ring (with kernel receive timestamps); an af_xdp port (and any other
-//! dataplane driver) uses the dataplane's own rx and tx queues over a small buffer pool of
-//! the generator's, so `sluice gen` measures through exactly the code `sluice run` uses.
+//! socket and a TPACKET ring (with kernel receive timestamps); an af_xdp or memif port uses
+//! the dataplane's own rx and tx queues over a small buffer pool of the generator's, so
+//! `sluice gen` measures through exactly the code `sluice run` uses. memif ports are named by
+//! their socket path, and the generator is the client (the DUT listens, as VPP does).
 
 use crate::buffer::{BufferPool, HugePages, WorkerBuffers};
 use crate::drivers::af_packet::netdev;
 use crate::drivers::af_packet::socket::{RxOptions, RxRing, SendResult, Sender};
 use crate::drivers::af_xdp::{self, AfXdpConfig};
+use crate::drivers::memif::{self, connection::Role, MemifConfig};
 use crate::drivers::{DriverPorts, RxQueue, TxQueue};
 use crate::graph::frame::FRAME_SIZE;
 use std::sync::Arc;
@@ -16,6 +18,7 @@ use std::sync::Arc;
 pub enum Io {
     AfPacket,
     AfXdp,
+    Memif,
 }
 
 impl Io {
@@ -23,7 +26,8 @@ impl Io {
         match v {
             "af_packet" => Ok(Io::AfPacket),
             "af_xdp" => Ok(Io::AfXdp),
-            other => Err(format!("--io: '{other}' is not af_packet or af_xdp")),
+            "memif" => Ok(Io::Memif),
+            other => Err(format!("--io: '{other}' is not af_packet, af_xdp or memif")),
         }
     }
 
@@ -31,6 +35,7 @@ impl Io {
         match self {
             Io::AfPacket => "af_packet",
             Io::AfXdp => "af_xdp",
+            Io::Memif => "memif",
         }
     }
 
@@ -39,6 +44,7 @@ impl Io {
         match self {
             Io::AfPacket => 9014,
             Io::AfXdp => af_xdp::MAX_MTU as usize + 14,
+            Io::Memif => 9014,
         }
     }
 }
@@ -193,6 +199,23 @@ impl Ports {
                 p
             }
         };
+        if self.io == Io::Memif {
+            let ports = memif::open(
+                &MemifConfig {
+                    name: format!("gen{}", self.opened.len()),
+                    socket: name.into(),
+                    role: Role::Client,
+                    id: 0,
+                    secret: None,
+                    ring_size: 2048,
+                    workers: 1,
+                },
+                &pool,
+            )
+            .map_err(|e| format!("{name}: {e}"))?;
+            self.opened.push((name.to_string(), ports));
+            return Ok(&mut self.opened.last_mut().expect("just pushed").1);
+        }
         let mtu = netdev::mtu(name).map_err(|e| format!("interface '{name}': {e}"))?;
         let ports = af_xdp::open(
             &AfXdpConfig {
@@ -209,6 +232,24 @@ impl Ports {
         .map_err(|e| format!("{name}: {e}"))?;
         self.opened.push((name.to_string(), ports));
         Ok(&mut self.opened.last_mut().expect("just pushed").1)
+    }
+
+    /// Wait until every port with a link (memif) has its peer, at most `timeout`.
+    pub fn wait_links(&self, timeout: std::time::Duration) -> Result<(), String> {
+        let deadline = std::time::Instant::now() + timeout;
+        for (name, p) in &self.opened {
+            let Some(live) = &p.live else { continue };
+            while !live.link_up() {
+                if std::time::Instant::now() > deadline {
+                    return Err(format!(
+                        "{name}: no memif peer after {} s (is the DUT listening there?)",
+                        timeout.as_secs()
+                    ));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+        Ok(())
     }
 
     fn worker_buffers(&self) -> WorkerBuffers {

@@ -55,6 +55,8 @@ impl DutKind {
     pub fn supports(self, io: Io) -> bool {
         match io {
             Io::AfPacket | Io::AfXdp => true,
+            // Userspace forwarders only: the kernel has no memif.
+            Io::Memif => matches!(self, DutKind::Sluice | DutKind::Testpmd | DutKind::Vpp),
         }
     }
 
@@ -248,9 +250,13 @@ fn start_testpmd(dut_cpu: usize, io: Io) -> Result<RunningDut, String> {
     // No huge pages, no PCI devices: two af_packet (or af_xdp) ports on d0 and d1, io
     // forwarding (each port's frames go out of the other unchanged), the forwarding core on
     // the DUT CPU.
-    let pmd = match io {
-        Io::AfPacket => "net_af_packet",
-        Io::AfXdp => "net_af_xdp",
+    let vdev = |k: usize| match io {
+        Io::AfPacket => format!("net_af_packet{k},iface=d{k}"),
+        Io::AfXdp => format!("net_af_xdp{k},iface=d{k}"),
+        Io::Memif => format!(
+            "net_memif{k},role=server,socket={},socket-abstract=no",
+            super::memif_socket(k).display()
+        ),
     };
     let mut child = Command::new("ip")
         .args([
@@ -269,12 +275,7 @@ fn start_testpmd(dut_cpu: usize, io: Io) -> Result<RunningDut, String> {
             "-l",
             &format!("{main_cpu},{dut_cpu}"),
         ])
-        .args([
-            "--vdev",
-            &format!("{pmd}0,iface=d0"),
-            "--vdev",
-            &format!("{pmd}1,iface=d1"),
-        ])
+        .args(["--vdev", &vdev(0), "--vdev", &vdev(1)])
         .args([
             "--",
             "--forward-mode=io",
@@ -294,7 +295,11 @@ fn start_testpmd(dut_cpu: usize, io: Io) -> Result<RunningDut, String> {
         let links = run("ip", &["-n", DUT, "link", "show"])
             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
             .unwrap_or_default();
-        if links.matches("PROMISC").count() >= 2 {
+        let ready = match io {
+            Io::Memif => super::memif_socket(0).exists() && super::memif_socket(1).exists(),
+            _ => links.matches("PROMISC").count() >= 2,
+        };
+        if ready {
             std::thread::sleep(Duration::from_millis(500));
             break;
         }
@@ -324,13 +329,23 @@ fn start_sluice(dut_cpu: usize, io: Io) -> Result<RunningDut, String> {
     let cfg = dir.join("dut.toml");
     let main_core = if dut_cpu == 0 { 1 } else { 0 };
     let (driver, mtu) = (io.name(), super::port_mtu(io));
+    // memif ports listen where the generator connects; the others attach to the veths.
+    let port = |k: usize| match io {
+        Io::Memif => format!(
+            "socket = \"{}\"\nrole = \"server\"\n",
+            super::memif_socket(k).display()
+        ),
+        _ => format!("host = \"d{k}\"\nmtu = {mtu}\n"),
+    };
     let text = format!(
         "[dataplane]\nworkers = 1\nworker-cores = [{dut_cpu}]\nmain-core = {main_core}\n\
          [control]\nsocket = \"{}\"\n\
-         [[interface]]\nname = \"d0\"\ndriver = \"{driver}\"\nhost = \"d0\"\nmtu = {mtu}\n\
-         [[interface]]\nname = \"d1\"\ndriver = \"{driver}\"\nhost = \"d1\"\nmtu = {mtu}\n\
+         [[interface]]\nname = \"d0\"\ndriver = \"{driver}\"\n{}\
+         [[interface]]\nname = \"d1\"\ndriver = \"{driver}\"\n{}\
          [[xconnect]]\nrx = \"d0\"\ntx = \"d1\"\n[[xconnect]]\nrx = \"d1\"\ntx = \"d0\"\n",
-        socket.display()
+        socket.display(),
+        port(0),
+        port(1)
     );
     std::fs::write(&cfg, text).map_err(|e| format!("{}: {e}", cfg.display()))?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;

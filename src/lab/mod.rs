@@ -35,9 +35,11 @@ usage: sluice lab up | down | run [options] | bench [options]
     --engine E         generator engine: af_packet (default) or xdp (kernel XDP live frames,
                        several times faster; single flow or var2, counted by the receiving port's
                        interface counter)
-    --io IO            the path between generator and DUT: af_packet (default) or af_xdp
+    --io IO            the path between generator and DUT: af_packet (default), af_xdp
                        (both the generator's ports and sluice's or testpmd's use AF_XDP;
-                       the veths run at MTU 1500 so XDP can run natively)
+                       the veths run at MTU 1500 so XDP can run natively) or memif (no
+                       kernel in the path: the DUT's d0/d1 are memif servers, the
+                       generator their client; sluice and testpmd only)
     --repeat N         runs per DUT, alternating DUTs run by run; the table shows medians
     --gen-cpu N        generator CPU (default 0)    --dut-cpu N   DUT worker CPU (default 1)
     --json             one JSON document instead of the table
@@ -243,7 +245,10 @@ pub fn main(args: &[String]) -> i32 {
 
 /// `--io` with the rest: a DUT with no driver for the io cannot take part. (With the XDP
 /// live-frames engine the io is the DUT's alone: the engine sends by itself.)
-pub fn check_io(io: Io, _xdp: bool, duts: &[DutKind]) -> Result<(), String> {
+pub fn check_io(io: Io, xdp: bool, duts: &[DutKind]) -> Result<(), String> {
+    if xdp && io == Io::Memif {
+        return Err("--engine xdp sends into a veth; it has no memif ports".into());
+    }
     if let Some(d) = duts.iter().find(|d| !d.supports(io)) {
         return Err(format!("DUT {} has no {} ports", d.name(), io.name()));
     }
@@ -255,13 +260,26 @@ pub fn check_io(io: Io, _xdp: bool, duts: &[DutKind]) -> Result<(), String> {
 pub fn port_mtu(io: Io) -> u32 {
     match io {
         Io::AfXdp => 1500,
-        Io::AfPacket => netns::LAB_MTU,
+        Io::AfPacket | Io::Memif => netns::LAB_MTU,
     }
+}
+
+/// Where a DUT's memif port `k` listens (d0, d1) and the generator connects.
+pub fn memif_socket(k: usize) -> std::path::PathBuf {
+    format!("/run/sluice/lab-memif{k}.sock").into()
 }
 
 fn with_lock(f: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
     let _lock = LabLock::take()?;
     f()
+}
+
+/// The generator's port k: t0/t1, or the DUT's memif socket.
+fn port_name(o: &RunOptions, k: usize) -> String {
+    match o.io {
+        Io::Memif if !o.xdp => memif_socket(k).display().to_string(),
+        _ => format!("t{k}"),
+    }
 }
 
 /// Run the generator once in the tester namespace; returns its JSON.
@@ -274,9 +292,9 @@ pub(crate) fn generate(o: &RunOptions, extra: &[String]) -> Result<Value, String
         exe.display().to_string(),
         "gen".into(),
         "--tx".into(),
-        "t0".into(),
+        port_name(o, 0),
         "--rx".into(),
-        "t1".into(),
+        port_name(o, 1),
         "--size".into(),
         o.size.clone(),
         "--flows".into(),
