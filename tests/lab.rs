@@ -115,6 +115,29 @@ fn lab_up_down_is_idempotent_and_clean() {
     let d0 = &sluice["dut_interfaces"].as_array().unwrap()[0];
     assert_eq!(d0["driver"], "af_xdp", "{d0}");
     assert_eq!(d0["rx_packets"], 20000, "{d0}");
+
+    // And over memif: no kernel between the generator and the userspace DUTs.
+    let o = lab(&[
+        "run", "--dut", duts, "--io", "memif", "--count", "20000", "--rate", "50000", "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows: Vec<serde_json::Value> = match v {
+        serde_json::Value::Array(a) => a,
+        one => vec![one],
+    };
+    for r in &rows {
+        assert_eq!(r["io"], "memif", "{r}");
+        assert_eq!(r["tx_packets"], 20000, "{r}");
+        assert_eq!(r["lost"], 0, "{r}");
+    }
+    let sluice = rows.iter().find(|r| r["dut"] == "sluice").unwrap();
+    let d0 = &sluice["dut_interfaces"].as_array().unwrap()[0];
+    assert_eq!(d0["driver"], "memif", "{d0}");
+    // The kernel DUTs have no memif ports: a clear refusal.
+    let o = lab(&["run", "--dut", "linux-bridge", "--io", "memif"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no memif ports"));
     assert!(
         namespaces().contains("sl-dut"),
         "lab run took down a lab it did not build"
