@@ -150,7 +150,10 @@ fn mixed_sizes(mode: &str) -> bool {
         String::from_utf8_lossy(&out.stderr)
     );
     let gen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    if gen["rx_packets"] != count {
+    // The DUT must forward everything; the tester, on a loaded machine, may miss frames in
+    // its own receive ring, and says how many.
+    let seen = gen["rx_packets"].as_u64().unwrap() + gen["rx_ring_drops"].as_u64().unwrap();
+    if seen != count {
         let ifs = ctl(&socket, "show interface").unwrap_or_default();
         let errs = ctl(&socket, "show errors").unwrap_or_default();
         panic!("{mode}: not every frame arrived: {gen}\n{ifs}\n{errs}");
@@ -446,7 +449,11 @@ fn generator_on_af_xdp_ports() {
     let gen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(gen["io"], "af_xdp", "{gen}");
     assert_eq!(gen["tx_packets"], 40000, "{gen}");
-    assert_eq!(gen["rx_packets"], 40000, "{gen}");
+    let seen = gen["rx_packets"].as_u64().unwrap() + gen["rx_ring_drops"].as_u64().unwrap();
+    assert_eq!(
+        seen, 40000,
+        "received or counted as the tester's own drops: {gen}"
+    );
     assert_eq!(gen["rx_corrupt"], 0, "{gen}");
     // The generator's own XDP programs are gone with it.
     assert!(

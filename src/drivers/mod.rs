@@ -39,6 +39,11 @@ pub trait RxQueue: Send {
     fn take_missed(&mut self) -> u64 {
         0
     }
+    /// Like `take_missed`, but read the device's counters now (drivers that read them only
+    /// every so many polls): for a final count.
+    fn take_missed_now(&mut self) -> u64 {
+        self.take_missed()
+    }
     /// Pool buffers this queue holds (for `show buffers`).
     fn held_buffers(&self) -> usize {
         0

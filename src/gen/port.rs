@@ -159,7 +159,7 @@ impl FrameSource for QueueSource {
 
     fn drops(&mut self) -> u64 {
         for q in self.rx.iter_mut() {
-            self.missed += q.take_missed();
+            self.missed += q.take_missed_now();
         }
         std::mem::take(&mut self.missed)
     }

@@ -204,6 +204,11 @@ impl RxQueue for AfXdpRx {
         new
     }
 
+    fn take_missed_now(&mut self) -> u64 {
+        self.polls = STATS_POLLS;
+        self.take_missed()
+    }
+
     fn held_buffers(&self) -> usize {
         self.held.count
     }
