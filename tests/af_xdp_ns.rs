@@ -174,6 +174,10 @@ fn mixed_sizes(mode: &str) -> bool {
     assert_eq!(buffers["unaccounted"], 0, "{buffers}");
     assert_eq!(buffers["in_frames"], 0, "{buffers}");
     let held = buffers["in_drivers"].as_u64().unwrap();
+    // Every buffer in use is a driver's: fill rings stocked, and sent frames until their
+    // completion is reaped (at the next transmit) — never more than the four rings hold.
+    assert_eq!(buffers["in_use"].as_u64().unwrap(), held, "{buffers}");
+    assert!(held >= idle && held <= 4 * 2048, "{buffers} idle {idle}");
     assert!(
         buffers["in_use"].as_u64().unwrap() <= idle + 64,
         "{buffers} idle {idle}"
