@@ -178,11 +178,6 @@ fn mixed_sizes(mode: &str) -> bool {
     // completion is reaped (at the next transmit) — never more than the four rings hold.
     assert_eq!(buffers["in_use"].as_u64().unwrap(), held, "{buffers}");
     assert!(held >= idle && held <= 4 * 2048, "{buffers} idle {idle}");
-    assert!(
-        buffers["in_use"].as_u64().unwrap() <= idle + 64,
-        "{buffers} idle {idle}"
-    );
-    assert!(held >= 2 * 64, "fill rings stocked: {buffers}");
 
     assert!(daemon.stop(), "daemon did not exit cleanly");
     let d0 = link(&l.dut, "d0");
