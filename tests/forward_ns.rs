@@ -87,7 +87,10 @@ fn run_mixed_sizes(workers: usize, count: u64) {
     let gen: serde_json::Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("gen JSON: {e}: {}", String::from_utf8_lossy(&out.stdout)));
     assert_eq!(gen["tx_packets"], count, "{gen}");
-    if gen["rx_packets"] != count {
+    // sluice must forward every frame (checked on its counters below); the tester, on a
+    // loaded machine, may miss some in its own receive ring, and counts them.
+    let seen = gen["rx_packets"].as_u64().unwrap() + gen["rx_ring_drops"].as_u64().unwrap();
+    if seen != count {
         let ifs = ctl(&socket, "show interface").unwrap_or_default();
         let errs = ctl(&socket, "show errors").unwrap_or_default();
         let kernel =

@@ -198,6 +198,7 @@ pub fn json(o: &RunOptions, results: &[RunResult]) -> Value {
                 "dut": dut, "type": type_label(o), "frame_size": m.frame_size, "flows": m.flows,
                 "io": if o.xdp { "xdp-live-frames" } else { o.io.name() },
                 "tx_packets": m.tx_packets, "rx_packets": m.rx_packets, "lost": m.lost,
+                "rx_ring_drops": m.rx_ring_drops,
                 "rx_pps": m.rx_pps, "l2_bps": m.l2_bps, "rx_pps_summary": sum,
                 "node_clocks": m.node_clocks, "dut_interfaces": m.dut_interfaces,
                 "runs": runs,
