@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DutKind {
     Sluice,
+    /// sluice with AF_XDP ports on the veths, whatever the generator uses: to compare it with
+    /// sluice on AF_PACKET in one run.
+    SluiceAfXdp,
     LinuxBridge,
     LinuxRouter,
     Testpmd,
@@ -21,8 +24,9 @@ pub enum DutKind {
 pub const TESTPMD: &str = "dpdk-testpmd";
 
 impl DutKind {
-    pub const ALL: [DutKind; 5] = [
+    pub const ALL: [DutKind; 6] = [
         DutKind::Sluice,
+        DutKind::SluiceAfXdp,
         DutKind::LinuxBridge,
         DutKind::LinuxRouter,
         DutKind::Testpmd,
@@ -35,7 +39,7 @@ impl DutKind {
             .find(|k| k.name() == s)
             .ok_or_else(|| {
                 format!(
-                    "unknown DUT '{s}' (known: sluice, linux-bridge, linux-router, testpmd, vpp)"
+                    "unknown DUT '{s}' (known: sluice, sluice-af_xdp, linux-bridge, linux-router, testpmd, vpp)"
                 )
             })
     }
@@ -43,6 +47,7 @@ impl DutKind {
     pub fn name(self) -> &'static str {
         match self {
             DutKind::Sluice => "sluice",
+            DutKind::SluiceAfXdp => "sluice-af_xdp",
             DutKind::LinuxBridge => "linux-bridge",
             DutKind::LinuxRouter => "linux-router",
             DutKind::Testpmd => "testpmd",
@@ -55,6 +60,7 @@ impl DutKind {
     pub fn supports(self, io: Io) -> bool {
         match io {
             Io::AfPacket | Io::AfXdp => true,
+            Io::Memif if self == DutKind::SluiceAfXdp => false,
             // Userspace forwarders only: the kernel has no memif.
             Io::Memif => matches!(self, DutKind::Sluice | DutKind::Testpmd | DutKind::Vpp),
         }
@@ -106,6 +112,7 @@ const BRIDGE: &str = "br0";
 pub fn start(kind: DutKind, dut_cpu: usize, io: Io) -> Result<RunningDut, String> {
     match kind {
         DutKind::Sluice => start_sluice(dut_cpu, io),
+        DutKind::SluiceAfXdp => start_sluice(dut_cpu, Io::AfXdp),
         DutKind::LinuxRouter => start_router(),
         DutKind::Testpmd => start_testpmd(dut_cpu, io),
         DutKind::Vpp => Err(DutKind::Vpp.unavailable().unwrap_or_default()),

@@ -22,7 +22,8 @@ usage: sluice lab up | down | run [options] | bench [options]
   up                   create namespaces sl-tester (t0, t1) and sl-dut (d0, d1), t0-d0 and t1-d1
   down                 remove them (safe to run twice)
   run                  send from t0 through a DUT to t1 and report what arrived
-    --dut LIST         sluice, linux-bridge, linux-router, testpmd, vpp, or a comma list
+    --dut LIST         sluice, sluice-af_xdp (sluice on AF_XDP ports whatever --io says),
+                       linux-bridge, linux-router, testpmd, vpp, or a comma list
                        (default sluice)
     --size S           frame size with FCS (default 64; lists and 'mixed' as sluice gen takes)
     --flows F          single, var2 (T-Rex) or a number of flows (default single)
@@ -264,6 +265,14 @@ pub fn port_mtu(io: Io) -> u32 {
     }
 }
 
+/// The veths' MTU for a run of `kind` over `io`.
+pub fn run_mtu(kind: DutKind, io: Io) -> u32 {
+    match kind {
+        DutKind::SluiceAfXdp => port_mtu(Io::AfXdp),
+        _ => port_mtu(io),
+    }
+}
+
 /// Where a DUT's memif port `k` listens (d0, d1) and the generator connects.
 pub fn memif_socket(k: usize) -> std::path::PathBuf {
     format!("/run/sluice/lab-memif{k}.sock").into()
@@ -336,7 +345,7 @@ pub(crate) fn generate(o: &RunOptions, extra: &[String]) -> Result<Value, String
 }
 
 pub(crate) fn one_run(o: &RunOptions, kind: DutKind) -> Result<RunResult, String> {
-    let _mtu = netns::PortMtu::set(port_mtu(o.io))?;
+    let _mtu = netns::PortMtu::set(run_mtu(kind, o.io))?;
     netns::dut_napi(o.napi_on_dut, o.xdp, o.dut_cpu)?;
     let mut d = dut::start(kind, o.dut_cpu, o.io)?;
     d.ctl("clear runtime");

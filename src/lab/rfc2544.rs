@@ -236,7 +236,7 @@ fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
         napi_on_dut: true,
         io: o.io,
     };
-    let _mtu = netns::PortMtu::set(super::port_mtu(o.io))?;
+    let _mtu = netns::PortMtu::set(super::run_mtu(o.dut, o.io))?;
     netns::dut_napi(base.napi_on_dut, base.xdp, base.dut_cpu)?;
     let running = dut::start(o.dut, base.dut_cpu, o.io)?;
     let mut runner = LabTrials {
