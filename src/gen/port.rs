@@ -142,8 +142,13 @@ impl FrameSource for QueueSource {
             }
             let now = super::now_ns();
             for &bi in &self.burst[..r.packets] {
-                self.bufs.copy_packet(bi, &mut self.scratch);
-                f(now, &self.scratch);
+                // One-buffer frames are read where they are; chains are gathered first.
+                if self.bufs.meta(bi).next == crate::buffer::NO_BUFFER {
+                    f(now, self.bufs.data(bi));
+                } else {
+                    self.bufs.copy_packet(bi, &mut self.scratch);
+                    f(now, &self.scratch);
+                }
             }
             self.bufs.free_all(&self.burst[..r.packets]);
             total += r.packets;
