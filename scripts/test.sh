@@ -13,6 +13,11 @@ command -v taskset >/dev/null || need+=(util-linux)
 command -v ministat >/dev/null || need+=(ministat)
 # DPDK's testpmd, a DUT the lab compares against.
 command -v dpdk-testpmd >/dev/null || need+=(dpdk-dev)
+# ...and the port drivers the tests give it (memif, pcap, af_packet, af_xdp, null).
+pmds=/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0
+for pmd in memif pcap af-packet af-xdp null; do
+  [ -e "$pmds/librte_net_${pmd//-/_}.so.23" ] || need+=("librte-net-$pmd"23)
+done
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
