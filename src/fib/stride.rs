@@ -30,6 +30,8 @@ pub(crate) trait StrideTable {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Write {
     Top(u32, u32),
+    /// Top cells `start..end` all get the value: a short prefix writes runs of them.
+    TopRun(u32, u32, u32),
     Node(usize, u32),
     /// The node area grows to this many nodes (new cells are filled before they are linked).
     Grow(usize),
@@ -107,7 +109,21 @@ impl StrideBuilder {
                     *e = entry;
                     *d = depth;
                     if self.logging {
-                        self.log.push(Write::Top(i as u32, entry));
+                        let i = i as u32;
+                        let merged = match self.log.last_mut() {
+                            Some(Write::TopRun(_, end, v)) if *end == i && *v == entry => {
+                                *end += 1;
+                                true
+                            }
+                            Some(last) if i > 0 && *last == Write::Top(i - 1, entry) => {
+                                *last = Write::TopRun(i - 1, i + 1, entry);
+                                true
+                            }
+                            _ => false,
+                        };
+                        if !merged {
+                            self.log.push(Write::Top(i, entry));
+                        }
                     }
                 }
             }
@@ -256,6 +272,11 @@ pub(crate) fn replay<T: StrideTable>(t: &mut T, log: &[Write]) {
             Write::Top(i, v) => {
                 if let Some(e) = t.top_mut().get_mut(i as usize) {
                     *e = v;
+                }
+            }
+            Write::TopRun(start, end, v) => {
+                if let Some(run) = t.top_mut().get_mut(start as usize..end as usize) {
+                    run.fill(v);
                 }
             }
             Write::Node(i, v) => {

@@ -58,7 +58,13 @@ fn check6(w: &mut FibWriter, r: &Reference<u128>, dst: &[u128]) {
 /// A random prefix near `base`, so that prefixes of every length overlap a lot.
 fn near4(rng: &mut Rng, base: u32, spread_bits: u32) -> Prefix4 {
     let a = base ^ (rng.next_u32() >> (32 - spread_bits));
-    Prefix4::containing(a, rng.below(33) as u8)
+    // Short prefixes repaint up to 2^24 cells: rare, as in real tables.
+    let len = if rng.below(50) == 0 {
+        rng.below(8)
+    } else {
+        8 + rng.below(25)
+    };
+    Prefix4::containing(a, len as u8)
 }
 
 fn near6(rng: &mut Rng, base: u128, spread_bits: u32) -> Prefix6 {
