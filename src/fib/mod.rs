@@ -16,6 +16,7 @@
 pub mod cli;
 pub mod ip4;
 pub mod ip6;
+pub mod measure;
 mod mem;
 pub mod parse;
 pub mod prefix;

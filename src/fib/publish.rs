@@ -123,6 +123,12 @@ impl FibReader {
         self.shared.load()
     }
 
+    /// The current table as an owned `Arc`, for offline tools. While it is held, the writer's
+    /// next `commit` after this one waits.
+    pub fn load_full(&self) -> Arc<Fib> {
+        self.shared.load_full()
+    }
+
     pub fn lookup4_batch(&self, dst: &[u32], out: &mut [u32]) {
         self.load().v4.lookup_batch(dst, out)
     }
