@@ -269,3 +269,127 @@ fn fib_batch_lengths_may_differ() {
     fib.v6().lookup_batch(&[1], &mut out);
     assert_eq!(out, [NO_ROUTE, 9, 9, 9]);
 }
+
+/// A writer thread toggles routes and commits thousands of times while reader threads look
+/// up a fixed set of addresses; every batch a reader sees must equal the lookups of exactly the
+/// route set the writer had committed for that generation: never a mix, never a half-built
+/// table. Each route's next hop is its index among the candidates, so a result names a prefix.
+#[test]
+fn fib_concurrent_readers_see_only_committed_tables() {
+    use std::collections::HashSet as Set;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    let mut rng = Rng::new(99);
+    let mut c4: Vec<Prefix4> = Vec::new();
+    while c4.len() < 64 {
+        let p = Prefix4::containing(
+            0x0a00_0000 ^ (rng.next_u32() >> 14),
+            8 + rng.below(25) as u8,
+        );
+        if !c4.contains(&p) {
+            c4.push(p);
+        }
+    }
+    let mut c6: Vec<Prefix6> = Vec::new();
+    while c6.len() < 64 {
+        let a = 0x2001_0db8u128 << 96 ^ (rng.next_u128() >> 20);
+        let p = Prefix6::containing(a, 16 + rng.below(113) as u8);
+        if !c6.contains(&p) {
+            c6.push(p);
+        }
+    }
+    let probes4: Vec<u32> = c4
+        .iter()
+        .flat_map(|p| {
+            [
+                p.addr(),
+                p.last(),
+                p.addr() | (rng.next_u32() & (p.addr() ^ p.last())),
+            ]
+        })
+        .collect();
+    let probes6: Vec<u128> = c6
+        .iter()
+        .flat_map(|p| {
+            [
+                p.addr(),
+                p.last(),
+                p.addr() | (rng.next_u128() & (p.addr() ^ p.last())),
+            ]
+        })
+        .collect();
+    fn expect<A: Addr>(cands: &[Prefix<A>], on: u64, a: A) -> u32 {
+        (0..cands.len())
+            .filter(|&i| on >> i & 1 == 1 && cands[i].contains(a))
+            .max_by_key(|&i| cands[i].len())
+            .map_or(NO_ROUTE, |i| i as u32)
+    }
+
+    let mut w = FibWriter::new();
+    // states[g] = the (IPv4, IPv6) route sets of generation g, pushed before it is committed.
+    let states: Arc<Mutex<Vec<(u64, u64)>>> = Arc::new(Mutex::new(vec![(0, 0)]));
+    let done = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (reader, states, done) = (w.reader(), states.clone(), done.clone());
+            let (c4, c6, p4, p6) = (c4.clone(), c6.clone(), probes4.clone(), probes6.clone());
+            std::thread::spawn(move || {
+                let (mut o4, mut o6) = (vec![0; p4.len()], vec![0; p6.len()]);
+                let mut seen = Set::new();
+                let mut last = 0;
+                while !done.load(Ordering::Relaxed) {
+                    let fib = reader.load();
+                    fib.v4().lookup_batch(&p4, &mut o4);
+                    fib.v6().lookup_batch(&p6, &mut o6);
+                    let g = fib.generation();
+                    drop(fib);
+                    assert!(g >= last, "generation went back from {last} to {g}");
+                    last = g;
+                    seen.insert(g);
+                    let (on4, on6) = states.lock().unwrap()[g as usize];
+                    for (&a, &got) in p4.iter().zip(&o4) {
+                        assert_eq!(got, expect(&c4, on4, a), "gen {g} {a:#x}");
+                    }
+                    for (&a, &got) in p6.iter().zip(&o6) {
+                        assert_eq!(got, expect(&c6, on6, a), "gen {g} {a:#x}");
+                    }
+                }
+                seen.len()
+            })
+        })
+        .collect();
+
+    let (mut on4, mut on6) = (0u64, 0u64);
+    for step in 0..3000u64 {
+        // One to three changes per commit, IPv4 and IPv6 mixed.
+        for _ in 0..1 + rng.below(3) {
+            let i = rng.below(64) as usize;
+            if rng.below(2) == 0 {
+                if on4 >> i & 1 == 1 {
+                    assert_eq!(w.del4(c4[i]), Some(i as u32));
+                } else {
+                    assert_eq!(w.add4(c4[i], i as u32), Ok(None));
+                }
+                on4 ^= 1 << i;
+            } else {
+                if on6 >> i & 1 == 1 {
+                    assert_eq!(w.del6(c6[i]), Some(i as u32));
+                } else {
+                    assert_eq!(w.add6(c6[i], i as u32), Ok(None));
+                }
+                on6 ^= 1 << i;
+            }
+        }
+        states.lock().unwrap().push((on4, on6));
+        assert_eq!(w.commit(), step + 1);
+    }
+    done.store(true, Ordering::Relaxed);
+    for r in readers {
+        let generations_seen = r.join().expect("reader saw an inconsistent table");
+        assert!(
+            generations_seen > 1,
+            "reader saw only {generations_seen} generation"
+        );
+    }
+}
