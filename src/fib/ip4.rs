@@ -69,7 +69,7 @@ impl Clone for Ip4Lpm {
         // Not derived: `Box<[u32; N]>::clone` would build the 64 MiB array on the stack.
         Ip4Lpm {
             top: mem::copy(&self.top),
-            nodes: self.nodes.clone(),
+            nodes: mem::copy_nodes(&self.nodes),
         }
     }
 }

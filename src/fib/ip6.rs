@@ -42,16 +42,50 @@ impl Ip6Lpm {
         }
     }
 
-    /// `out[i] = lookup(dst[i])` for `i < min(dst.len(), out.len())`, prefetching first-level
-    /// cells a few addresses ahead.
+    /// `out[i] = lookup(dst[i])` for `i < min(dst.len(), out.len())`.
+    ///
+    /// Level by level over the whole batch rather than address by address: at each level every
+    /// lane's next cell address is already known, so the loads of different lanes are
+    /// independent and are prefetched a few lanes ahead, instead of each lookup's chain of up to
+    /// four dependent misses (and its unpredictable loop exit) running on its own.
     pub fn lookup_batch(&self, dst: &[u128], out: &mut [u32]) {
         let n = dst.len().min(out.len());
         let (dst, out) = (&dst[..n], &mut out[..n]);
+        let mut deeper = false;
         for (i, o) in out.iter_mut().enumerate() {
             if let Some(&ahead) = dst.get(i + AHEAD) {
                 prefetch(&self.top[(ahead >> 112) as usize]);
             }
-            *o = self.lookup(dst[i]);
+            *o = self.top[(dst[i] >> 112) as usize];
+            deeper |= *o & CHILD != 0;
+        }
+        let mut shift = 112u32;
+        while deeper && shift >= 8 {
+            shift -= 8;
+            deeper = false;
+            let cell =
+                |e: u32, a: u128| (((e & !CHILD) as usize) << 8) | ((a >> shift) as usize & 0xff);
+            for i in 0..n {
+                if let (Some(&e), Some(&a)) = (out.get(i + AHEAD), dst.get(i + AHEAD)) {
+                    if e & CHILD != 0 {
+                        if let Some(c) = self.nodes.get(cell(e, a)) {
+                            prefetch(c);
+                        }
+                    }
+                }
+                let e = out[i];
+                if e & CHILD != 0 {
+                    let next = self.nodes.get(cell(e, dst[i])).copied().unwrap_or(NO_ROUTE);
+                    deeper |= next & CHILD != 0;
+                    out[i] = next;
+                }
+            }
+        }
+        if deeper {
+            // Unreachable with tables from the builder; never hand a link out as a next hop.
+            out.iter_mut()
+                .filter(|e| **e & CHILD != 0)
+                .for_each(|e| *e = NO_ROUTE);
         }
     }
 
@@ -70,7 +104,7 @@ impl Clone for Ip6Lpm {
     fn clone(&self) -> Ip6Lpm {
         Ip6Lpm {
             top: mem::copy(&self.top),
-            nodes: self.nodes.clone(),
+            nodes: mem::copy_nodes(&self.nodes),
         }
     }
 }

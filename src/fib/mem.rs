@@ -28,6 +28,27 @@ pub(crate) fn copy<const N: usize>(src: &[u32; N]) -> Box<[u32; N]> {
     }
 }
 
+/// Resizes a node area to `len` cells (new cells `fill`). Growth doubles the capacity into a
+/// fresh huge-page-advised allocation: the nodes of a full IPv6 table span hundreds of MiB and
+/// are read at random, like the first level.
+pub(crate) fn resize_nodes(nodes: &mut Vec<u32>, len: usize, fill: u32) {
+    if len > nodes.capacity() {
+        let mut grown: Vec<u32> = Vec::with_capacity(len.max(nodes.capacity() * 2));
+        advise_huge(grown.as_mut_ptr() as usize, grown.capacity() * 4);
+        grown.extend_from_slice(nodes);
+        *nodes = grown;
+    }
+    nodes.resize(len, fill);
+}
+
+/// A copy of a node area, advised like `resize_nodes`.
+pub(crate) fn copy_nodes(src: &[u32]) -> Vec<u32> {
+    let mut v: Vec<u32> = Vec::with_capacity(src.len());
+    advise_huge(v.as_mut_ptr() as usize, src.len() * 4);
+    v.extend_from_slice(src);
+    v
+}
+
 #[cfg(target_os = "linux")]
 fn advise_huge(start: usize, len: usize) {
     const HUGE: usize = 2 << 20;

@@ -15,6 +15,7 @@
 //! writes can be replayed on the second instance of the left-right pair (see `publish`): both
 //! instances stay identical cell for cell, and only one copy of the depths is needed.
 
+use super::mem;
 use super::{CHILD, NO_ROUTE};
 
 /// The lookup side of a stride trie: the cells the fast path reads.
@@ -146,7 +147,7 @@ impl StrideBuilder {
             None => {
                 let n = self.nodes as u32;
                 self.nodes += 1;
-                t.nodes_mut().resize(self.nodes << 8, NO_ROUTE);
+                mem::resize_nodes(t.nodes_mut(), self.nodes << 8, NO_ROUTE);
                 self.node_depth.resize(self.nodes << 8, 0);
                 if self.logging {
                     self.log.push(Write::Grow(self.nodes));
@@ -284,7 +285,7 @@ pub(crate) fn replay<T: StrideTable>(t: &mut T, log: &[Write]) {
                     *e = v;
                 }
             }
-            Write::Grow(n) => t.nodes_mut().resize(n << 8, NO_ROUTE),
+            Write::Grow(n) => mem::resize_nodes(t.nodes_mut(), n << 8, NO_ROUTE),
         }
     }
 }
