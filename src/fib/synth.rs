@@ -208,8 +208,11 @@ pub struct SynthSpec {
     pub default_route: bool,
 }
 
+/// Routes of both families with next-hop indices.
+pub type Routes = (Vec<(Prefix4, u32)>, Vec<(Prefix6, u32)>);
+
 /// A synthetic table: routes with next hop indices.
-pub fn synth(spec: &SynthSpec) -> (Vec<(Prefix4, u32)>, Vec<(Prefix6, u32)>) {
+pub fn synth(spec: &SynthSpec) -> Routes {
     let mut rng = Rng::new(spec.seed);
     let hops = spec.next_hops.max(1) as u64;
     let mut v4: Vec<(Prefix4, u32)> = v4_prefixes(spec.v4, &mut rng)
