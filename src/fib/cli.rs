@@ -343,6 +343,7 @@ fn bench_cmd(args: &[String]) -> Result<(), Error> {
             measure::rate_v6(&fib, &measure::hitting_v6(&loaded.v6, N, &mut rng), time),
         ),
     ];
+    drop(fib);
     for (name, r) in runs {
         println!(
             "{name:<24} {:>8.1} M lookups/s ({:.1} ns each), 1 core, batches of {}",
@@ -351,5 +352,20 @@ fn bench_cmd(args: &[String]) -> Result<(), Error> {
             measure::BATCH
         );
     }
+    let v4: Vec<(Prefix4, u32)> = loaded
+        .v4
+        .iter()
+        .map(|&p| (p, loaded.writer.routes4().get(p).unwrap_or(0)))
+        .collect();
+    let v6: Vec<(Prefix6, u32)> = loaded
+        .v6
+        .iter()
+        .map(|&p| (p, loaded.writer.routes6().get(p).unwrap_or(0)))
+        .collect();
+    let updates = measure::update_rate(&mut loaded.writer, &v4, &v6, 20_000, 64, &mut rng);
+    println!(
+        "updates                  {:>8.0} route changes/s (delete + re-add, commit every 64)",
+        updates
+    );
     Ok(())
 }

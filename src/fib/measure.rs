@@ -3,7 +3,7 @@
 
 use super::prefix::{Prefix4, Prefix6};
 use super::synth::Rng;
-use super::Fib;
+use super::{Fib, FibWriter};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -78,4 +78,37 @@ pub fn rate_v4(fib: &Fib, dst: &[u32], time: Duration) -> f64 {
 
 pub fn rate_v6(fib: &Fib, dst: &[u128], time: Duration) -> f64 {
     rate(dst, time, |d, o| fib.v6().lookup_batch(d, o))
+}
+
+/// Route changes per second through `FibWriter`, commits included: `n` times, delete a random
+/// route of `routes` and add it back with another next hop, committing every `per_commit`
+/// changes. Both families' routes must already be in `w`.
+pub fn update_rate(
+    w: &mut FibWriter,
+    v4: &[(Prefix4, u32)],
+    v6: &[(Prefix6, u32)],
+    n: usize,
+    per_commit: usize,
+    rng: &mut Rng,
+) -> f64 {
+    let start = Instant::now();
+    let mut changes = 0usize;
+    for i in 0..n {
+        if !v4.is_empty() && (v6.is_empty() || i % 2 == 0) {
+            let (p, nh) = v4[rng.below(v4.len() as u64) as usize];
+            w.del4(p);
+            let _ = w.add4(p, nh ^ 1);
+            changes += 2;
+        } else if !v6.is_empty() {
+            let (p, nh) = v6[rng.below(v6.len() as u64) as usize];
+            w.del6(p);
+            let _ = w.add6(p, nh ^ 1);
+            changes += 2;
+        }
+        if i % per_commit.max(1) == 0 {
+            w.commit();
+        }
+    }
+    w.commit();
+    changes as f64 / start.elapsed().as_secs_f64()
 }
