@@ -10,9 +10,10 @@ use super::{CHILD, NO_ROUTE};
 
 const TOP: usize = 1 << 24;
 
-/// How many addresses ahead the batched lookup prefetches its first-level cell. Enough to
-/// cover a DRAM miss at a few ns per lookup; measured in docs/fib.md.
-const AHEAD: usize = 8;
+/// How many addresses ahead the batched lookup prefetches its first-level cell: a DRAM miss
+/// lasts about 16 lookups. Measured with 1 M routes, random destinations: 8 → 140-150 M/s,
+/// 16 → 170-185 M/s, 32 → no better.
+const AHEAD: usize = 16;
 
 /// The IPv4 lookup table. Built and changed only through `FibWriter`.
 pub struct Ip4Lpm {
