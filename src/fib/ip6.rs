@@ -1,7 +1,7 @@
 //! IPv6 longest-prefix match: a multibit trie with a 16-bit first level (65 536 cells, 256 KiB)
 //! and 256-cell nodes for each further byte (16-8-8-…, 15 levels at most). A /48 is found in
-//! four memory accesses, a /32 in three; the first level and the nodes of the busy /16s stay in
-//! cache.
+//! five memory accesses, a /32 in three; the first level and the nodes of the busy /16s and /24s
+//! stay in cache, so the misses are the last two or three.
 
 use super::mem::{self, prefetch};
 use super::stride::StrideTable;
