@@ -613,4 +613,56 @@ mod tests {
             "r.txt:2: unexpected 'frobnicate' after the prefix"
         );
     }
+
+    proptest::proptest! {
+        /// Lines made of the words the three formats use, in any order and indentation:
+        /// the parser answers with routes or an error, never a panic.
+        #[test]
+        fn fib_parse_never_panics(lines in proptest::collection::vec(
+            (proptest::bool::ANY, proptest::collection::vec(0usize..WORDS.len(), 0..8)),
+            0..12,
+        )) {
+            let text: String = lines
+                .iter()
+                .map(|(indent, words)| {
+                    let line: Vec<&str> = words.iter().map(|&w| WORDS[w]).collect();
+                    format!("{}{}\n", if *indent { "\t" } else { "" }, line.join(" "))
+                })
+                .collect();
+            if let Ok(routes) = parse_routes(&text, "p") {
+                proptest::prop_assert!(routes.iter().all(|r| !r.next_hop.is_empty()));
+            }
+        }
+    }
+
+    const WORDS: &[&str] = &[
+        "10.0.0.0/8",
+        "10.0.0.1/8",
+        "2001:db8::/32",
+        "::/0",
+        "1.2.3.4",
+        "fe80::1",
+        "default",
+        "via",
+        "dev",
+        "eth0",
+        "on",
+        "unicast",
+        "blackhole",
+        "nexthop",
+        "inet6",
+        "[bgp1",
+        "x]",
+        "*",
+        "(100)",
+        "BIRD",
+        "Table",
+        "proto",
+        "metric",
+        "#",
+        "/",
+        "",
+        "7",
+        "10.0.0.0/99",
+    ];
 }
