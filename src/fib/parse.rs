@@ -4,7 +4,8 @@
 //!   starts a comment.
 //! - `ip route show` / `ip -6 route show`: `[TYPE] PREFIX|ADDR|default [via [inet6] ADDR]
 //!   [dev IF] ...`; multipath routes take their first `nexthop` line. Without `via` the next hop
-//!   is the interface (connected route) or the type (`blackhole`, `unreachable`, ...). A bare
+//!   is the interface (connected route), else the nexthop object (`nhid N`); dropping types
+//!   (`blackhole`, `unreachable`, `prohibit`, `throw`) are their own next hop. A bare
 //!   `default` is IPv6 once the file has shown an IPv6 route or gateway, IPv4 before.
 //! - `birdc show route` (BIRD 1 and 2): `PREFIX via ADDR on IF [...] * (100)` or
 //!   `PREFIX unicast [...] * (100)` followed by indented `via ADDR on IF` lines. Of several
@@ -197,6 +198,7 @@ fn parse_plain(text: &str) -> LineResult<Vec<Route>> {
 fn ip_route_next_hop(words: &[&str], n: usize) -> LineResult<(Option<String>, Option<bool>)> {
     let mut via: Option<String> = None;
     let mut dev: Option<String> = None;
+    let mut nhid: Option<String> = None;
     let mut v6 = None;
     let mut i = 0;
     while i < words.len() {
@@ -216,6 +218,14 @@ fn ip_route_next_hop(words: &[&str], n: usize) -> LineResult<(Option<String>, Op
                 via = Some(addr.to_string());
                 i = j + 1;
             }
+            // A route through a nexthop object (`nhid 12`) with no via/dev of its own.
+            "nhid" => {
+                let Some(id) = words.get(i + 1) else {
+                    return Err((n, "'nhid' without an id".into()));
+                };
+                nhid = Some(format!("nhid {id}"));
+                i += 2;
+            }
             "dev" => {
                 let Some(d) = words.get(i + 1) else {
                     return Err((n, "'dev' without an interface".into()));
@@ -226,7 +236,7 @@ fn ip_route_next_hop(words: &[&str], n: usize) -> LineResult<(Option<String>, Op
             _ => i += 1,
         }
     }
-    Ok((via.or(dev), v6))
+    Ok((via.or(dev).or(nhid), v6))
 }
 
 fn parse_ip_route(text: &str) -> LineResult<Vec<Route>> {
@@ -265,7 +275,13 @@ fn parse_ip_route(text: &str) -> LineResult<Vec<Route>> {
             return Err((n, "route type without a destination".into()));
         };
         let (hop, v6) = ip_route_next_hop(&rest[1..], n)?;
-        let hop = hop.or(kind.filter(|&k| k != "unicast").map(str::to_string));
+        // A dropping type wins over `dev` (`unreachable default dev lo ...`); other types
+        // (`local`, `broadcast`, ...) are reached through their device.
+        let hop = match kind {
+            Some(k @ ("blackhole" | "unreachable" | "prohibit" | "throw")) => Some(k.to_string()),
+            Some(k) if k != "unicast" => hop.or(Some(k.to_string())),
+            _ => hop,
+        };
         let v6 = v6.unwrap_or(dst.contains(':') || seen_v6);
         seen_v6 |= v6;
         match hop {
@@ -489,7 +505,10 @@ mod tests {
                   10.8.0.0/16 dev tun0 proto kernel scope link src 10.8.0.2\n\
                   172.16.5.4 via 10.8.0.1 dev tun0\n\
                   blackhole 198.51.100.0/24 proto static\n\
-                  unicast 203.0.113.0/24 via 10.8.0.9 dev tun0\n";
+                  unicast 203.0.113.0/24 via 10.8.0.9 dev tun0\n\
+                  unreachable 192.0.2.0/24 dev lo proto kernel metric 4294967295 error -101\n\
+                  198.18.0.0/15 nhid 12 proto bgp metric 20\n\
+                  local 10.8.0.2 dev tun0 table local proto kernel scope host src 10.8.0.2\n";
         assert_eq!(detect(v4), Format::IpRoute);
         assert_eq!(
             routes(v4),
@@ -499,6 +518,9 @@ mod tests {
                 ("172.16.5.4/32", "10.8.0.1"),
                 ("198.51.100.0/24", "blackhole"),
                 ("203.0.113.0/24", "10.8.0.9"),
+                ("192.0.2.0/24", "unreachable"),
+                ("198.18.0.0/15", "nhid 12"),
+                ("10.8.0.2/32", "tun0"),
             ])
         );
         let v6 = "::1 dev lo proto kernel metric 256 pref medium\n\
