@@ -8,6 +8,7 @@ pub mod control;
 pub mod daemon;
 pub mod dataplane;
 pub mod drivers;
+pub mod fib;
 pub mod gen;
 pub mod graph;
 pub mod interface;

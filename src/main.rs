@@ -10,6 +10,7 @@ commands:
   lab up|down|run ...     the namespace lab (sluice lab --help)
   bench ...               RFC 2544 NDR/PDR search of a DUT in the lab (sluice bench --help)
   bench compare A B ...   ministat-style comparison of benchmark results
+  fib synth|lookup|bench  route tables: synthetic full views, lookups, FIB benchmark
   version                 print the version
 ";
 
@@ -25,6 +26,7 @@ fn main() {
             Some("compare") => sluice::bench::compare::main(&rest[1..]),
             _ => sluice::lab::rfc2544::main(rest),
         },
+        Some("fib") => sluice::fib::cli::main(rest),
         Some("version" | "--version" | "-V") => {
             println!("sluice {}", env!("CARGO_PKG_VERSION"));
             0

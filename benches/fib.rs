@@ -1,0 +1,92 @@
+//! FIB lookup rates without I/O: batched lookups (256 per call) per core, IPv4 at 1 route and
+//! 1 M routes, IPv6 at 1 route and 200 k routes, random and table-hitting destinations, and the
+//! memory of each table. Median of 5 runs.  Run: cargo bench --bench fib
+
+use sluice::fib::measure::{self, BATCH};
+use sluice::fib::synth::{synth, Rng, SynthSpec};
+use sluice::fib::{FibWriter, Prefix4, Prefix6};
+use std::time::{Duration, Instant};
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn main() {
+    // `cargo bench` passes --bench; `cargo test --all-targets` does not, and then a tiny table
+    // and a few milliseconds per figure only check that the benchmark works.
+    let full = std::env::args().any(|a| a == "--bench");
+    let (v4_big, v6_big, time, repeats, n) = if full {
+        (1_000_000, 200_000, Duration::from_millis(500), 5, 1 << 20)
+    } else {
+        (5_000, 1_000, Duration::from_millis(5), 1, 1 << 12)
+    };
+    println!(
+        "fib lookups, 1 core, batches of {BATCH}, median of {repeats} run(s) of {:?} each",
+        time
+    );
+    println!(
+        "{:<34}{:>10}{:>12}{:>14}{:>14}",
+        "table", "build s", "MiB/inst", "random M/s", "hitting M/s"
+    );
+    let one4 = vec![(Prefix4::containing(0x0a00_0000, 8), 1)];
+    let one6 = vec![(Prefix6::containing(0x2001_0db8u128 << 96, 32), 1)];
+    let (big4, big6) = synth(&SynthSpec {
+        v4: v4_big,
+        v6: v6_big,
+        seed: 1,
+        next_hops: 16,
+        default_route: false,
+    });
+    let mut rng = Rng::new(3);
+    for (name, routes) in [
+        ("IPv4 1 route".to_string(), one4),
+        (format!("IPv4 {} routes (synthetic BGP)", big4.len()), big4),
+    ] {
+        let t = Instant::now();
+        let mut w = FibWriter::with_routes(routes.iter().copied(), []).unwrap();
+        let build = t.elapsed().as_secs_f64();
+        let mem = w.memory();
+        let prefixes: Vec<Prefix4> = routes.iter().map(|r| r.0).collect();
+        let random = measure::random_v4(n, &mut rng);
+        let hitting = measure::hitting_v4(&prefixes, n, &mut rng);
+        let fib = w.reader().load_full();
+        let r: Vec<f64> = (0..repeats)
+            .map(|_| measure::rate_v4(&fib, &random, time))
+            .collect();
+        let h: Vec<f64> = (0..repeats)
+            .map(|_| measure::rate_v4(&fib, &hitting, time))
+            .collect();
+        println!(
+            "{name:<34}{build:>10.3}{:>12.1}{:>14.1}{:>14.1}",
+            mem.v4_table as f64 / 1048576.0,
+            median(r) / 1e6,
+            median(h) / 1e6
+        );
+    }
+    for (name, routes) in [
+        ("IPv6 1 route".to_string(), one6),
+        (format!("IPv6 {} routes (synthetic BGP)", big6.len()), big6),
+    ] {
+        let t = Instant::now();
+        let mut w = FibWriter::with_routes([], routes.iter().copied()).unwrap();
+        let build = t.elapsed().as_secs_f64();
+        let mem = w.memory();
+        let prefixes: Vec<Prefix6> = routes.iter().map(|r| r.0).collect();
+        let random = measure::random_v6(n, &mut rng);
+        let hitting = measure::hitting_v6(&prefixes, n, &mut rng);
+        let fib = w.reader().load_full();
+        let r: Vec<f64> = (0..repeats)
+            .map(|_| measure::rate_v6(&fib, &random, time))
+            .collect();
+        let h: Vec<f64> = (0..repeats)
+            .map(|_| measure::rate_v6(&fib, &hitting, time))
+            .collect();
+        println!(
+            "{name:<34}{build:>10.3}{:>12.1}{:>14.1}{:>14.1}",
+            mem.v6_table as f64 / 1048576.0,
+            median(r) / 1e6,
+            median(h) / 1e6
+        );
+    }
+}

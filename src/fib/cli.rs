@@ -1,0 +1,371 @@
+//! `sluice fib synth|lookup|bench`: offline tools over route files, using the same FIB code
+//! as the dataplane.
+
+use super::measure;
+use super::parse::{read_route_file, IpPrefix, Route};
+use super::prefix::{Prefix4, Prefix6};
+use super::synth::{self, Rng, SynthSpec};
+use super::{FibWriter, NO_ROUTE};
+use std::collections::HashMap;
+use std::io::{BufRead, BufWriter, Write};
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+const USAGE: &str = "\
+usage: sluice fib COMMAND [ARGS]
+
+commands:
+  synth --v4 N --v6 M [--seed S] [--next-hops K] [--default] [--out FILE]
+        write a synthetic full table shaped like the public BGP tables (deterministic by
+        seed; K next hops, default 8; --default adds 0.0.0.0/0 and ::/0) as PREFIX NEXTHOP
+        lines, to stdout unless --out
+  lookup --routes FILE
+        read one address per line on stdin, print ADDRESS PREFIX NEXTHOP or ADDRESS none
+  bench --routes FILE [--seconds S]
+        build time, memory and batched lookups/s (one core, 256 per batch) for random and
+        table-hitting destinations, IPv4 and IPv6; S seconds per figure (default 1)
+
+Route files: PREFIX NEXTHOP lines, or the text of `ip route show` / `ip -6 route show`, or of
+`birdc show route`.
+";
+
+pub fn main(args: &[String]) -> i32 {
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        print!("{USAGE}");
+        return 0;
+    }
+    let r = match args.first().map(String::as_str) {
+        Some("synth") => synth_cmd(&args[1..]),
+        Some("lookup") => lookup_cmd(&args[1..]),
+        Some("bench") => bench_cmd(&args[1..]),
+        Some("help" | "--help" | "-h") => {
+            print!("{USAGE}");
+            return 0;
+        }
+        Some(other) => Err(Error::Usage(format!("unknown command '{other}'"))),
+        None => Err(Error::Usage("missing command".into())),
+    };
+    match r {
+        Ok(()) => 0,
+        Err(Error::Usage(e)) => {
+            eprintln!("sluice fib: {e}\n\n{USAGE}");
+            2
+        }
+        Err(Error::Failed(e)) => {
+            eprintln!("sluice fib: {e}");
+            1
+        }
+    }
+}
+
+enum Error {
+    /// Bad command line: exit code 2.
+    Usage(String),
+    /// Good command line, failed run (unreadable file, bad route file, bad input): exit code 1.
+    Failed(String),
+}
+
+/// `--name VALUE` options and `--flag` switches, each allowed once.
+struct Args {
+    values: HashMap<String, String>,
+    flags: Vec<String>,
+}
+
+impl Args {
+    fn parse(args: &[String], takes_value: &[&str], flags: &[&str]) -> Result<Args, Error> {
+        let mut out = Args {
+            values: HashMap::new(),
+            flags: Vec::new(),
+        };
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            if flags.contains(&a.as_str()) {
+                out.flags.push(a.clone());
+            } else if takes_value.contains(&a.as_str()) {
+                let Some(v) = it.next() else {
+                    return Err(Error::Usage(format!("{a} needs a value")));
+                };
+                if out.values.insert(a.clone(), v.clone()).is_some() {
+                    return Err(Error::Usage(format!("{a} given twice")));
+                }
+            } else {
+                return Err(Error::Usage(format!("unexpected argument '{a}'")));
+            }
+        }
+        Ok(out)
+    }
+
+    fn get<T: std::str::FromStr>(&self, name: &str) -> Result<Option<T>, Error> {
+        match self.values.get(name) {
+            None => Ok(None),
+            Some(v) => v
+                .parse()
+                .map(Some)
+                .map_err(|_| Error::Usage(format!("bad value '{v}' for {name}"))),
+        }
+    }
+
+    fn need<T: std::str::FromStr>(&self, name: &str) -> Result<T, Error> {
+        self.get(name)?
+            .ok_or_else(|| Error::Usage(format!("missing {name}")))
+    }
+
+    fn flag(&self, name: &str) -> bool {
+        self.flags.iter().any(|f| f == name)
+    }
+}
+
+fn io_failed(what: &str) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |e| Error::Failed(format!("{what}: {e}"))
+}
+
+/// The most routes `synth` makes per family: beyond that the IPv4 space runs thin and the
+/// output would be many gigabytes.
+const SYNTH_MAX: usize = 10_000_000;
+
+fn synth_cmd(args: &[String]) -> Result<(), Error> {
+    let a = Args::parse(
+        args,
+        &["--v4", "--v6", "--seed", "--next-hops", "--out"],
+        &["--default"],
+    )?;
+    let spec = SynthSpec {
+        v4: a.get("--v4")?.unwrap_or(0),
+        v6: a.get("--v6")?.unwrap_or(0),
+        seed: a.get("--seed")?.unwrap_or(1),
+        next_hops: a.get("--next-hops")?.unwrap_or(8),
+        default_route: a.flag("--default"),
+    };
+    if spec.v4 > SYNTH_MAX || spec.v6 > SYNTH_MAX {
+        return Err(Error::Usage(format!(
+            "at most {SYNTH_MAX} routes per family"
+        )));
+    }
+    if spec.next_hops == 0 || spec.next_hops > 254 {
+        return Err(Error::Usage("--next-hops must be 1 to 254".into()));
+    }
+    let (v4, v6) = synth::synth(&spec);
+    let out: Box<dyn Write> = match a.get::<PathBuf>("--out")? {
+        Some(p) => {
+            Box::new(std::fs::File::create(&p).map_err(io_failed(&p.display().to_string()))?)
+        }
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let mut w = BufWriter::new(out);
+    let write = |w: &mut BufWriter<Box<dyn Write>>| -> std::io::Result<()> {
+        writeln!(
+            w,
+            "# sluice fib synth --v4 {} --v6 {} --seed {} --next-hops {}{}",
+            spec.v4,
+            spec.v6,
+            spec.seed,
+            spec.next_hops,
+            if spec.default_route { " --default" } else { "" }
+        )?;
+        for (p, nh) in &v4 {
+            writeln!(w, "{p} {}", synth::v4_next_hop_text(*nh))?;
+        }
+        for (p, nh) in &v6 {
+            writeln!(w, "{p} {}", synth::v6_next_hop_text(*nh))?;
+        }
+        w.flush()
+    };
+    write(&mut w).map_err(io_failed("write"))
+}
+
+/// A route file loaded into a FIB whose leaves are indices into `routes`.
+struct Loaded {
+    routes: Vec<Route>,
+    v4: Vec<Prefix4>,
+    v6: Vec<Prefix6>,
+    writer: FibWriter,
+    read_time: Duration,
+    build_time: Duration,
+}
+
+fn load(path: &str) -> Result<Loaded, Error> {
+    let t0 = Instant::now();
+    let routes = read_route_file(path.as_ref()).map_err(|e| Error::Failed(e.to_string()))?;
+    let read_time = t0.elapsed();
+    let (mut v4, mut v4_leaf, mut v6, mut v6_leaf) = (vec![], vec![], vec![], vec![]);
+    for (i, r) in routes.iter().enumerate() {
+        match r.prefix {
+            IpPrefix::V4(p) => {
+                v4.push(p);
+                v4_leaf.push((p, i as u32));
+            }
+            IpPrefix::V6(p) => {
+                v6.push(p);
+                v6_leaf.push((p, i as u32));
+            }
+        }
+    }
+    let t1 = Instant::now();
+    let writer = FibWriter::with_routes(v4_leaf, v6_leaf)
+        .map_err(|e| Error::Failed(format!("{path}: {e}")))?;
+    Ok(Loaded {
+        routes,
+        v4,
+        v6,
+        writer,
+        read_time,
+        build_time: t1.elapsed(),
+    })
+}
+
+fn lookup_cmd(args: &[String]) -> Result<(), Error> {
+    let a = Args::parse(args, &["--routes"], &[])?;
+    let file: String = a.need("--routes")?;
+    let loaded = load(&file)?;
+    let reader = loaded.writer.reader();
+    let stdin = std::io::stdin().lock();
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    let mut bad = 0usize;
+    let mut lines = stdin.lines().enumerate();
+    // A frame's worth at a time, through the batched lookups.
+    let mut batch: Vec<IpAddr> = Vec::with_capacity(measure::BATCH);
+    loop {
+        batch.clear();
+        for (i, line) in lines.by_ref() {
+            let line = line.map_err(io_failed("stdin"))?;
+            let text = line.trim();
+            if text.is_empty() || text.starts_with('#') {
+                continue;
+            }
+            match text.parse::<IpAddr>() {
+                Ok(addr) => batch.push(addr),
+                Err(_) => {
+                    eprintln!("stdin:{}: bad address '{text}'", i + 1);
+                    bad += 1;
+                }
+            }
+            if batch.len() == measure::BATCH {
+                break;
+            }
+        }
+        if batch.is_empty() {
+            break;
+        }
+        let d4: Vec<u32> = batch
+            .iter()
+            .filter_map(|a| match a {
+                IpAddr::V4(a) => Some(u32::from(*a)),
+                IpAddr::V6(_) => None,
+            })
+            .collect();
+        let d6: Vec<u128> = batch
+            .iter()
+            .filter_map(|a| match a {
+                IpAddr::V6(a) => Some(u128::from(*a)),
+                IpAddr::V4(_) => None,
+            })
+            .collect();
+        let (mut r4, mut r6) = (vec![0; d4.len()], vec![0; d6.len()]);
+        let fib = reader.load();
+        fib.v4().lookup_batch(&d4, &mut r4);
+        fib.v6().lookup_batch(&d6, &mut r6);
+        drop(fib);
+        let (mut i4, mut i6) = (r4.iter(), r6.iter());
+        for addr in &batch {
+            let leaf = match addr {
+                IpAddr::V4(_) => i4.next(),
+                IpAddr::V6(_) => i6.next(),
+            };
+            let route = leaf
+                .filter(|&&l| l != NO_ROUTE)
+                .and_then(|&l| loaded.routes.get(l as usize));
+            match route {
+                Some(r) => writeln!(out, "{addr} {} {}", r.prefix, r.next_hop),
+                None => writeln!(out, "{addr} none"),
+            }
+            .map_err(io_failed("stdout"))?;
+        }
+    }
+    out.flush().map_err(io_failed("stdout"))?;
+    if bad > 0 {
+        return Err(Error::Failed(format!("{bad} bad address line(s) on stdin")));
+    }
+    Ok(())
+}
+
+fn mib(bytes: usize) -> f64 {
+    bytes as f64 / (1 << 20) as f64
+}
+
+fn bench_cmd(args: &[String]) -> Result<(), Error> {
+    let a = Args::parse(args, &["--routes", "--seconds"], &[])?;
+    let file: String = a.need("--routes")?;
+    let seconds: f64 = a.get("--seconds")?.unwrap_or(1.0);
+    if !(0.01..=3600.0).contains(&seconds) {
+        return Err(Error::Usage("--seconds must be 0.01 to 3600".into()));
+    }
+    let mut loaded = load(&file)?;
+    let mem = loaded.writer.memory();
+    let (n4, n6) = loaded.writer.live_nodes();
+    println!(
+        "routes: {} IPv4, {} IPv6 (read in {:.3} s, FIB built in {:.3} s)",
+        loaded.v4.len(),
+        loaded.v6.len(),
+        loaded.read_time.as_secs_f64(),
+        loaded.build_time.as_secs_f64()
+    );
+    println!(
+        "memory: IPv4 table {:.1} MiB ({n4} second-level nodes), IPv6 table {:.1} MiB ({n6} nodes), \
+         each twice (left-right); writer depths {:.1} + {:.1} MiB; route tables ~{:.1} MiB; \
+         total {:.1} MiB",
+        mib(mem.v4_table),
+        mib(mem.v6_table),
+        mib(mem.v4_builder),
+        mib(mem.v6_builder),
+        mib(mem.routes),
+        mib(mem.total())
+    );
+    let time = Duration::from_secs_f64(seconds);
+    let mut rng = Rng::new(42);
+    const N: usize = 1 << 20;
+    let fib = loaded.writer.reader().load_full();
+    let runs: [(&str, f64); 4] = [
+        (
+            "IPv4 random",
+            measure::rate_v4(&fib, &measure::random_v4(N, &mut rng), time),
+        ),
+        (
+            "IPv4 table-hitting",
+            measure::rate_v4(&fib, &measure::hitting_v4(&loaded.v4, N, &mut rng), time),
+        ),
+        (
+            "IPv6 random (2000::/3)",
+            measure::rate_v6(&fib, &measure::random_v6(N, &mut rng), time),
+        ),
+        (
+            "IPv6 table-hitting",
+            measure::rate_v6(&fib, &measure::hitting_v6(&loaded.v6, N, &mut rng), time),
+        ),
+    ];
+    drop(fib);
+    for (name, r) in runs {
+        println!(
+            "{name:<24} {:>8.1} M lookups/s ({:.1} ns each), 1 core, batches of {}",
+            r / 1e6,
+            1e9 / r.max(1.0),
+            measure::BATCH
+        );
+    }
+    let v4: Vec<(Prefix4, u32)> = loaded
+        .v4
+        .iter()
+        .map(|&p| (p, loaded.writer.routes4().get(p).unwrap_or(0)))
+        .collect();
+    let v6: Vec<(Prefix6, u32)> = loaded
+        .v6
+        .iter()
+        .map(|&p| (p, loaded.writer.routes6().get(p).unwrap_or(0)))
+        .collect();
+    let updates = measure::update_rate(&mut loaded.writer, &v4, &v6, 20_000, 64, &mut rng);
+    println!(
+        "updates                  {:>8.0} route changes/s (delete + re-add, commit every 64)",
+        updates
+    );
+    Ok(())
+}

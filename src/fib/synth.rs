@@ -1,0 +1,297 @@
+//! Synthetic full tables, deterministic by seed, shaped like the public BGP tables.
+//!
+//! IPv4 prefix lengths follow the shape of the default-free zone in 2024 as reported by
+//! Geoff Huston's BGP table reports (bgp.potaroo.net, AS65000/AS131072 views): /24 a little
+//! over 60 %, then /22, /23, /21, /20, /19, /18, /16, /17, and a thin tail up to /8, nothing
+//! longer than /24. The per-length weights below are rounded approximations of those reports,
+//! not an exact copy of any one day. IPv6 (same source, ~220 k routes): about half /48, then
+//! /32, /44, /40, /29, /36, /46, /47, and a few /56 and /64.
+//!
+//! Prefixes are unique, the default route appears only when asked for, and next hops are
+//! drawn from a small set (`next_hops`). IPv6 more-specifics (longer than /32) are placed
+//! inside a pool of /32 allocations, near their start, as ISPs number customers from the start
+//! of their space: a uniformly random placement would need one trie node per /48 and give a
+//! table far sparser than the real one.
+
+use super::prefix::{Prefix4, Prefix6};
+use std::collections::HashSet;
+
+/// SplitMix64: small, fast and good enough to shape tables and pick test addresses.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x9e37_79b9_7f4a_7c15)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    pub fn next_u32(&mut self) -> u32 {
+        (self.next_u64() >> 32) as u32
+    }
+
+    pub fn next_u128(&mut self) -> u128 {
+        ((self.next_u64() as u128) << 64) | self.next_u64() as u128
+    }
+
+    /// Uniform in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            ((self.next_u64() as u128 * n as u128) >> 64) as u64
+        }
+    }
+}
+
+/// (prefix length, routes per million) for IPv4.
+const V4_LENGTHS: &[(u8, u32)] = &[
+    (8, 16),
+    (9, 12),
+    (10, 35),
+    (11, 95),
+    (12, 300),
+    (13, 600),
+    (14, 1_100),
+    (15, 2_000),
+    (16, 13_500),
+    (17, 8_500),
+    (18, 14_500),
+    (19, 25_000),
+    (20, 42_000),
+    (21, 46_000),
+    (22, 120_000),
+    (23, 105_000),
+    (24, 621_342),
+];
+
+/// (prefix length, routes per million) for IPv6.
+const V6_LENGTHS: &[(u8, u32)] = &[
+    (24, 1_000),
+    (25, 300),
+    (26, 700),
+    (27, 1_000),
+    (28, 2_000),
+    (29, 35_000),
+    (30, 3_000),
+    (31, 2_000),
+    (32, 110_000),
+    (33, 10_000),
+    (34, 8_000),
+    (35, 7_000),
+    (36, 30_000),
+    (38, 12_000),
+    (39, 8_000),
+    (40, 60_000),
+    (41, 5_000),
+    (42, 15_000),
+    (43, 5_000),
+    (44, 80_000),
+    (45, 15_000),
+    (46, 25_000),
+    (47, 20_000),
+    (48, 542_000),
+    (56, 2_000),
+    (64, 1_000),
+];
+
+fn pick_len(rng: &mut Rng, table: &[(u8, u32)]) -> u8 {
+    let total: u64 = table.iter().map(|&(_, w)| w as u64).sum();
+    let mut x = rng.below(total);
+    for &(len, w) in table {
+        if x < w as u64 {
+            return len;
+        }
+        x -= w as u64;
+    }
+    table.last().map_or(24, |&(l, _)| l)
+}
+
+/// Routable IPv4 unicast: not 0/8, 10/8, 127/8, nor class D/E.
+fn v4_routable(a: u32) -> bool {
+    let first = a >> 24;
+    !(first == 0 || first == 10 || first == 127 || first >= 224)
+}
+
+/// How many draws a prefix gets before the generator tries a /24 (there are only so many /8s).
+const TRIES: usize = 32;
+
+/// `n` unique IPv4 prefixes (fewer only if the routable space runs out).
+pub fn v4_prefixes(n: usize, rng: &mut Rng) -> Vec<Prefix4> {
+    let mut seen = HashSet::with_capacity(n);
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let want = pick_len(rng, V4_LENGTHS);
+        let found = [want, 24].iter().find_map(|&len| {
+            (0..TRIES).find_map(|_| {
+                let p = Prefix4::containing(rng.next_u32(), len);
+                (v4_routable(p.addr()) && !seen.contains(&p)).then_some(p)
+            })
+        });
+        match found {
+            Some(p) => {
+                seen.insert(p);
+                out.push(p);
+            }
+            None => break,
+        }
+    }
+    out
+}
+
+/// RIR blocks that hold nearly all of the IPv6 table.
+const V6_BLOCKS: &[(u128, u8)] = &[
+    (0x2001_0000 << 96, 16),
+    (0x2400_0000 << 96, 12),
+    (0x2600_0000 << 96, 12),
+    (0x2800_0000 << 96, 12),
+    (0x2a00_0000 << 96, 12),
+    (0x2c00_0000 << 96, 12),
+];
+
+/// `n` unique IPv6 prefixes.
+pub fn v6_prefixes(n: usize, rng: &mut Rng) -> Vec<Prefix6> {
+    // One /32 allocation per four routes, like the real table's ratio of /48s to /32s holders.
+    let allocations: Vec<u128> = (0..(n / 4).max(1))
+        .map(|_| {
+            let (base, len) = V6_BLOCKS[rng.below(V6_BLOCKS.len() as u64) as usize];
+            let host = rng.next_u128() >> len;
+            Prefix6::containing(base | host, 32).addr()
+        })
+        .collect();
+    let mut seen = HashSet::with_capacity(n);
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let want = pick_len(rng, V6_LENGTHS);
+        let found = [want, 48].iter().find_map(|&len| {
+            (0..TRIES).find_map(|_| {
+                let p = if len <= 32 {
+                    let (base, blen) = V6_BLOCKS[rng.below(V6_BLOCKS.len() as u64) as usize];
+                    Prefix6::containing(base | rng.next_u128() >> blen, len)
+                } else {
+                    // Inside an allocation, in one of its first four /40s.
+                    let alloc = allocations[rng.below(allocations.len() as u64) as usize];
+                    let first40 = (rng.below(4) as u128) << 88;
+                    let rest = rng.next_u128() >> 40;
+                    Prefix6::containing(alloc | first40 | rest, len)
+                };
+                (!seen.contains(&p)).then_some(p)
+            })
+        });
+        match found {
+            Some(p) => {
+                seen.insert(p);
+                out.push(p);
+            }
+            None => break,
+        }
+    }
+    out
+}
+
+/// What `synth` makes.
+#[derive(Clone, Debug)]
+pub struct SynthSpec {
+    pub v4: usize,
+    pub v6: usize,
+    pub seed: u64,
+    /// Next hops are 0..next_hops.
+    pub next_hops: u32,
+    /// Add 0.0.0.0/0 and ::/0 (with next hop 0).
+    pub default_route: bool,
+}
+
+/// Routes of both families with next-hop indices.
+pub type Routes = (Vec<(Prefix4, u32)>, Vec<(Prefix6, u32)>);
+
+/// A synthetic table: routes with next hop indices.
+pub fn synth(spec: &SynthSpec) -> Routes {
+    let mut rng = Rng::new(spec.seed);
+    let hops = spec.next_hops.max(1) as u64;
+    let mut v4: Vec<(Prefix4, u32)> = v4_prefixes(spec.v4, &mut rng)
+        .into_iter()
+        .map(|p| (p, rng.below(hops) as u32))
+        .collect();
+    let mut v6: Vec<(Prefix6, u32)> = v6_prefixes(spec.v6, &mut rng)
+        .into_iter()
+        .map(|p| (p, rng.below(hops) as u32))
+        .collect();
+    if spec.default_route {
+        v4.insert(0, (Prefix4::containing(0, 0), 0));
+        v6.insert(0, (Prefix6::containing(0, 0), 0));
+    }
+    (v4, v6)
+}
+
+/// The text next hop of index `i` in a synthetic table (documentation ranges, RFC 5737/3849).
+pub fn v4_next_hop_text(i: u32) -> String {
+    format!("198.51.100.{}", i % 254 + 1)
+}
+
+pub fn v6_next_hop_text(i: u32) -> String {
+    format!("2001:db8::{:x}", i + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fib_synth_is_deterministic_unique_and_shaped() {
+        let spec = SynthSpec {
+            v4: 20_000,
+            v6: 5_000,
+            seed: 7,
+            next_hops: 8,
+            default_route: false,
+        };
+        let (a4, a6) = synth(&spec);
+        let (b4, b6) = synth(&spec);
+        assert_eq!(a4, b4);
+        assert_eq!(a6, b6);
+        assert_eq!(a4.len(), 20_000);
+        assert_eq!(a6.len(), 5_000);
+        let u4: HashSet<_> = a4.iter().map(|r| r.0).collect();
+        let u6: HashSet<_> = a6.iter().map(|r| r.0).collect();
+        assert_eq!(u4.len(), a4.len());
+        assert_eq!(u6.len(), a6.len());
+        let share = |n: usize| n as f64 / 20_000.0;
+        let c24 = a4.iter().filter(|r| r.0.len() == 24).count();
+        assert!((0.55..0.70).contains(&share(c24)), "{c24}");
+        assert!(a4
+            .iter()
+            .all(|r| r.0.len() >= 8 && r.0.len() <= 24 && r.1 < 8));
+        assert!(a4.iter().all(|r| v4_routable(r.0.addr())));
+        let c48 = a6.iter().filter(|r| r.0.len() == 48).count();
+        assert!(c48 * 2 > a6.len(), "{c48}");
+        assert!(a6.iter().all(|r| r.0.addr() >> 125 == 1), "all in 2000::/3");
+        let other = synth(&SynthSpec { seed: 8, ..spec });
+        assert_ne!(other.0, a4);
+    }
+
+    #[test]
+    fn fib_synth_default_route_only_when_asked() {
+        let spec = SynthSpec {
+            v4: 100,
+            v6: 100,
+            seed: 1,
+            next_hops: 4,
+            default_route: true,
+        };
+        let (v4, v6) = synth(&spec);
+        assert_eq!(v4.iter().filter(|r| r.0.is_empty()).count(), 1);
+        assert_eq!(v6.iter().filter(|r| r.0.is_empty()).count(), 1);
+        let (v4, _) = synth(&SynthSpec {
+            default_route: false,
+            ..spec
+        });
+        assert!(v4.iter().all(|r| !r.0.is_empty()));
+    }
+}

@@ -1,0 +1,395 @@
+//! The fast tables against a dumb reference (a hash map per prefix length, probed from the
+//! longest length present), over random and realistic tables, with inserts and deletes between
+//! lookups.
+
+use super::prefix::{Addr, Prefix};
+use super::synth::{synth, Rng, SynthSpec};
+use super::*;
+use std::collections::HashMap;
+
+/// Longest match by probing one hash map per length, longest first.
+struct Reference<A: Addr> {
+    by_len: Vec<HashMap<A, u32>>,
+}
+
+impl<A: Addr> Reference<A> {
+    fn new() -> Reference<A> {
+        Reference {
+            by_len: (0..=A::BITS).map(|_| HashMap::new()).collect(),
+        }
+    }
+    fn insert(&mut self, p: Prefix<A>, nh: u32) {
+        self.by_len[p.len() as usize].insert(p.addr(), nh);
+    }
+    fn remove(&mut self, p: Prefix<A>) {
+        self.by_len[p.len() as usize].remove(&p.addr());
+    }
+    fn lookup(&self, a: A) -> u32 {
+        for len in (0..=A::BITS).rev() {
+            let m = &self.by_len[len as usize];
+            if m.is_empty() {
+                continue;
+            }
+            if let Some(&nh) = m.get(&Prefix::containing(a, len).addr()) {
+                return nh;
+            }
+        }
+        NO_ROUTE
+    }
+}
+
+fn check4(w: &mut FibWriter, r: &Reference<u32>, dst: &[u32]) {
+    let mut out = vec![0; dst.len()];
+    w.pending().v4().lookup_batch(dst, &mut out);
+    for (&a, &got) in dst.iter().zip(&out) {
+        let want = r.lookup(a);
+        assert_eq!(got, want, "{}", std::net::Ipv4Addr::from(a));
+    }
+}
+
+fn check6(w: &mut FibWriter, r: &Reference<u128>, dst: &[u128]) {
+    let mut out = vec![0; dst.len()];
+    w.pending().v6().lookup_batch(dst, &mut out);
+    for (&a, &got) in dst.iter().zip(&out) {
+        assert_eq!(got, r.lookup(a), "{}", std::net::Ipv6Addr::from(a));
+    }
+}
+
+/// A random prefix near `base`, so that prefixes of every length overlap a lot.
+fn near4(rng: &mut Rng, base: u32, spread_bits: u32) -> Prefix4 {
+    let a = base ^ (rng.next_u32() >> (32 - spread_bits));
+    // Short prefixes repaint up to 2^24 cells: rare, as in real tables.
+    let len = if rng.below(50) == 0 {
+        rng.below(8)
+    } else {
+        8 + rng.below(25)
+    };
+    Prefix4::containing(a, len as u8)
+}
+
+fn near6(rng: &mut Rng, base: u128, spread_bits: u32) -> Prefix6 {
+    let a = base ^ (rng.next_u128() >> (128 - spread_bits));
+    // Every length, with the long ones that need deep nodes often enough.
+    Prefix6::containing(a, (128 - rng.below(129) as u32 * rng.below(2) as u32) as u8)
+}
+
+#[test]
+fn fib_v4_random_overlapping_updates_match_reference() {
+    let mut rng = Rng::new(4);
+    let mut w = FibWriter::new();
+    let mut r = Reference::new();
+    let mut live: Vec<Prefix4> = Vec::new();
+    let base = 0x0a00_0000;
+    for round in 0..40 {
+        for _ in 0..200 {
+            if rng.below(3) == 0 && !live.is_empty() {
+                let p = live.swap_remove(rng.below(live.len() as u64) as usize);
+                assert!(w.del4(p).is_some());
+                r.remove(p);
+            } else {
+                let p = near4(&mut rng, base, 20);
+                let nh = rng.below(1000) as u32;
+                if w.add4(p, nh).unwrap().is_none() {
+                    live.push(p);
+                }
+                r.insert(p, nh);
+            }
+        }
+        let dst: Vec<u32> = (0..10_000)
+            .map(|i| {
+                if i % 10 == 0 {
+                    rng.next_u32()
+                } else {
+                    base ^ (rng.next_u32() >> 12)
+                }
+            })
+            .collect();
+        check4(&mut w, &r, &dst);
+        if round % 8 == 0 {
+            // What readers see after a commit is the same table.
+            w.commit();
+            let fib = w.reader().load();
+            for &a in &dst[..1000] {
+                assert_eq!(fib.v4().lookup(a), r.lookup(a));
+            }
+        }
+    }
+    // Deleting everything leaves no node behind and no route.
+    for p in live.drain(..) {
+        w.del4(p);
+    }
+    assert_eq!(w.live_nodes().0, 0);
+    assert!(w.routes4().is_empty());
+    let all: Vec<u32> = (0..50_000).map(|_| base ^ (rng.next_u32() >> 12)).collect();
+    let mut out = vec![0; all.len()];
+    w.pending().v4().lookup_batch(&all, &mut out);
+    assert!(out.iter().all(|&nh| nh == NO_ROUTE));
+}
+
+#[test]
+fn fib_v6_random_overlapping_updates_match_reference() {
+    let mut rng = Rng::new(6);
+    let mut w = FibWriter::new();
+    let mut r = Reference::new();
+    let mut live: Vec<Prefix6> = Vec::new();
+    let base: u128 = 0x2001_0db8_0000_0000_0000_0000_0000_0000;
+    for _ in 0..30 {
+        for _ in 0..200 {
+            if rng.below(3) == 0 && !live.is_empty() {
+                let p = live.swap_remove(rng.below(live.len() as u64) as usize);
+                assert!(w.del6(p).is_some());
+                r.remove(p);
+            } else {
+                let spread = [8, 40, 100, 128][rng.below(4) as usize];
+                let p = near6(&mut rng, base, spread);
+                let nh = rng.below(1000) as u32;
+                if w.add6(p, nh).unwrap().is_none() {
+                    live.push(p);
+                }
+                r.insert(p, nh);
+            }
+        }
+        let dst: Vec<u128> = (0..5_000)
+            .map(|i| {
+                let spread = [8, 40, 100, 128][i % 4];
+                base ^ (rng.next_u128() >> (128 - spread))
+            })
+            .collect();
+        check6(&mut w, &r, &dst);
+        // Probe the routes' own first and last addresses, where off-by-one errors live.
+        let edges: Vec<u128> = live.iter().flat_map(|p| [p.addr(), p.last()]).collect();
+        check6(&mut w, &r, &edges);
+    }
+    for p in live.drain(..) {
+        w.del6(p);
+    }
+    assert_eq!(w.live_nodes().1, 0);
+    assert_eq!(w.pending().v6().lookup(base), NO_ROUTE);
+}
+
+#[test]
+fn fib_realistic_tables_with_churn_match_reference() {
+    let spec = SynthSpec {
+        v4: 150_000,
+        v6: 30_000,
+        seed: 11,
+        next_hops: 16,
+        default_route: false,
+    };
+    let (v4, v6) = synth(&spec);
+    let mut w = FibWriter::with_routes(v4.iter().copied(), v6.iter().copied()).unwrap();
+    let mut r4 = Reference::new();
+    let mut r6 = Reference::new();
+    v4.iter().for_each(|&(p, nh)| r4.insert(p, nh));
+    v6.iter().for_each(|&(p, nh)| r6.insert(p, nh));
+    let mut rng = Rng::new(12);
+    for round in 0..3 {
+        // Random addresses, and addresses inside the routes (hits, at every depth).
+        let mut d4: Vec<u32> = (0..200_000).map(|_| rng.next_u32()).collect();
+        d4.extend((0..200_000).map(|_| {
+            let p = v4[rng.below(v4.len() as u64) as usize].0;
+            p.addr() | (rng.next_u32() & (p.addr() ^ p.last()))
+        }));
+        check4(&mut w, &r4, &d4);
+        let mut d6: Vec<u128> = (0..50_000).map(|_| rng.next_u128()).collect();
+        d6.extend((0..100_000).map(|_| {
+            let p = v6[rng.below(v6.len() as u64) as usize].0;
+            p.addr() | (rng.next_u128() & (p.addr() ^ p.last()))
+        }));
+        check6(&mut w, &r6, &d6);
+        // Churn: delete some routes (exposing covering ones), re-add some with new next hops,
+        // and add some longer than /24 (second-level nodes) and /0.
+        for _ in 0..2_000 {
+            let (p, _) = v4[rng.below(v4.len() as u64) as usize];
+            if w.del4(p).is_some() {
+                r4.remove(p);
+            }
+            let (p, _) = v4[rng.below(v4.len() as u64) as usize];
+            let nh = rng.below(16) as u32 + 100 * round;
+            w.add4(p, nh).unwrap();
+            r4.insert(p, nh);
+            let long = Prefix4::containing(
+                d4[rng.below(d4.len() as u64) as usize],
+                25 + rng.below(8) as u8,
+            );
+            w.add4(long, 77).unwrap();
+            r4.insert(long, 77);
+            let (p, _) = v6[rng.below(v6.len() as u64) as usize];
+            if w.del6(p).is_some() {
+                r6.remove(p);
+            }
+        }
+        if round == 1 {
+            w.add4(Prefix4::containing(0, 0), 5).unwrap();
+            r4.insert(Prefix4::containing(0, 0), 5);
+            w.add6(Prefix6::containing(0, 0), 6).unwrap();
+            r6.insert(Prefix6::containing(0, 0), 6);
+        }
+        w.commit();
+    }
+}
+
+#[test]
+fn fib_rejects_reserved_next_hops_and_reports_replacements() {
+    let mut w = FibWriter::new();
+    let p = Prefix4::containing(0x0a00_0000, 8);
+    assert_eq!(
+        w.add4(p, NO_ROUTE),
+        Err(FibError::NextHopTooLarge(NO_ROUTE))
+    );
+    assert_eq!(
+        w.add4(p, u32::MAX),
+        Err(FibError::NextHopTooLarge(u32::MAX))
+    );
+    assert!(FibWriter::with_routes([(p, CHILD | 1)], []).is_err());
+    assert_eq!(w.add4(p, MAX_NEXT_HOP), Ok(None));
+    assert_eq!(w.add4(p, 3), Ok(Some(MAX_NEXT_HOP)));
+    assert_eq!(w.del4(p), Some(3));
+    assert_eq!(w.del4(p), None);
+    // Nothing is visible to readers before commit.
+    w.add4(p, 4).unwrap();
+    let reader = w.reader();
+    assert_eq!(reader.load().v4().lookup(0x0a01_0101), NO_ROUTE);
+    assert_eq!(w.commit(), 1);
+    assert_eq!(reader.load().v4().lookup(0x0a01_0101), 4);
+    assert_eq!(reader.load().generation(), 1);
+    // A commit with no change publishes nothing new.
+    assert_eq!(w.commit(), 1);
+}
+
+#[test]
+fn fib_batch_lengths_may_differ() {
+    let w = FibWriter::with_routes([(Prefix4::containing(0x0a00_0000, 8), 1)], []).unwrap();
+    let fib = w.reader().load();
+    let mut out = [9u32; 2];
+    fib.v4()
+        .lookup_batch(&[0x0a00_0001, 0x0b00_0000, 0x0a00_0002], &mut out);
+    assert_eq!(out, [1, NO_ROUTE]);
+    let mut out = [9u32; 4];
+    fib.v6().lookup_batch(&[1], &mut out);
+    assert_eq!(out, [NO_ROUTE, 9, 9, 9]);
+}
+
+/// A writer thread toggles routes and commits thousands of times while reader threads look
+/// up a fixed set of addresses; every batch a reader sees must equal the lookups of exactly the
+/// route set the writer had committed for that generation: never a mix, never a half-built
+/// table. Each route's next hop is its index among the candidates, so a result names a prefix.
+#[test]
+fn fib_concurrent_readers_see_only_committed_tables() {
+    use std::collections::HashSet as Set;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    let mut rng = Rng::new(99);
+    let mut c4: Vec<Prefix4> = Vec::new();
+    while c4.len() < 64 {
+        let p = Prefix4::containing(
+            0x0a00_0000 ^ (rng.next_u32() >> 14),
+            8 + rng.below(25) as u8,
+        );
+        if !c4.contains(&p) {
+            c4.push(p);
+        }
+    }
+    let mut c6: Vec<Prefix6> = Vec::new();
+    while c6.len() < 64 {
+        let a = 0x2001_0db8u128 << 96 ^ (rng.next_u128() >> 20);
+        let p = Prefix6::containing(a, 16 + rng.below(113) as u8);
+        if !c6.contains(&p) {
+            c6.push(p);
+        }
+    }
+    let probes4: Vec<u32> = c4
+        .iter()
+        .flat_map(|p| {
+            [
+                p.addr(),
+                p.last(),
+                p.addr() | (rng.next_u32() & (p.addr() ^ p.last())),
+            ]
+        })
+        .collect();
+    let probes6: Vec<u128> = c6
+        .iter()
+        .flat_map(|p| {
+            [
+                p.addr(),
+                p.last(),
+                p.addr() | (rng.next_u128() & (p.addr() ^ p.last())),
+            ]
+        })
+        .collect();
+    fn expect<A: Addr>(cands: &[Prefix<A>], on: u64, a: A) -> u32 {
+        (0..cands.len())
+            .filter(|&i| on >> i & 1 == 1 && cands[i].contains(a))
+            .max_by_key(|&i| cands[i].len())
+            .map_or(NO_ROUTE, |i| i as u32)
+    }
+
+    let mut w = FibWriter::new();
+    // states[g] = the (IPv4, IPv6) route sets of generation g, pushed before it is committed.
+    let states: Arc<Mutex<Vec<(u64, u64)>>> = Arc::new(Mutex::new(vec![(0, 0)]));
+    let done = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (reader, states, done) = (w.reader(), states.clone(), done.clone());
+            let (c4, c6, p4, p6) = (c4.clone(), c6.clone(), probes4.clone(), probes6.clone());
+            std::thread::spawn(move || {
+                let (mut o4, mut o6) = (vec![0; p4.len()], vec![0; p6.len()]);
+                let mut seen = Set::new();
+                let mut last = 0;
+                while !done.load(Ordering::Relaxed) {
+                    let fib = reader.load();
+                    fib.v4().lookup_batch(&p4, &mut o4);
+                    fib.v6().lookup_batch(&p6, &mut o6);
+                    let g = fib.generation();
+                    drop(fib);
+                    assert!(g >= last, "generation went back from {last} to {g}");
+                    last = g;
+                    seen.insert(g);
+                    let (on4, on6) = states.lock().unwrap()[g as usize];
+                    for (&a, &got) in p4.iter().zip(&o4) {
+                        assert_eq!(got, expect(&c4, on4, a), "gen {g} {a:#x}");
+                    }
+                    for (&a, &got) in p6.iter().zip(&o6) {
+                        assert_eq!(got, expect(&c6, on6, a), "gen {g} {a:#x}");
+                    }
+                }
+                seen.len()
+            })
+        })
+        .collect();
+
+    let (mut on4, mut on6) = (0u64, 0u64);
+    for step in 0..3000u64 {
+        // One to three changes per commit, IPv4 and IPv6 mixed.
+        for _ in 0..1 + rng.below(3) {
+            let i = rng.below(64) as usize;
+            if rng.below(2) == 0 {
+                if on4 >> i & 1 == 1 {
+                    assert_eq!(w.del4(c4[i]), Some(i as u32));
+                } else {
+                    assert_eq!(w.add4(c4[i], i as u32), Ok(None));
+                }
+                on4 ^= 1 << i;
+            } else {
+                if on6 >> i & 1 == 1 {
+                    assert_eq!(w.del6(c6[i]), Some(i as u32));
+                } else {
+                    assert_eq!(w.add6(c6[i], i as u32), Ok(None));
+                }
+                on6 ^= 1 << i;
+            }
+        }
+        states.lock().unwrap().push((on4, on6));
+        assert_eq!(w.commit(), step + 1);
+    }
+    done.store(true, Ordering::Relaxed);
+    for r in readers {
+        let generations_seen = r.join().expect("reader saw an inconsistent table");
+        assert!(
+            generations_seen > 1,
+            "reader saw only {generations_seen} generation"
+        );
+    }
+}

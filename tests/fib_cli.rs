@@ -1,0 +1,166 @@
+//! `sluice fib` as a user runs it, through the binary: synth | lookup round trip, and errors.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sluice");
+
+fn tmpfile(tag: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("sluice-fib-{tag}-{}", std::process::id()))
+}
+
+fn sluice(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+fn lookup(routes: &str, input: &str) -> Output {
+    let mut child = Command::new(BIN)
+        .args(["fib", "lookup", "--routes", routes])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The command may exit before reading (bad route file): a broken pipe is fine.
+    let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
+    child.wait_with_output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn fib_synth_then_lookup_finds_every_route() {
+    let file = tmpfile("synth");
+    let f = file.to_str().unwrap();
+    let o = sluice(&[
+        "fib", "synth", "--v4", "3000", "--v6", "1000", "--seed", "5", "--out", f,
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    // Same seed, same table, on stdout.
+    let again = sluice(&[
+        "fib", "synth", "--v4", "3000", "--v6", "1000", "--seed", "5",
+    ]);
+    let table = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(text(&again.stdout), table);
+    let routes: Vec<(&str, &str)> = table
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split_once(' ').unwrap())
+        .collect();
+    assert_eq!(routes.len(), 4000);
+    // Each route's own network address must resolve to a route at least as long (the table
+    // may hold a more-specific at the same address) whose next hop the file gives it.
+    let input: String = routes
+        .iter()
+        .map(|(p, _)| format!("{}\n", p.split('/').next().unwrap()))
+        .collect();
+    let o = lookup(f, &format!("{input}192.0.2.1\n\n::1\n"));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), routes.len() + 2);
+    let by_prefix: std::collections::HashMap<&str, &str> = routes.iter().copied().collect();
+    for ((p, _), line) in routes.iter().zip(&lines) {
+        let w: Vec<&str> = line.split(' ').collect();
+        assert_eq!(w.len(), 3, "{line}");
+        assert_eq!(w[0], p.split('/').next().unwrap());
+        let got_len: u8 = w[1].split('/').nth(1).unwrap().parse().unwrap();
+        let want_len: u8 = p.split('/').nth(1).unwrap().parse().unwrap();
+        assert!(got_len >= want_len, "{line} for {p}");
+        assert_eq!(by_prefix[w[1]], w[2], "{line}");
+    }
+    // Documentation addresses are not in a synthetic table.
+    assert_eq!(lines[routes.len()], "192.0.2.1 none");
+    assert_eq!(lines[routes.len() + 1], "::1 none");
+    let _ = std::fs::remove_file(&file);
+}
+
+#[test]
+fn fib_lookup_longest_match_on_ip_route_text() {
+    let file = tmpfile("iproute");
+    std::fs::write(
+        &file,
+        "default via 192.168.1.1 dev eth0 proto dhcp metric 100\n\
+         10.0.0.0/8 via 10.255.0.1 dev eth1\n\
+         10.1.0.0/16 dev eth2 proto kernel scope link src 10.1.0.5\n\
+         10.1.2.3 via 10.1.0.1 dev eth2\n\
+         2001:db8::/32 via fe80::1 dev eth0\n",
+    )
+    .unwrap();
+    let o = lookup(
+        file.to_str().unwrap(),
+        "10.1.2.3\n10.1.2.4\n10.2.0.1\n8.8.8.8\n2001:db8::5\n2001:db9::1\nnot-an-ip\n",
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        text(&o.stdout),
+        "10.1.2.3 10.1.2.3/32 10.1.0.1\n10.1.2.4 10.1.0.0/16 eth2\n10.2.0.1 10.0.0.0/8 10.255.0.1\n\
+         8.8.8.8 0.0.0.0/0 192.168.1.1\n2001:db8::5 2001:db8::/32 fe80::1\n2001:db9::1 none\n"
+    );
+    assert!(text(&o.stderr).contains("stdin:7: bad address 'not-an-ip'"));
+    let _ = std::fs::remove_file(&file);
+}
+
+#[test]
+fn fib_cli_errors() {
+    let o = sluice(&["fib", "synth", "--v4", "many"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("bad value 'many' for --v4"));
+    let o = sluice(&["fib", "lookup"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("missing --routes"));
+    let o = sluice(&["fib", "bench", "--routes"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("--routes needs a value"));
+    let o = sluice(&["fib", "frob"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("unknown command 'frob'"));
+    let o = sluice(&["fib", "synth", "--v4", "1", "--bogus"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("unexpected argument '--bogus'"));
+    let o = sluice(&["fib"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = sluice(&["fib", "--help"]);
+    assert!(o.status.success());
+    assert!(text(&o.stdout).contains("sluice fib COMMAND"));
+    // A bad route file names the file and line.
+    let file = tmpfile("bad");
+    std::fs::write(&file, "10.0.0.0/8 192.0.2.1\n10.0.0.0/40 192.0.2.1\n").unwrap();
+    let f = file.to_str().unwrap();
+    let o = lookup(f, "10.0.0.1\n");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains(&format!("{f}:2: prefix length 40 too long")),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = sluice(&["fib", "bench", "--routes", "/nonexistent/routes"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).contains("/nonexistent/routes: "));
+    let _ = std::fs::remove_file(&file);
+}
+
+#[test]
+fn fib_bench_command_reports_every_figure() {
+    let file = tmpfile("bench");
+    let f = file.to_str().unwrap();
+    let o = sluice(&["fib", "synth", "--v4", "2000", "--v6", "500", "--out", f]);
+    assert!(o.status.success());
+    let o = sluice(&["fib", "bench", "--routes", f, "--seconds", "0.05"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    for want in [
+        "routes: 2000 IPv4, 500 IPv6",
+        "memory: IPv4 table 64.0 MiB",
+        "IPv4 random",
+        "IPv4 table-hitting",
+        "IPv6 random",
+        "IPv6 table-hitting",
+    ] {
+        assert!(out.contains(want), "{want} missing from:\n{out}");
+    }
+    let _ = std::fs::remove_file(&file);
+}
