@@ -137,7 +137,8 @@ fn xdp_engine_sends_what_it_says() {
     );
     let gen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let pps = gen["tx_pps"].as_f64().unwrap();
-    assert!((190_000.0..210_000.0).contains(&pps), "{gen}");
+    // Within 10 %: the machine is shared, and a pause of a few ms costs a few per cent.
+    assert!((180_000.0..220_000.0).contains(&pps), "{gen}");
     assert_eq!(gen["rx_packets"], gen["tx_packets"], "{gen}");
     // var2 and IMIX both ways: the program cuts each frame to its size and writes its
     // addresses; every frame reaches the other end.
