@@ -4,6 +4,7 @@ pub mod error_drop;
 pub mod ethernet_input;
 pub mod input;
 pub mod interface_output;
+pub mod ip4_input;
 pub mod l2_xconnect;
 pub mod tx;
 

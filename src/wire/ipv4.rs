@@ -52,7 +52,13 @@ pub struct Ipv4Header<'a> {
 impl<'a> Ipv4Header<'a> {
     /// Check version, IHL, total length against what is present, and the checksum.
     pub fn parse(bytes: &'a [u8]) -> Result<Ipv4Header<'a>, Ipv4Error> {
-        if bytes.len() < MIN_HEADER_LEN {
+        Self::parse_in(bytes, bytes.len())
+    }
+
+    /// Like `parse`, for a packet of `packet_len` bytes of which `bytes` (holding at least the
+    /// header) is the first part: a packet chained over several buffers.
+    pub fn parse_in(bytes: &'a [u8], packet_len: usize) -> Result<Ipv4Header<'a>, Ipv4Error> {
+        if bytes.len() < MIN_HEADER_LEN || packet_len < MIN_HEADER_LEN {
             return Err(Ipv4Error::Truncated);
         }
         if bytes[0] >> 4 != 4 {
@@ -63,7 +69,7 @@ impl<'a> Ipv4Header<'a> {
             return Err(Ipv4Error::HeaderLength);
         }
         let total = u16::from_be_bytes([bytes[2], bytes[3]]) as usize;
-        if total < header_len || total > bytes.len() {
+        if total < header_len || total > packet_len.max(bytes.len()) {
             return Err(Ipv4Error::TotalLength);
         }
         if checksum(&bytes[..header_len]) != 0 {
