@@ -360,31 +360,39 @@ fn fib_concurrent_readers_see_only_committed_tables() {
         })
         .collect();
 
-    let (mut on4, mut on6) = (0u64, 0u64);
-    for step in 0..3000u64 {
-        // One to three changes per commit, IPv4 and IPv6 mixed.
-        for _ in 0..1 + rng.below(3) {
-            let i = rng.below(64) as usize;
-            if rng.below(2) == 0 {
-                if on4 >> i & 1 == 1 {
-                    assert_eq!(w.del4(c4[i]), Some(i as u32));
-                } else {
-                    assert_eq!(w.add4(c4[i], i as u32), Ok(None));
+    // The writer on its own thread, as the control plane will be.
+    let writer = {
+        let states = states.clone();
+        std::thread::spawn(move || {
+            let (mut on4, mut on6) = (0u64, 0u64);
+            for step in 0..3000u64 {
+                // One to three changes per commit, IPv4 and IPv6 mixed.
+                for _ in 0..1 + rng.below(3) {
+                    let i = rng.below(64) as usize;
+                    if rng.below(2) == 0 {
+                        if on4 >> i & 1 == 1 {
+                            assert_eq!(w.del4(c4[i]), Some(i as u32));
+                        } else {
+                            assert_eq!(w.add4(c4[i], i as u32), Ok(None));
+                        }
+                        on4 ^= 1 << i;
+                    } else {
+                        if on6 >> i & 1 == 1 {
+                            assert_eq!(w.del6(c6[i]), Some(i as u32));
+                        } else {
+                            assert_eq!(w.add6(c6[i], i as u32), Ok(None));
+                        }
+                        on6 ^= 1 << i;
+                    }
                 }
-                on4 ^= 1 << i;
-            } else {
-                if on6 >> i & 1 == 1 {
-                    assert_eq!(w.del6(c6[i]), Some(i as u32));
-                } else {
-                    assert_eq!(w.add6(c6[i], i as u32), Ok(None));
-                }
-                on6 ^= 1 << i;
+                states.lock().unwrap().push((on4, on6));
+                assert_eq!(w.commit(), step + 1);
             }
-        }
-        states.lock().unwrap().push((on4, on6));
-        assert_eq!(w.commit(), step + 1);
-    }
+        })
+    };
+    let writer_result = writer.join();
     done.store(true, Ordering::Relaxed);
+    assert!(writer_result.is_ok(), "writer failed");
     for r in readers {
         let generations_seen = r.join().expect("reader saw an inconsistent table");
         assert!(
