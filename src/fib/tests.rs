@@ -40,18 +40,23 @@ impl<A: Addr> Reference<A> {
 
 fn check4(w: &mut FibWriter, r: &Reference<u32>, dst: &[u32]) {
     let mut out = vec![0; dst.len()];
-    w.pending().v4().lookup_batch(dst, &mut out);
+    let fib = w.pending();
+    fib.v4().lookup_batch(dst, &mut out);
     for (&a, &got) in dst.iter().zip(&out) {
         let want = r.lookup(a);
         assert_eq!(got, want, "{}", std::net::Ipv4Addr::from(a));
+        assert_eq!(fib.v4().lookup(a), want, "{}", std::net::Ipv4Addr::from(a));
     }
 }
 
 fn check6(w: &mut FibWriter, r: &Reference<u128>, dst: &[u128]) {
     let mut out = vec![0; dst.len()];
-    w.pending().v6().lookup_batch(dst, &mut out);
+    let fib = w.pending();
+    fib.v6().lookup_batch(dst, &mut out);
     for (&a, &got) in dst.iter().zip(&out) {
-        assert_eq!(got, r.lookup(a), "{}", std::net::Ipv6Addr::from(a));
+        let want = r.lookup(a);
+        assert_eq!(got, want, "{}", std::net::Ipv6Addr::from(a));
+        assert_eq!(fib.v6().lookup(a), want, "{}", std::net::Ipv6Addr::from(a));
     }
 }
 
