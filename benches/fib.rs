@@ -89,4 +89,43 @@ fn main() {
             median(h) / 1e6
         );
     }
+
+    publication(full);
+}
+
+/// What the left-right publication costs: a reader's pin per frame, a commit, route changes.
+fn publication(full: bool) {
+    let (v4, v6) = synth(&SynthSpec {
+        v4: if full { 1_000_000 } else { 5_000 },
+        v6: if full { 200_000 } else { 1_000 },
+        seed: 1,
+        next_hops: 16,
+        default_route: false,
+    });
+    let mut w = FibWriter::with_routes(v4.iter().copied(), v6.iter().copied()).unwrap();
+    let reader = w.reader();
+    let pins = if full { 10_000_000 } else { 10_000 };
+    let t = Instant::now();
+    for _ in 0..pins {
+        let fib = reader.load();
+        std::hint::black_box(fib.generation());
+    }
+    let pin_ns = t.elapsed().as_nanos() as f64 / pins as f64;
+    let commits = if full { 2_000 } else { 20 };
+    let mut rng = Rng::new(5);
+    let t = Instant::now();
+    for i in 0..commits {
+        let (p, nh) = v4[rng.below(v4.len() as u64) as usize];
+        w.add4(p, nh ^ (1 + (i & 1))).unwrap();
+        w.commit();
+    }
+    let commit_us = t.elapsed().as_secs_f64() * 1e6 / commits as f64;
+    let n = if full { 100_000 } else { 100 };
+    let updates = measure::update_rate(&mut w, &v4, &v6, n, 64, &mut rng);
+    println!(
+        "publication: reader pin+unpin {pin_ns:.1} ns per frame; one-route change + commit \
+         {commit_us:.1} us (no reader holding the old table); {:.0} route changes/s \
+         (delete + re-add, commit every 64)",
+        updates
+    );
 }
