@@ -39,9 +39,22 @@ fn main() {
         default_route: false,
     });
     let mut rng = Rng::new(3);
+    // The same table plus 5 % routes longer than /24 inside its /24s, as an internal table
+    // with host routes has: those /24s need a second-level node.
+    let mut long4 = big4.clone();
+    let extra = big4.len() / 20;
+    for i in 0..extra {
+        let (p, _) = big4[i * 20 % big4.len()];
+        let a = p.addr() | (rng.next_u32() & (p.addr() ^ p.last()));
+        long4.push((Prefix4::containing(a, 25 + rng.below(8) as u8), 3));
+    }
     for (name, routes) in [
         ("IPv4 1 route".to_string(), one4),
         (format!("IPv4 {} routes (synthetic BGP)", big4.len()), big4),
+        (
+            format!("IPv4 same + {} longer than /24", long4.len() / 21),
+            long4,
+        ),
     ] {
         let t = Instant::now();
         let mut w = FibWriter::with_routes(routes.iter().copied(), []).unwrap();
