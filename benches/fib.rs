@@ -39,9 +39,22 @@ fn main() {
         default_route: false,
     });
     let mut rng = Rng::new(3);
+    // The same table plus 5 % routes longer than /24 inside its /24s, as an internal table
+    // with host routes has: those /24s need a second-level node.
+    let mut long4 = big4.clone();
+    let extra = big4.len() / 20;
+    for i in 0..extra {
+        let (p, _) = big4[i * 20 % big4.len()];
+        let a = p.addr() | (rng.next_u32() & (p.addr() ^ p.last()));
+        long4.push((Prefix4::containing(a, 25 + rng.below(8) as u8), 3));
+    }
     for (name, routes) in [
         ("IPv4 1 route".to_string(), one4),
         (format!("IPv4 {} routes (synthetic BGP)", big4.len()), big4),
+        (
+            format!("IPv4 same + {} longer than /24", long4.len() / 21),
+            long4,
+        ),
     ] {
         let t = Instant::now();
         let mut w = FibWriter::with_routes(routes.iter().copied(), []).unwrap();
@@ -89,4 +102,43 @@ fn main() {
             median(h) / 1e6
         );
     }
+
+    publication(full);
+}
+
+/// What the left-right publication costs: a reader's pin per frame, a commit, route changes.
+fn publication(full: bool) {
+    let (v4, v6) = synth(&SynthSpec {
+        v4: if full { 1_000_000 } else { 5_000 },
+        v6: if full { 200_000 } else { 1_000 },
+        seed: 1,
+        next_hops: 16,
+        default_route: false,
+    });
+    let mut w = FibWriter::with_routes(v4.iter().copied(), v6.iter().copied()).unwrap();
+    let reader = w.reader();
+    let pins = if full { 10_000_000 } else { 10_000 };
+    let t = Instant::now();
+    for _ in 0..pins {
+        let fib = reader.load();
+        std::hint::black_box(fib.generation());
+    }
+    let pin_ns = t.elapsed().as_nanos() as f64 / pins as f64;
+    let commits = if full { 2_000 } else { 20 };
+    let mut rng = Rng::new(5);
+    let t = Instant::now();
+    for i in 0..commits {
+        let (p, nh) = v4[rng.below(v4.len() as u64) as usize];
+        w.add4(p, nh ^ (1 + (i & 1))).unwrap();
+        w.commit();
+    }
+    let commit_us = t.elapsed().as_secs_f64() * 1e6 / commits as f64;
+    let n = if full { 100_000 } else { 100 };
+    let updates = measure::update_rate(&mut w, &v4, &v6, n, 64, &mut rng);
+    println!(
+        "publication: reader pin+unpin {pin_ns:.1} ns per frame; one-route change + commit \
+         {commit_us:.1} us (no reader holding the old table); {:.0} route changes/s \
+         (delete + re-add, commit every 64)",
+        updates
+    );
 }

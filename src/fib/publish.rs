@@ -18,6 +18,11 @@
 //! first-level cell is one load away from the `Fib`), an update costs its own cell writes twice
 //! and never a table copy, and the price is memory: two instances of the lookup tables (2 ×
 //! 64 MiB for IPv4) plus one copy of the writer-side depths.
+//!
+//! Measured (`cargo bench --bench fib`, 1 M IPv4 + 200 k IPv6 routes, 2-vCPU VM): a reader's
+//! pin and unpin cost 16 ns per frame, under 0.1 ns per lookup of a 256-address frame; a
+//! one-route change plus commit takes 2.2 µs when no reader holds the old table; 380 k–410 k
+//! route changes/s with a commit every 64 changes.
 
 use super::ip4::Ip4Lpm;
 use super::ip6::Ip6Lpm;
