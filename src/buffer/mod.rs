@@ -46,6 +46,8 @@ pub struct BufferMeta {
     pub rx_if: u32,
     /// Interface the packet leaves by, chosen by a forwarding node.
     pub tx_if: u32,
+    /// Next hop (adjacency index) chosen by a lookup node; `u32::MAX` before one ran.
+    pub adj: u32,
     /// `FLAG_*` bits.
     pub flags: u16,
     /// Index of this packet's record in the worker's trace, when traced.
@@ -62,6 +64,7 @@ impl BufferMeta {
         next: NO_BUFFER,
         rx_if: u32::MAX,
         tx_if: u32::MAX,
+        adj: u32::MAX,
         flags: 0,
         trace_index: 0,
         timestamp_ns: 0,

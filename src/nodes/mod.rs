@@ -5,6 +5,7 @@ pub mod ethernet_input;
 pub mod input;
 pub mod interface_output;
 pub mod ip4_input;
+pub mod ip4_lookup;
 pub mod l2_xconnect;
 pub mod tx;
 

@@ -30,6 +30,8 @@ pub struct Outcome {
     pub per_next: Vec<usize>,
     pub errors: Vec<u64>,
     pub tx_ifs: Vec<u32>,
+    /// The next hop each packet carried, in arrival order at the sinks.
+    pub adjs: Vec<u32>,
 }
 
 impl Outcome {
@@ -51,15 +53,16 @@ impl Node for Feed {
 
 struct Sink {
     slot: usize,
-    seen: Arc<Mutex<Vec<(usize, u32)>>>,
+    seen: Arc<Mutex<Vec<(usize, u32, u32)>>>,
 }
 impl Node for Sink {
     fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
         for &bi in frame {
-            self.seen
-                .lock()
-                .unwrap()
-                .push((self.slot, cx.bufs.meta(bi).tx_if));
+            self.seen.lock().unwrap().push((
+                self.slot,
+                cx.bufs.meta(bi).tx_if,
+                cx.bufs.meta(bi).adj,
+            ));
             cx.bufs.free(bi);
         }
         frame.len()
@@ -142,13 +145,14 @@ impl Harness {
         assert_eq!(self.pool.report().in_use, 0, "node test leaked buffers");
         let seen = seen.lock().unwrap();
         let mut per_next = vec![0; nexts.len()];
-        for &(slot, _) in seen.iter() {
+        for &(slot, _, _) in seen.iter() {
             per_next[slot] += 1;
         }
         Outcome {
             per_next,
             errors: sh.errors[1].iter().map(|c| c.get()).collect(),
-            tx_ifs: seen.iter().map(|&(_, t)| t).collect(),
+            tx_ifs: seen.iter().map(|&(_, t, _)| t).collect(),
+            adjs: seen.iter().map(|&(_, _, a)| a).collect(),
         }
     }
 }
