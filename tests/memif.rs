@@ -150,13 +150,20 @@ fn wait_showing(ctl: &Path, what: &str, secs: u64, mut f: impl FnMut() -> bool) 
 struct Testpmd {
     child: Child,
     stdin: ChildStdin,
+    prefix: String,
+}
+
+/// DPDK leaves its runtime directory behind (always when killed): remove it.
+fn forget_runtime(prefix: &str) {
+    let _ = std::fs::remove_dir_all(format!("/var/run/dpdk/{prefix}"));
 }
 
 impl Testpmd {
     fn start(tag: &str, role: &str, socket: &Path, rx_pcap: &Path, tx_pcap: &Path) -> Testpmd {
+        let prefix = format!("sluice-memif-{tag}-{}", std::process::id());
         let mut child = Command::new(TESTPMD)
             .args(["--no-huge", "-m", "512", "--no-pci", "--file-prefix"])
-            .arg(format!("sluice-memif-{tag}-{}", std::process::id()))
+            .arg(&prefix)
             .args(["-l", "0,1", "--vdev"])
             .arg(format!(
                 "net_memif0,role={role},socket={},socket-abstract=no,rsize=11",
@@ -181,7 +188,11 @@ impl Testpmd {
             .spawn()
             .unwrap();
         let stdin = child.stdin.take().unwrap();
-        Testpmd { child, stdin }
+        Testpmd {
+            child,
+            stdin,
+            prefix,
+        }
     }
 
     fn say(&mut self, line: &str) {
@@ -211,6 +222,7 @@ impl Drop for Testpmd {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+        forget_runtime(&self.prefix);
     }
 }
 
@@ -346,10 +358,11 @@ fn peer_loss(role: &str) {
         .replace("[[xconnect]]\nrx = \"m0\"\ntx = \"p1\"\n", "");
     std::fs::write(&cfg, text).unwrap();
     let peer_role = if role == "client" { "server" } else { "client" };
+    let loss_prefix = |n: u32| format!("sluice-loss-{role}-{n}-{}", std::process::id());
     let txonly = |n: u32| {
         Command::new(TESTPMD)
             .args(["--no-huge", "-m", "512", "--no-pci", "--file-prefix"])
-            .arg(format!("sluice-loss-{role}-{n}-{}", std::process::id()))
+            .arg(loss_prefix(n))
             .args(["-l", "0,1", "--vdev"])
             .arg(format!(
                 "net_memif0,role={peer_role},socket={},socket-abstract=no",
@@ -384,6 +397,7 @@ fn peer_loss(role: &str) {
     // The peer dies without a word.
     tp.kill().unwrap();
     tp.wait().unwrap();
+    forget_runtime(&loss_prefix(1));
     wait_for("the link to go down", 10, || {
         interface(&ctl, "m0")["link"] == "down"
     });
@@ -418,6 +432,7 @@ fn peer_loss(role: &str) {
     assert_eq!(hw[0]["details"]["connects"], "2", "{hw}");
     let _ = tp.kill();
     let _ = tp.wait();
+    forget_runtime(&loss_prefix(2));
     assert!(daemon.stop(), "daemon did not exit cleanly");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -456,6 +456,8 @@ impl RunningDut {
                     let _ = run("ip", &["-n", DUT, "link", "set", dev, "promisc", "off"]);
                 }
                 let _ = std::fs::remove_file(&*log);
+                // DPDK leaves its runtime directory behind.
+                let _ = std::fs::remove_dir_all("/var/run/dpdk/sluice-lab");
             }
         }
     }

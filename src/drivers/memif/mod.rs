@@ -269,6 +269,67 @@ struct Attached {
     conn: Arc<Connection>,
 }
 
+/// A queue's hold on the published connection: ring `index` of one direction, the pool
+/// buffers it put in that ring, and its head and tail positions. A queue calls `sync` at
+/// every burst; it compares the published connection with its own by pointer.
+struct RingLink {
+    shared: Arc<Shared>,
+    index: usize,
+    /// Which direction this queue's ring carries: client to server, or back.
+    c2s: bool,
+    att: Option<Attached>,
+    slots: Slots,
+    head: u16,
+    next: u16,
+}
+
+impl RingLink {
+    fn new(shared: Arc<Shared>, index: usize, c2s: bool) -> RingLink {
+        RingLink {
+            shared,
+            index,
+            c2s,
+            att: None,
+            slots: Slots::new(1),
+            head: 0,
+            next: 0,
+        }
+    }
+
+    /// Follow the published connection: when it changed, give back what the old rings held
+    /// (and call `on_change`), then take up the new ring. False while there is none.
+    fn sync(
+        &mut self,
+        bufs: &mut WorkerBuffers,
+        on_change: impl FnOnce(&mut WorkerBuffers),
+    ) -> bool {
+        let cur = self.shared.conn.load();
+        match (&*cur, &self.att) {
+            (Some(c), Some(a)) if Arc::ptr_eq(c, &a.conn) => return true,
+            (None, None) => return false,
+            _ => {}
+        }
+        let held = self.slots.drain();
+        bufs.free_all(&held);
+        on_change(bufs);
+        self.att = None;
+        let Some(conn) = (*cur).clone() else {
+            return false;
+        };
+        let rings = if self.c2s { &conn.c2s } else { &conn.s2c };
+        let Some(ring) = rings.get(self.index) else {
+            return false;
+        };
+        self.slots = Slots::new(ring.size() as usize);
+        // The producer continues at head, the consumer at tail: a client posts at head and
+        // reads up to the server's tail; a server reads from the tail up to the client's head.
+        self.head = ring.head();
+        self.next = ring.tail();
+        self.att = Some(Attached { conn });
+        true
+    }
+}
+
 /// Per-slot owners of a client's rings: the pool buffer each descriptor points at, and how
 /// many buffers hang off it (a chained packet is owned by its last slot).
 struct Slots {
@@ -359,65 +420,29 @@ impl Partial {
 
 /// One receive queue: ring `index` of the connection's server-to-us direction.
 struct MemifRx {
-    shared: Arc<Shared>,
     pool: Arc<BufferPool>,
     role: Role,
-    index: usize,
-    att: Option<Attached>,
-    /// Client: the buffers posted in the S2C ring; our head and the tail consumed so far.
-    slots: Slots,
-    head: u16,
-    next: u16,
+    /// Client: `slots` are the buffers posted in the S2C ring.
+    link: RingLink,
     partial: Partial,
 }
 
 impl MemifRx {
-    /// Follow the published connection: let go of the old rings, take up the new ones.
-    fn sync(&mut self, bufs: &mut WorkerBuffers) -> bool {
-        let cur = self.shared.conn.load();
-        match (&*cur, &self.att) {
-            (Some(c), Some(a)) if Arc::ptr_eq(c, &a.conn) => return true,
-            (None, None) => return false,
-            _ => {}
-        }
-        let held = self.slots.drain();
-        bufs.free_all(&held);
-        self.partial.discard(bufs);
-        self.att = None;
-        let Some(conn) = (*cur).clone() else {
-            return false;
-        };
-        let ring = match self.role {
-            Role::Client => conn.s2c.get(self.index),
-            Role::Server => conn.c2s.get(self.index),
-        };
-        let Some(ring) = ring else {
-            return false;
-        };
-        self.slots = Slots::new(ring.size() as usize);
-        // Client: we produce at head (empty buffers) and consume up to the server's tail.
-        // Server: we consume from the tail up to the client's head.
-        self.head = ring.head();
-        self.next = ring.tail();
-        self.att = Some(Attached { conn });
-        true
-    }
-
     fn rx_client(&mut self, bufs: &mut WorkerBuffers, out: &mut [u32], r: &mut RxBurst) {
-        let Some(att) = &self.att else { return };
-        let ring = &att.conn.s2c[self.index];
+        let Some(att) = &self.link.att else { return };
+        let ring = &att.conn.s2c[self.link.index];
         let size = ring.size() as u16;
         let tail = ring.tail();
-        if tail.wrapping_sub(self.next) > size {
+        if tail.wrapping_sub(self.link.next) > size {
             // The peer moved the tail past what we posted: nothing there is ours to read.
             r.bad_descriptors += 1;
-            self.next = tail;
+            self.link.next = tail;
         }
-        while self.next != tail && r.packets < out.len() {
-            let slot = self.next;
-            self.next = self.next.wrapping_add(1);
+        while self.link.next != tail && r.packets < out.len() {
+            let slot = self.link.next;
+            self.link.next = self.link.next.wrapping_add(1);
             let d = ring.desc(slot);
-            let bi = self.slots.take(slot);
+            let bi = self.link.slots.take(slot);
             if bi == NO_BUFFER {
                 r.bad_descriptors += 1;
                 continue;
@@ -449,7 +474,7 @@ impl MemifRx {
         // Post fresh buffers in every slot the peer has given back.
         let mut fresh = [0u32; 64];
         loop {
-            let room = size.wrapping_sub(self.head.wrapping_sub(self.next)) as usize;
+            let room = size.wrapping_sub(self.link.head.wrapping_sub(self.link.next)) as usize;
             if room == 0 {
                 break;
             }
@@ -459,7 +484,7 @@ impl MemifRx {
             }
             for &bi in &fresh[..n] {
                 ring.set_desc(
-                    self.head,
+                    self.link.head,
                     Desc {
                         flags: 0,
                         region: POOL_REGION,
@@ -468,27 +493,27 @@ impl MemifRx {
                         metadata: 0,
                     },
                 );
-                self.slots.put(self.head, bi, 1);
-                self.head = self.head.wrapping_add(1);
+                self.link.slots.put(self.link.head, bi, 1);
+                self.link.head = self.link.head.wrapping_add(1);
             }
         }
-        ring.set_head(self.head);
+        ring.set_head(self.link.head);
     }
 
     fn rx_server(&mut self, bufs: &mut WorkerBuffers, out: &mut [u32], r: &mut RxBurst) {
-        let Some(att) = &self.att else { return };
+        let Some(att) = &self.link.att else { return };
         let conn = att.conn.clone();
-        let ring = &conn.c2s[self.index];
+        let ring = &conn.c2s[self.link.index];
         let head = ring.head();
-        if head.wrapping_sub(self.next) > ring.size() as u16 {
+        if head.wrapping_sub(self.link.next) > ring.size() as u16 {
             r.bad_descriptors += 1;
-            self.next = head;
-            ring.set_tail(self.next);
+            self.link.next = head;
+            ring.set_tail(self.link.next);
             return;
         }
-        while self.next != head && r.packets < out.len() {
-            let d = ring.desc(self.next);
-            self.next = self.next.wrapping_add(1);
+        while self.link.next != head && r.packets < out.len() {
+            let d = ring.desc(self.link.next);
+            self.link.next = self.link.next.wrapping_add(1);
             let region = conn.regions.get(d.region as usize);
             let fits = region.is_some_and(|reg| reg.contains(d.offset as usize, d.length as usize));
             if !fits || d.length as usize > DATA_SIZE {
@@ -522,14 +547,15 @@ impl MemifRx {
                 r.packets += 1;
             }
         }
-        ring.set_tail(self.next);
+        ring.set_tail(self.link.next);
     }
 }
 
 impl RxQueue for MemifRx {
     fn rx_burst(&mut self, bufs: &mut WorkerBuffers, out: &mut [u32]) -> RxBurst {
         let mut r = RxBurst::default();
-        if !self.sync(bufs) {
+        let partial = &mut self.partial;
+        if !self.link.sync(bufs, |b| partial.discard(b)) {
             return r;
         }
         match self.role {
@@ -540,74 +566,42 @@ impl RxQueue for MemifRx {
     }
 
     fn held_buffers(&self) -> usize {
-        self.slots.held + self.partial.segments
+        self.link.slots.held + self.partial.segments
     }
 }
 
 impl Drop for MemifRx {
     fn drop(&mut self) {
-        self.pool.give_back(&self.slots.drain());
+        self.pool.give_back(&self.link.slots.drain());
         self.partial.discard_to_pool(&self.pool);
     }
 }
 
 /// One transmit queue: ring `index` of the us-to-peer direction.
 struct MemifTx {
-    shared: Arc<Shared>,
     pool: Arc<BufferPool>,
     role: Role,
-    index: usize,
-    att: Option<Attached>,
-    /// Client: packets (their first buffers, on their last slot) the peer has not consumed.
-    slots: Slots,
-    head: u16,
-    next: u16,
+    /// Client: `slots` are the packets (first buffers, on their last slot) not yet consumed.
+    link: RingLink,
     max_frame: usize,
 }
 
 impl MemifTx {
-    fn sync(&mut self, bufs: &mut WorkerBuffers) -> bool {
-        let cur = self.shared.conn.load();
-        match (&*cur, &self.att) {
-            (Some(c), Some(a)) if Arc::ptr_eq(c, &a.conn) => return true,
-            (None, None) => return false,
-            _ => {}
-        }
-        let held = self.slots.drain();
-        bufs.free_all(&held);
-        self.att = None;
-        let Some(conn) = (*cur).clone() else {
-            return false;
-        };
-        let ring = match self.role {
-            Role::Client => conn.c2s.get(self.index),
-            Role::Server => conn.s2c.get(self.index),
-        };
-        let Some(ring) = ring else {
-            return false;
-        };
-        self.slots = Slots::new(ring.size() as usize);
-        self.head = ring.head();
-        self.next = ring.tail();
-        self.att = Some(Attached { conn });
-        true
-    }
-
     /// Client: put the packets' own buffers on the ring.
     fn tx_client(&mut self, bufs: &mut WorkerBuffers, pkts: &[u32], r: &mut TxBurst) {
-        let Some(att) = &self.att else { return };
+        let Some(att) = &self.link.att else { return };
         let conn = att.conn.clone();
-        let ring = &conn.c2s[self.index];
+        let ring = &conn.c2s[self.link.index];
         let size = ring.size() as u16;
         // Free what the server has consumed.
         let tail = ring.tail();
-        if tail.wrapping_sub(self.next) <= size {
-            while self.next != tail {
-                let bi = self.slots.take(self.next);
+        if tail.wrapping_sub(self.link.next) <= size {
+            while self.link.next != tail {
+                let bi = self.link.slots.take(self.link.next);
                 if bi != NO_BUFFER {
                     bufs.free(bi);
                 }
-                self.next = self.next.wrapping_add(1);
+                self.link.next = self.link.next.wrapping_add(1);
             }
         }
         for &bi in pkts {
@@ -618,7 +612,7 @@ impl MemifTx {
                 segs += 1;
                 seg = bufs.meta(seg).next;
             }
-            let room = size.wrapping_sub(self.head.wrapping_sub(self.next)) as usize;
+            let room = size.wrapping_sub(self.link.head.wrapping_sub(self.link.next)) as usize;
             if len > self.max_frame {
                 r.too_long += 1;
                 bufs.free(bi);
@@ -634,7 +628,7 @@ impl MemifTx {
                 let m = *bufs.meta(seg);
                 let last = m.next == NO_BUFFER;
                 ring.set_desc(
-                    self.head,
+                    self.link.head,
                     Desc {
                         flags: if last { 0 } else { DESC_FLAG_NEXT },
                         region: POOL_REGION,
@@ -645,28 +639,28 @@ impl MemifTx {
                 );
                 if last {
                     // Freed (the whole chain) when the server has consumed this slot.
-                    self.slots.put(self.head, bi, segs);
+                    self.link.slots.put(self.link.head, bi, segs);
                 }
-                self.head = self.head.wrapping_add(1);
+                self.link.head = self.link.head.wrapping_add(1);
                 seg = m.next;
             }
             r.sent += 1;
             r.bytes += len as u64;
         }
-        ring.set_head(self.head);
+        ring.set_head(self.link.head);
         if r.sent > 0 {
-            connection::notify(ring, &conn.c2s_irq[self.index]);
+            connection::notify(ring, &conn.c2s_irq[self.link.index]);
         }
     }
 
     /// Server: copy the packets into the buffers the client posted.
     fn tx_server(&mut self, bufs: &mut WorkerBuffers, pkts: &[u32], r: &mut TxBurst) {
-        let Some(att) = &self.att else {
+        let Some(att) = &self.link.att else {
             return;
         };
         let conn = att.conn.clone();
-        let ring = &conn.s2c[self.index];
-        let mut posted = ring.head().wrapping_sub(self.next);
+        let ring = &conn.s2c[self.link.index];
+        let mut posted = ring.head().wrapping_sub(self.link.next);
         if posted > ring.size() as u16 {
             // The client's head is not where a sane client could have put it.
             posted = 0;
@@ -680,7 +674,7 @@ impl MemifTx {
             }
             match self.copy_out(bufs, &conn, bi, posted) {
                 Some(used) => {
-                    self.next = self.next.wrapping_add(used);
+                    self.link.next = self.link.next.wrapping_add(used);
                     posted -= used;
                     r.sent += 1;
                     r.bytes += len as u64;
@@ -691,9 +685,9 @@ impl MemifTx {
             }
             bufs.free(bi);
         }
-        ring.set_tail(self.next);
+        ring.set_tail(self.link.next);
         if r.sent > 0 {
-            connection::notify(ring, &conn.s2c_irq[self.index]);
+            connection::notify(ring, &conn.s2c_irq[self.link.index]);
         }
     }
 
@@ -707,7 +701,7 @@ impl MemifTx {
         bi: u32,
         posted: u16,
     ) -> Option<u16> {
-        let ring = &conn.s2c[self.index];
+        let ring = &conn.s2c[self.link.index];
         let mut fills = [0u32; MAX_SEGMENTS];
         let mut used = 0usize;
         let mut cur: Option<Desc> = None;
@@ -722,7 +716,7 @@ impl MemifTx {
                         if used >= posted as usize || used >= MAX_SEGMENTS {
                             return None;
                         }
-                        let d = ring.desc(self.next.wrapping_add(used as u16));
+                        let d = ring.desc(self.link.next.wrapping_add(used as u16));
                         if d.length == 0 {
                             return None;
                         }
@@ -747,7 +741,7 @@ impl MemifTx {
         }
         for (k, &fill) in fills[..used].iter().enumerate() {
             let flags = if k + 1 < used { DESC_FLAG_NEXT } else { 0 };
-            ring.set_length(self.next.wrapping_add(k as u16), fill, flags);
+            ring.set_length(self.link.next.wrapping_add(k as u16), fill, flags);
         }
         Some(used as u16)
     }
@@ -756,7 +750,7 @@ impl MemifTx {
 impl TxQueue for MemifTx {
     fn tx_burst(&mut self, bufs: &mut WorkerBuffers, pkts: &[u32]) -> TxBurst {
         let mut r = TxBurst::default();
-        if !self.sync(bufs) {
+        if !self.link.sync(bufs, |_| {}) {
             // No peer, or no ring for this thread: nothing can be sent.
             bufs.free_all(pkts);
             r.errors = pkts.len();
@@ -770,13 +764,13 @@ impl TxQueue for MemifTx {
     }
 
     fn held_buffers(&self) -> usize {
-        self.slots.held
+        self.link.slots.held
     }
 }
 
 impl Drop for MemifTx {
     fn drop(&mut self) {
-        self.pool.give_back_chains(&self.slots.drain());
+        self.pool.give_back_chains(&self.link.slots.drain());
     }
 }
 
@@ -841,14 +835,10 @@ pub fn open(cfg: &MemifConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
     let rx: Vec<Box<dyn RxQueue>> = (0..queues)
         .map(|q| {
             Box::new(MemifRx {
-                shared: shared.clone(),
                 pool: pool.clone(),
                 role: cfg.role,
-                index: q,
-                att: None,
-                slots: Slots::new(1),
-                head: 0,
-                next: 0,
+                // A client receives on server-to-client rings, a server on client-to-server.
+                link: RingLink::new(shared.clone(), q, cfg.role == Role::Server),
                 partial: Partial::default(),
             }) as Box<dyn RxQueue>
         })
@@ -858,14 +848,9 @@ pub fn open(cfg: &MemifConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
     let tx: Vec<Box<dyn TxQueue>> = (0..=queues)
         .map(|t| {
             Box::new(MemifTx {
-                shared: shared.clone(),
                 pool: pool.clone(),
                 role: cfg.role,
-                index: t,
-                att: None,
-                slots: Slots::new(1),
-                head: 0,
-                next: 0,
+                link: RingLink::new(shared.clone(), t, cfg.role == Role::Client),
                 max_frame,
             }) as Box<dyn TxQueue>
         })
