@@ -14,5 +14,6 @@ pub mod graph;
 pub mod interface;
 pub mod lab;
 pub mod nodes;
+pub mod router;
 pub mod stats;
 pub mod wire;

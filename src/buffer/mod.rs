@@ -48,6 +48,9 @@ pub struct BufferMeta {
     pub tx_if: u32,
     /// Next hop (adjacency index) chosen by a lookup node; `u32::MAX` before one ran.
     pub adj: u32,
+    /// A word one node leaves for the next: on the way to icmp4-error / icmp6-error, the
+    /// error to send (see `nodes::IcmpErrorRequest`). 0 when unused.
+    pub aux: u32,
     /// `FLAG_*` bits.
     pub flags: u16,
     /// Index of this packet's record in the worker's trace, when traced.
@@ -65,6 +68,7 @@ impl BufferMeta {
         rx_if: u32::MAX,
         tx_if: u32::MAX,
         adj: u32::MAX,
+        aux: 0,
         flags: 0,
         trace_index: 0,
         timestamp_ns: 0,

@@ -40,6 +40,16 @@ pub trait Node: Send {
     fn held_buffers(&self) -> usize {
         0
     }
+    /// Whether the graph should call `poll` once per pass (nodes with timers or packets
+    /// they hold across passes, like ip4-arp).
+    fn wants_poll(&self) -> bool {
+        false
+    }
+    /// Work not driven by a frame: timers, releasing held packets. Returns packets handled;
+    /// the node's statistics count a poll only when it handled some.
+    fn poll(&mut self, _cx: &mut NodeCx<'_>) -> usize {
+        0
+    }
 }
 
 /// Passes between two reports of the buffers held by drivers.
@@ -200,6 +210,8 @@ impl NodeCx<'_> {
 pub struct Graph {
     nodes: Vec<NodeSlot>,
     inputs: Vec<usize>,
+    /// Nodes that asked to be polled every pass.
+    pollers: Vec<usize>,
     sched: Scheduler,
     tracer: Tracer,
     shared: Arc<GraphShared>,
@@ -246,6 +258,9 @@ impl Graph {
         let inputs = (0..nodes.len())
             .filter(|&i| kinds[i] == NodeKind::Input)
             .collect();
+        let pollers = (0..nodes.len())
+            .filter(|&i| nodes[i].node.wants_poll())
+            .collect();
         let shared = Arc::new(GraphShared {
             stats: (0..nodes.len()).map(|_| CacheAligned::default()).collect(),
             errors: error_names
@@ -263,6 +278,7 @@ impl Graph {
             tracer: Tracer::new(shared.clone()),
             nodes,
             inputs,
+            pollers,
             shared,
             thread,
         })
@@ -273,6 +289,11 @@ impl Graph {
     }
 
     fn run_node(&mut self, bufs: &mut WorkerBuffers, index: usize, frame: &[u32]) -> usize {
+        self.call_node(bufs, index, Some(frame))
+    }
+
+    /// Run node `index` on `frame`, or poll it when `frame` is `None`.
+    fn call_node(&mut self, bufs: &mut WorkerBuffers, index: usize, frame: Option<&[u32]>) -> usize {
         let start = tsc::now();
         let slot = &mut self.nodes[index];
         let mut cx = NodeCx {
@@ -285,7 +306,16 @@ impl Graph {
             node_index: index,
             thread: self.thread,
         };
-        let n = slot.node.process(&mut cx, frame);
+        let n = match frame {
+            Some(frame) => slot.node.process(&mut cx, frame),
+            None => {
+                let n = slot.node.poll(&mut cx);
+                if n == 0 {
+                    return 0;
+                }
+                n
+            }
+        };
         let stats = &self.shared.stats[index];
         stats.calls.add(1);
         stats.vectors.add(n as u64);
@@ -300,6 +330,9 @@ impl Graph {
         let mut received = 0;
         for k in 0..self.inputs.len() {
             received += self.run_node(bufs, self.inputs[k], &[]);
+        }
+        for k in 0..self.pollers.len() {
+            self.call_node(bufs, self.pollers[k], None);
         }
         while let Some((node, slot)) = self.sched.queue.pop_front() {
             let node = node as usize;

@@ -22,3 +22,27 @@ pub const ERROR_DROP: &str = "error-drop";
 pub fn tx_node_name(interface: &str) -> String {
     format!("{interface}-tx")
 }
+
+/// An ICMP error a forwarding node asks icmp4-error or icmp6-error to send about a packet,
+/// carried in `BufferMeta::aux`: type, code, and a 16-bit argument (the next-hop MTU for
+/// "fragmentation needed" and "packet too big").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IcmpErrorRequest {
+    pub kind: u8,
+    pub code: u8,
+    pub arg: u16,
+}
+
+impl IcmpErrorRequest {
+    pub fn to_aux(self) -> u32 {
+        (self.kind as u32) << 24 | (self.code as u32) << 16 | self.arg as u32
+    }
+
+    pub fn from_aux(aux: u32) -> IcmpErrorRequest {
+        IcmpErrorRequest {
+            kind: (aux >> 24) as u8,
+            code: (aux >> 16) as u8,
+            arg: aux as u16,
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! Adjacencies: what a FIB leaf means. A route's next hop in the FIB is an index into the
+//! adjacency table, and the adjacency says what to do with the packet: drop it, deliver it
+//! to the router itself, resolve its destination on a connected network (glean), rewrite the
+//! Ethernet header and send it to a neighbour, or pick one of several such neighbours by a
+//! flow hash (ECMP).
+//!
+//! The workers read the table through the published `L3View` (one atomic load per frame); the
+//! control plane builds a new view and swaps it in whole.
+
+use crate::wire::MacAddress;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AdjKind {
+    /// Discard (blackhole routes, network and broadcast addresses of a subnet).
+    Drop,
+    /// For the router itself: ip4-local / ip6-local.
+    Local,
+    /// A connected network: the destination itself is the neighbour to resolve.
+    Glean,
+    /// One neighbour on one interface; `complete` once its MAC is known.
+    Neighbor,
+    /// Equal-cost paths: `members[first..first + count]` of the view, chosen by a flow hash.
+    Multipath,
+}
+
+/// One adjacency, small and `Copy` so a worker reads it straight out of the view.
+#[derive(Clone, Copy, Debug)]
+pub struct Adjacency {
+    pub kind: AdjKind,
+    /// Glean, Neighbor: the interface packets leave by.
+    pub interface: u32,
+    /// Neighbor: the neighbour's address.
+    pub next_hop: IpAddr,
+    /// Neighbor: the MAC is known and `rewrite` holds the whole Ethernet header.
+    pub complete: bool,
+    /// Destination MAC, source MAC, EtherType.
+    pub rewrite: [u8; 14],
+    /// Glean, Neighbor: the interface's MTU (largest IP packet it sends).
+    pub mtu: u32,
+    /// Multipath: where its members start in `L3View::members`, and how many.
+    pub first: u32,
+    pub count: u32,
+}
+
+impl Adjacency {
+    pub const fn simple(kind: AdjKind) -> Adjacency {
+        Adjacency {
+            kind,
+            interface: u32::MAX,
+            next_hop: IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+            complete: false,
+            rewrite: [0; 14],
+            mtu: 0,
+            first: 0,
+            count: 0,
+        }
+    }
+}
+
+/// The adjacency every table starts with at index 0: drop.
+pub const ADJ_DROP: u32 = 0;
+/// Index 1: for us.
+pub const ADJ_LOCAL: u32 = 1;
+
+/// What the dataplane needs to know of one interface to route.
+#[derive(Clone, Debug, Default)]
+pub struct L3Interface {
+    pub mac: MacAddress,
+    pub mtu: u32,
+    /// IPv4 addresses with prefix lengths; the first is the one replies and errors come from.
+    pub v4: Vec<(u32, u8)>,
+    pub v6: Vec<(u128, u8)>,
+}
+
+impl L3Interface {
+    /// An interface routes when it has an address.
+    pub fn routed(&self) -> bool {
+        !self.v4.is_empty() || !self.v6.is_empty()
+    }
+
+    /// The address this interface speaks IPv4 from (0.0.0.0 when it has none: an ARP probe).
+    pub fn primary_v4(&self) -> u32 {
+        self.v4.first().map_or(0, |a| a.0)
+    }
+
+    /// The address on this interface whose subnet holds `ip`, else the primary one.
+    pub fn v4_towards(&self, ip: u32) -> u32 {
+        self.v4
+            .iter()
+            .find(|(a, len)| crate::fib::Prefix4::containing(*a, *len).contains(ip))
+            .map_or_else(|| self.primary_v4(), |a| a.0)
+    }
+
+    pub fn has_v4(&self, ip: u32) -> bool {
+        self.v4.iter().any(|a| a.0 == ip)
+    }
+
+    pub fn has_v6(&self, ip: u128) -> bool {
+        self.v6.iter().any(|a| a.0 == ip)
+    }
+}
+
+/// Everything the workers route by, apart from the FIB: published whole.
+#[derive(Clone, Debug)]
+pub struct L3View {
+    pub adjs: Vec<Adjacency>,
+    pub members: Vec<u32>,
+    /// By interface index.
+    pub interfaces: Vec<L3Interface>,
+    /// Resolved neighbours: (interface, address) → MAC. ip4-arp releases held packets once
+    /// their neighbour appears here.
+    pub neighbors: HashMap<(u32, IpAddr), MacAddress>,
+    /// Bumped at every publication.
+    pub generation: u64,
+}
+
+impl L3View {
+    pub fn new(interfaces: Vec<L3Interface>) -> L3View {
+        L3View {
+            adjs: vec![
+                Adjacency::simple(AdjKind::Drop),
+                Adjacency::simple(AdjKind::Local),
+            ],
+            members: Vec::new(),
+            interfaces,
+            neighbors: HashMap::new(),
+            generation: 0,
+        }
+    }
+
+    /// The adjacency at `index`; a stale index (freed meanwhile) reads as drop.
+    #[inline(always)]
+    pub fn adj(&self, index: u32) -> &Adjacency {
+        const DROP: Adjacency = Adjacency::simple(AdjKind::Drop);
+        self.adjs.get(index as usize).unwrap_or(&DROP)
+    }
+
+    /// Resolve a multipath adjacency to one member by `hash`; others are returned as they are.
+    #[inline(always)]
+    pub fn pick(&self, index: u32, hash: u32) -> u32 {
+        let a = self.adj(index);
+        if a.kind != AdjKind::Multipath || a.count == 0 {
+            return index;
+        }
+        let k = a.first as usize + (hash % a.count) as usize;
+        self.members.get(k).copied().unwrap_or(ADJ_DROP)
+    }
+
+    pub fn interface(&self, index: u32) -> Option<&L3Interface> {
+        self.interfaces.get(index as usize)
+    }
+}
+
+/// The published view: workers `load()` it once per frame.
+pub type SharedL3View = Arc<ArcSwap<L3View>>;
+
+/// The Ethernet header of a packet to `dst` from `src`.
+pub fn ethernet_rewrite(dst: MacAddress, src: MacAddress, ethertype: u16) -> [u8; 14] {
+    let mut r = [0u8; 14];
+    r[..6].copy_from_slice(&dst.0);
+    r[6..12].copy_from_slice(&src.0);
+    r[12..].copy_from_slice(&ethertype.to_be_bytes());
+    r
+}
