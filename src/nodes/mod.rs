@@ -17,6 +17,16 @@ pub const ETHERNET_INPUT: &str = "ethernet-input";
 pub const L2_XCONNECT: &str = "l2-xconnect";
 pub const INTERFACE_OUTPUT: &str = "interface-output";
 pub const ERROR_DROP: &str = "error-drop";
+pub const ARP_INPUT: &str = "arp-input";
+pub const IP4_ARP: &str = "ip4-arp";
+pub const IP4_LOCAL: &str = "ip4-local";
+pub const ICMP4_ERROR: &str = "icmp4-error";
+pub const IP6_INPUT: &str = "ip6-input";
+pub const IP6_LOOKUP: &str = "ip6-lookup";
+pub const IP6_REWRITE: &str = "ip6-rewrite";
+pub const IP6_ND: &str = "ip6-nd";
+pub const IP6_LOCAL: &str = "ip6-local";
+pub const ICMP6_ERROR: &str = "icmp6-error";
 
 /// The tx node of interface `name`.
 pub fn tx_node_name(interface: &str) -> String {
