@@ -49,9 +49,9 @@ impl TableSpec {
     /// Short label for tables and JSON: `small`, `1M+200k`.
     pub fn label(self) -> String {
         fn count(n: usize) -> String {
-            if n >= 1_000_000 && n % 100_000 == 0 {
+            if n >= 1_000_000 && n.is_multiple_of(100_000) {
                 format!("{}M", n as f64 / 1e6)
-            } else if n >= 1_000 && n % 1_000 == 0 {
+            } else if n >= 1_000 && n.is_multiple_of(1_000) {
                 format!("{}k", n / 1_000)
             } else {
                 n.to_string()
