@@ -511,28 +511,12 @@ fn dut_socket() -> PathBuf {
     PathBuf::from("/run/sluice/lab-dut.sock")
 }
 
-/// The number of routes `show ip fib summary --json` reports, both families together.
+/// How many routes of the route file `show ip fib summary --json` says the FIB holds (all its
+/// routes when it does not say).
 pub fn fib_route_count(summary: &Value) -> Option<u64> {
-    // Per-family objects with a route count, or top-level counts.
-    let sum = |keys: &[Value]| -> Option<u64> {
-        let found: Vec<u64> = keys.iter().filter_map(Value::as_u64).collect();
-        (!found.is_empty()).then(|| found.iter().sum())
-    };
-    let per_family: Vec<Value> = ["ipv4", "ipv6", "ip4", "ip6", "v4", "v6"]
-        .iter()
-        .map(|f| summary[f]["routes"].clone())
-        .collect();
-    let top: Vec<Value> = [
-        "routes",
-        "ipv4_routes",
-        "ipv6_routes",
-        "v4_routes",
-        "v6_routes",
-    ]
-    .iter()
-    .map(|k| summary[k].clone())
-    .collect();
-    sum(&per_family).or_else(|| sum(&top))
+    summary["route_file_routes"]
+        .as_u64()
+        .or_else(|| Some(summary["v4_routes"].as_u64()? + summary["v6_routes"].as_u64()?))
 }
 
 /// Wait until sluice's FIB holds at least `want` routes; seconds since `since`.
@@ -544,7 +528,11 @@ fn wait_for_fib(socket: &std::path::Path, want: u64, since: Instant) -> Result<f
         let n = fib_route_count(&v)
             .ok_or_else(|| format!("no route count in show ip fib summary: {v}"))?;
         if n >= want {
-            return Ok(since.elapsed().as_secs_f64());
+            let s = since.elapsed().as_secs_f64();
+            if let Some(own) = v["load_seconds"].as_f64() {
+                eprintln!("sluice-router: its own count of the route file's load: {own:.2} s");
+            }
+            return Ok(s);
         }
         if Instant::now() > deadline {
             return Err(format!("sluice's FIB holds {n} routes, not {want}: {v}"));
