@@ -325,6 +325,41 @@ mod tests {
     }
 
     #[test]
+    fn router_rows_per_table_with_load_times() {
+        let mut rs = Vec::new();
+        for (table, rx, load) in [
+            ("small", 1.0e6, None),
+            ("1M+200k", 0.8e6, Some(4.0)),
+            ("1M+200k", 0.7e6, Some(6.0)),
+        ] {
+            let mut r = result("sluice-router", rx);
+            r.table = Some(table.into());
+            r.table_load_s = load;
+            rs.push(r);
+        }
+        rs.push(result("sluice", 1.1e6));
+        let t = table(&opts(), &rs);
+        assert!(t.lines().next().unwrap().contains("Table"), "{t}");
+        let row = |tab: &str| {
+            t.lines()
+                .find(|l| l.starts_with("sluice-router") && l.contains(tab))
+                .unwrap_or_else(|| panic!("{t}"))
+                .to_string()
+        };
+        assert!(row("small").contains("1.00Mpps"), "{t}");
+        assert!(row("1M+200k").contains("(2)"), "{t}");
+        let xc = t.lines().find(|l| l.starts_with("sluice ")).unwrap();
+        assert!(xc.contains(" - "), "{t}");
+        assert!(t.contains("table load time") && t.contains("5.00 s"), "{t}");
+        let v = json(&opts(), &rs);
+        let rows = v.as_array().unwrap();
+        assert_eq!(rows.len(), 3);
+        assert_eq!(rows[1]["table"], "1M+200k");
+        assert_eq!(rows[1]["table_load_s"], 5.0);
+        assert!(rows[0]["table_load_s"].is_null());
+    }
+
+    #[test]
     fn json_has_the_promised_keys() {
         let v = json(&opts(), &[result("sluice", 1e6)]);
         for k in [
