@@ -262,6 +262,8 @@ fn tester_addresses(add: bool) -> Result<(), String> {
         }
         return Ok(());
     }
+    // Start from bare ports, whatever an interrupted run left.
+    tester_addresses(false)?;
     // The tester must not route between its ports what the DUT hands it.
     in_ns(TESTER, "sysctl", &["-qw", "net.ipv4.ip_forward=0"])?;
     for (dev, v4, v6) in ports {
