@@ -563,6 +563,13 @@ fn start_sluice(
         ),
         _ => format!("host = \"d{k}\"\nmtu = {mtu}\n"),
     };
+    // A veth carries the kernel's frames unpadded (an ARP reply is 42 bytes): a router must
+    // not count them as runts.
+    let min_frame = if router.is_some() {
+        "min-frame = 42\n"
+    } else {
+        ""
+    };
     let (extra0, extra1, tail) = match router {
         None => (
             String::new(),
@@ -573,7 +580,7 @@ fn start_sluice(
         Some(table) => router_parts(table),
     };
     let text = format!(
-        "[dataplane]\nworkers = 1\nworker-cores = [{dut_cpu}]\nmain-core = {main_core}\n\
+        "[dataplane]\nworkers = 1\nworker-cores = [{dut_cpu}]\nmain-core = {main_core}\n{min_frame}\
          [control]\nsocket = \"{}\"\n\
          [[interface]]\nname = \"d0\"\ndriver = \"{driver}\"\n{}{extra0}\
          [[interface]]\nname = \"d1\"\ndriver = \"{driver}\"\n{}{extra1}{tail}",
