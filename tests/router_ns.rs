@@ -197,6 +197,9 @@ fn router_answers_pings_forwards_them_and_reports_ttl_exceeded() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// Clients of the storm: each waits for its answer, so several keep the socket busy.
+const STORM_CLIENTS: u64 = 32;
+
 /// The storm's prefix `k` of client `t`: /32 hosts, /24s and IPv6 /64s, far from the traffic.
 fn storm_prefix(t: u64, k: u64) -> String {
     match k % 3 {
@@ -354,7 +357,7 @@ fn route_storm_while_traffic_flows_misroutes_nothing() {
             stop.store(true, Ordering::Relaxed);
         })
     };
-    let (ok, bad, first_error) = storm(&socket, 10_000, 4, stop);
+    let (ok, bad, first_error) = storm(&socket, 10_000, STORM_CLIENTS, stop);
     let took = t.elapsed().as_secs_f64();
     stopper.join().unwrap();
     let out = gen.wait_with_output().unwrap();
@@ -366,8 +369,6 @@ fn route_storm_while_traffic_flows_misroutes_nothing() {
         "sluice died in the storm"
     );
     assert_eq!(bad, 0, "refused: {first_error:?}");
-    // The storm reached its pace: half of 10 000/s at least, on a loaded small machine.
-    assert!(rate >= 5_000.0, "only {rate:.0} route changes/s");
     // Every route the storm added is gone again.
     let routes_after = ctl_json(&socket, "show ip fib summary");
     for k in ["v4_routes", "v6_routes"] {
@@ -390,6 +391,11 @@ fn route_storm_while_traffic_flows_misroutes_nothing() {
     assert_eq!(g["rx_corrupt"], 0, "{g}");
     assert_eq!(g["rx_dup"], 0, "{g}");
 
+    // The storm kept its pace: half of 10 000/s at least, on a loaded small machine.
+    assert!(
+        rate >= 5_000.0,
+        "the control socket took only {rate:.0} route changes/s from {STORM_CLIENTS} clients"
+    );
     assert!(daemon.stop(), "daemon did not exit cleanly");
     std::fs::remove_dir_all(&dir).ok();
 }
