@@ -104,8 +104,10 @@ fn ping(ns: &Netns, args: &[&str]) -> (bool, String) {
     (o.status.success(), text(&o))
 }
 
+/// A neighbour in `show ip neighbors --json` (`{"neighbors": [...]}`).
 fn neighbor<'a>(list: &'a Value, itf: &str, ip: &str) -> Option<&'a Value> {
-    list.as_array()?
+    list["neighbors"]
+        .as_array()?
         .iter()
         .find(|n| n["interface"] == itf && n["ip"].as_str() == Some(ip))
 }
