@@ -149,6 +149,21 @@ impl Control {
                 }
                 Reply::Text(String::new())
             }
+            Command::ShowIpFib { v6, query } => {
+                let (t, v) = super::routing::show_fib(&self.dp, *v6, query.as_deref())?;
+                reply(t, v)
+            }
+            Command::ShowIpNeighbors => {
+                let (t, v) = super::routing::show_neighbors(&self.dp);
+                reply(t, v)
+            }
+            Command::SetInterfaceAddress { .. }
+            | Command::IpRouteAdd { .. }
+            | Command::IpRouteDel { .. }
+            | Command::SetIpNeighbor { .. } => {
+                super::routing::change(&self.dp, &req.command)?;
+                Reply::Text(String::new())
+            }
             Command::TraceAdd { node, count } => {
                 let mut found = false;
                 for w in &self.dp.workers {

@@ -4,7 +4,8 @@
 
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::interface::SharedL2Modes;
-use crate::wire::ethernet::{ParseError, Repr};
+use crate::router::adjacency::SharedL3View;
+use crate::wire::ethernet::{EtherType, ParseError, Repr};
 
 /// How many packets ahead the data is prefetched.
 const PREFETCH_AHEAD: usize = 4;
@@ -12,6 +13,8 @@ const PREFETCH_AHEAD: usize = 4;
 #[repr(usize)]
 enum Next {
     L2Xconnect,
+    Ip4Input,
+    ArpInput,
     Drop,
 }
 
@@ -23,32 +26,43 @@ enum Error {
     TruncatedVlan,
     TooManyVlans,
     NoMode,
+    NotOurMac,
+    L3Protocol,
 }
-const ERRORS: [&str; 5] = [
+const ERRORS: [&str; 7] = [
     "frame shorter than the ethernet header",
     "runt frame (shorter than the 60-byte minimum)",
     "truncated VLAN tag",
     "more than two VLAN tags",
     "interface has no L2 or L3 mode (unhandled)",
+    "routed interface: destination MAC is not ours",
+    "routed interface: ethertype not routed",
 ];
 
 pub struct EthernetInput {
     modes: SharedL2Modes,
+    view: SharedL3View,
     /// Frames shorter than this are runts. 60 (IEEE 802.3 without FCS) unless configured.
     min_frame: usize,
 }
 
 impl EthernetInput {
-    pub fn decl(modes: SharedL2Modes, min_frame: usize) -> NodeDecl {
+    pub fn decl(modes: SharedL2Modes, view: SharedL3View, min_frame: usize) -> NodeDecl {
         NodeDecl {
             name: super::ETHERNET_INPUT.to_string(),
             kind: NodeKind::Internal,
             next: vec![
                 super::L2_XCONNECT.to_string(),
+                super::ip4_input::IP4_INPUT.to_string(),
+                super::ARP_INPUT.to_string(),
                 super::ERROR_DROP.to_string(),
             ],
             errors: ERRORS.to_vec(),
-            node: Box::new(EthernetInput { modes, min_frame }),
+            node: Box::new(EthernetInput {
+                modes,
+                view,
+                min_frame,
+            }),
         }
     }
 
@@ -68,6 +82,7 @@ impl EthernetInput {
 
     fn run<const TRACE: bool>(&self, cx: &mut NodeCx<'_>, frame: &[u32]) {
         let modes = self.modes.load();
+        let view = self.view.load();
         for (k, &bi) in frame.iter().enumerate() {
             // Frames written by the device (or another core) are not in our cache yet: start
             // loading a few packets ahead while this one is classified.
@@ -77,10 +92,27 @@ impl EthernetInput {
             let len = cx.bufs.packet_len(bi);
             let verdict = self.classify(cx.bufs.data(bi), len);
             let next = match verdict {
-                Ok(_) => {
-                    let rx = cx.bufs.meta(bi).rx_if as usize;
-                    if modes.xconnect.get(rx).copied().flatten().is_some() {
+                Ok(repr) => {
+                    let rx = cx.bufs.meta(bi).rx_if;
+                    if modes.xconnect.get(rx as usize).copied().flatten().is_some() {
                         Next::L2Xconnect
+                    } else if let Some(l3) = view.interface(rx).filter(|i| i.routed()) {
+                        // Promiscuous drivers see every frame on the wire: a router takes
+                        // only its own, broadcast and multicast ones.
+                        let dst = &cx.bufs.data(bi)[..6];
+                        if dst != l3.mac.0 && dst[0] & 1 == 0 {
+                            cx.count_error(Error::NotOurMac as usize, 1);
+                            Next::Drop
+                        } else {
+                            match repr.ethertype {
+                                EtherType::IPV4 => Next::Ip4Input,
+                                EtherType::ARP => Next::ArpInput,
+                                _ => {
+                                    cx.count_error(Error::L3Protocol as usize, 1);
+                                    Next::Drop
+                                }
+                            }
+                        }
                     } else {
                         cx.count_error(Error::NoMode as usize, 1);
                         Next::Drop
@@ -128,12 +160,12 @@ mod tests {
     fn good_frame_goes_to_xconnect() {
         let h = harness();
         let out = h.run_node(
-            EthernetInput::decl(h.modes.clone(), 60),
+            EthernetInput::decl(h.modes.clone(), h.view.clone(), 60),
             &[frame_bytes(64)],
             0,
         );
         assert_eq!(out.to_next(Next::L2Xconnect as usize), 1);
-        assert_eq!(out.errors, vec![0, 0, 0, 0, 0]);
+        assert_eq!(out.errors, vec![0; ERRORS.len()]);
     }
 
     #[test]
@@ -143,7 +175,7 @@ mod tests {
         tagged_short[12..14].copy_from_slice(&[0x81, 0x00]);
         tagged_short.truncate(16);
         let out = h.run_node(
-            EthernetInput::decl(h.modes.clone(), 60),
+            EthernetInput::decl(h.modes.clone(), h.view.clone(), 60),
             &[
                 frame_bytes(10),
                 frame_bytes(40),
@@ -162,11 +194,36 @@ mod tests {
     fn interface_without_mode_drops_with_reason() {
         let h = harness();
         let out = h.run_node(
-            EthernetInput::decl(h.modes.clone(), 60),
+            EthernetInput::decl(h.modes.clone(), h.view.clone(), 60),
             &[frame_bytes(64)],
             1,
         );
         assert_eq!(out.to_next(Next::Drop as usize), 1);
         assert_eq!(out.errors[Error::NoMode as usize], 1);
+    }
+
+    #[test]
+    fn routed_interface_takes_its_own_ipv4_and_arp_only() {
+        let h = harness();
+        h.add_address(1, 0xc000_0201, 24);
+        let ours = h.view.load().interfaces[1].mac;
+        let mut to_us = frame_bytes(64);
+        to_us[..6].copy_from_slice(&ours.0);
+        let mut other = frame_bytes(64);
+        other[..6].copy_from_slice(&[0x02, 9, 9, 9, 9, 9]);
+        let mut arp = frame_bytes(64);
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        let mut v6 = to_us.clone();
+        v6[12..14].copy_from_slice(&[0x86, 0xdd]);
+        let out = h.run_node(
+            EthernetInput::decl(h.modes.clone(), h.view.clone(), 60),
+            &[to_us, other, arp, v6],
+            1,
+        );
+        assert_eq!(out.to_next(Next::Ip4Input as usize), 1);
+        assert_eq!(out.to_next(Next::ArpInput as usize), 1);
+        assert_eq!(out.to_next(Next::Drop as usize), 2);
+        assert_eq!(out.errors[Error::NotOurMac as usize], 1);
+        assert_eq!(out.errors[Error::L3Protocol as usize], 1);
     }
 }

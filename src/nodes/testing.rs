@@ -4,6 +4,8 @@
 use crate::buffer::{BufferMeta, BufferPool, HugePages, WorkerBuffers};
 use crate::graph::{Graph, Node, NodeCx, NodeDecl, NodeKind};
 use crate::interface::{Interface, L2Modes, SharedL2Modes};
+use crate::router::adjacency::{L3Interface, L3View, SharedL3View};
+use crate::wire::MacAddress;
 use arc_swap::ArcSwap;
 use std::sync::{Arc, Mutex};
 
@@ -22,6 +24,8 @@ pub struct Harness {
     pub pool: Arc<BufferPool>,
     pub interfaces: Vec<Arc<Interface>>,
     pub modes: SharedL2Modes,
+    /// Interface i has MAC 02:00:00:00:00:i and MTU 1500, and no addresses until given.
+    pub view: SharedL3View,
 }
 
 /// Where the packets went.
@@ -85,7 +89,29 @@ impl Harness {
             modes: Arc::new(ArcSwap::from_pointee(L2Modes {
                 xconnect: vec![None; n as usize],
             })),
+            view: Arc::new(ArcSwap::from_pointee(L3View::new(
+                (0..n)
+                    .map(|i| L3Interface {
+                        mac: MacAddress([2, 0, 0, 0, 0, i as u8]),
+                        mtu: 1500,
+                        ..Default::default()
+                    })
+                    .collect(),
+            ))),
         }
+    }
+
+    /// Give interface `itf` an IPv4 address (only the view: no routes).
+    pub fn add_address(&self, itf: u32, addr: u32, len: u8) {
+        self.edit_view(|v| v.interfaces[itf as usize].v4.push((addr, len)));
+    }
+
+    /// Change the published view.
+    pub fn edit_view(&self, edit: impl FnOnce(&mut L3View)) {
+        let mut v = (**self.view.load()).clone();
+        edit(&mut v);
+        v.generation += 1;
+        self.view.store(Arc::new(v));
     }
 
     pub fn set_xconnect(&self, rx: u32, tx: u32) {
