@@ -7,6 +7,7 @@ pub mod interface_output;
 pub mod ip4_input;
 pub mod ip4_lookup;
 pub mod l2_xconnect;
+pub mod rate_limit;
 pub mod tx;
 
 #[cfg(test)]
