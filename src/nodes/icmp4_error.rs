@@ -350,4 +350,122 @@ mod tests {
         assert_eq!(out.errors[Error::Forbidden as usize], 1);
         assert_eq!(out.errors[Error::SentTimeExceeded as usize], 3);
     }
+
+    /// Keeps what reaches it: (node name, bytes).
+    struct Capture {
+        name: &'static str,
+        seen: std::sync::Arc<std::sync::Mutex<Vec<(&'static str, Vec<u8>)>>>,
+    }
+    impl Node for Capture {
+        fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+            for &bi in frame {
+                let mut bytes = Vec::new();
+                cx.bufs.copy_packet(bi, &mut bytes);
+                self.seen.lock().unwrap().push((self.name, bytes));
+                cx.bufs.free(bi);
+            }
+            frame.len()
+        }
+    }
+
+    struct Feed(Vec<u32>);
+    impl Node for Feed {
+        fn process(&mut self, cx: &mut NodeCx<'_>, _: &[u32]) -> usize {
+            let p = std::mem::take(&mut self.0);
+            cx.enqueue_all(0, &p);
+            p.len()
+        }
+    }
+
+    /// ip4-rewrite and ip4-local hand their requests to icmp4-error through `aux`: run
+    /// them together and look at the errors that come out.
+    #[test]
+    fn errors_asked_for_by_rewrite_and_local_come_out_right() {
+        use crate::graph::Graph;
+        use crate::nodes::{ip4_local::Ip4Local, ip4_rewrite::Ip4Rewrite};
+        let pool = BufferPool::new(256, HugePages::Never).unwrap();
+        let mut bufs = pool.worker_handle();
+        let expiring = udp([192, 0, 2, 1], 1, false, 100);
+        let too_big = udp([192, 0, 2, 1], 64, true, 1200);
+        let to_us = frame(
+            [198, 18, 0, 1],
+            if_addr(0).to_be_bytes(),
+            17,
+            64,
+            false,
+            &[7; 8],
+        );
+        let mut feed = |frames: &[&Vec<u8>], adj: u32| -> Vec<u32> {
+            frames
+                .iter()
+                .map(|f| {
+                    let bi = bufs.packet_from_bytes(f).unwrap();
+                    bufs.meta_mut(bi).rx_if = 0;
+                    bufs.meta_mut(bi).adj = adj;
+                    bi
+                })
+                .collect()
+        };
+        let to_rewrite = feed(&[&expiring, &too_big], ADJ_SMALL_MTU);
+        let to_local = feed(&[&to_us], 1);
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let v = view();
+        let mut decls = vec![
+            NodeDecl {
+                name: "feed-rewrite".into(),
+                kind: NodeKind::Input,
+                next: vec![crate::nodes::ip4_lookup::IP4_REWRITE.into()],
+                errors: vec![],
+                node: Box::new(Feed(to_rewrite)),
+            },
+            NodeDecl {
+                name: "feed-local".into(),
+                kind: NodeKind::Input,
+                next: vec![crate::nodes::IP4_LOCAL.into()],
+                errors: vec![],
+                node: Box::new(Feed(to_local)),
+            },
+            Ip4Rewrite::decl(v.clone()),
+            Ip4Local::decl(v.clone()),
+            Icmp4Error::decl(v.clone()),
+        ];
+        for name in ["interface-output", "ip4-arp", "error-drop", "ip4-lookup"] {
+            decls.push(NodeDecl {
+                name: name.into(),
+                kind: NodeKind::Output,
+                next: vec![],
+                errors: vec![],
+                node: Box::new(Capture {
+                    name,
+                    seen: seen.clone(),
+                }),
+            });
+        }
+        let mut g = Graph::build(decls, 0).unwrap();
+        g.run_once(&mut bufs);
+        drop(bufs);
+        assert_eq!(pool.report().in_use, 0);
+        let seen = seen.lock().unwrap();
+        let errors: Vec<&Vec<u8>> = seen
+            .iter()
+            .filter(|(n, _)| *n == "ip4-lookup")
+            .map(|(_, b)| b)
+            .collect();
+        assert_eq!(errors.len(), 3);
+        assert_eq!(seen.iter().filter(|(n, _)| *n == "error-drop").count(), 3);
+        let find = |kind: u8, code: u8| {
+            *errors
+                .iter()
+                .find(|e| e[34] == kind && e[35] == code)
+                .expect("error sent")
+        };
+        let mtu = IcmpErrorRequest {
+            kind: 3,
+            code: 4,
+            arg: 1000,
+        };
+        assert_error(find(11, 0), &expiring, if_addr(0), TIME_EXCEEDED, 100);
+        assert_error(find(3, 4), &too_big, if_addr(0), mtu, 576 - 28);
+        assert_error(find(3, 3), &to_us, if_addr(0), PORT_UNREACHABLE, 28);
+    }
 }
