@@ -351,10 +351,13 @@ mod tests {
         assert_eq!(out.errors[Error::SentTimeExceeded as usize], 3);
     }
 
-    /// Keeps what reaches it: (node name, bytes).
+    /// Packets that reached a capture node: (node name, bytes).
+    type Seen = std::sync::Arc<std::sync::Mutex<Vec<(&'static str, Vec<u8>)>>>;
+
+    /// Keeps what reaches it.
     struct Capture {
         name: &'static str,
-        seen: std::sync::Arc<std::sync::Mutex<Vec<(&'static str, Vec<u8>)>>>,
+        seen: Seen,
     }
     impl Node for Capture {
         fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
