@@ -2,11 +2,15 @@
 
 pub mod error_drop;
 pub mod ethernet_input;
+pub mod icmp4_error;
 pub mod input;
 pub mod interface_output;
 pub mod ip4_input;
+pub mod ip4_local;
 pub mod ip4_lookup;
+pub mod ip4_rewrite;
 pub mod l2_xconnect;
+pub mod rate_limit;
 pub mod tx;
 
 #[cfg(test)]

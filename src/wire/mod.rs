@@ -2,6 +2,7 @@
 //! code, never panics, and rejects what is too short with an error instead of reading past it.
 
 pub mod ethernet;
+pub mod icmp4;
 pub mod ipv4;
 pub mod mac;
 
