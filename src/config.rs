@@ -504,7 +504,7 @@ impl Config {
         for r in &self.routes {
             let prefix = crate::fib::parse::parse_prefix(r.prefix.get_ref())
                 .map_err(|e| c.err(r.prefix.span(), "prefix", e))?;
-            if r.drop == !r.via.is_empty() {
+            if r.drop != r.via.is_empty() {
                 return Err(c.err(
                     r.prefix.span(),
                     "via",

@@ -19,8 +19,6 @@ use crate::nodes::{
     ethernet_input::EthernetInput,
     input::{InputNode, PlacedQueue},
     interface_output::InterfaceOutput,
-    ip4_input::Ip4Input,
-    ip4_lookup::Ip4Lookup,
     l2_xconnect::L2Xconnect,
     tx::TxNode,
 };
@@ -474,13 +472,7 @@ fn worker_graph(
         min_frame,
     ));
     decls.push(L2Xconnect::decl(modes.clone()));
-    decls.push(Ip4Input::decl());
-    decls.push(Ip4Lookup::decl(l3.fib.clone(), l3.view.clone()));
-    decls.push(ArpInput::decl(l3.view.clone(), l3.learn.clone()));
-    decls.push(Ip4Arp::decl(l3.view.clone()));
-    decls.push(Ip4Rewrite::decl(l3.view.clone()));
-    decls.push(Ip4Local::decl(l3.view.clone()));
-    decls.push(Icmp4Error::decl(l3.view.clone()));
+    decls.extend(crate::nodes::routing_decls(&l3.view, &l3.fib, &l3.learn));
     decls.push(InterfaceOutput::decl(interfaces.to_vec()));
     for (itf, tx) in interfaces.iter().zip(txs) {
         decls.push(TxNode::decl(itf.clone(), tx));

@@ -1,15 +1,18 @@
 //! Graph nodes, one file each: the node, its next nodes, its error counters and its trace.
 
+pub mod arp_input;
 pub mod error_drop;
 pub mod ethernet_input;
 pub mod icmp4_error;
 pub mod input;
 pub mod interface_output;
+pub mod ip4_arp;
 pub mod ip4_input;
 pub mod ip4_local;
 pub mod ip4_lookup;
 pub mod ip4_rewrite;
 pub mod l2_xconnect;
+pub mod neighbor_hold;
 pub mod rate_limit;
 pub mod tx;
 
@@ -31,6 +34,23 @@ pub const IP6_REWRITE: &str = "ip6-rewrite";
 pub const IP6_ND: &str = "ip6-nd";
 pub const IP6_LOCAL: &str = "ip6-local";
 pub const ICMP6_ERROR: &str = "icmp6-error";
+
+/// The routing nodes of one worker's graph (ethernet-input sends them IPv4 and ARP).
+pub fn routing_decls(
+    view: &crate::router::adjacency::SharedL3View,
+    fib: &crate::fib::FibReader,
+    learn: &crate::router::LearnSender,
+) -> Vec<crate::graph::NodeDecl> {
+    vec![
+        ip4_input::Ip4Input::decl(),
+        ip4_lookup::Ip4Lookup::decl(fib.clone(), view.clone()),
+        arp_input::ArpInput::decl(view.clone(), learn.clone()),
+        ip4_arp::Ip4Arp::decl(view.clone()),
+        ip4_rewrite::Ip4Rewrite::decl(view.clone()),
+        ip4_local::Ip4Local::decl(view.clone()),
+        icmp4_error::Icmp4Error::decl(view.clone()),
+    ]
+}
 
 /// The tx node of interface `name`.
 pub fn tx_node_name(interface: &str) -> String {
