@@ -157,6 +157,62 @@ fn lab_up_down_is_idempotent_and_clean() {
         "bridge left behind"
     );
 
+    // The routers on var2: sluice resolving its next hops by ARP (the tester's ports get
+    // addresses for it) and the kernel, each with the test routes alone and under a
+    // synthetic table that never overlaps the traffic.
+    let o = lab(&[
+        "run",
+        "--dut",
+        "sluice-router,linux-router",
+        "--flows",
+        "var2",
+        "--table",
+        "small,20000+2000",
+        "--count",
+        "20000",
+        "--rate",
+        "50000",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{v}");
+    for dut in ["sluice-router", "linux-router"] {
+        for table in ["small", "20k+2k"] {
+            let r = rows
+                .iter()
+                .find(|r| r["dut"] == dut && r["table"] == table)
+                .unwrap_or_else(|| panic!("no row for {dut} with table {table}: {v}"));
+            assert_eq!(r["tx_packets"], 20000, "{r}");
+            assert_eq!(r["lost"], r["rx_ring_drops"], "{r}");
+            // A load time only where there was a table to load.
+            let load = r["table_load_s"].as_f64();
+            if table == "small" {
+                assert!(load.is_none(), "{r}");
+            } else {
+                assert!(load.is_some_and(|s| s > 0.0), "{r}");
+            }
+            if dut == "sluice-router" {
+                let ifs = r["dut_interfaces"].as_array().unwrap();
+                let d1 = ifs.iter().find(|i| i["name"] == "d1").unwrap();
+                assert!(d1["tx_packets"].as_u64().unwrap() >= 20000, "{d1}");
+            }
+        }
+    }
+    // The tester's ports are bare again, and so are the DUT's.
+    for (netns, dev) in [("sl-tester", "t0"), ("sl-tester", "t1"), ("sl-dut", "d1")] {
+        let a = sh("ip", &["-n", netns, "addr", "show", dev]);
+        let a = String::from_utf8_lossy(&a.stdout).into_owned();
+        assert!(!a.contains("inet"), "{netns} {dev}: {a}");
+    }
+    let r = sh("ip", &["-n", "sl-dut", "route", "show"]);
+    assert!(
+        r.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&r.stdout)
+    );
+
     // The benchmark matrix with two DUTs and one short loadtest.
     let out_dir = tmpdir("labbench");
     let o = lab(&[

@@ -2,7 +2,7 @@
 //! as the dataplane.
 
 use super::measure;
-use super::parse::{read_route_file, IpPrefix, Route};
+use super::parse::{parse_prefix, read_route_file, IpPrefix, Route};
 use super::prefix::{Prefix4, Prefix6};
 use super::synth::{self, Rng, SynthSpec};
 use super::{FibWriter, NO_ROUTE};
@@ -17,9 +17,12 @@ usage: sluice fib COMMAND [ARGS]
 
 commands:
   synth --v4 N --v6 M [--seed S] [--next-hops K] [--default] [--out FILE]
+        [--via ADDR]... [--exclude PREFIX]...
         write a synthetic full table shaped like the public BGP tables (deterministic by
         seed; K next hops, default 8; --default adds 0.0.0.0/0 and ::/0) as PREFIX NEXTHOP
-        lines, to stdout unless --out
+        lines, to stdout unless --out; --via (repeatable) gives the next hops of each family
+        instead of documentation addresses; --exclude (repeatable) leaves out every prefix
+        that overlaps PREFIX, drawing others so the table keeps its size
   lookup --routes FILE
         read one address per line on stdin, print ADDRESS PREFIX NEXTHOP or ADDRESS none
   bench --routes FILE [--seconds S]
@@ -69,13 +72,19 @@ enum Error {
 /// `--name VALUE` options and `--flag` switches, each allowed once.
 struct Args {
     values: HashMap<String, String>,
+    /// Options that may be given more than once, every value in order.
+    repeated: HashMap<String, Vec<String>>,
     flags: Vec<String>,
 }
+
+/// Options that may be given more than once.
+const REPEATABLE: [&str; 2] = ["--via", "--exclude"];
 
 impl Args {
     fn parse(args: &[String], takes_value: &[&str], flags: &[&str]) -> Result<Args, Error> {
         let mut out = Args {
             values: HashMap::new(),
+            repeated: HashMap::new(),
             flags: Vec::new(),
         };
         let mut it = args.iter();
@@ -86,7 +95,9 @@ impl Args {
                 let Some(v) = it.next() else {
                     return Err(Error::Usage(format!("{a} needs a value")));
                 };
-                if out.values.insert(a.clone(), v.clone()).is_some() {
+                if REPEATABLE.contains(&a.as_str()) {
+                    out.repeated.entry(a.clone()).or_default().push(v.clone());
+                } else if out.values.insert(a.clone(), v.clone()).is_some() {
                     return Err(Error::Usage(format!("{a} given twice")));
                 }
             } else {
@@ -111,6 +122,10 @@ impl Args {
             .ok_or_else(|| Error::Usage(format!("missing {name}")))
     }
 
+    fn all(&self, name: &str) -> &[String] {
+        self.repeated.get(name).map_or(&[], Vec::as_slice)
+    }
+
     fn flag(&self, name: &str) -> bool {
         self.flags.iter().any(|f| f == name)
     }
@@ -127,7 +142,15 @@ const SYNTH_MAX: usize = 10_000_000;
 fn synth_cmd(args: &[String]) -> Result<(), Error> {
     let a = Args::parse(
         args,
-        &["--v4", "--v6", "--seed", "--next-hops", "--out"],
+        &[
+            "--v4",
+            "--v6",
+            "--seed",
+            "--next-hops",
+            "--out",
+            "--via",
+            "--exclude",
+        ],
         &["--default"],
     )?;
     let spec = SynthSpec {
@@ -145,7 +168,54 @@ fn synth_cmd(args: &[String]) -> Result<(), Error> {
     if spec.next_hops == 0 || spec.next_hops > 254 {
         return Err(Error::Usage("--next-hops must be 1 to 254".into()));
     }
-    let (v4, v6) = synth::synth(&spec);
+    let mut via4: Vec<String> = Vec::new();
+    let mut via6: Vec<String> = Vec::new();
+    for v in a.all("--via") {
+        match v.parse::<IpAddr>() {
+            Ok(IpAddr::V4(x)) => via4.push(x.to_string()),
+            Ok(IpAddr::V6(x)) => via6.push(x.to_string()),
+            Err(_) => return Err(Error::Usage(format!("--via: '{v}' is not an address"))),
+        }
+    }
+    if !a.all("--via").is_empty() {
+        if (spec.v4 > 0 && via4.is_empty()) || (spec.v6 > 0 && via6.is_empty()) {
+            return Err(Error::Usage(
+                "--via needs an address of each family the table has".into(),
+            ));
+        }
+        if a.values.contains_key("--next-hops") {
+            return Err(Error::Usage("give --via or --next-hops, not both".into()));
+        }
+    }
+    let (mut avoid4, mut avoid6) = (Vec::new(), Vec::new());
+    for x in a.all("--exclude") {
+        match parse_prefix(x).map_err(|e| Error::Usage(format!("--exclude: {e}")))? {
+            IpPrefix::V4(p) => avoid4.push(p),
+            IpPrefix::V6(p) => avoid6.push(p),
+        }
+    }
+    // With --via, next hop indices pick among the given addresses.
+    let spec = SynthSpec {
+        next_hops: if via4.is_empty() && via6.is_empty() {
+            spec.next_hops
+        } else {
+            (via4.len() * via6.len().max(1)) as u32
+        },
+        ..spec
+    };
+    let hop4 = |i: u32| match via4.len() {
+        0 => synth::v4_next_hop_text(i),
+        n => via4[i as usize % n].clone(),
+    };
+    let hop6 = |i: u32| match via6.len() {
+        0 => synth::v6_next_hop_text(i),
+        n => via6[i as usize % n].clone(),
+    };
+    let (v4, v6) = if avoid4.is_empty() && avoid6.is_empty() {
+        synth::synth(&spec)
+    } else {
+        synth::synth_avoiding(&spec, &avoid4, &avoid6)
+    };
     let out: Box<dyn Write> = match a.get::<PathBuf>("--out")? {
         Some(p) => {
             Box::new(std::fs::File::create(&p).map_err(io_failed(&p.display().to_string()))?)
@@ -156,18 +226,28 @@ fn synth_cmd(args: &[String]) -> Result<(), Error> {
     let write = |w: &mut BufWriter<Box<dyn Write>>| -> std::io::Result<()> {
         writeln!(
             w,
-            "# sluice fib synth --v4 {} --v6 {} --seed {} --next-hops {}{}",
+            "# sluice fib synth --v4 {} --v6 {} --seed {}{}{}",
             spec.v4,
             spec.v6,
             spec.seed,
-            spec.next_hops,
+            if a.all("--via").is_empty() {
+                format!(" --next-hops {}", spec.next_hops)
+            } else {
+                a.all("--via")
+                    .iter()
+                    .map(|v| format!(" --via {v}"))
+                    .collect()
+            },
             if spec.default_route { " --default" } else { "" }
         )?;
+        for x in a.all("--exclude") {
+            writeln!(w, "# --exclude {x}")?;
+        }
         for (p, nh) in &v4 {
-            writeln!(w, "{p} {}", synth::v4_next_hop_text(*nh))?;
+            writeln!(w, "{p} {}", hop4(*nh))?;
         }
         for (p, nh) in &v6 {
-            writeln!(w, "{p} {}", synth::v6_next_hop_text(*nh))?;
+            writeln!(w, "{p} {}", hop6(*nh))?;
         }
         w.flush()
     };

@@ -230,6 +230,43 @@ pub fn synth(spec: &SynthSpec) -> Routes {
     (v4, v6)
 }
 
+/// Whether two prefixes share an address (one contains the other).
+pub fn overlaps<A: super::prefix::Addr>(
+    a: super::prefix::Prefix<A>,
+    b: super::prefix::Prefix<A>,
+) -> bool {
+    a.contains(b.addr()) || b.contains(a.addr())
+}
+
+/// `synth`, less every prefix that overlaps one of `avoid4`/`avoid6`, topped up from further
+/// seeds so that the table keeps its size: a lab's test routes stay the only match for its
+/// traffic, and a connected subnet is never replaced by a synthetic route.
+pub fn synth_avoiding(spec: &SynthSpec, avoid4: &[Prefix4], avoid6: &[Prefix6]) -> Routes {
+    let ok4 = |p: &Prefix4| !avoid4.iter().any(|a| overlaps(*a, *p));
+    let ok6 = |p: &Prefix6| !avoid6.iter().any(|a| overlaps(*a, *p));
+    let (mut v4, mut v6) = synth(spec);
+    v4.retain(|r| ok4(&r.0));
+    v6.retain(|r| ok6(&r.0));
+    let mut seen4: HashSet<Prefix4> = v4.iter().map(|r| r.0).collect();
+    let mut seen6: HashSet<Prefix6> = v6.iter().map(|r| r.0).collect();
+    // Few rounds: each adds what was removed, and little of it is removed again.
+    for round in 1..=16u64 {
+        if v4.len() >= spec.v4 && v6.len() >= spec.v6 {
+            break;
+        }
+        let (e4, e6) = synth(&SynthSpec {
+            v4: spec.v4 - v4.len().min(spec.v4),
+            v6: spec.v6 - v6.len().min(spec.v6),
+            seed: spec.seed.wrapping_add(round << 32),
+            default_route: false,
+            ..spec.clone()
+        });
+        v4.extend(e4.into_iter().filter(|r| ok4(&r.0) && seen4.insert(r.0)));
+        v6.extend(e6.into_iter().filter(|r| ok6(&r.0) && seen6.insert(r.0)));
+    }
+    (v4, v6)
+}
+
 /// The text next hop of index `i` in a synthetic table (documentation ranges, RFC 5737/3849).
 pub fn v4_next_hop_text(i: u32) -> String {
     format!("198.51.100.{}", i % 254 + 1)
@@ -274,6 +311,51 @@ mod tests {
         assert!(a6.iter().all(|r| r.0.addr() >> 125 == 1), "all in 2000::/3");
         let other = synth(&SynthSpec { seed: 8, ..spec });
         assert_ne!(other.0, a4);
+    }
+
+    #[test]
+    fn fib_synth_avoiding_keeps_size_and_misses_the_ranges() {
+        let spec = SynthSpec {
+            v4: 50_000,
+            v6: 10_000,
+            seed: 3,
+            next_hops: 2,
+            default_route: false,
+        };
+        // Wide ranges, so that plain synth surely hits them.
+        let avoid4 = [
+            Prefix4::containing(0xc600_0000, 7),
+            Prefix4::containing(0x0b00_0000, 8),
+        ];
+        let avoid6 = [
+            Prefix6::containing(0x2001_0db8 << 96, 32),
+            Prefix6::containing(0x2400 << 112, 12),
+        ];
+        let (p4, p6) = synth(&spec);
+        assert!(p4.iter().any(|r| avoid4.iter().any(|a| overlaps(*a, r.0))));
+        assert!(p6.iter().any(|r| avoid6.iter().any(|a| overlaps(*a, r.0))));
+        let (v4, v6) = synth_avoiding(&spec, &avoid4, &avoid6);
+        assert_eq!((v4.len(), v6.len()), (50_000, 10_000));
+        assert!(v4.iter().all(|r| avoid4.iter().all(|a| !overlaps(*a, r.0))));
+        assert!(v6.iter().all(|r| avoid6.iter().all(|a| !overlaps(*a, r.0))));
+        assert_eq!(
+            v4.iter().map(|r| r.0).collect::<HashSet<_>>().len(),
+            v4.len()
+        );
+        assert_eq!(
+            v6.iter().map(|r| r.0).collect::<HashSet<_>>().len(),
+            v6.len()
+        );
+        assert!(v4.iter().all(|r| r.1 < 2));
+        assert_eq!(
+            synth_avoiding(&spec, &avoid4, &avoid6).0,
+            v4,
+            "deterministic"
+        );
+        // A /0 overlaps everything; a prefix inside a range too.
+        assert!(overlaps(Prefix4::containing(0, 0), avoid4[0]));
+        assert!(overlaps(Prefix4::containing(0xc612_0000, 16), avoid4[0]));
+        assert!(!overlaps(Prefix4::containing(0xc800_0000, 8), avoid4[0]));
     }
 
     #[test]

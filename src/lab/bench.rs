@@ -342,6 +342,7 @@ fn run_matrix(
             xdp: o.xdp,
             napi_on_dut: o.napi_on_dut,
             io: o.io,
+            tables: vec![super::table::TableSpec::Small],
         };
         for r in 0..o.repeat {
             let mut order = duts.to_vec();
@@ -352,7 +353,7 @@ fn run_matrix(
                 if stop.load(std::sync::atomic::Ordering::Relaxed) {
                     return Err("interrupted".into());
                 }
-                let result = one_run(&run_opts, d)?;
+                let result = one_run(&run_opts, d, None)?;
                 progress.step(
                     &format!("{} {} run {}/{}", lt.name, d.name(), r + 1, o.repeat),
                     &super::report::run_line(&result),

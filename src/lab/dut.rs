@@ -1,7 +1,9 @@
-//! Devices under test in the lab's `sl-dut` namespace: sluice cross-connecting d0 and d1, or
-//! the kernel's bridge. Each starts before a run and is taken down after it, even on error.
+//! Devices under test in the lab's `sl-dut` namespace: sluice cross-connecting d0 and d1 or
+//! routing between them, the kernel's bridge or router, testpmd. Each starts before a run and
+//! is taken down after it, even on error.
 
-use super::netns::{in_ns, run, DUT};
+use super::netns::{in_ns, run, DUT, TESTER};
+use super::table::TableFiles;
 use crate::gen::port::Io;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -16,6 +18,8 @@ pub enum DutKind {
     SluiceAfXdp,
     LinuxBridge,
     LinuxRouter,
+    /// sluice routing between d0 and d1 (addresses, static routes, its own ARP).
+    SluiceRouter,
     Testpmd,
     Vpp,
 }
@@ -24,11 +28,12 @@ pub enum DutKind {
 pub const TESTPMD: &str = "dpdk-testpmd";
 
 impl DutKind {
-    pub const ALL: [DutKind; 6] = [
+    pub const ALL: [DutKind; 7] = [
         DutKind::Sluice,
         DutKind::SluiceAfXdp,
         DutKind::LinuxBridge,
         DutKind::LinuxRouter,
+        DutKind::SluiceRouter,
         DutKind::Testpmd,
         DutKind::Vpp,
     ];
@@ -39,7 +44,7 @@ impl DutKind {
             .find(|k| k.name() == s)
             .ok_or_else(|| {
                 format!(
-                    "unknown DUT '{s}' (known: sluice, sluice-af_xdp, linux-bridge, linux-router, testpmd, vpp)"
+                    "unknown DUT '{s}' (known: sluice, sluice-af_xdp, linux-bridge, linux-router, sluice-router, testpmd, vpp)"
                 )
             })
     }
@@ -50,9 +55,15 @@ impl DutKind {
             DutKind::SluiceAfXdp => "sluice-af_xdp",
             DutKind::LinuxBridge => "linux-bridge",
             DutKind::LinuxRouter => "linux-router",
+            DutKind::SluiceRouter => "sluice-router",
             DutKind::Testpmd => "testpmd",
             DutKind::Vpp => "vpp",
         }
+    }
+
+    /// Whether the DUT routes (and so takes a route table).
+    pub fn routes(self) -> bool {
+        matches!(self, DutKind::LinuxRouter | DutKind::SluiceRouter)
     }
 
     /// Whether the DUT can use `io` for its ports (the kernel's DUTs forward whatever the
@@ -61,6 +72,8 @@ impl DutKind {
         match io {
             Io::AfPacket | Io::AfXdp => true,
             Io::Memif if self == DutKind::SluiceAfXdp => false,
+            // Its next hops answer ARP from the tester's kernel, which a memif never reaches.
+            Io::Memif if self == DutKind::SluiceRouter => false,
             // Userspace forwarders only: the kernel has no memif.
             Io::Memif => matches!(self, DutKind::Sluice | DutKind::Testpmd | DutKind::Vpp),
         }
@@ -92,11 +105,18 @@ pub enum RunningDut {
         child: Child,
         socket: PathBuf,
         dir: PathBuf,
+        /// As a router: what the generator must be told (router MACs, routed frames); the
+        /// tester's ports then hold addresses until the DUT stops.
+        gen_args: Vec<String>,
+        /// Seconds from start until its FIB held the synthetic table.
+        load_s: Option<f64>,
     },
     LinuxBridge,
     LinuxRouter {
         /// What the generator must be told: router MACs, and that frames are routed.
         gen_args: Vec<String>,
+        /// Seconds `ip -batch` took to load the synthetic table.
+        load_s: Option<f64>,
     },
     Testpmd {
         child: Child,
@@ -110,10 +130,21 @@ const BRIDGE: &str = "br0";
 
 /// Start a DUT, its worker (if it has one) on `dut_cpu`.
 pub fn start(kind: DutKind, dut_cpu: usize, io: Io) -> Result<RunningDut, String> {
+    start_with(kind, dut_cpu, io, None)
+}
+
+/// `start`, a router DUT with `table`'s synthetic routes besides its test routes.
+pub fn start_with(
+    kind: DutKind,
+    dut_cpu: usize,
+    io: Io,
+    table: Option<&TableFiles>,
+) -> Result<RunningDut, String> {
     match kind {
-        DutKind::Sluice => start_sluice(dut_cpu, io),
-        DutKind::SluiceAfXdp => start_sluice(dut_cpu, Io::AfXdp),
-        DutKind::LinuxRouter => start_router(),
+        DutKind::Sluice => start_sluice(dut_cpu, io, None),
+        DutKind::SluiceAfXdp => start_sluice(dut_cpu, Io::AfXdp, None),
+        DutKind::SluiceRouter => start_sluice_router(dut_cpu, io, table),
+        DutKind::LinuxRouter => start_router(table),
         DutKind::Testpmd => start_testpmd(dut_cpu, io),
         DutKind::Vpp => Err(DutKind::Vpp.unavailable().unwrap_or_default()),
         DutKind::LinuxBridge => {
@@ -156,84 +187,172 @@ fn mac_of(ns: &str, dev: &str) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
 }
 
-/// Router addressing (documentation and benchmarking ranges only): d0 192.0.2.1/24 with
-/// the tester's t0 as 192.0.2.2; d1 198.51.100.1/24 with t1 as 198.51.100.2; the generator's
-/// destinations 198.19.0.0/16 routed to t1 and its sources 198.18.0.0/16 to t0.
-const ROUTER_SETUP: [&[&str]; 6] = [
-    &["addr", "add", "192.0.2.1/24", "dev", "d0"],
-    &["addr", "add", "198.51.100.1/24", "dev", "d1"],
-    &[
-        "route",
-        "add",
-        "198.19.0.0/16",
-        "via",
-        "198.51.100.2",
-        "dev",
-        "d1",
-    ],
-    &[
-        "route",
-        "add",
-        "198.18.0.0/16",
-        "via",
-        "192.0.2.2",
-        "dev",
-        "d0",
-    ],
-    &[
-        "neigh",
-        "replace",
-        "198.51.100.2",
-        "lladdr",
-        "T1MAC",
-        "dev",
-        "d1",
-        "nud",
-        "permanent",
-    ],
-    &[
-        "neigh",
-        "replace",
-        "192.0.2.2",
-        "lladdr",
-        "T0MAC",
-        "dev",
-        "d0",
-        "nud",
-        "permanent",
-    ],
-];
+/// The routers' addressing, documentation and benchmarking ranges only (RFC 5737, 3849,
+/// 2544): the DUT's d0 and d1 with the tester's t0 and t1 on the same subnets, the
+/// generator's destinations (198.19/16) routed to t1 and its sources (198.18/16) to t0.
+pub mod plan {
+    pub const D0_V4: &str = "192.0.2.1/24";
+    pub const T0_V4: &str = "192.0.2.2";
+    pub const D1_V4: &str = "198.51.100.1/24";
+    pub const T1_V4: &str = "198.51.100.2";
+    pub const D0_V6: &str = "2001:db8::1/64";
+    pub const T0_V6: &str = "2001:db8::2";
+    pub const D1_V6: &str = "2001:db8:1::1/64";
+    pub const T1_V6: &str = "2001:db8:1::2";
+    /// The generator's destinations (sent t0 → t1).
+    pub const TO_T1: &str = "198.19.0.0/16";
+    /// The generator's sources: the reverse direction's destinations.
+    pub const TO_T0: &str = "198.18.0.0/16";
+    /// Length of the IPv4 subnets on both sides.
+    pub const V4_LEN: &str = "24";
+    pub const V6_LEN: &str = "64";
+}
 
-fn start_router() -> Result<RunningDut, String> {
-    let t0 = mac_of(super::netns::TESTER, "t0")?;
-    let t1 = mac_of(super::netns::TESTER, "t1")?;
-    let d0 = mac_of(DUT, "d0")?;
-    let d1 = mac_of(DUT, "d1")?;
-    let dut = RunningDut::LinuxRouter {
-        gen_args: vec![
-            "--routed".into(),
-            "--src-mac".into(),
-            t0.clone(),
-            "--dst-mac".into(),
-            d0,
-            "--src-mac-reverse".into(),
-            t1.clone(),
-            "--dst-mac-reverse".into(),
-            d1,
-        ],
+/// A router's generator arguments: routed frames, to the router's MAC on each side.
+fn routed_gen_args() -> Result<Vec<String>, String> {
+    Ok(vec![
+        "--routed".into(),
+        "--src-mac".into(),
+        mac_of(TESTER, "t0")?,
+        "--dst-mac".into(),
+        mac_of(DUT, "d0")?,
+        "--src-mac-reverse".into(),
+        mac_of(TESTER, "t1")?,
+        "--dst-mac-reverse".into(),
+        mac_of(DUT, "d1")?,
+    ])
+}
+
+/// `ip -n NS ARGS`.
+fn ip_in(ns: &str, args: &[&str]) -> Result<(), String> {
+    let mut a = vec!["-n", ns];
+    a.extend_from_slice(args);
+    run("ip", &a).map(|_| ())
+}
+
+/// Turn IPv6 on or off on a lab port (the lab keeps it off: no stray ND and MLD frames),
+/// without router advertisements or duplicate address detection when on.
+fn port_ipv6(ns: &str, dev: &str, on: bool) -> Result<(), String> {
+    let keys: &[String] = if on {
+        &[
+            format!("net.ipv6.conf.{dev}.accept_ra=0"),
+            format!("net.ipv6.conf.{dev}.accept_dad=0"),
+            format!("net.ipv6.conf.{dev}.disable_ipv6=0"),
+        ]
+    } else {
+        &[format!("net.ipv6.conf.{dev}.disable_ipv6=1")]
     };
-    for step in ROUTER_SETUP {
-        let args: Vec<&str> = step
-            .iter()
-            .map(|a| match *a {
-                "T0MAC" => t0.as_str(),
-                "T1MAC" => t1.as_str(),
-                other => other,
-            })
-            .collect();
-        let mut full = vec!["-n", DUT];
-        full.extend(args);
-        run("ip", &full)?;
+    for k in keys {
+        in_ns(ns, "sysctl", &["-qw", k])?;
+    }
+    Ok(())
+}
+
+/// Give the tester's ports their addresses (so that their kernel answers a router's ARP and
+/// neighbour solicitations), or take them away.
+fn tester_addresses(add: bool) -> Result<(), String> {
+    let ports = [
+        ("t0", plan::T0_V4, plan::T0_V6),
+        ("t1", plan::T1_V4, plan::T1_V6),
+    ];
+    if !add {
+        for (dev, _, _) in ports {
+            let _ = ip_in(TESTER, &["addr", "flush", "dev", dev]);
+            let _ = port_ipv6(TESTER, dev, false);
+        }
+        return Ok(());
+    }
+    // Start from bare ports, whatever an interrupted run left.
+    tester_addresses(false)?;
+    // The tester must not route between its ports what the DUT hands it.
+    in_ns(TESTER, "sysctl", &["-qw", "net.ipv4.ip_forward=0"])?;
+    for (dev, v4, v6) in ports {
+        port_ipv6(TESTER, dev, true)?;
+        ip_in(
+            TESTER,
+            &["addr", "add", &format!("{v4}/{}", plan::V4_LEN), "dev", dev],
+        )?;
+        ip_in(
+            TESTER,
+            &[
+                "addr",
+                "add",
+                &format!("{v6}/{}", plan::V6_LEN),
+                "dev",
+                dev,
+                "nodad",
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// Load a synthetic table into the DUT namespace's kernel; returns the seconds it took.
+fn linux_load(table: &TableFiles) -> Result<f64, String> {
+    let t = Instant::now();
+    let batch = table.ip_batch.display().to_string();
+    run("ip", &["-n", DUT, "-batch", &batch])?;
+    let s = t.elapsed().as_secs_f64();
+    eprintln!(
+        "linux-router: loaded {} IPv4 + {} IPv6 routes with ip -batch in {s:.2} s",
+        table.v4, table.v6
+    );
+    Ok(s)
+}
+
+fn start_router(table: Option<&TableFiles>) -> Result<RunningDut, String> {
+    let t0 = mac_of(TESTER, "t0")?;
+    let t1 = mac_of(TESTER, "t1")?;
+    let mut dut = RunningDut::LinuxRouter {
+        gen_args: routed_gen_args()?,
+        load_s: None,
+    };
+    let t0_v4 = plan::T0_V4;
+    let t1_v4 = plan::T1_V4;
+    let steps: [&[&str]; 6] = [
+        &["addr", "add", plan::D0_V4, "dev", "d0"],
+        &["addr", "add", plan::D1_V4, "dev", "d1"],
+        &["route", "add", plan::TO_T1, "via", t1_v4, "dev", "d1"],
+        &["route", "add", plan::TO_T0, "via", t0_v4, "dev", "d0"],
+        // The tester's ports have no addresses for this DUT: its neighbours are fixed.
+        &[
+            "neigh",
+            "replace",
+            t1_v4,
+            "lladdr",
+            &t1,
+            "dev",
+            "d1",
+            "nud",
+            "permanent",
+        ],
+        &[
+            "neigh",
+            "replace",
+            t0_v4,
+            "lladdr",
+            &t0,
+            "dev",
+            "d0",
+            "nud",
+            "permanent",
+        ],
+    ];
+    for step in steps {
+        ip_in(DUT, step)?;
+    }
+    if let Some(t) = table {
+        if t.v6 > 0 {
+            // IPv6 next hops must lie on a connected subnet.
+            for (dev, addr) in [("d0", plan::D0_V6), ("d1", plan::D1_V6)] {
+                port_ipv6(DUT, dev, true)?;
+                ip_in(DUT, &["addr", "add", addr, "dev", dev, "nodad"])?;
+            }
+        }
+        let s = linux_load(t)?;
+        if let RunningDut::LinuxRouter { load_s, .. } = &mut dut {
+            *load_s = Some(s);
+        }
     }
     for key in [
         "net.ipv4.ip_forward=1",
@@ -329,10 +448,110 @@ fn start_testpmd(dut_cpu: usize, io: Io) -> Result<RunningDut, String> {
     })
 }
 
-fn start_sluice(dut_cpu: usize, io: Io) -> Result<RunningDut, String> {
+/// The parts of sluice's config that make it a router between d0 and d1: the plan's
+/// addresses for each port, then a static route per traffic direction and the synthetic
+/// table's route file when there is one.
+pub fn router_parts(table: Option<&TableFiles>) -> (String, String, String) {
+    let addresses = |v4: &str, v6: &str| format!("address = [\"{v4}\", \"{v6}\"]\n");
+    let mut tail = String::new();
+    for (prefix, via) in [(plan::TO_T1, plan::T1_V4), (plan::TO_T0, plan::T0_V4)] {
+        tail.push_str(&format!(
+            "[[route]]\nprefix = \"{prefix}\"\nvia = [\"{via}\"]\n"
+        ));
+    }
+    if let Some(t) = table {
+        tail.push_str(&format!(
+            "[fib]\nroute_file = \"{}\"\n",
+            t.route_file.display()
+        ));
+    }
+    (
+        addresses(plan::D0_V4, plan::D0_V6),
+        addresses(plan::D1_V4, plan::D1_V6),
+        tail,
+    )
+}
+
+fn start_sluice_router(
+    dut_cpu: usize,
+    io: Io,
+    table: Option<&TableFiles>,
+) -> Result<RunningDut, String> {
+    let gen_args = routed_gen_args()?;
+    tester_addresses(true).inspect_err(|_| {
+        let _ = tester_addresses(false);
+    })?;
+    let t = Instant::now();
+    let mut dut = match start_sluice(dut_cpu, io, Some(table)) {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = tester_addresses(false);
+            return Err(e);
+        }
+    };
+    if let RunningDut::Sluice {
+        gen_args: g,
+        load_s,
+        ..
+    } = &mut dut
+    {
+        *g = gen_args;
+        if let Some(table) = table {
+            let want = (table.v4 + table.v6) as u64;
+            let s = wait_for_fib(&dut_socket(), want, t)?;
+            eprintln!(
+                "sluice-router: FIB holds {} IPv4 + {} IPv6 synthetic routes {s:.2} s after start",
+                table.v4, table.v6
+            );
+            *load_s = Some(s);
+        }
+    }
+    Ok(dut)
+}
+
+fn dut_socket() -> PathBuf {
+    PathBuf::from("/run/sluice/lab-dut.sock")
+}
+
+/// How many routes of the route file `show ip fib summary --json` says the FIB holds (all its
+/// routes when it does not say).
+pub fn fib_route_count(summary: &Value) -> Option<u64> {
+    summary["route_file_routes"]
+        .as_u64()
+        .or_else(|| Some(summary["v4_routes"].as_u64()? + summary["v6_routes"].as_u64()?))
+}
+
+/// Wait until sluice's FIB holds at least `want` routes; seconds since `since`.
+fn wait_for_fib(socket: &std::path::Path, want: u64, since: Instant) -> Result<f64, String> {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let reply = crate::control::client::run_command(socket, "show ip fib summary --json")?;
+        let v: Value = serde_json::from_str(&reply).map_err(|e| format!("fib summary: {e}"))?;
+        let n = fib_route_count(&v)
+            .ok_or_else(|| format!("no route count in show ip fib summary: {v}"))?;
+        if n >= want {
+            let s = since.elapsed().as_secs_f64();
+            if let Some(own) = v["load_seconds"].as_f64() {
+                eprintln!("sluice-router: its own count of the route file's load: {own:.2} s");
+            }
+            return Ok(s);
+        }
+        if Instant::now() > deadline {
+            return Err(format!("sluice's FIB holds {n} routes, not {want}: {v}"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Start sluice on d0 and d1: cross-connecting them, or routing (`router` holds the table).
+fn start_sluice(
+    dut_cpu: usize,
+    io: Io,
+    router: Option<Option<&TableFiles>>,
+) -> Result<RunningDut, String> {
     let dir = std::env::temp_dir().join(format!("sluice-lab-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let socket = PathBuf::from("/run/sluice/lab-dut.sock");
+    let socket = dut_socket();
     let cfg = dir.join("dut.toml");
     let main_core = if dut_cpu == 0 { 1 } else { 0 };
     let (driver, mtu) = (io.name(), super::port_mtu(io));
@@ -344,12 +563,20 @@ fn start_sluice(dut_cpu: usize, io: Io) -> Result<RunningDut, String> {
         ),
         _ => format!("host = \"d{k}\"\nmtu = {mtu}\n"),
     };
+    let (extra0, extra1, tail) = match router {
+        None => (
+            String::new(),
+            String::new(),
+            "[[xconnect]]\nrx = \"d0\"\ntx = \"d1\"\n[[xconnect]]\nrx = \"d1\"\ntx = \"d0\"\n"
+                .to_string(),
+        ),
+        Some(table) => router_parts(table),
+    };
     let text = format!(
         "[dataplane]\nworkers = 1\nworker-cores = [{dut_cpu}]\nmain-core = {main_core}\n\
          [control]\nsocket = \"{}\"\n\
-         [[interface]]\nname = \"d0\"\ndriver = \"{driver}\"\n{}\
-         [[interface]]\nname = \"d1\"\ndriver = \"{driver}\"\n{}\
-         [[xconnect]]\nrx = \"d0\"\ntx = \"d1\"\n[[xconnect]]\nrx = \"d1\"\ntx = \"d0\"\n",
+         [[interface]]\nname = \"d0\"\ndriver = \"{driver}\"\n{}{extra0}\
+         [[interface]]\nname = \"d1\"\ndriver = \"{driver}\"\n{}{extra1}{tail}",
         socket.display(),
         port(0),
         port(1)
@@ -370,8 +597,16 @@ fn start_sluice(dut_cpu: usize, io: Io) -> Result<RunningDut, String> {
         child,
         socket: socket.clone(),
         dir: dir.clone(),
+        gen_args: Vec::new(),
+        load_s: None,
     };
-    let deadline = Instant::now() + Duration::from_secs(10);
+    // A full table may be read before the control socket opens.
+    let deadline = Instant::now()
+        + Duration::from_secs(if matches!(router, Some(Some(_))) {
+            300
+        } else {
+            10
+        });
     loop {
         if crate::control::client::run_command(&socket, "show version").is_ok() {
             return Ok(dut);
@@ -427,26 +662,49 @@ impl RunningDut {
     /// Extra generator arguments this DUT needs (a router's MACs).
     pub fn gen_args(&self) -> Vec<String> {
         match self {
-            RunningDut::LinuxRouter { gen_args } => gen_args.clone(),
+            RunningDut::LinuxRouter { gen_args, .. } | RunningDut::Sluice { gen_args, .. } => {
+                gen_args.clone()
+            }
             _ => Vec::new(),
+        }
+    }
+
+    /// Seconds the DUT took to load its synthetic table, if it was given one.
+    pub fn table_load_s(&self) -> Option<f64> {
+        match self {
+            RunningDut::LinuxRouter { load_s, .. } | RunningDut::Sluice { load_s, .. } => *load_s,
+            _ => None,
         }
     }
 
     /// Take the DUT down: SIGINT to sluice (SIGKILL after 5 s), or delete the bridge.
     pub fn stop(&mut self) {
         match self {
-            RunningDut::Sluice { child, dir, .. } => {
+            RunningDut::Sluice {
+                child,
+                dir,
+                gen_args,
+                ..
+            } => {
                 stop_child(child, Duration::from_secs(5));
                 let _ = std::fs::remove_dir_all(&*dir);
+                if !gen_args.is_empty() {
+                    let _ = tester_addresses(false);
+                    gen_args.clear();
+                }
             }
             RunningDut::LinuxBridge => {
                 let _ = in_ns(DUT, "ip", &["link", "del", BRIDGE]);
             }
             RunningDut::LinuxRouter { .. } => {
                 let _ = in_ns(DUT, "sysctl", &["-qw", "net.ipv4.ip_forward=0"]);
+                // A full table's routes go with the addresses their next hops sat on.
+                let _ = run("ip", &["-n", DUT, "route", "flush", "table", "main"]);
+                let _ = run("ip", &["-n", DUT, "-6", "route", "flush", "table", "main"]);
                 for dev in ["d0", "d1"] {
                     let _ = run("ip", &["-n", DUT, "addr", "flush", "dev", dev]);
                     let _ = run("ip", &["-n", DUT, "neigh", "flush", "dev", dev]);
+                    let _ = port_ipv6(DUT, dev, false);
                 }
             }
             RunningDut::Testpmd { child, log, .. } => {

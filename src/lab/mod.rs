@@ -7,6 +7,7 @@ pub mod dut;
 pub mod netns;
 pub mod report;
 pub mod rfc2544;
+pub mod table;
 
 use crate::gen::port::Io;
 use dut::DutKind;
@@ -16,6 +17,7 @@ use serde_json::Value;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use table::{TableFiles, TableSpec};
 
 const USAGE: &str = "\
 usage: sluice lab up | down | run [options] | bench [options]
@@ -23,8 +25,12 @@ usage: sluice lab up | down | run [options] | bench [options]
   down                 remove them (safe to run twice)
   run                  send from t0 through a DUT to t1 and report what arrived
     --dut LIST         sluice, sluice-af_xdp (sluice on AF_XDP ports whatever --io says),
-                       linux-bridge, linux-router, testpmd, vpp, or a comma list
-                       (default sluice)
+                       linux-bridge, linux-router, sluice-router (sluice routing, resolving
+                       its next hops by ARP), testpmd, vpp, or a comma list (default sluice)
+    --table LIST       route tables for the router DUTs: small (the test routes alone), full
+                       (and 1M IPv4 + 200k IPv6 synthetic routes via t0/t1 that never overlap
+                       the traffic) or V4[+V6] synthetic routes; a comma list runs each
+                       (default small); the load time of each is printed
     --size S           frame size with FCS (default 64; lists and 'mixed' as sluice gen takes)
     --flows F          single, var2 (T-Rex) or a number of flows (default single)
     --duration SECS    (default 5)  or  --count N
@@ -68,6 +74,8 @@ pub struct RunOptions {
     pub napi_on_dut: bool,
     /// How generator and DUT reach the lab's ports.
     pub io: Io,
+    /// Route tables the router DUTs run with, each in turn.
+    pub tables: Vec<TableSpec>,
 }
 
 /// `--napi dut|sender`: whether the DUT's ports receive in NAPI threads on the DUT's CPU.
@@ -95,6 +103,7 @@ pub fn parse_run(args: &[String]) -> Result<RunOptions, String> {
         xdp: false,
         napi_on_dut: true,
         io: Io::AfPacket,
+        tables: vec![TableSpec::Small],
     };
     let mut it = args.iter();
     let value = |it: &mut std::slice::Iter<'_, String>, flag: &str| {
@@ -174,6 +183,12 @@ pub fn parse_run(args: &[String]) -> Result<RunOptions, String> {
             "--napi" => o.napi_on_dut = parse_napi(&value(&mut it, a)?)?,
             "--engine" => o.xdp = crate::gen::parse_engine(&value(&mut it, a)?)?,
             "--io" => o.io = Io::parse(&value(&mut it, a)?)?,
+            "--table" => {
+                o.tables = value(&mut it, a)?
+                    .split(',')
+                    .map(|t| TableSpec::parse(t.trim()))
+                    .collect::<Result<_, _>>()?;
+            }
             other => return Err(format!("unknown option '{other}'")),
         }
     }
@@ -181,6 +196,9 @@ pub fn parse_run(args: &[String]) -> Result<RunOptions, String> {
         return Err("give --duration or --count, not both".into());
     }
     check_io(o.io, o.xdp, &o.duts)?;
+    if o.tables.iter().any(|t| *t != TableSpec::Small) && !o.duts.iter().any(|d| d.routes()) {
+        return Err("--table is for the router DUTs (linux-router, sluice-router)".into());
+    }
     Ok(o)
 }
 
@@ -344,17 +362,76 @@ pub(crate) fn generate(o: &RunOptions, extra: &[String]) -> Result<Value, String
     serde_json::from_slice(&out.stdout).map_err(|e| format!("generator output: {e}"))
 }
 
-pub(crate) fn one_run(o: &RunOptions, kind: DutKind) -> Result<RunResult, String> {
+/// One run of `kind`; a router DUT with `table`'s synthetic routes (None: the small table).
+pub(crate) fn one_run(
+    o: &RunOptions,
+    kind: DutKind,
+    table: Option<&TableFiles>,
+) -> Result<RunResult, String> {
     let _mtu = netns::PortMtu::set(run_mtu(kind, o.io))?;
     netns::dut_napi(o.napi_on_dut, o.xdp, o.dut_cpu)?;
-    let mut d = dut::start(kind, o.dut_cpu, o.io)?;
+    let mut d = dut::start_with(kind, o.dut_cpu, o.io, table)?;
+    if kind.routes() {
+        warm_up(o, &d)?;
+    }
     d.ctl("clear runtime");
     d.ctl("clear interfaces");
     let gen = generate(o, &d.gen_args());
     let runtime = d.ctl_json("show runtime");
     let interfaces = d.ctl_json("show interface");
+    let load_s = d.table_load_s();
     d.stop();
-    Ok(RunResult::from_gen(kind.name(), &gen?, runtime, interfaces))
+    let mut r = RunResult::from_gen(kind.name(), &gen?, runtime, interfaces);
+    if kind.routes() {
+        r.table = Some(table.map_or(TableSpec::Small, |t| t.spec).label());
+        r.table_load_s = load_s;
+    }
+    Ok(r)
+}
+
+/// A few hundred frames each way through a router before the measured traffic, over
+/// AF_PACKET whatever the run's io, so that a router resolving its next hops by ARP has done
+/// so (an AF_XDP or XDP generator takes the frames the tester's kernel would answer).
+pub(crate) fn warm_up(o: &RunOptions, d: &dut::RunningDut) -> Result<(), String> {
+    let w = RunOptions {
+        size: "64".into(),
+        duration: None,
+        count: Some("200".into()),
+        rate: Some("20000".into()),
+        bi: true,
+        xdp: false,
+        io: Io::AfPacket,
+        ..o.clone()
+    };
+    let g = generate(&w, &d.gen_args())?;
+    if g["rx_packets"].as_u64().unwrap_or(0) == 0 {
+        eprintln!("warm-up: no frame came through the router: {g}");
+    }
+    Ok(())
+}
+
+/// Write the synthetic tables `o` asks for (router DUTs only) into `dir`.
+fn table_files(o: &RunOptions, dir: &std::path::Path) -> Result<Vec<TableFiles>, String> {
+    if !o.duts.iter().any(|d| d.routes()) {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for &spec in &o.tables {
+        let t = std::time::Instant::now();
+        if let Some(f) = table::write(spec, dir)? {
+            if !o.json {
+                eprintln!(
+                    "table {}: {} IPv4 + {} IPv6 synthetic routes via t0/t1, written in {:.1} s",
+                    spec.label(),
+                    f.v4,
+                    f.v6,
+                    t.elapsed().as_secs_f64()
+                );
+            }
+            out.push(f);
+        }
+    }
+    Ok(out)
 }
 
 fn run(o: &RunOptions) -> Result<(), String> {
@@ -366,7 +443,9 @@ fn run(o: &RunOptions) -> Result<(), String> {
         return Err(format!("DUT {} cannot run: {why}", k.name()));
     }
     let brought_up = netns::up()?;
-    let result = run_matrix(o, &stop);
+    let dir = std::env::temp_dir().join(format!("sluice-lab-tables-{}", std::process::id()));
+    let result = table_files(o, &dir).and_then(|files| run_matrix(o, &files, &stop));
+    let _ = std::fs::remove_dir_all(&dir);
     if brought_up {
         netns::down()?;
     }
@@ -379,7 +458,11 @@ fn run(o: &RunOptions) -> Result<(), String> {
     Ok(())
 }
 
-fn run_matrix(o: &RunOptions, stop: &AtomicBool) -> Result<Vec<RunResult>, String> {
+fn run_matrix(
+    o: &RunOptions,
+    files: &[TableFiles],
+    stop: &AtomicBool,
+) -> Result<Vec<RunResult>, String> {
     if !o.json {
         if o.napi_on_dut {
             eprintln!(
@@ -407,20 +490,35 @@ fn run_matrix(o: &RunOptions, stop: &AtomicBool) -> Result<Vec<RunResult>, Strin
             order.reverse();
         }
         for kind in order {
-            if stop.load(Ordering::Relaxed) {
-                return Err("interrupted".into());
+            // A router runs once per table, others once.
+            let tables: Vec<Option<&TableFiles>> = if kind.routes() {
+                o.tables
+                    .iter()
+                    .map(|spec| files.iter().find(|f| f.spec == *spec))
+                    .collect()
+            } else {
+                vec![None]
+            };
+            for table in tables {
+                if stop.load(Ordering::Relaxed) {
+                    return Err("interrupted".into());
+                }
+                let res = one_run(o, kind, table)?;
+                if !o.json {
+                    eprintln!(
+                        "run {}/{} {:<13} {}{}",
+                        r + 1,
+                        o.repeat,
+                        kind.name(),
+                        res.table
+                            .as_ref()
+                            .map(|t| format!("table {t}: "))
+                            .unwrap_or_default(),
+                        report::run_line(&res)
+                    );
+                }
+                results.push(res);
             }
-            let res = one_run(o, kind)?;
-            if !o.json {
-                eprintln!(
-                    "run {}/{} {:<13} {}",
-                    r + 1,
-                    o.repeat,
-                    kind.name(),
-                    report::run_line(&res)
-                );
-            }
-            results.push(res);
         }
     }
     Ok(results)

@@ -29,6 +29,12 @@ pub struct RunResult {
     pub node_clocks: Vec<(String, f64)>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dut_interfaces: Option<Value>,
+    /// A router's route table: `small` or the synthetic table's label.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
+    /// Seconds the router took to load the synthetic table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table_load_s: Option<f64>,
 }
 
 impl RunResult {
@@ -70,6 +76,8 @@ impl RunResult {
             latency_ns: gen["latency_ns"].clone(),
             node_clocks,
             dut_interfaces: interfaces,
+            table: None,
+            table_load_s: None,
         }
     }
 }
@@ -102,14 +110,35 @@ pub fn run_line(r: &RunResult) -> String {
     )
 }
 
-fn duts_in_order(results: &[RunResult]) -> Vec<String> {
-    let mut v: Vec<String> = Vec::new();
+/// A row of the table: a DUT, and for a router the route table it ran with.
+type RowKey = (String, Option<String>);
+
+fn key(r: &RunResult) -> RowKey {
+    (r.dut.clone(), r.table.clone())
+}
+
+fn rows_in_order(results: &[RunResult]) -> Vec<RowKey> {
+    let mut v: Vec<RowKey> = Vec::new();
     for r in results {
-        if !v.contains(&r.dut) {
-            v.push(r.dut.clone());
+        if !v.contains(&key(r)) {
+            v.push(key(r));
         }
     }
     v
+}
+
+fn runs_of<'a>(results: &'a [RunResult], k: &RowKey) -> Vec<&'a RunResult> {
+    results.iter().filter(|r| key(r) == *k).collect()
+}
+
+/// Median of the runs' table load times, when they loaded one.
+fn load_median(runs: &[&RunResult]) -> Option<Summary> {
+    Summary::of(
+        &runs
+            .iter()
+            .filter_map(|r| r.table_load_s)
+            .collect::<Vec<_>>(),
+    )
 }
 
 /// The run with the median rx rate (the lower middle for an even count).
@@ -122,13 +151,31 @@ fn median_run<'a>(runs: &[&'a RunResult]) -> &'a RunResult {
 /// The results table: one row per DUT with the median over its runs.
 pub fn table(o: &RunOptions, results: &[RunResult]) -> String {
     let mut s = String::new();
+    // The Table column only when routers ran.
+    let tables = results.iter().any(|r| r.table.is_some());
+    let table_col = |t: &str| {
+        if tables {
+            format!("{t:<10}")
+        } else {
+            String::new()
+        }
+    };
     let _ = writeln!(
         s,
-        "{:<14}{:<22}{:<16}{:>12}{:>12}{:>10}{:>13}{:>13}  min-max (runs)",
-        "DUT", "Type", "Uni/BiDir", "Sent", "Received", "Lost", "Packets/Sec", "L2 Bits/Sec",
+        "{:<14}{}{:<22}{:<16}{:>12}{:>12}{:>10}{:>13}{:>13}  min-max (runs)",
+        "DUT",
+        table_col("Table"),
+        "Type",
+        "Uni/BiDir",
+        "Sent",
+        "Received",
+        "Lost",
+        "Packets/Sec",
+        "L2 Bits/Sec",
     );
-    for dut in duts_in_order(results) {
-        let runs: Vec<&RunResult> = results.iter().filter(|r| r.dut == dut).collect();
+    for k in rows_in_order(results) {
+        let (dut, table) = &k;
+        let runs = runs_of(results, &k);
         let m = median_run(&runs);
         let sum = Summary::of(&runs.iter().map(|r| r.rx_pps).collect::<Vec<_>>());
         let spread = sum
@@ -136,8 +183,9 @@ pub fn table(o: &RunOptions, results: &[RunResult]) -> String {
             .unwrap_or_default();
         let _ = writeln!(
             s,
-            "{:<14}{:<22}{:<16}{:>12}{:>12}{:>10}{:>13}{:>13}  {}",
+            "{:<14}{}{:<22}{:<16}{:>12}{:>12}{:>10}{:>13}{:>13}  {}",
             dut,
+            table_col(table.as_deref().unwrap_or("-")),
             type_label(o),
             if o.bi {
                 "Bidirectional"
@@ -152,15 +200,40 @@ pub fn table(o: &RunOptions, results: &[RunResult]) -> String {
             spread
         );
     }
-    for dut in duts_in_order(results) {
-        let runs: Vec<&RunResult> = results.iter().filter(|r| r.dut == dut).collect();
+    let loads: Vec<String> = rows_in_order(results)
+        .iter()
+        .filter_map(|k| {
+            let l = load_median(&runs_of(results, k))?;
+            Some(format!(
+                "  {:<14}{:<10}{:>8.2} s (min-max {:.2}-{:.2}, {} runs)",
+                k.0,
+                k.1.as_deref().unwrap_or("-"),
+                l.median,
+                l.min,
+                l.max,
+                l.n
+            ))
+        })
+        .collect();
+    if !loads.is_empty() {
+        let _ = writeln!(s, "\ntable load time (median):");
+        for l in loads {
+            let _ = writeln!(s, "{l}");
+        }
+    }
+    for k in rows_in_order(results) {
+        let runs = runs_of(results, &k);
         let m = median_run(&runs);
         if m.node_clocks.is_empty() {
             continue;
         }
         let _ = writeln!(
             s,
-            "\n{dut} clocks/packet per node (median run, show runtime):"
+            "\n{}{} clocks/packet per node (median run, show runtime):",
+            k.0,
+            k.1.as_ref()
+                .map(|t| format!(" (table {t})"))
+                .unwrap_or_default()
         );
         for (n, c) in &m.node_clocks {
             let _ = writeln!(s, "  {n:<24}{c:>10.1}");
@@ -188,10 +261,11 @@ pub fn table(o: &RunOptions, results: &[RunResult]) -> String {
 /// JSON: one object per DUT (an object for one DUT, an array for several), each with the
 /// median run's figures and every run.
 pub fn json(o: &RunOptions, results: &[RunResult]) -> Value {
-    let per_dut: Vec<Value> = duts_in_order(results)
+    let per_dut: Vec<Value> = rows_in_order(results)
         .into_iter()
-        .map(|dut| {
-            let runs: Vec<&RunResult> = results.iter().filter(|r| r.dut == dut).collect();
+        .map(|k| {
+            let runs = runs_of(results, &k);
+            let (dut, table) = k;
             let m = median_run(&runs);
             let sum = Summary::of(&runs.iter().map(|r| r.rx_pps).collect::<Vec<_>>());
             json!({
@@ -201,6 +275,7 @@ pub fn json(o: &RunOptions, results: &[RunResult]) -> Value {
                 "rx_ring_drops": m.rx_ring_drops,
                 "rx_pps": m.rx_pps, "l2_bps": m.l2_bps, "rx_pps_summary": sum,
                 "node_clocks": m.node_clocks, "dut_interfaces": m.dut_interfaces,
+                "table": table, "table_load_s": load_median(&runs).map(|l| l.median),
                 "runs": runs,
             })
         })
@@ -247,6 +322,41 @@ mod tests {
         assert!(line.contains("1.00Mpps") && line.contains("(3)"), "{t}");
         assert!(line.contains("size=64") && line.contains("Unidirectional"));
         assert!(t.contains("ethernet-input") && !t.contains("idle"), "{t}");
+    }
+
+    #[test]
+    fn router_rows_per_table_with_load_times() {
+        let mut rs = Vec::new();
+        for (table, rx, load) in [
+            ("small", 1.0e6, None),
+            ("1M+200k", 0.8e6, Some(4.0)),
+            ("1M+200k", 0.7e6, Some(6.0)),
+        ] {
+            let mut r = result("sluice-router", rx);
+            r.table = Some(table.into());
+            r.table_load_s = load;
+            rs.push(r);
+        }
+        rs.push(result("sluice", 1.1e6));
+        let t = table(&opts(), &rs);
+        assert!(t.lines().next().unwrap().contains("Table"), "{t}");
+        let row = |tab: &str| {
+            t.lines()
+                .find(|l| l.starts_with("sluice-router") && l.contains(tab))
+                .unwrap_or_else(|| panic!("{t}"))
+                .to_string()
+        };
+        assert!(row("small").contains("1.00Mpps"), "{t}");
+        assert!(row("1M+200k").contains("(2)"), "{t}");
+        let xc = t.lines().find(|l| l.starts_with("sluice ")).unwrap();
+        assert!(xc.contains(" - "), "{t}");
+        assert!(t.contains("table load time") && t.contains("5.00 s"), "{t}");
+        let v = json(&opts(), &rs);
+        let rows = v.as_array().unwrap();
+        assert_eq!(rows.len(), 3);
+        assert_eq!(rows[1]["table"], "1M+200k");
+        assert_eq!(rows[1]["table_load_s"], 5.0);
+        assert!(rows[0]["table_load_s"].is_null());
     }
 
     #[test]

@@ -235,10 +235,14 @@ fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
         xdp: o.xdp,
         napi_on_dut: true,
         io: o.io,
+        tables: vec![super::table::TableSpec::Small],
     };
     let _mtu = netns::PortMtu::set(super::run_mtu(o.dut, o.io))?;
     netns::dut_napi(base.napi_on_dut, base.xdp, base.dut_cpu)?;
     let running = dut::start(o.dut, base.dut_cpu, o.io)?;
+    if o.dut.routes() {
+        super::warm_up(&base, &running)?;
+    }
     let mut runner = LabTrials {
         dut: &running,
         base: base.clone(),

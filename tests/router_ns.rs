@@ -1,0 +1,460 @@
+//! sluice as a router between namespaces, as a user would check one: ping its addresses and
+//! through it (IPv4 and IPv6) with the neighbours it learnt by itself, an ICMP time exceeded
+//! from its own address for TTL 1, a blackhole route, and a storm of route changes over the
+//! control socket while traffic flows, none of which may send a packet of that traffic
+//! astray.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const D0_V4: &str = "192.0.2.1";
+const T0_V4: &str = "192.0.2.2";
+const D1_V4: &str = "198.51.100.1";
+const T1_V4: &str = "198.51.100.2";
+const D0_V6: &str = "2001:db8::1";
+const T0_V6: &str = "2001:db8::2";
+const D1_V6: &str = "2001:db8:1::1";
+const T1_V6: &str = "2001:db8:1::2";
+
+/// One namespace test at a time: each runs a daemon with a busy worker on a small machine.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// ping is part of the test; install it as the lab installs ethtool when it is missing.
+fn ensure_ping() {
+    if Command::new("ping").arg("-V").output().is_ok() {
+        return;
+    }
+    let install = || {
+        Command::new("apt-get")
+            .args(["install", "-y", "-qq", "iputils-ping"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !install() {
+        let _ = Command::new("apt-get").args(["update", "-qq"]).output();
+        assert!(
+            install(),
+            "ping is missing and apt-get cannot install iputils-ping"
+        );
+    }
+}
+
+/// A tester port with IPv4 and IPv6 addresses (the helpers turn IPv6 off; a router needs it
+/// here), answering neighbour solicitations at once (no duplicate address detection).
+fn address_port(ns: &Netns, dev: &str, v4: &str, v6: &str) {
+    for (k, v) in [
+        ("accept_ra", "0"),
+        ("accept_dad", "0"),
+        ("disable_ipv6", "0"),
+    ] {
+        ns.sysctl(&format!("net.ipv6.conf.{dev}.{k}"), v);
+    }
+    ns.ip(&["addr", "add", &format!("{v4}/24"), "dev", dev]);
+    ns.ip(&["addr", "add", &format!("{v6}/64"), "dev", dev, "nodad"]);
+}
+
+fn mac_of(ns: &Netns, dev: &str) -> String {
+    let o = ns
+        .exec("cat", &[&format!("/sys/class/net/{dev}/address")])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// sluice routing between d0 and d1 (af_packet on the veths), with `extra` config after.
+fn router_config(dir: &Path, extra: &str) -> (PathBuf, PathBuf) {
+    let socket = dir.join("cli.sock");
+    let cfg = dir.join("router.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[dataplane]\nworkers = 1\nhugepages = \"never\"\n[control]\nsocket = \"{}\"\n\
+             [[interface]]\nname = \"d0\"\ndriver = \"af_packet\"\nhost = \"d0\"\n\
+             address = [\"{D0_V4}/24\", \"{D0_V6}/64\"]\n\
+             [[interface]]\nname = \"d1\"\ndriver = \"af_packet\"\nhost = \"d1\"\n\
+             address = [\"{D1_V4}/24\", \"{D1_V6}/64\"]\n{extra}",
+            socket.display()
+        ),
+    )
+    .unwrap();
+    (cfg, socket)
+}
+
+/// `ping` in `ns`; its output, and whether it got every reply.
+fn ping(ns: &Netns, args: &[&str]) -> (bool, String) {
+    let o = ns.exec("ping", args).output().unwrap();
+    (o.status.success(), text(&o))
+}
+
+fn neighbor<'a>(list: &'a Value, itf: &str, ip: &str) -> Option<&'a Value> {
+    list.as_array()?
+        .iter()
+        .find(|n| n["interface"] == itf && n["ip"].as_str() == Some(ip))
+}
+
+#[test]
+fn router_answers_pings_forwards_them_and_reports_ttl_exceeded() {
+    if !is_root() {
+        eprintln!("not root: skipping the namespace test");
+        return;
+    }
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    ensure_ping();
+    // Two tester namespaces, so that a ping from t0 to t1 must cross the router.
+    let left = Netns::new("rl");
+    let right = Netns::new("rr");
+    let dut = Netns::new("rd");
+    veth(&left, "t0", &dut, "d0", 1500);
+    veth(&right, "t1", &dut, "d1", 1500);
+    dut.sysctl("net.ipv4.ip_forward", "0");
+    address_port(&left, "t0", T0_V4, T0_V6);
+    address_port(&right, "t1", T1_V4, T1_V6);
+    for (ns, v4, v6) in [(&left, D0_V4, D0_V6), (&right, D1_V4, D1_V6)] {
+        ns.ip(&["route", "add", "default", "via", v4]);
+        ns.ip(&["-6", "route", "add", "default", "via", v6]);
+    }
+    let dir = tmpdir("router-ping");
+    let (cfg, socket) = router_config(
+        &dir,
+        "[[route]]\nprefix = \"203.0.113.0/24\"\ndrop = true\n",
+    );
+    let mut daemon = Daemon::start(&dut, &cfg, &socket);
+
+    // The router's own addresses, from both sides, both families.
+    for (ns, addr) in [
+        (&left, D0_V4),
+        (&left, D0_V6),
+        (&right, D1_V4),
+        (&right, D1_V6),
+    ] {
+        let (ok, out) = ping(ns, &["-c", "3", "-i", "0.2", "-W", "2", addr]);
+        assert!(ok, "ping {addr} from {}: {out}", ns.name);
+        assert!(out.contains(&format!("from {addr}")), "{out}");
+    }
+    // Through the router: t0's side to t1's address and back.
+    for addr in [T1_V4, T1_V6] {
+        let (ok, out) = ping(&left, &["-c", "5", "-i", "0.2", "-W", "2", addr]);
+        assert!(ok, "ping {addr} through sluice: {out}");
+        assert!(out.contains("5 received"), "{out}");
+    }
+    // The router learnt all four neighbours itself, with the ports' real MACs.
+    let neighbors = ctl_json(&socket, "show ip neighbors");
+    for (itf, ip, ns, dev) in [
+        ("d0", T0_V4, &left, "t0"),
+        ("d0", T0_V6, &left, "t0"),
+        ("d1", T1_V4, &right, "t1"),
+        ("d1", T1_V6, &right, "t1"),
+    ] {
+        let n = neighbor(&neighbors, itf, ip)
+            .unwrap_or_else(|| panic!("no neighbour {ip} on {itf}: {neighbors}"));
+        assert_eq!(n["mac"].as_str().unwrap(), mac_of(ns, dev), "{n}");
+        assert_eq!(n["static_entry"], false, "{n}");
+    }
+
+    // TTL 1: the router answers with time exceeded from its d0 address, and t1 gets nothing.
+    let before = ctl_json(&socket, "show interface");
+    let (ok, out) = ping(&left, &["-c", "1", "-t", "1", "-W", "2", T1_V4]);
+    assert!(!ok, "a TTL 1 ping must not be answered by t1: {out}");
+    assert!(
+        out.contains(&format!("From {D0_V4}")) && out.contains("Time to live exceeded"),
+        "{out}"
+    );
+    let after = ctl_json(&socket, "show interface");
+    let d1_tx = |v: &Value| {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["name"] == "d1")
+            .map(|i| i["tx_packets"].as_u64().unwrap())
+            .unwrap()
+    };
+    assert_eq!(d1_tx(&before), d1_tx(&after), "the expired packet went on");
+
+    // A blackhole route swallows what it matches; the router stays up.
+    let (ok, out) = ping(&left, &["-c", "2", "-i", "0.2", "-W", "1", "203.0.113.7"]);
+    assert!(!ok && out.contains("0 received"), "{out}");
+    assert!(ctl(&socket, "show version").is_ok());
+
+    assert!(daemon.stop(), "daemon did not exit cleanly");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The storm's prefix `k` of client `t`: /32 hosts, /24s and IPv6 /64s, far from the traffic.
+fn storm_prefix(t: u64, k: u64) -> String {
+    match k % 3 {
+        0 => format!("10.{t}.{}.{}/32", (k >> 8) & 255, k & 255),
+        1 => format!("172.{}.{}.0/24", 16 + t, (k >> 2) & 255),
+        _ => format!("2001:db8:ff{t:02x}:{:x}::/64", k & 0xffff),
+    }
+}
+
+/// Route changes at `per_s` over the control socket from `threads` clients, each adding and
+/// deleting its own prefixes (which never overlap the test traffic), until `stop`. Returns
+/// (commands answered ok, commands refused, the first refusal).
+fn storm(
+    socket: &Path,
+    per_s: u64,
+    threads: u64,
+    stop: Arc<AtomicBool>,
+) -> (u64, u64, Option<String>) {
+    let ok = Arc::new(AtomicU64::new(0));
+    let bad = Arc::new(AtomicU64::new(0));
+    let first_error = Arc::new(std::sync::Mutex::new(None));
+    let start = Instant::now();
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let (ok, bad, first_error, stop) =
+                (ok.clone(), bad.clone(), first_error.clone(), stop.clone());
+            let socket = socket.to_path_buf();
+            std::thread::spawn(move || {
+                let mut i: u64 = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    // Paced: command i of this client is due at i * threads / per_s.
+                    let due = Duration::from_secs_f64((i * threads) as f64 / per_s as f64);
+                    if let Some(wait) = due.checked_sub(start.elapsed()) {
+                        std::thread::sleep(wait);
+                    }
+                    let k = i / 2;
+                    let prefix = storm_prefix(t, k);
+                    let via = match (k % 3, k % 2) {
+                        (2, 0) => T0_V6,
+                        (2, _) => T1_V6,
+                        (_, 0) => T0_V4,
+                        _ => T1_V4,
+                    };
+                    let line = if i.is_multiple_of(2) {
+                        format!("ip route add {prefix} via {via}")
+                    } else {
+                        format!("ip route del {prefix}")
+                    };
+                    match sluice::control::client::request(&socket, &line) {
+                        Ok(v) if v["ok"] == true => {
+                            ok.fetch_add(1, Ordering::Relaxed);
+                        }
+                        other => {
+                            bad.fetch_add(1, Ordering::Relaxed);
+                            let mut f = first_error.lock().unwrap();
+                            if f.is_none() {
+                                *f = Some(format!("{line}: {other:?}"));
+                            }
+                        }
+                    }
+                    i += 1;
+                }
+                // Leave no route behind: finish an add with its delete.
+                if i % 2 == 1 {
+                    let prefix = storm_prefix(t, (i - 1) / 2);
+                    let _ = sluice::control::client::request(
+                        &socket,
+                        &format!("ip route del {prefix}"),
+                    );
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let first = first_error.lock().unwrap().clone();
+    (
+        ok.load(Ordering::Relaxed),
+        bad.load(Ordering::Relaxed),
+        first,
+    )
+}
+
+#[test]
+fn route_storm_while_traffic_flows_misroutes_nothing() {
+    if !is_root() {
+        eprintln!("not root: skipping the namespace test");
+        return;
+    }
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // As in the lab: one tester namespace holding both ports, so that the generator sends on
+    // t0 and counts on t1; its kernel answers the router's ARP for both.
+    let tester = Netns::new("st");
+    let dut = Netns::new("sd");
+    veth(&tester, "t0", &dut, "d0", 1500);
+    veth(&tester, "t1", &dut, "d1", 1500);
+    dut.sysctl("net.ipv4.ip_forward", "0");
+    tester.sysctl("net.ipv4.ip_forward", "0");
+    address_port(&tester, "t0", T0_V4, T0_V6);
+    address_port(&tester, "t1", T1_V4, T1_V6);
+    let dir = tmpdir("router-storm");
+    let (cfg, socket) = router_config(
+        &dir,
+        &format!(
+            "[[route]]\nprefix = \"198.19.0.0/16\"\nvia = [\"{T1_V4}\"]\n\
+             [[route]]\nprefix = \"198.18.0.0/16\"\nvia = [\"{T0_V4}\"]\n"
+        ),
+    );
+    let mut daemon = Daemon::start(&dut, &cfg, &socket);
+    let routes_before = ctl_json(&socket, "show ip fib summary");
+
+    // var2 traffic t0 -> t1 for 6 s after a 1 s warm-up (which resolves the next hop); the
+    // storm runs in the middle of it.
+    let d0_mac = mac_of(&dut, "d0");
+    let t0_mac = mac_of(&tester, "t0");
+    let gen = tester
+        .exec(
+            BIN,
+            &[
+                "gen",
+                "--tx",
+                "t0",
+                "--rx",
+                "t1",
+                "--flows",
+                "var2",
+                "--routed",
+                "--src-mac",
+                &t0_mac,
+                "--dst-mac",
+                &d0_mac,
+                "--rate",
+                "20000",
+                "--warmup",
+                "1",
+                "--duration",
+                "6",
+                "--json",
+                "--quiet",
+            ],
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2000));
+    let stop = Arc::new(AtomicBool::new(false));
+    let storm_for = Duration::from_secs(4);
+    let t = Instant::now();
+    let stopper = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(storm_for);
+            stop.store(true, Ordering::Relaxed);
+        })
+    };
+    let (ok, bad, first_error) = storm(&socket, 10_000, 4, stop);
+    let took = t.elapsed().as_secs_f64();
+    stopper.join().unwrap();
+    let out = gen.wait_with_output().unwrap();
+    let rate = ok as f64 / took;
+    eprintln!("route storm: {ok} commands in {took:.2} s ({rate:.0}/s), {bad} refused");
+
+    assert!(
+        ctl(&socket, "show version").is_ok(),
+        "sluice died in the storm"
+    );
+    assert_eq!(bad, 0, "refused: {first_error:?}");
+    // The storm reached its pace: half of 10 000/s at least, on a loaded small machine.
+    assert!(rate >= 5_000.0, "only {rate:.0} route changes/s");
+    // Every route the storm added is gone again.
+    let routes_after = ctl_json(&socket, "show ip fib summary");
+    for k in ["v4_routes", "v6_routes"] {
+        assert_eq!(routes_before[k], routes_after[k], "{k}: {routes_after}");
+    }
+
+    assert!(out.status.success(), "gen: {}", text(&out));
+    let g: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sent = g["tx_packets"].as_u64().unwrap();
+    assert!(sent > 50_000, "{g}");
+    // Every frame of the traffic reached t1, routed and intact (the tester's own receive ring
+    // may drop some on a loaded machine, and counts them).
+    let seen = g["rx_packets"].as_u64().unwrap() + g["rx_ring_drops"].as_u64().unwrap();
+    assert_eq!(
+        seen,
+        sent,
+        "{g}\n{}",
+        ctl(&socket, "show errors").unwrap_or_default()
+    );
+    assert_eq!(g["rx_corrupt"], 0, "{g}");
+    assert_eq!(g["rx_dup"], 0, "{g}");
+
+    assert!(daemon.stop(), "daemon did not exit cleanly");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn fib_synth_via_and_exclude_for_a_lab_table() {
+    let o = Command::new(BIN)
+        .args([
+            "fib",
+            "synth",
+            "--v4",
+            "20000",
+            "--v6",
+            "3000",
+            "--via",
+            T0_V4,
+            "--via",
+            T1_V4,
+            "--via",
+            T1_V6,
+            "--exclude",
+            "198.18.0.0/15",
+            "--exclude",
+            "2001:db8::/32",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let routes: Vec<(&str, &str)> = out
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split_once(' ').unwrap())
+        .collect();
+    assert_eq!(routes.len(), 23_000);
+    // Whether prefix a/alen and b/blen (addresses left-aligned in 128 bits) overlap.
+    let overlap = |a: u128, alen: u32, b: u128, blen: u32| {
+        let n = alen.min(blen);
+        n == 0 || (a ^ b) >> (128 - n) == 0
+    };
+    let left = |p: &str| -> (u128, u32) {
+        let (addr, len) = p.split_once('/').unwrap();
+        let len: u32 = len.parse().unwrap();
+        match addr.parse::<std::net::IpAddr>().unwrap() {
+            std::net::IpAddr::V4(a) => ((u32::from(a) as u128) << 96, len),
+            std::net::IpAddr::V6(a) => (u128::from(a), len),
+        }
+    };
+    let (t4, t4len) = left("198.18.0.0/15");
+    let (d6, d6len) = left("2001:db8::/32");
+    let mut hops = std::collections::BTreeSet::new();
+    for (p, nh) in &routes {
+        hops.insert(*nh);
+        let (a, len) = left(p);
+        if p.contains(':') {
+            assert!(!overlap(a, len, d6, d6len), "{p} overlaps 2001:db8::/32");
+        } else {
+            assert!(!overlap(a, len, t4, t4len), "{p} overlaps 198.18.0.0/15");
+        }
+        assert_eq!(p.contains(':'), nh.contains(':'), "{p} {nh}");
+    }
+    assert_eq!(
+        hops.into_iter().collect::<Vec<_>>(),
+        vec![T0_V4, T1_V4, T1_V6]
+    );
+    // Each family needs a next hop of its own.
+    let o = Command::new(BIN)
+        .args(["fib", "synth", "--v4", "10", "--v6", "10", "--via", T0_V4])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
