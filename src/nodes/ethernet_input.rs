@@ -66,18 +66,14 @@ impl EthernetInput {
         }
     }
 
-    /// Decide where one frame goes; `Err` names the drop reason.
+    /// Read the Ethernet header and VLAN tags; `Err` names the drop reason.
     #[inline(always)]
-    fn classify(&self, first_segment: &[u8], len: usize) -> Result<Repr, Error> {
-        let repr = Repr::parse(first_segment).map_err(|e| match e {
+    fn classify(first_segment: &[u8]) -> Result<Repr, Error> {
+        Repr::parse(first_segment).map_err(|e| match e {
             ParseError::TruncatedHeader => Error::TruncatedHeader,
             ParseError::TruncatedVlan => Error::TruncatedVlan,
             ParseError::TooManyVlans => Error::TooManyVlans,
-        })?;
-        if len < self.min_frame {
-            return Err(Error::Runt);
-        }
-        Ok(repr)
+        })
     }
 
     fn run<const TRACE: bool>(&self, cx: &mut NodeCx<'_>, frame: &[u32]) {
@@ -90,12 +86,20 @@ impl EthernetInput {
                 cx.bufs.prefetch(ahead);
             }
             let len = cx.bufs.packet_len(bi);
-            let verdict = self.classify(cx.bufs.data(bi), len);
+            let verdict = Self::classify(cx.bufs.data(bi));
             let next = match verdict {
                 Ok(repr) => {
                     let rx = cx.bufs.meta(bi).rx_if;
                     if modes.xconnect.get(rx as usize).copied().flatten().is_some() {
-                        Next::L2Xconnect
+                        // A switch must not pass runts on to a wire that would reject them;
+                        // a router reads lengths from the headers and checks those instead
+                        // (virtual links such as veth carry unpadded 42-byte ARP frames).
+                        if len < self.min_frame {
+                            cx.count_error(Error::Runt as usize, 1);
+                            Next::Drop
+                        } else {
+                            Next::L2Xconnect
+                        }
                     } else if let Some(l3) = view.interface(rx).filter(|i| i.routed()) {
                         // Promiscuous drivers see every frame on the wire: a router takes
                         // only its own, broadcast and multicast ones.
