@@ -293,7 +293,12 @@ impl Graph {
     }
 
     /// Run node `index` on `frame`, or poll it when `frame` is `None`.
-    fn call_node(&mut self, bufs: &mut WorkerBuffers, index: usize, frame: Option<&[u32]>) -> usize {
+    fn call_node(
+        &mut self,
+        bufs: &mut WorkerBuffers,
+        index: usize,
+        frame: Option<&[u32]>,
+    ) -> usize {
         let start = tsc::now();
         let slot = &mut self.nodes[index];
         let mut cx = NodeCx {

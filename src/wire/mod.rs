@@ -2,7 +2,9 @@
 //! code, never panics, and rejects what is too short with an error instead of reading past it.
 
 pub mod ethernet;
+pub mod icmp6;
 pub mod ipv4;
+pub mod ipv6;
 pub mod mac;
 
 pub use ethernet::{EtherType, Frame as EthernetFrame};
