@@ -85,7 +85,7 @@ impl fmt::Display for FibError {
 impl std::error::Error for FibError {}
 
 /// Bytes used, by structure.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
 pub struct FibMemory {
     /// One instance of the IPv4 lookup table (there are two).
     pub v4_table: usize,
