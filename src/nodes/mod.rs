@@ -6,6 +6,7 @@ pub mod input;
 pub mod interface_output;
 pub mod ip4_input;
 pub mod ip4_lookup;
+pub mod ip6_input;
 pub mod l2_xconnect;
 pub mod tx;
 
