@@ -7,6 +7,7 @@ pub mod interface_output;
 pub mod ip4_input;
 pub mod ip4_lookup;
 pub mod ip6_input;
+pub mod ip6_lookup;
 pub mod l2_xconnect;
 pub mod tx;
 
