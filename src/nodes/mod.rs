@@ -2,6 +2,7 @@
 
 pub mod error_drop;
 pub mod ethernet_input;
+pub mod icmp6_error;
 pub mod input;
 pub mod interface_output;
 pub mod ip4_input;
