@@ -8,6 +8,7 @@ pub mod interface_output;
 pub mod ip4_input;
 pub mod ip4_lookup;
 pub mod ip6_input;
+pub mod ip6_local;
 pub mod ip6_lookup;
 pub mod ip6_rewrite;
 pub mod l2_xconnect;
