@@ -10,6 +10,7 @@ pub mod ip4_lookup;
 pub mod ip6_input;
 pub mod ip6_local;
 pub mod ip6_lookup;
+pub mod ip6_nd;
 pub mod ip6_rewrite;
 pub mod l2_xconnect;
 pub mod tx;
