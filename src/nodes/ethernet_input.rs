@@ -15,6 +15,7 @@ enum Next {
     L2Xconnect,
     Ip4Input,
     ArpInput,
+    Ip6Input,
     Drop,
 }
 
@@ -55,6 +56,7 @@ impl EthernetInput {
                 super::L2_XCONNECT.to_string(),
                 super::ip4_input::IP4_INPUT.to_string(),
                 super::ARP_INPUT.to_string(),
+                super::IP6_INPUT.to_string(),
                 super::ERROR_DROP.to_string(),
             ],
             errors: ERRORS.to_vec(),
@@ -111,6 +113,7 @@ impl EthernetInput {
                             match repr.ethertype {
                                 EtherType::IPV4 => Next::Ip4Input,
                                 EtherType::ARP => Next::ArpInput,
+                                EtherType::IPV6 => Next::Ip6Input,
                                 _ => {
                                     cx.count_error(Error::L3Protocol as usize, 1);
                                     Next::Drop
@@ -219,13 +222,16 @@ mod tests {
         arp[12..14].copy_from_slice(&[0x08, 0x06]);
         let mut v6 = to_us.clone();
         v6[12..14].copy_from_slice(&[0x86, 0xdd]);
+        let mut other_type = to_us.clone();
+        other_type[12..14].copy_from_slice(&[0x88, 0xcc]);
         let out = h.run_node(
             EthernetInput::decl(h.modes.clone(), h.view.clone(), 60),
-            &[to_us, other, arp, v6],
+            &[to_us, other, arp, v6, other_type],
             1,
         );
         assert_eq!(out.to_next(Next::Ip4Input as usize), 1);
         assert_eq!(out.to_next(Next::ArpInput as usize), 1);
+        assert_eq!(out.to_next(Next::Ip6Input as usize), 1);
         assert_eq!(out.to_next(Next::Drop as usize), 2);
         assert_eq!(out.errors[Error::NotOurMac as usize], 1);
         assert_eq!(out.errors[Error::L3Protocol as usize], 1);

@@ -4,7 +4,9 @@
 pub mod arp;
 pub mod ethernet;
 pub mod icmp4;
+pub mod icmp6;
 pub mod ipv4;
+pub mod ipv6;
 pub mod mac;
 
 pub use ethernet::{EtherType, Frame as EthernetFrame};
