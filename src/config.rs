@@ -622,4 +622,44 @@ tx = "p1"
         }
         assert!(n >= 3, "examples found: {n}");
     }
+
+    #[test]
+    fn routing_keys_are_checked() {
+        let base = "[[interface]]\nname = \"a\"\ndriver = \"pcap\"\ntx-file = \"o.pcap\"\n";
+        let bad = [
+            ("address = [\"192.0.2.1\"]\n", "address"),
+            ("address = [\"192.0.2.1/33\"]\n", "address"),
+            ("[[route]]\nprefix = \"10.0.0.0/8\"\n", "via"),
+            (
+                "[[route]]\nprefix = \"10.0.0.1/8\"\nvia = [\"192.0.2.2\"]\n",
+                "prefix",
+            ),
+            (
+                "[[route]]\nprefix = \"10.0.0.0/8\"\nvia = [\"2001:db8::1\"]\n",
+                "via",
+            ),
+            (
+                "[[route]]\nprefix = \"10.0.0.0/8\"\ndrop = true\nvia = [\"192.0.2.2\"]\n",
+                "via",
+            ),
+            (
+                "[[route]]\nprefix = \"10.0.0.0/8\"\nvia = [\"192.0.2.2\"]\ninterface = \"zz\"\n",
+                "interface",
+            ),
+        ];
+        for (extra, key) in bad {
+            let e = Config::parse(&format!("{base}{extra}"), "r.toml")
+                .unwrap_err()
+                .0;
+            assert!(e.contains(&format!("key '{key}'")), "{extra}: {e}");
+        }
+        let ok = format!(
+            "{base}address = [\"192.0.2.1/24\", \"2001:db8::1/64\"]\n\
+             [[route]]\nprefix = \"10.0.0.0/8\"\nvia = [\"192.0.2.2\", \"192.0.2.3\"]\n\
+             [fib]\nroute-file = \"t.txt\"\n"
+        );
+        let c = Config::parse(&ok, "r.toml").unwrap();
+        assert_eq!(c.routes[0].via.len(), 2);
+        assert_eq!(c.interfaces[0].address.len(), 2);
+    }
 }
