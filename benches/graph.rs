@@ -12,6 +12,8 @@ use sluice::nodes::{
     error_drop::ErrorDrop, ethernet_input::EthernetInput, interface_output::InterfaceOutput,
     l2_xconnect::L2Xconnect, tx::TxNode,
 };
+use sluice::router::Router;
+use sluice::wire::MacAddress;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -60,6 +62,12 @@ fn run_once(packets: u64) -> (f64, Vec<(String, f64)>) {
     let modes = Arc::new(ArcSwap::from_pointee(L2Modes {
         xconnect: vec![Some(1), Some(0)],
     }));
+    // No addresses: the routing nodes are in the graph but see no traffic.
+    let router = Router::new(&[
+        ("if0".into(), MacAddress([2, 0, 0, 0, 0, 1]), 1500),
+        ("if1".into(), MacAddress([2, 0, 0, 0, 0, 2]), 1500),
+    ]);
+    let (learn, _learnt) = std::sync::mpsc::sync_channel(16);
     let mut frame = [0u8; 60];
     frame[..14].copy_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 8, 0]);
     let decls = vec![
@@ -73,13 +81,19 @@ fn run_once(packets: u64) -> (f64, Vec<(String, f64)>) {
                 bis: vec![0; 256],
             }),
         },
-        EthernetInput::decl(modes.clone(), 60),
+        EthernetInput::decl(modes.clone(), router.view(), 60),
         L2Xconnect::decl(modes),
         InterfaceOutput::decl(interfaces.clone()),
         TxNode::decl(interfaces[0].clone(), Box::new(NullTx)),
         TxNode::decl(interfaces[1].clone(), Box::new(NullTx)),
         ErrorDrop::decl(interfaces.clone()),
     ];
+    let mut decls = decls;
+    decls.extend(sluice::nodes::routing_decls(
+        &router.view(),
+        &router.fib_reader(),
+        &learn,
+    ));
     let mut g = Graph::build(decls, 0).unwrap();
     let mut bufs = pool.worker_handle();
     let shared = g.shared().clone();

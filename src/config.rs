@@ -26,9 +26,22 @@
 //! mtu = 9000
 //! state = "up"             # up | down
 //!
+//! address = ["192.0.2.1/24", "2001:db8::1/64"]  # routed: IPv4/IPv6 addresses
+//!
 //! [[xconnect]]
 //! rx = "d0"
 //! tx = "d1"
+//!
+//! [[route]]
+//! prefix = "198.19.0.0/16"
+//! via = ["198.51.100.2"]   # one next hop, or several for ECMP
+//! interface = "d1"         # optional: the next hops' interface (else found by address)
+//! [[route]]
+//! prefix = "203.0.113.0/24"
+//! drop = true              # blackhole
+//!
+//! [fib]
+//! route-file = "table.txt" # PREFIX NEXTHOP lines, `ip route show` or `birdc show route`
 //! ```
 
 use serde::Deserialize;
@@ -48,6 +61,30 @@ pub struct Config {
     pub interfaces: Vec<InterfaceConfig>,
     #[serde(default, rename = "xconnect")]
     pub xconnects: Vec<Xconnect>,
+    #[serde(default, rename = "route")]
+    pub routes: Vec<RouteConfig>,
+    #[serde(default)]
+    pub fib: FibConfig,
+}
+
+/// A static route.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteConfig {
+    pub prefix: Spanned<String>,
+    #[serde(default)]
+    pub via: Vec<Spanned<String>>,
+    pub interface: Option<Spanned<String>>,
+    #[serde(default)]
+    pub drop: bool,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct FibConfig {
+    /// Routes loaded at start, in one build.
+    #[serde(alias = "route_file")]
+    pub route_file: Option<Spanned<PathBuf>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -142,6 +179,9 @@ pub struct InterfaceConfig {
     /// pcap: replay forever.
     #[serde(default, rename = "loop")]
     pub looping: bool,
+    /// IPv4/IPv6 addresses with prefix length: the interface routes.
+    #[serde(default)]
+    pub address: Vec<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -445,6 +485,62 @@ impl Config {
             }
             rxs.push(x.rx.get_ref());
         }
+        for i in &self.interfaces {
+            for a in &i.address {
+                crate::router::parse_interface_address(a.get_ref())
+                    .map_err(|e| c.err(a.span(), "address", e))?;
+            }
+            if !i.address.is_empty() && rxs.contains(&i.name.get_ref().as_str()) {
+                return Err(c.err(
+                    i.name.span(),
+                    "address",
+                    format!(
+                        "interface '{}' is cross-connected; it cannot also route",
+                        i.name.get_ref()
+                    ),
+                ));
+            }
+        }
+        for r in &self.routes {
+            let prefix = crate::fib::parse::parse_prefix(r.prefix.get_ref())
+                .map_err(|e| c.err(r.prefix.span(), "prefix", e))?;
+            if r.drop != r.via.is_empty() {
+                return Err(c.err(
+                    r.prefix.span(),
+                    "via",
+                    format!(
+                        "route {prefix} needs either via (next hops) or drop = true, not {}",
+                        if r.drop { "both" } else { "neither" }
+                    ),
+                ));
+            }
+            for v in &r.via {
+                let ip: std::net::IpAddr = v.get_ref().parse().map_err(|_| {
+                    c.err(
+                        v.span(),
+                        "via",
+                        format!("'{}' is not an address", v.get_ref()),
+                    )
+                })?;
+                let v4 = matches!(prefix, crate::fib::parse::IpPrefix::V4(_));
+                if ip.is_ipv4() != v4 {
+                    return Err(c.err(
+                        v.span(),
+                        "via",
+                        format!("{ip} is not of the family of {prefix}"),
+                    ));
+                }
+            }
+            if let Some(itf) = &r.interface {
+                if !names.contains(&itf.get_ref().as_str()) {
+                    return Err(c.err(
+                        itf.span(),
+                        "interface",
+                        format!("no interface named '{}'", itf.get_ref()),
+                    ));
+                }
+            }
+        }
         Ok(())
     }
 }
@@ -525,5 +621,45 @@ tx = "p1"
             }
         }
         assert!(n >= 3, "examples found: {n}");
+    }
+
+    #[test]
+    fn routing_keys_are_checked() {
+        let base = "[[interface]]\nname = \"a\"\ndriver = \"pcap\"\ntx-file = \"o.pcap\"\n";
+        let bad = [
+            ("address = [\"192.0.2.1\"]\n", "address"),
+            ("address = [\"192.0.2.1/33\"]\n", "address"),
+            ("[[route]]\nprefix = \"10.0.0.0/8\"\n", "via"),
+            (
+                "[[route]]\nprefix = \"10.0.0.1/8\"\nvia = [\"192.0.2.2\"]\n",
+                "prefix",
+            ),
+            (
+                "[[route]]\nprefix = \"10.0.0.0/8\"\nvia = [\"2001:db8::1\"]\n",
+                "via",
+            ),
+            (
+                "[[route]]\nprefix = \"10.0.0.0/8\"\ndrop = true\nvia = [\"192.0.2.2\"]\n",
+                "via",
+            ),
+            (
+                "[[route]]\nprefix = \"10.0.0.0/8\"\nvia = [\"192.0.2.2\"]\ninterface = \"zz\"\n",
+                "interface",
+            ),
+        ];
+        for (extra, key) in bad {
+            let e = Config::parse(&format!("{base}{extra}"), "r.toml")
+                .unwrap_err()
+                .0;
+            assert!(e.contains(&format!("key '{key}'")), "{extra}: {e}");
+        }
+        let ok = format!(
+            "{base}address = [\"192.0.2.1/24\", \"2001:db8::1/64\"]\n\
+             [[route]]\nprefix = \"10.0.0.0/8\"\nvia = [\"192.0.2.2\", \"192.0.2.3\"]\n\
+             [fib]\nroute-file = \"t.txt\"\n"
+        );
+        let c = Config::parse(&ok, "r.toml").unwrap();
+        assert_eq!(c.routes[0].via.len(), 2);
+        assert_eq!(c.interfaces[0].address.len(), 2);
     }
 }

@@ -11,6 +11,7 @@ use crate::drivers::memif::connection::Role;
 use crate::drivers::memif::{self, MemifConfig};
 use crate::drivers::pcap::{self, PcapConfig, ReplayProgress};
 use crate::drivers::{cpu, tsc, DriverPorts, NoTx, RxQueue, TxQueue};
+use crate::fib::FibReader;
 use crate::graph::{Graph, GraphShared, NodeDecl};
 use crate::interface::{Interface, Interfaces, L2Modes, SharedL2Modes};
 use crate::nodes::{
@@ -21,11 +22,19 @@ use crate::nodes::{
     l2_xconnect::L2Xconnect,
     tx::TxNode,
 };
+use crate::router::adjacency::SharedL3View;
+use crate::router::{LearnSender, NeighborLearn, NextHopSpec, Router};
 use arc_swap::ArcSwap;
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+/// Neighbour learns waiting for the control plane at most; workers drop (and count) more.
+const LEARN_QUEUE: usize = 4096;
 
 /// Empty passes in a row before an idle worker starts napping.
 const IDLE_PASSES_BEFORE_NAP: u32 = 1024;
@@ -48,6 +57,11 @@ pub struct Dataplane {
     pub pool: Arc<BufferPool>,
     pub interfaces: Interfaces,
     pub modes: SharedL2Modes,
+    /// The routing control plane; the CLI and the learner thread lock it, workers never do.
+    pub router: Arc<Mutex<Router>>,
+    /// Neighbour learns the control plane refused (not on a connected network, table full).
+    pub learns_refused: Arc<AtomicU64>,
+    learner: Option<JoinHandle<()>>,
     pub workers: Vec<WorkerInfo>,
     pub main_cpu: Option<usize>,
     pub started: Instant,
@@ -160,6 +174,12 @@ fn open_interface(
             }
         };
     let mut interface = Interface::new(index, name, driver, threads);
+    if matches!(driver, "af_packet" | "af_xdp") {
+        let host = cfg.host.clone().unwrap_or_else(|| name.clone());
+        if let Ok(mac) = af_packet::netdev::mac(&host) {
+            interface.mac = crate::wire::MacAddress(mac);
+        }
+    }
     interface.mtu = ports.mtu;
     interface.rx_queues = ports.rx.len();
     interface.tx_queues = ports.tx.len();
@@ -212,6 +232,11 @@ impl Dataplane {
             }
         }
         let modes: SharedL2Modes = Arc::new(ArcSwap::from_pointee(modes));
+        let router = build_router(cfg, &opened)?;
+        let fib = router.fib_reader();
+        let view = router.view();
+        let router = Arc::new(Mutex::new(router));
+        let (learn_tx, learn_rx) = std::sync::mpsc::sync_channel(LEARN_QUEUE);
 
         // Hand out queues: rx queue k of an interface goes to worker k mod workers; tx queue
         // w to worker w, and the last one to the main thread.
@@ -239,7 +264,12 @@ impl Dataplane {
         let cores = d.worker_cores.as_ref().map(|c| c.get_ref().clone());
         let min_frame = *d.min_frame.get_ref();
         for (w, (rxs, txs)) in rx_by_worker.into_iter().zip(tx_by_thread).enumerate() {
-            let decls = worker_graph(&interfaces, &modes, rxs, txs, min_frame);
+            let l3 = L3Parts {
+                view: view.clone(),
+                fib: fib.clone(),
+                learn: learn_tx.clone(),
+            };
+            let decls = worker_graph(&interfaces, &modes, &l3, rxs, txs, min_frame);
             let graph = Graph::build(decls, w)?;
             let shared = graph.shared().clone();
             let cpu = cores.as_ref().map(|c| c[w]);
@@ -254,10 +284,21 @@ impl Dataplane {
                 handle: Some(handle),
             });
         }
+        drop(learn_tx);
+        let learns_refused = Arc::new(AtomicU64::new(0));
+        let learner = spawn_learner(
+            router.clone(),
+            learn_rx,
+            stop.clone(),
+            learns_refused.clone(),
+        )?;
         Ok(Dataplane {
             pool,
             interfaces: Interfaces { list: interfaces },
             modes,
+            router,
+            learns_refused,
+            learner: Some(learner),
             workers: infos,
             main_cpu,
             started: Instant::now(),
@@ -295,6 +336,9 @@ impl Dataplane {
                 let _ = h.join();
             }
         }
+        if let Some(h) = self.learner.take() {
+            let _ = h.join();
+        }
         self.restore.clear();
     }
 }
@@ -305,10 +349,96 @@ impl Drop for Dataplane {
     }
 }
 
+/// Build the router from the config: interface addresses, the route file, static routes.
+fn build_router(cfg: &Config, opened: &[Opened]) -> Result<Router, String> {
+    let itfs: Vec<_> = opened
+        .iter()
+        .map(|o| (o.interface.name.clone(), o.interface.mac, o.interface.mtu))
+        .collect();
+    let mut router = Router::new(&itfs);
+    for (i, icfg) in cfg.interfaces.iter().enumerate() {
+        for a in &icfg.address {
+            let (addr, len) = crate::router::parse_interface_address(a.get_ref())?;
+            router.add_address(i as u32, addr, len).map_err(|e| {
+                format!(
+                    "interface {}: address {}: {e}",
+                    icfg.name.get_ref(),
+                    a.get_ref()
+                )
+            })?;
+        }
+    }
+    for r in &cfg.routes {
+        let prefix = crate::fib::parse::parse_prefix(r.prefix.get_ref())?;
+        let hops: Vec<NextHopSpec> = if r.drop {
+            vec![NextHopSpec::Drop]
+        } else {
+            r.via
+                .iter()
+                .map(|v| {
+                    Ok(NextHopSpec::Via {
+                        addr: v
+                            .get_ref()
+                            .parse()
+                            .map_err(|_| format!("bad next hop {}", v.get_ref()))?,
+                        interface: r.interface.as_ref().map(|i| i.get_ref().clone()),
+                    })
+                })
+                .collect::<Result<_, String>>()?
+        };
+        router
+            .add_route(prefix, &hops)
+            .map_err(|e| format!("route {prefix}: {e}"))?;
+    }
+    if let Some(file) = &cfg.fib.route_file {
+        let path = file.get_ref();
+        let routes = crate::fib::parse::read_route_file(path).map_err(|e| e.to_string())?;
+        router.load_routes(&path.display().to_string(), &routes)?;
+    }
+    router.commit();
+    Ok(router)
+}
+
+/// Takes neighbour learns from the workers and applies them, one commit per batch.
+fn spawn_learner(
+    router: Arc<Mutex<Router>>,
+    learns: Receiver<NeighborLearn>,
+    stop: Arc<AtomicBool>,
+    refused: Arc<AtomicU64>,
+) -> Result<JoinHandle<()>, String> {
+    std::thread::Builder::new()
+        .name("sluice_learn".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let first = match learns.recv_timeout(Duration::from_millis(100)) {
+                    Ok(n) => n,
+                    Err(RecvTimeoutError::Timeout) => continue,
+                    Err(RecvTimeoutError::Disconnected) => return,
+                };
+                let mut r = router.lock().unwrap_or_else(|p| p.into_inner());
+                for n in std::iter::once(first).chain(learns.try_iter()) {
+                    if r.learn(n).is_err() {
+                        refused.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                r.commit();
+            }
+        })
+        .map_err(|e| format!("cannot start the neighbour learner: {e}"))
+}
+
+/// What every worker routes with.
+struct L3Parts {
+    view: SharedL3View,
+    fib: FibReader,
+    learn: LearnSender,
+}
+
 /// The nodes of one worker's graph.
 fn worker_graph(
     interfaces: &[Arc<Interface>],
     modes: &SharedL2Modes,
+    l3: &L3Parts,
     rxs: Vec<RxPlacement>,
     txs: Vec<Box<dyn TxQueue>>,
     min_frame: usize,
@@ -336,8 +466,13 @@ fn worker_graph(
             decls.push(InputNode::decl(&name, queues));
         }
     }
-    decls.push(EthernetInput::decl(modes.clone(), min_frame));
+    decls.push(EthernetInput::decl(
+        modes.clone(),
+        l3.view.clone(),
+        min_frame,
+    ));
     decls.push(L2Xconnect::decl(modes.clone()));
+    decls.extend(crate::nodes::routing_decls(&l3.view, &l3.fib, &l3.learn));
     decls.push(InterfaceOutput::decl(interfaces.to_vec()));
     for (itf, tx) in interfaces.iter().zip(txs) {
         decls.push(TxNode::decl(itf.clone(), tx));

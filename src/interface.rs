@@ -56,6 +56,9 @@ pub struct Interface {
     /// Driver facts for `show interface` (host interface, files, ring sizes).
     pub details: Vec<(String, String)>,
     pub mtu: u32,
+    /// The MAC the router answers to and sends from: the host device's for af_packet and
+    /// af_xdp, a locally administered 02:fe:00:00:00:INDEX for the others.
+    pub mac: crate::wire::MacAddress,
     pub rx_queues: usize,
     pub tx_queues: usize,
     admin_up: AtomicBool,
@@ -74,6 +77,7 @@ impl Interface {
             driver,
             details: Vec::new(),
             mtu: 1500,
+            mac: crate::wire::MacAddress([0x02, 0xfe, 0, 0, (index >> 8) as u8, index as u8]),
             rx_queues: 1,
             tx_queues: 1,
             admin_up: AtomicBool::new(false),

@@ -28,6 +28,9 @@ const CACHE_MAX: usize = 4 * CACHE_BATCH;
 
 /// Buffer flag: the packet is being traced.
 pub const FLAG_TRACED: u16 = 1 << 0;
+/// Buffer flag: the router itself made this packet (an ICMP reply or error), so forwarding
+/// does not check or decrement its TTL.
+pub const FLAG_LOCAL_ORIGIN: u16 = 1 << 1;
 
 /// Per-buffer metadata, kept apart from the packet bytes so that the data region stays a
 /// plain array of equal strides (the shape AF_XDP UMEM and memif regions need).
@@ -364,6 +367,22 @@ impl WorkerBuffers {
         &mut self.raw_mut(bi)[start..end]
     }
 
+    /// Drop the first `n` bytes of the packet starting at `bi` (outer headers a node
+    /// removes). Refused, with nothing changed, when the first segment is shorter than `n`.
+    pub fn advance(&mut self, bi: u32, n: usize) -> bool {
+        let m = self.meta_mut(bi);
+        let Ok(n16) = u16::try_from(n) else {
+            return false;
+        };
+        if n16 > m.len || n as u32 > m.total_len {
+            return false;
+        }
+        m.offset += n16;
+        m.len -= n16;
+        m.total_len -= n as u32;
+        true
+    }
+
     /// Total length of the packet that starts at `bi`.
     /// Ask the CPU to start loading the first cache line of `bi`'s data and its metadata,
     /// so a node can touch packet k+N while it works on packet k. A hint only.
@@ -482,6 +501,20 @@ mod tests {
         w.free(bi);
         w.publish_cache();
         assert_eq!(pool.report().in_use, 0);
+    }
+
+    #[test]
+    fn advance_drops_leading_bytes_within_the_first_segment() {
+        let pool = BufferPool::new(4, HugePages::Never).unwrap();
+        let mut w = pool.worker_handle();
+        let bi = w.packet_from_bytes(&[1, 2, 3, 4, 5]).unwrap();
+        assert!(w.advance(bi, 2));
+        assert_eq!(w.data(bi), &[3, 4, 5]);
+        assert_eq!(w.packet_len(bi), 3);
+        assert!(!w.advance(bi, 4));
+        assert!(!w.advance(bi, 1 << 20));
+        assert!(w.advance(bi, 3));
+        assert_eq!(w.packet_len(bi), 0);
     }
 
     #[test]

@@ -5,21 +5,68 @@
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
     Help,
-    ShowInterface { name: Option<String> },
-    ShowHardware { name: Option<String> },
+    ShowInterface {
+        name: Option<String>,
+    },
+    ShowHardware {
+        name: Option<String>,
+    },
     ShowRuntime,
     ShowErrors,
     ShowBuffers,
     ShowThreads,
     ShowTrace,
     ShowVersion,
-    SetInterfaceState { name: String, up: bool },
-    SetXconnect { rx: String, tx: String },
+    SetInterfaceState {
+        name: String,
+        up: bool,
+    },
+    SetXconnect {
+        rx: String,
+        tx: String,
+    },
     ClearRuntime,
     ClearInterfaces,
     ClearErrors,
     ClearTrace,
-    TraceAdd { node: String, count: u32 },
+    TraceAdd {
+        node: String,
+        count: u32,
+    },
+    /// `show ip fib [ADDR|PREFIX|summary]`, `show ip6 fib ...`.
+    ShowIpFib {
+        v6: bool,
+        query: Option<String>,
+    },
+    ShowIpNeighbors,
+    SetInterfaceAddress {
+        name: String,
+        address: String,
+        del: bool,
+    },
+    /// `ip route add PREFIX via ADDR [IF] [via ADDR [IF]]...` or `... drop`.
+    IpRouteAdd {
+        prefix: String,
+        hops: Vec<RouteHop>,
+    },
+    IpRouteDel {
+        prefix: String,
+    },
+    SetIpNeighbor {
+        name: String,
+        ip: String,
+        mac: Option<String>,
+    },
+}
+
+/// One next hop of `ip route add`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RouteHop {
+    Via {
+        addr: String,
+        interface: Option<String>,
+    },
+    Drop,
 }
 
 /// A command line: the command and whether its output is wanted as JSON.
@@ -58,6 +105,25 @@ const TABLE: &[(&str, &str)] = &[
     (
         "trace add <NODE> <N>",
         "trace the next N packets of input node NODE",
+    ),
+    (
+        "show ip fib [<ADDR>|<PREFIX>|summary]",
+        "IPv4 routes (first 1000), the route an address takes, or counts, memory, load time",
+    ),
+    ("show ip6 fib [<ADDR>|<PREFIX>|summary]", "IPv6 routes"),
+    ("show ip neighbors", "ARP and ND entries"),
+    (
+        "set interface ip address [del] <IF> <ADDR/LEN>",
+        "add (or delete) an IPv4/IPv6 address: the interface routes",
+    ),
+    (
+        "ip route add <PREFIX> via <ADDR> [<IF>] [via ...]",
+        "static route; several via: ECMP; 'drop' instead of via: blackhole",
+    ),
+    ("ip route del <PREFIX>", "delete a static route"),
+    (
+        "set ip neighbor [del] <IF> <ADDR> [<MAC>]",
+        "static ARP/ND entry (never replaced by learning)",
     ),
 ];
 
@@ -140,6 +206,20 @@ fn parse_words(w: &[&str]) -> Result<Command, String> {
         } else if is(what, "version") {
             extra(2)?;
             Command::ShowVersion
+        } else if what == "ip" || what == "ip6" {
+            let sub = *w.get(2).ok_or("show ip what? (fib, neighbors)")?;
+            if is(sub, "fib") {
+                extra(4)?;
+                Command::ShowIpFib {
+                    v6: what == "ip6",
+                    query: w.get(3).map(|s| s.to_string()),
+                }
+            } else if is(sub, "neighbors") || is(sub, "neighbours") || sub == "arp" {
+                extra(3)?;
+                Command::ShowIpNeighbors
+            } else {
+                return Err(unknown(w));
+            }
         } else {
             return Err(unknown(w));
         };
@@ -161,6 +241,20 @@ fn parse_words(w: &[&str]) -> Result<Command, String> {
                     up,
                 });
             }
+            if w.len() >= 4 && w[2] == "ip" && is(w[3], "address") {
+                const USAGE: &str = "usage: set interface ip address [del] <IF> <ADDR/LEN>";
+                let mut rest: Vec<&str> = w[4..].to_vec();
+                let del = rest.contains(&"del");
+                rest.retain(|x| *x != "del");
+                let [name, address] = rest[..] else {
+                    return Err(USAGE.into());
+                };
+                return Ok(Command::SetInterfaceAddress {
+                    name: name.to_string(),
+                    address: address.to_string(),
+                    del,
+                });
+            }
             if w.len() >= 4 && w[2] == "l2" && is(w[3], "xconnect") {
                 let [_, _, _, _, rx, tx] = w else {
                     return Err("usage: set interface l2 xconnect <RX> <TX>".into());
@@ -170,6 +264,33 @@ fn parse_words(w: &[&str]) -> Result<Command, String> {
                     tx: tx.to_string(),
                 });
             }
+        }
+        if w.len() >= 3 && w[1] == "ip" && (is(w[2], "neighbor") || is(w[2], "neighbour")) {
+            const USAGE: &str = "usage: set ip neighbor [del] <IF> <ADDR> [<MAC>]";
+            let mut rest: Vec<&str> = w[3..].to_vec();
+            let del = rest.first() == Some(&"del");
+            if del {
+                rest.remove(0);
+            }
+            return match (del, &rest[..]) {
+                (false, [name, ip, mac]) => Ok(Command::SetIpNeighbor {
+                    name: name.to_string(),
+                    ip: ip.to_string(),
+                    mac: Some(mac.to_string()),
+                }),
+                (true, [name, ip]) => Ok(Command::SetIpNeighbor {
+                    name: name.to_string(),
+                    ip: ip.to_string(),
+                    mac: None,
+                }),
+                _ => Err(USAGE.into()),
+            };
+        }
+        return Err(unknown(w));
+    }
+    if first == "ip" || first == "ip6" {
+        if w.len() >= 2 && is(w[1], "route") {
+            return parse_route(&w[2..]);
         }
         return Err(unknown(w));
     }
@@ -210,6 +331,51 @@ fn parse_words(w: &[&str]) -> Result<Command, String> {
         return Err(unknown(w));
     }
     Err(unknown(w))
+}
+
+const ROUTE_USAGE: &str =
+    "usage: ip route add <PREFIX> via <ADDR> [<IF>] [via <ADDR> [<IF>]]... | ip route add <PREFIX> drop | ip route del <PREFIX>";
+
+fn parse_route(w: &[&str]) -> Result<Command, String> {
+    let (Some(&op), Some(&prefix)) = (w.first(), w.get(1)) else {
+        return Err(ROUTE_USAGE.into());
+    };
+    if is(op, "del") || op == "delete" {
+        if w.len() != 2 {
+            return Err(ROUTE_USAGE.into());
+        }
+        return Ok(Command::IpRouteDel {
+            prefix: prefix.to_string(),
+        });
+    }
+    if !is(op, "add") {
+        return Err(ROUTE_USAGE.into());
+    }
+    let mut hops = Vec::new();
+    let mut rest = &w[2..];
+    while let Some(&word) = rest.first() {
+        if word == "via" {
+            let addr = rest.get(1).ok_or(ROUTE_USAGE)?;
+            let interface = rest.get(2).filter(|x| **x != "via").map(|s| s.to_string());
+            rest = &rest[2 + interface.is_some() as usize..];
+            hops.push(RouteHop::Via {
+                addr: addr.to_string(),
+                interface,
+            });
+        } else if ["drop", "blackhole"].contains(&word) {
+            hops.push(RouteHop::Drop);
+            rest = &rest[1..];
+        } else {
+            return Err(format!("unexpected '{word}' in route ({ROUTE_USAGE})"));
+        }
+    }
+    if hops.is_empty() {
+        return Err(ROUTE_USAGE.into());
+    }
+    Ok(Command::IpRouteAdd {
+        prefix: prefix.to_string(),
+        hops,
+    })
 }
 
 #[cfg(test)]
@@ -263,6 +429,81 @@ mod tests {
                 count: 10
             }
         );
+    }
+
+    #[test]
+    fn routing_commands() {
+        assert_eq!(
+            cmd("sh ip fib 10.0.0.1"),
+            Command::ShowIpFib {
+                v6: false,
+                query: Some("10.0.0.1".into())
+            }
+        );
+        assert_eq!(
+            cmd("show ip6 fib"),
+            Command::ShowIpFib {
+                v6: true,
+                query: None
+            }
+        );
+        assert_eq!(cmd("sh ip neigh"), Command::ShowIpNeighbors);
+        assert_eq!(
+            cmd("set int ip addr del d0 192.0.2.1/24"),
+            Command::SetInterfaceAddress {
+                name: "d0".into(),
+                address: "192.0.2.1/24".into(),
+                del: true
+            }
+        );
+        assert_eq!(
+            cmd("ip route add 10.0.0.0/8 via 192.0.2.2 d0 via 192.0.2.3"),
+            Command::IpRouteAdd {
+                prefix: "10.0.0.0/8".into(),
+                hops: vec![
+                    RouteHop::Via {
+                        addr: "192.0.2.2".into(),
+                        interface: Some("d0".into())
+                    },
+                    RouteHop::Via {
+                        addr: "192.0.2.3".into(),
+                        interface: None
+                    }
+                ]
+            }
+        );
+        assert_eq!(
+            cmd("ip route add 10.0.0.0/8 drop"),
+            Command::IpRouteAdd {
+                prefix: "10.0.0.0/8".into(),
+                hops: vec![RouteHop::Drop]
+            }
+        );
+        assert_eq!(
+            cmd("ip route del 10.0.0.0/8"),
+            Command::IpRouteDel {
+                prefix: "10.0.0.0/8".into()
+            }
+        );
+        assert_eq!(
+            cmd("set ip neighbor d0 192.0.2.2 02:00:00:00:00:01"),
+            Command::SetIpNeighbor {
+                name: "d0".into(),
+                ip: "192.0.2.2".into(),
+                mac: Some("02:00:00:00:00:01".into())
+            }
+        );
+        for bad in [
+            "ip route add 10.0.0.0/8",
+            "ip route add 10.0.0.0/8 via",
+            "ip route add 10.0.0.0/8 through x",
+            "ip route del",
+            "set int ip addr d0",
+            "set ip neighbor d0 1.2.3.4",
+            "show ip fib a b",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -1,12 +1,15 @@
-//! `sluice ctl`: sends one command line to the daemon's control socket and prints the answer.
+//! `sluice ctl`: sends one command line to the daemon's control socket and prints the answer,
+//! or with `--batch` every line of its standard input over one connection (route loads,
+//! update storms: thousands of commands a second).
 
 use serde_json::Value;
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::Shutdown;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
-const USAGE: &str = "usage: sluice ctl [-s SOCKET] COMMAND... (try: sluice ctl help)";
+const USAGE: &str = "usage: sluice ctl [-s SOCKET] COMMAND... | sluice ctl [-s SOCKET] --batch < FILE (try: sluice ctl help)";
 
 /// Send `line` to the daemon at `socket`; returns the decoded reply object.
 pub fn request(socket: &Path, line: &str) -> Result<Value, String> {
@@ -19,6 +22,9 @@ pub fn request(socket: &Path, line: &str) -> Result<Value, String> {
     s.set_read_timeout(Some(Duration::from_secs(10)))
         .map_err(|e| e.to_string())?;
     s.write_all(format!("{line}\n").as_bytes())
+        .map_err(|e| format!("send: {e}"))?;
+    // The daemon answers every line until we close our side.
+    s.shutdown(Shutdown::Write)
         .map_err(|e| format!("send: {e}"))?;
     let mut buf = String::new();
     s.read_to_string(&mut buf)
@@ -39,10 +45,62 @@ pub fn run_command(socket: &Path, line: &str) -> Result<String, String> {
     Err(v["error"].as_str().unwrap_or("unknown error").to_string())
 }
 
+/// Send every command line of `input` over one connection; print text replies, and errors
+/// with their line numbers. Returns (commands, failed).
+pub fn batch(socket: &Path, input: impl BufRead) -> Result<(usize, usize), String> {
+    let s = UnixStream::connect(socket)
+        .map_err(|e| format!("cannot connect to {}: {e}", socket.display()))?;
+    let lines: Vec<(usize, String)> = input
+        .lines()
+        .map_while(Result::ok)
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim().to_string()))
+        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    let mut w = s.try_clone().map_err(|e| e.to_string())?;
+    let text: Vec<String> = lines.iter().map(|(_, l)| format!("{l}\n")).collect();
+    // A writer thread, so that replies are read while commands are still being sent
+    // (both directions filling up would deadlock).
+    let writer = std::thread::spawn(move || {
+        for t in text {
+            if w.write_all(t.as_bytes()).is_err() {
+                break;
+            }
+        }
+        let _ = w.shutdown(Shutdown::Write);
+    });
+    let mut failed = 0;
+    let mut replies = BufReader::new(&s).lines();
+    for (n, _) in &lines {
+        let reply = match replies.next() {
+            Some(Ok(r)) => r,
+            _ => return Err(format!("the daemon stopped answering at line {n}")),
+        };
+        let v: Value =
+            serde_json::from_str(&reply).map_err(|e| format!("bad reply from daemon: {e}"))?;
+        if v["ok"] == Value::Bool(true) {
+            if let Some(t) = v.get("text").and_then(Value::as_str) {
+                print!("{t}");
+            } else if let Some(j) = v.get("json") {
+                println!("{j}");
+            }
+        } else {
+            failed += 1;
+            eprintln!(
+                "line {n}: {}",
+                v["error"].as_str().unwrap_or("unknown error")
+            );
+        }
+    }
+    let _ = writer.join();
+    Ok((lines.len(), failed))
+}
+
 pub fn main(args: &[String]) -> i32 {
     let mut socket = std::env::var("SLUICE_SOCKET")
         .unwrap_or_else(|_| crate::config::DEFAULT_SOCKET.to_string());
     let mut words: Vec<&str> = Vec::new();
+    let mut batch_mode = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -53,12 +111,35 @@ pub fn main(args: &[String]) -> i32 {
                     return 2;
                 }
             },
+            "--batch" if words.is_empty() => batch_mode = true,
             "-h" | "--help" if words.is_empty() => {
                 println!("{USAGE}");
                 return 0;
             }
             w => words.push(w),
         }
+    }
+    if batch_mode {
+        if !words.is_empty() {
+            eprintln!(
+                "sluice ctl: --batch reads commands from standard input, not arguments\n{USAGE}"
+            );
+            return 2;
+        }
+        return match batch(Path::new(&socket), std::io::stdin().lock()) {
+            Ok((n, 0)) => {
+                eprintln!("sluice ctl: {n} commands");
+                0
+            }
+            Ok((n, failed)) => {
+                eprintln!("sluice ctl: {n} commands, {failed} failed");
+                1
+            }
+            Err(e) => {
+                eprintln!("sluice ctl: {e}");
+                1
+            }
+        };
     }
     if words.is_empty() {
         eprintln!("{USAGE}");

@@ -149,6 +149,21 @@ impl Control {
                 }
                 Reply::Text(String::new())
             }
+            Command::ShowIpFib { v6, query } => {
+                let (t, v) = super::routing::show_fib(&self.dp, *v6, query.as_deref())?;
+                reply(t, v)
+            }
+            Command::ShowIpNeighbors => {
+                let (t, v) = super::routing::show_neighbors(&self.dp);
+                reply(t, v)
+            }
+            Command::SetInterfaceAddress { .. }
+            | Command::IpRouteAdd { .. }
+            | Command::IpRouteDel { .. }
+            | Command::SetIpNeighbor { .. } => {
+                super::routing::change(&self.dp, &req.command)?;
+                Reply::Text(String::new())
+            }
             Command::TraceAdd { node, count } => {
                 let mut found = false;
                 for w in &self.dp.workers {
@@ -229,6 +244,16 @@ impl Control {
                 "{:<40}driver {}, rx queues {}, tx queues {}",
                 "", i.driver, i.rx_queues, i.tx_queues
             );
+            let addresses = self
+                .dp
+                .router
+                .lock()
+                .map(|r| r.addresses(i.index))
+                .unwrap_or_default();
+            let _ = writeln!(t, "    {:<14} {}", "mac", i.mac);
+            if !addresses.is_empty() {
+                let _ = writeln!(t, "    {:<14} {}", "addresses", addresses.join(" "));
+            }
             let mut details = serde_json::Map::new();
             for (k, v) in &i.all_details() {
                 details.insert(k.clone(), Value::String(v.clone()));
@@ -266,6 +291,16 @@ impl Control {
                 "{:<16}{:>5}  {:<5} driver {}, rx queues {}, tx queues {}",
                 i.name, i.index, state, i.driver, i.rx_queues, i.tx_queues
             );
+            let addresses = self
+                .dp
+                .router
+                .lock()
+                .map(|r| r.addresses(i.index))
+                .unwrap_or_default();
+            let _ = writeln!(t, "    {:<14} {}", "mac", i.mac);
+            if !addresses.is_empty() {
+                let _ = writeln!(t, "    {:<14} {}", "addresses", addresses.join(" "));
+            }
             let mut details = serde_json::Map::new();
             for (k, v) in &i.all_details() {
                 let _ = writeln!(t, "    {k:<14} {v}");
@@ -275,6 +310,7 @@ impl Control {
                 "name": i.name, "index": i.index, "driver": i.driver, "state": state,
                 "rx_queues": i.rx_queues, "tx_queues": i.tx_queues, "details": details,
                 "link": if i.link_up() { "up" } else { "down" },
+                "mac": i.mac.to_string(), "addresses": addresses,
             }));
         }
         Ok((t, Value::Array(arr)))

@@ -3,4 +3,5 @@
 pub mod cli;
 pub mod client;
 pub mod exec;
+pub mod routing;
 pub mod server;

@@ -83,21 +83,33 @@ impl Drop for ControlSocket {
     }
 }
 
+/// Answer every command line of one connection, one JSON reply line each, until the client
+/// closes its side (`sluice ctl` sends one line; `sluice ctl --batch` many).
 fn answer(control: &mut Control, stream: UnixStream) -> std::io::Result<()> {
     stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    let mut line = String::new();
-    BufReader::new((&stream).take(MAX_LINE)).read_line(&mut line)?;
-    let reply = if line.len() as u64 >= MAX_LINE && !line.ends_with('\n') {
-        json!({"ok": false, "error": format!("command longer than {MAX_LINE} bytes")})
-    } else {
-        match control.handle_line(line.trim()) {
-            Ok(Reply::Text(t)) => json!({"ok": true, "text": t}),
-            Ok(Reply::Json(v)) => json!({"ok": true, "json": v}),
-            Err(e) => json!({"ok": false, "error": e}),
+    let mut reader = BufReader::new(&stream);
+    loop {
+        let mut line = String::new();
+        let n = reader.by_ref().take(MAX_LINE).read_line(&mut line)?;
+        if n == 0 {
+            return Ok(());
         }
-    };
-    let mut out = serde_json::to_vec(&reply)?;
-    out.push(b'\n');
-    (&stream).write_all(&out)
+        let reply = if n as u64 >= MAX_LINE && !line.ends_with('\n') {
+            json!({"ok": false, "error": format!("command longer than {MAX_LINE} bytes")})
+        } else {
+            match control.handle_line(line.trim()) {
+                Ok(Reply::Text(t)) => json!({"ok": true, "text": t}),
+                Ok(Reply::Json(v)) => json!({"ok": true, "json": v}),
+                Err(e) => json!({"ok": false, "error": e}),
+            }
+        };
+        let mut out = serde_json::to_vec(&reply)?;
+        out.push(b'\n');
+        (&stream).write_all(&out)?;
+        if n as u64 >= MAX_LINE && !line.ends_with('\n') {
+            // The rest of an over-long line is not a command.
+            return Ok(());
+        }
+    }
 }

@@ -1,43 +1,69 @@
 //! ip4-lookup: the longest-prefix match of each packet's destination, for the whole frame in
 //! one batched FIB lookup (with prefetch). The FIB is pinned once per frame through its
 //! lock-free reader, so a route update published meanwhile takes effect from the next frame
-//! and no packet ever sees a half-applied one. The next hop goes into the buffer's `adj`.
+//! and no packet ever sees a half-applied one. The FIB leaf is an adjacency index: ECMP
+//! routes pick a member by a hash of the flow, our own addresses go to ip4-local, drop
+//! adjacencies are counted, and every other packet goes to ip4-rewrite with the adjacency in
+//! the buffer's `adj`. No route: ICMP destination unreachable (net).
 
 use super::ip4_input::IP4_LOOKUP;
 use crate::fib::{FibReader, NO_ROUTE};
 use crate::graph::frame::FRAME_SIZE;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::router::adjacency::{AdjKind, SharedL3View};
 use crate::wire::ethernet::Repr as EthernetRepr;
+
+use super::IcmpErrorRequest;
 
 pub const IP4_REWRITE: &str = "ip4-rewrite";
 
 #[repr(usize)]
 pub enum Next {
     Rewrite,
+    Local,
+    IcmpError,
     Drop,
 }
 
 #[repr(usize)]
 pub enum Error {
     NoRoute,
+    DropRoute,
 }
-pub const ERRORS: [&str; 1] = ["ip4 no route to destination"];
+pub const ERRORS: [&str; 2] = [
+    "ip4 no route to destination",
+    "ip4 drop route (blackhole, subnet network or broadcast address)",
+];
+
+/// ICMP destination unreachable, network unreachable (RFC 792).
+const NET_UNREACHABLE: IcmpErrorRequest = IcmpErrorRequest {
+    kind: 3,
+    code: 0,
+    arg: 0,
+};
 
 pub struct Ip4Lookup {
     fib: FibReader,
+    view: SharedL3View,
     dst: Box<[u32; FRAME_SIZE]>,
     adj: Box<[u32; FRAME_SIZE]>,
 }
 
 impl Ip4Lookup {
-    pub fn decl(fib: FibReader) -> NodeDecl {
+    pub fn decl(fib: FibReader, view: SharedL3View) -> NodeDecl {
         NodeDecl {
             name: IP4_LOOKUP.to_string(),
             kind: NodeKind::Internal,
-            next: vec![IP4_REWRITE.to_string(), super::ERROR_DROP.to_string()],
+            next: vec![
+                IP4_REWRITE.to_string(),
+                super::IP4_LOCAL.to_string(),
+                super::ICMP4_ERROR.to_string(),
+                super::ERROR_DROP.to_string(),
+            ],
             errors: ERRORS.to_vec(),
             node: Box::new(Ip4Lookup {
                 fib,
+                view,
                 dst: Box::new([0; FRAME_SIZE]),
                 adj: Box::new([0; FRAME_SIZE]),
             }),
@@ -54,6 +80,28 @@ impl Ip4Lookup {
         data.get(at..at + 4)
             .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
+
+    /// A hash of the flow (addresses, protocol, and ports unless fragmented) for ECMP: the
+    /// packets of one flow always take the same path.
+    fn flow_hash(data: &[u8]) -> u32 {
+        let Ok(eth) = EthernetRepr::parse(data) else {
+            return 0;
+        };
+        let ip = &data[(eth.l3_offset as usize).min(data.len())..];
+        let Some(h) = ip.get(..20) else { return 0 };
+        let word = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        let mut x = word(&h[12..16]) ^ word(&h[16..20]).rotate_left(16) ^ h[9] as u32;
+        let first_fragment = u16::from_be_bytes([h[6], h[7]]) & 0x1fff == 0;
+        let ihl = (h[0] & 0x0f) as usize * 4;
+        if first_fragment && matches!(h[9], 6 | 17) {
+            if let Some(p) = ip.get(ihl..ihl + 4) {
+                x ^= word(p).rotate_left(7);
+            }
+        }
+        // A multiply and fold spreads the bits so that `hash % members` is even.
+        let y = (x as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (y >> 32) as u32 ^ y as u32
+    }
 }
 
 impl Node for Ip4Lookup {
@@ -66,15 +114,29 @@ impl Node for Ip4Lookup {
             let fib = self.fib.load();
             fib.v4().lookup_batch(&self.dst[..n], &mut self.adj[..n]);
         }
+        // Loaded after the FIB: the control plane publishes a view before the FIB that
+        // points into it, so every adjacency this FIB names is in this view.
+        let view = self.view.load();
         let tracing = cx.tracing();
         for (k, &bi) in frame[..n].iter().enumerate() {
-            let adj = self.adj[k];
+            let mut adj = self.adj[k];
             let next = if adj == NO_ROUTE {
                 cx.count_error(Error::NoRoute as usize, 1);
-                Next::Drop
+                cx.bufs.meta_mut(bi).aux = NET_UNREACHABLE.to_aux();
+                Next::IcmpError
             } else {
+                if view.adj(adj).kind == AdjKind::Multipath {
+                    adj = view.pick(adj, Self::flow_hash(cx.bufs.data(bi)));
+                }
                 cx.bufs.meta_mut(bi).adj = adj;
-                Next::Rewrite
+                match view.adj(adj).kind {
+                    AdjKind::Local => Next::Local,
+                    AdjKind::Drop => {
+                        cx.count_error(Error::DropRoute as usize, 1);
+                        Next::Drop
+                    }
+                    _ => Next::Rewrite,
+                }
             };
             if tracing {
                 let d = self.dst[k].to_be_bytes();
@@ -94,6 +156,7 @@ mod tests {
     use super::*;
     use crate::fib::{FibWriter, Prefix4};
     use crate::nodes::testing::Harness;
+    use crate::router::adjacency::{Adjacency, ADJ_DROP, ADJ_LOCAL};
 
     fn to(dst: [u8; 4]) -> Vec<u8> {
         let mut f = vec![0u8; 60];
@@ -109,11 +172,11 @@ mod tests {
         w.add4(Prefix4::new(0x0a00_0000, 8).unwrap(), 7).unwrap();
         w.add4(Prefix4::new(0x0a01_0000, 16).unwrap(), 9).unwrap();
         w.commit();
-        let h = Harness::new(1);
+        let h = neighbors(10);
         let frames = vec![to([10, 1, 2, 3]), to([10, 2, 0, 1]), to([192, 0, 2, 1])];
-        let out = h.run_node(Ip4Lookup::decl(w.reader()), &frames, 0);
+        let out = h.run_node(Ip4Lookup::decl(w.reader(), h.view.clone()), &frames, 0);
         assert_eq!(out.to_next(Next::Rewrite as usize), 2);
-        assert_eq!(out.to_next(Next::Drop as usize), 1);
+        assert_eq!(out.to_next(Next::IcmpError as usize), 1);
         assert_eq!(out.errors[Error::NoRoute as usize], 1);
         let mut routed: Vec<u32> = out
             .adjs
@@ -129,12 +192,67 @@ mod tests {
     fn an_update_published_later_applies_to_the_next_frame() {
         let mut w = FibWriter::new();
         let r = w.reader();
-        let h = Harness::new(1);
-        let out = h.run_node(Ip4Lookup::decl(r.clone()), &[to([10, 0, 0, 1])], 0);
-        assert_eq!(out.to_next(Next::Drop as usize), 1);
+        let h = neighbors(4);
+        let out = h.run_node(
+            Ip4Lookup::decl(r.clone(), h.view.clone()),
+            &[to([10, 0, 0, 1])],
+            0,
+        );
+        assert_eq!(out.to_next(Next::IcmpError as usize), 1);
         w.add4(Prefix4::new(0, 0).unwrap(), 3).unwrap();
         w.commit();
-        let out = h.run_node(Ip4Lookup::decl(r), &[to([10, 0, 0, 1])], 0);
+        let out = h.run_node(Ip4Lookup::decl(r, h.view.clone()), &[to([10, 0, 0, 1])], 0);
         assert_eq!(out.adjs, vec![3]);
+    }
+
+    /// A harness whose view has neighbour adjacencies up to index `n`.
+    fn neighbors(n: usize) -> Harness {
+        let h = Harness::new(1);
+        h.edit_view(|v| {
+            while v.adjs.len() <= n {
+                let mut a = Adjacency::simple(AdjKind::Neighbor);
+                a.interface = 0;
+                v.adjs.push(a);
+            }
+        });
+        h
+    }
+
+    #[test]
+    fn local_drop_and_ecmp_adjacencies_are_dispatched() {
+        let h = neighbors(5);
+        h.edit_view(|v| {
+            v.members = vec![4, 5];
+            let mut mp = Adjacency::simple(AdjKind::Multipath);
+            mp.first = 0;
+            mp.count = 2;
+            v.adjs[3] = mp;
+        });
+        let mut w = FibWriter::new();
+        w.add4(Prefix4::new(0x0a00_0000, 8).unwrap(), 3).unwrap();
+        w.add4(Prefix4::new(0xc000_0201, 32).unwrap(), ADJ_LOCAL)
+            .unwrap();
+        w.add4(Prefix4::new(0xcb00_7100, 24).unwrap(), ADJ_DROP)
+            .unwrap();
+        w.commit();
+        // Many flows to 10/8 use both paths; one flow always the same one.
+        let mut frames: Vec<Vec<u8>> = (0..64).map(|i| to([10, 0, i, 1])).collect();
+        frames.push(to([192, 0, 2, 1]));
+        frames.push(to([203, 0, 113, 9]));
+        let out = h.run_node(Ip4Lookup::decl(w.reader(), h.view.clone()), &frames, 0);
+        assert_eq!(out.to_next(Next::Rewrite as usize), 64);
+        assert_eq!(out.to_next(Next::Local as usize), 1);
+        assert_eq!(out.to_next(Next::Drop as usize), 1);
+        assert_eq!(out.errors[Error::DropRoute as usize], 1);
+        let used: std::collections::HashSet<u32> = out
+            .adjs
+            .iter()
+            .copied()
+            .filter(|a| *a == 4 || *a == 5)
+            .collect();
+        assert_eq!(used.len(), 2, "both ECMP members carry traffic");
+        let same: Vec<Vec<u8>> = (0..8).map(|_| to([10, 0, 7, 1])).collect();
+        let out = h.run_node(Ip4Lookup::decl(w.reader(), h.view.clone()), &same, 0);
+        assert!(out.adjs.windows(2).all(|p| p[0] == p[1]));
     }
 }

@@ -1,12 +1,25 @@
 //! Graph nodes, one file each: the node, its next nodes, its error counters and its trace.
 
+pub mod arp_input;
 pub mod error_drop;
 pub mod ethernet_input;
+pub mod icmp4_error;
+pub mod icmp6_error;
 pub mod input;
 pub mod interface_output;
+pub mod ip4_arp;
 pub mod ip4_input;
+pub mod ip4_local;
 pub mod ip4_lookup;
+pub mod ip4_rewrite;
+pub mod ip6_input;
+pub mod ip6_local;
+pub mod ip6_lookup;
+pub mod ip6_nd;
+pub mod ip6_rewrite;
 pub mod l2_xconnect;
+pub mod neighbor_hold;
+pub mod rate_limit;
 pub mod tx;
 
 #[cfg(test)]
@@ -27,6 +40,29 @@ pub const IP6_REWRITE: &str = "ip6-rewrite";
 pub const IP6_ND: &str = "ip6-nd";
 pub const IP6_LOCAL: &str = "ip6-local";
 pub const ICMP6_ERROR: &str = "icmp6-error";
+
+/// The routing nodes of one worker's graph (ethernet-input sends them IPv4, ARP and IPv6).
+pub fn routing_decls(
+    view: &crate::router::adjacency::SharedL3View,
+    fib: &crate::fib::FibReader,
+    learn: &crate::router::LearnSender,
+) -> Vec<crate::graph::NodeDecl> {
+    vec![
+        ip4_input::Ip4Input::decl(),
+        ip4_lookup::Ip4Lookup::decl(fib.clone(), view.clone()),
+        arp_input::ArpInput::decl(view.clone(), learn.clone()),
+        ip4_arp::Ip4Arp::decl(view.clone()),
+        ip4_rewrite::Ip4Rewrite::decl(view.clone()),
+        ip4_local::Ip4Local::decl(view.clone()),
+        icmp4_error::Icmp4Error::decl(view.clone()),
+        ip6_input::Ip6Input::decl(),
+        ip6_lookup::Ip6Lookup::decl(fib.clone(), view.clone()),
+        ip6_nd::Ip6Nd::decl(view.clone(), Some(learn.clone())),
+        ip6_rewrite::Ip6Rewrite::decl(view.clone()),
+        ip6_local::Ip6Local::decl(view.clone()),
+        icmp6_error::Icmp6Error::decl(view.clone()),
+    ]
+}
 
 /// The tx node of interface `name`.
 pub fn tx_node_name(interface: &str) -> String {

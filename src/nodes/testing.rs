@@ -4,6 +4,8 @@
 use crate::buffer::{BufferMeta, BufferPool, HugePages, WorkerBuffers};
 use crate::graph::{Graph, Node, NodeCx, NodeDecl, NodeKind};
 use crate::interface::{Interface, L2Modes, SharedL2Modes};
+use crate::router::adjacency::{L3Interface, L3View, SharedL3View};
+use crate::wire::MacAddress;
 use arc_swap::ArcSwap;
 use std::sync::{Arc, Mutex};
 
@@ -22,6 +24,8 @@ pub struct Harness {
     pub pool: Arc<BufferPool>,
     pub interfaces: Vec<Arc<Interface>>,
     pub modes: SharedL2Modes,
+    /// Interface i has MAC 02:00:00:00:00:i and MTU 1500, and no addresses until given.
+    pub view: SharedL3View,
 }
 
 /// Where the packets went.
@@ -40,24 +44,59 @@ impl Outcome {
     }
 }
 
+/// Packets the feed node hands to the node under test at its next pass.
+pub type Inbox = Arc<Mutex<Vec<u32>>>;
+
 struct Feed {
-    packets: Vec<u32>,
+    packets: Inbox,
 }
 impl Node for Feed {
     fn process(&mut self, cx: &mut NodeCx<'_>, _: &[u32]) -> usize {
-        let p = std::mem::take(&mut self.packets);
+        let p = std::mem::take(&mut *self.packets.lock().unwrap());
         cx.enqueue_all(0, &p);
         p.len()
     }
 }
 
+/// A graph of one node under test, fed from an inbox, its next nodes being sinks.
+pub struct TestGraph {
+    pub graph: Graph,
+    pub inbox: Inbox,
+    /// (next slot, tx_if, adj) of every packet that reached a sink.
+    pub seen: Arc<Mutex<Vec<(usize, u32, u32)>>>,
+    /// The node's error counters, by its error index.
+    pub node: usize,
+}
+
+impl TestGraph {
+    pub fn error(&self, e: usize) -> u64 {
+        self.graph.shared().errors[self.node][e].get()
+    }
+
+    pub fn to_next(&self, slot: usize) -> usize {
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s.0 == slot)
+            .count()
+    }
+}
+
+/// Bytes of the packets that reached the sinks, in arrival order.
+pub type Captured = Arc<Mutex<Vec<Vec<u8>>>>;
+
 struct Sink {
     slot: usize,
     seen: Arc<Mutex<Vec<(usize, u32, u32)>>>,
+    captured: Option<Captured>,
 }
 impl Node for Sink {
     fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
         for &bi in frame {
+            if let Some(c) = &self.captured {
+                c.lock().unwrap().push(cx.bufs.data(bi).to_vec());
+            }
             self.seen.lock().unwrap().push((
                 self.slot,
                 cx.bufs.meta(bi).tx_if,
@@ -85,7 +124,29 @@ impl Harness {
             modes: Arc::new(ArcSwap::from_pointee(L2Modes {
                 xconnect: vec![None; n as usize],
             })),
+            view: Arc::new(ArcSwap::from_pointee(L3View::new(
+                (0..n)
+                    .map(|i| L3Interface {
+                        mac: MacAddress([2, 0, 0, 0, 0, i as u8]),
+                        mtu: 1500,
+                        ..Default::default()
+                    })
+                    .collect(),
+            ))),
         }
+    }
+
+    /// Give interface `itf` an IPv4 address (only the view: no routes).
+    pub fn add_address(&self, itf: u32, addr: u32, len: u8) {
+        self.edit_view(|v| v.interfaces[itf as usize].v4.push((addr, len)));
+    }
+
+    /// Change the published view.
+    pub fn edit_view(&self, edit: impl FnOnce(&mut L3View)) {
+        let mut v = (**self.view.load()).clone();
+        edit(&mut v);
+        v.generation += 1;
+        self.view.store(Arc::new(v));
     }
 
     pub fn set_xconnect(&self, rx: u32, tx: u32) {
@@ -98,6 +159,17 @@ impl Harness {
         self.run_node_with(decl, frames, rx_if, |_, _| {})
     }
 
+    /// Like `run_node`, keeping the bytes of every packet that left the node.
+    pub fn run_node_capture(
+        &self,
+        decl: NodeDecl,
+        frames: &[Vec<u8>],
+        rx_if: u32,
+        captured: Captured,
+    ) -> Outcome {
+        self.run(decl, frames, rx_if, |_, _| {}, Some(captured))
+    }
+
     /// Like `run_node`, with `edit(meta, k)` applied to packet k's metadata first.
     pub fn run_node_with(
         &self,
@@ -105,6 +177,29 @@ impl Harness {
         frames: &[Vec<u8>],
         rx_if: u32,
         edit: impl Fn(&mut BufferMeta, usize),
+    ) -> Outcome {
+        self.run(decl, frames, rx_if, edit, None)
+    }
+
+    /// A graph of `decl` fed from an inbox, for nodes that work across passes.
+    pub fn graph(&self, decl: NodeDecl, captured: Option<Captured>) -> TestGraph {
+        let inbox: Inbox = Arc::default();
+        let (decls, seen) = Self::decls(decl, inbox.clone(), captured);
+        TestGraph {
+            graph: Graph::build(decls, 0).unwrap(),
+            inbox,
+            seen,
+            node: 1,
+        }
+    }
+
+    fn run(
+        &self,
+        decl: NodeDecl,
+        frames: &[Vec<u8>],
+        rx_if: u32,
+        edit: impl Fn(&mut BufferMeta, usize),
+        captured: Option<Captured>,
     ) -> Outcome {
         let mut bufs: WorkerBuffers = self.pool.worker_handle();
         let mut packets = Vec::new();
@@ -115,6 +210,32 @@ impl Harness {
             edit(m, k);
             packets.push(bi);
         }
+        let nexts = decl.next.clone();
+        let (decls, seen) = Self::decls(decl, Arc::new(Mutex::new(packets)), captured);
+        let mut g = Graph::build(decls, 0).unwrap();
+        g.run_once(&mut bufs);
+        let sh = g.shared().clone();
+        drop(bufs);
+        assert_eq!(self.pool.report().in_use, 0, "node test leaked buffers");
+        let seen = seen.lock().unwrap();
+        let mut per_next = vec![0; nexts.len()];
+        for &(slot, _, _) in seen.iter() {
+            per_next[slot] += 1;
+        }
+        Outcome {
+            per_next,
+            errors: sh.errors[1].iter().map(|c| c.get()).collect(),
+            tx_ifs: seen.iter().map(|&(_, t, _)| t).collect(),
+            adjs: seen.iter().map(|&(_, _, a)| a).collect(),
+        }
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn decls(
+        decl: NodeDecl,
+        packets: Inbox,
+        captured: Option<Captured>,
+    ) -> (Vec<NodeDecl>, Arc<Mutex<Vec<(usize, u32, u32)>>>) {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let under_test = decl.name.clone();
         let mut decls = vec![NodeDecl {
@@ -135,24 +256,10 @@ impl Harness {
                 node: Box::new(Sink {
                     slot,
                     seen: seen.clone(),
+                    captured: captured.clone(),
                 }),
             });
         }
-        let mut g = Graph::build(decls, 0).unwrap();
-        g.run_once(&mut bufs);
-        let sh = g.shared().clone();
-        drop(bufs);
-        assert_eq!(self.pool.report().in_use, 0, "node test leaked buffers");
-        let seen = seen.lock().unwrap();
-        let mut per_next = vec![0; nexts.len()];
-        for &(slot, _, _) in seen.iter() {
-            per_next[slot] += 1;
-        }
-        Outcome {
-            per_next,
-            errors: sh.errors[1].iter().map(|c| c.get()).collect(),
-            tx_ifs: seen.iter().map(|&(_, t, _)| t).collect(),
-            adjs: seen.iter().map(|&(_, _, a)| a).collect(),
-        }
+        (decls, seen)
     }
 }

@@ -1,0 +1,474 @@
+//! icmp4-error: sends the ICMP error another node asked for (in `BufferMeta::aux`) about the
+//! packet it could not deliver, then drops that packet. The error is a new packet from the
+//! address of the interface the original came in by (the one facing its sender), routed back
+//! through ip4-lookup like any other. RFC 1812 4.3.2.7 says when not to send one; a
+//! per-worker token bucket (4.3.2.8) keeps a flood of bad packets from becoming a flood of
+//! errors.
+
+use super::rate_limit::TokenBucket;
+use super::IcmpErrorRequest;
+use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN, FLAG_TRACED};
+use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::router::adjacency::{L3View, SharedL3View};
+use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
+use crate::wire::icmp4::{self, build_error, error_forbidden, MAX_ERROR_LEN};
+use crate::wire::EtherType;
+
+/// Errors a worker sends per second, and how many it may send at once after a quiet time.
+pub const RATE_PER_SEC: u64 = 1000;
+pub const BURST: u64 = 100;
+
+#[repr(usize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    Lookup,
+    Drop,
+}
+
+#[repr(usize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Error {
+    SentTimeExceeded,
+    SentUnreachable,
+    SentFragmentationNeeded,
+    SentOther,
+    RateLimited,
+    Forbidden,
+    NoAddress,
+    NotIpv4,
+    NoBuffer,
+}
+
+pub const ERRORS: [&str; 9] = [
+    "sent time exceeded",
+    "sent unreachable",
+    "sent fragmentation needed",
+    "sent other ICMP error",
+    "rate limited",
+    "not sent (RFC 1812 forbids)",
+    "not sent: no IPv4 address on the receiving interface",
+    "not sent: original is not an IPv4 packet",
+    "not sent: buffer allocation failed",
+];
+
+/// The counter of a sent error.
+fn sent(req: IcmpErrorRequest) -> Error {
+    match (req.kind, req.code) {
+        (icmp4::TIME_EXCEEDED, _) => Error::SentTimeExceeded,
+        (icmp4::DEST_UNREACHABLE, icmp4::CODE_FRAGMENTATION_NEEDED) => {
+            Error::SentFragmentationNeeded
+        }
+        (icmp4::DEST_UNREACHABLE, _) => Error::SentUnreachable,
+        _ => Error::SentOther,
+    }
+}
+
+pub struct Icmp4Error {
+    view: SharedL3View,
+    bucket: TokenBucket,
+    /// Where the error is built before it is copied into its buffer.
+    scratch: Box<[u8; ETH_HEADER_LEN + MAX_ERROR_LEN]>,
+}
+
+impl Icmp4Error {
+    pub fn decl(view: SharedL3View) -> NodeDecl {
+        Self::decl_with_limit(view, RATE_PER_SEC, BURST)
+    }
+
+    /// With its own rate limit: `rate` errors a second, `burst` at once.
+    pub fn decl_with_limit(view: SharedL3View, rate: u64, burst: u64) -> NodeDecl {
+        NodeDecl {
+            name: super::ICMP4_ERROR.to_string(),
+            kind: NodeKind::Internal,
+            next: vec![
+                super::ip4_input::IP4_LOOKUP.to_string(),
+                super::ERROR_DROP.to_string(),
+            ],
+            errors: ERRORS.to_vec(),
+            node: Box::new(Icmp4Error::new(view, rate, burst)),
+        }
+    }
+
+    pub fn new(view: SharedL3View, rate: u64, burst: u64) -> Icmp4Error {
+        Icmp4Error {
+            view,
+            bucket: TokenBucket::on_tsc(rate, burst),
+            scratch: Box::new([0; ETH_HEADER_LEN + MAX_ERROR_LEN]),
+        }
+    }
+
+    /// Build the error `bi` asks for into a new buffer and return it with the counter of
+    /// what was sent; `bi` itself is not changed. `Err` is the reason nothing was sent.
+    pub fn make_error(
+        &mut self,
+        view: &L3View,
+        bufs: &mut WorkerBuffers,
+        bi: u32,
+    ) -> Result<(u32, Error), Error> {
+        let meta = *bufs.meta(bi);
+        let req = IcmpErrorRequest::from_aux(meta.aux);
+        let data = bufs.data(bi);
+        let eth = match EthernetRepr::parse(data) {
+            Ok(eth) if eth.ethertype == EtherType::IPV4 => eth,
+            _ => return Err(Error::NotIpv4),
+        };
+        let orig = data.get(eth.l3_offset as usize..).unwrap_or_default();
+        // A link-layer broadcast or multicast is the one case error_forbidden cannot see.
+        if eth.destination.is_multicast() || error_forbidden(orig) {
+            return Err(Error::Forbidden);
+        }
+        // error_forbidden found a whole IPv4 header.
+        let orig_src = u32::from_be_bytes([orig[12], orig[13], orig[14], orig[15]]);
+        let from = view
+            .interface(meta.rx_if)
+            .map_or(0, |itf| itf.v4_towards(orig_src));
+        if from == 0 {
+            return Err(Error::NoAddress);
+        }
+        if !self.bucket.allow() {
+            return Err(Error::RateLimited);
+        }
+        let (eth_out, ip_out) = self.scratch.split_at_mut(ETH_HEADER_LEN);
+        let n = build_error(ip_out, orig, req.kind, req.code, req.arg as u32, from)
+            .ok_or(Error::NotIpv4)?;
+        // Addresses are a placeholder for ip4-rewrite; ip4-lookup reads the EtherType.
+        eth_out.fill(0);
+        eth_out[12..].copy_from_slice(&EtherType::IPV4.0.to_be_bytes());
+        let len = ETH_HEADER_LEN + n;
+
+        let nb = bufs.alloc_one().ok_or(Error::NoBuffer)?;
+        let m = bufs.meta_mut(nb);
+        m.len = len as u16;
+        m.total_len = len as u32;
+        m.rx_if = meta.rx_if;
+        // The error continues the original's trace record, if it has one.
+        m.flags = FLAG_LOCAL_ORIGIN | (meta.flags & FLAG_TRACED);
+        m.trace_index = meta.trace_index;
+        bufs.data_mut(nb).copy_from_slice(&self.scratch[..len]);
+        Ok((nb, sent(req)))
+    }
+}
+
+impl Node for Icmp4Error {
+    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+        let view = self.view.load();
+        let tracing = cx.tracing();
+        for &bi in frame {
+            match self.make_error(&view, cx.bufs, bi) {
+                Ok((nb, counter)) => {
+                    cx.count_error(counter as usize, 1);
+                    if tracing {
+                        let req = IcmpErrorRequest::from_aux(cx.bufs.meta(bi).aux);
+                        cx.trace(
+                            bi,
+                            format_args!(
+                                "{}: type {} code {} arg {}",
+                                ERRORS[counter as usize], req.kind, req.code, req.arg
+                            ),
+                        );
+                    }
+                    cx.enqueue(Next::Lookup as usize, nb);
+                }
+                Err(e) => {
+                    cx.count_error(e as usize, 1);
+                    if tracing {
+                        cx.trace(bi, ERRORS[e as usize]);
+                    }
+                }
+            }
+            cx.enqueue(Next::Drop as usize, bi);
+        }
+        frame.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buffer::{BufferPool, HugePages};
+    use crate::nodes::ip4_rewrite::test_support::*;
+    use crate::nodes::testing::{Harness, Outcome};
+    use crate::wire::ipv4::{checksum, Ipv4Header};
+
+    const TIME_EXCEEDED: IcmpErrorRequest = IcmpErrorRequest {
+        kind: 11,
+        code: 0,
+        arg: 0,
+    };
+    const FRAG_NEEDED: IcmpErrorRequest = IcmpErrorRequest {
+        kind: 3,
+        code: 4,
+        arg: 1400,
+    };
+    const PORT_UNREACHABLE: IcmpErrorRequest = IcmpErrorRequest {
+        kind: 3,
+        code: 3,
+        arg: 0,
+    };
+
+    fn run(frames: &[Vec<u8>], req: IcmpErrorRequest, rx_if: u32, burst: u64) -> Outcome {
+        let h = Harness::new(3);
+        let decl = Icmp4Error::decl_with_limit(view(), 0, burst);
+        h.run_node_with(decl, frames, rx_if, |m, _| m.aux = req.to_aux())
+    }
+
+    /// The error built about `frame`, as bytes, or why none was.
+    fn build(frame: &[u8], req: IcmpErrorRequest, rx_if: u32) -> Result<(Vec<u8>, Error), Error> {
+        let pool = BufferPool::new(16, HugePages::Never).unwrap();
+        let mut bufs = pool.worker_handle();
+        let bi = bufs.packet_from_bytes(frame).unwrap();
+        bufs.meta_mut(bi).rx_if = rx_if;
+        bufs.meta_mut(bi).aux = req.to_aux();
+        let v = view();
+        let mut node = Icmp4Error::new(v.clone(), 0, 10);
+        let r = node.make_error(&v.load(), &mut bufs, bi);
+        let mut before = Vec::new();
+        bufs.copy_packet(bi, &mut before);
+        assert_eq!(before, frame, "the original is not changed");
+        bufs.free(bi);
+        let (nb, counter) = r?;
+        let m = *bufs.meta(nb);
+        assert_eq!(m.rx_if, rx_if);
+        assert_ne!(m.flags & FLAG_LOCAL_ORIGIN, 0);
+        let mut out = Vec::new();
+        bufs.copy_packet(nb, &mut out);
+        bufs.free(nb);
+        Ok((out, counter))
+    }
+
+    /// Checks a built error: placeholder Ethernet header, IP from `from` back to the sender,
+    /// both checksums, and the quote of `frame`'s IP packet.
+    fn assert_error(out: &[u8], frame: &[u8], from: u32, req: IcmpErrorRequest, quoted: usize) {
+        assert_eq!(&out[..14], &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 0]);
+        let h = Ipv4Header::parse(&out[14..]).unwrap();
+        assert_eq!(h.total_len(), out.len() - 14);
+        assert_eq!(h.source(), from);
+        assert_eq!(h.destination().to_be_bytes(), frame[26..30]);
+        assert_eq!((h.ttl(), h.protocol()), (64, 1));
+        let icmp = &out[34..];
+        assert_eq!(checksum(icmp), 0);
+        assert_eq!((icmp[0], icmp[1]), (req.kind, req.code));
+        assert_eq!(&icmp[4..8], &(req.arg as u32).to_be_bytes());
+        assert_eq!(icmp.len() - 8, quoted);
+        assert_eq!(&icmp[8..], &frame[14..14 + quoted]);
+    }
+
+    #[test]
+    fn time_exceeded_quotes_the_packet_from_the_rx_interface_address() {
+        let f = udp([192, 0, 2, 1], 1, false, 100);
+        let (out, counter) = build(&f, TIME_EXCEEDED, 0).unwrap();
+        assert_eq!(counter, Error::SentTimeExceeded);
+        assert_error(&out, &f, if_addr(0), TIME_EXCEEDED, 100);
+        // From if1 the error comes from if1's address.
+        let (out, _) = build(&f, TIME_EXCEEDED, 1).unwrap();
+        assert_error(&out, &f, if_addr(1), TIME_EXCEEDED, 100);
+    }
+
+    #[test]
+    fn frag_needed_carries_the_mtu_and_quotes_up_to_576_bytes() {
+        let f = udp([192, 0, 2, 1], 64, true, 1500);
+        let (out, counter) = build(&f, FRAG_NEEDED, 0).unwrap();
+        assert_eq!(counter, Error::SentFragmentationNeeded);
+        assert_eq!(out.len(), 14 + 576);
+        assert_error(&out, &f, if_addr(0), FRAG_NEEDED, 576 - 28);
+    }
+
+    #[test]
+    fn vlan_tagged_original_is_quoted_from_its_ip_header() {
+        let f = udp([192, 0, 2, 1], 64, false, 60);
+        let (out, counter) = build(&tagged(&f), PORT_UNREACHABLE, 0).unwrap();
+        assert_eq!(counter, Error::SentUnreachable);
+        assert_error(&out, &f, if_addr(0), PORT_UNREACHABLE, 60);
+    }
+
+    #[test]
+    fn forbidden_and_impossible_errors_are_not_sent() {
+        let mut broadcast_mac = udp([192, 0, 2, 1], 1, false, 60);
+        broadcast_mac[..6].copy_from_slice(&[0xff; 6]);
+        let mut icmp_error = udp([192, 0, 2, 1], 1, false, 60);
+        icmp_error[23] = 1;
+        icmp_error[34] = 3;
+        let from_zero = frame([0, 0, 0, 0], [192, 0, 2, 1], 17, 1, false, &[0; 8]);
+        let to_multicast = frame([198, 18, 0, 1], [239, 1, 1, 1], 17, 1, false, &[0; 8]);
+        for f in [broadcast_mac, icmp_error, from_zero, to_multicast] {
+            assert_eq!(build(&f, TIME_EXCEEDED, 0).err(), Some(Error::Forbidden));
+        }
+        let f = udp([192, 0, 2, 1], 1, false, 60);
+        assert_eq!(build(&f, TIME_EXCEEDED, 2).err(), Some(Error::NoAddress));
+        assert_eq!(build(&f, TIME_EXCEEDED, 99).err(), Some(Error::NoAddress));
+        let mut arp = f.clone();
+        arp[12..14].copy_from_slice(&[8, 6]);
+        assert_eq!(build(&arp, TIME_EXCEEDED, 0).err(), Some(Error::NotIpv4));
+    }
+
+    #[test]
+    fn allocation_failure_is_counted() {
+        let pool = BufferPool::new(1, HugePages::Never).unwrap();
+        let mut bufs = pool.worker_handle();
+        let bi = bufs
+            .packet_from_bytes(&udp([192, 0, 2, 1], 1, false, 60))
+            .unwrap();
+        bufs.meta_mut(bi).rx_if = 0;
+        bufs.meta_mut(bi).aux = TIME_EXCEEDED.to_aux();
+        let v = view();
+        let mut node = Icmp4Error::new(v.clone(), 0, 10);
+        let r = node.make_error(&v.load(), &mut bufs, bi);
+        assert_eq!(r.err(), Some(Error::NoBuffer));
+        bufs.free(bi);
+    }
+
+    #[test]
+    fn node_sends_errors_to_lookup_and_originals_to_drop() {
+        let frames = vec![
+            udp([192, 0, 2, 1], 1, false, 100),
+            udp([192, 0, 2, 1], 1, false, 1500),
+        ];
+        let out = run(&frames, TIME_EXCEEDED, 0, 10);
+        assert_eq!(out.per_next, vec![2, 2]);
+        assert_eq!(out.errors[Error::SentTimeExceeded as usize], 2);
+        let out = run(&frames, FRAG_NEEDED, 0, 10);
+        assert_eq!(out.errors[Error::SentFragmentationNeeded as usize], 2);
+        let out = run(&frames, PORT_UNREACHABLE, 2, 10);
+        assert_eq!(out.per_next, vec![0, 2]);
+        assert_eq!(out.errors[Error::NoAddress as usize], 2);
+    }
+
+    #[test]
+    fn rate_limit_holds_errors_to_the_burst() {
+        let frames: Vec<Vec<u8>> = (0..7).map(|_| udp([192, 0, 2, 1], 1, false, 100)).collect();
+        let out = run(&frames, TIME_EXCEEDED, 0, 3);
+        assert_eq!(out.per_next, vec![3, 7]);
+        assert_eq!(out.errors[Error::SentTimeExceeded as usize], 3);
+        assert_eq!(out.errors[Error::RateLimited as usize], 4);
+        // Forbidden errors do not spend tokens.
+        let mut frames = frames;
+        frames.insert(
+            0,
+            frame([0, 0, 0, 0], [192, 0, 2, 1], 17, 1, false, &[0; 8]),
+        );
+        let out = run(&frames, TIME_EXCEEDED, 0, 3);
+        assert_eq!(out.errors[Error::Forbidden as usize], 1);
+        assert_eq!(out.errors[Error::SentTimeExceeded as usize], 3);
+    }
+
+    /// Packets that reached a capture node: (node name, bytes).
+    type Seen = std::sync::Arc<std::sync::Mutex<Vec<(&'static str, Vec<u8>)>>>;
+
+    /// Keeps what reaches it.
+    struct Capture {
+        name: &'static str,
+        seen: Seen,
+    }
+    impl Node for Capture {
+        fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+            for &bi in frame {
+                let mut bytes = Vec::new();
+                cx.bufs.copy_packet(bi, &mut bytes);
+                self.seen.lock().unwrap().push((self.name, bytes));
+                cx.bufs.free(bi);
+            }
+            frame.len()
+        }
+    }
+
+    struct Feed(Vec<u32>);
+    impl Node for Feed {
+        fn process(&mut self, cx: &mut NodeCx<'_>, _: &[u32]) -> usize {
+            let p = std::mem::take(&mut self.0);
+            cx.enqueue_all(0, &p);
+            p.len()
+        }
+    }
+
+    /// ip4-rewrite and ip4-local hand their requests to icmp4-error through `aux`: run
+    /// them together and look at the errors that come out.
+    #[test]
+    fn errors_asked_for_by_rewrite_and_local_come_out_right() {
+        use crate::graph::Graph;
+        use crate::nodes::{ip4_local::Ip4Local, ip4_rewrite::Ip4Rewrite};
+        let pool = BufferPool::new(256, HugePages::Never).unwrap();
+        let mut bufs = pool.worker_handle();
+        let expiring = udp([192, 0, 2, 1], 1, false, 100);
+        let too_big = udp([192, 0, 2, 1], 64, true, 1200);
+        let to_us = frame(
+            [198, 18, 0, 1],
+            if_addr(0).to_be_bytes(),
+            17,
+            64,
+            false,
+            &[7; 8],
+        );
+        let mut feed = |frames: &[&Vec<u8>], adj: u32| -> Vec<u32> {
+            frames
+                .iter()
+                .map(|f| {
+                    let bi = bufs.packet_from_bytes(f).unwrap();
+                    bufs.meta_mut(bi).rx_if = 0;
+                    bufs.meta_mut(bi).adj = adj;
+                    bi
+                })
+                .collect()
+        };
+        let to_rewrite = feed(&[&expiring, &too_big], ADJ_SMALL_MTU);
+        let to_local = feed(&[&to_us], 1);
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let v = view();
+        let mut decls = vec![
+            NodeDecl {
+                name: "feed-rewrite".into(),
+                kind: NodeKind::Input,
+                next: vec![crate::nodes::ip4_lookup::IP4_REWRITE.into()],
+                errors: vec![],
+                node: Box::new(Feed(to_rewrite)),
+            },
+            NodeDecl {
+                name: "feed-local".into(),
+                kind: NodeKind::Input,
+                next: vec![crate::nodes::IP4_LOCAL.into()],
+                errors: vec![],
+                node: Box::new(Feed(to_local)),
+            },
+            Ip4Rewrite::decl(v.clone()),
+            Ip4Local::decl(v.clone()),
+            Icmp4Error::decl(v.clone()),
+        ];
+        for name in ["interface-output", "ip4-arp", "error-drop", "ip4-lookup"] {
+            decls.push(NodeDecl {
+                name: name.into(),
+                kind: NodeKind::Output,
+                next: vec![],
+                errors: vec![],
+                node: Box::new(Capture {
+                    name,
+                    seen: seen.clone(),
+                }),
+            });
+        }
+        let mut g = Graph::build(decls, 0).unwrap();
+        g.run_once(&mut bufs);
+        drop(bufs);
+        assert_eq!(pool.report().in_use, 0);
+        let seen = seen.lock().unwrap();
+        let errors: Vec<&Vec<u8>> = seen
+            .iter()
+            .filter(|(n, _)| *n == "ip4-lookup")
+            .map(|(_, b)| b)
+            .collect();
+        assert_eq!(errors.len(), 3);
+        assert_eq!(seen.iter().filter(|(n, _)| *n == "error-drop").count(), 3);
+        let find = |kind: u8, code: u8| {
+            *errors
+                .iter()
+                .find(|e| e[34] == kind && e[35] == code)
+                .expect("error sent")
+        };
+        let mtu = IcmpErrorRequest {
+            kind: 3,
+            code: 4,
+            arg: 1000,
+        };
+        assert_error(find(11, 0), &expiring, if_addr(0), TIME_EXCEEDED, 100);
+        assert_error(find(3, 4), &too_big, if_addr(0), mtu, 576 - 28);
+        assert_error(find(3, 3), &to_us, if_addr(0), PORT_UNREACHABLE, 28);
+    }
+}

@@ -1,0 +1,379 @@
+//! icmp6-error: sends the ICMPv6 error another node asked for (in `BufferMeta::aux`) about the
+//! packet it could not deliver, then drops that packet. The error is a new packet from an
+//! address of the interface the original came in by, routed back through ip6-lookup like any
+//! other. RFC 4443 2.4(e) says when not to send one (each case counted); a per-worker token
+//! bucket (2.4(f)) keeps a flood of bad packets from becoming a flood of errors.
+
+use super::ip6_rewrite::FLAG_LOCAL_ORIGIN;
+use super::IcmpErrorRequest;
+use crate::buffer::{WorkerBuffers, FLAG_TRACED};
+use crate::drivers::tsc;
+use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::router::adjacency::{L3Interface, L3View, SharedL3View};
+use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
+use crate::wire::icmp6::{self, build_error, error_forbidden, Forbidden};
+use crate::wire::ipv6::{self, Ipv6Header, MIN_MTU};
+use crate::wire::EtherType;
+
+/// Errors a worker sends per second, and how many it may send at once after a quiet time.
+pub const RATE_PER_SEC: u64 = 1000;
+pub const BURST: u64 = 100;
+
+#[repr(usize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    Lookup,
+    Drop,
+}
+
+#[repr(usize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Error {
+    SentTimeExceeded,
+    SentUnreachable,
+    SentPacketTooBig,
+    SentOther,
+    RateLimited,
+    AboutError,
+    AboutMulticast,
+    BadSource,
+    NotIpv6,
+    NoAddress,
+    NoBuffer,
+}
+
+pub const ERRORS: [&str; 11] = [
+    "sent time exceeded",
+    "sent destination unreachable",
+    "sent packet too big",
+    "sent other ICMPv6 error",
+    "rate limited",
+    "not sent: about an ICMPv6 error or redirect",
+    "not sent: about a multicast packet",
+    "not sent: source multicast or unspecified",
+    "not sent: original is not an IPv6 packet",
+    "not sent: no IPv6 address on the receiving interface",
+    "not sent: buffer allocation failed",
+];
+
+fn sent(req: IcmpErrorRequest) -> Error {
+    match req.kind {
+        icmp6::kind::TIME_EXCEEDED => Error::SentTimeExceeded,
+        icmp6::kind::DEST_UNREACHABLE => Error::SentUnreachable,
+        icmp6::kind::PACKET_TOO_BIG => Error::SentPacketTooBig,
+        _ => Error::SentOther,
+    }
+}
+
+fn forbidden(f: Forbidden) -> Error {
+    match f {
+        Forbidden::NotIpv6 => Error::NotIpv6,
+        Forbidden::ErrorMessage => Error::AboutError,
+        Forbidden::MulticastDestination => Error::AboutMulticast,
+        Forbidden::BadSource => Error::BadSource,
+    }
+}
+
+/// The address an interface answers `to` from: one on the same prefix, a link-local one
+/// (derived from the MAC) to a link-local peer, else its first. `None` without IPv6 addresses.
+pub fn v6_towards(itf: &L3Interface, to: u128) -> Option<u128> {
+    let on_prefix = itf.v6.iter().find(|&&(a, len)| {
+        let mask = if len == 0 {
+            0
+        } else {
+            u128::MAX << (128 - len.min(128) as u32)
+        };
+        a & mask == to & mask
+    });
+    if let Some(&(a, _)) = on_prefix {
+        return Some(a);
+    }
+    let first = itf.v6.first()?.0;
+    if ipv6::is_link_local(to) {
+        return Some(ipv6::link_local_from_mac(itf.mac));
+    }
+    Some(first)
+}
+
+/// `rate` tokens a second on the time-stamp counter, at most `burst` saved. A stand-in for
+/// `nodes::rate_limit::TokenBucket` of the IPv4 nodes until that is on main.
+struct Bucket {
+    rate: u64,
+    /// Tokens in units of clock ticks (one token = `hz` units), at most `burst * hz`.
+    level: u64,
+    capacity: u64,
+    hz: u64,
+    last: u64,
+}
+
+impl Bucket {
+    fn new(rate: u64, burst: u64) -> Bucket {
+        let hz = (tsc::hz() as u64).max(1);
+        let capacity = burst.saturating_mul(hz);
+        Bucket {
+            rate,
+            level: capacity,
+            capacity,
+            hz,
+            last: tsc::now(),
+        }
+    }
+
+    fn allow(&mut self) -> bool {
+        let now = tsc::now();
+        let elapsed = now.saturating_sub(self.last);
+        self.last = self.last.max(now);
+        self.level = self
+            .level
+            .saturating_add(elapsed.saturating_mul(self.rate))
+            .min(self.capacity);
+        if self.level >= self.hz {
+            self.level -= self.hz;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+pub struct Icmp6Error {
+    view: SharedL3View,
+    bucket: Bucket,
+    /// Where the error is built before it is copied into its buffer.
+    scratch: Box<[u8; ETH_HEADER_LEN + MIN_MTU]>,
+}
+
+impl Icmp6Error {
+    pub fn decl(view: SharedL3View) -> NodeDecl {
+        Self::decl_with_limit(view, RATE_PER_SEC, BURST)
+    }
+
+    /// With its own rate limit: `rate` errors a second, `burst` at once.
+    pub fn decl_with_limit(view: SharedL3View, rate: u64, burst: u64) -> NodeDecl {
+        NodeDecl {
+            name: super::ICMP6_ERROR.to_string(),
+            kind: NodeKind::Internal,
+            next: vec![super::IP6_LOOKUP.to_string(), super::ERROR_DROP.to_string()],
+            errors: ERRORS.to_vec(),
+            node: Box::new(Icmp6Error::new(view, rate, burst)),
+        }
+    }
+
+    pub fn new(view: SharedL3View, rate: u64, burst: u64) -> Icmp6Error {
+        Icmp6Error {
+            view,
+            bucket: Bucket::new(rate, burst),
+            scratch: Box::new([0; ETH_HEADER_LEN + MIN_MTU]),
+        }
+    }
+
+    /// Build the error `bi` asks for into a new buffer and return it with the counter of
+    /// what was sent; `bi` itself is not changed. `Err` is the reason nothing was sent.
+    pub fn make_error(
+        &mut self,
+        view: &L3View,
+        bufs: &mut WorkerBuffers,
+        bi: u32,
+    ) -> Result<(u32, Error), Error> {
+        let meta = *bufs.meta(bi);
+        let req = IcmpErrorRequest::from_aux(meta.aux);
+        let data = bufs.data(bi);
+        let eth = match EthernetRepr::parse(data) {
+            Ok(eth) if eth.ethertype == EtherType::IPV6 => eth,
+            _ => return Err(Error::NotIpv6),
+        };
+        let orig = data.get(eth.l3_offset as usize..).unwrap_or_default();
+        if let Some(f) = error_forbidden(orig, req.kind, req.code) {
+            return Err(forbidden(f));
+        }
+        // (e.4) A link-layer multicast is the one case error_forbidden cannot see; it has
+        // the same exceptions as (e.3).
+        let group_ok = req.kind == icmp6::kind::PACKET_TOO_BIG
+            || (req.kind == icmp6::kind::PARAMETER_PROBLEM && req.code == 2);
+        if eth.destination.is_multicast() && !group_ok {
+            return Err(Error::AboutMulticast);
+        }
+        let orig_src = Ipv6Header::parse_in(orig, usize::MAX)
+            .map_err(|_| Error::NotIpv6)?
+            .source();
+        let from = view
+            .interface(meta.rx_if)
+            .and_then(|itf| v6_towards(itf, orig_src))
+            .ok_or(Error::NoAddress)?;
+        if !self.bucket.allow() {
+            return Err(Error::RateLimited);
+        }
+        let (eth_out, ip_out) = self.scratch.split_at_mut(ETH_HEADER_LEN);
+        let n = build_error(ip_out, orig, req.kind, req.code, req.arg as u32, from)
+            .ok_or(Error::NotIpv6)?;
+        // Addresses are a placeholder for ip6-rewrite; ip6-lookup reads the EtherType.
+        eth_out.fill(0);
+        eth_out[12..].copy_from_slice(&EtherType::IPV6.0.to_be_bytes());
+        let len = ETH_HEADER_LEN + n;
+
+        let nb = bufs.alloc_one().ok_or(Error::NoBuffer)?;
+        let m = bufs.meta_mut(nb);
+        m.len = len as u16;
+        m.total_len = len as u32;
+        m.rx_if = meta.rx_if;
+        // The error continues the original's trace record, if it has one.
+        m.flags = FLAG_LOCAL_ORIGIN | (meta.flags & FLAG_TRACED);
+        m.trace_index = meta.trace_index;
+        bufs.data_mut(nb).copy_from_slice(&self.scratch[..len]);
+        Ok((nb, sent(req)))
+    }
+}
+
+impl Node for Icmp6Error {
+    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+        let view = self.view.load();
+        let tracing = cx.tracing();
+        for &bi in frame {
+            let verdict = self.make_error(&view, cx.bufs, bi);
+            let counter = match verdict {
+                Ok((_, c)) | Err(c) => c,
+            };
+            cx.count_error(counter as usize, 1);
+            if tracing {
+                let req = IcmpErrorRequest::from_aux(cx.bufs.meta(bi).aux);
+                cx.trace(
+                    bi,
+                    format_args!(
+                        "{}: type {} code {} arg {}",
+                        ERRORS[counter as usize], req.kind, req.code, req.arg
+                    ),
+                );
+            }
+            if let Ok((nb, _)) = verdict {
+                cx.enqueue(Next::Lookup as usize, nb);
+            }
+            cx.enqueue(Next::Drop as usize, bi);
+        }
+        frame.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buffer::{BufferPool, HugePages};
+    use crate::nodes::ip6_input::test_support::*;
+    use crate::nodes::testing::{Harness, Outcome};
+    use crate::wire::ipv6::next_header;
+
+    const TIME_EXCEEDED: IcmpErrorRequest = IcmpErrorRequest {
+        kind: 3,
+        code: 0,
+        arg: 0,
+    };
+    const TOO_BIG: IcmpErrorRequest = IcmpErrorRequest {
+        kind: 2,
+        code: 0,
+        arg: 1280,
+    };
+
+    fn run(frames: &[Vec<u8>], req: IcmpErrorRequest, rx_if: u32, burst: u64) -> Outcome {
+        let h = Harness::new(3);
+        let decl = Icmp6Error::decl_with_limit(view(), 0, burst);
+        h.run_node_with(decl, frames, rx_if, |m, _| m.aux = req.to_aux())
+    }
+
+    /// The error built about `frame`, as bytes and flags, or why none was.
+    fn build(
+        frame: &[u8],
+        req: IcmpErrorRequest,
+        rx_if: u32,
+    ) -> Result<(Vec<u8>, u16, Error), Error> {
+        let pool = BufferPool::new(16, HugePages::Never).unwrap();
+        let mut bufs = pool.worker_handle();
+        let bi = bufs.packet_from_bytes(frame).unwrap();
+        bufs.meta_mut(bi).rx_if = rx_if;
+        bufs.meta_mut(bi).aux = req.to_aux();
+        let v = view();
+        let mut node = Icmp6Error::new(v.clone(), 0, 10);
+        let r = node.make_error(&v.load(), &mut bufs, bi);
+        let mut before = Vec::new();
+        bufs.copy_packet(bi, &mut before);
+        assert_eq!(before, frame, "the original is not changed");
+        bufs.free(bi);
+        let (nb, counter) = r?;
+        let mut out = Vec::new();
+        bufs.copy_packet(nb, &mut out);
+        let flags = bufs.meta(nb).flags;
+        bufs.free(nb);
+        Ok((out, flags, counter))
+    }
+
+    #[test]
+    fn time_exceeded_goes_back_to_the_sender_from_the_rx_interface() {
+        let orig = udp(HOST, FAR, 1, 100);
+        let (out, flags, c) = build(&orig, TIME_EXCEEDED, 0).unwrap();
+        assert_eq!(c, Error::SentTimeExceeded);
+        assert_eq!(flags & FLAG_LOCAL_ORIGIN, FLAG_LOCAL_ORIGIN);
+        assert_eq!(&out[12..14], &[0x86, 0xdd]);
+        let h = Ipv6Header::parse(&out[14..]).unwrap();
+        assert_eq!((h.source(), h.destination()), (if_addr(0), HOST));
+        assert_eq!((h.next_header(), h.hop_limit()), (next_header::ICMPV6, 64));
+        let msg = h.payload();
+        assert_eq!(&msg[..2], &[3, 0]);
+        assert_eq!(&msg[8..], &orig[14..]);
+        assert_eq!(
+            ipv6::upper_layer_checksum(h.source(), h.destination(), 58, msg),
+            0
+        );
+    }
+
+    #[test]
+    fn packet_too_big_carries_the_mtu_and_fits_1280() {
+        let orig = udp(HOST, FAR, 64, 1500);
+        let (out, _, c) = build(&orig, TOO_BIG, 0).unwrap();
+        assert_eq!(c, Error::SentPacketTooBig);
+        assert_eq!(out.len(), 14 + 1280);
+        assert_eq!(&out[14 + 44..14 + 48], &1280u32.to_be_bytes());
+    }
+
+    #[test]
+    fn link_local_sender_gets_a_link_local_source() {
+        let ll = 0xfe80u128 << 112 | 0x42;
+        let (out, _, _) = build(&udp(ll, FAR, 1, 80), TIME_EXCEEDED, 0).unwrap();
+        let h = Ipv6Header::parse(&out[14..]).unwrap();
+        assert_eq!(h.source(), ipv6::link_local_from_mac(if_mac(0)));
+    }
+
+    #[test]
+    fn forbidden_cases_are_counted_and_nothing_is_sent() {
+        let mut err = echo_request(HOST, FAR, 8);
+        err[14 + 40] = 1; // a destination unreachable now (checksum is not looked at)
+        let mut l2_group = udp(HOST, FAR, 1, 80);
+        l2_group[0] = 0x33;
+        let frames = vec![
+            err,
+            udp(HOST, 0xff0e << 112 | 1, 1, 80),
+            udp(0, FAR, 1, 80),
+            l2_group,
+            vec![0; 30],
+        ];
+        let out = run(&frames, TIME_EXCEEDED, 0, 10);
+        assert_eq!(out.per_next, vec![0, 5]);
+        let e = &out.errors;
+        assert_eq!(e[Error::AboutError as usize], 1);
+        assert_eq!(e[Error::AboutMulticast as usize], 2);
+        assert_eq!(e[Error::BadSource as usize], 1);
+        assert_eq!(e[Error::NotIpv6 as usize], 1);
+        // Packet Too Big about a packet to a group is allowed.
+        let out = run(&[udp(HOST, 0xff0e << 112 | 1, 64, 1400)], TOO_BIG, 0, 10);
+        assert_eq!(out.per_next, vec![1, 1]);
+    }
+
+    #[test]
+    fn rate_limit_and_missing_address() {
+        let frames: Vec<Vec<u8>> = (0..5).map(|_| udp(HOST, FAR, 1, 80)).collect();
+        let out = run(&frames, TIME_EXCEEDED, 0, 3);
+        assert_eq!(out.per_next, vec![3, 5]);
+        assert_eq!(out.errors[Error::SentTimeExceeded as usize], 3);
+        assert_eq!(out.errors[Error::RateLimited as usize], 2);
+        // if2 has no IPv6 address.
+        let out = run(&frames[..1], TIME_EXCEEDED, 2, 3);
+        assert_eq!(out.errors[Error::NoAddress as usize], 1);
+    }
+}

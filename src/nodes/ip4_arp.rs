@@ -1,0 +1,327 @@
+//! ip4-arp: packets whose next hop has no MAC yet. Each is held (a few per neighbour, see
+//! `neighbor_hold`) while ARP requests go out; when the control plane publishes the
+//! neighbour (learnt by arp-input), the held packets go back to ip4-rewrite. A neighbour
+//! that never answers costs its packets, each counted.
+
+use super::ip4_lookup::IP4_REWRITE;
+use super::neighbor_hold::{HoldOutcome, HoldTable};
+use crate::buffer::FLAG_LOCAL_ORIGIN;
+use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::router::adjacency::{AdjKind, L3View, SharedL3View};
+use crate::wire::arp::request_frame;
+use crate::wire::ethernet::Repr as EthernetRepr;
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::{Duration, Instant};
+
+/// How often a worker holding packets looks at the clock and the view even when nothing
+/// changed (the view's generation wakes it at once when a neighbour appears).
+const POLL_EVERY: Duration = Duration::from_millis(10);
+
+#[repr(usize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    Rewrite,
+    InterfaceOutput,
+    Drop,
+}
+
+#[repr(usize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Error {
+    Held,
+    RequestsSent,
+    Released,
+    QueueFull,
+    TableFull,
+    NoAnswer,
+    NotResolvable,
+    NoSourceAddress,
+    NoBuffer,
+}
+
+pub const ERRORS: [&str; 9] = [
+    "packets held for ARP resolution",
+    "arp requests sent",
+    "held packets released to ip4-rewrite",
+    "arp hold queue full for the neighbour (dropped)",
+    "too many neighbours being resolved (dropped)",
+    "neighbour did not answer ARP (held packet dropped)",
+    "adjacency is not a glean or neighbour (dropped)",
+    "no IPv4 address on the interface to ask from (dropped)",
+    "no buffer for an arp request",
+];
+
+pub struct Ip4Arp {
+    view: SharedL3View,
+    table: HoldTable,
+    /// View generation and time of the last look at held packets.
+    seen_generation: u64,
+    last_poll: Instant,
+    scratch: Vec<u32>,
+    asks: Vec<(u32, IpAddr)>,
+}
+
+impl Ip4Arp {
+    pub fn decl(view: SharedL3View) -> NodeDecl {
+        NodeDecl {
+            name: super::IP4_ARP.to_string(),
+            kind: NodeKind::Internal,
+            next: vec![
+                IP4_REWRITE.to_string(),
+                super::INTERFACE_OUTPUT.to_string(),
+                super::ERROR_DROP.to_string(),
+            ],
+            errors: ERRORS.to_vec(),
+            node: Box::new(Ip4Arp {
+                view,
+                table: HoldTable::default(),
+                seen_generation: 0,
+                last_poll: Instant::now(),
+                scratch: Vec::new(),
+                asks: Vec::new(),
+            }),
+        }
+    }
+
+    /// The neighbour a packet waits for: its own destination on a connected network (glean)
+    /// or the route's next hop.
+    fn target(view: &L3View, adj: u32, data: &[u8]) -> Option<(u32, Ipv4Addr)> {
+        let a = view.adj(adj);
+        match a.kind {
+            AdjKind::Glean => {
+                let l3 = EthernetRepr::parse(data).ok()?.l3_offset as usize;
+                let d = data.get(l3 + 16..l3 + 20)?;
+                Some((a.interface, Ipv4Addr::new(d[0], d[1], d[2], d[3])))
+            }
+            AdjKind::Neighbor => match a.next_hop {
+                IpAddr::V4(ip) => Some((a.interface, ip)),
+                IpAddr::V6(_) => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Send one ARP request for `target` out of `interface`.
+    fn ask(cx: &mut NodeCx<'_>, view: &L3View, interface: u32, target: Ipv4Addr) {
+        let Some(itf) = view.interface(interface) else {
+            cx.count_error(Error::NoSourceAddress as usize, 1);
+            return;
+        };
+        let src = itf.v4_towards(target.into());
+        if src == 0 {
+            cx.count_error(Error::NoSourceAddress as usize, 1);
+            return;
+        }
+        let frame = request_frame(itf.mac, src, target.into());
+        let Some(bi) = cx.bufs.packet_from_bytes(&frame) else {
+            cx.count_error(Error::NoBuffer as usize, 1);
+            return;
+        };
+        let m = cx.bufs.meta_mut(bi);
+        m.tx_if = interface;
+        m.rx_if = interface;
+        m.flags |= FLAG_LOCAL_ORIGIN;
+        cx.count_error(Error::RequestsSent as usize, 1);
+        cx.enqueue(Next::InterfaceOutput as usize, bi);
+    }
+}
+
+impl Node for Ip4Arp {
+    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+        let view = self.view.load();
+        let now = Instant::now();
+        for &bi in frame {
+            let adj = cx.bufs.meta(bi).adj;
+            let Some((itf, target)) = Self::target(&view, adj, cx.bufs.data(bi)) else {
+                cx.count_error(Error::NotResolvable as usize, 1);
+                cx.enqueue(Next::Drop as usize, bi);
+                continue;
+            };
+            let key = IpAddr::V4(target);
+            if view.neighbors.contains_key(&(itf, key)) {
+                // Resolved while the packet was on its way here.
+                cx.enqueue(Next::Rewrite as usize, bi);
+                continue;
+            }
+            if cx.tracing() {
+                cx.trace(bi, format_args!("held for {target} on interface {itf}"));
+            }
+            match self.table.hold(itf, key, bi, now) {
+                HoldOutcome::Held { request } => {
+                    cx.count_error(Error::Held as usize, 1);
+                    if request {
+                        Self::ask(cx, &view, itf, target);
+                    }
+                }
+                HoldOutcome::QueueFull => {
+                    cx.count_error(Error::QueueFull as usize, 1);
+                    cx.enqueue(Next::Drop as usize, bi);
+                }
+                HoldOutcome::TableFull => {
+                    cx.count_error(Error::TableFull as usize, 1);
+                    cx.enqueue(Next::Drop as usize, bi);
+                }
+            }
+        }
+        frame.len()
+    }
+
+    fn wants_poll(&self) -> bool {
+        true
+    }
+
+    fn poll(&mut self, cx: &mut NodeCx<'_>) -> usize {
+        if self.table.is_empty() {
+            return 0;
+        }
+        let view = self.view.load();
+        let now = Instant::now();
+        let changed = view.generation != self.seen_generation;
+        if !changed && now.duration_since(self.last_poll) < POLL_EVERY {
+            return 0;
+        }
+        self.seen_generation = view.generation;
+        self.last_poll = now;
+        let mut handled = 0;
+        if changed {
+            self.scratch.clear();
+            self.table.release(
+                |i, ip| view.neighbors.contains_key(&(i, ip)),
+                &mut self.scratch,
+            );
+            cx.count_error(Error::Released as usize, self.scratch.len() as u64);
+            cx.enqueue_all(Next::Rewrite as usize, &self.scratch);
+            handled += self.scratch.len();
+        }
+        self.asks.clear();
+        self.table.due_requests(now, &mut self.asks);
+        for k in 0..self.asks.len() {
+            if let (itf, IpAddr::V4(ip)) = self.asks[k] {
+                Self::ask(cx, &view, itf, ip);
+                handled += 1;
+            }
+        }
+        self.scratch.clear();
+        self.table.expire(now, &mut self.scratch);
+        cx.count_error(Error::NoAnswer as usize, self.scratch.len() as u64);
+        cx.enqueue_all(Next::Drop as usize, &self.scratch);
+        handled + self.scratch.len()
+    }
+
+    fn held_buffers(&self) -> usize {
+        self.table.held()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nodes::neighbor_hold::{GIVE_UP, MAX_PER_NEIGHBOR, MAX_REQUESTS, REQUEST_INTERVAL};
+    use crate::nodes::testing::Harness;
+    use crate::router::adjacency::Adjacency;
+    use crate::wire::arp::{ArpPacket, OP_REQUEST};
+    use crate::wire::MacAddress;
+
+    const US: u32 = 0xc000_0201;
+    const GLEAN: u32 = 2;
+
+    fn to(dst: [u8; 4]) -> Vec<u8> {
+        let mut f = vec![0u8; 60];
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f[14] = 0x45;
+        f[30..34].copy_from_slice(&dst);
+        f
+    }
+
+    fn harness() -> Harness {
+        let h = Harness::new(1);
+        h.add_address(0, US, 24);
+        h.edit_view(|v| {
+            let mut g = Adjacency::simple(AdjKind::Glean);
+            g.interface = 0;
+            v.adjs.push(g);
+        });
+        h
+    }
+
+    fn feed(bufs: &mut crate::buffer::WorkerBuffers, dst: [u8; 4]) -> u32 {
+        let bi = bufs.packet_from_bytes(&to(dst)).unwrap();
+        let m = bufs.meta_mut(bi);
+        m.adj = GLEAN;
+        m.rx_if = 0;
+        bi
+    }
+
+    fn resolve(h: &Harness, last: u8) {
+        h.edit_view(|v| {
+            v.neighbors.insert(
+                (0, IpAddr::V4(Ipv4Addr::new(192, 0, 2, last))),
+                MacAddress([2, 9, 9, 9, 9, last]),
+            );
+        });
+    }
+
+    #[test]
+    fn first_packet_asks_later_ones_wait_and_overflow_is_counted() {
+        let h = harness();
+        let captured = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut t = h.graph(Ip4Arp::decl(h.view.clone()), Some(captured.clone()));
+        let mut bufs = h.pool.worker_handle();
+        let packets: Vec<u32> = (0..MAX_PER_NEIGHBOR + 2)
+            .map(|_| feed(&mut bufs, [192, 0, 2, 9]))
+            .collect();
+        t.inbox.lock().unwrap().extend(packets);
+        t.graph.run_once(&mut bufs);
+        assert_eq!(t.error(Error::Held as usize), MAX_PER_NEIGHBOR as u64);
+        assert_eq!(t.error(Error::QueueFull as usize), 2);
+        assert_eq!(t.error(Error::RequestsSent as usize), 1);
+        assert_eq!(t.to_next(Next::InterfaceOutput as usize), 1);
+        let req = captured.lock().unwrap()[0].clone();
+        let p = ArpPacket::parse(&req[14..]).unwrap();
+        assert_eq!(p.op, OP_REQUEST);
+        assert_eq!((p.sender_ip, p.target_ip), (US, 0xc000_0209));
+        assert_eq!(&req[..6], &[0xff; 6]);
+        // The answer releases every held packet to ip4-rewrite.
+        resolve(&h, 9);
+        t.graph.run_once(&mut bufs);
+        assert_eq!(t.error(Error::Released as usize), MAX_PER_NEIGHBOR as u64);
+        assert_eq!(t.to_next(Next::Rewrite as usize), MAX_PER_NEIGHBOR);
+        drop(t);
+        drop(bufs);
+        assert_eq!(h.pool.report().in_use, 0);
+    }
+
+    #[test]
+    fn silence_costs_the_held_packets_after_the_last_request() {
+        let h = harness();
+        let mut t = h.graph(Ip4Arp::decl(h.view.clone()), None);
+        let mut bufs = h.pool.worker_handle();
+        let a = feed(&mut bufs, [192, 0, 2, 10]);
+        t.inbox.lock().unwrap().push(a);
+        t.graph.run_once(&mut bufs);
+        let deadline =
+            Instant::now() + REQUEST_INTERVAL * MAX_REQUESTS + GIVE_UP + Duration::from_millis(500);
+        while t.error(Error::NoAnswer as usize) == 0 && Instant::now() < deadline {
+            t.graph.run_once(&mut bufs);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(t.error(Error::NoAnswer as usize), 1);
+        assert_eq!(t.error(Error::RequestsSent as usize), MAX_REQUESTS as u64);
+        assert_eq!(t.to_next(Next::Drop as usize), 1);
+        drop(t);
+        drop(bufs);
+        assert_eq!(h.pool.report().in_use, 0);
+    }
+
+    #[test]
+    fn other_adjacencies_are_not_resolved() {
+        let h = harness();
+        let out = h.run_node_with(
+            Ip4Arp::decl(h.view.clone()),
+            &[to([192, 0, 2, 9])],
+            0,
+            |m, _| m.adj = 0,
+        );
+        assert_eq!(out.errors[Error::NotResolvable as usize], 1);
+    }
+}

@@ -1,0 +1,356 @@
+//! ip4-local: IPv4 packets addressed to the router itself. Echo requests are answered in
+//! place: the request becomes the reply, from the address it was sent to, and goes back
+//! through ip4-lookup to be routed like any packet. UDP gets port unreachable (nothing
+//! listens) and other protocols protocol unreachable, through icmp4-error. Fragments are
+//! dropped: the router reassembles nothing.
+
+use super::IcmpErrorRequest;
+use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
+use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::router::adjacency::{L3View, SharedL3View};
+use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
+use crate::wire::icmp4::{self, echo_request_to_reply, Icmp4Error};
+use crate::wire::ipv4::Ipv4Header;
+use crate::wire::EtherType;
+
+const UDP: u8 = 17;
+
+#[repr(usize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    Lookup,
+    IcmpError,
+    Drop,
+}
+
+#[repr(usize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Error {
+    NotIpv4,
+    BadHeader,
+    Fragment,
+    EchoReplied,
+    EchoNotOurs,
+    EchoTooLong,
+    IcmpChecksum,
+    IcmpTruncated,
+    IcmpOtherType,
+    PortUnreachable,
+    ProtocolUnreachable,
+}
+
+pub const ERRORS: [&str; 11] = [
+    "not an IPv4 packet",
+    "ip4 header invalid",
+    "fragment to us (reassembly not supported)",
+    "echo request answered",
+    "echo request to a broadcast or multicast address (ignored)",
+    "echo request larger than one buffer (ignored)",
+    "icmp checksum bad",
+    "icmp message truncated",
+    "icmp type not handled",
+    "udp to us: port unreachable (to icmp4-error)",
+    "protocol not handled: protocol unreachable (to icmp4-error)",
+];
+
+/// What happens to one packet; `Reply` has already turned it into the reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Reply,
+    Icmp(IcmpErrorRequest),
+    Drop(Error),
+}
+
+impl Verdict {
+    fn next(self) -> Next {
+        match self {
+            Verdict::Reply => Next::Lookup,
+            Verdict::Icmp(_) => Next::IcmpError,
+            Verdict::Drop(_) => Next::Drop,
+        }
+    }
+
+    fn counter(self) -> Error {
+        match self {
+            Verdict::Reply => Error::EchoReplied,
+            Verdict::Icmp(req) if req.code == icmp4::CODE_PORT_UNREACHABLE => {
+                Error::PortUnreachable
+            }
+            Verdict::Icmp(_) => Error::ProtocolUnreachable,
+            Verdict::Drop(e) => e,
+        }
+    }
+}
+
+pub struct Ip4Local {
+    view: SharedL3View,
+}
+
+impl Ip4Local {
+    pub fn decl(view: SharedL3View) -> NodeDecl {
+        NodeDecl {
+            name: super::IP4_LOCAL.to_string(),
+            kind: NodeKind::Internal,
+            next: vec![
+                super::ip4_input::IP4_LOOKUP.to_string(),
+                super::ICMP4_ERROR.to_string(),
+                super::ERROR_DROP.to_string(),
+            ],
+            errors: ERRORS.to_vec(),
+            node: Box::new(Ip4Local { view }),
+        }
+    }
+
+    /// Decide one packet's fate; an echo request is turned into its reply, ready for
+    /// ip4-lookup. Other packets are left as they are (icmp4-error quotes them).
+    pub fn local(view: &L3View, bufs: &mut WorkerBuffers, bi: u32) -> Verdict {
+        let packet_len = bufs.packet_len(bi);
+        let data = bufs.data(bi);
+        let l3 = match EthernetRepr::parse(data) {
+            Ok(eth) if eth.ethertype == EtherType::IPV4 => eth.l3_offset as usize,
+            _ => return Verdict::Drop(Error::NotIpv4),
+        };
+        let bytes = data.get(l3..).unwrap_or_default();
+        let (proto, dst, end) = match Ipv4Header::parse_in(bytes, packet_len.saturating_sub(l3)) {
+            Ok(h) => (h.protocol(), h.destination(), l3 + h.total_len()),
+            Err(_) => return Verdict::Drop(Error::BadHeader),
+        };
+        if bytes[6] & 0x20 != 0 || u16::from_be_bytes([bytes[6], bytes[7]]) & 0x1fff != 0 {
+            return Verdict::Drop(Error::Fragment);
+        }
+        match proto {
+            icmp4::PROTOCOL => {}
+            UDP => {
+                return Verdict::Icmp(IcmpErrorRequest {
+                    kind: icmp4::DEST_UNREACHABLE,
+                    code: icmp4::CODE_PORT_UNREACHABLE,
+                    arg: 0,
+                })
+            }
+            _ => {
+                return Verdict::Icmp(IcmpErrorRequest {
+                    kind: icmp4::DEST_UNREACHABLE,
+                    code: icmp4::CODE_PROTOCOL_UNREACHABLE,
+                    arg: 0,
+                })
+            }
+        }
+        // The checksum covers the whole message: it must all be in this segment.
+        if end > data.len() {
+            return Verdict::Drop(Error::EchoTooLong);
+        }
+        match echo_request_to_reply(&mut bufs.data_mut(bi)[l3..end], dst) {
+            Ok(()) => {}
+            Err(Icmp4Error::Checksum) => return Verdict::Drop(Error::IcmpChecksum),
+            Err(Icmp4Error::Truncated) => return Verdict::Drop(Error::IcmpTruncated),
+            Err(Icmp4Error::NotEchoRequest) => return Verdict::Drop(Error::IcmpOtherType),
+            Err(Icmp4Error::Fragment) => return Verdict::Drop(Error::Fragment),
+            Err(Icmp4Error::Ip(_) | Icmp4Error::NotIcmp) => return Verdict::Drop(Error::BadHeader),
+        }
+        // RFC 1122 3.2.2.6 lets a host ignore echoes to broadcast and multicast addresses;
+        // a reply must come from one of our unicast addresses, so those are dropped here.
+        if !view.interfaces.iter().any(|itf| itf.has_v4(dst)) {
+            return Verdict::Drop(Error::EchoNotOurs);
+        }
+        // Ethernet padding goes; VLAN tags go so that a 14-byte header (rewritten by
+        // ip4-rewrite) sits just before the IP header, ending in the IPv4 EtherType that
+        // ip4-lookup reads.
+        {
+            let m = bufs.meta_mut(bi);
+            m.len = end as u16;
+            m.total_len = end as u32;
+            m.flags |= FLAG_LOCAL_ORIGIN;
+            m.adj = u32::MAX;
+        }
+        if !bufs.advance(bi, l3 - ETH_HEADER_LEN) {
+            return Verdict::Drop(Error::NotIpv4);
+        }
+        bufs.data_mut(bi)[12..14].copy_from_slice(&EtherType::IPV4.0.to_be_bytes());
+        Verdict::Reply
+    }
+}
+
+impl Node for Ip4Local {
+    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+        let view = self.view.load();
+        let tracing = cx.tracing();
+        for &bi in frame {
+            let verdict = Self::local(&view, cx.bufs, bi);
+            let counter = verdict.counter();
+            cx.count_error(counter as usize, 1);
+            if let Verdict::Icmp(req) = verdict {
+                cx.bufs.meta_mut(bi).aux = req.to_aux();
+            }
+            if tracing {
+                cx.trace(bi, ERRORS[counter as usize]);
+            }
+            cx.enqueue(verdict.next() as usize, bi);
+        }
+        frame.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buffer::{BufferPool, HugePages};
+    use crate::nodes::ip4_rewrite::test_support::*;
+    use crate::nodes::testing::Harness;
+    use crate::wire::ipv4::checksum;
+
+    const HOST: [u8; 4] = [198, 18, 0, 1];
+
+    fn echo(kind: u8, data_len: usize) -> Vec<u8> {
+        let mut m = vec![kind, 0, 0, 0, 0x12, 0x34, 0, 9];
+        m.extend((0..data_len).map(|i| (i * 3) as u8));
+        let c = checksum(&m);
+        m[2..4].copy_from_slice(&c.to_be_bytes());
+        m
+    }
+
+    fn ping(dst: [u8; 4], data_len: usize) -> Vec<u8> {
+        frame(HOST, dst, 1, 64, false, &echo(8, data_len))
+    }
+
+    /// Run `local` on one packet; the verdict, the bytes after it and the metadata.
+    fn local_one(f: &[u8]) -> (Verdict, Vec<u8>, crate::buffer::BufferMeta) {
+        let pool = BufferPool::new(16, HugePages::Never).unwrap();
+        let mut bufs = pool.worker_handle();
+        let bi = bufs.packet_from_bytes(f).unwrap();
+        bufs.meta_mut(bi).rx_if = 0;
+        let v = view();
+        let verdict = Ip4Local::local(&v.load(), &mut bufs, bi);
+        let mut out = Vec::new();
+        bufs.copy_packet(bi, &mut out);
+        let meta = *bufs.meta(bi);
+        bufs.free(bi);
+        (verdict, out, meta)
+    }
+
+    /// A reply to `request` (an untagged frame) from `from`.
+    fn assert_reply(out: &[u8], request: &[u8], from: u32) {
+        let ip_len = request.len() - 14;
+        assert_eq!(out.len(), 14 + ip_len);
+        assert_eq!(&out[12..14], &[8, 0]);
+        let h = Ipv4Header::parse(&out[14..]).unwrap();
+        assert_eq!(
+            (h.source(), h.destination()),
+            (from, u32::from_be_bytes(HOST))
+        );
+        assert_eq!((h.ttl(), h.total_len()), (64, ip_len));
+        assert_eq!(checksum(&out[34..]), 0);
+        assert_eq!(out[34], 0);
+        assert_eq!(&out[38..], &request[38..]);
+    }
+
+    #[test]
+    fn echo_request_is_answered_from_the_address_it_was_sent_to() {
+        let req = ping(if_addr(0).to_be_bytes(), 56);
+        let (v, out, meta) = local_one(&req);
+        assert_eq!(v, Verdict::Reply);
+        assert_reply(&out, &req, if_addr(0));
+        assert_eq!(meta.rx_if, 0);
+        assert_ne!(meta.flags & FLAG_LOCAL_ORIGIN, 0);
+        // Another interface's address, reached through if0: the reply comes from it.
+        let req = ping(if_addr(1).to_be_bytes(), 0);
+        let (v, out, _) = local_one(&req);
+        assert_eq!(v, Verdict::Reply);
+        assert_reply(&out, &req, if_addr(1));
+    }
+
+    #[test]
+    fn tags_and_padding_are_stripped_from_the_reply() {
+        let req = ping(if_addr(0).to_be_bytes(), 4);
+        let mut padded = tagged(&req);
+        padded.resize(64, 0);
+        let (v, out, _) = local_one(&padded);
+        assert_eq!(v, Verdict::Reply);
+        assert_reply(&out, &req, if_addr(0));
+    }
+
+    #[test]
+    fn udp_and_other_protocols_ask_for_unreachables() {
+        let udp = frame(HOST, if_addr(0).to_be_bytes(), 17, 64, false, &[0; 8]);
+        let tcp = frame(HOST, if_addr(0).to_be_bytes(), 6, 64, false, &[0; 20]);
+        let (v, out, _) = local_one(&udp);
+        assert_eq!(
+            v,
+            Verdict::Icmp(IcmpErrorRequest {
+                kind: 3,
+                code: 3,
+                arg: 0
+            })
+        );
+        assert_eq!(out, udp);
+        let (v, out, _) = local_one(&tcp);
+        assert_eq!(
+            v,
+            Verdict::Icmp(IcmpErrorRequest {
+                kind: 3,
+                code: 2,
+                arg: 0
+            })
+        );
+        assert_eq!(out, tcp);
+    }
+
+    #[test]
+    fn each_unanswered_icmp_is_its_own_drop() {
+        let me = if_addr(0).to_be_bytes();
+        let mut bad_sum = ping(me, 8);
+        bad_sum[40] ^= 0x10;
+        let reply = frame(HOST, me, 1, 64, false, &echo(0, 8));
+        let short = frame(HOST, me, 1, 64, false, &[8, 0, 0]);
+        let mut frag = ping(me, 8);
+        frag[20] = 0x20;
+        frag[24..26].copy_from_slice(&[0, 0]);
+        let c = checksum(&frag[14..34]);
+        frag[24..26].copy_from_slice(&c.to_be_bytes());
+        let mut bad_ip = ping(me, 8);
+        bad_ip[24] ^= 1;
+        let big = ping(me, 3000);
+        let broadcast = ping([10, 0, 0, 255], 8);
+        let mut arp = ping(me, 8);
+        arp[12..14].copy_from_slice(&[8, 6]);
+        for (f, e) in [
+            (bad_sum, Error::IcmpChecksum),
+            (reply, Error::IcmpOtherType),
+            (short, Error::IcmpTruncated),
+            (frag, Error::Fragment),
+            (bad_ip, Error::BadHeader),
+            (big, Error::EchoTooLong),
+            (broadcast, Error::EchoNotOurs),
+            (arp, Error::NotIpv4),
+        ] {
+            assert_eq!(local_one(&f).0, Verdict::Drop(e), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn node_routes_and_counts() {
+        let me = if_addr(0).to_be_bytes();
+        let frames = vec![
+            ping(me, 56),
+            tagged(&ping(me, 56)),
+            frame(HOST, me, 17, 64, false, &[0; 8]),
+            frame(HOST, me, 47, 64, false, &[0; 8]),
+            frame(HOST, me, 1, 64, false, &echo(0, 8)),
+        ];
+        let h = Harness::new(3);
+        let out = h.run_node(Ip4Local::decl(view()), &frames, 0);
+        assert_eq!(out.per_next, vec![2, 2, 1]);
+        let e = &out.errors;
+        assert_eq!(e[Error::EchoReplied as usize], 2);
+        assert_eq!(e[Error::PortUnreachable as usize], 1);
+        assert_eq!(e[Error::ProtocolUnreachable as usize], 1);
+        assert_eq!(e[Error::IcmpOtherType as usize], 1);
+    }
+
+    proptest::proptest! {
+        /// Whatever the bytes: a verdict, never a panic.
+        #[test]
+        fn local_never_panics(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..120)) {
+            let _ = local_one(&bytes);
+        }
+    }
+}

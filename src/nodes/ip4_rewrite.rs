@@ -1,0 +1,582 @@
+//! ip4-rewrite: the last step of forwarding. For the adjacency ip4-lookup chose it finds the
+//! Ethernet header (from the adjacency when complete, else from the neighbour table), checks
+//! TTL and MTU, decrements the TTL with the incremental checksum of RFC 1624, writes the new
+//! header in front of the IP header (dropping any VLAN tags the packet came with) and hands
+//! the packet to interface-output. A neighbour not known yet sends the packet to ip4-arp,
+//! unchanged; ip4-arp brings it back here once the neighbour answers.
+
+use super::ip4_lookup::IP4_REWRITE;
+use super::IcmpErrorRequest;
+use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
+use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::router::adjacency::{ethernet_rewrite, AdjKind, L3View, SharedL3View};
+use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
+use crate::wire::icmp4;
+use crate::wire::ipv4::{decrement_ttl, MIN_HEADER_LEN};
+use crate::wire::EtherType;
+use std::net::{IpAddr, Ipv4Addr};
+
+/// How many packets ahead the data is prefetched.
+const PREFETCH_AHEAD: usize = 4;
+
+#[repr(usize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    InterfaceOutput,
+    Arp,
+    IcmpError,
+    Drop,
+}
+
+#[repr(usize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Error {
+    NotIpv4,
+    DropAdjacency,
+    NotNeighbor,
+    NoInterface,
+    TtlExpired,
+    TooBig,
+    FragmentationUnsupported,
+    Unresolved,
+}
+
+pub const ERRORS: [&str; 8] = [
+    "not an IPv4 packet",
+    "adjacency drops the packet",
+    "adjacency is not a neighbour (local, multipath or stale)",
+    "adjacency's interface is not in the view",
+    "ttl expired (sent to icmp4-error)",
+    "larger than the MTU with DF set (sent to icmp4-error)",
+    "larger than the MTU: fragmentation not supported",
+    "neighbour not resolved (sent to ip4-arp)",
+];
+
+/// What happens to one packet; `Forward` has already been applied to its bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Forward { tx_if: u32 },
+    Arp,
+    Icmp(IcmpErrorRequest, Error),
+    Drop(Error),
+}
+
+impl Verdict {
+    fn next(self) -> Next {
+        match self {
+            Verdict::Forward { .. } => Next::InterfaceOutput,
+            Verdict::Arp => Next::Arp,
+            Verdict::Icmp(..) => Next::IcmpError,
+            Verdict::Drop(_) => Next::Drop,
+        }
+    }
+
+    fn counted(self) -> Option<Error> {
+        match self {
+            Verdict::Forward { .. } => None,
+            Verdict::Arp => Some(Error::Unresolved),
+            Verdict::Icmp(_, e) | Verdict::Drop(e) => Some(e),
+        }
+    }
+}
+
+pub struct Ip4Rewrite {
+    view: SharedL3View,
+}
+
+impl Ip4Rewrite {
+    pub fn decl(view: SharedL3View) -> NodeDecl {
+        NodeDecl {
+            name: IP4_REWRITE.to_string(),
+            kind: NodeKind::Internal,
+            next: vec![
+                super::INTERFACE_OUTPUT.to_string(),
+                super::IP4_ARP.to_string(),
+                super::ICMP4_ERROR.to_string(),
+                super::ERROR_DROP.to_string(),
+            ],
+            errors: ERRORS.to_vec(),
+            node: Box::new(Ip4Rewrite { view }),
+        }
+    }
+
+    /// Decide one packet's fate and, when it is forwarded, rewrite it in place. Packets sent
+    /// anywhere else are left untouched (icmp4-error quotes them as they arrived).
+    pub fn rewrite(view: &L3View, bufs: &mut WorkerBuffers, bi: u32) -> Verdict {
+        let meta = *bufs.meta(bi);
+        let adj = *view.adj(meta.adj);
+        match adj.kind {
+            AdjKind::Neighbor | AdjKind::Glean => {}
+            AdjKind::Drop => return Verdict::Drop(Error::DropAdjacency),
+            AdjKind::Local | AdjKind::Multipath => return Verdict::Drop(Error::NotNeighbor),
+        }
+        let data = bufs.data(bi);
+        let l3 = match EthernetRepr::parse(data) {
+            Ok(eth) if eth.ethertype == EtherType::IPV4 => eth.l3_offset as usize,
+            _ => return Verdict::Drop(Error::NotIpv4),
+        };
+        let Some(ip) = data.get(l3..l3 + MIN_HEADER_LEN) else {
+            return Verdict::Drop(Error::NotIpv4);
+        };
+        if ip[0] >> 4 != 4 {
+            return Verdict::Drop(Error::NotIpv4);
+        }
+        // Our own replies and errors start with a fresh TTL and are not forwarded traffic.
+        let local = meta.flags & FLAG_LOCAL_ORIGIN != 0;
+        if !local && ip[8] <= 1 {
+            let req = IcmpErrorRequest {
+                kind: icmp4::TIME_EXCEEDED,
+                code: icmp4::CODE_TTL_EXCEEDED,
+                arg: 0,
+            };
+            return Verdict::Icmp(req, Error::TtlExpired);
+        }
+        let total = u16::from_be_bytes([ip[2], ip[3]]) as u32;
+        // MTU 0 means the control plane set none: no limit to enforce.
+        if adj.mtu != 0 && total > adj.mtu {
+            let df = ip[6] & 0x40 != 0;
+            if !df || local {
+                return Verdict::Drop(Error::FragmentationUnsupported);
+            }
+            let req = IcmpErrorRequest {
+                kind: icmp4::DEST_UNREACHABLE,
+                code: icmp4::CODE_FRAGMENTATION_NEEDED,
+                arg: adj.mtu.min(u16::MAX as u32) as u16,
+            };
+            return Verdict::Icmp(req, Error::TooBig);
+        }
+
+        let header = if adj.kind == AdjKind::Neighbor && adj.complete {
+            adj.rewrite
+        } else {
+            let neighbor = match adj.kind {
+                AdjKind::Glean => IpAddr::V4(Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19])),
+                _ => adj.next_hop,
+            };
+            let Some(mac) = view.neighbors.get(&(adj.interface, neighbor)) else {
+                return Verdict::Arp;
+            };
+            let Some(itf) = view.interface(adj.interface) else {
+                return Verdict::Drop(Error::NoInterface);
+            };
+            ethernet_rewrite(*mac, itf.mac, EtherType::IPV4.0)
+        };
+
+        if !local {
+            decrement_ttl(&mut bufs.data_mut(bi)[l3..l3 + MIN_HEADER_LEN]);
+        }
+        // The new header ends where the IP header starts: VLAN tags in between go.
+        let strip = l3 - ETH_HEADER_LEN;
+        if strip > 0 && !bufs.advance(bi, strip) {
+            return Verdict::Drop(Error::NotIpv4);
+        }
+        bufs.data_mut(bi)[..ETH_HEADER_LEN].copy_from_slice(&header);
+        bufs.meta_mut(bi).tx_if = adj.interface;
+        Verdict::Forward {
+            tx_if: adj.interface,
+        }
+    }
+
+    fn run<const TRACE: bool>(&self, cx: &mut NodeCx<'_>, frame: &[u32]) {
+        let view = self.view.load();
+        for (k, &bi) in frame.iter().enumerate() {
+            if let Some(&ahead) = frame.get(k + PREFETCH_AHEAD) {
+                cx.bufs.prefetch(ahead);
+            }
+            let verdict = Self::rewrite(&view, cx.bufs, bi);
+            if let Some(e) = verdict.counted() {
+                cx.count_error(e as usize, 1);
+            }
+            if let Verdict::Icmp(req, _) = verdict {
+                cx.bufs.meta_mut(bi).aux = req.to_aux();
+            }
+            if TRACE {
+                Self::trace(cx, bi, verdict);
+            }
+            cx.enqueue(verdict.next() as usize, bi);
+        }
+    }
+
+    fn trace(cx: &mut NodeCx<'_>, bi: u32, verdict: Verdict) {
+        let adj = cx.bufs.meta(bi).adj;
+        match verdict {
+            Verdict::Forward { tx_if } => {
+                let d = cx.bufs.data(bi);
+                let (Ok(eth), Some(&ttl)) = (EthernetRepr::parse(d), d.get(ETH_HEADER_LEN + 8))
+                else {
+                    return;
+                };
+                cx.trace(
+                    bi,
+                    format_args!("adj {adj} tx if {tx_if} {eth} ttl now {ttl}"),
+                );
+            }
+            Verdict::Icmp(req, e) => cx.trace(
+                bi,
+                format_args!(
+                    "adj {adj}: {} (icmp {} code {} arg {})",
+                    ERRORS[e as usize], req.kind, req.code, req.arg
+                ),
+            ),
+            Verdict::Arp => cx.trace(
+                bi,
+                format_args!("adj {adj}: {}", ERRORS[Error::Unresolved as usize]),
+            ),
+            Verdict::Drop(e) => {
+                cx.trace(bi, format_args!("adj {adj}: drop: {}", ERRORS[e as usize]))
+            }
+        }
+    }
+}
+
+impl Node for Ip4Rewrite {
+    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+        if cx.tracing() {
+            self.run::<true>(cx, frame);
+        } else {
+            self.run::<false>(cx, frame);
+        }
+        frame.len()
+    }
+}
+
+/// Frames and views for the tests of the IPv4 routing nodes.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use crate::router::adjacency::{
+        ethernet_rewrite, AdjKind, Adjacency, L3Interface, L3View, SharedL3View,
+    };
+    use crate::wire::ipv4::checksum;
+    use crate::wire::MacAddress;
+    use arc_swap::ArcSwap;
+    use std::net::{IpAddr, Ipv4Addr};
+    use std::sync::Arc;
+
+    pub const HOST_MAC: MacAddress = MacAddress([2, 0, 0, 0, 0, 0xaa]);
+    pub const NEIGHBOR_MAC: MacAddress = MacAddress([2, 0, 0, 0, 0, 0xbb]);
+    pub const GLEANED_MAC: MacAddress = MacAddress([2, 0, 0, 0, 0, 0xcc]);
+    /// Interface k has MAC 02:00:00:00:01:k and address 10.k.0.1/24.
+    pub fn if_mac(k: u8) -> MacAddress {
+        MacAddress([2, 0, 0, 0, 1, k])
+    }
+    pub fn if_addr(k: u8) -> u32 {
+        u32::from_be_bytes([10, k, 0, 1])
+    }
+
+    /// Adjacency indices of `view()`.
+    pub const ADJ_COMPLETE: u32 = 2;
+    pub const ADJ_GLEAN: u32 = 3;
+    pub const ADJ_INCOMPLETE: u32 = 4;
+    pub const ADJ_SMALL_MTU: u32 = 5;
+    /// 10.1.0.2: the complete neighbour; 10.1.0.3: incomplete in the adjacency but in the
+    /// neighbour table; 10.1.0.9: a gleaned host in the table.
+    pub const GLEANED: [u8; 4] = [10, 1, 0, 9];
+
+    /// Two interfaces, if0 and if1 (if2 without an address), and one adjacency of each kind
+    /// leaving by if1.
+    pub fn view() -> SharedL3View {
+        let interfaces = (0..3u8)
+            .map(|k| L3Interface {
+                mac: if_mac(k),
+                mtu: 1500,
+                v4: if k < 2 {
+                    vec![(if_addr(k), 24)]
+                } else {
+                    vec![]
+                },
+                v6: vec![],
+            })
+            .collect();
+        let mut v = L3View::new(interfaces);
+        let neighbor = |ip: [u8; 4], complete: bool, mtu: u32| Adjacency {
+            kind: AdjKind::Neighbor,
+            interface: 1,
+            next_hop: IpAddr::V4(Ipv4Addr::from(ip)),
+            complete,
+            rewrite: if complete {
+                ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x0800)
+            } else {
+                [0; 14]
+            },
+            mtu,
+            first: 0,
+            count: 0,
+        };
+        v.adjs.push(neighbor([10, 1, 0, 2], true, 1500));
+        v.adjs.push(Adjacency {
+            kind: AdjKind::Glean,
+            interface: 1,
+            mtu: 1500,
+            ..Adjacency::simple(AdjKind::Glean)
+        });
+        v.adjs.push(neighbor([10, 1, 0, 3], false, 1500));
+        v.adjs.push(neighbor([10, 1, 0, 2], true, 1000));
+        v.neighbors
+            .insert((1, IpAddr::V4(Ipv4Addr::new(10, 1, 0, 3))), NEIGHBOR_MAC);
+        v.neighbors
+            .insert((1, IpAddr::V4(Ipv4Addr::from(GLEANED))), GLEANED_MAC);
+        Arc::new(ArcSwap::from_pointee(v))
+    }
+
+    /// An Ethernet frame to the router (if0) carrying IPv4 from `src` to `dst`.
+    pub fn frame(
+        src: [u8; 4],
+        dst: [u8; 4],
+        proto: u8,
+        ttl: u8,
+        df: bool,
+        payload: &[u8],
+    ) -> Vec<u8> {
+        let mut f = ethernet_rewrite(if_mac(0), HOST_MAC, 0x0800).to_vec();
+        let total = (20 + payload.len()) as u16;
+        let mut ip = vec![
+            0x45,
+            0,
+            0,
+            0,
+            0xbe,
+            0xef,
+            if df { 0x40 } else { 0 },
+            0,
+            ttl,
+            proto,
+            0,
+            0,
+        ];
+        ip[2..4].copy_from_slice(&total.to_be_bytes());
+        ip.extend_from_slice(&src);
+        ip.extend_from_slice(&dst);
+        let c = checksum(&ip);
+        ip[10..12].copy_from_slice(&c.to_be_bytes());
+        f.extend_from_slice(&ip);
+        f.extend_from_slice(payload);
+        f
+    }
+
+    /// A UDP datagram from 198.18.0.1 to `dst`, `len` bytes of IP.
+    pub fn udp(dst: [u8; 4], ttl: u8, df: bool, len: usize) -> Vec<u8> {
+        let payload: Vec<u8> = (0..len - 20).map(|i| i as u8).collect();
+        frame([198, 18, 0, 1], dst, 17, ttl, df, &payload)
+    }
+
+    /// `f` with an 802.1Q tag (VLAN 100) after the MAC addresses.
+    pub fn tagged(f: &[u8]) -> Vec<u8> {
+        let mut t = f[..12].to_vec();
+        t.extend_from_slice(&[0x81, 0x00, 0x00, 0x64]);
+        t.extend_from_slice(&f[12..]);
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::*;
+    use super::*;
+    use crate::buffer::{BufferPool, HugePages};
+    use crate::nodes::testing::Harness;
+    use crate::wire::ipv4::{checksum, Ipv4Header};
+    use proptest::prelude::*;
+
+    /// Run `rewrite` on one packet and return the verdict and the bytes after it.
+    fn rewrite_one(frame: &[u8], adj: u32, flags: u16) -> (Verdict, Vec<u8>, u32) {
+        let pool = BufferPool::new(16, HugePages::Never).unwrap();
+        let mut bufs = pool.worker_handle();
+        let bi = bufs.packet_from_bytes(frame).unwrap();
+        bufs.meta_mut(bi).adj = adj;
+        bufs.meta_mut(bi).flags = flags;
+        let v = view();
+        let verdict = Ip4Rewrite::rewrite(&v.load(), &mut bufs, bi);
+        let mut out = Vec::new();
+        bufs.copy_packet(bi, &mut out);
+        let tx = bufs.meta(bi).tx_if;
+        bufs.free(bi);
+        (verdict, out, tx)
+    }
+
+    fn run(frames: &[Vec<u8>], adjs: &[u32]) -> crate::nodes::testing::Outcome {
+        let h = Harness::new(3);
+        h.run_node_with(Ip4Rewrite::decl(view()), frames, 0, |m, k| m.adj = adjs[k])
+    }
+
+    /// Checks a forwarded packet: the header `eth`, TTL one less, checksum valid, rest as sent.
+    fn assert_forwarded(sent: &[u8], out: &[u8], eth: [u8; 14]) {
+        assert_eq!(&out[..14], &eth);
+        assert_eq!(out.len(), sent.len());
+        let h = Ipv4Header::parse(&out[14..]).unwrap();
+        assert_eq!(h.ttl() + 1, sent[22]);
+        assert_eq!(&out[14..22], &sent[14..22]);
+        assert_eq!(&out[23..24], &sent[23..24]);
+        assert_eq!(&out[26..], &sent[26..]);
+    }
+
+    #[test]
+    fn complete_neighbor_is_rewritten_and_sent() {
+        let sent = udp([192, 0, 2, 1], 64, false, 100);
+        let (v, out, tx) = rewrite_one(&sent, ADJ_COMPLETE, 0);
+        assert_eq!((v, tx), (Verdict::Forward { tx_if: 1 }, 1));
+        assert_forwarded(
+            &sent,
+            &out,
+            ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x0800),
+        );
+    }
+
+    #[test]
+    fn neighbor_table_completes_glean_and_incomplete_adjacencies() {
+        let sent = udp(GLEANED, 9, false, 60);
+        let (v, out, _) = rewrite_one(&sent, ADJ_GLEAN, 0);
+        assert_eq!(v, Verdict::Forward { tx_if: 1 });
+        assert_forwarded(
+            &sent,
+            &out,
+            ethernet_rewrite(GLEANED_MAC, if_mac(1), 0x0800),
+        );
+
+        let sent = udp([192, 0, 2, 1], 9, false, 60);
+        let (v, out, _) = rewrite_one(&sent, ADJ_INCOMPLETE, 0);
+        assert_eq!(v, Verdict::Forward { tx_if: 1 });
+        assert_forwarded(
+            &sent,
+            &out,
+            ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x0800),
+        );
+    }
+
+    #[test]
+    fn unknown_neighbor_goes_to_arp_untouched() {
+        let sent = udp([10, 1, 0, 77], 9, false, 60);
+        let (v, out, _) = rewrite_one(&sent, ADJ_GLEAN, 0);
+        assert_eq!((v, out), (Verdict::Arp, sent));
+    }
+
+    #[test]
+    fn vlan_tagged_input_leaves_untagged() {
+        let plain = udp([192, 0, 2, 1], 64, false, 100);
+        let (v, out, _) = rewrite_one(&tagged(&plain), ADJ_COMPLETE, 0);
+        assert_eq!(v, Verdict::Forward { tx_if: 1 });
+        assert_forwarded(
+            &plain,
+            &out,
+            ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x0800),
+        );
+    }
+
+    #[test]
+    fn ttl_one_and_zero_go_to_icmp_error_untouched() {
+        for ttl in [0, 1] {
+            let sent = udp([192, 0, 2, 1], ttl, false, 60);
+            let (v, out, _) = rewrite_one(&sent, ADJ_COMPLETE, 0);
+            let req = IcmpErrorRequest {
+                kind: 11,
+                code: 0,
+                arg: 0,
+            };
+            assert_eq!((v, out), (Verdict::Icmp(req, Error::TtlExpired), sent));
+        }
+        // Unless the router made the packet itself: its TTL is left alone.
+        let sent = udp([192, 0, 2, 1], 1, false, 60);
+        let (v, out, _) = rewrite_one(&sent, ADJ_COMPLETE, FLAG_LOCAL_ORIGIN);
+        assert_eq!(v, Verdict::Forward { tx_if: 1 });
+        assert_eq!(&out[14..], &sent[14..]);
+    }
+
+    #[test]
+    fn too_big_with_df_asks_for_fragmentation_needed_with_the_mtu() {
+        let sent = udp([192, 0, 2, 1], 64, true, 1001);
+        let (v, out, _) = rewrite_one(&sent, ADJ_SMALL_MTU, 0);
+        let req = IcmpErrorRequest {
+            kind: 3,
+            code: 4,
+            arg: 1000,
+        };
+        assert_eq!((v, out), (Verdict::Icmp(req, Error::TooBig), sent));
+        let (v, _, _) = rewrite_one(&udp([192, 0, 2, 1], 64, false, 1001), ADJ_SMALL_MTU, 0);
+        assert_eq!(v, Verdict::Drop(Error::FragmentationUnsupported));
+        let (v, _, _) = rewrite_one(&udp([192, 0, 2, 1], 64, true, 1000), ADJ_SMALL_MTU, 0);
+        assert_eq!(v, Verdict::Forward { tx_if: 1 });
+    }
+
+    #[test]
+    fn node_routes_and_counts_each_case() {
+        let frames = vec![
+            udp([192, 0, 2, 1], 64, false, 100),
+            tagged(&udp([192, 0, 2, 1], 64, false, 100)),
+            udp([10, 1, 0, 77], 64, false, 100),
+            udp([192, 0, 2, 1], 1, false, 100),
+            udp([192, 0, 2, 1], 64, true, 1200),
+            udp([192, 0, 2, 1], 64, false, 1200),
+            udp([192, 0, 2, 1], 64, false, 100),
+            udp([192, 0, 2, 1], 64, false, 100),
+            udp([192, 0, 2, 1], 64, false, 100),
+        ];
+        let adjs = [
+            ADJ_COMPLETE,
+            ADJ_COMPLETE,
+            ADJ_GLEAN,
+            ADJ_COMPLETE,
+            ADJ_SMALL_MTU,
+            ADJ_SMALL_MTU,
+            0,
+            1,
+            999,
+        ];
+        let out = run(&frames, &adjs);
+        assert_eq!(out.per_next, vec![2, 1, 2, 4]);
+        let e = &out.errors;
+        assert_eq!(e[Error::Unresolved as usize], 1);
+        assert_eq!(e[Error::TtlExpired as usize], 1);
+        assert_eq!(e[Error::TooBig as usize], 1);
+        assert_eq!(e[Error::FragmentationUnsupported as usize], 1);
+        // Adjacency 0 and a stale index both read as drop; 1 is local.
+        assert_eq!(e[Error::DropAdjacency as usize], 2);
+        assert_eq!(e[Error::NotNeighbor as usize], 1);
+        assert_eq!(out.tx_ifs.iter().filter(|&&t| t == 1).count(), 2);
+    }
+
+    #[test]
+    fn non_ipv4_frames_are_dropped() {
+        let mut arp = udp([192, 0, 2, 1], 64, false, 100);
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        let short = udp([192, 0, 2, 1], 64, false, 100)[..30].to_vec();
+        for f in [arp, short, vec![0; 5]] {
+            assert_eq!(
+                rewrite_one(&f, ADJ_COMPLETE, 0).0,
+                Verdict::Drop(Error::NotIpv4)
+            );
+        }
+    }
+
+    proptest! {
+        /// The TTL decrement's incremental checksum equals a full recomputation, whatever
+        /// the header holds.
+        #[test]
+        fn incremental_checksum_equals_recomputation(
+            ttl in 2u8..=255, df in any::<bool>(), proto in any::<u8>(),
+            src in any::<[u8; 4]>(), dst in any::<[u8; 4]>(), tos in any::<u8>(),
+            len in 20usize..1500, vlan in any::<bool>(),
+        ) {
+            let mut f = frame(src, dst, proto, ttl, df, &vec![0x33; len - 20]);
+            f[15] = tos;
+            f[24..26].copy_from_slice(&[0, 0]);
+            let c = checksum(&f[14..34]);
+            f[24..26].copy_from_slice(&c.to_be_bytes());
+            let sent = if vlan { tagged(&f) } else { f };
+            let (v, out, _) = rewrite_one(&sent, ADJ_COMPLETE, 0);
+            prop_assert_eq!(v, Verdict::Forward { tx_if: 1 });
+            prop_assert_eq!(out[22], ttl - 1);
+            let incremental = [out[24], out[25]];
+            let mut ip = out[14..34].to_vec();
+            ip[10..12].copy_from_slice(&[0, 0]);
+            prop_assert_eq!(incremental, checksum(&ip).to_be_bytes());
+        }
+
+        /// Whatever the bytes and adjacency: a verdict, never a panic.
+        #[test]
+        fn rewrite_never_panics(
+            bytes in proptest::collection::vec(any::<u8>(), 0..120),
+            adj in 0u32..8, flags in 0u16..4,
+        ) {
+            let _ = rewrite_one(&bytes, adj, flags);
+        }
+    }
+}

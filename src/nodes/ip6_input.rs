@@ -1,0 +1,297 @@
+//! ip6-input: the checks a router makes on every IPv6 packet before it looks at the
+//! destination: version, payload length against the frame, a hop limit that has not run out,
+//! a source that names one node (RFC 4291 2.7: never multicast). Each failure is its own
+//! counter. IPv6 has no header checksum, so this is cheaper than ip4-input.
+
+use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::wire::ethernet::Repr as EthernetRepr;
+use crate::wire::ipv6::{self, Ipv6Error, Ipv6Header};
+use crate::wire::EtherType;
+
+#[repr(usize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    Lookup,
+    Drop,
+}
+
+#[repr(usize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Error {
+    NotIpv6,
+    Truncated,
+    Version,
+    PayloadLength,
+    HopLimitZero,
+    MulticastSource,
+}
+
+pub const ERRORS: [&str; 6] = [
+    "not an IPv6 frame",
+    "ip6 header truncated",
+    "ip6 version is not 6",
+    "ip6 payload length beyond the frame",
+    "ip6 hop limit is 0",
+    "ip6 source is multicast",
+];
+
+fn error_of(e: Ipv6Error) -> Error {
+    match e {
+        Ipv6Error::Truncated => Error::Truncated,
+        Ipv6Error::Version => Error::Version,
+        Ipv6Error::PayloadLength => Error::PayloadLength,
+    }
+}
+
+pub struct Ip6Input;
+
+impl Ip6Input {
+    pub fn decl() -> NodeDecl {
+        NodeDecl {
+            name: super::IP6_INPUT.to_string(),
+            kind: NodeKind::Internal,
+            next: vec![super::IP6_LOOKUP.to_string(), super::ERROR_DROP.to_string()],
+            errors: ERRORS.to_vec(),
+            node: Box::new(Ip6Input),
+        }
+    }
+
+    /// The verdict for one packet: where it goes, and which counter (if any) it bumps.
+    pub fn check(data: &[u8], packet_len: usize) -> (Next, Option<Error>) {
+        let eth = match EthernetRepr::parse(data) {
+            Ok(eth) if eth.ethertype == EtherType::IPV6 => eth,
+            _ => return (Next::Drop, Some(Error::NotIpv6)),
+        };
+        let l3 = eth.l3_offset as usize;
+        let Some(bytes) = data.get(l3..) else {
+            return (Next::Drop, Some(Error::Truncated));
+        };
+        match Ipv6Header::parse_in(bytes, packet_len.saturating_sub(l3)) {
+            Err(e) => (Next::Drop, Some(error_of(e))),
+            Ok(h) if h.hop_limit() == 0 => (Next::Drop, Some(Error::HopLimitZero)),
+            Ok(h) if ipv6::is_multicast(h.source()) => (Next::Drop, Some(Error::MulticastSource)),
+            Ok(_) => (Next::Lookup, None),
+        }
+    }
+}
+
+impl Node for Ip6Input {
+    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+        let tracing = cx.tracing();
+        for &bi in frame {
+            let (next, counted) = Self::check(cx.bufs.data(bi), cx.bufs.packet_len(bi));
+            if let Some(e) = counted {
+                cx.count_error(e as usize, 1);
+            }
+            if tracing {
+                match counted {
+                    Some(e) => cx.trace(bi, ERRORS[e as usize]),
+                    None => cx.trace(bi, "ip6 ok"),
+                }
+            }
+            cx.enqueue(next as usize, bi);
+        }
+        frame.len()
+    }
+}
+
+/// Frames and views for the tests of the IPv6 routing nodes.
+#[cfg(test)]
+#[allow(dead_code)] // shared by the ip6 node tests; not each uses every piece
+pub(crate) mod test_support {
+    use crate::router::adjacency::{
+        ethernet_rewrite, AdjKind, Adjacency, L3Interface, L3View, SharedL3View,
+    };
+    use crate::wire::icmp6;
+    use crate::wire::ipv6::{self, next_header};
+    use crate::wire::MacAddress;
+    use arc_swap::ArcSwap;
+    use std::net::{IpAddr, Ipv6Addr};
+    use std::sync::Arc;
+
+    pub const HOST_MAC: MacAddress = MacAddress([2, 0, 0, 0, 0, 0xaa]);
+    pub const NEIGHBOR_MAC: MacAddress = MacAddress([2, 0, 0, 0, 0, 0xbb]);
+    pub const GLEANED_MAC: MacAddress = MacAddress([2, 0, 0, 0, 0, 0xcc]);
+    /// A host on if0's network, the usual sender.
+    pub const HOST: u128 = 0x2001_0db8_0000_0000_0000_0000_0000_00aa;
+    /// Somewhere far away, routed through the neighbour.
+    pub const FAR: u128 = 0x2001_0db8_ffff_0000_0000_0000_0000_0001;
+    /// On if1's network: the complete neighbour, the one only in the neighbour table, and a
+    /// gleaned host.
+    pub const NEIGHBOR: u128 = 0x2001_0db8_0001_0000_0000_0000_0000_0002;
+    pub const NEIGHBOR_TABLE_ONLY: u128 = 0x2001_0db8_0001_0000_0000_0000_0000_0003;
+    pub const GLEANED: u128 = 0x2001_0db8_0001_0000_0000_0000_0000_0009;
+
+    /// Interface k has MAC 02:00:00:00:01:k and address 2001:db8:k::1/64.
+    pub fn if_mac(k: u8) -> MacAddress {
+        MacAddress([2, 0, 0, 0, 1, k])
+    }
+    pub fn if_addr(k: u8) -> u128 {
+        0x2001_0db8_0000_0000_0000_0000_0000_0001 | (k as u128) << 80
+    }
+
+    /// Adjacency indices of `view()`.
+    pub const ADJ_COMPLETE: u32 = 2;
+    pub const ADJ_GLEAN: u32 = 3;
+    pub const ADJ_INCOMPLETE: u32 = 4;
+    pub const ADJ_SMALL_MTU: u32 = 5;
+    /// Multipath over ADJ_COMPLETE and ADJ_INCOMPLETE.
+    pub const ADJ_MULTIPATH: u32 = 6;
+
+    /// Three interfaces, if0 and if1 with addresses, if2 without, and one adjacency of each
+    /// kind leaving by if1.
+    pub fn view() -> SharedL3View {
+        let interfaces = (0..3u8)
+            .map(|k| L3Interface {
+                mac: if_mac(k),
+                mtu: 1500,
+                v4: vec![],
+                v6: if k < 2 {
+                    vec![(if_addr(k), 64)]
+                } else {
+                    vec![]
+                },
+            })
+            .collect();
+        let mut v = L3View::new(interfaces);
+        let neighbor = |ip: u128, complete: bool, mtu: u32| Adjacency {
+            kind: AdjKind::Neighbor,
+            interface: 1,
+            next_hop: IpAddr::V6(Ipv6Addr::from(ip)),
+            complete,
+            rewrite: if complete {
+                ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x86dd)
+            } else {
+                [0; 14]
+            },
+            mtu,
+            first: 0,
+            count: 0,
+        };
+        v.adjs.push(neighbor(NEIGHBOR, true, 1500));
+        v.adjs.push(Adjacency {
+            kind: AdjKind::Glean,
+            interface: 1,
+            mtu: 1500,
+            ..Adjacency::simple(AdjKind::Glean)
+        });
+        v.adjs.push(neighbor(NEIGHBOR_TABLE_ONLY, false, 1500));
+        v.adjs.push(neighbor(NEIGHBOR, true, 1280));
+        v.members = vec![ADJ_COMPLETE, ADJ_INCOMPLETE];
+        v.adjs.push(Adjacency {
+            kind: AdjKind::Multipath,
+            first: 0,
+            count: 2,
+            ..Adjacency::simple(AdjKind::Multipath)
+        });
+        for (ip, mac) in [(NEIGHBOR_TABLE_ONLY, NEIGHBOR_MAC), (GLEANED, GLEANED_MAC)] {
+            v.neighbors.insert((1, IpAddr::V6(Ipv6Addr::from(ip))), mac);
+        }
+        Arc::new(ArcSwap::from_pointee(v))
+    }
+
+    /// An Ethernet frame to the router (if0) carrying IPv6 `ip` (a whole packet).
+    pub fn eth(dst_mac: MacAddress, ip: &[u8]) -> Vec<u8> {
+        let mut f = ethernet_rewrite(dst_mac, HOST_MAC, 0x86dd).to_vec();
+        f.extend_from_slice(ip);
+        f
+    }
+
+    /// An IPv6 packet (no Ethernet) from `src` to `dst` with `payload` after the header.
+    pub fn ip(src: u128, dst: u128, nh: u8, hop: u8, payload: &[u8]) -> Vec<u8> {
+        let mut p = vec![0u8; 40];
+        ipv6::write_header(&mut p, payload.len() as u16, nh, hop, src, dst);
+        p.extend_from_slice(payload);
+        p
+    }
+
+    /// A UDP datagram in an Ethernet frame to if0, `len` bytes of IPv6.
+    pub fn udp(src: u128, dst: u128, hop: u8, len: usize) -> Vec<u8> {
+        let payload: Vec<u8> = (0..len - 40).map(|i| i as u8).collect();
+        eth(if_mac(0), &ip(src, dst, next_header::UDP, hop, &payload))
+    }
+
+    /// An ICMPv6 echo request in an Ethernet frame to if0 with a correct checksum.
+    pub fn echo_request(src: u128, dst: u128, data: usize) -> Vec<u8> {
+        let mut msg = vec![icmp6::kind::ECHO_REQUEST, 0, 0, 0, 0x12, 0x34, 0, 1];
+        msg.extend((0..data).map(|i| i as u8));
+        let c = ipv6::upper_layer_checksum(src, dst, next_header::ICMPV6, &msg);
+        msg[2..4].copy_from_slice(&c.to_be_bytes());
+        eth(if_mac(0), &ip(src, dst, next_header::ICMPV6, 64, &msg))
+    }
+
+    /// `f` with an 802.1Q tag (VLAN 100) after the MAC addresses.
+    pub fn tagged(f: &[u8]) -> Vec<u8> {
+        let mut t = f[..12].to_vec();
+        t.extend_from_slice(&[0x81, 0x00, 0x00, 0x64]);
+        t.extend_from_slice(&f[12..]);
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::*;
+    use super::*;
+    use crate::nodes::testing::Harness;
+
+    fn run(frames: &[Vec<u8>]) -> (usize, usize, Vec<u64>) {
+        let h = Harness::new(1);
+        let out = h.run_node(Ip6Input::decl(), frames, 0);
+        (
+            out.to_next(Next::Lookup as usize),
+            out.to_next(Next::Drop as usize),
+            out.errors,
+        )
+    }
+
+    #[test]
+    fn good_packets_go_to_lookup_tagged_and_jumbo_included() {
+        let frames = [
+            udp(HOST, FAR, 64, 60),
+            udp(HOST, FAR, 1, 1500),
+            udp(HOST, FAR, 255, 9000),
+            tagged(&udp(HOST, FAR, 64, 100)),
+            echo_request(HOST, if_addr(0), 8),
+        ];
+        let (ok, drop, errors) = run(&frames);
+        assert_eq!((ok, drop), (5, 0));
+        assert!(errors.iter().all(|&e| e == 0), "{errors:?}");
+    }
+
+    #[test]
+    fn each_bad_header_is_dropped_by_its_own_counter() {
+        let mut v4 = udp(HOST, FAR, 64, 60);
+        v4[14] = 0x45;
+        let mut long = udp(HOST, FAR, 64, 60);
+        long[18..20].copy_from_slice(&100u16.to_be_bytes());
+        let mut arp = udp(HOST, FAR, 64, 60);
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        let cut = udp(HOST, FAR, 64, 60)[..50].to_vec();
+        let frames = vec![
+            v4,
+            long,
+            arp,
+            cut,
+            udp(HOST, FAR, 0, 60),
+            udp(0xff02 << 112 | 1, FAR, 64, 60),
+            vec![0; 6],
+        ];
+        let (ok, drop, e) = run(&frames);
+        assert_eq!((ok, drop), (0, 7));
+        assert_eq!(e[Error::Version as usize], 1);
+        assert_eq!(e[Error::PayloadLength as usize], 1);
+        assert_eq!(e[Error::NotIpv6 as usize], 2);
+        assert_eq!(e[Error::Truncated as usize], 1);
+        assert_eq!(e[Error::HopLimitZero as usize], 1);
+        assert_eq!(e[Error::MulticastSource as usize], 1);
+    }
+
+    #[test]
+    fn link_padding_is_accepted() {
+        // A 20-byte UDP datagram in a minimum frame: 60 bytes of IPv6 in 74, fine; 58 in 60.
+        let mut f = udp(HOST, FAR, 64, 46);
+        f.resize(64, 0);
+        assert_eq!(Ip6Input::check(&f, f.len()), (Next::Lookup, None));
+    }
+}

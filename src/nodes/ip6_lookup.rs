@@ -1,0 +1,248 @@
+//! ip6-lookup: the longest-prefix match of each packet's destination, for the whole frame in
+//! one batched FIB lookup, then a branch on what the adjacency is: for us → ip6-local, a
+//! blackhole → counted drop, equal-cost paths → one member by a flow hash, a neighbour or a
+//! connected network → ip6-rewrite. The FIB and the adjacency view are each pinned once per
+//! frame, so an update takes effect from the next frame whole.
+//!
+//! Multicast is not routed: link-scope groups (ff02::/16: all-nodes, solicited-node, where
+//! neighbour discovery arrives) go to ip6-local, every other group is a counted drop.
+
+use crate::fib::{FibReader, NO_ROUTE};
+use crate::graph::frame::FRAME_SIZE;
+use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::router::adjacency::{AdjKind, SharedL3View, ADJ_LOCAL};
+use crate::wire::ethernet::Repr as EthernetRepr;
+use crate::wire::ipv6;
+
+#[repr(usize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    Rewrite,
+    Local,
+    Drop,
+}
+
+#[repr(usize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Error {
+    NoRoute,
+    DropAdjacency,
+    MulticastNotRouted,
+}
+
+pub const ERRORS: [&str; 3] = [
+    "ip6 no route to destination",
+    "ip6 route drops the packet",
+    "ip6 multicast beyond the link not routed",
+];
+
+/// What lookup needs of one packet: destination and the fields of the flow hash.
+#[derive(Clone, Copy, Default)]
+struct Key {
+    dst: u128,
+    src: u128,
+    /// Flow label and next header.
+    flow: u32,
+}
+
+pub struct Ip6Lookup {
+    fib: FibReader,
+    view: SharedL3View,
+    keys: Box<[Key; FRAME_SIZE]>,
+    dst: Box<[u128; FRAME_SIZE]>,
+    adj: Box<[u32; FRAME_SIZE]>,
+}
+
+impl Ip6Lookup {
+    pub fn decl(fib: FibReader, view: SharedL3View) -> NodeDecl {
+        NodeDecl {
+            name: super::IP6_LOOKUP.to_string(),
+            kind: NodeKind::Internal,
+            next: vec![
+                super::IP6_REWRITE.to_string(),
+                super::IP6_LOCAL.to_string(),
+                super::ERROR_DROP.to_string(),
+            ],
+            errors: ERRORS.to_vec(),
+            node: Box::new(Ip6Lookup {
+                fib,
+                view,
+                keys: Box::new([Key::default(); FRAME_SIZE]),
+                dst: Box::new([0; FRAME_SIZE]),
+                adj: Box::new([0; FRAME_SIZE]),
+            }),
+        }
+    }
+
+    /// The key of a packet ip6-input has checked (all zero if it cannot be read: :: matches
+    /// only a default route).
+    fn key(data: &[u8]) -> Key {
+        let Ok(eth) = EthernetRepr::parse(data) else {
+            return Key::default();
+        };
+        let l3 = eth.l3_offset as usize;
+        let Some(h) = data.get(l3..l3 + ipv6::HEADER_LEN) else {
+            return Key::default();
+        };
+        let addr = |at: usize| {
+            let mut a = [0u8; 16];
+            a.copy_from_slice(&h[at..at + 16]);
+            u128::from_be_bytes(a)
+        };
+        Key {
+            dst: addr(24),
+            src: addr(8),
+            flow: u32::from_be_bytes([h[1] & 0x0f, h[2], h[3], h[6]]),
+        }
+    }
+}
+
+/// A flow hash for picking among equal-cost paths: the same for every packet of a flow
+/// (addresses, flow label, next header), spread over the 32 bits by a multiplicative mix.
+pub fn flow_hash(src: u128, dst: u128, flow: u32) -> u32 {
+    let fold = |a: u128| (a as u64) ^ ((a >> 64) as u64);
+    let mut h = fold(src).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    h ^= fold(dst).rotate_left(29);
+    h = (h ^ flow as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    (h >> 32) as u32 ^ h as u32
+}
+
+impl Node for Ip6Lookup {
+    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+        let n = frame.len().min(FRAME_SIZE);
+        for (k, &bi) in frame[..n].iter().enumerate() {
+            self.keys[k] = Self::key(cx.bufs.data(bi));
+            self.dst[k] = self.keys[k].dst;
+        }
+        {
+            let fib = self.fib.load();
+            fib.v6().lookup_batch(&self.dst[..n], &mut self.adj[..n]);
+        }
+        let view = self.view.load();
+        let tracing = cx.tracing();
+        for (k, &bi) in frame[..n].iter().enumerate() {
+            let key = self.keys[k];
+            let mut adj = self.adj[k];
+            if ipv6::is_multicast(key.dst) {
+                // ff02::/16: link scope, for us; a route never decides about groups.
+                adj = if key.dst >> 112 == 0xff02 {
+                    ADJ_LOCAL
+                } else {
+                    NO_ROUTE
+                };
+            }
+            let (next, counted) = if adj == NO_ROUTE {
+                let e = if ipv6::is_multicast(key.dst) {
+                    Error::MulticastNotRouted
+                } else {
+                    Error::NoRoute
+                };
+                (Next::Drop, Some(e))
+            } else {
+                let a = view.adj(adj);
+                if a.kind == AdjKind::Multipath {
+                    adj = view.pick(adj, flow_hash(key.src, key.dst, key.flow));
+                }
+                match view.adj(adj).kind {
+                    AdjKind::Local => (Next::Local, None),
+                    AdjKind::Drop => (Next::Drop, Some(Error::DropAdjacency)),
+                    // An empty multipath set picks itself: nothing to send to.
+                    AdjKind::Multipath => (Next::Drop, Some(Error::DropAdjacency)),
+                    AdjKind::Glean | AdjKind::Neighbor => (Next::Rewrite, None),
+                }
+            };
+            if let Some(e) = counted {
+                cx.count_error(e as usize, 1);
+            }
+            cx.bufs.meta_mut(bi).adj = adj;
+            if tracing {
+                cx.trace(
+                    bi,
+                    format_args!("dst {} adj {adj:#x} {next:?}", ipv6::display(key.dst)),
+                );
+            }
+            cx.enqueue(next as usize, bi);
+        }
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fib::{FibWriter, Prefix6};
+    use crate::nodes::ip6_input::test_support::*;
+    use crate::nodes::testing::Harness;
+    use crate::router::adjacency::ADJ_DROP;
+
+    fn prefix(addr: u128, len: u8) -> Prefix6 {
+        Prefix6::new(addr, len).unwrap()
+    }
+
+    #[test]
+    fn each_adjacency_kind_goes_its_way() {
+        let mut w = FibWriter::new();
+        let net1 = 0x2001_0db8_0001u128 << 80;
+        w.add6(prefix(net1, 64), ADJ_GLEAN).unwrap();
+        w.add6(prefix(NEIGHBOR, 128), ADJ_COMPLETE).unwrap();
+        w.add6(prefix(if_addr(0), 128), ADJ_LOCAL).unwrap();
+        w.add6(prefix(0x2001_0db8_dead << 80, 48), ADJ_DROP)
+            .unwrap();
+        w.add6(prefix(0, 0), ADJ_MULTIPATH).unwrap();
+        w.commit();
+        let h = Harness::new(2);
+        let frames = vec![
+            udp(HOST, GLEANED, 64, 60),
+            udp(HOST, NEIGHBOR, 64, 60),
+            echo_request(HOST, if_addr(0), 8),
+            udp(HOST, 0x2001_0db8_dead << 80 | 1, 64, 60),
+            udp(HOST, FAR, 64, 60),
+            udp(HOST, 0xff02 << 112 | 1, 64, 60),
+            udp(HOST, 0xff0e << 112 | 1, 64, 60),
+        ];
+        let out = h.run_node(Ip6Lookup::decl(w.reader(), view()), &frames, 0);
+        assert_eq!(out.per_next, vec![3, 2, 2]);
+        assert_eq!(out.errors[Error::DropAdjacency as usize], 1);
+        assert_eq!(out.errors[Error::MulticastNotRouted as usize], 1);
+        assert_eq!(out.errors[Error::NoRoute as usize], 0);
+        // The multipath route resolved to one of its members.
+        let mut adjs = out.adjs.clone();
+        adjs.sort();
+        assert!(adjs.contains(&ADJ_GLEAN) && !adjs.contains(&ADJ_MULTIPATH));
+        assert_eq!(adjs.iter().filter(|&&a| a == ADJ_LOCAL).count(), 2);
+    }
+
+    #[test]
+    fn no_route_is_counted() {
+        let w = FibWriter::new();
+        let h = Harness::new(1);
+        let out = h.run_node(
+            Ip6Lookup::decl(w.reader(), view()),
+            &[udp(HOST, FAR, 64, 60), vec![1, 2, 3]],
+            0,
+        );
+        assert_eq!(out.per_next, vec![0, 0, 2]);
+        assert_eq!(out.errors[Error::NoRoute as usize], 2);
+    }
+
+    #[test]
+    fn multipath_keeps_a_flow_on_one_path_and_spreads_flows() {
+        let mut w = FibWriter::new();
+        w.add6(prefix(0, 0), ADJ_MULTIPATH).unwrap();
+        w.commit();
+        let h = Harness::new(2);
+        // The same flow eight times: one member.
+        let same: Vec<Vec<u8>> = (0..8).map(|_| udp(HOST, FAR, 64, 60)).collect();
+        let out = h.run_node(Ip6Lookup::decl(w.reader(), view()), &same, 0);
+        assert!(out.adjs.windows(2).all(|p| p[0] == p[1]), "{:?}", out.adjs);
+        // Many sources: both members.
+        let many: Vec<Vec<u8>> = (0..64).map(|i| udp(HOST + i, FAR, 64, 60)).collect();
+        let out = h.run_node(Ip6Lookup::decl(w.reader(), view()), &many, 0);
+        let complete = out.adjs.iter().filter(|&&a| a == ADJ_COMPLETE).count();
+        assert!(complete > 10 && complete < 54, "{complete} of 64");
+        assert!(out
+            .adjs
+            .iter()
+            .all(|&a| a == ADJ_COMPLETE || a == ADJ_INCOMPLETE));
+    }
+}

@@ -1,0 +1,713 @@
+//! ip6-nd: neighbour discovery (RFC 4861), both halves.
+//!
+//! Input: neighbour solicitations and advertisements that ip6-local hands over. A valid
+//! solicitation for one of our addresses on the receiving interface (including the
+//! link-local address derived from its MAC) is answered with a solicited advertisement, and
+//! its source link-layer address is learnt; an advertisement's target link-layer address is
+//! learnt. Learning is a `try_send` to the control plane, which publishes the neighbour in
+//! the next view; a worker never blocks on it.
+//!
+//! Resolution: packets ip6-rewrite could not send for want of a neighbour's MAC are held here
+//! (a few per neighbour, a bounded number in all) while a solicitation goes to the neighbour's
+//! solicited-node group, once a second, three times (RFC 4861 10: MAX_MULTICAST_SOLICIT,
+//! RETRANS_TIMER). The poll hook releases them back to ip6-rewrite once the neighbour appears
+//! in the view, or drops them when it never answers. Which of the two a packet is for is
+//! told by its adjacency: ip6-rewrite sends only neighbour and glean adjacencies here.
+
+use super::icmp6_error::v6_towards;
+use super::ip6_rewrite::{Ip6Rewrite, FLAG_LOCAL_ORIGIN};
+use crate::buffer::WorkerBuffers;
+use crate::drivers::tsc;
+use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::router::adjacency::{ethernet_rewrite, AdjKind, L3View, SharedL3View};
+use crate::router::{LearnSender, NeighborLearn};
+use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
+use crate::wire::icmp6::{self, parse_nd, NdError, NdMessage, ND_PACKET_LEN};
+use crate::wire::ipv6::{self, Ipv6Header};
+use crate::wire::{EtherType, MacAddress};
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv6Addr};
+
+/// Packets held per unresolved neighbour; later ones are dropped (RFC 4861 7.2.2 asks for a
+/// small queue).
+pub const HOLD_PER_NEIGHBOR: usize = 4;
+/// Packets held in all, so a scan of a big prefix cannot pin the buffer pool.
+pub const HOLD_TOTAL: usize = 1024;
+/// Solicitations before giving up, and the time between them (RFC 4861 section 10).
+pub const MAX_SOLICIT: u32 = 3;
+pub const RETRANS_MS: u64 = 1000;
+
+#[repr(usize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    Rewrite,
+    InterfaceOutput,
+    Drop,
+}
+
+#[repr(usize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Error {
+    NotIcmp6,
+    NotNeighbor,
+    HopLimit,
+    Code,
+    Length,
+    Checksum,
+    TargetMulticast,
+    BadOption,
+    UnspecifiedSource,
+    SolicitedMulticast,
+    SolicitAnswered,
+    SolicitNotOurs,
+    AdvertLearnt,
+    AdvertNoAddress,
+    LearnDropped,
+    Held,
+    HoldFull,
+    SolicitSent,
+    Released,
+    ResolutionFailed,
+    NoSourceAddress,
+    NoBuffer,
+}
+
+pub const ERRORS: [&str; 22] = [
+    "nd: not icmp6",
+    "nd: not a neighbour solicitation or advertisement",
+    "nd: hop limit is not 255",
+    "nd: code is not 0",
+    "nd: message too short",
+    "nd: icmp6 checksum bad",
+    "nd: target is multicast",
+    "nd: option length invalid",
+    "nd: solicitation from :: malformed",
+    "nd: solicited advertisement to multicast",
+    "neighbour solicitations answered",
+    "neighbour solicitation not for our address",
+    "neighbour advertisements learnt",
+    "neighbour advertisement without link-layer address",
+    "neighbour learn dropped (control plane busy)",
+    "packets held for resolution",
+    "packets dropped: hold queue full",
+    "neighbour solicitations sent",
+    "held packets released to ip6-rewrite",
+    "held packets dropped: neighbour never answered",
+    "no IPv6 address to solicit from",
+    "buffer allocation failed",
+];
+
+fn nd_error(e: NdError) -> Error {
+    match e {
+        NdError::NotIcmp6 => Error::NotIcmp6,
+        NdError::NotNeighbor => Error::NotNeighbor,
+        NdError::HopLimit => Error::HopLimit,
+        NdError::Code => Error::Code,
+        NdError::Length => Error::Length,
+        NdError::Checksum => Error::Checksum,
+        NdError::TargetMulticast => Error::TargetMulticast,
+        NdError::BadOption => Error::BadOption,
+        NdError::UnspecifiedSource => Error::UnspecifiedSource,
+        NdError::SolicitedMulticast => Error::SolicitedMulticast,
+    }
+}
+
+/// Packets waiting for one neighbour.
+struct Pending {
+    packets: Vec<u32>,
+    /// Clock reading of the last solicitation, and how many were sent.
+    last_solicit: u64,
+    solicits: u32,
+}
+
+/// The clock the resolver times retransmissions by, in ticks of `hz` a second.
+pub type Clock = Box<dyn FnMut() -> u64 + Send>;
+
+pub struct Ip6Nd {
+    view: SharedL3View,
+    learn: Option<LearnSender>,
+    pending: HashMap<(u32, u128), Pending>,
+    held: usize,
+    clock: Clock,
+    retrans_ticks: u64,
+    /// Where a solicitation or advertisement is built.
+    scratch: [u8; ETH_HEADER_LEN + ND_PACKET_LEN],
+}
+
+impl Ip6Nd {
+    pub fn decl(view: SharedL3View, learn: Option<LearnSender>) -> NodeDecl {
+        let hz = tsc::hz() as u64;
+        Self::decl_with_clock(view, learn, Box::new(tsc::now), hz)
+    }
+
+    /// With its own clock of `hz` ticks a second (tests).
+    pub fn decl_with_clock(
+        view: SharedL3View,
+        learn: Option<LearnSender>,
+        clock: Clock,
+        hz: u64,
+    ) -> NodeDecl {
+        NodeDecl {
+            name: super::IP6_ND.to_string(),
+            kind: NodeKind::Internal,
+            next: vec![
+                super::IP6_REWRITE.to_string(),
+                super::INTERFACE_OUTPUT.to_string(),
+                super::ERROR_DROP.to_string(),
+            ],
+            errors: ERRORS.to_vec(),
+            node: Box::new(Ip6Nd {
+                view,
+                learn,
+                pending: HashMap::new(),
+                held: 0,
+                clock,
+                retrans_ticks: hz.saturating_mul(RETRANS_MS) / 1000,
+                scratch: [0; ETH_HEADER_LEN + ND_PACKET_LEN],
+            }),
+        }
+    }
+
+    fn learn(&self, cx: &mut NodeCx<'_>, interface: u32, ip: u128, mac: MacAddress) {
+        let Some(tx) = &self.learn else {
+            return;
+        };
+        let n = NeighborLearn {
+            interface,
+            ip: IpAddr::V6(Ipv6Addr::from(ip)),
+            mac,
+        };
+        if tx.try_send(n).is_err() {
+            cx.count_error(Error::LearnDropped as usize, 1);
+        }
+    }
+
+    /// Put the Ethernet header and `ip_len` bytes of the scratch packet into a new buffer
+    /// leaving by `tx_if`.
+    fn emit(&mut self, cx: &mut NodeCx<'_>, dst_mac: MacAddress, src_mac: MacAddress, tx_if: u32) {
+        self.scratch[..ETH_HEADER_LEN].copy_from_slice(&ethernet_rewrite(
+            dst_mac,
+            src_mac,
+            EtherType::IPV6.0,
+        ));
+        let Some(nb) = cx.bufs.packet_from_bytes(&self.scratch) else {
+            cx.count_error(Error::NoBuffer as usize, 1);
+            return;
+        };
+        let m = cx.bufs.meta_mut(nb);
+        m.tx_if = tx_if;
+        m.rx_if = tx_if;
+        m.flags = FLAG_LOCAL_ORIGIN;
+        m.aux = 0;
+        cx.enqueue(Next::InterfaceOutput as usize, nb);
+    }
+
+    /// A solicitation or advertisement from ip6-local: answer, learn, and drop it.
+    fn input(&mut self, cx: &mut NodeCx<'_>, view: &L3View, bi: u32) {
+        let rx_if = cx.bufs.meta(bi).rx_if;
+        let data = cx.bufs.data(bi);
+        let (eth, ip) = match EthernetRepr::parse(data) {
+            Ok(eth) if eth.ethertype == EtherType::IPV6 => {
+                (eth, data.get(eth.l3_offset as usize..).unwrap_or_default())
+            }
+            _ => {
+                cx.count_error(Error::NotIcmp6 as usize, 1);
+                return;
+            }
+        };
+        let msg = match parse_nd(ip) {
+            Ok(msg) => msg,
+            Err(e) => {
+                cx.count_error(nd_error(e) as usize, 1);
+                return;
+            }
+        };
+        // parse_nd has checked the header.
+        let src = Ipv6Header::parse(ip).map_or(0, |h| h.source());
+        let Some(itf) = view.interface(rx_if) else {
+            cx.count_error(Error::SolicitNotOurs as usize, 1);
+            return;
+        };
+        match msg {
+            NdMessage::Solicit {
+                target,
+                source_link_addr,
+            } => {
+                let ours = itf.has_v6(target) || target == ipv6::link_local_from_mac(itf.mac);
+                if !ours {
+                    cx.count_error(Error::SolicitNotOurs as usize, 1);
+                    return;
+                }
+                let our_mac = itf.mac;
+                // From :: (duplicate address detection): answer all nodes, unsolicited.
+                let (dst_ip, dst_mac, solicited) = if ipv6::is_unspecified(src) {
+                    (ipv6::ALL_NODES, ipv6::multicast_mac(ipv6::ALL_NODES), false)
+                } else {
+                    (src, source_link_addr.unwrap_or(eth.source), true)
+                };
+                if let (Some(mac), false) = (source_link_addr, ipv6::is_unspecified(src)) {
+                    self.learn(cx, rx_if, src, mac);
+                }
+                let ip_out = &mut self.scratch[ETH_HEADER_LEN..];
+                icmp6::build_advert(ip_out, target, dst_ip, our_mac, target, solicited);
+                self.emit(cx, dst_mac, our_mac, rx_if);
+                cx.count_error(Error::SolicitAnswered as usize, 1);
+            }
+            NdMessage::Advert {
+                target,
+                target_link_addr,
+                ..
+            } => match target_link_addr {
+                Some(mac) => {
+                    self.learn(cx, rx_if, target, mac);
+                    cx.count_error(Error::AdvertLearnt as usize, 1);
+                }
+                None => cx.count_error(Error::AdvertNoAddress as usize, 1),
+            },
+        }
+    }
+
+    /// Send a solicitation for `target` out of `interface`.
+    fn solicit(&mut self, cx: &mut NodeCx<'_>, view: &L3View, interface: u32, target: u128) {
+        let Some(itf) = view.interface(interface) else {
+            cx.count_error(Error::NoSourceAddress as usize, 1);
+            return;
+        };
+        let Some(src) = v6_towards(itf, target) else {
+            cx.count_error(Error::NoSourceAddress as usize, 1);
+            return;
+        };
+        let mac = itf.mac;
+        icmp6::build_solicit(&mut self.scratch[ETH_HEADER_LEN..], src, mac, target);
+        let group = ipv6::multicast_mac(ipv6::solicited_node(target));
+        self.emit(cx, group, mac, interface);
+        cx.count_error(Error::SolicitSent as usize, 1);
+    }
+
+    /// A packet ip6-rewrite could not send: hold it and solicit its neighbour.
+    fn hold(&mut self, cx: &mut NodeCx<'_>, view: &L3View, bi: u32) {
+        let adj_index = cx.bufs.meta(bi).adj;
+        let adj = *view.adj(adj_index);
+        let dst = destination(cx.bufs, bi);
+        let IpAddr::V6(neighbor) = Ip6Rewrite::neighbor_of(view, adj_index, dst) else {
+            cx.count_error(Error::NotIcmp6 as usize, 1);
+            cx.enqueue(Next::Drop as usize, bi);
+            return;
+        };
+        let key = (adj.interface, u128::from(neighbor));
+        // Learnt since ip6-rewrite looked (a newer view): straight back.
+        if view.neighbors.contains_key(&(key.0, IpAddr::V6(neighbor))) {
+            cx.count_error(Error::Released as usize, 1);
+            cx.enqueue(Next::Rewrite as usize, bi);
+            return;
+        }
+        let now = (self.clock)();
+        let p = self.pending.entry(key).or_insert(Pending {
+            packets: Vec::new(),
+            last_solicit: now,
+            solicits: 0,
+        });
+        if p.packets.len() >= HOLD_PER_NEIGHBOR || self.held >= HOLD_TOTAL {
+            cx.count_error(Error::HoldFull as usize, 1);
+            cx.enqueue(Next::Drop as usize, bi);
+        } else {
+            p.packets.push(bi);
+            self.held += 1;
+            cx.count_error(Error::Held as usize, 1);
+        }
+        if p.solicits == 0 {
+            p.solicits = 1;
+            p.last_solicit = now;
+            self.solicit(cx, view, key.0, key.1);
+        }
+        // A full hold queue with nothing pending (HOLD_TOTAL reached) leaves no entry.
+        if self.pending.get(&key).is_some_and(|p| p.packets.is_empty()) {
+            self.pending.remove(&key);
+        }
+    }
+
+    /// Packets held here now, for `show buffers`.
+    pub fn held(&self) -> usize {
+        self.held
+    }
+}
+
+/// The IPv6 destination of an Ethernet frame (:: if unreadable).
+fn destination(bufs: &WorkerBuffers, bi: u32) -> u128 {
+    let data = bufs.data(bi);
+    EthernetRepr::parse(data)
+        .ok()
+        .and_then(|eth| Ipv6Header::parse_in(data.get(eth.l3_offset as usize..)?, usize::MAX).ok())
+        .map_or(0, |h| h.destination())
+}
+
+impl Node for Ip6Nd {
+    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+        let view = self.view.load();
+        let tracing = cx.tracing();
+        for &bi in frame {
+            let kind = view.adj(cx.bufs.meta(bi).adj).kind;
+            if matches!(kind, AdjKind::Neighbor | AdjKind::Glean) {
+                if tracing {
+                    cx.trace(bi, "held for neighbour resolution");
+                }
+                self.hold(cx, &view, bi);
+            } else {
+                if tracing {
+                    cx.trace(bi, "neighbour discovery input");
+                }
+                self.input(cx, &view, bi);
+                cx.enqueue(Next::Drop as usize, bi);
+            }
+        }
+        frame.len()
+    }
+
+    fn wants_poll(&self) -> bool {
+        true
+    }
+
+    fn held_buffers(&self) -> usize {
+        self.held
+    }
+
+    /// Release packets whose neighbour is now known, re-solicit the others once a second,
+    /// give up on those that did not answer `MAX_SOLICIT` solicitations.
+    fn poll(&mut self, cx: &mut NodeCx<'_>) -> usize {
+        if self.pending.is_empty() {
+            return 0;
+        }
+        let view = self.view.load();
+        let now = (self.clock)();
+        let mut handled = 0;
+        let keys: Vec<(u32, u128)> = self.pending.keys().copied().collect();
+        for key in keys {
+            let known = view
+                .neighbors
+                .contains_key(&(key.0, IpAddr::V6(Ipv6Addr::from(key.1))));
+            let due = {
+                let p = &self.pending[&key];
+                now.saturating_sub(p.last_solicit) >= self.retrans_ticks
+            };
+            let solicits = self.pending[&key].solicits;
+            if known || (due && solicits >= MAX_SOLICIT) {
+                let Some(p) = self.pending.remove(&key) else {
+                    continue;
+                };
+                self.held -= p.packets.len();
+                handled += p.packets.len();
+                let (next, counter) = if known {
+                    (Next::Rewrite, Error::Released)
+                } else {
+                    (Next::Drop, Error::ResolutionFailed)
+                };
+                cx.count_error(counter as usize, p.packets.len() as u64);
+                cx.enqueue_all(next as usize, &p.packets);
+            } else if due {
+                if let Some(p) = self.pending.get_mut(&key) {
+                    p.solicits += 1;
+                    p.last_solicit = now;
+                }
+                self.solicit(cx, &view, key.0, key.1);
+                handled += 1;
+            }
+        }
+        handled
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buffer::{BufferPool, HugePages};
+    use crate::graph::Graph;
+    use crate::nodes::ip6_input::test_support::*;
+    use crate::router::adjacency::ADJ_LOCAL;
+    use crate::wire::icmp6::NaFlags;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    /// Feeds the packets it is given each pass.
+    struct Feed(Arc<Mutex<Vec<u32>>>);
+    impl Node for Feed {
+        fn process(&mut self, cx: &mut NodeCx<'_>, _: &[u32]) -> usize {
+            let p = std::mem::take(&mut *self.0.lock().unwrap());
+            cx.enqueue_all(0, &p);
+            p.len()
+        }
+    }
+
+    /// Keeps (next slot, bytes, tx_if) of what arrives.
+    type Seen = Arc<Mutex<Vec<(usize, Vec<u8>, u32)>>>;
+    struct Sink(usize, Seen);
+    impl Node for Sink {
+        fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+            for &bi in frame {
+                let mut b = Vec::new();
+                cx.bufs.copy_packet(bi, &mut b);
+                let tx = cx.bufs.meta(bi).tx_if;
+                self.1.lock().unwrap().push((self.0, b, tx));
+                cx.bufs.free(bi);
+            }
+            frame.len()
+        }
+    }
+
+    /// ip6-nd in a graph between a feed and sinks, with a clock the test moves.
+    struct Rig {
+        pool: Arc<BufferPool>,
+        bufs: WorkerBuffers,
+        graph: Graph,
+        feed: Arc<Mutex<Vec<u32>>>,
+        seen: Seen,
+        clock: Arc<AtomicU64>,
+        view: SharedL3View,
+        learnt: std::sync::mpsc::Receiver<NeighborLearn>,
+    }
+
+    const HZ: u64 = 1000;
+
+    impl Rig {
+        fn new() -> Rig {
+            let pool = BufferPool::new(256, HugePages::Never).unwrap();
+            let bufs = pool.worker_handle();
+            let feed = Arc::new(Mutex::new(Vec::new()));
+            let seen: Seen = Arc::new(Mutex::new(Vec::new()));
+            let clock = Arc::new(AtomicU64::new(0));
+            let view = view();
+            let (tx, learnt) = std::sync::mpsc::sync_channel(16);
+            let c = clock.clone();
+            let nd = Ip6Nd::decl_with_clock(
+                view.clone(),
+                Some(tx),
+                Box::new(move || c.load(Ordering::Relaxed)),
+                HZ,
+            );
+            let mut decls = vec![NodeDecl {
+                name: "feed".into(),
+                kind: NodeKind::Input,
+                next: vec![nd.name.clone()],
+                errors: vec![],
+                node: Box::new(Feed(feed.clone())),
+            }];
+            let nexts = nd.next.clone();
+            decls.push(nd);
+            for (slot, name) in nexts.iter().enumerate() {
+                decls.push(NodeDecl {
+                    name: name.clone(),
+                    kind: NodeKind::Output,
+                    next: vec![],
+                    errors: vec![],
+                    node: Box::new(Sink(slot, seen.clone())),
+                });
+            }
+            Rig {
+                graph: Graph::build(decls, 0).unwrap(),
+                pool,
+                bufs,
+                feed,
+                seen,
+                clock,
+                view,
+                learnt,
+            }
+        }
+
+        /// Run one pass with `frames` (each with its adjacency) fed in; what came out.
+        fn pass(&mut self, frames: &[(Vec<u8>, u32)]) -> Vec<(usize, Vec<u8>, u32)> {
+            for (f, adj) in frames {
+                let bi = self.bufs.packet_from_bytes(f).unwrap();
+                let m = self.bufs.meta_mut(bi);
+                m.adj = *adj;
+                m.rx_if = 0;
+                self.feed.lock().unwrap().push(bi);
+            }
+            self.graph.run_once(&mut self.bufs);
+            std::mem::take(&mut *self.seen.lock().unwrap())
+        }
+
+        fn errors(&self) -> Vec<u64> {
+            self.graph.shared().errors[1]
+                .iter()
+                .map(|c| c.get())
+                .collect()
+        }
+
+        fn learn_neighbor(&self, ip: u128, mac: MacAddress) {
+            let mut v = (**self.view.load()).clone();
+            v.neighbors.insert((1, IpAddr::V6(Ipv6Addr::from(ip))), mac);
+            self.view.store(Arc::new(v));
+        }
+    }
+
+    fn solicit_frame(src: u128, target: u128) -> Vec<u8> {
+        let mut ns = [0u8; ND_PACKET_LEN];
+        icmp6::build_solicit(&mut ns, src, HOST_MAC, target);
+        eth(ipv6::multicast_mac(ipv6::solicited_node(target)), &ns)
+    }
+
+    #[test]
+    fn solicitation_for_our_address_is_answered_and_its_sender_learnt() {
+        let mut rig = Rig::new();
+        let out = rig.pass(&[(solicit_frame(HOST, if_addr(0)), ADJ_LOCAL)]);
+        assert_eq!(out.len(), 2);
+        let (slot, na, tx) = out
+            .iter()
+            .find(|o| o.0 == Next::InterfaceOutput as usize)
+            .unwrap();
+        assert_eq!((*slot, *tx), (Next::InterfaceOutput as usize, 0));
+        assert_eq!(&na[..14], &ethernet_rewrite(HOST_MAC, if_mac(0), 0x86dd));
+        let h = Ipv6Header::parse(&na[14..]).unwrap();
+        assert_eq!((h.source(), h.destination()), (if_addr(0), HOST));
+        assert_eq!(
+            parse_nd(&na[14..]),
+            Ok(NdMessage::Advert {
+                target: if_addr(0),
+                flags: NaFlags {
+                    router: true,
+                    solicited: true,
+                    override_: true
+                },
+                target_link_addr: Some(if_mac(0)),
+            })
+        );
+        let learnt = rig.learnt.try_recv().unwrap();
+        assert_eq!(learnt.mac, HOST_MAC);
+        assert_eq!(learnt.ip, IpAddr::V6(Ipv6Addr::from(HOST)));
+        assert_eq!(rig.errors()[Error::SolicitAnswered as usize], 1);
+    }
+
+    #[test]
+    fn link_local_target_and_dad_probe_are_answered() {
+        let mut rig = Rig::new();
+        let ll = ipv6::link_local_from_mac(if_mac(0));
+        let out = rig.pass(&[(solicit_frame(0xfe80 << 112 | 5, ll), ADJ_LOCAL)]);
+        assert!(out.iter().any(|o| o.0 == Next::InterfaceOutput as usize));
+        // DAD: from ::, no option; the answer goes to all nodes, not solicited.
+        let mut ns = [0u8; ND_PACKET_LEN];
+        icmp6::build_solicit(&mut ns, 0, HOST_MAC, if_addr(0));
+        ns[4..6].copy_from_slice(&24u16.to_be_bytes());
+        let mut dad = ns[..64].to_vec();
+        dad[42..44].copy_from_slice(&[0, 0]);
+        let c = ipv6::upper_layer_checksum(0, ipv6::solicited_node(if_addr(0)), 58, &dad[40..]);
+        dad[42..44].copy_from_slice(&c.to_be_bytes());
+        let out = rig.pass(&[(eth(if_mac(0), &dad), ADJ_LOCAL)]);
+        let na = &out
+            .iter()
+            .find(|o| o.0 == Next::InterfaceOutput as usize)
+            .unwrap()
+            .1;
+        assert_eq!(&na[..6], &[0x33, 0x33, 0, 0, 0, 1]);
+        assert!(matches!(
+            parse_nd(&na[14..]),
+            Ok(NdMessage::Advert {
+                flags: NaFlags {
+                    solicited: false,
+                    ..
+                },
+                ..
+            })
+        ));
+        assert!(rig.learnt.try_recv().is_ok()); // from the first, not from DAD
+        assert!(rig.learnt.try_recv().is_err());
+    }
+
+    #[test]
+    fn bad_and_foreign_messages_are_counted() {
+        let mut rig = Rig::new();
+        let mut bad = solicit_frame(HOST, if_addr(0));
+        bad[21] = 64; // hop limit
+        let mut na = [0u8; ND_PACKET_LEN];
+        icmp6::build_advert(&mut na, NEIGHBOR, if_addr(0), NEIGHBOR_MAC, NEIGHBOR, true);
+        let out = rig.pass(&[
+            (bad, ADJ_LOCAL),
+            (solicit_frame(HOST, FAR), ADJ_LOCAL),
+            (eth(if_mac(0), &na), ADJ_LOCAL),
+        ]);
+        assert_eq!(out.len(), 3);
+        assert!(out.iter().all(|o| o.0 == Next::Drop as usize));
+        let e = rig.errors();
+        assert_eq!(e[Error::HopLimit as usize], 1);
+        assert_eq!(e[Error::SolicitNotOurs as usize], 1);
+        assert_eq!(e[Error::AdvertLearnt as usize], 1);
+        assert_eq!(rig.learnt.try_recv().unwrap().mac, NEIGHBOR_MAC);
+    }
+
+    #[test]
+    fn held_packets_are_released_when_the_neighbour_appears() {
+        let mut rig = Rig::new();
+        let target = GLEANED + 1;
+        let frames: Vec<(Vec<u8>, u32)> = (0..6)
+            .map(|_| (udp(HOST, target, 64, 80), ADJ_GLEAN))
+            .collect();
+        let out = rig.pass(&frames);
+        // One solicitation to the solicited-node group; 4 held, 2 over the limit dropped.
+        let ns: Vec<_> = out
+            .iter()
+            .filter(|o| o.0 == Next::InterfaceOutput as usize)
+            .collect();
+        assert_eq!(ns.len(), 1);
+        assert_eq!(ns[0].2, 1);
+        assert_eq!(
+            &ns[0].1[..6],
+            &ipv6::multicast_mac(ipv6::solicited_node(target)).0
+        );
+        assert!(matches!(
+            parse_nd(&ns[0].1[14..]),
+            Ok(NdMessage::Solicit { target: t, source_link_addr: Some(m) }) if t == target && m == if_mac(1)
+        ));
+        assert_eq!(out.iter().filter(|o| o.0 == Next::Drop as usize).count(), 2);
+        let e = rig.errors();
+        assert_eq!(
+            (e[Error::Held as usize], e[Error::HoldFull as usize]),
+            (4, 2)
+        );
+        // Nothing yet; then the neighbour is learnt and the next pass releases them.
+        assert!(rig.pass(&[]).is_empty());
+        rig.learn_neighbor(target, GLEANED_MAC);
+        let out = rig.pass(&[]);
+        assert_eq!(out.len(), 4);
+        assert!(out.iter().all(|o| o.0 == Next::Rewrite as usize));
+        assert_eq!(out[0].1, udp(HOST, target, 64, 80), "released untouched");
+        assert_eq!(rig.errors()[Error::Released as usize], 4);
+        // A packet for a neighbour already in the view goes straight back.
+        let out = rig.pass(&[(udp(HOST, target, 64, 80), ADJ_GLEAN)]);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].0, Next::Rewrite as usize);
+        assert_eq!(rig.pool.report().in_use, 0);
+    }
+
+    #[test]
+    fn unanswered_solicitations_are_retried_then_packets_dropped() {
+        let mut rig = Rig::new();
+        let mut v = (**rig.view.load()).clone();
+        v.neighbors.clear();
+        rig.view.store(Arc::new(v));
+        rig.pass(&[(udp(HOST, FAR, 64, 80), ADJ_INCOMPLETE)]);
+        let sent = |rig: &Rig| rig.errors()[Error::SolicitSent as usize];
+        assert_eq!(sent(&rig), 1);
+        rig.clock.store(HZ / 2, Ordering::Relaxed);
+        assert!(rig.pass(&[]).is_empty());
+        for k in 1..MAX_SOLICIT as u64 {
+            rig.clock.store(k * HZ, Ordering::Relaxed);
+            let out = rig.pass(&[]);
+            assert_eq!(out.len(), 1);
+            assert_eq!(out[0].0, Next::InterfaceOutput as usize);
+            // The solicitation is for the adjacency's next hop, not the destination.
+            assert!(matches!(
+                parse_nd(&out[0].1[14..]),
+                Ok(NdMessage::Solicit {
+                    target: NEIGHBOR_TABLE_ONLY,
+                    ..
+                })
+            ));
+        }
+        assert_eq!(sent(&rig), MAX_SOLICIT as u64);
+        rig.clock.store(MAX_SOLICIT as u64 * HZ, Ordering::Relaxed);
+        let out = rig.pass(&[]);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].0, Next::Drop as usize);
+        assert_eq!(rig.errors()[Error::ResolutionFailed as usize], 1);
+        assert_eq!(rig.pool.report().in_use, 0);
+    }
+}

@@ -1,0 +1,427 @@
+//! ip6-rewrite: the last step of forwarding IPv6, like ip4-rewrite. For the adjacency
+//! ip6-lookup chose it finds the Ethernet header (from the adjacency when complete, else from
+//! the neighbour table), checks hop limit and MTU (IPv6 routers never fragment: too big is
+//! an ICMPv6 Packet Too Big), decrements the hop limit (no checksum to fix), writes the new
+//! header in front of the IPv6 header (dropping any VLAN tags the packet came with) and hands
+//! the packet to interface-output. A neighbour not known yet sends the packet to ip6-nd,
+//! unchanged; ip6-nd brings it back here once the neighbour answers.
+
+use super::IcmpErrorRequest;
+use crate::buffer::WorkerBuffers;
+use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::router::adjacency::{ethernet_rewrite, AdjKind, L3View, SharedL3View};
+use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
+use crate::wire::icmp6;
+use crate::wire::ipv6::{self, HEADER_LEN as IP6_HEADER_LEN};
+use crate::wire::EtherType;
+use std::net::{IpAddr, Ipv6Addr};
+
+/// Buffer flag: the router made this packet itself (an echo reply, an ICMPv6 error), so
+/// forwarding neither checks nor decrements its hop limit. The same bit as
+/// `buffer::FLAG_LOCAL_ORIGIN`, which the IPv4 nodes bring; use that once it is on main.
+pub const FLAG_LOCAL_ORIGIN: u16 = 1 << 1;
+
+/// How many packets ahead the data is prefetched.
+const PREFETCH_AHEAD: usize = 4;
+
+#[repr(usize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    InterfaceOutput,
+    Nd,
+    IcmpError,
+    Drop,
+}
+
+#[repr(usize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Error {
+    NotIpv6,
+    DropAdjacency,
+    NotNeighbor,
+    NoInterface,
+    HopLimitExpired,
+    TooBig,
+    LocalTooBig,
+    Unresolved,
+}
+
+pub const ERRORS: [&str; 8] = [
+    "not an IPv6 packet",
+    "adjacency drops the packet",
+    "adjacency is not a neighbour (local, multipath or stale)",
+    "adjacency's interface is not in the view",
+    "hop limit expired (sent to icmp6-error)",
+    "larger than the MTU (sent to icmp6-error)",
+    "own packet larger than the MTU",
+    "neighbour not resolved (sent to ip6-nd)",
+];
+
+/// What happens to one packet; `Forward` has already been applied to its bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Forward { tx_if: u32 },
+    Nd,
+    Icmp(IcmpErrorRequest, Error),
+    Drop(Error),
+}
+
+impl Verdict {
+    fn next(self) -> Next {
+        match self {
+            Verdict::Forward { .. } => Next::InterfaceOutput,
+            Verdict::Nd => Next::Nd,
+            Verdict::Icmp(..) => Next::IcmpError,
+            Verdict::Drop(_) => Next::Drop,
+        }
+    }
+
+    fn counted(self) -> Option<Error> {
+        match self {
+            Verdict::Forward { .. } => None,
+            Verdict::Nd => Some(Error::Unresolved),
+            Verdict::Icmp(_, e) | Verdict::Drop(e) => Some(e),
+        }
+    }
+}
+
+/// Drop the first `n` bytes of `bi`'s packet (VLAN tags before a new Ethernet header), within
+/// its first segment. The same as `WorkerBuffers::advance` of the IPv4 nodes, for until it
+/// is on main.
+pub(crate) fn strip_front(bufs: &mut WorkerBuffers, bi: u32, n: usize) -> bool {
+    let m = bufs.meta_mut(bi);
+    let Ok(n16) = u16::try_from(n) else {
+        return false;
+    };
+    if n16 > m.len || n as u32 > m.total_len {
+        return false;
+    }
+    m.offset += n16;
+    m.len -= n16;
+    m.total_len -= n as u32;
+    true
+}
+
+pub struct Ip6Rewrite {
+    view: SharedL3View,
+}
+
+impl Ip6Rewrite {
+    pub fn decl(view: SharedL3View) -> NodeDecl {
+        NodeDecl {
+            name: super::IP6_REWRITE.to_string(),
+            kind: NodeKind::Internal,
+            next: vec![
+                super::INTERFACE_OUTPUT.to_string(),
+                super::IP6_ND.to_string(),
+                super::ICMP6_ERROR.to_string(),
+                super::ERROR_DROP.to_string(),
+            ],
+            errors: ERRORS.to_vec(),
+            node: Box::new(Ip6Rewrite { view }),
+        }
+    }
+
+    /// The neighbour a packet to `dst` by adjacency `adj` goes to: the next hop, or the
+    /// destination itself on a connected network.
+    pub fn neighbor_of(view: &L3View, adj: u32, dst: u128) -> IpAddr {
+        let a = view.adj(adj);
+        match a.kind {
+            AdjKind::Glean => IpAddr::V6(Ipv6Addr::from(dst)),
+            _ => a.next_hop,
+        }
+    }
+
+    /// Decide one packet's fate and, when it is forwarded, rewrite it in place. Packets sent
+    /// anywhere else are left untouched (icmp6-error quotes them as they arrived).
+    pub fn rewrite(view: &L3View, bufs: &mut WorkerBuffers, bi: u32) -> Verdict {
+        let meta = *bufs.meta(bi);
+        let adj = *view.adj(meta.adj);
+        match adj.kind {
+            AdjKind::Neighbor | AdjKind::Glean => {}
+            AdjKind::Drop => return Verdict::Drop(Error::DropAdjacency),
+            AdjKind::Local | AdjKind::Multipath => return Verdict::Drop(Error::NotNeighbor),
+        }
+        let data = bufs.data(bi);
+        let l3 = match EthernetRepr::parse(data) {
+            Ok(eth) if eth.ethertype == EtherType::IPV6 => eth.l3_offset as usize,
+            _ => return Verdict::Drop(Error::NotIpv6),
+        };
+        let Some(ip) = data.get(l3..l3 + IP6_HEADER_LEN) else {
+            return Verdict::Drop(Error::NotIpv6);
+        };
+        if ip[0] >> 4 != 6 {
+            return Verdict::Drop(Error::NotIpv6);
+        }
+        let local = meta.flags & FLAG_LOCAL_ORIGIN != 0;
+        if !local && ip[7] <= 1 {
+            let req = IcmpErrorRequest {
+                kind: icmp6::kind::TIME_EXCEEDED,
+                code: 0,
+                arg: 0,
+            };
+            return Verdict::Icmp(req, Error::HopLimitExpired);
+        }
+        let total = IP6_HEADER_LEN as u32 + u16::from_be_bytes([ip[4], ip[5]]) as u32;
+        // MTU 0 means the control plane set none: no limit to enforce.
+        if adj.mtu != 0 && total > adj.mtu {
+            if local {
+                return Verdict::Drop(Error::LocalTooBig);
+            }
+            let req = IcmpErrorRequest {
+                kind: icmp6::kind::PACKET_TOO_BIG,
+                code: 0,
+                arg: adj.mtu.min(u16::MAX as u32) as u16,
+            };
+            return Verdict::Icmp(req, Error::TooBig);
+        }
+
+        let header = if adj.kind == AdjKind::Neighbor && adj.complete {
+            adj.rewrite
+        } else {
+            let mut d = [0u8; 16];
+            d.copy_from_slice(&ip[24..40]);
+            let neighbor = Self::neighbor_of(view, meta.adj, u128::from_be_bytes(d));
+            let Some(mac) = view.neighbors.get(&(adj.interface, neighbor)) else {
+                return Verdict::Nd;
+            };
+            let Some(itf) = view.interface(adj.interface) else {
+                return Verdict::Drop(Error::NoInterface);
+            };
+            ethernet_rewrite(*mac, itf.mac, EtherType::IPV6.0)
+        };
+
+        if !local {
+            ipv6::decrement_hop_limit(&mut bufs.data_mut(bi)[l3..l3 + IP6_HEADER_LEN]);
+        }
+        // The new header ends where the IP header starts: VLAN tags in between go.
+        let strip = l3 - ETH_HEADER_LEN;
+        if strip > 0 && !strip_front(bufs, bi, strip) {
+            return Verdict::Drop(Error::NotIpv6);
+        }
+        bufs.data_mut(bi)[..ETH_HEADER_LEN].copy_from_slice(&header);
+        bufs.meta_mut(bi).tx_if = adj.interface;
+        Verdict::Forward {
+            tx_if: adj.interface,
+        }
+    }
+
+    fn run<const TRACE: bool>(&self, cx: &mut NodeCx<'_>, frame: &[u32]) {
+        let view = self.view.load();
+        for (k, &bi) in frame.iter().enumerate() {
+            if let Some(&ahead) = frame.get(k + PREFETCH_AHEAD) {
+                cx.bufs.prefetch(ahead);
+            }
+            let verdict = Self::rewrite(&view, cx.bufs, bi);
+            if let Some(e) = verdict.counted() {
+                cx.count_error(e as usize, 1);
+            }
+            if let Verdict::Icmp(req, _) = verdict {
+                cx.bufs.meta_mut(bi).aux = req.to_aux();
+            }
+            if TRACE {
+                let adj = cx.bufs.meta(bi).adj;
+                match verdict {
+                    Verdict::Forward { tx_if } => {
+                        cx.trace(bi, format_args!("adj {adj} tx if {tx_if}"))
+                    }
+                    Verdict::Icmp(req, e) => cx.trace(
+                        bi,
+                        format_args!(
+                            "adj {adj}: {} (icmp6 {} code {} arg {})",
+                            ERRORS[e as usize], req.kind, req.code, req.arg
+                        ),
+                    ),
+                    Verdict::Nd => cx.trace(
+                        bi,
+                        format_args!("adj {adj}: {}", ERRORS[Error::Unresolved as usize]),
+                    ),
+                    Verdict::Drop(e) => {
+                        cx.trace(bi, format_args!("adj {adj}: drop: {}", ERRORS[e as usize]))
+                    }
+                }
+            }
+            cx.enqueue(verdict.next() as usize, bi);
+        }
+    }
+}
+
+impl Node for Ip6Rewrite {
+    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+        if cx.tracing() {
+            self.run::<true>(cx, frame);
+        } else {
+            self.run::<false>(cx, frame);
+        }
+        frame.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buffer::{BufferPool, HugePages};
+    use crate::nodes::ip6_input::test_support::*;
+    use crate::nodes::testing::Harness;
+    use crate::wire::ipv6::Ipv6Header;
+    use proptest::prelude::*;
+
+    /// Run `rewrite` on one packet and return the verdict, the bytes after it and tx_if.
+    fn rewrite_one(frame: &[u8], adj: u32, flags: u16) -> (Verdict, Vec<u8>, u32) {
+        let pool = BufferPool::new(16, HugePages::Never).unwrap();
+        let mut bufs = pool.worker_handle();
+        let bi = bufs.packet_from_bytes(frame).unwrap();
+        bufs.meta_mut(bi).adj = adj;
+        bufs.meta_mut(bi).flags = flags;
+        let v = view();
+        let verdict = Ip6Rewrite::rewrite(&v.load(), &mut bufs, bi);
+        let mut out = Vec::new();
+        bufs.copy_packet(bi, &mut out);
+        let tx = bufs.meta(bi).tx_if;
+        bufs.free(bi);
+        (verdict, out, tx)
+    }
+
+    /// A forwarded packet: header `eth`, hop limit one less, everything else as sent.
+    fn assert_forwarded(sent: &[u8], out: &[u8], eth: [u8; 14]) {
+        assert_eq!(&out[..14], &eth);
+        assert_eq!(out.len(), sent.len());
+        let h = Ipv6Header::parse(&out[14..]).unwrap();
+        assert_eq!(h.hop_limit() + 1, sent[21]);
+        assert_eq!(&out[14..21], &sent[14..21]);
+        assert_eq!(&out[22..], &sent[22..]);
+    }
+
+    #[test]
+    fn complete_neighbor_is_rewritten_and_sent() {
+        let sent = udp(HOST, FAR, 64, 100);
+        let (v, out, tx) = rewrite_one(&sent, ADJ_COMPLETE, 0);
+        assert_eq!((v, tx), (Verdict::Forward { tx_if: 1 }, 1));
+        assert_forwarded(
+            &sent,
+            &out,
+            ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x86dd),
+        );
+    }
+
+    #[test]
+    fn neighbor_table_completes_glean_and_incomplete_adjacencies() {
+        let sent = udp(HOST, GLEANED, 9, 60);
+        let (v, out, _) = rewrite_one(&sent, ADJ_GLEAN, 0);
+        assert_eq!(v, Verdict::Forward { tx_if: 1 });
+        assert_forwarded(
+            &sent,
+            &out,
+            ethernet_rewrite(GLEANED_MAC, if_mac(1), 0x86dd),
+        );
+        let sent = udp(HOST, FAR, 9, 60);
+        let (v, out, _) = rewrite_one(&sent, ADJ_INCOMPLETE, 0);
+        assert_eq!(v, Verdict::Forward { tx_if: 1 });
+        assert_forwarded(
+            &sent,
+            &out,
+            ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x86dd),
+        );
+    }
+
+    #[test]
+    fn unknown_neighbor_goes_to_nd_untouched() {
+        let sent = udp(HOST, GLEANED + 1, 9, 60);
+        let (v, out, _) = rewrite_one(&sent, ADJ_GLEAN, 0);
+        assert_eq!((v, out), (Verdict::Nd, sent));
+    }
+
+    #[test]
+    fn vlan_tagged_input_leaves_untagged() {
+        let plain = udp(HOST, FAR, 64, 100);
+        let (v, out, _) = rewrite_one(&tagged(&plain), ADJ_COMPLETE, 0);
+        assert_eq!(v, Verdict::Forward { tx_if: 1 });
+        assert_forwarded(
+            &plain,
+            &out,
+            ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x86dd),
+        );
+    }
+
+    #[test]
+    fn hop_limit_one_goes_to_icmp_error_untouched_unless_local() {
+        let sent = udp(HOST, FAR, 1, 60);
+        let (v, out, _) = rewrite_one(&sent, ADJ_COMPLETE, 0);
+        let req = IcmpErrorRequest {
+            kind: 3,
+            code: 0,
+            arg: 0,
+        };
+        assert_eq!(
+            (v, out),
+            (Verdict::Icmp(req, Error::HopLimitExpired), sent.clone())
+        );
+        let (v, out, _) = rewrite_one(&sent, ADJ_COMPLETE, FLAG_LOCAL_ORIGIN);
+        assert_eq!(v, Verdict::Forward { tx_if: 1 });
+        assert_eq!(&out[14..], &sent[14..]);
+    }
+
+    #[test]
+    fn too_big_asks_for_packet_too_big_with_the_mtu() {
+        let sent = udp(HOST, FAR, 64, 1281);
+        let (v, out, _) = rewrite_one(&sent, ADJ_SMALL_MTU, 0);
+        let req = IcmpErrorRequest {
+            kind: 2,
+            code: 0,
+            arg: 1280,
+        };
+        assert_eq!((v, out), (Verdict::Icmp(req, Error::TooBig), sent.clone()));
+        let (v, _, _) = rewrite_one(&sent, ADJ_SMALL_MTU, FLAG_LOCAL_ORIGIN);
+        assert_eq!(v, Verdict::Drop(Error::LocalTooBig));
+        let (v, _, _) = rewrite_one(&udp(HOST, FAR, 64, 1280), ADJ_SMALL_MTU, 0);
+        assert_eq!(v, Verdict::Forward { tx_if: 1 });
+    }
+
+    #[test]
+    fn node_routes_and_counts_each_case() {
+        let frames = vec![
+            udp(HOST, FAR, 64, 100),
+            tagged(&udp(HOST, FAR, 64, 100)),
+            udp(HOST, GLEANED + 1, 64, 100),
+            udp(HOST, FAR, 1, 100),
+            udp(HOST, FAR, 64, 1300),
+            udp(HOST, FAR, 64, 100),
+            udp(HOST, FAR, 64, 100),
+            udp(HOST, FAR, 64, 100),
+            vec![0; 20],
+        ];
+        let adjs = [
+            ADJ_COMPLETE,
+            ADJ_COMPLETE,
+            ADJ_GLEAN,
+            ADJ_COMPLETE,
+            ADJ_SMALL_MTU,
+            0,
+            1,
+            999,
+            ADJ_COMPLETE,
+        ];
+        let h = Harness::new(3);
+        let out = h.run_node_with(Ip6Rewrite::decl(view()), &frames, 0, |m, k| m.adj = adjs[k]);
+        assert_eq!(out.per_next, vec![2, 1, 2, 4]);
+        let e = &out.errors;
+        assert_eq!(e[Error::Unresolved as usize], 1);
+        assert_eq!(e[Error::HopLimitExpired as usize], 1);
+        assert_eq!(e[Error::TooBig as usize], 1);
+        assert_eq!(e[Error::DropAdjacency as usize], 2);
+        assert_eq!(e[Error::NotNeighbor as usize], 1);
+        assert_eq!(e[Error::NotIpv6 as usize], 1);
+        assert_eq!(out.tx_ifs.iter().filter(|&&t| t == 1).count(), 2);
+    }
+
+    proptest! {
+        /// Whatever the bytes, adjacency and flags: a verdict, never a panic.
+        #[test]
+        fn rewrite_never_panics(
+            bytes in proptest::collection::vec(any::<u8>(), 0..120),
+            adj in 0u32..8, flags in 0u16..4,
+        ) {
+            let _ = rewrite_one(&bytes, adj, flags);
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! Packets waiting for a neighbour to be resolved (ARP or ND), per worker: a few packets per
+//! neighbour, a bounded number of neighbours, and the schedule of requests for each: one at
+//! once, then again every `REQUEST_INTERVAL` up to `MAX_REQUESTS`, and `GIVE_UP` after the
+//! last one the neighbour is taken as absent and its packets are dropped (counted by the
+//! caller). The bounds keep a scan of a connected /16 from eating the buffer pool.
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+/// Packets held per neighbour; more are dropped (as Linux's unres_qlen does).
+pub const MAX_PER_NEIGHBOR: usize = 4;
+/// Neighbours being resolved at once per worker.
+pub const MAX_NEIGHBORS: usize = 64;
+pub const REQUEST_INTERVAL: Duration = Duration::from_millis(250);
+pub const MAX_REQUESTS: u32 = 3;
+pub const GIVE_UP: Duration = Duration::from_millis(1000);
+
+struct Entry {
+    interface: u32,
+    target: IpAddr,
+    packets: Vec<u32>,
+    last_request: Instant,
+    requests: u32,
+}
+
+/// What became of a packet offered to `hold`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HoldOutcome {
+    /// Held; `request` says a request should go out now (a new neighbour).
+    Held { request: bool },
+    /// This neighbour already has `MAX_PER_NEIGHBOR` packets waiting.
+    QueueFull,
+    /// `MAX_NEIGHBORS` neighbours are being resolved already.
+    TableFull,
+}
+
+#[derive(Default)]
+pub struct HoldTable {
+    entries: Vec<Entry>,
+    held: usize,
+}
+
+impl HoldTable {
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Packets held in all.
+    pub fn held(&self) -> usize {
+        self.held
+    }
+
+    pub fn hold(&mut self, interface: u32, target: IpAddr, bi: u32, now: Instant) -> HoldOutcome {
+        if let Some(e) = self
+            .entries
+            .iter_mut()
+            .find(|e| e.interface == interface && e.target == target)
+        {
+            if e.packets.len() >= MAX_PER_NEIGHBOR {
+                return HoldOutcome::QueueFull;
+            }
+            e.packets.push(bi);
+            self.held += 1;
+            return HoldOutcome::Held { request: false };
+        }
+        if self.entries.len() >= MAX_NEIGHBORS {
+            return HoldOutcome::TableFull;
+        }
+        self.entries.push(Entry {
+            interface,
+            target,
+            packets: vec![bi],
+            last_request: now,
+            requests: 1,
+        });
+        self.held += 1;
+        HoldOutcome::Held { request: true }
+    }
+
+    /// Move the packets of every neighbour `resolved` says is known into `out`.
+    pub fn release(&mut self, resolved: impl Fn(u32, IpAddr) -> bool, out: &mut Vec<u32>) {
+        let mut k = 0;
+        while k < self.entries.len() {
+            let e = &self.entries[k];
+            if resolved(e.interface, e.target) {
+                let e = self.entries.swap_remove(k);
+                self.held -= e.packets.len();
+                out.extend(e.packets);
+            } else {
+                k += 1;
+            }
+        }
+    }
+
+    /// Neighbours whose next request is due, marked as asked again.
+    pub fn due_requests(&mut self, now: Instant, out: &mut Vec<(u32, IpAddr)>) {
+        for e in &mut self.entries {
+            if e.requests < MAX_REQUESTS && now.duration_since(e.last_request) >= REQUEST_INTERVAL {
+                e.requests += 1;
+                e.last_request = now;
+                out.push((e.interface, e.target));
+            }
+        }
+    }
+
+    /// Give up on neighbours that did not answer any request: their packets go to `out`.
+    pub fn expire(&mut self, now: Instant, out: &mut Vec<u32>) {
+        let mut k = 0;
+        while k < self.entries.len() {
+            let e = &self.entries[k];
+            if e.requests >= MAX_REQUESTS && now.duration_since(e.last_request) >= GIVE_UP {
+                let e = self.entries.swap_remove(k);
+                self.held -= e.packets.len();
+                out.extend(e.packets);
+            } else {
+                k += 1;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(last: u8) -> IpAddr {
+        IpAddr::V4([192, 0, 2, last].into())
+    }
+
+    #[test]
+    fn bounded_per_neighbour_and_in_neighbours() {
+        let now = Instant::now();
+        let mut t = HoldTable::default();
+        assert_eq!(
+            t.hold(0, ip(1), 10, now),
+            HoldOutcome::Held { request: true }
+        );
+        for bi in 11..11 + MAX_PER_NEIGHBOR as u32 - 1 {
+            assert_eq!(
+                t.hold(0, ip(1), bi, now),
+                HoldOutcome::Held { request: false }
+            );
+        }
+        assert_eq!(t.hold(0, ip(1), 99, now), HoldOutcome::QueueFull);
+        // The same address on another interface is another neighbour.
+        assert_eq!(
+            t.hold(1, ip(1), 20, now),
+            HoldOutcome::Held { request: true }
+        );
+        for k in 2..MAX_NEIGHBORS as u8 {
+            t.hold(0, ip(k), 100 + k as u32, now);
+        }
+        assert_eq!(t.hold(0, ip(250), 1, now), HoldOutcome::TableFull);
+        assert_eq!(t.held(), MAX_PER_NEIGHBOR + 1 + MAX_NEIGHBORS - 2);
+    }
+
+    #[test]
+    fn requests_repeat_then_packets_expire() {
+        let t0 = Instant::now();
+        let mut t = HoldTable::default();
+        t.hold(0, ip(1), 7, t0);
+        let mut due = Vec::new();
+        t.due_requests(t0 + REQUEST_INTERVAL / 2, &mut due);
+        assert!(due.is_empty());
+        let mut at = t0;
+        for _ in 1..MAX_REQUESTS {
+            at += REQUEST_INTERVAL;
+            t.due_requests(at, &mut due);
+        }
+        assert_eq!(due.len(), MAX_REQUESTS as usize - 1);
+        let mut dropped = Vec::new();
+        t.expire(at + GIVE_UP / 2, &mut dropped);
+        assert!(dropped.is_empty());
+        t.due_requests(at + GIVE_UP, &mut due);
+        assert_eq!(
+            due.len(),
+            MAX_REQUESTS as usize - 1,
+            "no more than MAX_REQUESTS"
+        );
+        t.expire(at + GIVE_UP, &mut dropped);
+        assert_eq!(dropped, vec![7]);
+        assert!(t.is_empty());
+        assert_eq!(t.held(), 0);
+    }
+
+    #[test]
+    fn release_takes_only_resolved_neighbours() {
+        let now = Instant::now();
+        let mut t = HoldTable::default();
+        t.hold(0, ip(1), 1, now);
+        t.hold(0, ip(2), 2, now);
+        t.hold(0, ip(1), 3, now);
+        let mut out = Vec::new();
+        t.release(|_, a| a == ip(1), &mut out);
+        out.sort();
+        assert_eq!(out, vec![1, 3]);
+        assert_eq!(t.held(), 1);
+    }
+}
