@@ -9,8 +9,6 @@ use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const D0_V4: &str = "192.0.2.1";
@@ -199,91 +197,77 @@ fn router_answers_pings_forwards_them_and_reports_ttl_exceeded() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// Clients of the storm: each waits for its answer, so several keep the socket busy.
-const STORM_CLIENTS: u64 = 32;
-
-/// The storm's prefix `k` of client `t`: /32 hosts, /24s and IPv6 /64s, far from the traffic.
-fn storm_prefix(t: u64, k: u64) -> String {
+/// The storm's prefix `k`: /32 hosts, /24s and IPv6 /64s, far from the traffic.
+fn storm_prefix(k: u64) -> String {
     match k % 3 {
-        0 => format!("10.{t}.{}.{}/32", (k >> 8) & 255, k & 255),
-        1 => format!("172.{}.{}.0/24", 16 + t, (k >> 2) & 255),
-        _ => format!("2001:db8:ff{t:02x}:{:x}::/64", k & 0xffff),
+        0 => format!("10.{}.{}.{}/32", (k >> 16) & 255, (k >> 8) & 255, k & 255),
+        1 => format!("172.{}.{}.0/24", 16 + ((k >> 8) & 15), k & 255),
+        _ => format!("2001:db8:ff:{:x}::/64", k & 0xffff),
     }
 }
 
-/// Route changes at `per_s` over the control socket from `threads` clients, each adding and
-/// deleting its own prefixes (which never overlap the test traffic), until `stop`. Returns
-/// (commands answered ok, commands refused, the first refusal).
-fn storm(
-    socket: &Path,
-    per_s: u64,
-    threads: u64,
-    stop: Arc<AtomicBool>,
-) -> (u64, u64, Option<String>) {
-    let ok = Arc::new(AtomicU64::new(0));
-    let bad = Arc::new(AtomicU64::new(0));
-    let first_error = Arc::new(std::sync::Mutex::new(None));
-    let start = Instant::now();
-    let handles: Vec<_> = (0..threads)
-        .map(|t| {
-            let (ok, bad, first_error, stop) =
-                (ok.clone(), bad.clone(), first_error.clone(), stop.clone());
-            let socket = socket.to_path_buf();
-            std::thread::spawn(move || {
-                let mut i: u64 = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    // Paced: command i of this client is due at i * threads / per_s.
-                    let due = Duration::from_secs_f64((i * threads) as f64 / per_s as f64);
-                    if let Some(wait) = due.checked_sub(start.elapsed()) {
-                        std::thread::sleep(wait);
-                    }
-                    let k = i / 2;
-                    let prefix = storm_prefix(t, k);
-                    let via = match (k % 3, k % 2) {
-                        (2, 0) => T0_V6,
-                        (2, _) => T1_V6,
-                        (_, 0) => T0_V4,
-                        _ => T1_V4,
-                    };
-                    let line = if i.is_multiple_of(2) {
-                        format!("ip route add {prefix} via {via}")
-                    } else {
-                        format!("ip route del {prefix}")
-                    };
-                    match sluice::control::client::request(&socket, &line) {
-                        Ok(v) if v["ok"] == true => {
-                            ok.fetch_add(1, Ordering::Relaxed);
-                        }
-                        other => {
-                            bad.fetch_add(1, Ordering::Relaxed);
-                            let mut f = first_error.lock().unwrap();
-                            if f.is_none() {
-                                *f = Some(format!("{line}: {other:?}"));
-                            }
-                        }
-                    }
-                    i += 1;
-                }
-                // Leave no route behind: finish an add with its delete.
-                if i % 2 == 1 {
-                    let prefix = storm_prefix(t, (i - 1) / 2);
-                    let _ = sluice::control::client::request(
-                        &socket,
-                        &format!("ip route del {prefix}"),
-                    );
-                }
-            })
-        })
-        .collect();
-    for h in handles {
-        h.join().unwrap();
+/// Command `i` of the storm: even ones add prefix i/2 (next hops alternating between the
+/// two sides), odd ones delete it again.
+fn storm_line(i: u64) -> String {
+    let k = i / 2;
+    let via = match (k % 3, k % 2) {
+        (2, 0) => T0_V6,
+        (2, _) => T1_V6,
+        (_, 0) => T0_V4,
+        _ => T1_V4,
+    };
+    if i.is_multiple_of(2) {
+        format!("ip route add {} via {via}", storm_prefix(k))
+    } else {
+        format!("ip route del {}", storm_prefix(k))
     }
-    let first = first_error.lock().unwrap().clone();
-    (
-        ok.load(Ordering::Relaxed),
-        bad.load(Ordering::Relaxed),
-        first,
-    )
+}
+
+/// Route changes at `per_s` for `how_long` over one control connection (the socket takes
+/// any number of lines per connection), paced millisecond by millisecond, replies read as
+/// they come. Returns (commands answered ok, commands refused, the first refusal, seconds).
+fn storm(socket: &Path, per_s: u64, how_long: Duration) -> (u64, u64, Option<String>, f64) {
+    use std::io::{BufRead, BufReader, Write};
+    let stream = std::os::unix::net::UnixStream::connect(socket).unwrap();
+    let mut w = stream.try_clone().unwrap();
+    let start = Instant::now();
+    let writer = std::thread::spawn(move || {
+        let mut i: u64 = 0;
+        let mut batch = String::new();
+        while start.elapsed() < how_long {
+            let due = (start.elapsed().as_secs_f64() * per_s as f64) as u64;
+            batch.clear();
+            while i < due {
+                batch.push_str(&storm_line(i));
+                batch.push('\n');
+                i += 1;
+            }
+            w.write_all(batch.as_bytes()).unwrap();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Leave no route behind: finish an add with its delete.
+        if i % 2 == 1 {
+            w.write_all(format!("{}\n", storm_line(i)).as_bytes())
+                .unwrap();
+            i += 1;
+        }
+        w.shutdown(std::net::Shutdown::Write).unwrap();
+        i
+    });
+    let (mut ok, mut bad, mut first) = (0, 0, None);
+    for (n, reply) in BufReader::new(&stream).lines().enumerate() {
+        let v: Value = serde_json::from_str(&reply.unwrap()).unwrap();
+        if v["ok"] == true {
+            ok += 1;
+        } else {
+            bad += 1;
+            first.get_or_insert_with(|| format!("{}: {v}", storm_line(n as u64)));
+        }
+    }
+    let took = start.elapsed().as_secs_f64();
+    let sent = writer.join().unwrap();
+    assert_eq!(ok + bad, sent, "a command went unanswered");
+    (ok, bad, first, took)
 }
 
 #[test]
@@ -349,19 +333,7 @@ fn route_storm_while_traffic_flows_misroutes_nothing() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(2000));
-    let stop = Arc::new(AtomicBool::new(false));
-    let storm_for = Duration::from_secs(4);
-    let t = Instant::now();
-    let stopper = {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(storm_for);
-            stop.store(true, Ordering::Relaxed);
-        })
-    };
-    let (ok, bad, first_error) = storm(&socket, 10_000, STORM_CLIENTS, stop);
-    let took = t.elapsed().as_secs_f64();
-    stopper.join().unwrap();
+    let (ok, bad, first_error, took) = storm(&socket, 10_000, Duration::from_secs(4));
     let out = gen.wait_with_output().unwrap();
     let rate = ok as f64 / took;
     eprintln!("route storm: {ok} commands in {took:.2} s ({rate:.0}/s), {bad} refused");
@@ -403,10 +375,10 @@ fn route_storm_while_traffic_flows_misroutes_nothing() {
     assert_eq!(g["rx_corrupt"], 0, "{g}");
     assert_eq!(g["rx_dup"], 0, "{g}");
 
-    // The storm kept its pace: half of 10 000/s at least, on a loaded small machine.
+    // The storm kept its pace (the daemon answered as fast as the commands came).
     assert!(
-        rate >= 5_000.0,
-        "the control socket took only {rate:.0} route changes/s from {STORM_CLIENTS} clients"
+        rate >= 9_000.0,
+        "the control socket took only {rate:.0} route changes/s"
     );
     assert!(daemon.stop(), "daemon did not exit cleanly");
     std::fs::remove_dir_all(&dir).ok();
