@@ -12,7 +12,7 @@ use serde_json::json;
 
 const USAGE: &str = "\
 usage: sluice bench [options]            (and: sluice bench compare A B, ministat style)
-  --dut D            sluice, linux-bridge, linux-router or testpmd (default sluice)
+  --dut D            sluice, sluice-router, linux-bridge, linux-router or testpmd (default sluice)
   --loadtest L       64b, var2-64b, var2-imix, var2-1514b, optionally -bi (default 64b)
   --mode M           search: RFC 2544 NDR and PDR by bisection (default)
                      fixed: send at --max-rate (or as fast as possible) and report what arrived
