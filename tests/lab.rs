@@ -200,6 +200,32 @@ fn lab_up_down_is_idempotent_and_clean() {
             }
         }
     }
+    // Over AF_XDP the tester's kernel never sees sluice's ARP; the warm-up over AF_PACKET
+    // must have resolved the next hop before.
+    let o = lab(&[
+        "run",
+        "--dut",
+        "sluice-router",
+        "--io",
+        "af_xdp",
+        "--flows",
+        "var2",
+        "--count",
+        "20000",
+        "--rate",
+        "50000",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (&r["io"], &r["table"]),
+        (&"af_xdp".into(), &"small".into()),
+        "{r}"
+    );
+    assert_eq!(r["tx_packets"], 20000, "{r}");
+    assert_eq!(r["lost"], r["rx_ring_drops"], "{r}");
+
     // The tester's ports are bare again, and so are the DUT's.
     for (netns, dev) in [("sl-tester", "t0"), ("sl-tester", "t1"), ("sl-dut", "d1")] {
         let a = sh("ip", &["-n", netns, "addr", "show", dev]);
