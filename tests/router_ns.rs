@@ -20,10 +20,6 @@ const T0_V6: &str = "2001:db8::2";
 const D1_V6: &str = "2001:db8:1::1";
 const T1_V6: &str = "2001:db8:1::2";
 
-/// The kernel sends unpadded frames on a veth (an ARP reply is 42 bytes); sluice's default
-/// 60-byte minimum would drop them as runts and never resolve a neighbour.
-const MIN_FRAME: &str = "min-frame = 42\n";
-
 /// One namespace test at a time: each runs a daemon with a busy worker on a small machine.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -84,7 +80,7 @@ fn router_config(dir: &Path, extra: &str) -> (PathBuf, PathBuf) {
     std::fs::write(
         &cfg,
         format!(
-            "[dataplane]\nworkers = 1\nhugepages = \"never\"\n{MIN_FRAME}[control]\nsocket = \"{}\"\n\
+            "[dataplane]\nworkers = 1\nhugepages = \"never\"\n[control]\nsocket = \"{}\"\n\
              [[interface]]\nname = \"d0\"\ndriver = \"af_packet\"\nhost = \"d0\"\n\
              address = [\"{D0_V4}/24\", \"{D0_V6}/64\"]\n\
              [[interface]]\nname = \"d1\"\ndriver = \"af_packet\"\nhost = \"d1\"\n\

@@ -461,7 +461,7 @@ pub fn router_parts(table: Option<&TableFiles>) -> (String, String, String) {
     }
     if let Some(t) = table {
         tail.push_str(&format!(
-            "[fib]\nroute_file = \"{}\"\n",
+            "[fib]\nroute-file = \"{}\"\n",
             t.route_file.display()
         ));
     }
@@ -544,15 +544,14 @@ fn wait_for_fib(socket: &std::path::Path, want: u64, since: Instant) -> Result<f
 }
 
 /// Start sluice on d0 and d1: cross-connecting them, or routing (`router` holds the table).
-fn start_sluice(
+/// sluice's config on d0 and d1: cross-connecting them, or routing (`router` holds the
+/// synthetic table, if any).
+pub fn sluice_config(
     dut_cpu: usize,
     io: Io,
     router: Option<Option<&TableFiles>>,
-) -> Result<RunningDut, String> {
-    let dir = std::env::temp_dir().join(format!("sluice-lab-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let socket = dut_socket();
-    let cfg = dir.join("dut.toml");
+    socket: &std::path::Path,
+) -> String {
     let main_core = if dut_cpu == 0 { 1 } else { 0 };
     let (driver, mtu) = (io.name(), super::port_mtu(io));
     // memif ports listen where the generator connects; the others attach to the veths.
@@ -563,13 +562,6 @@ fn start_sluice(
         ),
         _ => format!("host = \"d{k}\"\nmtu = {mtu}\n"),
     };
-    // A veth carries the kernel's frames unpadded (an ARP reply is 42 bytes): a router must
-    // not count them as runts.
-    let min_frame = if router.is_some() {
-        "min-frame = 42\n"
-    } else {
-        ""
-    };
     let (extra0, extra1, tail) = match router {
         None => (
             String::new(),
@@ -579,15 +571,27 @@ fn start_sluice(
         ),
         Some(table) => router_parts(table),
     };
-    let text = format!(
-        "[dataplane]\nworkers = 1\nworker-cores = [{dut_cpu}]\nmain-core = {main_core}\n{min_frame}\
+    format!(
+        "[dataplane]\nworkers = 1\nworker-cores = [{dut_cpu}]\nmain-core = {main_core}\n\
          [control]\nsocket = \"{}\"\n\
          [[interface]]\nname = \"d0\"\ndriver = \"{driver}\"\n{}{extra0}\
          [[interface]]\nname = \"d1\"\ndriver = \"{driver}\"\n{}{extra1}{tail}",
         socket.display(),
         port(0),
         port(1)
-    );
+    )
+}
+
+fn start_sluice(
+    dut_cpu: usize,
+    io: Io,
+    router: Option<Option<&TableFiles>>,
+) -> Result<RunningDut, String> {
+    let dir = std::env::temp_dir().join(format!("sluice-lab-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let socket = dut_socket();
+    let cfg = dir.join("dut.toml");
+    let text = sluice_config(dut_cpu, io, router, &socket);
     std::fs::write(&cfg, text).map_err(|e| format!("{}: {e}", cfg.display()))?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let log = std::fs::File::create(dir.join("dut.log")).map_err(|e| e.to_string())?;
@@ -731,5 +735,43 @@ impl RunningDut {
 impl Drop for RunningDut {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The config sluice-router gets is one sluice accepts (CPU numbers left out: they
+    /// depend on the machine).
+    #[test]
+    fn router_config_is_valid() {
+        let table = TableFiles {
+            spec: super::super::table::FULL,
+            route_file: "/tmp/table.txt".into(),
+            ip_batch: "/tmp/batch.txt".into(),
+            v4: 1,
+            v6: 1,
+        };
+        for (router, routes) in [(None, 0), (Some(None), 2), (Some(Some(&table)), 2)] {
+            let text: String = sluice_config(1, Io::AfPacket, router, "/tmp/s.sock".as_ref())
+                .lines()
+                .filter(|l| !l.starts_with("worker-cores") && !l.starts_with("main-core"))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            let cfg = crate::config::Config::parse(&text, "lab")
+                .unwrap_or_else(|e| panic!("{e}\n{text}"));
+            assert_eq!(cfg.routes.len(), routes, "{text}");
+            assert_eq!(cfg.interfaces.len(), 2);
+            assert_eq!(
+                cfg.fib.route_file.is_some(),
+                matches!(router, Some(Some(_))),
+                "{text}"
+            );
+            let want = if router.is_some() { 2 } else { 0 };
+            for i in &cfg.interfaces {
+                assert_eq!(i.address.len(), want, "{text}");
+            }
+        }
     }
 }
