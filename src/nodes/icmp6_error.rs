@@ -4,9 +4,8 @@
 //! other. RFC 4443 2.4(e) says when not to send one (each case counted); a per-worker token
 //! bucket (2.4(f)) keeps a flood of bad packets from becoming a flood of errors.
 
-use super::ip6_rewrite::FLAG_LOCAL_ORIGIN;
 use super::IcmpErrorRequest;
-use crate::buffer::{WorkerBuffers, FLAG_TRACED};
+use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN, FLAG_TRACED};
 use crate::drivers::tsc;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::router::adjacency::{L3Interface, L3View, SharedL3View};

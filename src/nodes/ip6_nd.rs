@@ -15,8 +15,8 @@
 //! told by its adjacency: ip6-rewrite sends only neighbour and glean adjacencies here.
 
 use super::icmp6_error::v6_towards;
-use super::ip6_rewrite::{Ip6Rewrite, FLAG_LOCAL_ORIGIN};
-use crate::buffer::WorkerBuffers;
+use super::ip6_rewrite::Ip6Rewrite;
+use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
 use crate::drivers::tsc;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::router::adjacency::{ethernet_rewrite, AdjKind, L3View, SharedL3View};

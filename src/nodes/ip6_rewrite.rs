@@ -7,7 +7,7 @@
 //! unchanged; ip6-nd brings it back here once the neighbour answers.
 
 use super::IcmpErrorRequest;
-use crate::buffer::WorkerBuffers;
+use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::router::adjacency::{ethernet_rewrite, AdjKind, L3View, SharedL3View};
 use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
@@ -15,11 +15,6 @@ use crate::wire::icmp6;
 use crate::wire::ipv6::{self, HEADER_LEN as IP6_HEADER_LEN};
 use crate::wire::EtherType;
 use std::net::{IpAddr, Ipv6Addr};
-
-/// Buffer flag: the router made this packet itself (an echo reply, an ICMPv6 error), so
-/// forwarding neither checks nor decrements its hop limit. The same bit as
-/// `buffer::FLAG_LOCAL_ORIGIN`, which the IPv4 nodes bring; use that once it is on main.
-pub const FLAG_LOCAL_ORIGIN: u16 = 1 << 1;
 
 /// How many packets ahead the data is prefetched.
 const PREFETCH_AHEAD: usize = 4;
