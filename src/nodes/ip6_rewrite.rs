@@ -80,23 +80,6 @@ impl Verdict {
     }
 }
 
-/// Drop the first `n` bytes of `bi`'s packet (VLAN tags before a new Ethernet header), within
-/// its first segment. The same as `WorkerBuffers::advance` of the IPv4 nodes, for until it
-/// is on main.
-pub(crate) fn strip_front(bufs: &mut WorkerBuffers, bi: u32, n: usize) -> bool {
-    let m = bufs.meta_mut(bi);
-    let Ok(n16) = u16::try_from(n) else {
-        return false;
-    };
-    if n16 > m.len || n as u32 > m.total_len {
-        return false;
-    }
-    m.offset += n16;
-    m.len -= n16;
-    m.total_len -= n as u32;
-    true
-}
-
 pub struct Ip6Rewrite {
     view: SharedL3View,
 }
@@ -191,7 +174,7 @@ impl Ip6Rewrite {
         }
         // The new header ends where the IP header starts: VLAN tags in between go.
         let strip = l3 - ETH_HEADER_LEN;
-        if strip > 0 && !strip_front(bufs, bi, strip) {
+        if strip > 0 && !bufs.advance(bi, strip) {
             return Verdict::Drop(Error::NotIpv6);
         }
         bufs.data_mut(bi)[..ETH_HEADER_LEN].copy_from_slice(&header);
