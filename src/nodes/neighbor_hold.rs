@@ -1,8 +1,9 @@
 //! Packets waiting for a neighbour to be resolved (ARP or ND), per worker: a few packets per
 //! neighbour, a bounded number of neighbours, and the schedule of requests for each: one at
-//! once, then again every `REQUEST_INTERVAL` up to `MAX_REQUESTS`, and `GIVE_UP` after the
-//! last one the neighbour is taken as absent and its packets are dropped (counted by the
-//! caller). The bounds keep a scan of a connected /16 from eating the buffer pool.
+//! once, then again every `interval` up to `max_requests`, and `give_up` after the last one
+//! the neighbour is taken as absent and its packets are dropped (counted by the caller). The
+//! default schedule is ARP's (`REQUEST_INTERVAL`, `MAX_REQUESTS`, `GIVE_UP`); ND brings its
+//! own. The bounds keep a scan of a connected /16 from eating the buffer pool.
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
@@ -34,13 +35,45 @@ pub enum HoldOutcome {
     TableFull,
 }
 
-#[derive(Default)]
+/// When requests go out and when a silent neighbour is given up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    /// Time between requests.
+    pub interval: Duration,
+    /// Requests in all, the first included.
+    pub max_requests: u32,
+    /// Time after the last request until the neighbour is taken as absent.
+    pub give_up: Duration,
+}
+
+/// ARP's schedule, the default.
+pub const ARP_SCHEDULE: Schedule = Schedule {
+    interval: REQUEST_INTERVAL,
+    max_requests: MAX_REQUESTS,
+    give_up: GIVE_UP,
+};
+
 pub struct HoldTable {
     entries: Vec<Entry>,
     held: usize,
+    schedule: Schedule,
+}
+
+impl Default for HoldTable {
+    fn default() -> HoldTable {
+        HoldTable::with_schedule(ARP_SCHEDULE)
+    }
 }
 
 impl HoldTable {
+    pub fn with_schedule(schedule: Schedule) -> HoldTable {
+        HoldTable {
+            entries: Vec::new(),
+            held: 0,
+            schedule,
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
@@ -94,8 +127,9 @@ impl HoldTable {
 
     /// Neighbours whose next request is due, marked as asked again.
     pub fn due_requests(&mut self, now: Instant, out: &mut Vec<(u32, IpAddr)>) {
+        let s = self.schedule;
         for e in &mut self.entries {
-            if e.requests < MAX_REQUESTS && now.duration_since(e.last_request) >= REQUEST_INTERVAL {
+            if e.requests < s.max_requests && now.duration_since(e.last_request) >= s.interval {
                 e.requests += 1;
                 e.last_request = now;
                 out.push((e.interface, e.target));
@@ -105,10 +139,11 @@ impl HoldTable {
 
     /// Give up on neighbours that did not answer any request: their packets go to `out`.
     pub fn expire(&mut self, now: Instant, out: &mut Vec<u32>) {
+        let s = self.schedule;
         let mut k = 0;
         while k < self.entries.len() {
             let e = &self.entries[k];
-            if e.requests >= MAX_REQUESTS && now.duration_since(e.last_request) >= GIVE_UP {
+            if e.requests >= s.max_requests && now.duration_since(e.last_request) >= s.give_up {
                 let e = self.entries.swap_remove(k);
                 self.held -= e.packets.len();
                 out.extend(e.packets);
@@ -181,6 +216,29 @@ mod tests {
         assert_eq!(dropped, vec![7]);
         assert!(t.is_empty());
         assert_eq!(t.held(), 0);
+    }
+
+    #[test]
+    fn a_schedule_of_its_own_is_kept() {
+        let s = Schedule {
+            interval: Duration::from_secs(1),
+            max_requests: 2,
+            give_up: Duration::from_secs(3),
+        };
+        let t0 = Instant::now();
+        let mut t = HoldTable::with_schedule(s);
+        t.hold(0, ip(1), 7, t0);
+        let mut due = Vec::new();
+        t.due_requests(t0 + REQUEST_INTERVAL, &mut due);
+        assert!(due.is_empty());
+        t.due_requests(t0 + s.interval, &mut due);
+        t.due_requests(t0 + s.interval * 2, &mut due);
+        assert_eq!(due.len(), 1);
+        let mut dropped = Vec::new();
+        t.expire(t0 + s.interval + GIVE_UP, &mut dropped);
+        assert!(dropped.is_empty());
+        t.expire(t0 + s.interval + s.give_up, &mut dropped);
+        assert_eq!(dropped, vec![7]);
     }
 
     #[test]
