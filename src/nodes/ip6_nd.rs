@@ -16,7 +16,7 @@
 
 use super::icmp6_error::v6_towards;
 use super::ip6_rewrite::Ip6Rewrite;
-use super::neighbor_hold::{HoldOutcome, HoldTable, Schedule};
+use super::neighbor_hold::{HoldSlots, HoldTable, Resolver, Schedule};
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::router::adjacency::{ethernet_rewrite, AdjKind, L3View, SharedL3View};
@@ -37,10 +37,6 @@ pub const SCHEDULE: Schedule = Schedule {
     max_requests: MAX_SOLICIT,
     give_up: RETRANS,
 };
-
-/// How often a worker holding packets looks at the clock and the view even when nothing
-/// changed (the view's generation wakes it at once when a neighbour appears).
-const POLL_EVERY: Duration = Duration::from_millis(10);
 
 #[repr(usize)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,22 +115,30 @@ fn nd_error(e: NdError) -> Error {
     }
 }
 
+const SLOTS: HoldSlots = HoldSlots {
+    held: Error::Held as usize,
+    released: Error::Released as usize,
+    queue_full: Error::QueueFull as usize,
+    table_full: Error::TableFull as usize,
+    no_answer: Error::NoAnswer as usize,
+    rewrite: Next::Rewrite as usize,
+    drop: Next::Drop as usize,
+};
+
 /// The clock the resolver times retransmissions by.
 pub type Clock = Box<dyn FnMut() -> Instant + Send>;
 
 pub struct Ip6Nd {
     view: SharedL3View,
     learn: Option<LearnSender>,
-    table: HoldTable,
+    hold: Resolver,
     clock: Clock,
-    /// View generation and time of the last look at held packets.
-    seen_generation: u64,
-    last_poll: Instant,
-    released: Vec<u32>,
-    asks: Vec<(u32, IpAddr)>,
     /// Where a solicitation or advertisement is built.
-    scratch: [u8; ETH_HEADER_LEN + ND_PACKET_LEN],
+    scratch: Scratch,
 }
+
+/// Where a solicitation or advertisement is built: Ethernet header and IPv6 packet.
+type Scratch = [u8; ETH_HEADER_LEN + ND_PACKET_LEN];
 
 impl Ip6Nd {
     pub fn decl(view: SharedL3View, learn: Option<LearnSender>) -> NodeDecl {
@@ -147,7 +151,7 @@ impl Ip6Nd {
         learn: Option<LearnSender>,
         mut clock: Clock,
     ) -> NodeDecl {
-        let last_poll = clock();
+        let now = clock();
         NodeDecl {
             name: super::IP6_ND.to_string(),
             kind: NodeKind::Internal,
@@ -160,12 +164,8 @@ impl Ip6Nd {
             node: Box::new(Ip6Nd {
                 view,
                 learn,
-                table: HoldTable::with_schedule(SCHEDULE),
+                hold: Resolver::new(HoldTable::with_schedule(SCHEDULE), SLOTS, now),
                 clock,
-                seen_generation: 0,
-                last_poll,
-                released: Vec::new(),
-                asks: Vec::new(),
                 scratch: [0; ETH_HEADER_LEN + ND_PACKET_LEN],
             }),
         }
@@ -187,13 +187,19 @@ impl Ip6Nd {
 
     /// Put the Ethernet header and `ip_len` bytes of the scratch packet into a new buffer
     /// leaving by `tx_if`.
-    fn emit(&mut self, cx: &mut NodeCx<'_>, dst_mac: MacAddress, src_mac: MacAddress, tx_if: u32) {
-        self.scratch[..ETH_HEADER_LEN].copy_from_slice(&ethernet_rewrite(
+    fn emit(
+        scratch: &mut Scratch,
+        cx: &mut NodeCx<'_>,
+        dst_mac: MacAddress,
+        src_mac: MacAddress,
+        tx_if: u32,
+    ) {
+        scratch[..ETH_HEADER_LEN].copy_from_slice(&ethernet_rewrite(
             dst_mac,
             src_mac,
             EtherType::IPV6.0,
         ));
-        let Some(nb) = cx.bufs.packet_from_bytes(&self.scratch) else {
+        let Some(nb) = cx.bufs.packet_from_bytes(scratch) else {
             cx.count_error(Error::NoBuffer as usize, 1);
             return;
         };
@@ -253,7 +259,7 @@ impl Ip6Nd {
                 }
                 let ip_out = &mut self.scratch[ETH_HEADER_LEN..];
                 icmp6::build_advert(ip_out, target, dst_ip, our_mac, target, solicited);
-                self.emit(cx, dst_mac, our_mac, rx_if);
+                Self::emit(&mut self.scratch, cx, dst_mac, our_mac, rx_if);
                 cx.count_error(Error::SolicitAnswered as usize, 1);
             }
             NdMessage::Advert {
@@ -271,7 +277,13 @@ impl Ip6Nd {
     }
 
     /// Send a solicitation for `target` out of `interface`.
-    fn solicit(&mut self, cx: &mut NodeCx<'_>, view: &L3View, interface: u32, target: u128) {
+    fn solicit(
+        scratch: &mut Scratch,
+        cx: &mut NodeCx<'_>,
+        view: &L3View,
+        interface: u32,
+        target: u128,
+    ) {
         let Some(itf) = view.interface(interface) else {
             cx.count_error(Error::NoSourceAddress as usize, 1);
             return;
@@ -281,9 +293,9 @@ impl Ip6Nd {
             return;
         };
         let mac = itf.mac;
-        icmp6::build_solicit(&mut self.scratch[ETH_HEADER_LEN..], src, mac, target);
+        icmp6::build_solicit(&mut scratch[ETH_HEADER_LEN..], src, mac, target);
         let group = ipv6::multicast_mac(ipv6::solicited_node(target));
-        self.emit(cx, group, mac, interface);
+        Self::emit(scratch, cx, group, mac, interface);
         cx.count_error(Error::SolicitSent as usize, 1);
     }
 
@@ -305,27 +317,14 @@ impl Ip6Nd {
             return;
         }
         let now = (self.clock)();
-        match self.table.hold(adj.interface, key, bi, now) {
-            HoldOutcome::Held { request } => {
-                cx.count_error(Error::Held as usize, 1);
-                if request {
-                    self.solicit(cx, view, adj.interface, neighbor.into());
-                }
-            }
-            HoldOutcome::QueueFull => {
-                cx.count_error(Error::QueueFull as usize, 1);
-                cx.enqueue(Next::Drop as usize, bi);
-            }
-            HoldOutcome::TableFull => {
-                cx.count_error(Error::TableFull as usize, 1);
-                cx.enqueue(Next::Drop as usize, bi);
-            }
+        if self.hold.hold(cx, adj.interface, key, bi, now) {
+            Self::solicit(&mut self.scratch, cx, view, adj.interface, neighbor.into());
         }
     }
 
     /// Packets held here now, for `show buffers`.
     pub fn held(&self) -> usize {
-        self.table.held()
+        self.hold.held()
     }
 }
 
@@ -365,47 +364,23 @@ impl Node for Ip6Nd {
     }
 
     fn held_buffers(&self) -> usize {
-        self.table.held()
+        self.hold.held()
     }
 
     /// Release packets whose neighbour is now known, re-solicit the others once a second,
     /// give up on those that did not answer `MAX_SOLICIT` solicitations.
     fn poll(&mut self, cx: &mut NodeCx<'_>) -> usize {
-        if self.table.is_empty() {
+        if self.hold.is_empty() {
             return 0;
         }
         let view = self.view.load();
         let now = (self.clock)();
-        let changed = view.generation != self.seen_generation;
-        if !changed && now.saturating_duration_since(self.last_poll) < POLL_EVERY {
-            return 0;
-        }
-        self.seen_generation = view.generation;
-        self.last_poll = now;
-        let mut handled = 0;
-        if changed {
-            self.released.clear();
-            self.table.release(
-                |i, ip| view.neighbors.contains_key(&(i, ip)),
-                &mut self.released,
-            );
-            cx.count_error(Error::Released as usize, self.released.len() as u64);
-            cx.enqueue_all(Next::Rewrite as usize, &self.released);
-            handled += self.released.len();
-        }
-        self.asks.clear();
-        self.table.due_requests(now, &mut self.asks);
-        for k in 0..self.asks.len() {
-            if let (itf, IpAddr::V6(ip)) = self.asks[k] {
-                self.solicit(cx, &view, itf, ip.into());
-                handled += 1;
+        let scratch = &mut self.scratch;
+        self.hold.poll(cx, &view, now, |cx, itf, ip| {
+            if let IpAddr::V6(ip) = ip {
+                Self::solicit(scratch, cx, &view, itf, ip.into());
             }
-        }
-        self.released.clear();
-        self.table.expire(now, &mut self.released);
-        cx.count_error(Error::NoAnswer as usize, self.released.len() as u64);
-        cx.enqueue_all(Next::Drop as usize, &self.released);
-        handled + self.released.len()
+        })
     }
 }
 
@@ -414,8 +389,8 @@ mod tests {
     use super::*;
     use crate::buffer::{BufferPool, HugePages};
     use crate::graph::Graph;
-    use crate::nodes::neighbor_hold::MAX_NEIGHBORS;
     use crate::nodes::ip6_input::test_support::*;
+    use crate::nodes::neighbor_hold::MAX_NEIGHBORS;
     use crate::router::adjacency::ADJ_LOCAL;
     use crate::wire::icmp6::NaFlags;
     use std::sync::atomic::{AtomicU64, Ordering};

@@ -5,6 +5,8 @@
 //! default schedule is ARP's (`REQUEST_INTERVAL`, `MAX_REQUESTS`, `GIVE_UP`); ND brings its
 //! own. The bounds keep a scan of a connected /16 from eating the buffer pool.
 
+use crate::graph::NodeCx;
+use crate::router::adjacency::L3View;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
@@ -151,6 +153,125 @@ impl HoldTable {
                 k += 1;
             }
         }
+    }
+}
+
+/// Where a resolving node (ip4-arp, ip6-nd) counts and sends what its table decides: its
+/// error counters and next slots.
+#[derive(Clone, Copy, Debug)]
+pub struct HoldSlots {
+    pub held: usize,
+    pub released: usize,
+    pub queue_full: usize,
+    pub table_full: usize,
+    pub no_answer: usize,
+    /// Next slot of the rewrite node released packets return to.
+    pub rewrite: usize,
+    pub drop: usize,
+}
+
+/// How often a node holding packets looks at the clock and the view even when nothing
+/// changed (the view's generation wakes it at once when a neighbour appears).
+pub const POLL_EVERY: Duration = Duration::from_millis(10);
+
+/// A hold table with what a resolving node keeps between calls of its poll hook.
+pub struct Resolver {
+    table: HoldTable,
+    slots: HoldSlots,
+    /// View generation and time of the last look at held packets.
+    seen_generation: u64,
+    last_poll: Instant,
+    scratch: Vec<u32>,
+    asks: Vec<(u32, IpAddr)>,
+}
+
+impl Resolver {
+    pub fn new(table: HoldTable, slots: HoldSlots, now: Instant) -> Resolver {
+        Resolver {
+            table,
+            slots,
+            seen_generation: 0,
+            last_poll: now,
+            scratch: Vec::new(),
+            asks: Vec::new(),
+        }
+    }
+
+    /// Packets held in all.
+    pub fn held(&self) -> usize {
+        self.table.held()
+    }
+
+    /// Nothing held: the poll hook has nothing to do (check before reading the clock).
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
+    /// Hold `bi` for `target` on `interface`, or count and drop it when there is no room.
+    /// True when a request for a new neighbour should go out now.
+    pub fn hold(
+        &mut self,
+        cx: &mut NodeCx<'_>,
+        interface: u32,
+        target: IpAddr,
+        bi: u32,
+        now: Instant,
+    ) -> bool {
+        let s = self.slots;
+        match self.table.hold(interface, target, bi, now) {
+            HoldOutcome::Held { request } => {
+                cx.count_error(s.held, 1);
+                return request;
+            }
+            HoldOutcome::QueueFull => cx.count_error(s.queue_full, 1),
+            HoldOutcome::TableFull => cx.count_error(s.table_full, 1),
+        }
+        cx.enqueue(s.drop, bi);
+        false
+    }
+
+    /// The poll hook: at most every `POLL_EVERY` unless the view changed, release the packets
+    /// of neighbours the view now knows, `ask` again for those due, and drop the packets of
+    /// those that never answered. Returns how many packets and requests it handled.
+    pub fn poll(
+        &mut self,
+        cx: &mut NodeCx<'_>,
+        view: &L3View,
+        now: Instant,
+        mut ask: impl FnMut(&mut NodeCx<'_>, u32, IpAddr),
+    ) -> usize {
+        if self.table.is_empty() {
+            return 0;
+        }
+        let s = self.slots;
+        let changed = view.generation != self.seen_generation;
+        if !changed && now.saturating_duration_since(self.last_poll) < POLL_EVERY {
+            return 0;
+        }
+        self.seen_generation = view.generation;
+        self.last_poll = now;
+        let mut handled = 0;
+        if changed {
+            self.scratch.clear();
+            self.table.release(
+                |i, ip| view.neighbors.contains_key(&(i, ip)),
+                &mut self.scratch,
+            );
+            cx.count_error(s.released, self.scratch.len() as u64);
+            cx.enqueue_all(s.rewrite, &self.scratch);
+            handled += self.scratch.len();
+        }
+        self.asks.clear();
+        self.table.due_requests(now, &mut self.asks);
+        for &(itf, ip) in &self.asks {
+            ask(cx, itf, ip);
+        }
+        handled += self.asks.len();
+        self.scratch.clear();
+        self.table.expire(now, &mut self.scratch);
+        cx.count_error(s.no_answer, self.scratch.len() as u64);
+        cx.enqueue_all(s.drop, &self.scratch);
+        handled + self.scratch.len()
     }
 }
 
