@@ -6,11 +6,12 @@
 //! the packet to interface-output. A neighbour not known yet sends the packet to ip6-nd,
 //! unchanged; ip6-nd brings it back here once the neighbour answers.
 
+use super::ip4_rewrite::{neighbor_header, write_header, NoHeader};
 use super::IcmpErrorRequest;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
-use crate::router::adjacency::{ethernet_rewrite, AdjKind, L3View, SharedL3View};
-use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
+use crate::router::adjacency::{AdjKind, L3View, SharedL3View};
+use crate::wire::ethernet::Repr as EthernetRepr;
 use crate::wire::icmp6;
 use crate::wire::ipv6::{self, HEADER_LEN as IP6_HEADER_LEN};
 use crate::wire::EtherType;
@@ -154,31 +155,23 @@ impl Ip6Rewrite {
             return Verdict::Icmp(req, Error::TooBig);
         }
 
-        let header = if adj.kind == AdjKind::Neighbor && adj.complete {
-            adj.rewrite
-        } else {
+        let neighbor = || {
             let mut d = [0u8; 16];
             d.copy_from_slice(&ip[24..40]);
-            let neighbor = Self::neighbor_of(view, meta.adj, u128::from_be_bytes(d));
-            let Some(mac) = view.neighbors.get(&(adj.interface, neighbor)) else {
-                return Verdict::Nd;
-            };
-            let Some(itf) = view.interface(adj.interface) else {
-                return Verdict::Drop(Error::NoInterface);
-            };
-            ethernet_rewrite(*mac, itf.mac, EtherType::IPV6.0)
+            Self::neighbor_of(view, meta.adj, u128::from_be_bytes(d))
+        };
+        let header = match neighbor_header(view, &adj, neighbor, EtherType::IPV6) {
+            Ok(h) => h,
+            Err(NoHeader::Unresolved) => return Verdict::Nd,
+            Err(NoHeader::NoInterface) => return Verdict::Drop(Error::NoInterface),
         };
 
         if !local {
             ipv6::decrement_hop_limit(&mut bufs.data_mut(bi)[l3..l3 + IP6_HEADER_LEN]);
         }
-        // The new header ends where the IP header starts: VLAN tags in between go.
-        let strip = l3 - ETH_HEADER_LEN;
-        if strip > 0 && !bufs.advance(bi, strip) {
+        if !write_header(bufs, bi, l3, &header, adj.interface) {
             return Verdict::Drop(Error::NotIpv6);
         }
-        bufs.data_mut(bi)[..ETH_HEADER_LEN].copy_from_slice(&header);
-        bufs.meta_mut(bi).tx_if = adj.interface;
         Verdict::Forward {
             tx_if: adj.interface,
         }
@@ -241,6 +234,7 @@ mod tests {
     use crate::buffer::{BufferPool, HugePages};
     use crate::nodes::ip6_input::test_support::*;
     use crate::nodes::testing::Harness;
+    use crate::router::adjacency::ethernet_rewrite;
     use crate::wire::ipv6::Ipv6Header;
     use proptest::prelude::*;
 
