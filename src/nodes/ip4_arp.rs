@@ -47,15 +47,13 @@ pub const ERRORS: [&str; 9] = [
     "no buffer for an arp request",
 ];
 
+/// The hold counters, `Held` to `NoAnswer`, in `HoldSlots` order.
 const SLOTS: HoldSlots = HoldSlots {
-    held: Error::Held as usize,
-    released: Error::Released as usize,
-    queue_full: Error::QueueFull as usize,
-    table_full: Error::TableFull as usize,
-    no_answer: Error::NoAnswer as usize,
+    counters: Error::Held as usize,
     rewrite: Next::Rewrite as usize,
     drop: Next::Drop as usize,
 };
+const _: () = assert!(Error::NoAnswer as usize == SLOTS.counters + 5);
 
 pub struct Ip4Arp {
     view: SharedL3View,

@@ -115,15 +115,13 @@ fn nd_error(e: NdError) -> Error {
     }
 }
 
+/// The hold counters, `Held` to `NoAnswer`, in `HoldSlots` order.
 const SLOTS: HoldSlots = HoldSlots {
-    held: Error::Held as usize,
-    released: Error::Released as usize,
-    queue_full: Error::QueueFull as usize,
-    table_full: Error::TableFull as usize,
-    no_answer: Error::NoAnswer as usize,
+    counters: Error::Held as usize,
     rewrite: Next::Rewrite as usize,
     drop: Next::Drop as usize,
 };
+const _: () = assert!(Error::NoAnswer as usize == SLOTS.counters + 5);
 
 /// The clock the resolver times retransmissions by.
 pub type Clock = Box<dyn FnMut() -> Instant + Send>;

@@ -156,18 +156,33 @@ impl HoldTable {
     }
 }
 
-/// Where a resolving node (ip4-arp, ip6-nd) counts and sends what its table decides: its
-/// error counters and next slots.
+/// Where a resolving node (ip4-arp, ip6-nd) counts and sends what its table decides.
 #[derive(Clone, Copy, Debug)]
 pub struct HoldSlots {
-    pub held: usize,
-    pub released: usize,
-    pub queue_full: usize,
-    pub table_full: usize,
-    pub no_answer: usize,
+    /// Index of the node's first hold counter; its counters follow in this order: held,
+    /// requests sent (counted by the node), released, queue full, table full, no answer.
+    pub counters: usize,
     /// Next slot of the rewrite node released packets return to.
     pub rewrite: usize,
     pub drop: usize,
+}
+
+impl HoldSlots {
+    fn held(self) -> usize {
+        self.counters
+    }
+    fn released(self) -> usize {
+        self.counters + 2
+    }
+    fn queue_full(self) -> usize {
+        self.counters + 3
+    }
+    fn table_full(self) -> usize {
+        self.counters + 4
+    }
+    fn no_answer(self) -> usize {
+        self.counters + 5
+    }
 }
 
 /// How often a node holding packets looks at the clock and the view even when nothing
@@ -220,11 +235,11 @@ impl Resolver {
         let s = self.slots;
         match self.table.hold(interface, target, bi, now) {
             HoldOutcome::Held { request } => {
-                cx.count_error(s.held, 1);
+                cx.count_error(s.held(), 1);
                 return request;
             }
-            HoldOutcome::QueueFull => cx.count_error(s.queue_full, 1),
-            HoldOutcome::TableFull => cx.count_error(s.table_full, 1),
+            HoldOutcome::QueueFull => cx.count_error(s.queue_full(), 1),
+            HoldOutcome::TableFull => cx.count_error(s.table_full(), 1),
         }
         cx.enqueue(s.drop, bi);
         false
@@ -257,7 +272,7 @@ impl Resolver {
                 |i, ip| view.neighbors.contains_key(&(i, ip)),
                 &mut self.scratch,
             );
-            cx.count_error(s.released, self.scratch.len() as u64);
+            cx.count_error(s.released(), self.scratch.len() as u64);
             cx.enqueue_all(s.rewrite, &self.scratch);
             handled += self.scratch.len();
         }
@@ -269,7 +284,7 @@ impl Resolver {
         handled += self.asks.len();
         self.scratch.clear();
         self.table.expire(now, &mut self.scratch);
-        cx.count_error(s.no_answer, self.scratch.len() as u64);
+        cx.count_error(s.no_answer(), self.scratch.len() as u64);
         cx.enqueue_all(s.drop, &self.scratch);
         handled + self.scratch.len()
     }
