@@ -7,7 +7,7 @@
 
 use super::rate_limit::TokenBucket;
 use super::IcmpErrorRequest;
-use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN, FLAG_TRACED};
+use crate::buffer::WorkerBuffers;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::router::adjacency::{L3View, SharedL3View};
 use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
@@ -128,23 +128,12 @@ impl Icmp4Error {
         if !self.bucket.allow() {
             return Err(Error::RateLimited);
         }
-        let (eth_out, ip_out) = self.scratch.split_at_mut(ETH_HEADER_LEN);
+        let ip_out = &mut self.scratch[ETH_HEADER_LEN..];
         let n = build_error(ip_out, orig, req.kind, req.code, req.arg as u32, from)
             .ok_or(Error::NotIpv4)?;
-        // Addresses are a placeholder for ip4-rewrite; ip4-lookup reads the EtherType.
-        eth_out.fill(0);
-        eth_out[12..].copy_from_slice(&EtherType::IPV4.0.to_be_bytes());
         let len = ETH_HEADER_LEN + n;
-
-        let nb = bufs.alloc_one().ok_or(Error::NoBuffer)?;
-        let m = bufs.meta_mut(nb);
-        m.len = len as u16;
-        m.total_len = len as u32;
-        m.rx_if = meta.rx_if;
-        // The error continues the original's trace record, if it has one.
-        m.flags = FLAG_LOCAL_ORIGIN | (meta.flags & FLAG_TRACED);
-        m.trace_index = meta.trace_index;
-        bufs.data_mut(nb).copy_from_slice(&self.scratch[..len]);
+        let nb = super::icmp_error_buffer(bufs, &mut self.scratch[..len], EtherType::IPV4, &meta)
+            .ok_or(Error::NoBuffer)?;
         Ok((nb, sent(req)))
     }
 }
@@ -185,7 +174,7 @@ impl Node for Icmp4Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buffer::{BufferPool, HugePages};
+    use crate::buffer::{BufferPool, HugePages, FLAG_LOCAL_ORIGIN};
     use crate::nodes::ip4_rewrite::test_support::*;
     use crate::nodes::testing::{Harness, Outcome};
     use crate::wire::ipv4::{checksum, Ipv4Header};

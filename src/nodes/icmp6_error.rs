@@ -4,10 +4,9 @@
 //! other. RFC 4443 2.4(e) says when not to send one (each case counted); a per-worker token
 //! bucket (2.4(f)) keeps a flood of bad packets from becoming a flood of errors.
 
-use super::ip6_rewrite::FLAG_LOCAL_ORIGIN;
+use super::rate_limit::TokenBucket;
 use super::IcmpErrorRequest;
-use crate::buffer::{WorkerBuffers, FLAG_TRACED};
-use crate::drivers::tsc;
+use crate::buffer::WorkerBuffers;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::router::adjacency::{L3Interface, L3View, SharedL3View};
 use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
@@ -95,50 +94,9 @@ pub fn v6_towards(itf: &L3Interface, to: u128) -> Option<u128> {
     Some(first)
 }
 
-/// `rate` tokens a second on the time-stamp counter, at most `burst` saved. A stand-in for
-/// `nodes::rate_limit::TokenBucket` of the IPv4 nodes until that is on main.
-struct Bucket {
-    rate: u64,
-    /// Tokens in units of clock ticks (one token = `hz` units), at most `burst * hz`.
-    level: u64,
-    capacity: u64,
-    hz: u64,
-    last: u64,
-}
-
-impl Bucket {
-    fn new(rate: u64, burst: u64) -> Bucket {
-        let hz = (tsc::hz() as u64).max(1);
-        let capacity = burst.saturating_mul(hz);
-        Bucket {
-            rate,
-            level: capacity,
-            capacity,
-            hz,
-            last: tsc::now(),
-        }
-    }
-
-    fn allow(&mut self) -> bool {
-        let now = tsc::now();
-        let elapsed = now.saturating_sub(self.last);
-        self.last = self.last.max(now);
-        self.level = self
-            .level
-            .saturating_add(elapsed.saturating_mul(self.rate))
-            .min(self.capacity);
-        if self.level >= self.hz {
-            self.level -= self.hz;
-            true
-        } else {
-            false
-        }
-    }
-}
-
 pub struct Icmp6Error {
     view: SharedL3View,
-    bucket: Bucket,
+    bucket: TokenBucket,
     /// Where the error is built before it is copied into its buffer.
     scratch: Box<[u8; ETH_HEADER_LEN + MIN_MTU]>,
 }
@@ -162,7 +120,7 @@ impl Icmp6Error {
     pub fn new(view: SharedL3View, rate: u64, burst: u64) -> Icmp6Error {
         Icmp6Error {
             view,
-            bucket: Bucket::new(rate, burst),
+            bucket: TokenBucket::on_tsc(rate, burst),
             scratch: Box::new([0; ETH_HEADER_LEN + MIN_MTU]),
         }
     }
@@ -203,23 +161,12 @@ impl Icmp6Error {
         if !self.bucket.allow() {
             return Err(Error::RateLimited);
         }
-        let (eth_out, ip_out) = self.scratch.split_at_mut(ETH_HEADER_LEN);
+        let ip_out = &mut self.scratch[ETH_HEADER_LEN..];
         let n = build_error(ip_out, orig, req.kind, req.code, req.arg as u32, from)
             .ok_or(Error::NotIpv6)?;
-        // Addresses are a placeholder for ip6-rewrite; ip6-lookup reads the EtherType.
-        eth_out.fill(0);
-        eth_out[12..].copy_from_slice(&EtherType::IPV6.0.to_be_bytes());
         let len = ETH_HEADER_LEN + n;
-
-        let nb = bufs.alloc_one().ok_or(Error::NoBuffer)?;
-        let m = bufs.meta_mut(nb);
-        m.len = len as u16;
-        m.total_len = len as u32;
-        m.rx_if = meta.rx_if;
-        // The error continues the original's trace record, if it has one.
-        m.flags = FLAG_LOCAL_ORIGIN | (meta.flags & FLAG_TRACED);
-        m.trace_index = meta.trace_index;
-        bufs.data_mut(nb).copy_from_slice(&self.scratch[..len]);
+        let nb = super::icmp_error_buffer(bufs, &mut self.scratch[..len], EtherType::IPV6, &meta)
+            .ok_or(Error::NoBuffer)?;
         Ok((nb, sent(req)))
     }
 }
@@ -256,7 +203,7 @@ impl Node for Icmp6Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buffer::{BufferPool, HugePages};
+    use crate::buffer::{BufferPool, HugePages, FLAG_LOCAL_ORIGIN};
     use crate::nodes::ip6_input::test_support::*;
     use crate::nodes::testing::{Harness, Outcome};
     use crate::wire::ipv6::next_header;

@@ -4,18 +4,14 @@
 //! that never answers costs its packets, each counted.
 
 use super::ip4_lookup::IP4_REWRITE;
-use super::neighbor_hold::{HoldOutcome, HoldTable};
+use super::neighbor_hold::{HoldSlots, HoldTable, Resolver};
 use crate::buffer::FLAG_LOCAL_ORIGIN;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::router::adjacency::{AdjKind, L3View, SharedL3View};
 use crate::wire::arp::request_frame;
 use crate::wire::ethernet::Repr as EthernetRepr;
 use std::net::{IpAddr, Ipv4Addr};
-use std::time::{Duration, Instant};
-
-/// How often a worker holding packets looks at the clock and the view even when nothing
-/// changed (the view's generation wakes it at once when a neighbour appears).
-const POLL_EVERY: Duration = Duration::from_millis(10);
+use std::time::Instant;
 
 #[repr(usize)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,14 +47,17 @@ pub const ERRORS: [&str; 9] = [
     "no buffer for an arp request",
 ];
 
+/// The hold counters, `Held` to `NoAnswer`, in `HoldSlots` order.
+const SLOTS: HoldSlots = HoldSlots {
+    counters: Error::Held as usize,
+    rewrite: Next::Rewrite as usize,
+    drop: Next::Drop as usize,
+};
+const _: () = assert!(Error::NoAnswer as usize == SLOTS.counters + 5);
+
 pub struct Ip4Arp {
     view: SharedL3View,
-    table: HoldTable,
-    /// View generation and time of the last look at held packets.
-    seen_generation: u64,
-    last_poll: Instant,
-    scratch: Vec<u32>,
-    asks: Vec<(u32, IpAddr)>,
+    hold: Resolver,
 }
 
 impl Ip4Arp {
@@ -74,11 +73,7 @@ impl Ip4Arp {
             errors: ERRORS.to_vec(),
             node: Box::new(Ip4Arp {
                 view,
-                table: HoldTable::default(),
-                seen_generation: 0,
-                last_poll: Instant::now(),
-                scratch: Vec::new(),
-                asks: Vec::new(),
+                hold: Resolver::new(HoldTable::default(), SLOTS, Instant::now()),
             }),
         }
     }
@@ -146,21 +141,8 @@ impl Node for Ip4Arp {
             if cx.tracing() {
                 cx.trace(bi, format_args!("held for {target} on interface {itf}"));
             }
-            match self.table.hold(itf, key, bi, now) {
-                HoldOutcome::Held { request } => {
-                    cx.count_error(Error::Held as usize, 1);
-                    if request {
-                        Self::ask(cx, &view, itf, target);
-                    }
-                }
-                HoldOutcome::QueueFull => {
-                    cx.count_error(Error::QueueFull as usize, 1);
-                    cx.enqueue(Next::Drop as usize, bi);
-                }
-                HoldOutcome::TableFull => {
-                    cx.count_error(Error::TableFull as usize, 1);
-                    cx.enqueue(Next::Drop as usize, bi);
-                }
+            if self.hold.hold(cx, itf, key, bi, now) {
+                Self::ask(cx, &view, itf, target);
             }
         }
         frame.len()
@@ -171,45 +153,19 @@ impl Node for Ip4Arp {
     }
 
     fn poll(&mut self, cx: &mut NodeCx<'_>) -> usize {
-        if self.table.is_empty() {
+        if self.hold.is_empty() {
             return 0;
         }
         let view = self.view.load();
-        let now = Instant::now();
-        let changed = view.generation != self.seen_generation;
-        if !changed && now.duration_since(self.last_poll) < POLL_EVERY {
-            return 0;
-        }
-        self.seen_generation = view.generation;
-        self.last_poll = now;
-        let mut handled = 0;
-        if changed {
-            self.scratch.clear();
-            self.table.release(
-                |i, ip| view.neighbors.contains_key(&(i, ip)),
-                &mut self.scratch,
-            );
-            cx.count_error(Error::Released as usize, self.scratch.len() as u64);
-            cx.enqueue_all(Next::Rewrite as usize, &self.scratch);
-            handled += self.scratch.len();
-        }
-        self.asks.clear();
-        self.table.due_requests(now, &mut self.asks);
-        for k in 0..self.asks.len() {
-            if let (itf, IpAddr::V4(ip)) = self.asks[k] {
+        self.hold.poll(cx, &view, Instant::now(), |cx, itf, ip| {
+            if let IpAddr::V4(ip) = ip {
                 Self::ask(cx, &view, itf, ip);
-                handled += 1;
             }
-        }
-        self.scratch.clear();
-        self.table.expire(now, &mut self.scratch);
-        cx.count_error(Error::NoAnswer as usize, self.scratch.len() as u64);
-        cx.enqueue_all(Next::Drop as usize, &self.scratch);
-        handled + self.scratch.len()
+        })
     }
 
     fn held_buffers(&self) -> usize {
-        self.table.held()
+        self.hold.held()
     }
 }
 
@@ -221,6 +177,7 @@ mod tests {
     use crate::router::adjacency::Adjacency;
     use crate::wire::arp::{ArpPacket, OP_REQUEST};
     use crate::wire::MacAddress;
+    use std::time::Duration;
 
     const US: u32 = 0xc000_0201;
     const GLEAN: u32 = 2;

@@ -9,7 +9,7 @@ use super::ip4_lookup::IP4_REWRITE;
 use super::IcmpErrorRequest;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
-use crate::router::adjacency::{ethernet_rewrite, AdjKind, L3View, SharedL3View};
+use crate::router::adjacency::{ethernet_rewrite, AdjKind, Adjacency, L3View, SharedL3View};
 use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
 use crate::wire::icmp4;
 use crate::wire::ipv4::{decrement_ttl, MIN_HEADER_LEN};
@@ -80,6 +80,53 @@ impl Verdict {
     }
 }
 
+/// Why `neighbor_header` found no header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NoHeader {
+    /// The neighbour's MAC is not known yet.
+    Unresolved,
+    /// The adjacency's interface is not in the view.
+    NoInterface,
+}
+
+/// The Ethernet header of `ethertype` a packet by `adj` leaves with: the adjacency's own when
+/// complete, else one to the MAC the view knows for `neighbor()` (the next hop, or the
+/// destination itself on a connected network). Shared by ip4-rewrite and ip6-rewrite.
+pub(crate) fn neighbor_header(
+    view: &L3View,
+    adj: &Adjacency,
+    neighbor: impl FnOnce() -> IpAddr,
+    ethertype: EtherType,
+) -> Result<[u8; ETH_HEADER_LEN], NoHeader> {
+    if adj.kind == AdjKind::Neighbor && adj.complete {
+        return Ok(adj.rewrite);
+    }
+    let mac = view
+        .neighbors
+        .get(&(adj.interface, neighbor()))
+        .ok_or(NoHeader::Unresolved)?;
+    let itf = view.interface(adj.interface).ok_or(NoHeader::NoInterface)?;
+    Ok(ethernet_rewrite(*mac, itf.mac, ethertype.0))
+}
+
+/// Put `header` in front of the IP header at `l3` (VLAN tags in between go) and send the
+/// packet out of `tx_if`. False when the packet is too short for it.
+pub(crate) fn write_header(
+    bufs: &mut WorkerBuffers,
+    bi: u32,
+    l3: usize,
+    header: &[u8; ETH_HEADER_LEN],
+    tx_if: u32,
+) -> bool {
+    let strip = l3 - ETH_HEADER_LEN;
+    if strip > 0 && !bufs.advance(bi, strip) {
+        return false;
+    }
+    bufs.data_mut(bi)[..ETH_HEADER_LEN].copy_from_slice(header);
+    bufs.meta_mut(bi).tx_if = tx_if;
+    true
+}
+
 pub struct Ip4Rewrite {
     view: SharedL3View,
 }
@@ -146,32 +193,22 @@ impl Ip4Rewrite {
             return Verdict::Icmp(req, Error::TooBig);
         }
 
-        let header = if adj.kind == AdjKind::Neighbor && adj.complete {
-            adj.rewrite
-        } else {
-            let neighbor = match adj.kind {
-                AdjKind::Glean => IpAddr::V4(Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19])),
-                _ => adj.next_hop,
-            };
-            let Some(mac) = view.neighbors.get(&(adj.interface, neighbor)) else {
-                return Verdict::Arp;
-            };
-            let Some(itf) = view.interface(adj.interface) else {
-                return Verdict::Drop(Error::NoInterface);
-            };
-            ethernet_rewrite(*mac, itf.mac, EtherType::IPV4.0)
+        let neighbor = || match adj.kind {
+            AdjKind::Glean => IpAddr::V4(Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19])),
+            _ => adj.next_hop,
+        };
+        let header = match neighbor_header(view, &adj, neighbor, EtherType::IPV4) {
+            Ok(h) => h,
+            Err(NoHeader::Unresolved) => return Verdict::Arp,
+            Err(NoHeader::NoInterface) => return Verdict::Drop(Error::NoInterface),
         };
 
         if !local {
             decrement_ttl(&mut bufs.data_mut(bi)[l3..l3 + MIN_HEADER_LEN]);
         }
-        // The new header ends where the IP header starts: VLAN tags in between go.
-        let strip = l3 - ETH_HEADER_LEN;
-        if strip > 0 && !bufs.advance(bi, strip) {
+        if !write_header(bufs, bi, l3, &header, adj.interface) {
             return Verdict::Drop(Error::NotIpv4);
         }
-        bufs.data_mut(bi)[..ETH_HEADER_LEN].copy_from_slice(&header);
-        bufs.meta_mut(bi).tx_if = adj.interface;
         Verdict::Forward {
             tx_if: adj.interface,
         }

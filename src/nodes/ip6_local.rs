@@ -5,9 +5,8 @@
 //! service in the dataplane.
 
 use super::icmp6_error::v6_towards;
-use super::ip6_rewrite::FLAG_LOCAL_ORIGIN;
 use super::IcmpErrorRequest;
-use crate::buffer::WorkerBuffers;
+use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::router::adjacency::{L3View, SharedL3View};
 use crate::wire::ethernet::Repr as EthernetRepr;

@@ -8,16 +8,16 @@
 //! the next view; a worker never blocks on it.
 //!
 //! Resolution: packets ip6-rewrite could not send for want of a neighbour's MAC are held here
-//! (a few per neighbour, a bounded number in all) while a solicitation goes to the neighbour's
-//! solicited-node group, once a second, three times (RFC 4861 10: MAX_MULTICAST_SOLICIT,
-//! RETRANS_TIMER). The poll hook releases them back to ip6-rewrite once the neighbour appears
-//! in the view, or drops them when it never answers. Which of the two a packet is for is
+//! (a few per neighbour, a bounded number of neighbours: see `neighbor_hold`) while a
+//! solicitation goes to the neighbour's solicited-node group, once a second, three times
+//! (RFC 4861 10: MAX_MULTICAST_SOLICIT, RETRANS_TIMER). The poll hook releases them back to
+//! ip6-rewrite once the neighbour appears in the view, or drops them when it never answers. Which of the two a packet is for is
 //! told by its adjacency: ip6-rewrite sends only neighbour and glean adjacencies here.
 
 use super::icmp6_error::v6_towards;
-use super::ip6_rewrite::{Ip6Rewrite, FLAG_LOCAL_ORIGIN};
-use crate::buffer::WorkerBuffers;
-use crate::drivers::tsc;
+use super::ip6_rewrite::Ip6Rewrite;
+use super::neighbor_hold::{HoldSlots, HoldTable, Resolver, Schedule};
+use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::router::adjacency::{ethernet_rewrite, AdjKind, L3View, SharedL3View};
 use crate::router::{LearnSender, NeighborLearn};
@@ -25,17 +25,18 @@ use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
 use crate::wire::icmp6::{self, parse_nd, NdError, NdMessage, ND_PACKET_LEN};
 use crate::wire::ipv6::{self, Ipv6Header};
 use crate::wire::{EtherType, MacAddress};
-use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
+use std::time::{Duration, Instant};
 
-/// Packets held per unresolved neighbour; later ones are dropped (RFC 4861 7.2.2 asks for a
-/// small queue).
-pub const HOLD_PER_NEIGHBOR: usize = 4;
-/// Packets held in all, so a scan of a big prefix cannot pin the buffer pool.
-pub const HOLD_TOTAL: usize = 1024;
-/// Solicitations before giving up, and the time between them (RFC 4861 section 10).
+/// Solicitations before giving up, and the time between them (RFC 4861 section 10); the
+/// neighbour is given up one more RETRANS_TIMER after the last.
 pub const MAX_SOLICIT: u32 = 3;
-pub const RETRANS_MS: u64 = 1000;
+pub const RETRANS: Duration = Duration::from_millis(1000);
+pub const SCHEDULE: Schedule = Schedule {
+    interval: RETRANS,
+    max_requests: MAX_SOLICIT,
+    give_up: RETRANS,
+};
 
 #[repr(usize)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,15 +65,16 @@ pub enum Error {
     AdvertNoAddress,
     LearnDropped,
     Held,
-    HoldFull,
     SolicitSent,
     Released,
-    ResolutionFailed,
+    QueueFull,
+    TableFull,
+    NoAnswer,
     NoSourceAddress,
     NoBuffer,
 }
 
-pub const ERRORS: [&str; 22] = [
+pub const ERRORS: [&str; 23] = [
     "nd: not icmp6",
     "nd: not a neighbour solicitation or advertisement",
     "nd: hop limit is not 255",
@@ -89,10 +91,11 @@ pub const ERRORS: [&str; 22] = [
     "neighbour advertisement without link-layer address",
     "neighbour learn dropped (control plane busy)",
     "packets held for resolution",
-    "packets dropped: hold queue full",
     "neighbour solicitations sent",
     "held packets released to ip6-rewrite",
-    "held packets dropped: neighbour never answered",
+    "nd hold queue full for the neighbour (dropped)",
+    "too many neighbours being resolved (dropped)",
+    "neighbour did not answer solicitations (held packet dropped)",
     "no IPv6 address to solicit from",
     "buffer allocation failed",
 ];
@@ -112,41 +115,41 @@ fn nd_error(e: NdError) -> Error {
     }
 }
 
-/// Packets waiting for one neighbour.
-struct Pending {
-    packets: Vec<u32>,
-    /// Clock reading of the last solicitation, and how many were sent.
-    last_solicit: u64,
-    solicits: u32,
-}
+/// The hold counters, `Held` to `NoAnswer`, in `HoldSlots` order.
+const SLOTS: HoldSlots = HoldSlots {
+    counters: Error::Held as usize,
+    rewrite: Next::Rewrite as usize,
+    drop: Next::Drop as usize,
+};
+const _: () = assert!(Error::NoAnswer as usize == SLOTS.counters + 5);
 
-/// The clock the resolver times retransmissions by, in ticks of `hz` a second.
-pub type Clock = Box<dyn FnMut() -> u64 + Send>;
+/// The clock the resolver times retransmissions by.
+pub type Clock = Box<dyn FnMut() -> Instant + Send>;
 
 pub struct Ip6Nd {
     view: SharedL3View,
     learn: Option<LearnSender>,
-    pending: HashMap<(u32, u128), Pending>,
-    held: usize,
+    hold: Resolver,
     clock: Clock,
-    retrans_ticks: u64,
     /// Where a solicitation or advertisement is built.
-    scratch: [u8; ETH_HEADER_LEN + ND_PACKET_LEN],
+    scratch: Scratch,
 }
+
+/// Where a solicitation or advertisement is built: Ethernet header and IPv6 packet.
+type Scratch = [u8; ETH_HEADER_LEN + ND_PACKET_LEN];
 
 impl Ip6Nd {
     pub fn decl(view: SharedL3View, learn: Option<LearnSender>) -> NodeDecl {
-        let hz = tsc::hz() as u64;
-        Self::decl_with_clock(view, learn, Box::new(tsc::now), hz)
+        Self::decl_with_clock(view, learn, Box::new(Instant::now))
     }
 
-    /// With its own clock of `hz` ticks a second (tests).
+    /// With its own clock (tests).
     pub fn decl_with_clock(
         view: SharedL3View,
         learn: Option<LearnSender>,
-        clock: Clock,
-        hz: u64,
+        mut clock: Clock,
     ) -> NodeDecl {
+        let now = clock();
         NodeDecl {
             name: super::IP6_ND.to_string(),
             kind: NodeKind::Internal,
@@ -159,10 +162,8 @@ impl Ip6Nd {
             node: Box::new(Ip6Nd {
                 view,
                 learn,
-                pending: HashMap::new(),
-                held: 0,
+                hold: Resolver::new(HoldTable::with_schedule(SCHEDULE), SLOTS, now),
                 clock,
-                retrans_ticks: hz.saturating_mul(RETRANS_MS) / 1000,
                 scratch: [0; ETH_HEADER_LEN + ND_PACKET_LEN],
             }),
         }
@@ -184,13 +185,19 @@ impl Ip6Nd {
 
     /// Put the Ethernet header and `ip_len` bytes of the scratch packet into a new buffer
     /// leaving by `tx_if`.
-    fn emit(&mut self, cx: &mut NodeCx<'_>, dst_mac: MacAddress, src_mac: MacAddress, tx_if: u32) {
-        self.scratch[..ETH_HEADER_LEN].copy_from_slice(&ethernet_rewrite(
+    fn emit(
+        scratch: &mut Scratch,
+        cx: &mut NodeCx<'_>,
+        dst_mac: MacAddress,
+        src_mac: MacAddress,
+        tx_if: u32,
+    ) {
+        scratch[..ETH_HEADER_LEN].copy_from_slice(&ethernet_rewrite(
             dst_mac,
             src_mac,
             EtherType::IPV6.0,
         ));
-        let Some(nb) = cx.bufs.packet_from_bytes(&self.scratch) else {
+        let Some(nb) = cx.bufs.packet_from_bytes(scratch) else {
             cx.count_error(Error::NoBuffer as usize, 1);
             return;
         };
@@ -250,7 +257,7 @@ impl Ip6Nd {
                 }
                 let ip_out = &mut self.scratch[ETH_HEADER_LEN..];
                 icmp6::build_advert(ip_out, target, dst_ip, our_mac, target, solicited);
-                self.emit(cx, dst_mac, our_mac, rx_if);
+                Self::emit(&mut self.scratch, cx, dst_mac, our_mac, rx_if);
                 cx.count_error(Error::SolicitAnswered as usize, 1);
             }
             NdMessage::Advert {
@@ -268,7 +275,13 @@ impl Ip6Nd {
     }
 
     /// Send a solicitation for `target` out of `interface`.
-    fn solicit(&mut self, cx: &mut NodeCx<'_>, view: &L3View, interface: u32, target: u128) {
+    fn solicit(
+        scratch: &mut Scratch,
+        cx: &mut NodeCx<'_>,
+        view: &L3View,
+        interface: u32,
+        target: u128,
+    ) {
         let Some(itf) = view.interface(interface) else {
             cx.count_error(Error::NoSourceAddress as usize, 1);
             return;
@@ -278,9 +291,9 @@ impl Ip6Nd {
             return;
         };
         let mac = itf.mac;
-        icmp6::build_solicit(&mut self.scratch[ETH_HEADER_LEN..], src, mac, target);
+        icmp6::build_solicit(&mut scratch[ETH_HEADER_LEN..], src, mac, target);
         let group = ipv6::multicast_mac(ipv6::solicited_node(target));
-        self.emit(cx, group, mac, interface);
+        Self::emit(scratch, cx, group, mac, interface);
         cx.count_error(Error::SolicitSent as usize, 1);
     }
 
@@ -294,41 +307,22 @@ impl Ip6Nd {
             cx.enqueue(Next::Drop as usize, bi);
             return;
         };
-        let key = (adj.interface, u128::from(neighbor));
+        let key = IpAddr::V6(neighbor);
         // Learnt since ip6-rewrite looked (a newer view): straight back.
-        if view.neighbors.contains_key(&(key.0, IpAddr::V6(neighbor))) {
+        if view.neighbors.contains_key(&(adj.interface, key)) {
             cx.count_error(Error::Released as usize, 1);
             cx.enqueue(Next::Rewrite as usize, bi);
             return;
         }
         let now = (self.clock)();
-        let p = self.pending.entry(key).or_insert(Pending {
-            packets: Vec::new(),
-            last_solicit: now,
-            solicits: 0,
-        });
-        if p.packets.len() >= HOLD_PER_NEIGHBOR || self.held >= HOLD_TOTAL {
-            cx.count_error(Error::HoldFull as usize, 1);
-            cx.enqueue(Next::Drop as usize, bi);
-        } else {
-            p.packets.push(bi);
-            self.held += 1;
-            cx.count_error(Error::Held as usize, 1);
-        }
-        if p.solicits == 0 {
-            p.solicits = 1;
-            p.last_solicit = now;
-            self.solicit(cx, view, key.0, key.1);
-        }
-        // A full hold queue with nothing pending (HOLD_TOTAL reached) leaves no entry.
-        if self.pending.get(&key).is_some_and(|p| p.packets.is_empty()) {
-            self.pending.remove(&key);
+        if self.hold.hold(cx, adj.interface, key, bi, now) {
+            Self::solicit(&mut self.scratch, cx, view, adj.interface, neighbor.into());
         }
     }
 
     /// Packets held here now, for `show buffers`.
     pub fn held(&self) -> usize {
-        self.held
+        self.hold.held()
     }
 }
 
@@ -368,51 +362,23 @@ impl Node for Ip6Nd {
     }
 
     fn held_buffers(&self) -> usize {
-        self.held
+        self.hold.held()
     }
 
     /// Release packets whose neighbour is now known, re-solicit the others once a second,
     /// give up on those that did not answer `MAX_SOLICIT` solicitations.
     fn poll(&mut self, cx: &mut NodeCx<'_>) -> usize {
-        if self.pending.is_empty() {
+        if self.hold.is_empty() {
             return 0;
         }
         let view = self.view.load();
         let now = (self.clock)();
-        let mut handled = 0;
-        let keys: Vec<(u32, u128)> = self.pending.keys().copied().collect();
-        for key in keys {
-            let known = view
-                .neighbors
-                .contains_key(&(key.0, IpAddr::V6(Ipv6Addr::from(key.1))));
-            let due = {
-                let p = &self.pending[&key];
-                now.saturating_sub(p.last_solicit) >= self.retrans_ticks
-            };
-            let solicits = self.pending[&key].solicits;
-            if known || (due && solicits >= MAX_SOLICIT) {
-                let Some(p) = self.pending.remove(&key) else {
-                    continue;
-                };
-                self.held -= p.packets.len();
-                handled += p.packets.len();
-                let (next, counter) = if known {
-                    (Next::Rewrite, Error::Released)
-                } else {
-                    (Next::Drop, Error::ResolutionFailed)
-                };
-                cx.count_error(counter as usize, p.packets.len() as u64);
-                cx.enqueue_all(next as usize, &p.packets);
-            } else if due {
-                if let Some(p) = self.pending.get_mut(&key) {
-                    p.solicits += 1;
-                    p.last_solicit = now;
-                }
-                self.solicit(cx, &view, key.0, key.1);
-                handled += 1;
+        let scratch = &mut self.scratch;
+        self.hold.poll(cx, &view, now, |cx, itf, ip| {
+            if let IpAddr::V6(ip) = ip {
+                Self::solicit(scratch, cx, &view, itf, ip.into());
             }
-        }
-        handled
+        })
     }
 }
 
@@ -422,6 +388,7 @@ mod tests {
     use crate::buffer::{BufferPool, HugePages};
     use crate::graph::Graph;
     use crate::nodes::ip6_input::test_support::*;
+    use crate::nodes::neighbor_hold::MAX_NEIGHBORS;
     use crate::router::adjacency::ADJ_LOCAL;
     use crate::wire::icmp6::NaFlags;
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -453,7 +420,7 @@ mod tests {
         }
     }
 
-    /// ip6-nd in a graph between a feed and sinks, with a clock the test moves.
+    /// ip6-nd in a graph between a feed and sinks, with a clock the test moves (in ms).
     struct Rig {
         pool: Arc<BufferPool>,
         bufs: WorkerBuffers,
@@ -465,6 +432,7 @@ mod tests {
         learnt: std::sync::mpsc::Receiver<NeighborLearn>,
     }
 
+    /// Clock ticks (ms) a second.
     const HZ: u64 = 1000;
 
     impl Rig {
@@ -477,11 +445,11 @@ mod tests {
             let view = view();
             let (tx, learnt) = std::sync::mpsc::sync_channel(16);
             let c = clock.clone();
+            let start = Instant::now();
             let nd = Ip6Nd::decl_with_clock(
                 view.clone(),
                 Some(tx),
-                Box::new(move || c.load(Ordering::Relaxed)),
-                HZ,
+                Box::new(move || start + Duration::from_millis(c.load(Ordering::Relaxed))),
             );
             let mut decls = vec![NodeDecl {
                 name: "feed".into(),
@@ -536,6 +504,7 @@ mod tests {
         fn learn_neighbor(&self, ip: u128, mac: MacAddress) {
             let mut v = (**self.view.load()).clone();
             v.neighbors.insert((1, IpAddr::V6(Ipv6Addr::from(ip))), mac);
+            v.generation += 1;
             self.view.store(Arc::new(v));
         }
     }
@@ -659,7 +628,7 @@ mod tests {
         assert_eq!(out.iter().filter(|o| o.0 == Next::Drop as usize).count(), 2);
         let e = rig.errors();
         assert_eq!(
-            (e[Error::Held as usize], e[Error::HoldFull as usize]),
+            (e[Error::Held as usize], e[Error::QueueFull as usize]),
             (4, 2)
         );
         // Nothing yet; then the neighbour is learnt and the next pass releases them.
@@ -675,6 +644,20 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].0, Next::Rewrite as usize);
         assert_eq!(rig.pool.report().in_use, 0);
+    }
+
+    #[test]
+    fn neighbours_beyond_the_table_are_dropped_and_counted() {
+        let mut rig = Rig::new();
+        let frames: Vec<(Vec<u8>, u32)> = (1..=MAX_NEIGHBORS as u128 + 1)
+            .map(|k| (udp(HOST, GLEANED + k, 64, 80), ADJ_GLEAN))
+            .collect();
+        let out = rig.pass(&frames);
+        let e = rig.errors();
+        assert_eq!(e[Error::Held as usize], MAX_NEIGHBORS as u64);
+        assert_eq!(e[Error::SolicitSent as usize], MAX_NEIGHBORS as u64);
+        assert_eq!(e[Error::TableFull as usize], 1);
+        assert_eq!(out.iter().filter(|o| o.0 == Next::Drop as usize).count(), 1);
     }
 
     #[test]
@@ -707,7 +690,7 @@ mod tests {
         let out = rig.pass(&[]);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].0, Next::Drop as usize);
-        assert_eq!(rig.errors()[Error::ResolutionFailed as usize], 1);
+        assert_eq!(rig.errors()[Error::NoAnswer as usize], 1);
         assert_eq!(rig.pool.report().in_use, 0);
     }
 }

@@ -6,20 +6,16 @@
 //! the packet to interface-output. A neighbour not known yet sends the packet to ip6-nd,
 //! unchanged; ip6-nd brings it back here once the neighbour answers.
 
+use super::ip4_rewrite::{neighbor_header, write_header, NoHeader};
 use super::IcmpErrorRequest;
-use crate::buffer::WorkerBuffers;
+use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
-use crate::router::adjacency::{ethernet_rewrite, AdjKind, L3View, SharedL3View};
-use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
+use crate::router::adjacency::{AdjKind, L3View, SharedL3View};
+use crate::wire::ethernet::Repr as EthernetRepr;
 use crate::wire::icmp6;
 use crate::wire::ipv6::{self, HEADER_LEN as IP6_HEADER_LEN};
 use crate::wire::EtherType;
 use std::net::{IpAddr, Ipv6Addr};
-
-/// Buffer flag: the router made this packet itself (an echo reply, an ICMPv6 error), so
-/// forwarding neither checks nor decrements its hop limit. The same bit as
-/// `buffer::FLAG_LOCAL_ORIGIN`, which the IPv4 nodes bring; use that once it is on main.
-pub const FLAG_LOCAL_ORIGIN: u16 = 1 << 1;
 
 /// How many packets ahead the data is prefetched.
 const PREFETCH_AHEAD: usize = 4;
@@ -83,23 +79,6 @@ impl Verdict {
             Verdict::Icmp(_, e) | Verdict::Drop(e) => Some(e),
         }
     }
-}
-
-/// Drop the first `n` bytes of `bi`'s packet (VLAN tags before a new Ethernet header), within
-/// its first segment. The same as `WorkerBuffers::advance` of the IPv4 nodes, for until it
-/// is on main.
-pub(crate) fn strip_front(bufs: &mut WorkerBuffers, bi: u32, n: usize) -> bool {
-    let m = bufs.meta_mut(bi);
-    let Ok(n16) = u16::try_from(n) else {
-        return false;
-    };
-    if n16 > m.len || n as u32 > m.total_len {
-        return false;
-    }
-    m.offset += n16;
-    m.len -= n16;
-    m.total_len -= n as u32;
-    true
 }
 
 pub struct Ip6Rewrite {
@@ -176,31 +155,23 @@ impl Ip6Rewrite {
             return Verdict::Icmp(req, Error::TooBig);
         }
 
-        let header = if adj.kind == AdjKind::Neighbor && adj.complete {
-            adj.rewrite
-        } else {
+        let neighbor = || {
             let mut d = [0u8; 16];
             d.copy_from_slice(&ip[24..40]);
-            let neighbor = Self::neighbor_of(view, meta.adj, u128::from_be_bytes(d));
-            let Some(mac) = view.neighbors.get(&(adj.interface, neighbor)) else {
-                return Verdict::Nd;
-            };
-            let Some(itf) = view.interface(adj.interface) else {
-                return Verdict::Drop(Error::NoInterface);
-            };
-            ethernet_rewrite(*mac, itf.mac, EtherType::IPV6.0)
+            Self::neighbor_of(view, meta.adj, u128::from_be_bytes(d))
+        };
+        let header = match neighbor_header(view, &adj, neighbor, EtherType::IPV6) {
+            Ok(h) => h,
+            Err(NoHeader::Unresolved) => return Verdict::Nd,
+            Err(NoHeader::NoInterface) => return Verdict::Drop(Error::NoInterface),
         };
 
         if !local {
             ipv6::decrement_hop_limit(&mut bufs.data_mut(bi)[l3..l3 + IP6_HEADER_LEN]);
         }
-        // The new header ends where the IP header starts: VLAN tags in between go.
-        let strip = l3 - ETH_HEADER_LEN;
-        if strip > 0 && !strip_front(bufs, bi, strip) {
+        if !write_header(bufs, bi, l3, &header, adj.interface) {
             return Verdict::Drop(Error::NotIpv6);
         }
-        bufs.data_mut(bi)[..ETH_HEADER_LEN].copy_from_slice(&header);
-        bufs.meta_mut(bi).tx_if = adj.interface;
         Verdict::Forward {
             tx_if: adj.interface,
         }
@@ -263,6 +234,7 @@ mod tests {
     use crate::buffer::{BufferPool, HugePages};
     use crate::nodes::ip6_input::test_support::*;
     use crate::nodes::testing::Harness;
+    use crate::router::adjacency::ethernet_rewrite;
     use crate::wire::ipv6::Ipv6Header;
     use proptest::prelude::*;
 

@@ -92,3 +92,30 @@ impl IcmpErrorRequest {
         }
     }
 }
+
+/// Put an ICMP error built in `frame` (room for an Ethernet header, then the IP packet) into a
+/// new buffer. The Ethernet header is a placeholder of `ethertype` and zero addresses: the
+/// lookup node reads only the EtherType and the rewrite node writes the rest. The error
+/// comes in by the interface `orig` (the packet it is about) came in by, is the router's own
+/// (`FLAG_LOCAL_ORIGIN`) and continues `orig`'s trace record, if it has one. `None` when no
+/// buffer is free.
+pub(crate) fn icmp_error_buffer(
+    bufs: &mut crate::buffer::WorkerBuffers,
+    frame: &mut [u8],
+    ethertype: crate::wire::EtherType,
+    orig: &crate::buffer::BufferMeta,
+) -> Option<u32> {
+    use crate::buffer::{FLAG_LOCAL_ORIGIN, FLAG_TRACED};
+    use crate::wire::ethernet::HEADER_LEN;
+    frame[..HEADER_LEN - 2].fill(0);
+    frame[HEADER_LEN - 2..HEADER_LEN].copy_from_slice(&ethertype.0.to_be_bytes());
+    let nb = bufs.alloc_one()?;
+    let m = bufs.meta_mut(nb);
+    m.len = frame.len() as u16;
+    m.total_len = frame.len() as u32;
+    m.rx_if = orig.rx_if;
+    m.flags = FLAG_LOCAL_ORIGIN | (orig.flags & FLAG_TRACED);
+    m.trace_index = orig.trace_index;
+    bufs.data_mut(nb).copy_from_slice(frame);
+    Some(nb)
+}

@@ -1,9 +1,12 @@
 //! Packets waiting for a neighbour to be resolved (ARP or ND), per worker: a few packets per
 //! neighbour, a bounded number of neighbours, and the schedule of requests for each: one at
-//! once, then again every `REQUEST_INTERVAL` up to `MAX_REQUESTS`, and `GIVE_UP` after the
-//! last one the neighbour is taken as absent and its packets are dropped (counted by the
-//! caller). The bounds keep a scan of a connected /16 from eating the buffer pool.
+//! once, then again every `interval` up to `max_requests`, and `give_up` after the last one
+//! the neighbour is taken as absent and its packets are dropped (counted by the caller). The
+//! default schedule is ARP's (`REQUEST_INTERVAL`, `MAX_REQUESTS`, `GIVE_UP`); ND brings its
+//! own. The bounds keep a scan of a connected /16 from eating the buffer pool.
 
+use crate::graph::NodeCx;
+use crate::router::adjacency::L3View;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
@@ -34,13 +37,45 @@ pub enum HoldOutcome {
     TableFull,
 }
 
-#[derive(Default)]
+/// When requests go out and when a silent neighbour is given up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    /// Time between requests.
+    pub interval: Duration,
+    /// Requests in all, the first included.
+    pub max_requests: u32,
+    /// Time after the last request until the neighbour is taken as absent.
+    pub give_up: Duration,
+}
+
+/// ARP's schedule, the default.
+pub const ARP_SCHEDULE: Schedule = Schedule {
+    interval: REQUEST_INTERVAL,
+    max_requests: MAX_REQUESTS,
+    give_up: GIVE_UP,
+};
+
 pub struct HoldTable {
     entries: Vec<Entry>,
     held: usize,
+    schedule: Schedule,
+}
+
+impl Default for HoldTable {
+    fn default() -> HoldTable {
+        HoldTable::with_schedule(ARP_SCHEDULE)
+    }
 }
 
 impl HoldTable {
+    pub fn with_schedule(schedule: Schedule) -> HoldTable {
+        HoldTable {
+            entries: Vec::new(),
+            held: 0,
+            schedule,
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
@@ -94,8 +129,9 @@ impl HoldTable {
 
     /// Neighbours whose next request is due, marked as asked again.
     pub fn due_requests(&mut self, now: Instant, out: &mut Vec<(u32, IpAddr)>) {
+        let s = self.schedule;
         for e in &mut self.entries {
-            if e.requests < MAX_REQUESTS && now.duration_since(e.last_request) >= REQUEST_INTERVAL {
+            if e.requests < s.max_requests && now.duration_since(e.last_request) >= s.interval {
                 e.requests += 1;
                 e.last_request = now;
                 out.push((e.interface, e.target));
@@ -105,10 +141,11 @@ impl HoldTable {
 
     /// Give up on neighbours that did not answer any request: their packets go to `out`.
     pub fn expire(&mut self, now: Instant, out: &mut Vec<u32>) {
+        let s = self.schedule;
         let mut k = 0;
         while k < self.entries.len() {
             let e = &self.entries[k];
-            if e.requests >= MAX_REQUESTS && now.duration_since(e.last_request) >= GIVE_UP {
+            if e.requests >= s.max_requests && now.duration_since(e.last_request) >= s.give_up {
                 let e = self.entries.swap_remove(k);
                 self.held -= e.packets.len();
                 out.extend(e.packets);
@@ -116,6 +153,140 @@ impl HoldTable {
                 k += 1;
             }
         }
+    }
+}
+
+/// Where a resolving node (ip4-arp, ip6-nd) counts and sends what its table decides.
+#[derive(Clone, Copy, Debug)]
+pub struct HoldSlots {
+    /// Index of the node's first hold counter; its counters follow in this order: held,
+    /// requests sent (counted by the node), released, queue full, table full, no answer.
+    pub counters: usize,
+    /// Next slot of the rewrite node released packets return to.
+    pub rewrite: usize,
+    pub drop: usize,
+}
+
+impl HoldSlots {
+    fn held(self) -> usize {
+        self.counters
+    }
+    fn released(self) -> usize {
+        self.counters + 2
+    }
+    fn queue_full(self) -> usize {
+        self.counters + 3
+    }
+    fn table_full(self) -> usize {
+        self.counters + 4
+    }
+    fn no_answer(self) -> usize {
+        self.counters + 5
+    }
+}
+
+/// How often a node holding packets looks at the clock and the view even when nothing
+/// changed (the view's generation wakes it at once when a neighbour appears).
+pub const POLL_EVERY: Duration = Duration::from_millis(10);
+
+/// A hold table with what a resolving node keeps between calls of its poll hook.
+pub struct Resolver {
+    table: HoldTable,
+    slots: HoldSlots,
+    /// View generation and time of the last look at held packets.
+    seen_generation: u64,
+    last_poll: Instant,
+    scratch: Vec<u32>,
+    asks: Vec<(u32, IpAddr)>,
+}
+
+impl Resolver {
+    pub fn new(table: HoldTable, slots: HoldSlots, now: Instant) -> Resolver {
+        Resolver {
+            table,
+            slots,
+            seen_generation: 0,
+            last_poll: now,
+            scratch: Vec::new(),
+            asks: Vec::new(),
+        }
+    }
+
+    /// Packets held in all.
+    pub fn held(&self) -> usize {
+        self.table.held()
+    }
+
+    /// Nothing held: the poll hook has nothing to do (check before reading the clock).
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
+    /// Hold `bi` for `target` on `interface`, or count and drop it when there is no room.
+    /// True when a request for a new neighbour should go out now.
+    pub fn hold(
+        &mut self,
+        cx: &mut NodeCx<'_>,
+        interface: u32,
+        target: IpAddr,
+        bi: u32,
+        now: Instant,
+    ) -> bool {
+        let s = self.slots;
+        match self.table.hold(interface, target, bi, now) {
+            HoldOutcome::Held { request } => {
+                cx.count_error(s.held(), 1);
+                return request;
+            }
+            HoldOutcome::QueueFull => cx.count_error(s.queue_full(), 1),
+            HoldOutcome::TableFull => cx.count_error(s.table_full(), 1),
+        }
+        cx.enqueue(s.drop, bi);
+        false
+    }
+
+    /// The poll hook: at most every `POLL_EVERY` unless the view changed, release the packets
+    /// of neighbours the view now knows, `ask` again for those due, and drop the packets of
+    /// those that never answered. Returns how many packets and requests it handled.
+    pub fn poll(
+        &mut self,
+        cx: &mut NodeCx<'_>,
+        view: &L3View,
+        now: Instant,
+        mut ask: impl FnMut(&mut NodeCx<'_>, u32, IpAddr),
+    ) -> usize {
+        if self.table.is_empty() {
+            return 0;
+        }
+        let s = self.slots;
+        let changed = view.generation != self.seen_generation;
+        if !changed && now.saturating_duration_since(self.last_poll) < POLL_EVERY {
+            return 0;
+        }
+        self.seen_generation = view.generation;
+        self.last_poll = now;
+        let mut handled = 0;
+        if changed {
+            self.scratch.clear();
+            self.table.release(
+                |i, ip| view.neighbors.contains_key(&(i, ip)),
+                &mut self.scratch,
+            );
+            cx.count_error(s.released(), self.scratch.len() as u64);
+            cx.enqueue_all(s.rewrite, &self.scratch);
+            handled += self.scratch.len();
+        }
+        self.asks.clear();
+        self.table.due_requests(now, &mut self.asks);
+        for &(itf, ip) in &self.asks {
+            ask(cx, itf, ip);
+        }
+        handled += self.asks.len();
+        self.scratch.clear();
+        self.table.expire(now, &mut self.scratch);
+        cx.count_error(s.no_answer(), self.scratch.len() as u64);
+        cx.enqueue_all(s.drop, &self.scratch);
+        handled + self.scratch.len()
     }
 }
 
@@ -181,6 +352,29 @@ mod tests {
         assert_eq!(dropped, vec![7]);
         assert!(t.is_empty());
         assert_eq!(t.held(), 0);
+    }
+
+    #[test]
+    fn a_schedule_of_its_own_is_kept() {
+        let s = Schedule {
+            interval: Duration::from_secs(1),
+            max_requests: 2,
+            give_up: Duration::from_secs(3),
+        };
+        let t0 = Instant::now();
+        let mut t = HoldTable::with_schedule(s);
+        t.hold(0, ip(1), 7, t0);
+        let mut due = Vec::new();
+        t.due_requests(t0 + REQUEST_INTERVAL, &mut due);
+        assert!(due.is_empty());
+        t.due_requests(t0 + s.interval, &mut due);
+        t.due_requests(t0 + s.interval * 2, &mut due);
+        assert_eq!(due.len(), 1);
+        let mut dropped = Vec::new();
+        t.expire(t0 + s.interval + GIVE_UP, &mut dropped);
+        assert!(dropped.is_empty());
+        t.expire(t0 + s.interval + s.give_up, &mut dropped);
+        assert_eq!(dropped, vec![7]);
     }
 
     #[test]
