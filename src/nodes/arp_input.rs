@@ -32,9 +32,10 @@ pub enum Error {
     ReplyNotForUs,
     BadSender,
     LearnQueueFull,
+    AddressConflict,
 }
 
-pub const ERRORS: [&str; 11] = [
+pub const ERRORS: [&str; 12] = [
     "arp requests answered",
     "arp replies learnt (consumed)",
     "arp packet truncated",
@@ -46,6 +47,7 @@ pub const ERRORS: [&str; 11] = [
     "arp reply not for our address",
     "arp sender MAC or address invalid",
     "neighbour learn queue full (learnt again later)",
+    "arp sender claims one of our addresses (conflict)",
 ];
 
 fn error_of(e: ArpError) -> Error {
@@ -117,17 +119,23 @@ impl ArpInput {
             Ok(p) => p,
             Err(e) => return Verdict::Drop(error_of(e)),
         };
-        let sender_ok = !arp.sender_mac.is_multicast()
-            && arp.sender_mac.0 != [0; 6]
-            && arp.sender_ip != 0
-            && arp.sender_ip != u32::MAX;
+        let mac_ok = !arp.sender_mac.is_multicast() && arp.sender_mac.0 != [0; 6];
+        // An address probe (RFC 5227) comes from 0.0.0.0: answered (so that the prober sees
+        // the address is taken) but not learnt.
+        let probe = arp.sender_ip == 0;
+        let sender_ok = mac_ok && !probe && arp.sender_ip != u32::MAX;
+        if itf.has_v4(arp.sender_ip) {
+            return Verdict::Drop(Error::AddressConflict);
+        }
         let for_us = itf.has_v4(arp.target_ip);
         match arp.op {
             OP_REQUEST if for_us => {
-                if !sender_ok {
+                if !mac_ok || (!probe && !sender_ok) {
                     return Verdict::Drop(Error::BadSender);
                 }
-                self.learn(cx, view, rx_if, arp.sender_ip, arp.sender_mac);
+                if !probe {
+                    self.learn(cx, view, rx_if, arp.sender_ip, arp.sender_mac);
+                }
                 let reply = ArpPacket {
                     op: OP_REPLY,
                     sender_mac: our_mac,
@@ -289,6 +297,17 @@ mod tests {
         assert_eq!(out.errors[Error::Truncated as usize], 1);
         assert_eq!(out.to_next(Next::Drop as usize), 4);
         assert_eq!(rx.try_recv().unwrap().ip, IpAddr::V4(PEER.into()));
+    }
+
+    #[test]
+    fn probes_are_answered_unlearnt_and_claims_on_our_address_dropped() {
+        let (h, tx, rx) = setup(8);
+        let probe = arp_frame(OP_REQUEST, (PEER_MAC, 0), (MacAddress([0; 6]), US));
+        let claim = arp_frame(OP_REQUEST, (PEER_MAC, US), (MacAddress([0; 6]), US));
+        let out = h.run_node(ArpInput::decl(h.view.clone(), tx), &[probe, claim], 0);
+        assert_eq!(out.errors[Error::Replied as usize], 1);
+        assert_eq!(out.errors[Error::AddressConflict as usize], 1);
+        assert!(rx.try_recv().is_err(), "a probe teaches nothing");
     }
 
     #[test]

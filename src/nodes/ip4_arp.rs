@@ -271,6 +271,21 @@ mod tests {
     }
 
     #[test]
+    fn packets_held_when_the_graph_goes_away_return_to_the_pool() {
+        let h = harness();
+        let mut t = h.graph(Ip4Arp::decl(h.view.clone()), None);
+        let mut bufs = h.pool.worker_handle();
+        let a = feed(&mut bufs, [192, 0, 2, 11]);
+        t.inbox.lock().unwrap().push(a);
+        t.graph.run_once(&mut bufs);
+        assert_eq!(t.error(Error::Held as usize), 1);
+        drop(t);
+        bufs.flush_cache();
+        drop(bufs);
+        assert_eq!(h.pool.report().in_use, 0);
+    }
+
+    #[test]
     fn other_adjacencies_are_not_resolved() {
         let h = harness();
         let out = h.run_node_with(

@@ -5,9 +5,11 @@
 //! default schedule is ARP's (`REQUEST_INTERVAL`, `MAX_REQUESTS`, `GIVE_UP`); ND brings its
 //! own. The bounds keep a scan of a connected /16 from eating the buffer pool.
 
+use crate::buffer::BufferPool;
 use crate::graph::NodeCx;
 use crate::router::adjacency::L3View;
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Packets held per neighbour; more are dropped (as Linux's unres_qlen does).
@@ -139,6 +141,14 @@ impl HoldTable {
         }
     }
 
+    /// Take every held packet out (the node is going away).
+    pub fn drain(&mut self, out: &mut Vec<u32>) {
+        for e in self.entries.drain(..) {
+            out.extend(e.packets);
+        }
+        self.held = 0;
+    }
+
     /// Give up on neighbours that did not answer any request: their packets go to `out`.
     pub fn expire(&mut self, now: Instant, out: &mut Vec<u32>) {
         let s = self.schedule;
@@ -198,6 +208,18 @@ pub struct Resolver {
     last_poll: Instant,
     scratch: Vec<u32>,
     asks: Vec<(u32, IpAddr)>,
+    /// Where held packets go back if the graph is torn down while they wait.
+    pool: Option<Arc<BufferPool>>,
+}
+
+impl Drop for Resolver {
+    fn drop(&mut self) {
+        let mut held = Vec::new();
+        self.table.drain(&mut held);
+        if let Some(pool) = &self.pool {
+            pool.give_back_chains(&held);
+        }
+    }
 }
 
 impl Resolver {
@@ -209,6 +231,7 @@ impl Resolver {
             last_poll: now,
             scratch: Vec::new(),
             asks: Vec::new(),
+            pool: None,
         }
     }
 
@@ -233,6 +256,9 @@ impl Resolver {
         now: Instant,
     ) -> bool {
         let s = self.slots;
+        if self.pool.is_none() {
+            self.pool = Some(cx.bufs.pool().clone());
+        }
         match self.table.hold(interface, target, bi, now) {
             HoldOutcome::Held { request } => {
                 cx.count_error(s.held(), 1);
