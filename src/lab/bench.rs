@@ -394,6 +394,9 @@ fn mean_size(r: &RunResult) -> f64 {
 pub fn table(o: &BenchOptions, duts: &[DutKind], baseline: DutKind, trials: &[Trial]) -> String {
     let link = fmt_bps(o.link_bps).replace(".00", "");
     let mut s = String::new();
+    // The ratio column fits its heading, however long the baseline's name.
+    let vs = format!("vs {}", baseline.name());
+    let w = (vs.len() + 2).max(12);
     for &d in duts {
         let _ = writeln!(
             s,
@@ -403,15 +406,8 @@ pub fn table(o: &BenchOptions, duts: &[DutKind], baseline: DutKind, trials: &[Tr
         );
         let _ = writeln!(
             s,
-            "{:<22}{:<16}{:>13}{:>13}{:>11}{:>9}  {:>22}{:>12}",
-            "Type",
-            "Uni/BiDir",
-            "Packets/Sec",
-            "L2 Bits/Sec",
-            "Line Rate",
-            "Loss",
-            "min-max",
-            format!("vs {}", baseline.name())
+            "{:<22}{:<16}{:>13}{:>13}{:>11}{:>9}  {:>22}{:>w$}",
+            "Type", "Uni/BiDir", "Packets/Sec", "L2 Bits/Sec", "Line Rate", "Loss", "min-max", vs,
         );
         for lt in &o.loadtests {
             let runs = cell(trials, d, &lt.name);
@@ -431,7 +427,7 @@ pub fn table(o: &BenchOptions, duts: &[DutKind], baseline: DutKind, trials: &[Tr
             };
             let _ = writeln!(
                 s,
-                "{:<22}{:<16}{:>13}{:>13}{:>10.1}%{:>8.3}%  {:>22}{:>12}",
+                "{:<22}{:<16}{:>13}{:>13}{:>10.1}%{:>8.3}%  {:>22}{:>w$}",
                 lt.type_label(),
                 lt.direction(),
                 fmt_pps(sum.median),
@@ -577,6 +573,30 @@ mod tests {
         for bad in ["64", "var2-", "var3-64b", "12b", "imix-b"] {
             assert!(Loadtest::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn ratio_column_fits_a_long_baseline_name() {
+        let o = parse(&["--dut".into(), "sluice-router,linux-router".into()]).unwrap();
+        let trial = |dut: &str, pps: f64| Trial {
+            loadtest: "64b".into(),
+            run: 1,
+            result: RunResult::from_gen(
+                dut,
+                &json!({"tx_packets": 10, "rx_packets": 10, "rx_pps": pps, "l2_bps": pps * 512.0}),
+                None,
+                None,
+            ),
+        };
+        let trials = [trial("sluice-router", 1e5), trial("linux-router", 2e5)];
+        let t = table(&o, &o.duts, DutKind::SluiceRouter, &trials);
+        assert!(t.contains("min-max  vs sluice-router"), "{t}");
+        let row = t
+            .lines()
+            .find(|l| l.ends_with("2.00x"))
+            .unwrap_or_else(|| panic!("{t}"));
+        let head = t.lines().find(|l| l.contains("vs sluice-router")).unwrap();
+        assert_eq!(row.len(), head.len(), "{t}");
     }
 
     #[test]
