@@ -11,6 +11,7 @@ command -v ethtool >/dev/null || need+=(ethtool)
 command -v ps >/dev/null || need+=(procps)
 command -v taskset >/dev/null || need+=(util-linux)
 command -v ministat >/dev/null || need+=(ministat)
+command -v ping >/dev/null || need+=(iputils-ping)
 # DPDK's testpmd, a DUT the lab compares against.
 command -v dpdk-testpmd >/dev/null || need+=(dpdk-dev)
 # ...and the port drivers the tests give it (memif, pcap, af_packet, af_xdp, null).
