@@ -510,6 +510,12 @@ fn spawn_worker(
                     idle = idle.saturating_add(1);
                     if idle > IDLE_PASSES_BEFORE_NAP {
                         std::thread::sleep(IDLE_NAP);
+                    } else {
+                        // An empty pass may mean the kernel thread that fills our rings
+                        // (veth's NAPI, a softirq) shares this CPU and waits for it: let it
+                        // run now rather than after a whole scheduler slice, during which
+                        // the device's own queue overflows. A busy worker never gets here.
+                        std::thread::yield_now();
                     }
                 }
             }
