@@ -933,11 +933,6 @@ impl Router {
                 .map(|&(a, l)| format!("{}/{l}", std::net::Ipv6Addr::from(a)));
         v4.chain(v6).collect()
     }
-
-    /// Whether an IPv4 address is on one of `interface`'s networks (for tests and ARP).
-    pub fn on_link(&self, interface: u32, ip: IpAddr) -> bool {
-        self.connected_interface(ip) == Some(interface)
-    }
 }
 
 /// The /32 or /128 of an address.
