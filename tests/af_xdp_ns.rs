@@ -193,8 +193,7 @@ fn mixed_sizes(mode: &str) -> bool {
 
 #[test]
 fn mixed_sizes_native_and_generic() {
-    if !is_root() {
-        eprintln!("not root: skipping the namespace test");
+    if !needs_root() {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -245,8 +244,7 @@ fn detach_by_netlink(ns: &Netns, dev: &str) {
 
 #[test]
 fn no_program_left_behind() {
-    if !is_root() {
-        eprintln!("not root: skipping the namespace test");
+    if !needs_root() {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -352,8 +350,12 @@ fn veth_two_queues(na: &Netns, a: &str, nb: &Netns, b: &str) {
 
 #[test]
 fn one_socket_per_queue_one_queue_per_worker() {
-    if !is_root() || std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-        eprintln!("needs root and two CPUs: skipping");
+    if !needs_root()
+        || !prerequisite(
+            std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2,
+            "two CPUs",
+        )
+    {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -408,8 +410,7 @@ fn one_socket_per_queue_one_queue_per_worker() {
 
 #[test]
 fn generator_on_af_xdp_ports() {
-    if !is_root() {
-        eprintln!("not root: skipping the namespace test");
+    if !needs_root() {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

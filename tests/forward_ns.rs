@@ -121,6 +121,26 @@ fn run_mixed_sizes(workers: usize, count: u64) {
         .map(|n| n["vectors"].as_u64().unwrap())
         .sum();
     assert_eq!(forwarded, count, "{runtime}");
+    // Every worker must have taken its share: fanout spreads the 16 flows over the queues.
+    let per_worker: Vec<u64> = runtime["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            t["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|n| n["name"] == "d1-tx")
+                .map(|n| n["vectors"].as_u64().unwrap())
+                .sum()
+        })
+        .collect();
+    assert_eq!(per_worker.len(), workers, "{runtime}");
+    assert!(
+        per_worker.iter().all(|&n| n > 0),
+        "a worker forwarded nothing: {per_worker:?}"
+    );
 
     let buffers = ctl_json(&socket, "show buffers");
     assert_eq!(buffers["in_use"].as_u64().unwrap(), idle, "{buffers}");
@@ -136,8 +156,7 @@ fn run_mixed_sizes(workers: usize, count: u64) {
 
 #[test]
 fn mixed_sizes_through_xconnect_one_worker() {
-    if !is_root() {
-        eprintln!("not root: skipping the namespace test");
+    if !needs_root() {
         return;
     }
     run_mixed_sizes(1, 100_000);
@@ -145,8 +164,7 @@ fn mixed_sizes_through_xconnect_one_worker() {
 
 #[test]
 fn two_workers_share_the_load() {
-    if !is_root() {
-        eprintln!("not root: skipping the namespace test");
+    if !needs_root() {
         return;
     }
     run_mixed_sizes(2, 20_000);

@@ -8,8 +8,7 @@ use std::collections::HashSet;
 
 #[test]
 fn imix_and_var2_as_captured() {
-    if !is_root() {
-        eprintln!("not root: skipping the namespace test");
+    if !needs_root() {
         return;
     }
     let ns = Netns::new("prof");
@@ -77,8 +76,7 @@ fn imix_and_var2_as_captured() {
 
 #[test]
 fn xdp_engine_sends_what_it_says() {
-    if !is_root() {
-        eprintln!("not root: skipping the namespace test");
+    if !needs_root() {
         return;
     }
     let ns = Netns::new("xdp");

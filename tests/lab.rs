@@ -15,8 +15,7 @@ fn namespaces() -> String {
 
 #[test]
 fn lab_up_down_is_idempotent_and_clean() {
-    if !is_root() {
-        eprintln!("not root: skipping the lab test");
+    if !needs_root() {
         return;
     }
     // One test does every step in order: lab commands change shared namespaces.

@@ -281,8 +281,8 @@ fn with_testpmd(role: &str) {
 
 #[test]
 fn interop_with_testpmd_as_client_and_as_server() {
-    if !is_root() || !have_testpmd() {
-        eprintln!("needs root and dpdk-testpmd (scripts/test.sh installs it): skipping");
+    if !needs_root() || !prerequisite(have_testpmd(), "dpdk-testpmd (scripts/test.sh installs it)")
+    {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -439,8 +439,8 @@ fn peer_loss(role: &str) {
 
 #[test]
 fn peer_killed_and_back() {
-    if !is_root() || !have_testpmd() {
-        eprintln!("needs root and dpdk-testpmd (scripts/test.sh installs it): skipping");
+    if !needs_root() || !prerequisite(have_testpmd(), "dpdk-testpmd (scripts/test.sh installs it)")
+    {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -134,8 +134,7 @@ fn neighbor<'a>(list: &'a Value, itf: &str, ip: &str) -> Option<&'a Value> {
 
 #[test]
 fn router_answers_pings_forwards_them_and_reports_ttl_exceeded() {
-    if !is_root() {
-        eprintln!("not root: skipping the namespace test");
+    if !needs_root() {
         return;
     }
     let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -302,8 +301,7 @@ fn storm(socket: &Path, per_s: u64, how_long: Duration) -> (u64, u64, Option<Str
 
 #[test]
 fn route_storm_while_traffic_flows_misroutes_nothing() {
-    if !is_root() {
-        eprintln!("not root: skipping the namespace test");
+    if !needs_root() {
         return;
     }
     let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -8,7 +8,25 @@ use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_sluice");
 
-/// Whether we may create namespaces; tests print a note and pass vacuously when not root.
+/// Whether a test's prerequisite holds. When it does not: under CI (`CI=true`) the test
+/// fails, since a test that did not run must not count as passed; elsewhere it says plainly
+/// that it is skipped and the caller returns.
+pub fn prerequisite(ok: bool, what: &str) -> bool {
+    if ok {
+        return true;
+    }
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    assert!(!ci, "CI=true and a prerequisite is missing: {what}");
+    eprintln!("SKIPPED (not under CI): {what}");
+    false
+}
+
+/// `prerequisite(is_root(), ...)` for tests that create namespaces.
+pub fn needs_root() -> bool {
+    prerequisite(is_root(), "root, to create network namespaces")
+}
+
+/// Whether we may create namespaces.
 pub fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
