@@ -12,7 +12,6 @@ use std::time::Instant;
 struct NodeSample {
     calls: u64,
     vectors: u64,
-    suspends: u64,
     clocks: u64,
 }
 
@@ -327,7 +326,6 @@ impl Control {
                     .map(|s| NodeSample {
                         calls: s.calls.get(),
                         vectors: s.vectors.get(),
-                        suspends: s.suspends.get(),
                         clocks: s.clocks.get(),
                     })
                     .collect()
@@ -360,7 +358,6 @@ impl Control {
                 .map(|(n, b)| NodeSample {
                     calls: n.calls - b.calls,
                     vectors: n.vectors - b.vectors,
-                    suspends: n.suspends - b.suspends,
                     clocks: n.clocks - b.clocks,
                 })
                 .collect();
@@ -401,16 +398,15 @@ impl Control {
             );
             let _ = writeln!(
                 t,
-                "  vector rates in {}, out {}, drop {}, punt {}",
+                "  vector rates in {}, out {}, drop {}",
                 sci(vin as f64 / elapsed),
                 sci(vout as f64 / elapsed),
                 sci(vdrop as f64 / elapsed),
-                sci(0.0)
             );
             let _ = writeln!(
                 t,
-                "{:<32}{:>10}{:>15}{:>15}{:>10}{:>12}{:>14}",
-                "Name", "State", "Calls", "Vectors", "Suspends", "Clocks", "Vectors/Call"
+                "{:<32}{:>10}{:>15}{:>15}{:>12}{:>14}",
+                "Name", "State", "Calls", "Vectors", "Clocks", "Vectors/Call"
             );
             let mut order: Vec<usize> = (0..delta.len()).collect();
             order.sort_by(|&a, &b| g.names[a].cmp(&g.names[b]));
@@ -436,7 +432,7 @@ impl Control {
                 };
                 nodes.push(json!({
                     "name": g.names[i], "kind": g.kinds[i], "state": state,
-                    "calls": d.calls, "vectors": d.vectors, "suspends": d.suspends,
+                    "calls": d.calls, "vectors": d.vectors,
                     "clocks": d.clocks, "clocks_per_vector": clocks, "vectors_per_call": vpc,
                 }));
                 if d.calls == 0 {
@@ -444,12 +440,11 @@ impl Control {
                 }
                 let _ = writeln!(
                     t,
-                    "{:<32}{:>10}{:>15}{:>15}{:>10}{:>12}{:>14.2}",
+                    "{:<32}{:>10}{:>15}{:>15}{:>12}{:>14.2}",
                     truncate(&g.names[i], 31),
                     state,
                     d.calls,
                     d.vectors,
-                    d.suspends,
                     sci2(clocks),
                     vpc
                 );

@@ -71,7 +71,6 @@ pub struct NodeDecl {
 pub struct NodeStats {
     pub calls: Counter,
     pub vectors: Counter,
-    pub suspends: Counter,
     pub clocks: Counter,
 }
 
@@ -213,6 +212,8 @@ pub struct Graph {
     /// Nodes that asked to be polled every pass.
     pollers: Vec<usize>,
     sched: Scheduler,
+    /// Stands in a dispatched frame's slot while the frame runs (see `run_once`).
+    spare: Option<Frame>,
     tracer: Tracer,
     shared: Arc<GraphShared>,
     thread: usize,
@@ -275,6 +276,7 @@ impl Graph {
         });
         Ok(Graph {
             sched: Scheduler::new(nodes.len()),
+            spare: Some(Frame::default()),
             tracer: Tracer::new(shared.clone()),
             nodes,
             inputs,
@@ -344,12 +346,17 @@ impl Graph {
             if self.sched.open[node] == Some(slot) {
                 self.sched.open[node] = None;
             }
-            let frame = std::mem::take(&mut self.sched.frames[slot]);
+            // The frame runs out of its slot (the node may open new frames meanwhile); the
+            // spare stands in for it and the two trade places back: nothing is allocated.
+            let spare = self
+                .spare
+                .take()
+                .expect("the spare frame is home between dispatches");
+            let mut frame = std::mem::replace(&mut self.sched.frames[slot], spare);
             self.sched.in_flight -= frame.len();
             self.run_node(bufs, node, frame.as_slice());
-            let mut frame = frame;
             frame.clear();
-            self.sched.frames[slot] = frame;
+            self.spare = Some(std::mem::replace(&mut self.sched.frames[slot], frame));
             self.sched.free.push(slot);
         }
         self.shared.loops.add(1);
