@@ -80,8 +80,10 @@ impl TxQueue for NullTx {
     }
 }
 
-/// One run: (Mpps, clocks per packet per node, heap allocations in the dispatch loop).
-fn run_once(packets: u64) -> (f64, Vec<(String, f64)>, u64) {
+/// One run: Mpps, clocks per packet per node, heap allocations in the dispatch loop.
+type Run = (f64, Vec<(String, f64)>, u64);
+
+fn run_once(packets: u64) -> Run {
     let pool = BufferPool::new(8192, HugePages::Auto).unwrap();
     let interfaces: Vec<Arc<Interface>> = (0..2)
         .map(|i| {
@@ -152,8 +154,7 @@ fn main() {
     // run only checks that the benchmark works.
     let full = std::env::args().any(|a| a == "--bench");
     let (packets, repeats) = if full { (20_000_000, 5) } else { (100_000, 1) };
-    let mut runs: Vec<(f64, Vec<(String, f64)>, u64)> =
-        (0..repeats).map(|_| run_once(packets)).collect();
+    let mut runs: Vec<Run> = (0..repeats).map(|_| run_once(packets)).collect();
     let allocations: u64 = runs.iter().map(|r| r.2).sum();
     runs.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
     let rates: Vec<String> = runs.iter().map(|r| format!("{:.2}", r.0)).collect();
