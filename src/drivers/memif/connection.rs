@@ -83,8 +83,9 @@ impl Failure {
     }
 }
 
-/// Tell the peer why we hang up, and fail with that violation.
+/// Tell the peer why we hang up (the violation's name first), and fail with it.
 fn refuse(ch: &Channel, v: Violation, reason: String) -> Failure {
+    let reason = format!("{}: {reason}", v.name());
     let _ = ch.send(
         &Msg::Disconnect {
             code: 1,
