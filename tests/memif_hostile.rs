@@ -92,7 +92,9 @@ fn start_daemon(cfg: &Path, ctl: &Path) -> Daemon {
         .spawn()
         .unwrap();
     let d = Daemon { child };
-    wait_for("the daemon", 15, || common::ctl(ctl, "show version").is_ok());
+    wait_for("the daemon", 15, || {
+        common::ctl(ctl, "show version").is_ok()
+    });
     d
 }
 
@@ -189,7 +191,10 @@ fn unsealed_memfd(len: usize) -> OwnedFd {
     // SAFETY: just created, and ours.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     // SAFETY: plain ftruncate of our descriptor.
-    assert_eq!(unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) }, 0);
+    assert_eq!(
+        unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) },
+        0
+    );
     fd
 }
 
@@ -363,7 +368,13 @@ fn attacks_as_client(ctl: &Path, sock: &Path, w: &mut Watch) {
     assert!(reason.contains("sealed"), "{reason}");
     // SAFETY: plain ftruncate of our descriptor.
     assert_eq!(unsafe { libc::ftruncate(fd.as_raw_fd(), 0) }, 0);
-    w.expect("unsealed region", "m0", Violation::RegionUnsealed, before, &reason);
+    w.expect(
+        "unsealed region",
+        "m0",
+        Violation::RegionUnsealed,
+        before,
+        &reason,
+    );
     let sealed = memfd("hostile-sealed", POOL).unwrap();
     // SAFETY: as above; the seal refuses it.
     assert_ne!(unsafe { libc::ftruncate(sealed.as_raw_fd(), 0) }, 0);
@@ -432,7 +443,8 @@ fn attacks_as_client(ctl: &Path, sock: &Path, w: &mut Watch) {
     assert_eq!(unsafe { libc::pipe(pipe.as_mut_ptr()) }, 0);
     // SAFETY: both ends are ours from here on.
     let (r, _wr) = unsafe { (OwnedFd::from_raw_fd(pipe[0]), OwnedFd::from_raw_fd(pipe[1])) };
-    ch.send(&Msg::AddRing(ring(6)), Some(r.as_raw_fd())).unwrap();
+    ch.send(&Msg::AddRing(ring(6)), Some(r.as_raw_fd()))
+        .unwrap();
     w.expect(
         "pipe as interrupt",
         "m0",

@@ -14,6 +14,14 @@
 //! in our pool), so frames are copied out of the client's buffers on receive and into them
 //! on transmit. Every offset and length the peer gives is checked against its region first.
 //!
+//! A peer is not trusted with anything it writes: ring indices must stay within what was
+//! posted, descriptors within its regions (and, handed back to a client, be the very buffer
+//! posted in that slot), regions must be memfds sealed against shrinking, interrupt
+//! descriptors non-blocking eventfds, messages in protocol order. Each breach is a named
+//! [`violation`] counted on the interface (`show hardware`); the queue that saw it lets go
+//! of the rings at once (every pool buffer they held comes back), and the control thread
+//! disconnects the peer with the violation as the reason.
+//!
 //! A client shares the whole buffer pool with its peer: use the server role towards a peer
 //! that is not trusted with that memory.
 
@@ -29,12 +37,12 @@ use arc_swap::ArcSwapOption;
 use connection::{Connection, Role, Settings, POOL_REGION};
 use shm::{Desc, DESC_FLAG_NEXT};
 use socket::Channel;
-use violation::Violation;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
+use violation::Violation;
 
 /// A memif interface as configured.
 #[derive(Clone, Debug)]
@@ -173,17 +181,16 @@ fn disconnect(ch: &Channel, shared: &Shared, name: &str, reason: String) {
 
 /// Wait for the peer to go away, break the protocol (a queue found a violation in the
 /// rings, or a message came) or us to stop, refusing anybody else who connects.
-fn watch(
-    ch: &Channel,
-    listener: Option<&Channel>,
-    shared: &Shared,
-    name: &str,
-    conn: &Connection,
-) {
+fn watch(ch: &Channel, listener: Option<&Channel>, shared: &Shared, name: &str, conn: &Connection) {
     loop {
         if let Some(v) = conn.verdict.get() {
             // Counted by the queue that saw it.
-            disconnect(ch, shared, name, format!("protocol violation: {}", v.name()));
+            disconnect(
+                ch,
+                shared,
+                name,
+                format!("protocol violation: {}", v.name()),
+            );
             return;
         }
         if shared.stop.load(Ordering::Relaxed) {
@@ -612,8 +619,7 @@ impl MemifRx {
             let d = ring.desc(self.link.next);
             self.link.next = self.link.next.wrapping_add(1);
             let region = conn.regions.get(d.region as usize);
-            let Some(reg) =
-                region.filter(|reg| reg.contains(d.offset as usize, d.length as usize))
+            let Some(reg) = region.filter(|reg| reg.contains(d.offset as usize, d.length as usize))
             else {
                 self.partial.discard(bufs);
                 r.bad_descriptors += 1;
