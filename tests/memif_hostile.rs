@@ -333,6 +333,29 @@ fn attacks_as_client(ctl: &Path, sock: &Path, w: &mut Watch) {
         );
     }
 
+    // Not an attack on a server: the same buffer sent several times. sluice copies each
+    // (a zero-copy DPDK client may send one mbuf twice), so they are frames, not a breach.
+    let mut c = HostileClient::connect(sock);
+    wait_for("m0 up", 5, || link_up(ctl, "m0"));
+    let (rx, bad) = (count(ctl, "m0", "rx_packets"), m0(Violation::BadDescriptor));
+    assert!(c.pool.write(0, &frame(3)));
+    for _ in 0..5 {
+        c.send_desc(Desc {
+            flags: 0,
+            region: POOL_REGION,
+            length: FRAME_LEN as u32,
+            offset: 0,
+            metadata: 0,
+        });
+    }
+    wait_for("five copies of one buffer", 5, || {
+        count(ctl, "m0", "rx_packets") == rx + 5
+    });
+    assert!(link_up(ctl, "m0"));
+    assert_eq!(m0(Violation::BadDescriptor), bad);
+    drop(c);
+    wait_for("m0 down once the client left", 5, || !link_up(ctl, "m0"));
+
     // 3. A buffer posted for sluice to fill that lies outside the region (its transmit
     //    path), and one that offers no room at all.
     for (offset, length) in [(POOL as u32 - 100, 2048), (0, 0)] {
