@@ -9,6 +9,7 @@ use super::proto::{
 };
 use super::shm::{memfd, ring_bytes, Region, Ring, RING_FLAG_MASK_INT};
 use super::socket::Channel;
+use super::violation::{Verdict, Violation};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 
@@ -55,12 +56,36 @@ pub struct Connection {
     /// Interrupt eventfds of the rings (written by the producer when the consumer asks).
     pub c2s_irq: Vec<OwnedFd>,
     pub s2c_irq: Vec<OwnedFd>,
+    /// The peer's first violation on this connection: queues stop using its rings at once,
+    /// and the control thread disconnects it.
+    pub verdict: Verdict,
 }
 
 /// Region index of the buffer pool when we are the client.
 pub const POOL_REGION: u16 = 1;
+/// The smallest ring a client accepts (a server's HELLO may offer less: a 1-slot ring).
+pub const MIN_LOG2_RING_SIZE: u8 = 4;
 
-fn refuse(ch: &Channel, reason: String) -> String {
+/// Why a handshake failed, and the peer's violation when it broke the protocol (none when
+/// the socket failed, the peer left, or something of ours failed).
+#[derive(Debug)]
+pub struct Failure {
+    pub violation: Option<Violation>,
+    pub reason: String,
+}
+
+impl Failure {
+    fn local(reason: String) -> Failure {
+        Failure {
+            violation: None,
+            reason,
+        }
+    }
+}
+
+/// Tell the peer why we hang up (the violation's name first), and fail with it.
+fn refuse(ch: &Channel, v: Violation, reason: String) -> Failure {
+    let reason = format!("{}: {reason}", v.name());
     let _ = ch.send(
         &Msg::Disconnect {
             code: 1,
@@ -68,40 +93,72 @@ fn refuse(ch: &Channel, reason: String) -> String {
         },
         None,
     );
-    reason
-}
-
-fn recv(ch: &Channel, what: &str) -> Result<(Msg, Option<OwnedFd>), String> {
-    match ch.recv() {
-        Ok((Msg::Disconnect { code, reason }, _)) => Err(format!(
-            "peer disconnected while we waited for {what}: {reason} (code {code})"
-        )),
-        Ok(m) => Ok(m),
-        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => Err(refuse(
-            ch,
-            format!("bad message while waiting for {what}: {e}"),
-        )),
-        Err(e) => Err(format!("waiting for {what}: {e}")),
+    Failure {
+        violation: Some(v),
+        reason,
     }
 }
 
-fn expect_ack(ch: &Channel, after: &str) -> Result<(), String> {
+fn recv(ch: &Channel, what: &str) -> Result<(Msg, Option<OwnedFd>), Failure> {
+    match ch.recv() {
+        Ok((Msg::Disconnect { code, reason }, _)) => Err(Failure::local(format!(
+            "peer disconnected while we waited for {what}: {reason} (code {code})"
+        ))),
+        Ok(m) => Ok(m),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            let v = Channel::proto_error(&e).map_or(Violation::BadMessage, |p| p.violation());
+            Err(refuse(
+                ch,
+                v,
+                format!("bad message while waiting for {what}: {e}"),
+            ))
+        }
+        Err(e) => Err(Failure::local(format!("waiting for {what}: {e}"))),
+    }
+}
+
+fn expect_ack(ch: &Channel, after: &str) -> Result<(), Failure> {
     match recv(ch, "ACK")? {
         (Msg::Ack, _) => Ok(()),
         (m, _) => Err(refuse(
             ch,
+            Violation::OutOfOrder,
             format!("got {} instead of ACK for {after}", m.kind()),
         )),
     }
 }
 
-fn send(ch: &Channel, m: &Msg, fd: Option<libc::c_int>) -> Result<(), String> {
+fn send(ch: &Channel, m: &Msg, fd: Option<libc::c_int>) -> Result<(), Failure> {
     ch.send(m, fd)
-        .map_err(|e| format!("sending {}: {e}", m.kind()))
+        .map_err(|e| Failure::local(format!("sending {}: {e}", m.kind())))
+}
+
+/// A peer's interrupt descriptor must be a non-blocking eventfd: we write to it from a
+/// worker, and a pipe or a blocking eventfd whose counter the peer filled would stall the
+/// worker (and every interface it polls).
+fn check_eventfd(fd: &OwnedFd) -> Result<(), String> {
+    let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+        .map_err(|e| format!("cannot inspect the interrupt descriptor: {e}"))?;
+    if link.as_os_str() != "anon_inode:[eventfd]" {
+        return Err(format!(
+            "interrupt descriptor is {}, not an eventfd",
+            link.display()
+        ));
+    }
+    if !is_nonblocking(fd) {
+        return Err("interrupt eventfd is blocking".into());
+    }
+    Ok(())
+}
+
+fn is_nonblocking(fd: &OwnedFd) -> bool {
+    // SAFETY: reads the descriptor's status flags; no memory is passed.
+    let fl = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    fl >= 0 && fl & libc::O_NONBLOCK != 0
 }
 
 /// The server's side: HELLO out, then INIT, regions, rings and CONNECT in.
-pub fn serve(ch: &Channel, s: &Settings) -> Result<Connection, String> {
+pub fn serve(ch: &Channel, s: &Settings) -> Result<Connection, Failure> {
     let hello = Hello {
         name: s.name.clone(),
         min_version: VERSION,
@@ -117,17 +174,24 @@ pub fn serve(ch: &Channel, s: &Settings) -> Result<Connection, String> {
             if i.id != s.id {
                 return Err(refuse(
                     ch,
+                    Violation::BadIdentity,
                     format!("unknown interface id {} (ours is {})", i.id, s.id),
                 ));
             }
             if let Some(secret) = &s.secret {
                 if &i.secret != secret {
-                    return Err(refuse(ch, "wrong secret".into()));
+                    return Err(refuse(ch, Violation::BadIdentity, "wrong secret".into()));
                 }
             }
             i.name
         }
-        (m, _) => return Err(refuse(ch, format!("got {} instead of INIT", m.kind()))),
+        (m, _) => {
+            return Err(refuse(
+                ch,
+                Violation::OutOfOrder,
+                format!("got {} instead of INIT", m.kind()),
+            ))
+        }
     };
     send(ch, &Msg::Ack, None)?;
     let mut regions: Vec<Arc<Region>> = Vec::new();
@@ -139,17 +203,26 @@ pub fn serve(ch: &Channel, s: &Settings) -> Result<Connection, String> {
                 if index as usize != regions.len() {
                     return Err(refuse(
                         ch,
+                        Violation::BadRegion,
                         format!("region {index} out of order (next is {})", regions.len()),
                     ));
                 }
                 let Some(fd) = fd else {
                     return Err(refuse(
                         ch,
+                        Violation::BadRegion,
                         format!("region {index} came without a descriptor"),
                     ));
                 };
-                let r = Region::map(fd, size as usize, false)
-                    .map_err(|e| refuse(ch, format!("region {index}: {e}")))?;
+                let Ok(len) = usize::try_from(size) else {
+                    return Err(refuse(
+                        ch,
+                        Violation::BadRegion,
+                        format!("region {index} of {size} bytes"),
+                    ));
+                };
+                let r = Region::map(fd, len, false)
+                    .map_err(|(v, e)| refuse(ch, v, format!("region {index}: {e}")))?;
                 regions.push(Arc::new(r));
             }
             (Msg::AddRing(r), fd) => {
@@ -162,39 +235,41 @@ pub fn serve(ch: &Channel, s: &Settings) -> Result<Connection, String> {
                     private_hdr_size,
                 } = r;
                 let list = if to_server { &mut c2s } else { &mut s2c };
+                let bad_ring = |reason: String| refuse(ch, Violation::BadRing, reason);
                 if index as usize != list.len() || index as usize >= s.queues {
-                    return Err(refuse(
-                        ch,
-                        format!("ring {index} out of order or beyond {} queues", s.queues),
-                    ));
+                    return Err(bad_ring(format!(
+                        "ring {index} out of order or beyond {} queues",
+                        s.queues
+                    )));
                 }
                 if private_hdr_size != 0 {
-                    return Err(refuse(ch, "private ring headers are not supported".into()));
+                    return Err(bad_ring("private ring headers are not supported".into()));
                 }
                 let Some(reg) = regions.get(region as usize) else {
-                    return Err(refuse(
-                        ch,
-                        format!("ring {index} in unknown region {region}"),
-                    ));
+                    return Err(bad_ring(format!("ring {index} in unknown region {region}")));
                 };
                 let Some(ring) = reg.ring(offset as usize, log2_size) else {
-                    return Err(refuse(ch, format!(
+                    return Err(bad_ring(format!(
                         "ring {index} at offset {offset} (2^{log2_size} slots) does not fit region {region} of {} bytes",
                         reg.len()
                     )));
                 };
                 if ring.cookie() != RING_COOKIE {
-                    return Err(refuse(
-                        ch,
-                        format!("ring {index} has a bad cookie {:#x}", ring.cookie()),
-                    ));
+                    return Err(bad_ring(format!(
+                        "ring {index} has a bad cookie {:#x}",
+                        ring.cookie()
+                    )));
                 }
                 let Some(fd) = fd else {
                     return Err(refuse(
                         ch,
+                        Violation::BadInterrupt,
                         format!("ring {index} came without an interrupt descriptor"),
                     ));
                 };
+                check_eventfd(&fd).map_err(|e| {
+                    refuse(ch, Violation::BadInterrupt, format!("ring {index}: {e}"))
+                })?;
                 list.push(ring);
                 if to_server {
                     c2s_irq.push(fd);
@@ -204,7 +279,11 @@ pub fn serve(ch: &Channel, s: &Settings) -> Result<Connection, String> {
             }
             (Msg::Connect { name }, _) => {
                 if c2s.is_empty() || s2c.is_empty() {
-                    return Err(refuse(ch, "CONNECT before a ring in each direction".into()));
+                    return Err(refuse(
+                        ch,
+                        Violation::OutOfOrder,
+                        "CONNECT before a ring in each direction".into(),
+                    ));
                 }
                 // We poll the rings we consume: ask the client not to interrupt us.
                 for r in &c2s {
@@ -225,30 +304,56 @@ pub fn serve(ch: &Channel, s: &Settings) -> Result<Connection, String> {
                     s2c,
                     c2s_irq,
                     s2c_irq,
+                    verdict: Verdict::default(),
                 });
             }
-            (m, _) => return Err(refuse(ch, format!("unexpected {} during setup", m.kind()))),
+            (m, _) => {
+                return Err(refuse(
+                    ch,
+                    Violation::OutOfOrder,
+                    format!("unexpected {} during setup", m.kind()),
+                ))
+            }
         }
         send(ch, &Msg::Ack, None)?;
     }
 }
 
-fn eventfd() -> Result<OwnedFd, String> {
+fn eventfd() -> Result<OwnedFd, Failure> {
     // SAFETY: plain eventfd creation; checked and owned.
     let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
     if fd < 0 {
-        return Err(format!("eventfd: {}", std::io::Error::last_os_error()));
+        return Err(Failure::local(format!(
+            "eventfd: {}",
+            std::io::Error::last_os_error()
+        )));
     }
     // SAFETY: a descriptor we just created.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// The client's side: HELLO in; INIT, regions (rings; the buffer pool), rings and CONNECT out.
-pub fn connect(ch: &Channel, s: &Settings) -> Result<Connection, String> {
+pub fn connect(ch: &Channel, s: &Settings) -> Result<Connection, Failure> {
     let hello = match recv(ch, "HELLO")? {
         (Msg::Hello(h), _) => h,
-        (m, _) => return Err(refuse(ch, format!("got {} instead of HELLO", m.kind()))),
+        (m, _) => {
+            return Err(refuse(
+                ch,
+                Violation::OutOfOrder,
+                format!("got {} instead of HELLO", m.kind()),
+            ))
+        }
     };
+    if hello.max_log2_ring_size < MIN_LOG2_RING_SIZE {
+        return Err(refuse(
+            ch,
+            Violation::BadRing,
+            format!(
+                "peer allows rings of at most 2^{} descriptors (we need 2^{MIN_LOG2_RING_SIZE})",
+                hello.max_log2_ring_size
+            ),
+        ));
+    }
     let queues = s
         .queues
         .min(hello.max_c2s_ring as usize + 1)
@@ -259,17 +364,22 @@ pub fn connect(ch: &Channel, s: &Settings) -> Result<Connection, String> {
     if hello.max_region < POOL_REGION {
         return Err(refuse(
             ch,
+            Violation::BadRegion,
             "peer accepts only one region; we need two".into(),
         ));
     }
     let Some((pool_fd, pool_len)) = s.pool else {
-        return Err("client role needs the buffer pool's memfd".into());
+        return Err(Failure::local(
+            "client role needs the buffer pool's memfd".into(),
+        ));
     };
     // Region 0: the rings, C2S then S2C for each queue.
     let per_ring = ring_bytes(log2).div_ceil(64) * 64;
     let rings_len = (per_ring * 2 * queues).div_ceil(4096) * 4096;
-    let fd = memfd("sluice-memif-rings", rings_len).map_err(|e| format!("memfd: {e}"))?;
-    let rings_region = Arc::new(Region::map(fd, rings_len, true)?);
+    let fd = memfd("sluice-memif-rings", rings_len)
+        .map_err(|e| Failure::local(format!("memfd: {e}")))?;
+    let rings_region =
+        Arc::new(Region::map(fd, rings_len, true).map_err(|(_, e)| Failure::local(e))?);
     send(
         ch,
         &Msg::Init(Init {
@@ -310,7 +420,7 @@ pub fn connect(ch: &Channel, s: &Settings) -> Result<Connection, String> {
         let offset = slot * per_ring;
         let ring = rings_region
             .ring(offset, log2)
-            .ok_or("ring layout does not fit its region")?;
+            .ok_or_else(|| Failure::local("ring layout does not fit its region".into()))?;
         // We poll what we receive (S2C): no interrupts wanted there.
         ring.init(if to_server { 0 } else { RING_FLAG_MASK_INT });
         let irq = eventfd()?;
@@ -350,7 +460,13 @@ pub fn connect(ch: &Channel, s: &Settings) -> Result<Connection, String> {
                 name
             }
         }
-        (m, _) => return Err(refuse(ch, format!("got {} instead of CONNECTED", m.kind()))),
+        (m, _) => {
+            return Err(refuse(
+                ch,
+                Violation::OutOfOrder,
+                format!("got {} instead of CONNECTED", m.kind()),
+            ))
+        }
     };
     Ok(Connection {
         peer_name,
@@ -359,14 +475,20 @@ pub fn connect(ch: &Channel, s: &Settings) -> Result<Connection, String> {
         s2c,
         c2s_irq,
         s2c_irq,
+        verdict: Verdict::default(),
     })
 }
 
-/// Wake the consumer of a ring, unless it polls (masked its interrupts).
-pub fn notify(ring: &Ring, irq: &OwnedFd) {
+/// Wake the consumer of a ring, unless it polls (masked its interrupts). False if the peer
+/// made its eventfd blocking since the handshake: a write could then stall the worker.
+pub fn notify(ring: &Ring, irq: &OwnedFd) -> bool {
     if ring.flags() & RING_FLAG_MASK_INT == 0 {
+        if !is_nonblocking(irq) {
+            return false;
+        }
         let one = 1u64.to_ne_bytes();
         // SAFETY: an 8-byte write to an eventfd we hold.
         unsafe { libc::write(irq.as_raw_fd(), one.as_ptr() as *const libc::c_void, 8) };
     }
+    true
 }

@@ -14,6 +14,14 @@
 //! in our pool), so frames are copied out of the client's buffers on receive and into them
 //! on transmit. Every offset and length the peer gives is checked against its region first.
 //!
+//! A peer is not trusted with anything it writes: ring indices must stay within what was
+//! posted, descriptors within its regions (and, handed back to a client, be the very buffer
+//! posted in that slot), regions must be memfds sealed against shrinking, interrupt
+//! descriptors non-blocking eventfds, messages in protocol order. Each breach is a named
+//! [`violation`] counted on the interface (`show hardware`); the queue that saw it lets go
+//! of the rings at once (every pool buffer they held comes back), and the control thread
+//! disconnects the peer with the violation as the reason.
+//!
 //! A client shares the whole buffer pool with its peer: use the server role towards a peer
 //! that is not trusted with that memory.
 
@@ -21,6 +29,7 @@ pub mod connection;
 pub mod proto;
 pub mod shm;
 pub mod socket;
+pub mod violation;
 
 use super::{DriverPorts, LiveStatus, RxBurst, RxQueue, TxBurst, TxQueue};
 use crate::buffer::{BufferPool, WorkerBuffers, DATA_SIZE, HEADROOM, NO_BUFFER, STRIDE};
@@ -33,6 +42,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
+use violation::Violation;
 
 /// A memif interface as configured.
 #[derive(Clone, Debug)]
@@ -65,6 +75,8 @@ pub struct Shared {
     socket: PathBuf,
     queues: AtomicU64,
     ring_size: u32,
+    /// What peers did wrong, by kind; each one cost that peer its connection.
+    violations: violation::Counters,
 }
 
 impl LiveStatus for Shared {
@@ -98,12 +110,15 @@ impl LiveStatus for Shared {
         if !err.is_empty() {
             d.push(("last-error".to_string(), err));
         }
+        for (v, n) in self.violations.nonzero() {
+            d.push((format!("violation: {v}"), n.to_string()));
+        }
         d
     }
 }
 
 impl Shared {
-    fn publish(&self, c: Option<Connection>) {
+    fn publish(&self, c: Option<Arc<Connection>>) {
         let up = c.is_some();
         if let Some(c) = &c {
             if let Ok(mut p) = self.peer.lock() {
@@ -113,8 +128,16 @@ impl Shared {
                 .store(c.c2s.len().min(c.s2c.len()) as u64, Ordering::Relaxed);
             self.connects.fetch_add(1, Ordering::Relaxed);
         }
-        self.conn.store(c.map(Arc::new));
+        self.conn.store(c);
         self.connected.store(up, Ordering::Relaxed);
+    }
+
+    /// Count `v` if it is the first violation on `conn` (later ones follow from it), and
+    /// mark the connection so every queue lets go of its rings.
+    fn count_violation(&self, conn: &Connection, v: Violation) {
+        if conn.verdict.set(v) {
+            self.violations.add(v);
+        }
     }
 
     fn note_error(&self, name: &str, e: &str) {
@@ -144,9 +167,32 @@ impl Drop for ControlThread {
     }
 }
 
-/// Wait for the peer to go away (or us to stop), refusing anybody else who connects.
-fn watch(ch: &Channel, listener: Option<&Channel>, shared: &Shared, name: &str) {
+/// Hang up on a peer that broke the protocol, saying why.
+fn disconnect(ch: &Channel, shared: &Shared, name: &str, reason: String) {
+    let _ = ch.send(
+        &proto::Msg::Disconnect {
+            code: 1,
+            reason: reason.clone(),
+        },
+        None,
+    );
+    shared.note_error(name, &reason);
+}
+
+/// Wait for the peer to go away, break the protocol (a queue found a violation in the
+/// rings, or a message came) or us to stop, refusing anybody else who connects.
+fn watch(ch: &Channel, listener: Option<&Channel>, shared: &Shared, name: &str, conn: &Connection) {
     loop {
+        if let Some(v) = conn.verdict.get() {
+            // Counted by the queue that saw it.
+            disconnect(
+                ch,
+                shared,
+                name,
+                format!("protocol violation: {}", v.name()),
+            );
+            return;
+        }
         if shared.stop.load(Ordering::Relaxed) {
             let _ = ch.send(
                 &proto::Msg::Disconnect {
@@ -179,18 +225,19 @@ fn watch(ch: &Channel, listener: Option<&Channel>, shared: &Shared, name: &str) 
                 return;
             }
             Ok((m, _)) => {
-                let e = format!("unexpected {} after connecting", m.kind());
-                let _ = ch.send(
-                    &proto::Msg::Disconnect {
-                        code: 1,
-                        reason: e.clone(),
-                    },
-                    None,
-                );
-                shared.note_error(name, &e);
+                let v = Violation::OutOfOrder;
+                shared.count_violation(conn, v);
+                let e = format!("{}: unexpected {} after connecting", v.name(), m.kind());
+                disconnect(ch, shared, name, e);
                 return;
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                let v = Channel::proto_error(&e).map_or(Violation::BadMessage, |p| p.violation());
+                shared.count_violation(conn, v);
+                disconnect(ch, shared, name, format!("{}: {e}", v.name()));
+                return;
+            }
             Err(e) => {
                 shared.note_error(name, &format!("peer lost: {e}"));
                 return;
@@ -249,13 +296,17 @@ fn control_loop(
                     conn.peer_name,
                     conn.c2s.len().min(conn.s2c.len())
                 );
-                shared.publish(Some(conn));
-                watch(&ch, listener.as_ref(), &shared, name);
+                let conn = Arc::new(conn);
+                shared.publish(Some(conn.clone()));
+                watch(&ch, listener.as_ref(), &shared, name, &conn);
                 shared.publish(None);
                 eprintln!("sluice: memif {name}: disconnected");
             }
-            Err(e) => {
-                shared.note_error(name, &format!("connection refused: {e}"));
+            Err(f) => {
+                if let Some(v) = f.violation {
+                    shared.violations.add(v);
+                }
+                shared.note_error(name, &format!("connection refused: {}", f.reason));
                 if cfg.role == Role::Client {
                     sleep_unless_stopped(&shared, Duration::from_secs(1));
                 }
@@ -303,8 +354,11 @@ impl RingLink {
         bufs: &mut WorkerBuffers,
         on_change: impl FnOnce(&mut WorkerBuffers),
     ) -> bool {
-        let cur = self.shared.conn.load();
-        match (&*cur, &self.att) {
+        let loaded = self.shared.conn.load();
+        // A connection with a violation is as good as gone: let go of its rings now, before
+        // the control thread has hung up.
+        let cur = loaded.as_ref().filter(|c| c.verdict.get().is_none());
+        match (cur, &self.att) {
             (Some(c), Some(a)) if Arc::ptr_eq(c, &a.conn) => return true,
             (None, None) => return false,
             _ => {}
@@ -313,7 +367,7 @@ impl RingLink {
         bufs.free_all(&held);
         on_change(bufs);
         self.att = None;
-        let Some(conn) = (*cur).clone() else {
+        let Some(conn) = cur.cloned() else {
             return false;
         };
         let rings = if self.c2s { &conn.c2s } else { &conn.s2c };
@@ -321,12 +375,22 @@ impl RingLink {
             return false;
         };
         self.slots = Slots::new(ring.size() as usize);
-        // The producer continues at head, the consumer at tail: a client posts at head and
-        // reads up to the server's tail; a server reads from the tail up to the client's head.
-        self.head = ring.head();
-        self.next = ring.tail();
+        // A client starts its fresh rings at 0 (whatever the peer has written there since); a
+        // server takes the client's rings where they are and reads from the tail on.
+        (self.head, self.next) = match self.shared.role {
+            Role::Client => (0, 0),
+            Role::Server => (ring.head(), ring.tail()),
+        };
         self.att = Some(Attached { conn });
         true
+    }
+
+    /// The peer broke the protocol on this ring: count it and mark the connection, so that
+    /// every queue (this one at its next burst) lets go of it and the peer is disconnected.
+    fn violated(&self, v: Violation) {
+        if let Some(a) = &self.att {
+            self.shared.count_violation(&a.conn, v);
+        }
     }
 }
 
@@ -379,6 +443,9 @@ struct Partial {
     last: u32,
     total: u32,
     segments: usize,
+    /// The rest of a chain whose earlier segment was dropped: consumed, not delivered (else
+    /// its tail would arrive as a packet of its own).
+    skipping: bool,
 }
 
 impl Partial {
@@ -406,9 +473,17 @@ impl Partial {
     }
 
     fn discard(&mut self, bufs: &mut WorkerBuffers) {
+        self.skipping = false;
         if let Some(head) = self.finish(bufs) {
             bufs.free(head);
         }
+    }
+
+    /// Drop the packet whose segment had descriptor flags `flags`, and skip the segments
+    /// still to come when there are more.
+    fn drop_packet(&mut self, bufs: &mut WorkerBuffers, flags: u16) {
+        self.discard(bufs);
+        self.skipping = flags & DESC_FLAG_NEXT != 0;
     }
 
     fn discard_to_pool(&mut self, pool: &BufferPool) {
@@ -416,6 +491,14 @@ impl Partial {
             pool.give_back_chains(&[head]);
         }
     }
+}
+
+/// Where a pool buffer's bytes start in region 1, as a descriptor offset. `open` refuses a
+/// client pool larger than 4 GiB, so every offset fits the descriptor's 32 bits.
+fn pool_offset(bi: u32, within: usize) -> u32 {
+    let at = bi as u64 * STRIDE as u64 + within as u64;
+    debug_assert!(at <= u32::MAX as u64);
+    at as u32
 }
 
 /// One receive queue: ring `index` of the connection's server-to-us direction.
@@ -428,15 +511,19 @@ struct MemifRx {
 }
 
 impl MemifRx {
+    /// Client: the server filled buffers we posted, from `next` up to its tail; they join
+    /// the graph as they are. Each descriptor must be the buffer we posted in its slot.
     fn rx_client(&mut self, bufs: &mut WorkerBuffers, out: &mut [u32], r: &mut RxBurst) {
         let Some(att) = &self.link.att else { return };
-        let ring = &att.conn.s2c[self.link.index];
+        let conn = att.conn.clone();
+        let ring = &conn.s2c[self.link.index];
         let size = ring.size() as u16;
         let tail = ring.tail();
-        if tail.wrapping_sub(self.link.next) > size {
-            // The peer moved the tail past what we posted: nothing there is ours to read.
+        if tail.wrapping_sub(self.link.next) > self.link.head.wrapping_sub(self.link.next) {
+            // Beyond what we posted (or backwards): slots that are not ours to read.
             r.bad_descriptors += 1;
-            self.link.next = tail;
+            self.link.violated(Violation::TailPastHead);
+            return;
         }
         while self.link.next != tail && r.packets < out.len() {
             let slot = self.link.next;
@@ -444,13 +531,29 @@ impl MemifRx {
             let d = ring.desc(slot);
             let bi = self.link.slots.take(slot);
             if bi == NO_BUFFER {
+                // Every slot from next to head holds a buffer; not reached.
                 r.bad_descriptors += 1;
                 continue;
             }
-            if d.length as usize > DATA_SIZE || (d.length == 0 && d.flags & DESC_FLAG_NEXT == 0) {
+            let violation = if d.region != POOL_REGION || d.offset != pool_offset(bi, HEADROOM) {
+                Some(Violation::NotPosted)
+            } else if d.length as usize > DATA_SIZE
+                || (d.length == 0 && d.flags & DESC_FLAG_NEXT == 0)
+            {
+                Some(Violation::BadLength)
+            } else {
+                None
+            };
+            if let Some(v) = violation {
                 bufs.free(bi);
                 self.partial.discard(bufs);
                 r.bad_descriptors += 1;
+                self.link.violated(v);
+                return;
+            }
+            if self.partial.skipping {
+                bufs.free(bi);
+                self.partial.skipping = d.flags & DESC_FLAG_NEXT != 0;
                 continue;
             }
             let m = bufs.meta_mut(bi);
@@ -460,7 +563,7 @@ impl MemifRx {
             self.partial.add(bufs, bi, d.length);
             if d.flags & DESC_FLAG_NEXT != 0 {
                 if self.partial.segments >= MAX_SEGMENTS {
-                    self.partial.discard(bufs);
+                    self.partial.drop_packet(bufs, d.flags);
                     r.too_long += 1;
                 }
                 continue;
@@ -489,7 +592,7 @@ impl MemifRx {
                         flags: 0,
                         region: POOL_REGION,
                         length: DATA_SIZE as u32,
-                        offset: (bi as usize * STRIDE + HEADROOM) as u32,
+                        offset: pool_offset(bi, HEADROOM),
                         metadata: 0,
                     },
                 );
@@ -500,6 +603,8 @@ impl MemifRx {
         ring.set_head(self.link.head);
     }
 
+    /// Server: copy the client's packets, from `next` up to its head, into pool buffers.
+    /// Each descriptor must lie inside one of the client's regions.
     fn rx_server(&mut self, bufs: &mut WorkerBuffers, out: &mut [u32], r: &mut RxBurst) {
         let Some(att) = &self.link.att else { return };
         let conn = att.conn.clone();
@@ -507,22 +612,34 @@ impl MemifRx {
         let head = ring.head();
         if head.wrapping_sub(self.link.next) > ring.size() as u16 {
             r.bad_descriptors += 1;
-            self.link.next = head;
-            ring.set_tail(self.link.next);
+            self.link.violated(Violation::HeadPastRing);
             return;
         }
         while self.link.next != head && r.packets < out.len() {
             let d = ring.desc(self.link.next);
             self.link.next = self.link.next.wrapping_add(1);
             let region = conn.regions.get(d.region as usize);
-            let fits = region.is_some_and(|reg| reg.contains(d.offset as usize, d.length as usize));
-            if !fits || d.length as usize > DATA_SIZE {
+            let Some(reg) = region.filter(|reg| reg.contains(d.offset as usize, d.length as usize))
+            else {
                 self.partial.discard(bufs);
                 r.bad_descriptors += 1;
+                self.link.violated(Violation::BadDescriptor);
+                // What was consumed is given back; the rest stays unread.
+                ring.set_tail(self.link.next);
+                return;
+            };
+            if self.partial.skipping {
+                self.partial.skipping = d.flags & DESC_FLAG_NEXT != 0;
+                continue;
+            }
+            if d.length as usize > DATA_SIZE {
+                // A client with larger buffers than ours: not an error, but not ours to take.
+                self.partial.drop_packet(bufs, d.flags);
+                r.too_long += 1;
                 continue;
             }
             let Some(bi) = bufs.alloc_one() else {
-                self.partial.discard(bufs);
+                self.partial.drop_packet(bufs, d.flags);
                 r.no_buffers += 1;
                 continue;
             };
@@ -530,13 +647,11 @@ impl MemifRx {
             m.offset = HEADROOM as u16;
             m.len = d.length as u16;
             m.total_len = d.length;
-            if let Some(reg) = region {
-                reg.read(d.offset as usize, bufs.data_mut(bi));
-            }
+            reg.read(d.offset as usize, bufs.data_mut(bi));
             self.partial.add(bufs, bi, d.length);
             if d.flags & DESC_FLAG_NEXT != 0 {
                 if self.partial.segments >= MAX_SEGMENTS {
-                    self.partial.discard(bufs);
+                    self.partial.drop_packet(bufs, d.flags);
                     r.too_long += 1;
                 }
                 continue;
@@ -586,23 +701,39 @@ struct MemifTx {
     max_frame: usize,
 }
 
+/// Why a packet could not be copied into the client's buffers.
+enum CopyFail {
+    /// Not enough posted buffers: the client is slow.
+    NoRoom,
+    /// A posted descriptor outside the client's regions, or with no room at all.
+    Bad,
+}
+
 impl MemifTx {
+    /// The peer broke the protocol: drop the whole burst as errors and let go of the ring.
+    fn give_up(&self, bufs: &mut WorkerBuffers, pkts: &[u32], r: &mut TxBurst, v: Violation) {
+        self.link.violated(v);
+        bufs.free_all(pkts);
+        r.errors += pkts.len();
+    }
+
     /// Client: put the packets' own buffers on the ring.
     fn tx_client(&mut self, bufs: &mut WorkerBuffers, pkts: &[u32], r: &mut TxBurst) {
         let Some(att) = &self.link.att else { return };
         let conn = att.conn.clone();
         let ring = &conn.c2s[self.link.index];
         let size = ring.size() as u16;
-        // Free what the server has consumed.
+        // Free what the server has consumed: never beyond what we posted.
         let tail = ring.tail();
-        if tail.wrapping_sub(self.link.next) <= size {
-            while self.link.next != tail {
-                let bi = self.link.slots.take(self.link.next);
-                if bi != NO_BUFFER {
-                    bufs.free(bi);
-                }
-                self.link.next = self.link.next.wrapping_add(1);
+        if tail.wrapping_sub(self.link.next) > self.link.head.wrapping_sub(self.link.next) {
+            return self.give_up(bufs, pkts, r, Violation::TailPastHead);
+        }
+        while self.link.next != tail {
+            let bi = self.link.slots.take(self.link.next);
+            if bi != NO_BUFFER {
+                bufs.free(bi);
             }
+            self.link.next = self.link.next.wrapping_add(1);
         }
         for &bi in pkts {
             let len = bufs.packet_len(bi);
@@ -633,7 +764,7 @@ impl MemifTx {
                         flags: if last { 0 } else { DESC_FLAG_NEXT },
                         region: POOL_REGION,
                         length: m.len as u32,
-                        offset: (seg as usize * STRIDE + m.offset as usize) as u32,
+                        offset: pool_offset(seg, m.offset as usize),
                         metadata: 0,
                     },
                 );
@@ -648,8 +779,8 @@ impl MemifTx {
             r.bytes += len as u64;
         }
         ring.set_head(self.link.head);
-        if r.sent > 0 {
-            connection::notify(ring, &conn.c2s_irq[self.link.index]);
+        if r.sent > 0 && !connection::notify(ring, &conn.c2s_irq[self.link.index]) {
+            self.link.violated(Violation::BadInterrupt);
         }
     }
 
@@ -662,10 +793,9 @@ impl MemifTx {
         let ring = &conn.s2c[self.link.index];
         let mut posted = ring.head().wrapping_sub(self.link.next);
         if posted > ring.size() as u16 {
-            // The client's head is not where a sane client could have put it.
-            posted = 0;
+            return self.give_up(bufs, pkts, r, Violation::HeadPastRing);
         }
-        for &bi in pkts {
+        for (k, &bi) in pkts.iter().enumerate() {
             let len = bufs.packet_len(bi);
             if len > self.max_frame {
                 r.too_long += 1;
@@ -673,21 +803,24 @@ impl MemifTx {
                 continue;
             }
             match self.copy_out(bufs, &conn, bi, posted) {
-                Some(used) => {
+                Ok(used) => {
                     self.link.next = self.link.next.wrapping_add(used);
                     posted -= used;
                     r.sent += 1;
                     r.bytes += len as u64;
                 }
-                // Out of posted buffers, or a descriptor outside its region: nothing of the
-                // packet is published.
-                None => r.queue_full += 1,
+                // Nothing of the packet is published.
+                Err(CopyFail::NoRoom) => r.queue_full += 1,
+                Err(CopyFail::Bad) => {
+                    ring.set_tail(self.link.next);
+                    return self.give_up(bufs, &pkts[k..], r, Violation::BadDescriptor);
+                }
             }
             bufs.free(bi);
         }
         ring.set_tail(self.link.next);
-        if r.sent > 0 {
-            connection::notify(ring, &conn.s2c_irq[self.link.index]);
+        if r.sent > 0 && !connection::notify(ring, &conn.s2c_irq[self.link.index]) {
+            self.link.violated(Violation::BadInterrupt);
         }
     }
 
@@ -700,7 +833,7 @@ impl MemifTx {
         conn: &Connection,
         bi: u32,
         posted: u16,
-    ) -> Option<u16> {
+    ) -> Result<u16, CopyFail> {
         let ring = &conn.s2c[self.link.index];
         let mut fills = [0u32; MAX_SEGMENTS];
         let mut used = 0usize;
@@ -714,11 +847,15 @@ impl MemifTx {
                     Some(d) if (fills[used - 1] as usize) < d.length as usize => d,
                     _ => {
                         if used >= posted as usize || used >= MAX_SEGMENTS {
-                            return None;
+                            return Err(CopyFail::NoRoom);
                         }
                         let d = ring.desc(self.link.next.wrapping_add(used as u16));
-                        if d.length == 0 {
-                            return None;
+                        let inside = conn
+                            .regions
+                            .get(d.region as usize)
+                            .is_some_and(|reg| reg.contains(d.offset as usize, d.length as usize));
+                        if d.length == 0 || !inside {
+                            return Err(CopyFail::Bad);
                         }
                         used += 1;
                         cur = Some(d);
@@ -727,9 +864,9 @@ impl MemifTx {
                 };
                 let fill = fills[used - 1] as usize;
                 let n = (data.len() - off).min(d.length as usize - fill);
-                let region = conn.regions.get(d.region as usize)?;
+                let region = conn.regions.get(d.region as usize).ok_or(CopyFail::Bad)?;
                 if !region.write(d.offset as usize + fill, &data[off..off + n]) {
-                    return None;
+                    return Err(CopyFail::Bad);
                 }
                 off += n;
                 fills[used - 1] += n as u32;
@@ -737,13 +874,13 @@ impl MemifTx {
             seg = bufs.meta(seg).next;
         }
         if used == 0 {
-            return None;
+            return Err(CopyFail::NoRoom);
         }
         for (k, &fill) in fills[..used].iter().enumerate() {
             let flags = if k + 1 < used { DESC_FLAG_NEXT } else { 0 };
             ring.set_length(self.link.next.wrapping_add(k as u16), fill, flags);
         }
-        Some(used as u16)
+        Ok(used as u16)
     }
 }
 
@@ -784,12 +921,26 @@ pub fn open(cfg: &MemifConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
         ));
     }
     let pool_share = match cfg.role {
-        Role::Client => Some((
-            pool.region()
-                .fd()
-                .ok_or("the buffer pool has no memfd to share (memif client)")?,
-            pool.count() as usize * STRIDE,
-        )),
+        Role::Client => {
+            // Descriptor offsets are 32 bits: every buffer of the shared pool must lie in
+            // the first 4 GiB of region 1, or its offset would name another buffer.
+            let bytes = pool.count() as u64 * STRIDE as u64;
+            if bytes > 1 << 32 {
+                return Err(format!(
+                    "a memif client shares the buffer pool, whose {} buffers ({bytes} bytes) \
+                     exceed the 4 GiB that 32-bit descriptor offsets reach: use at most {} \
+                     buffers, or the server role",
+                    pool.count(),
+                    (1u64 << 32) / STRIDE as u64
+                ));
+            }
+            Some((
+                pool.region()
+                    .fd()
+                    .ok_or("the buffer pool has no memfd to share (memif client)")?,
+                bytes as usize,
+            ))
+        }
         Role::Server => None,
     };
     let listener = match cfg.role {
@@ -811,6 +962,7 @@ pub fn open(cfg: &MemifConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
         socket: cfg.socket.clone(),
         queues: AtomicU64::new(0),
         ring_size: cfg.ring_size,
+        violations: violation::Counters::default(),
     });
     let settings = Settings {
         id: cfg.id,

@@ -13,6 +13,7 @@
 //! ```
 //! Decoding checks every size and index it can and never panics: bad input is a `ProtoError`.
 
+use super::violation::Violation;
 use std::fmt;
 
 pub const MSG_SIZE: usize = 128;
@@ -130,6 +131,19 @@ impl fmt::Display for ProtoError {
                 write!(f, "got {got} while waiting for {wanted}")
             }
             ProtoError::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+impl std::error::Error for ProtoError {}
+
+impl ProtoError {
+    /// Which peer violation this counts as.
+    pub fn violation(&self) -> Violation {
+        match self {
+            ProtoError::RingIndex(_) | ProtoError::RingSize(_) => Violation::BadRing,
+            ProtoError::RegionIndex(_) => Violation::BadRegion,
+            _ => Violation::BadMessage,
         }
     }
 }
@@ -361,11 +375,15 @@ impl Reader<'_> {
     fn u64(&mut self) -> u64 {
         u64::from_le_bytes(self.array())
     }
-    /// A text field up to its first zero; bytes that are not UTF-8 are replaced.
+    /// A text field up to its first zero; bytes that are not UTF-8 are replaced, and so
+    /// are control characters (a peer's name is printed by `show hardware`).
     fn text(&mut self, width: usize) -> String {
         let s = self.take(width);
         let end = s.iter().position(|&c| c == 0).unwrap_or(s.len());
-        String::from_utf8_lossy(&s[..end]).into_owned()
+        String::from_utf8_lossy(&s[..end])
+            .chars()
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect()
     }
 }
 
@@ -486,6 +504,14 @@ mod tests {
         let mut c = all()[5].encode();
         c[2] = 0xff;
         assert!(Msg::decode(&c).is_ok());
+        // Control characters (a terminal escape) in a name are not passed on.
+        c[2] = 0x1b;
+        assert_eq!(
+            Msg::decode(&c).unwrap(),
+            Msg::Connect {
+                name: "?emif0".into()
+            }
+        );
     }
 
     proptest::proptest! {

@@ -4,7 +4,8 @@
 //! writes the same memory at the same time, so only copies in and out of it are made, and
 //! every offset and length that comes from the peer is checked against the region first.
 
-use super::proto::RING_COOKIE;
+use super::proto::{MAX_LOG2_RING_SIZE, RING_COOKIE};
+use super::violation::Violation;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU16, Ordering};
@@ -77,26 +78,46 @@ pub fn memfd(name: &str, len: usize) -> io::Result<OwnedFd> {
 }
 
 impl Region {
-    /// Map `len` bytes of `fd`. A peer's descriptor must really be that long and, when it is
-    /// a memfd, sealed against shrinking: memory that vanished under a mapping would kill us
-    /// with SIGBUS on the next access.
-    pub fn map(fd: OwnedFd, len: usize, keep_fd: bool) -> Result<Region, String> {
+    /// Map `len` bytes of `fd`. A peer's descriptor must be a memfd sealed against shrinking
+    /// (memory that vanished under a mapping would kill us with SIGBUS on the next access),
+    /// checked before its size, which the seal then keeps. Our own regions are trusted.
+    pub fn map(fd: OwnedFd, len: usize, keep_fd: bool) -> Result<Region, (Violation, String)> {
+        if !keep_fd {
+            // SAFETY: reads the seals of the descriptor; no memory is passed.
+            let seals = unsafe { libc::fcntl(fd.as_raw_fd(), F_GET_SEALS) };
+            if seals < 0 {
+                return Err((
+                    Violation::RegionUnsealed,
+                    format!(
+                        "region file cannot be sealed (not a memfd: {})",
+                        io::Error::last_os_error()
+                    ),
+                ));
+            }
+            if seals & F_SEAL_SHRINK == 0 {
+                return Err((
+                    Violation::RegionUnsealed,
+                    "region memfd is not sealed against shrinking".into(),
+                ));
+            }
+        }
         // SAFETY: fstat writes into the zeroed stat we pass.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: as above; the descriptor is open.
         if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } < 0 {
-            return Err(format!("region: fstat: {}", io::Error::last_os_error()));
-        }
-        if (st.st_size as u64) < len as u64 {
-            return Err(format!(
-                "region of {len} bytes announced, but its file has {} bytes",
-                st.st_size
+            return Err((
+                Violation::BadRegion,
+                format!("region: fstat: {}", io::Error::last_os_error()),
             ));
         }
-        // SAFETY: reads the seals of the descriptor; no memory is passed.
-        let seals = unsafe { libc::fcntl(fd.as_raw_fd(), F_GET_SEALS) };
-        if seals >= 0 && seals & F_SEAL_SHRINK == 0 && !keep_fd {
-            return Err("region memfd is not sealed against shrinking".into());
+        if len == 0 || (st.st_size as u64) < len as u64 {
+            return Err((
+                Violation::BadRegion,
+                format!(
+                    "region of {len} bytes announced, but its file has {} bytes",
+                    st.st_size
+                ),
+            ));
         }
         // SAFETY: a shared mapping of a descriptor at least `len` bytes long (checked above);
         // the result is checked against MAP_FAILED.
@@ -111,7 +132,10 @@ impl Region {
             )
         };
         if ptr == libc::MAP_FAILED {
-            return Err(format!("region: mmap: {}", io::Error::last_os_error()));
+            return Err((
+                Violation::BadRegion,
+                format!("region: mmap: {}", io::Error::last_os_error()),
+            ));
         }
         Ok(Region {
             ptr: ptr as *mut u8,
@@ -161,7 +185,10 @@ impl Region {
 
     /// The ring of 2^log2 descriptors at `offset`, if it fits the region.
     pub fn ring(self: &std::sync::Arc<Self>, offset: usize, log2: u8) -> Option<Ring> {
-        if !self.contains(offset, ring_bytes(log2)) || !offset.is_multiple_of(64) {
+        if log2 > MAX_LOG2_RING_SIZE
+            || !self.contains(offset, ring_bytes(log2))
+            || !offset.is_multiple_of(64)
+        {
             return None;
         }
         Some(Ring {
@@ -347,6 +374,10 @@ mod tests {
         // SAFETY: plain ftruncate on our descriptor.
         unsafe { libc::ftruncate(fd.as_raw_fd(), 4096) };
         let e = Region::map(fd, 4096, false).err().unwrap();
-        assert!(e.contains("sealed"), "{e}");
+        assert_eq!(e.0, Violation::RegionUnsealed, "{}", e.1);
+        // Nor is a file that is no memfd (it has no seals at all).
+        let f = std::fs::File::open("/proc/self/exe").unwrap();
+        let e = Region::map(f.into(), 4096, false).err().unwrap();
+        assert_eq!(e.0, Violation::RegionUnsealed, "{}", e.1);
     }
 }

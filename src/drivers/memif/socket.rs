@@ -234,12 +234,18 @@ impl Channel {
         if mh.msg_flags & libc::MSG_CTRUNC != 0 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
-                "too many descriptors with one message",
+                ProtoError::Other("too many descriptors with one message".into()),
             ));
         }
+        // The ProtoError rides inside the io::Error, for `proto_error` to find.
         let msg = Msg::decode(&buf[..n as usize])
-            .map_err(|e: ProtoError| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+            .map_err(|e: ProtoError| io::Error::new(io::ErrorKind::InvalidData, e))?;
         Ok((msg, fds.into_iter().next()))
+    }
+
+    /// The decoding error inside an error `recv` returned, if that was the cause.
+    pub fn proto_error(e: &io::Error) -> Option<&ProtoError> {
+        e.get_ref()?.downcast_ref::<ProtoError>()
     }
 
     pub fn raw_fd(&self) -> RawFd {
