@@ -191,6 +191,15 @@ impl HostLink {
             ));
             return;
         };
+        // Sockets join a fanout group only on a running device: wait for it to come up (its
+        // next notification says so).
+        if m.flags & libc::IFF_UP as u32 == 0 {
+            self.set_note(format!(
+                "a device of that name is back (ifindex {}), down: reattaching when it comes up",
+                m.ifindex
+            ));
+            return;
+        }
         match reattach(m.ifindex) {
             Ok(()) => {
                 self.ifindex.store(m.ifindex, Ordering::Relaxed);
@@ -400,6 +409,9 @@ mod tests {
             })),
         );
         l.apply(&msg(true, 7, 0, "d2"));
+        // Back but down: nothing is opened yet.
+        l.apply(&msg(false, 9, 0, "d2"));
+        assert_eq!(asked.load(Ordering::Relaxed), 0);
         // Reopening fails: still deleted, same generation, the failure noted.
         l.apply(&msg(false, 9, libc::IFF_UP, "d2"));
         assert_eq!(asked.load(Ordering::Relaxed), 9);
