@@ -145,7 +145,10 @@ fn scenario(driver: &str, workers: usize) {
     assert_eq!(d2["link_changes"], 1, "{d2}");
     // What sluice sends to d2 meanwhile is dropped at once, counted with its reason.
     ctl(&socket, "set interface l2 xconnect d1 d2").unwrap();
-    gen(&tester, &["--tx", "t1", "--count", "500", "--rate", "20000"]);
+    gen(
+        &tester,
+        &["--tx", "t1", "--count", "500", "--rate", "20000"],
+    );
     std::thread::sleep(Duration::from_millis(200));
     let d2 = interface(&socket, "d2");
     assert_eq!(d2["tx_dropped_link_down"], 500, "{d2}");
@@ -168,7 +171,10 @@ fn scenario(driver: &str, workers: usize) {
     assert_eq!(d2["state"], "deleted", "{d2}");
     // The kernel closes a device before it unregisters it: up → down → deleted.
     assert_eq!(d2["link_changes"], 6, "{d2}");
-    gen(&tester, &["--tx", "t1", "--count", "300", "--rate", "20000"]);
+    gen(
+        &tester,
+        &["--tx", "t1", "--count", "300", "--rate", "20000"],
+    );
     std::thread::sleep(Duration::from_millis(200));
     let d2 = interface(&socket, "d2");
     assert_eq!(d2["tx_dropped_no_device"], 300, "{d2}");
@@ -223,7 +229,10 @@ fn scenario(driver: &str, workers: usize) {
             if note.contains("restart") {
                 break;
             }
-            assert!(Instant::now() < deadline, "no note about the new device: {d2}");
+            assert!(
+                Instant::now() < deadline,
+                "no note about the new device: {d2}"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     } else {

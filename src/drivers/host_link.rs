@@ -207,7 +207,10 @@ impl HostLink {
                     .store(m.operstate.unwrap_or(0), Ordering::Relaxed);
                 self.generation.fetch_add(1, Ordering::Release);
                 self.set_state(LinkState::from_flags(m.flags));
-                self.set_note(format!("reattached to the new device (ifindex {})", m.ifindex));
+                self.set_note(format!(
+                    "reattached to the new device (ifindex {})",
+                    m.ifindex
+                ));
             }
             Err(e) => self.set_note(format!(
                 "a device of that name is back (ifindex {}) but reopening failed: {e}",
@@ -335,7 +338,11 @@ mod tests {
             ifindex,
             flags: flags as u32,
             name: Some(name.to_string()),
-            operstate: Some(if flags & libc::IFF_LOWER_UP != 0 { 6 } else { 2 }),
+            operstate: Some(if flags & libc::IFF_LOWER_UP != 0 {
+                6
+            } else {
+                2
+            }),
         }
     }
 
@@ -377,7 +384,10 @@ mod tests {
         // Without a way to reattach, a new device of that name is only noted.
         l.apply(&msg(false, 9, UP, "d2"));
         assert_eq!(l.state(), LinkState::Deleted);
-        assert!(l.details().iter().any(|(k, v)| k == "link-note" && v.contains("restart")));
+        assert!(l
+            .details()
+            .iter()
+            .any(|(k, v)| k == "link-note" && v.contains("restart")));
         l.count_tx_drops(LinkState::Deleted, 5);
         l.count_tx_drops(LinkState::LowerDown, 2);
         assert_eq!(

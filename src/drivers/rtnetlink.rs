@@ -155,7 +155,13 @@ pub fn push_attr(msg: &mut Vec<u8>, kind: u16, payload: &[u8]) {
 }
 
 /// A link message: header + ifinfomsg for `ifindex` with `flags` (IFF_*) + `attrs`.
-pub fn link_message(kind: u16, nl_flags: u16, ifindex: u32, if_flags: u32, attrs: &[u8]) -> Vec<u8> {
+pub fn link_message(
+    kind: u16,
+    nl_flags: u16,
+    ifindex: u32,
+    if_flags: u32,
+    attrs: &[u8],
+) -> Vec<u8> {
     let mut m = vec![0u8; LINK_HEADER];
     m[20..24].copy_from_slice(&(ifindex as i32).to_ne_bytes());
     m[24..28].copy_from_slice(&if_flags.to_ne_bytes());

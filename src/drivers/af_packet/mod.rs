@@ -391,8 +391,6 @@ fn rx_rings(host: &str, ifindex: u32, queues: usize) -> Result<Vec<RxRing>, Stri
 
 fn senders(host: &str, ifindex: u32, queues: usize) -> Result<Vec<Sender>, String> {
     (0..queues)
-        .map(|q| {
-            Sender::open(ifindex).map_err(|e| format!("interface '{host}' tx queue {q}: {e}"))
-        })
+        .map(|q| Sender::open(ifindex).map_err(|e| format!("interface '{host}' tx queue {q}: {e}")))
         .collect()
 }
