@@ -62,6 +62,8 @@ pub struct Dataplane {
     /// Neighbour learns the control plane refused (not on a connected network, table full).
     pub learns_refused: Arc<AtomicU64>,
     learner: Option<JoinHandle<()>>,
+    /// Keeps the host devices' link states current (af_packet, af_xdp).
+    link_monitor: Option<JoinHandle<()>>,
     pub workers: Vec<WorkerInfo>,
     pub main_cpu: Option<usize>,
     pub started: Instant,
@@ -285,6 +287,15 @@ impl Dataplane {
             });
         }
         drop(learn_tx);
+        let host_links: Vec<_> = interfaces.iter().filter_map(|i| i.host_link()).collect();
+        let link_monitor = if host_links.is_empty() {
+            None
+        } else {
+            Some(crate::drivers::host_link::spawn_monitor(
+                host_links,
+                stop.clone(),
+            )?)
+        };
         let learns_refused = Arc::new(AtomicU64::new(0));
         let learner = spawn_learner(
             router.clone(),
@@ -299,6 +310,7 @@ impl Dataplane {
             router,
             learns_refused,
             learner: Some(learner),
+            link_monitor,
             workers: infos,
             main_cpu,
             started: Instant::now(),
@@ -337,6 +349,9 @@ impl Dataplane {
             }
         }
         if let Some(h) = self.learner.take() {
+            let _ = h.join();
+        }
+        if let Some(h) = self.link_monitor.take() {
             let _ = h.join();
         }
         self.restore.clear();

@@ -51,7 +51,7 @@ impl IfTotals {
 pub struct Interface {
     pub index: u32,
     pub name: String,
-    /// Driver name: "af_packet", "pcap".
+    /// Driver name: "af_packet", "af_xdp", "memif", "pcap".
     pub driver: &'static str,
     /// Driver facts for `show interface` (host interface, files, ring sizes).
     pub details: Vec<(String, String)>,
@@ -94,6 +94,33 @@ impl Interface {
     /// Whether the link is up (drivers without link state always are).
     pub fn link_up(&self) -> bool {
         self.live.as_ref().is_none_or(|l| l.link_up())
+    }
+
+    /// The link state by name: "up", "down", and for host devices also "lower-down" and
+    /// "deleted".
+    pub fn link_state(&self) -> &'static str {
+        self.live.as_ref().map_or("up", |l| l.link_state())
+    }
+
+    /// What `show interface` calls the state: sluice's admin state first, then the link's.
+    pub fn state(&self) -> &'static str {
+        if !self.is_up() {
+            return "down";
+        }
+        match self.link_state() {
+            "down" => "no-link",
+            s => s,
+        }
+    }
+
+    /// The link's own counters (changes, frames dropped because it was down).
+    pub fn link_counters(&self) -> Vec<(&'static str, u64)> {
+        self.live.as_ref().map_or_else(Vec::new, |l| l.counters())
+    }
+
+    /// The host device under this interface, for af_packet and af_xdp.
+    pub fn host_link(&self) -> Option<Arc<crate::drivers::host_link::HostLink>> {
+        self.live.clone().and_then(|l| l.host_link())
     }
 
     /// Static driver facts followed by the live ones.

@@ -202,17 +202,14 @@ impl Control {
             None => self.dp.interfaces.list.clone(),
         };
         let mut t = format!(
-            "{:<16}{:>5}{:>8}{:>8}   {:<20}{:>16}\n",
+            "{:<16}{:>5}{:>11}{:>8}   {:<20}{:>16}\n",
             "Name", "Idx", "State", "MTU", "Counter", "Count"
         );
         let mut arr = Vec::new();
         for i in &list {
             let c = i.totals();
-            let state = match (i.is_up(), i.link_up()) {
-                (false, _) => "down",
-                (true, true) => "up",
-                (true, false) => "no-link",
-            };
+            let state = i.state();
+            let link_counters = i.link_counters();
             let rows = [
                 ("rx packets", c.rx_packets),
                 ("rx bytes", c.rx_bytes),
@@ -223,26 +220,40 @@ impl Control {
                 ("rx-miss", c.rx_miss),
             ];
             let mut first = true;
-            for (label, v) in rows.iter().filter(|(_, v)| *v > 0) {
+            for (label, v) in rows
+                .iter()
+                .chain(link_counters.iter())
+                .filter(|(_, v)| *v > 0)
+            {
                 if first {
                     let _ = writeln!(
                         t,
-                        "{:<16}{:>5}{:>8}{:>8}   {:<20}{:>16}",
+                        "{:<16}{:>5}{:>11}{:>8}   {:<20}{:>16}",
                         i.name, i.index, state, i.mtu, label, v
                     );
                     first = false;
                 } else {
-                    let _ = writeln!(t, "{:<37}   {:<20}{:>16}", "", label, v);
+                    let _ = writeln!(t, "{:<40}   {:<20}{:>16}", "", label, v);
                 }
             }
             if first {
-                let _ = writeln!(t, "{:<16}{:>5}{:>8}{:>8}", i.name, i.index, state, i.mtu);
+                let _ = writeln!(t, "{:<16}{:>5}{:>11}{:>8}", i.name, i.index, state, i.mtu);
             }
             let _ = writeln!(
                 t,
-                "{:<40}driver {}, rx queues {}, tx queues {}",
+                "{:<43}driver {}, rx queues {}, tx queues {}",
                 "", i.driver, i.rx_queues, i.tx_queues
             );
+            if let Some(l) = i.host_link() {
+                let _ = writeln!(
+                    t,
+                    "    {:<14} {} (admin {}, {} changes)",
+                    format!("link {}", l.name()),
+                    i.link_state(),
+                    if i.is_up() { "up" } else { "down" },
+                    l.changes()
+                );
+            }
             let addresses = self
                 .dp
                 .router
@@ -257,16 +268,21 @@ impl Control {
             for (k, v) in &i.all_details() {
                 details.insert(k.clone(), Value::String(v.clone()));
             }
-            arr.push(json!({
+            let mut v = json!({
                 "name": i.name, "index": i.index, "driver": i.driver, "state": state,
                 "mtu": i.mtu, "rx_queues": i.rx_queues, "tx_queues": i.tx_queues,
                 "admin": if i.is_up() { "up" } else { "down" },
-                "link": if i.link_up() { "up" } else { "down" },
+                "link": i.link_state(),
                 "rx_packets": c.rx_packets, "rx_bytes": c.rx_bytes,
                 "tx_packets": c.tx_packets, "tx_bytes": c.tx_bytes,
                 "drops": c.drops, "tx_errors": c.tx_errors, "rx_miss": c.rx_miss,
                 "details": details,
-            }));
+            });
+            // Link counters as numbers: link_changes, tx_dropped_link_down, ...
+            for (k, n) in &link_counters {
+                v[k.replace('-', "_")] = json!(n);
+            }
+            arr.push(v);
         }
         Ok((t, Value::Array(arr)))
     }
@@ -280,11 +296,7 @@ impl Control {
         let mut t = String::new();
         let mut arr = Vec::new();
         for i in &list {
-            let state = match (i.is_up(), i.link_up()) {
-                (false, _) => "down",
-                (true, true) => "up",
-                (true, false) => "no-link",
-            };
+            let state = i.state();
             let _ = writeln!(
                 t,
                 "{:<16}{:>5}  {:<5} driver {}, rx queues {}, tx queues {}",
@@ -308,7 +320,7 @@ impl Control {
             arr.push(json!({
                 "name": i.name, "index": i.index, "driver": i.driver, "state": state,
                 "rx_queues": i.rx_queues, "tx_queues": i.tx_queues, "details": details,
-                "link": if i.link_up() { "up" } else { "down" },
+                "link": i.link_state(),
                 "mac": i.mac.to_string(), "addresses": addresses,
             }));
         }

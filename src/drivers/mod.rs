@@ -6,8 +6,10 @@ pub mod af_packet;
 pub mod af_xdp;
 pub mod bpf;
 pub mod cpu;
+pub mod host_link;
 pub mod memif;
 pub mod pcap;
+pub mod rtnetlink;
 pub mod tsc;
 pub mod xdp_live;
 
@@ -94,6 +96,23 @@ pub struct DriverPorts {
 pub trait LiveStatus: Send + Sync {
     fn link_up(&self) -> bool;
     fn details(&self) -> Vec<(String, String)>;
+    /// The link state by name ("up", "down"; host devices also "lower-down", "deleted").
+    fn link_state(&self) -> &'static str {
+        if self.link_up() {
+            "up"
+        } else {
+            "down"
+        }
+    }
+    /// Counters of the link itself (changes, frames dropped because it was down).
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+    /// The host device, for drivers that sit on a Linux interface (af_packet, af_xdp): the
+    /// link monitor keeps these current.
+    fn host_link(self: std::sync::Arc<Self>) -> Option<std::sync::Arc<host_link::HostLink>> {
+        None
+    }
 }
 
 /// The transmit side of an interface that has none (a pcap interface without `tx-file`):

@@ -2,13 +2,20 @@
 //! TPACKET_V3 ring per queue (several queues share the traffic through PACKET_FANOUT);
 //! transmit uses `sendmmsg` straight from the buffer segments, bypassing the qdisc layer.
 //! Both copy once, in the kernel; zero-copy is the AF_XDP driver's job.
+//!
+//! The host device's state comes from the link monitor (`HostLink`): while it is not up,
+//! transmit drops at once with a named count; when it is deleted and a device of the same
+//! name appears again, the monitor opens new sockets on it and each queue takes its own at
+//! its next burst (the rings hold no pool buffers, so nothing is lost in the swap).
 
 pub mod netdev;
 pub mod socket;
 
+use super::host_link::{HostLink, LinkState};
 use super::{DriverPorts, RxBurst, RxQueue, TxBurst, TxQueue};
 use crate::buffer::{WorkerBuffers, DATA_SIZE, NO_BUFFER};
 use socket::{RingGeometry, RxOptions, RxRing, Sender, MAX_BATCH, MAX_SEGMENTS};
+use std::sync::{Arc, Mutex};
 
 /// An af_packet interface as configured.
 #[derive(Clone, Debug, Default)]
@@ -28,15 +35,83 @@ const MAX_FRAME: usize = DATA_SIZE * MAX_SEGMENTS;
 /// Polls between two reads of the kernel's drop counter (a system call).
 const DROP_CHECK_POLLS: u32 = 4096;
 
+/// Sockets opened on a device that came back, waiting for their queues to take them.
+#[derive(Default)]
+struct Fresh {
+    rx: Vec<Option<RxRing>>,
+    tx: Vec<Option<Sender>>,
+}
+
+/// What it takes to open an interface's sockets again, on a new device of the same name.
+struct Reopen {
+    host: String,
+    mtu: Option<u32>,
+    rx_queues: usize,
+    tx_queues: usize,
+    fresh: Mutex<Fresh>,
+}
+
+impl Reopen {
+    fn open(&self, ifindex: u32) -> Result<(), String> {
+        let host = &self.host;
+        if let Some(m) = self.mtu {
+            if netdev::mtu(host).map_err(|e| e.to_string())? != m {
+                netdev::set_mtu(host, m).map_err(|e| format!("cannot set MTU {m}: {e}"))?;
+            }
+        }
+        let rx = rx_rings(host, ifindex, self.rx_queues)?;
+        let tx = senders(host, ifindex, self.tx_queues)?;
+        let mut f = self.fresh.lock().unwrap_or_else(|p| p.into_inner());
+        f.rx = rx.into_iter().map(Some).collect();
+        f.tx = tx.into_iter().map(Some).collect();
+        Ok(())
+    }
+
+    /// Queue `q`'s new ring: `None` while the monitor holds the lock (try again next burst),
+    /// `Some(None)` when there is none for it.
+    fn take_rx(&self, q: usize) -> Option<Option<RxRing>> {
+        let mut f = self.fresh.try_lock().ok()?;
+        Some(f.rx.get_mut(q).and_then(Option::take))
+    }
+
+    fn take_tx(&self, q: usize) -> Option<Option<Sender>> {
+        let mut f = self.fresh.try_lock().ok()?;
+        Some(f.tx.get_mut(q).and_then(Option::take))
+    }
+}
+
 struct AfPacketRx {
     ring: RxRing,
     polls: u32,
     /// Frames whose VLAN tag the kernel took off are rebuilt here.
     scratch: Vec<u8>,
+    queue: usize,
+    link: Arc<HostLink>,
+    reopen: Arc<Reopen>,
+    /// The link generation `ring` belongs to.
+    generation: u32,
+}
+
+impl AfPacketRx {
+    /// Take the ring opened on a device that came back (rare: a deleted device reappeared).
+    #[cold]
+    fn adopt(&mut self, generation: u32) {
+        if let Some(fresh) = self.reopen.take_rx(self.queue) {
+            if let Some(ring) = fresh {
+                self.ring = ring;
+                self.polls = 0;
+            }
+            self.generation = generation;
+        }
+    }
 }
 
 impl RxQueue for AfPacketRx {
     fn rx_burst(&mut self, bufs: &mut WorkerBuffers, out: &mut [u32]) -> RxBurst {
+        let g = self.link.generation();
+        if g != self.generation {
+            self.adopt(g);
+        }
         let mut r = RxBurst::default();
         while r.packets < out.len() {
             let Some(f) = self.ring.next_frame() else {
@@ -87,22 +162,70 @@ impl RxQueue for AfPacketRx {
 }
 
 /// A transmit queue on its own packet socket (other drivers borrow it for threads that have
-/// no queue of their own on the device).
-pub fn tx_queue(ifindex: u32, mtu: u32) -> Result<Box<dyn TxQueue>, String> {
+/// no queue of their own on the device). It does not reattach.
+pub fn tx_queue(ifindex: u32, mtu: u32, link: Arc<HostLink>) -> Result<Box<dyn TxQueue>, String> {
     Ok(Box::new(AfPacketTx {
         sender: Sender::open(ifindex)?,
         max_frame: mtu as usize + 18,
+        queue: 0,
+        generation: link.generation(),
+        link,
+        reopen: None,
     }))
+}
+
+/// Drop a whole burst because the link cannot send: `errors` for the tx node ("transmit
+/// error from the device"), and the reason (link down, device gone) on the link.
+pub fn drop_burst(
+    bufs: &mut WorkerBuffers,
+    pkts: &[u32],
+    link: &HostLink,
+    state: LinkState,
+) -> TxBurst {
+    bufs.free_all(pkts);
+    link.count_tx_drops(state, pkts.len());
+    TxBurst {
+        errors: pkts.len(),
+        ..TxBurst::default()
+    }
 }
 
 struct AfPacketTx {
     sender: Sender,
     /// Largest frame allowed out: MTU plus the Ethernet header and one VLAN tag.
     max_frame: usize,
+    queue: usize,
+    link: Arc<HostLink>,
+    reopen: Option<Arc<Reopen>>,
+    generation: u32,
+}
+
+impl AfPacketTx {
+    #[cold]
+    fn adopt(&mut self, generation: u32) {
+        let Some(reopen) = &self.reopen else {
+            self.generation = generation;
+            return;
+        };
+        if let Some(fresh) = reopen.take_tx(self.queue) {
+            if let Some(sender) = fresh {
+                self.sender = sender;
+            }
+            self.generation = generation;
+        }
+    }
 }
 
 impl TxQueue for AfPacketTx {
     fn tx_burst(&mut self, bufs: &mut WorkerBuffers, pkts: &[u32]) -> TxBurst {
+        let g = self.link.generation();
+        if g != self.generation {
+            self.adopt(g);
+        }
+        let state = self.link.state();
+        if state != LinkState::Up {
+            return drop_burst(bufs, pkts, &self.link, state);
+        }
         let mut r = TxBurst::default();
         for chunk in pkts.chunks(MAX_BATCH) {
             let mut ok = [0u32; MAX_BATCH];
@@ -171,41 +294,50 @@ pub fn open(cfg: &AfPacketConfig) -> Result<DriverPorts, String> {
         _ => old_mtu,
     };
     let queues = cfg.rx_queues.max(1);
-    // One fanout group per interface and process.
-    let group = ((std::process::id() ^ ifindex.wrapping_mul(2654435761)) & 0xffff) as u16;
-    let geometry = RingGeometry::default();
+    let tx_queues = cfg.tx_queues.max(1);
+    let reopen = Arc::new(Reopen {
+        host: host.to_string(),
+        mtu: cfg.mtu,
+        rx_queues: queues,
+        tx_queues,
+        fresh: Mutex::new(Fresh::default()),
+    });
+    let r = reopen.clone();
+    let link = Arc::new(HostLink::new(
+        host,
+        ifindex,
+        Some(Box::new(move |ifindex| r.open(ifindex))),
+    ));
     let mut rx: Vec<Box<dyn RxQueue>> = Vec::new();
-    for q in 0..queues {
-        let ring = RxRing::open(
-            ifindex,
-            &RxOptions {
-                geometry,
-                promiscuous: true,
-                fanout_group: (queues > 1).then_some(group),
-            },
-        )
-        .map_err(|e| format!("interface '{host}' rx queue {q}: {e}"))?;
+    for (q, ring) in rx_rings(host, ifindex, queues)?.into_iter().enumerate() {
         rx.push(Box::new(AfPacketRx {
             ring,
             polls: 0,
             scratch: Vec::with_capacity(MAX_FRAME + 4),
+            queue: q,
+            link: link.clone(),
+            reopen: reopen.clone(),
+            generation: 0,
         }));
     }
     let mut tx: Vec<Box<dyn TxQueue>> = Vec::new();
-    for q in 0..cfg.tx_queues.max(1) {
-        let sender =
-            Sender::open(ifindex).map_err(|e| format!("interface '{host}' tx queue {q}: {e}"))?;
+    for (q, sender) in senders(host, ifindex, tx_queues)?.into_iter().enumerate() {
         tx.push(Box::new(AfPacketTx {
             sender,
             max_frame: mtu as usize + 18,
+            queue: q,
+            link: link.clone(),
+            reopen: Some(reopen.clone()),
+            generation: 0,
         }));
     }
+    let geometry = RingGeometry::default();
+    let group = fanout_group(ifindex);
     let mac = netdev::mac(host)
         .map(|m| crate::wire::MacAddress(m).to_string())
         .unwrap_or_else(|_| "?".into());
     let details = vec![
         ("host".to_string(), host.to_string()),
-        ("host-ifindex".to_string(), ifindex.to_string()),
         ("mac".to_string(), mac),
         (
             "rx-ring".to_string(),
@@ -232,6 +364,33 @@ pub fn open(cfg: &AfPacketConfig) -> Result<DriverPorts, String> {
         mtu,
         details,
         restore,
-        live: None,
+        live: Some(link),
     })
+}
+
+/// One fanout group per device and process.
+fn fanout_group(ifindex: u32) -> u16 {
+    ((std::process::id() ^ ifindex.wrapping_mul(2654435761)) & 0xffff) as u16
+}
+
+/// `queues` receive rings on device `ifindex`, sharing its traffic through a fanout group
+/// when there are several.
+fn rx_rings(host: &str, ifindex: u32, queues: usize) -> Result<Vec<RxRing>, String> {
+    let options = RxOptions {
+        geometry: RingGeometry::default(),
+        promiscuous: true,
+        fanout_group: (queues > 1).then_some(fanout_group(ifindex)),
+    };
+    (0..queues)
+        .map(|q| {
+            RxRing::open(ifindex, &options)
+                .map_err(|e| format!("interface '{host}' rx queue {q}: {e}"))
+        })
+        .collect()
+}
+
+fn senders(host: &str, ifindex: u32, queues: usize) -> Result<Vec<Sender>, String> {
+    (0..queues)
+        .map(|q| Sender::open(ifindex).map_err(|e| format!("interface '{host}' tx queue {q}: {e}")))
+        .collect()
 }

@@ -453,6 +453,12 @@ impl Sender {
                     break;
                 }
                 Some(libc::EINTR) => continue,
+                // The device is gone (ENXIO, ENODEV) or down (ENETDOWN): no later frame of
+                // the batch can go either, so do not ask the kernel once per frame.
+                Some(libc::ENXIO) | Some(libc::ENODEV) | Some(libc::ENETDOWN) => {
+                    r.errors += n - at;
+                    break;
+                }
                 _ => {
                     // The first frame was refused (too big, interface down...): skip it.
                     r.errors += 1;

@@ -19,6 +19,7 @@ pub mod ring;
 pub mod xsk;
 
 use super::af_packet::{self, netdev};
+use super::host_link::{HostLink, LinkState};
 use super::{DriverPorts, RxBurst, RxQueue, TxBurst, TxQueue};
 use crate::buffer::{BufferPool, WorkerBuffers, DATA_SIZE, NO_BUFFER, STRIDE};
 use program::XdpMode;
@@ -229,6 +230,7 @@ struct AfXdpTx {
     completion: Ring<u64>,
     held: Outstanding,
     max_frame: usize,
+    link: Arc<HostLink>,
 }
 
 impl AfXdpTx {
@@ -270,6 +272,10 @@ impl AfXdpTx {
 impl TxQueue for AfXdpTx {
     fn tx_burst(&mut self, bufs: &mut WorkerBuffers, pkts: &[u32]) -> TxBurst {
         self.reap(bufs);
+        let state = self.link.state();
+        if state != LinkState::Up {
+            return af_packet::drop_burst(bufs, pkts, &self.link, state);
+        }
         let mut r = TxBurst::default();
         let free = self.tx.free_slots(pkts.len() as u32) as usize;
         for &bi in pkts {
@@ -361,6 +367,9 @@ pub fn open(cfg: &AfXdpConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
             old: old_mtu,
         }));
     }
+    // A deleted device stays deleted for af_xdp: reattaching would mean a new XDP program
+    // and new sockets over a UMEM whose buffers the old rings still hold.
+    let link = Arc::new(HostLink::new(host, ifindex, None));
     let queues = device_queues(host);
     let attachment = program::attach(ifindex, host, queues, cfg.xdp_mode)?;
     if let Some(note) = &attachment.replaced {
@@ -412,6 +421,7 @@ pub fn open(cfg: &AfXdpConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
             completion,
             held: Outstanding::new(pool.count()),
             max_frame: mtu as usize + 18,
+            link: link.clone(),
         }));
     }
     // Thread t transmits on queue t's socket when the device has that queue and worker t
@@ -421,7 +431,7 @@ pub fn open(cfg: &AfXdpConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
     let mut tx: Vec<Box<dyn TxQueue>> = xsk_tx.into_iter().take(own).collect();
     for t in own..threads {
         tx.push(
-            af_packet::tx_queue(ifindex, mtu)
+            af_packet::tx_queue(ifindex, mtu, link.clone())
                 .map_err(|e| format!("interface '{host}' tx queue {t}: {e}"))?,
         );
     }
@@ -431,7 +441,6 @@ pub fn open(cfg: &AfXdpConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
     let mode = copy_mode.map_or("?", |m| m.name());
     let mut details = vec![
         ("host".to_string(), host.to_string()),
-        ("host-ifindex".to_string(), ifindex.to_string()),
         ("mac".to_string(), mac),
         ("xdp-mode".to_string(), attachment.mode.name().to_string()),
         ("socket-mode".to_string(), mode.to_string()),
@@ -467,7 +476,7 @@ pub fn open(cfg: &AfXdpConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
         mtu,
         details,
         restore,
-        live: None,
+        live: Some(link),
     })
 }
 
