@@ -1,9 +1,10 @@
 //! Devices under test in the lab's `sl-dut` namespace: sluice cross-connecting d0 and d1 or
-//! routing between them, the kernel's bridge or router, testpmd. Each starts before a run and
-//! is taken down after it, even on error.
+//! routing between them, the kernel's bridge or router, testpmd, VPP (`vpp.rs`). Each starts
+//! before a run and is taken down after it, even on error.
 
 use super::netns::{in_ns, run, DUT, TESTER};
 use super::table::TableFiles;
+use super::vpp::Vpp;
 use crate::gen::port::Io;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -21,14 +22,17 @@ pub enum DutKind {
     /// sluice routing between d0 and d1 (addresses, static routes, its own ARP).
     SluiceRouter,
     Testpmd,
+    /// FD.io VPP cross-connecting d0 and d1 (`l2 xconnect`).
     Vpp,
+    /// FD.io VPP routing between d0 and d1, as linux-router does.
+    VppRouter,
 }
 
 /// DPDK's forwarding test program, as Debian installs it.
 pub const TESTPMD: &str = "dpdk-testpmd";
 
 impl DutKind {
-    pub const ALL: [DutKind; 7] = [
+    pub const ALL: [DutKind; 8] = [
         DutKind::Sluice,
         DutKind::SluiceAfXdp,
         DutKind::LinuxBridge,
@@ -36,6 +40,7 @@ impl DutKind {
         DutKind::SluiceRouter,
         DutKind::Testpmd,
         DutKind::Vpp,
+        DutKind::VppRouter,
     ];
 
     pub fn parse(s: &str) -> Result<DutKind, String> {
@@ -44,7 +49,7 @@ impl DutKind {
             .find(|k| k.name() == s)
             .ok_or_else(|| {
                 format!(
-                    "unknown DUT '{s}' (known: sluice, sluice-af_xdp, linux-bridge, linux-router, sluice-router, testpmd, vpp)"
+                    "unknown DUT '{s}' (known: sluice, sluice-af_xdp, linux-bridge, linux-router, sluice-router, testpmd, vpp, vpp-router)"
                 )
             })
     }
@@ -58,12 +63,16 @@ impl DutKind {
             DutKind::SluiceRouter => "sluice-router",
             DutKind::Testpmd => "testpmd",
             DutKind::Vpp => "vpp",
+            DutKind::VppRouter => "vpp-router",
         }
     }
 
     /// Whether the DUT routes (and so takes a route table).
     pub fn routes(self) -> bool {
-        matches!(self, DutKind::LinuxRouter | DutKind::SluiceRouter)
+        matches!(
+            self,
+            DutKind::LinuxRouter | DutKind::SluiceRouter | DutKind::VppRouter
+        )
     }
 
     /// Whether the DUT can use `io` for its ports (the kernel's DUTs forward whatever the
@@ -72,8 +81,8 @@ impl DutKind {
         match io {
             Io::AfPacket | Io::AfXdp => true,
             Io::Memif if self == DutKind::SluiceAfXdp => false,
-            // Its next hops answer ARP from the tester's kernel, which a memif never reaches.
-            Io::Memif if self == DutKind::SluiceRouter => false,
+            // The routers' next hops are the tester's veths, which a memif never reaches.
+            Io::Memif if self.routes() => false,
             // Userspace forwarders only: the kernel has no memif.
             Io::Memif => matches!(self, DutKind::Sluice | DutKind::Testpmd | DutKind::Vpp),
         }
@@ -92,8 +101,7 @@ impl DutKind {
             DutKind::Testpmd if !on_path(TESTPMD) => Some(format!(
                 "{TESTPMD} is not installed (apt-get install dpdk-dev)"
             )),
-            DutKind::Vpp if !on_path("vpp") => Some("no vpp binary on the PATH".into()),
-            DutKind::Vpp => Some("the vpp DUT is not wired into the lab yet".into()),
+            DutKind::Vpp | DutKind::VppRouter => super::vpp::unavailable(),
             _ => None,
         }
     }
@@ -124,6 +132,7 @@ pub enum RunningDut {
         _stdin: Option<std::process::ChildStdin>,
         log: PathBuf,
     },
+    Vpp(super::vpp::Vpp),
 }
 
 const BRIDGE: &str = "br0";
@@ -146,7 +155,17 @@ pub fn start_with(
         DutKind::SluiceRouter => start_sluice_router(dut_cpu, io, table),
         DutKind::LinuxRouter => start_router(table),
         DutKind::Testpmd => start_testpmd(dut_cpu, io),
-        DutKind::Vpp => Err(DutKind::Vpp.unavailable().unwrap_or_default()),
+        DutKind::Vpp => Vpp::start(dut_cpu, io, None, None, Vec::new()).map(RunningDut::Vpp),
+        DutKind::VppRouter => {
+            let macs = (
+                mac_of(DUT, "d0")?,
+                mac_of(DUT, "d1")?,
+                mac_of(TESTER, "t0")?,
+                mac_of(TESTER, "t1")?,
+            );
+            Vpp::start(dut_cpu, io, Some(table), Some(macs), routed_gen_args()?)
+                .map(RunningDut::Vpp)
+        }
         DutKind::LinuxBridge => {
             let ip = |args: &[&str]| {
                 let mut a = vec!["-n", DUT];
@@ -666,6 +685,7 @@ impl RunningDut {
             RunningDut::Sluice { socket, .. } => {
                 crate::control::client::run_command(socket, line).ok()
             }
+            RunningDut::Vpp(vpp) => vpp.ctl(line),
             _ => None,
         }
     }
@@ -676,6 +696,7 @@ impl RunningDut {
             RunningDut::LinuxRouter { gen_args, .. } | RunningDut::Sluice { gen_args, .. } => {
                 gen_args.clone()
             }
+            RunningDut::Vpp(vpp) => vpp.gen_args.clone(),
             _ => Vec::new(),
         }
     }
@@ -684,6 +705,7 @@ impl RunningDut {
     pub fn table_load_s(&self) -> Option<f64> {
         match self {
             RunningDut::LinuxRouter { load_s, .. } | RunningDut::Sluice { load_s, .. } => *load_s,
+            RunningDut::Vpp(vpp) => vpp.load_s,
             _ => None,
         }
     }
@@ -728,6 +750,7 @@ impl RunningDut {
                 // DPDK leaves its runtime directory behind.
                 let _ = std::fs::remove_dir_all("/var/run/dpdk/sluice-lab");
             }
+            RunningDut::Vpp(vpp) => vpp.stop(),
         }
     }
 }

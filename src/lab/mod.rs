@@ -8,6 +8,7 @@ pub mod netns;
 pub mod report;
 pub mod rfc2544;
 pub mod table;
+pub mod vpp;
 
 use crate::gen::port::Io;
 use dut::DutKind;
@@ -26,7 +27,8 @@ usage: sluice lab up | down | run [options] | bench [options]
   run                  send from t0 through a DUT to t1 and report what arrived
     --dut LIST         sluice, sluice-af_xdp (sluice on AF_XDP ports whatever --io says),
                        linux-bridge, linux-router, sluice-router (sluice routing, resolving
-                       its next hops by ARP), testpmd, vpp, or a comma list (default sluice)
+                       its next hops by ARP), testpmd, vpp (l2 xconnect), vpp-router (when
+                       vpp and vppctl are on the PATH), or a comma list (default sluice)
     --table LIST       route tables for the router DUTs: small (the test routes alone), full
                        (and 1M IPv4 + 200k IPv6 synthetic routes via t0/t1 that never overlap
                        the traffic) or V4[+V6] synthetic routes; a comma list runs each
