@@ -14,7 +14,8 @@ command -v ministat >/dev/null || need+=(ministat)
 command -v ping >/dev/null || need+=(iputils-ping)
 # DPDK's testpmd, a DUT the lab compares against.
 command -v dpdk-testpmd >/dev/null || need+=(dpdk-dev)
-# ...and the port drivers the tests give it (memif, pcap, af_packet, af_xdp, null).
+# ...and the port drivers the tests give it (memif, pcap, af_packet, af_xdp, null). Debian
+# ships DPDK 22.11, whose libraries carry ABI version 23 (hence pmds-23.0 and the 23 suffix).
 pmds=/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0
 for pmd in memif pcap af-packet af-xdp null; do
   [ -e "$pmds/librte_net_${pmd//-/_}.so.23" ] || need+=("librte-net-$pmd"23)
