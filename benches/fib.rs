@@ -37,6 +37,7 @@ fn main() {
         seed: 1,
         next_hops: 16,
         default_route: false,
+        long_share: 0.0,
     });
     let mut rng = Rng::new(3);
     // The same table plus 5 % routes longer than /24 inside its /24s, as an internal table
@@ -114,6 +115,7 @@ fn publication(full: bool) {
         seed: 1,
         next_hops: 16,
         default_route: false,
+        long_share: 0.0,
     });
     let mut w = FibWriter::with_routes(v4.iter().copied(), v6.iter().copied()).unwrap();
     let reader = w.reader();
