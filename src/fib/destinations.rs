@@ -193,7 +193,10 @@ mod tests {
     #[test]
     fn fib_hit_set_matches_a_specific_route_and_spreads_over_the_table() {
         let (v4, v6, w) = table();
-        assert!(v4[0].is_empty() && v6[0].is_empty(), "the default route is there");
+        assert!(
+            v4[0].is_empty() && v6[0].is_empty(),
+            "the default route is there"
+        );
         let fib = w.reader().load_full();
         let mut rng = Rng::new(1);
         let d4 = hit(&v4, 40_000, &mut rng);
@@ -202,18 +205,34 @@ mod tests {
         fib.v4().lookup_batch(&d4, &mut r4);
         fib.v6().lookup_batch(&d6, &mut r6);
         for (&a, &r) in d4.iter().zip(&r4) {
-            assert!(r != NO_ROUTE && r != 0, "{a:#x} matched {r}, not a specific route");
+            assert!(
+                r != NO_ROUTE && r != 0,
+                "{a:#x} matched {r}, not a specific route"
+            );
             assert!(v4[r as usize].contains(a));
         }
         for (&a, &r) in d6.iter().zip(&r6) {
-            assert!(r != NO_ROUTE && r != 0, "{a:#x} matched {r}, not a specific route");
+            assert!(
+                r != NO_ROUTE && r != 0,
+                "{a:#x} matched {r}, not a specific route"
+            );
             assert!(v6[r as usize].contains(a));
         }
         // Every route equally likely: nearly all of them are reached, the long ones included.
         let seen4: HashSet<u32> = r4.iter().copied().collect();
         let seen6: HashSet<u32> = r6.iter().copied().collect();
-        assert!(seen4.len() > v4.len() * 95 / 100, "{} of {}", seen4.len(), v4.len());
-        assert!(seen6.len() > v6.len() * 95 / 100, "{} of {}", seen6.len(), v6.len());
+        assert!(
+            seen4.len() > v4.len() * 95 / 100,
+            "{} of {}",
+            seen4.len(),
+            v4.len()
+        );
+        assert!(
+            seen6.len() > v6.len() * 95 / 100,
+            "{} of {}",
+            seen6.len(),
+            v6.len()
+        );
         assert!(seen4.iter().any(|&r| v4[r as usize].len() > 24));
         assert!(seen6.iter().any(|&r| v6[r as usize].len() > 64));
         // The hot set is the start of the hit set.
@@ -270,7 +289,11 @@ mod tests {
             .iter()
             .filter(|&&x| routes[4].contains(x) || routes[5].contains(x))
             .count();
-        assert_eq!(in10 + in_24s, a.len(), "nothing outside the announced space");
+        assert_eq!(
+            in10 + in_24s,
+            a.len(),
+            "nothing outside the announced space"
+        );
         // A /24 weighs 1/65 536 of a /8: about 3 of 100 000 draws.
         assert!(in_24s < 30, "{in_24s}");
         // Only a default route: nothing is announced, nothing to hit.

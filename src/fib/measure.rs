@@ -51,7 +51,10 @@ fn matched<T>(dst: &[T], mut batch: impl FnMut(&[T], &mut [u32])) -> f64 {
     let mut found = 0usize;
     for chunk in dst.chunks(BATCH) {
         batch(chunk, &mut out[..chunk.len()]);
-        found += out[..chunk.len()].iter().filter(|&&r| r != NO_ROUTE).count();
+        found += out[..chunk.len()]
+            .iter()
+            .filter(|&&r| r != NO_ROUTE)
+            .count();
     }
     found as f64 / dst.len().max(1) as f64
 }
@@ -76,7 +79,11 @@ pub fn last_level_cache_bytes() -> Option<usize> {
     let dir = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
     dir.filter_map(|e| {
         let path = e.ok()?.path();
-        let level: u32 = std::fs::read_to_string(path.join("level")).ok()?.trim().parse().ok()?;
+        let level: u32 = std::fs::read_to_string(path.join("level"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
         let size = std::fs::read_to_string(path.join("size")).ok()?;
         let size = size.trim();
         let bytes: usize = match size.strip_suffix('K') {

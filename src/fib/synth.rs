@@ -248,7 +248,10 @@ pub fn v4_long_prefixes(table: &[Prefix4], n: usize, rng: &mut Rng) -> Vec<Prefi
         .collect();
     long_prefixes(table, n, rng, |rng| {
         let block = blocks[rng.below(blocks.len() as u64) as usize];
-        Prefix4::containing(block | (rng.next_u32() & 0xff), pick_len(rng, V4_LONG_LENGTHS))
+        Prefix4::containing(
+            block | (rng.next_u32() & 0xff),
+            pick_len(rng, V4_LONG_LENGTHS),
+        )
     })
 }
 
@@ -349,10 +352,7 @@ pub fn synth(spec: &SynthSpec) -> Routes {
 }
 
 /// Whether two prefixes share an address (one contains the other).
-pub fn overlaps<A: Addr>(
-    a: Prefix<A>,
-    b: Prefix<A>,
-) -> bool {
+pub fn overlaps<A: Addr>(a: Prefix<A>, b: Prefix<A>) -> bool {
     a.contains(b.addr()) || b.contains(a.addr())
 }
 
