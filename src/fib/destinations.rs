@@ -37,7 +37,7 @@ pub fn inside<A: Addr>(p: Prefix<A>, rng: &mut Rng) -> A {
 /// left out, so every address matches a route longer than /0. Empty when only a default
 /// route (or nothing) is there.
 pub fn hit<A: Addr>(routes: &[Prefix<A>], n: usize, rng: &mut Rng) -> Vec<A> {
-    let specific: Vec<Prefix<A>> = routes.iter().copied().filter(|p| p.len() > 0).collect();
+    let specific: Vec<Prefix<A>> = routes.iter().copied().filter(|p| !p.is_empty()).collect();
     if specific.is_empty() {
         return Vec::new();
     }
@@ -49,7 +49,7 @@ pub fn hit<A: Addr>(routes: &[Prefix<A>], n: usize, rng: &mut Rng) -> Vec<A> {
 /// The prefixes of `routes` that no other route covers (the default route left out), in
 /// address order: the announced space as disjoint blocks.
 pub fn outermost<A: Addr>(routes: &[Prefix<A>]) -> Vec<Prefix<A>> {
-    let mut sorted: Vec<Prefix<A>> = routes.iter().copied().filter(|p| p.len() > 0).collect();
+    let mut sorted: Vec<Prefix<A>> = routes.iter().copied().filter(|p| !p.is_empty()).collect();
     // By address, then shorter first: a covering prefix comes before everything inside it.
     sorted.sort_unstable_by_key(|p| (p.addr(), p.len()));
     let mut out: Vec<Prefix<A>> = Vec::new();
