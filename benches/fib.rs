@@ -80,15 +80,19 @@ fn main() {
             long4,
         ),
     ] {
+        let huge = measure::huge_page_bytes();
         let t = Instant::now();
         let mut w = FibWriter::with_routes(routes.iter().copied(), []).unwrap();
         let build = t.elapsed().as_secs_f64();
+        let huge = huge
+            .zip(measure::huge_page_bytes())
+            .map(|(before, after)| after.saturating_sub(before));
         let prefixes: Vec<Prefix4> = routes.iter().map(|r| r.0).collect();
         let sets = destinations::sets(&prefixes, run.n, &mut rng);
         let fib = w.reader().load_full();
         let rates = rates(&sets, &run, |d| measure::rate_v4(&fib, d, run.time));
         let (bytes, nodes) = (w.memory().v4_table, w.live_nodes().0);
-        row(&name, build, bytes, nodes, &rates);
+        row(&name, build, bytes, huge, nodes, &rates);
         legend4 = sets.iter().map(|s| (s.name, s.what.clone())).collect();
     }
     header("IPv6 table", "nodes");
@@ -107,15 +111,19 @@ fn main() {
             long6,
         ),
     ] {
+        let huge = measure::huge_page_bytes();
         let t = Instant::now();
         let mut w = FibWriter::with_routes([], routes.iter().copied()).unwrap();
         let build = t.elapsed().as_secs_f64();
+        let huge = huge
+            .zip(measure::huge_page_bytes())
+            .map(|(before, after)| after.saturating_sub(before));
         let prefixes: Vec<Prefix6> = routes.iter().map(|r| r.0).collect();
         let sets = destinations::sets(&prefixes, run.n, &mut rng);
         let fib = w.reader().load_full();
         let rates = rates(&sets, &run, |d| measure::rate_v6(&fib, d, run.time));
         let (bytes, nodes) = (w.memory().v6_table, w.live_nodes().1);
-        row(&name, build, bytes, nodes, &rates);
+        row(&name, build, bytes, huge, nodes, &rates);
         legend6 = sets.iter().map(|s| (s.name, s.what.clone())).collect();
     }
     for (family, legend) in [("IPv4", legend4), ("IPv6", legend6)] {
@@ -129,8 +137,9 @@ fn main() {
          reads the same few cells; uniform still spreads over the whole first level"
     );
     println!(
-        "  MiB/inst: one instance of the lookup table (there are two); tbl8: IPv4 second-level \
-         groups of 256 cells; nodes: IPv6 nodes of 256 cells"
+        "  MiB/inst: one instance of the lookup table (there are two); THP MiB: how much of \
+         the build's memory (both instances and the writer's) got transparent huge pages; \
+         tbl8: IPv4 second-level groups of 256 cells; nodes: IPv6 nodes of 256 cells"
     );
 
     publication(full);
@@ -138,14 +147,15 @@ fn main() {
 
 fn header(table: &str, nodes: &str) {
     println!(
-        "{table:<36}{:>8}{:>10}{nodes:>9}{:>9}{:>9}{:>11}{:>9}",
-        "build s", "MiB/inst", "hit", "hot", "announced", "uniform"
+        "{table:<38}{:>8}{:>10}{:>9}{nodes:>9}{:>9}{:>9}{:>11}{:>9}",
+        "build s", "MiB/inst", "THP MiB", "hit", "hot", "announced", "uniform"
     );
 }
 
-fn row(name: &str, build: f64, bytes: usize, nodes: usize, rates: &[f64]) {
+fn row(name: &str, build: f64, bytes: usize, huge: Option<usize>, nodes: usize, rates: &[f64]) {
+    let huge = huge.map_or("?".to_string(), |h| (h >> 20).to_string());
     print!(
-        "{name:<36}{build:>8.2}{:>10.1}{nodes:>9}",
+        "{name:<38}{build:>8.2}{:>10.1}{huge:>9}{nodes:>9}",
         bytes as f64 / 1048576.0
     );
     for (i, r) in rates.iter().enumerate() {

@@ -285,6 +285,8 @@ struct Loaded {
     build_time: Duration,
     /// How much the process's resident memory grew while the FIB was built.
     resident_growth: Option<usize>,
+    /// How much of that growth is in transparent huge pages.
+    huge_growth: Option<usize>,
 }
 
 fn load(path: &str) -> Result<Loaded, Error> {
@@ -305,12 +307,16 @@ fn load(path: &str) -> Result<Loaded, Error> {
         }
     }
     let rss_before = measure::resident_bytes();
+    let huge_before = measure::huge_page_bytes();
     let t1 = Instant::now();
     let writer = FibWriter::with_routes(v4_leaf, v6_leaf)
         .map_err(|e| Error::Failed(format!("{path}: {e}")))?;
     let build_time = t1.elapsed();
     let resident_growth = rss_before
         .zip(measure::resident_bytes())
+        .map(|(before, after)| after.saturating_sub(before));
+    let huge_growth = huge_before
+        .zip(measure::huge_page_bytes())
         .map(|(before, after)| after.saturating_sub(before));
     Ok(Loaded {
         routes,
@@ -320,6 +326,7 @@ fn load(path: &str) -> Result<Loaded, Error> {
         read_time,
         build_time,
         resident_growth,
+        huge_growth,
     })
 }
 
@@ -440,8 +447,11 @@ fn bench_cmd(args: &[String]) -> Result<(), Error> {
     if let Some(grew) = loaded.resident_growth {
         println!(
             "resident memory grew by {:.1} MiB while the FIB was built (VmRSS; a check on the \
-             total above)",
-            mib(grew)
+             total above), {} in transparent huge pages",
+            mib(grew),
+            loaded
+                .huge_growth
+                .map_or("unknown".into(), |h| format!("{:.1} MiB", mib(h)))
         );
     }
     println!(

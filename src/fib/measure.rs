@@ -101,8 +101,19 @@ pub fn last_level_cache_bytes() -> Option<usize> {
 
 /// This process's resident memory in bytes (VmRSS), where /proc says it.
 pub fn resident_bytes() -> Option<usize> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    proc_kib("/proc/self/status", "VmRSS:")
+}
+
+/// How much of this process's memory is in transparent huge pages (AnonHugePages): a table
+/// that did not get them pays a TLB miss on nearly every random lookup.
+pub fn huge_page_bytes() -> Option<usize> {
+    proc_kib("/proc/self/smaps_rollup", "AnonHugePages:")
+}
+
+/// The `NAME: N kB` value of a /proc file, in bytes.
+fn proc_kib(file: &str, name: &str) -> Option<usize> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let line = text.lines().find(|l| l.starts_with(name))?;
     let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib << 10)
 }
