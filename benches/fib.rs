@@ -1,109 +1,175 @@
-//! FIB lookup rates without I/O: batched lookups (256 per call) per core, IPv4 at 1 route and
-//! 1 M routes, IPv6 at 1 route and 200 k routes, random and table-hitting destinations, and the
-//! memory of each table. Median of 5 runs.  Run: cargo bench --bench fib
+//! FIB lookup rates without I/O: batched lookups (256 per call) on one core, for a 1-route
+//! table, a synthetic full table shaped like the public BGP table, and the same with 3 % of
+//! routes longer than /24 (/48), as a provider's IGP and customer routes add; IPv4 at 1 M
+//! routes, IPv6 at 200 k. Four destination sets each (see `sluice::fib::destinations`), the
+//! memory of each table, then what publication costs. Median of 3 runs.
+//! Run: cargo bench --bench fib
 
+use sluice::fib::destinations::{self, DestinationSet};
 use sluice::fib::measure::{self, BATCH};
 use sluice::fib::synth::{synth, Rng, SynthSpec};
 use sluice::fib::{FibWriter, Prefix4, Prefix6};
 use std::time::{Duration, Instant};
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
+/// Share of routes longer than /24 (IPv4) or /48 (IPv6) in the long variant.
+const LONG_SHARE: f64 = 0.03;
+
+struct Run {
+    time: Duration,
+    repeats: usize,
+    /// Addresses per destination set.
+    n: usize,
 }
 
 fn main() {
     // `cargo bench` passes --bench; `cargo test --all-targets` does not, and then a tiny table
     // and a few milliseconds per figure only check that the benchmark works.
     let full = std::env::args().any(|a| a == "--bench");
-    let (v4_big, v6_big, time, repeats, n) = if full {
-        (1_000_000, 200_000, Duration::from_millis(500), 5, 1 << 20)
+    let (v4_big, v6_big, run) = if full {
+        let run = Run {
+            time: Duration::from_millis(500),
+            repeats: 3,
+            n: 1 << 20,
+        };
+        (1_000_000, 200_000, run)
     } else {
-        (5_000, 1_000, Duration::from_millis(5), 1, 1 << 12)
+        let run = Run {
+            time: Duration::from_millis(5),
+            repeats: 1,
+            n: 1 << 12,
+        };
+        (5_000, 1_000, run)
     };
     println!(
-        "fib lookups, 1 core, batches of {BATCH}, median of {repeats} run(s) of {:?} each",
-        time
+        "fib lookups, 1 core, batches of {BATCH}, {} addresses per set, median of {} run(s) of \
+         {:?} each; last-level cache {}",
+        run.n,
+        run.repeats,
+        run.time,
+        measure::last_level_cache_bytes()
+            .map_or("unknown".to_string(), |b| format!("{} MiB", b >> 20))
     );
-    println!(
-        "{:<34}{:>10}{:>12}{:>14}{:>14}",
-        "table", "build s", "MiB/inst", "random M/s", "hitting M/s"
-    );
-    let one4 = vec![(Prefix4::containing(0x0a00_0000, 8), 1)];
-    let one6 = vec![(Prefix6::containing(0x2001_0db8u128 << 96, 32), 1)];
-    let (big4, big6) = synth(&SynthSpec {
+    let spec = |long_share| SynthSpec {
         v4: v4_big,
         v6: v6_big,
         seed: 1,
         next_hops: 16,
         default_route: false,
-    });
+        long_share,
+    };
+    let (bgp4, bgp6) = synth(&spec(0.0));
+    let (long4, long6) = synth(&spec(LONG_SHARE));
+    let count = |n: usize| n.to_string();
     let mut rng = Rng::new(3);
-    // The same table plus 5 % routes longer than /24 inside its /24s, as an internal table
-    // with host routes has: those /24s need a second-level node.
-    let mut long4 = big4.clone();
-    let extra = big4.len() / 20;
-    for i in 0..extra {
-        let (p, _) = big4[i * 20 % big4.len()];
-        let a = p.addr() | (rng.next_u32() & (p.addr() ^ p.last()));
-        long4.push((Prefix4::containing(a, 25 + rng.below(8) as u8), 3));
-    }
+    let mut legend4: Vec<(&'static str, String)> = Vec::new();
+    let mut legend6: Vec<(&'static str, String)> = Vec::new();
+
+    header("IPv4 table", "tbl8");
     for (name, routes) in [
-        ("IPv4 1 route".to_string(), one4),
-        (format!("IPv4 {} routes (synthetic BGP)", big4.len()), big4),
         (
-            format!("IPv4 same + {} longer than /24", long4.len() / 21),
+            "1 route, a /24".to_string(),
+            vec![(Prefix4::containing(0xc633_6400, 24), 1)],
+        ),
+        (format!("{} routes, BGP shape", count(bgp4.len())), bgp4),
+        (
+            format!(
+                "{} routes, {} longer than /24",
+                count(long4.len()),
+                long4.iter().filter(|r| r.0.len() > 24).count()
+            ),
             long4,
         ),
     ] {
+        let huge = measure::huge_page_bytes();
         let t = Instant::now();
         let mut w = FibWriter::with_routes(routes.iter().copied(), []).unwrap();
         let build = t.elapsed().as_secs_f64();
-        let mem = w.memory();
+        let huge = huge
+            .zip(measure::huge_page_bytes())
+            .map(|(before, after)| after.saturating_sub(before));
         let prefixes: Vec<Prefix4> = routes.iter().map(|r| r.0).collect();
-        let random = measure::random_v4(n, &mut rng);
-        let hitting = measure::hitting_v4(&prefixes, n, &mut rng);
+        let sets = destinations::sets(&prefixes, run.n, &mut rng);
         let fib = w.reader().load_full();
-        let r: Vec<f64> = (0..repeats)
-            .map(|_| measure::rate_v4(&fib, &random, time))
-            .collect();
-        let h: Vec<f64> = (0..repeats)
-            .map(|_| measure::rate_v4(&fib, &hitting, time))
-            .collect();
-        println!(
-            "{name:<34}{build:>10.3}{:>12.1}{:>14.1}{:>14.1}",
-            mem.v4_table as f64 / 1048576.0,
-            median(r) / 1e6,
-            median(h) / 1e6
-        );
+        let rates = rates(&sets, &run, |d| measure::rate_v4(&fib, d, run.time));
+        let (bytes, nodes) = (w.memory().v4_table, w.live_nodes().0);
+        row(&name, build, bytes, huge, nodes, &rates);
+        legend4 = sets.iter().map(|s| (s.name, s.what.clone())).collect();
     }
+    header("IPv6 table", "nodes");
     for (name, routes) in [
-        ("IPv6 1 route".to_string(), one6),
-        (format!("IPv6 {} routes (synthetic BGP)", big6.len()), big6),
+        (
+            "1 route, a /48".to_string(),
+            vec![(Prefix6::containing(0x2001_0db8_0001u128 << 80, 48), 1)],
+        ),
+        (format!("{} routes, BGP shape", count(bgp6.len())), bgp6),
+        (
+            format!(
+                "{} routes, {} longer than /48",
+                count(long6.len()),
+                long6.iter().filter(|r| r.0.len() > 48).count()
+            ),
+            long6,
+        ),
     ] {
+        let huge = measure::huge_page_bytes();
         let t = Instant::now();
         let mut w = FibWriter::with_routes([], routes.iter().copied()).unwrap();
         let build = t.elapsed().as_secs_f64();
-        let mem = w.memory();
+        let huge = huge
+            .zip(measure::huge_page_bytes())
+            .map(|(before, after)| after.saturating_sub(before));
         let prefixes: Vec<Prefix6> = routes.iter().map(|r| r.0).collect();
-        let random = measure::random_v6(n, &mut rng);
-        let hitting = measure::hitting_v6(&prefixes, n, &mut rng);
+        let sets = destinations::sets(&prefixes, run.n, &mut rng);
         let fib = w.reader().load_full();
-        let r: Vec<f64> = (0..repeats)
-            .map(|_| measure::rate_v6(&fib, &random, time))
-            .collect();
-        let h: Vec<f64> = (0..repeats)
-            .map(|_| measure::rate_v6(&fib, &hitting, time))
-            .collect();
-        println!(
-            "{name:<34}{build:>10.3}{:>12.1}{:>14.1}{:>14.1}",
-            mem.v6_table as f64 / 1048576.0,
-            median(r) / 1e6,
-            median(h) / 1e6
-        );
+        let rates = rates(&sets, &run, |d| measure::rate_v6(&fib, d, run.time));
+        let (bytes, nodes) = (w.memory().v6_table, w.live_nodes().1);
+        row(&name, build, bytes, huge, nodes, &rates);
+        legend6 = sets.iter().map(|s| (s.name, s.what.clone())).collect();
     }
+    for (family, legend) in [("IPv4", legend4), ("IPv6", legend6)] {
+        println!("{family} columns, M lookups/s (phrases of the last table):");
+        for (name, what) in legend {
+            println!("  {name:<10} {what}");
+        }
+    }
+    println!(
+        "  1-route tables: hit, hot and announced stay in one /24 or /48, so every lookup \
+         reads the same few cells; uniform still spreads over the whole first level"
+    );
+    println!(
+        "  MiB/inst: one instance of the lookup table (there are two); THP MiB: how much of \
+         the build's memory (both instances and the writer's) got transparent huge pages; \
+         tbl8: IPv4 second-level groups of 256 cells; nodes: IPv6 nodes of 256 cells"
+    );
 
     publication(full);
+}
+
+fn header(table: &str, nodes: &str) {
+    println!(
+        "{table:<38}{:>8}{:>10}{:>9}{nodes:>9}{:>9}{:>9}{:>11}{:>9}",
+        "build s", "MiB/inst", "THP MiB", "hit", "hot", "announced", "uniform"
+    );
+}
+
+fn row(name: &str, build: f64, bytes: usize, huge: Option<usize>, nodes: usize, rates: &[f64]) {
+    let huge = huge.map_or("?".to_string(), |h| (h >> 20).to_string());
+    print!(
+        "{name:<38}{build:>8.2}{:>10.1}{huge:>9}{nodes:>9}",
+        bytes as f64 / 1048576.0
+    );
+    for (i, r) in rates.iter().enumerate() {
+        let width = if i == 2 { 11 } else { 9 };
+        print!("{:>width$.1}", r / 1e6);
+    }
+    println!();
+}
+
+/// The median rate over each set, in the order of `sets`.
+fn rates<A>(sets: &[DestinationSet<A>], run: &Run, rate: impl Fn(&[A]) -> f64) -> Vec<f64> {
+    sets.iter()
+        .map(|s| measure::median_rate(run.repeats, || rate(&s.addrs)))
+        .collect()
 }
 
 /// What the left-right publication costs: a reader's pin per frame, a commit, route changes.
@@ -114,6 +180,7 @@ fn publication(full: bool) {
         seed: 1,
         next_hops: 16,
         default_route: false,
+        long_share: 0.0,
     });
     let mut w = FibWriter::with_routes(v4.iter().copied(), v6.iter().copied()).unwrap();
     let reader = w.reader();

@@ -109,6 +109,9 @@ fn fib_cli_errors() {
     let o = sluice(&["fib", "synth", "--v4", "many"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("bad value 'many' for --v4"));
+    let o = sluice(&["fib", "synth", "--v4", "10", "--long", "60"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("--long must be 0 to 50 (percent)"));
     let o = sluice(&["fib", "lookup"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("missing --routes"));
@@ -147,20 +150,41 @@ fn fib_cli_errors() {
 fn fib_bench_command_reports_every_figure() {
     let file = tmpfile("bench");
     let f = file.to_str().unwrap();
-    let o = sluice(&["fib", "synth", "--v4", "2000", "--v6", "500", "--out", f]);
-    assert!(o.status.success());
+    let o = sluice(&[
+        "fib", "synth", "--v4", "2000", "--v6", "500", "--long", "5", "--out", f,
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
     let o = sluice(&["fib", "bench", "--routes", f, "--seconds", "0.05"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
-    for want in [
-        "routes: 2000 IPv4, 500 IPv6",
-        "memory: IPv4 table 64.0 MiB",
-        "IPv4 random",
-        "IPv4 table-hitting",
-        "IPv6 random",
-        "IPv6 table-hitting",
-    ] {
-        assert!(out.contains(want), "{want} missing from:\n{out}");
+    let line = |start: &str| -> &str {
+        out.lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no line '{start}' in:\n{out}"))
+    };
+    // 5 % of the 2 000 synthetic routes.
+    assert!(
+        line("routes: ").starts_with("routes: 2000 IPv4 (100 longer than /24), 500 IPv6 ("),
+        "{out}"
+    );
+    // The long IPv4 routes need DIR-24-8's second level.
+    let memory = line("memory: IPv4 lookup table ");
+    let groups: usize = memory
+        .split(" second-level groups")
+        .next()
+        .and_then(|s| s.rsplit('(').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{memory}"));
+    assert!((20..=100).contains(&groups), "{memory}");
+    for family in ["IPv4", "IPv6"] {
+        // Every figure names what it measures; the hit sets always find a route.
+        assert!(line(&format!("{family} hit ")).contains("100.0 % matched  a route of the table"));
+        assert!(line(&format!("{family} hot ")).contains("again and again"));
+        assert!(line(&format!("{family} announced ")).contains("uniform over the announced space"));
+        assert!(line(&format!("{family} uniform ")).contains("uniform over all 2^"));
     }
+    // Nearly all of 2^128 is outside the table.
+    assert!(line("IPv6 uniform ").contains(" 0.0 % matched"), "{out}");
+    assert!(line("updates ").contains("route changes/s"));
     let _ = std::fs::remove_file(&file);
 }

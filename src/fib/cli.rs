@@ -1,6 +1,7 @@
 //! `sluice fib synth|lookup|bench`: offline tools over route files, using the same FIB code
 //! as the dataplane.
 
+use super::destinations;
 use super::measure;
 use super::parse::{parse_prefix, read_route_file, IpPrefix, Route};
 use super::prefix::{Prefix4, Prefix6};
@@ -16,18 +17,24 @@ const USAGE: &str = "\
 usage: sluice fib COMMAND [ARGS]
 
 commands:
-  synth --v4 N --v6 M [--seed S] [--next-hops K] [--default] [--out FILE]
+  synth --v4 N --v6 M [--seed S] [--next-hops K] [--default] [--long P] [--out FILE]
         [--via ADDR]... [--exclude PREFIX]...
         write a synthetic full table shaped like the public BGP tables (deterministic by
         seed; K next hops, default 8; --default adds 0.0.0.0/0 and ::/0) as PREFIX NEXTHOP
-        lines, to stdout unless --out; --via (repeatable) gives the next hops of each family
-        instead of documentation addresses; --exclude (repeatable) leaves out every prefix
-        that overlaps PREFIX, drawing others so the table keeps its size
+        lines, to stdout unless --out; --long makes P percent of each family's routes
+        longer than /24 (IPv4: /25-/32) or /48 (IPv6: /49-/128), inside the others, as IGP
+        and customer routes add to a provider's table (default 0: the public table alone);
+        --via (repeatable) gives the next hops of each family instead of documentation
+        addresses; --exclude (repeatable) leaves out every prefix that overlaps PREFIX,
+        drawing others so the table keeps its size
   lookup --routes FILE
         read one address per line on stdin, print ADDRESS PREFIX NEXTHOP or ADDRESS none
   bench --routes FILE [--seconds S]
-        build time, memory and batched lookups/s (one core, 256 per batch) for random and
-        table-hitting destinations, IPv4 and IPv6; S seconds per figure (default 1)
+        build time, memory and batched lookups/s (one core, 256 per batch), IPv4 and IPv6,
+        over four destination sets, each printed with what it measures: hit (a random
+        route, a random address in it), hot (1024 of those, repeated), announced (uniform
+        over the announced space), uniform (over the whole address space); S seconds per
+        figure (default 1); then route changes/s
 
 Route files: PREFIX NEXTHOP lines, or the text of `ip route show` / `ip -6 route show`, or of
 `birdc show route`.
@@ -150,15 +157,24 @@ fn synth_cmd(args: &[String]) -> Result<(), Error> {
             "--out",
             "--via",
             "--exclude",
+            "--long",
         ],
         &["--default"],
     )?;
+    let long_percent: f64 = a.get("--long")?.unwrap_or(0.0);
+    if !(0.0..=synth::MAX_LONG_SHARE * 100.0).contains(&long_percent) {
+        return Err(Error::Usage(format!(
+            "--long must be 0 to {} (percent)",
+            synth::MAX_LONG_SHARE * 100.0
+        )));
+    }
     let spec = SynthSpec {
         v4: a.get("--v4")?.unwrap_or(0),
         v6: a.get("--v6")?.unwrap_or(0),
         seed: a.get("--seed")?.unwrap_or(1),
         next_hops: a.get("--next-hops")?.unwrap_or(8),
         default_route: a.flag("--default"),
+        long_share: long_percent / 100.0,
     };
     if spec.v4 > SYNTH_MAX || spec.v6 > SYNTH_MAX {
         return Err(Error::Usage(format!(
@@ -226,10 +242,15 @@ fn synth_cmd(args: &[String]) -> Result<(), Error> {
     let write = |w: &mut BufWriter<Box<dyn Write>>| -> std::io::Result<()> {
         writeln!(
             w,
-            "# sluice fib synth --v4 {} --v6 {} --seed {}{}{}",
+            "# sluice fib synth --v4 {} --v6 {} --seed {}{}{}{}",
             spec.v4,
             spec.v6,
             spec.seed,
+            if long_percent > 0.0 {
+                format!(" --long {long_percent}")
+            } else {
+                String::new()
+            },
             if a.all("--via").is_empty() {
                 format!(" --next-hops {}", spec.next_hops)
             } else {
@@ -262,6 +283,10 @@ struct Loaded {
     writer: FibWriter,
     read_time: Duration,
     build_time: Duration,
+    /// How much the process's resident memory grew while the FIB was built.
+    resident_growth: Option<usize>,
+    /// How much of that growth is in transparent huge pages.
+    huge_growth: Option<usize>,
 }
 
 fn load(path: &str) -> Result<Loaded, Error> {
@@ -281,16 +306,27 @@ fn load(path: &str) -> Result<Loaded, Error> {
             }
         }
     }
+    let rss_before = measure::resident_bytes();
+    let huge_before = measure::huge_page_bytes();
     let t1 = Instant::now();
     let writer = FibWriter::with_routes(v4_leaf, v6_leaf)
         .map_err(|e| Error::Failed(format!("{path}: {e}")))?;
+    let build_time = t1.elapsed();
+    let resident_growth = rss_before
+        .zip(measure::resident_bytes())
+        .map(|(before, after)| after.saturating_sub(before));
+    let huge_growth = huge_before
+        .zip(measure::huge_page_bytes())
+        .map(|(before, after)| after.saturating_sub(before));
     Ok(Loaded {
         routes,
         v4,
         v6,
         writer,
         read_time,
-        build_time: t1.elapsed(),
+        build_time,
+        resident_growth,
+        huge_growth,
     })
 }
 
@@ -373,6 +409,9 @@ fn mib(bytes: usize) -> f64 {
     bytes as f64 / (1 << 20) as f64
 }
 
+/// Addresses per measured set (the `hot` set has `destinations::HOT`).
+const SET_SIZE: usize = 1 << 20;
+
 fn bench_cmd(args: &[String]) -> Result<(), Error> {
     let a = Args::parse(args, &["--routes", "--seconds"], &[])?;
     let file: String = a.need("--routes")?;
@@ -383,16 +422,20 @@ fn bench_cmd(args: &[String]) -> Result<(), Error> {
     let mut loaded = load(&file)?;
     let mem = loaded.writer.memory();
     let (n4, n6) = loaded.writer.live_nodes();
+    let long4 = loaded.v4.iter().filter(|p| p.len() > 24).count();
+    let long6 = loaded.v6.iter().filter(|p| p.len() > 48).count();
     println!(
-        "routes: {} IPv4, {} IPv6 (read in {:.3} s, FIB built in {:.3} s)",
+        "routes: {} IPv4 ({long4} longer than /24), {} IPv6 ({long6} longer than /48) \
+         (read in {:.3} s, FIB built in {:.3} s)",
         loaded.v4.len(),
         loaded.v6.len(),
         loaded.read_time.as_secs_f64(),
         loaded.build_time.as_secs_f64()
     );
     println!(
-        "memory: IPv4 table {:.1} MiB ({n4} second-level nodes), IPv6 table {:.1} MiB ({n6} nodes), \
-         each twice (left-right); writer depths {:.1} + {:.1} MiB; route tables ~{:.1} MiB; \
+        "memory: IPv4 lookup table {:.1} MiB ({n4} second-level groups of 256 cells, for \
+         routes longer than /24), IPv6 lookup table {:.1} MiB ({n6} nodes of 256 cells), each \
+         held twice (left-right); writer depths {:.1} + {:.1} MiB; route tables ~{:.1} MiB; \
          total {:.1} MiB",
         mib(mem.v4_table),
         mib(mem.v6_table),
@@ -401,37 +444,47 @@ fn bench_cmd(args: &[String]) -> Result<(), Error> {
         mib(mem.routes),
         mib(mem.total())
     );
-    let time = Duration::from_secs_f64(seconds);
-    let mut rng = Rng::new(42);
-    const N: usize = 1 << 20;
-    let fib = loaded.writer.reader().load_full();
-    let runs: [(&str, f64); 4] = [
-        (
-            "IPv4 random",
-            measure::rate_v4(&fib, &measure::random_v4(N, &mut rng), time),
-        ),
-        (
-            "IPv4 table-hitting",
-            measure::rate_v4(&fib, &measure::hitting_v4(&loaded.v4, N, &mut rng), time),
-        ),
-        (
-            "IPv6 random (2000::/3)",
-            measure::rate_v6(&fib, &measure::random_v6(N, &mut rng), time),
-        ),
-        (
-            "IPv6 table-hitting",
-            measure::rate_v6(&fib, &measure::hitting_v6(&loaded.v6, N, &mut rng), time),
-        ),
-    ];
-    drop(fib);
-    for (name, r) in runs {
+    if let Some(grew) = loaded.resident_growth {
         println!(
-            "{name:<24} {:>8.1} M lookups/s ({:.1} ns each), 1 core, batches of {}",
-            r / 1e6,
-            1e9 / r.max(1.0),
-            measure::BATCH
+            "resident memory grew by {:.1} MiB while the FIB was built (VmRSS; a check on the \
+             total above), {} in transparent huge pages",
+            mib(grew),
+            loaded
+                .huge_growth
+                .map_or("unknown".into(), |h| format!("{:.1} MiB", mib(h)))
         );
     }
+    println!(
+        "lookups: 1 core, batches of {}, {SET_SIZE} addresses per set (hot: {}), {seconds} s \
+         per figure; matched: the share that finds a route (a default route counts); \
+         last-level cache {}",
+        measure::BATCH,
+        destinations::HOT,
+        measure::last_level_cache_bytes()
+            .map_or("unknown".to_string(), |b| format!("{:.0} MiB", mib(b)))
+    );
+    let time = Duration::from_secs_f64(seconds);
+    let mut rng = Rng::new(42);
+    let fib = loaded.writer.reader().load_full();
+    let print = |family: &str, set: &str, what: &str, matched: f64, rate: f64| {
+        println!(
+            "{family} {set:<10} {:>7.1} M/s {:>6.1} ns {:>6.1} % matched  {what}",
+            rate / 1e6,
+            1e9 / rate.max(1.0),
+            matched * 100.0
+        );
+    };
+    for set in destinations::sets(&loaded.v4, SET_SIZE, &mut rng) {
+        let matched = measure::matched_v4(&fib, &set.addrs);
+        let rate = measure::rate_v4(&fib, &set.addrs, time);
+        print("IPv4", set.name, &set.what, matched, rate);
+    }
+    for set in destinations::sets(&loaded.v6, SET_SIZE, &mut rng) {
+        let matched = measure::matched_v6(&fib, &set.addrs);
+        let rate = measure::rate_v6(&fib, &set.addrs, time);
+        print("IPv6", set.name, &set.what, matched, rate);
+    }
+    drop(fib);
     let v4: Vec<(Prefix4, u32)> = loaded
         .v4
         .iter()
@@ -444,7 +497,8 @@ fn bench_cmd(args: &[String]) -> Result<(), Error> {
         .collect();
     let updates = measure::update_rate(&mut loaded.writer, &v4, &v6, 20_000, 64, &mut rng);
     println!(
-        "updates                  {:>8.0} route changes/s (delete + re-add, commit every 64)",
+        "updates {:>8.0} route changes/s (random routes of the table deleted and re-added, a \
+         commit every 64)",
         updates
     );
     Ok(())

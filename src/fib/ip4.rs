@@ -54,9 +54,11 @@ impl Ip4Lpm {
         }
     }
 
-    /// Bytes the fast path can touch.
+    /// Bytes the fast path can touch: the first level and the nodes that exist. Spare
+    /// capacity of the node area (it grows by doubling) is never written, so it stays address
+    /// space, not memory; counting it made a 165 MiB IPv6 table read 256 MiB.
     pub fn memory_bytes(&self) -> usize {
-        TOP * 4 + self.nodes.capacity() * 4
+        TOP * 4 + self.nodes.len() * 4
     }
 
     /// Second-level nodes allocated (including free ones).

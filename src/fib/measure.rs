@@ -1,51 +1,16 @@
 //! Lookup-rate measurement shared by `sluice fib bench` and `cargo bench --bench fib`: batched
-//! lookups of 256 destinations (a frame) at a time over a pre-made address list, one core.
+//! lookups of 256 destinations (a frame) at a time over a pre-made address list (see
+//! `destinations`), one core; which share of a list matches a route; the machine facts that
+//! say what a figure means (last-level cache size, resident memory).
 
 use super::prefix::{Prefix4, Prefix6};
 use super::synth::Rng;
-use super::{Fib, FibWriter};
+use super::{Fib, FibWriter, NO_ROUTE};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 /// Destinations per batch, as in one frame of the dataplane.
 pub const BATCH: usize = 256;
-
-/// Uniformly random IPv4 destinations.
-pub fn random_v4(n: usize, rng: &mut Rng) -> Vec<u32> {
-    (0..n).map(|_| rng.next_u32()).collect()
-}
-
-/// Destinations inside randomly chosen routes (every lookup hits), at random offsets.
-pub fn hitting_v4(routes: &[Prefix4], n: usize, rng: &mut Rng) -> Vec<u32> {
-    if routes.is_empty() {
-        return random_v4(n, rng);
-    }
-    (0..n)
-        .map(|_| {
-            let p = routes[rng.below(routes.len() as u64) as usize];
-            p.addr() | (rng.next_u32() & (p.addr() ^ p.last()))
-        })
-        .collect()
-}
-
-/// Random IPv6 destinations in 2000::/3 (outside it a table has almost nothing to find).
-pub fn random_v6(n: usize, rng: &mut Rng) -> Vec<u128> {
-    (0..n)
-        .map(|_| (1u128 << 125) | (rng.next_u128() >> 3))
-        .collect()
-}
-
-pub fn hitting_v6(routes: &[Prefix6], n: usize, rng: &mut Rng) -> Vec<u128> {
-    if routes.is_empty() {
-        return random_v6(n, rng);
-    }
-    (0..n)
-        .map(|_| {
-            let p = routes[rng.below(routes.len() as u64) as usize];
-            p.addr() | (rng.next_u128() & (p.addr() ^ p.last()))
-        })
-        .collect()
-}
 
 /// Runs `batch` over successive 256-address slices of `dst`, round and round, for about
 /// `time`; returns lookups/s.
@@ -78,6 +43,79 @@ pub fn rate_v4(fib: &Fib, dst: &[u32], time: Duration) -> f64 {
 
 pub fn rate_v6(fib: &Fib, dst: &[u128], time: Duration) -> f64 {
     rate(dst, time, |d, o| fib.v6().lookup_batch(d, o))
+}
+
+/// The share of `dst` (0 to 1) for which `batch` finds a route.
+fn matched<T>(dst: &[T], mut batch: impl FnMut(&[T], &mut [u32])) -> f64 {
+    let mut out = [0u32; BATCH];
+    let mut found = 0usize;
+    for chunk in dst.chunks(BATCH) {
+        batch(chunk, &mut out[..chunk.len()]);
+        found += out[..chunk.len()]
+            .iter()
+            .filter(|&&r| r != NO_ROUTE)
+            .count();
+    }
+    found as f64 / dst.len().max(1) as f64
+}
+
+pub fn matched_v4(fib: &Fib, dst: &[u32]) -> f64 {
+    matched(dst, |d, o| fib.v4().lookup_batch(d, o))
+}
+
+pub fn matched_v6(fib: &Fib, dst: &[u128]) -> f64 {
+    matched(dst, |d, o| fib.v6().lookup_batch(d, o))
+}
+
+/// The median of `runs` measurements by `one` (one at least).
+pub fn median_rate(runs: usize, mut one: impl FnMut() -> f64) -> f64 {
+    let mut v: Vec<f64> = (0..runs.max(1)).map(|_| one()).collect();
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// The last-level cache of CPU 0 in bytes, from sysfs (None where it does not say).
+pub fn last_level_cache_bytes() -> Option<usize> {
+    let dir = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
+    dir.filter_map(|e| {
+        let path = e.ok()?.path();
+        let level: u32 = std::fs::read_to_string(path.join("level"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
+        let size = std::fs::read_to_string(path.join("size")).ok()?;
+        let size = size.trim();
+        let bytes: usize = match size.strip_suffix('K') {
+            Some(k) => k.parse::<usize>().ok()? << 10,
+            None => match size.strip_suffix('M') {
+                Some(m) => m.parse::<usize>().ok()? << 20,
+                None => size.parse().ok()?,
+            },
+        };
+        Some((level, bytes))
+    })
+    .max()
+    .map(|(_, bytes)| bytes)
+}
+
+/// This process's resident memory in bytes (VmRSS), where /proc says it.
+pub fn resident_bytes() -> Option<usize> {
+    proc_kib("/proc/self/status", "VmRSS:")
+}
+
+/// How much of this process's memory is in transparent huge pages (AnonHugePages): a table
+/// that did not get them pays a TLB miss on nearly every random lookup.
+pub fn huge_page_bytes() -> Option<usize> {
+    proc_kib("/proc/self/smaps_rollup", "AnonHugePages:")
+}
+
+/// The `NAME: N kB` value of a /proc file, in bytes.
+fn proc_kib(file: &str, name: &str) -> Option<usize> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let line = text.lines().find(|l| l.starts_with(name))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib << 10)
 }
 
 /// Route changes per second through `FibWriter`, commits included: `n` times, delete a random

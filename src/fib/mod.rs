@@ -9,11 +9,13 @@
 //! - `publish`: `FibWriter` / `FibReader`, lock-free publication by a left-right pair.
 //! - `parse`: route files (`PREFIX NEXTHOP`, `ip route show`, `birdc show route`).
 //! - `synth`: deterministic synthetic full tables. `cli`: `sluice fib ...`.
+//! - `destinations` and `measure`: address sets and lookup rates for the benchmarks.
 //!
 //! Leaves are `u32` next-hop (adjacency) indices chosen by the caller, at most `MAX_NEXT_HOP`;
 //! a lookup that matches nothing gives `NO_ROUTE`. Figures are in docs/fib.md.
 
 pub mod cli;
+pub mod destinations;
 pub mod ip4;
 pub mod ip6;
 pub mod measure;

@@ -7,13 +7,22 @@
 //! not an exact copy of any one day. IPv6 (same source, ~220 k routes): about half /48, then
 //! /32, /44, /40, /29, /36, /46, /47, and a few /56 and /64.
 //!
+//! That is the default shape, the public table alone. `SynthSpec::long_share` adds what a
+//! provider's own routers also carry: a share of routes longer than /24 (IPv4) or /48 (IPv6),
+//! its IGP loopbacks and links and its customers' small blocks. There is no public census of
+//! those; their lengths (`V4_LONG_LENGTHS`, `V6_LONG_LENGTHS`) are a plausible guess, weighted
+//! to /32 and /30 (/128, /64 and /56 for IPv6). They sit inside the table's own space, a few to
+//! a /24 or /48, as an operator numbers such routes from a few blocks: about `LONG_PER_BLOCK` per
+//! /24 or /48, and IPv6 routes longer than /64 in the first 2^16 addresses of their /64.
+//!
 //! Prefixes are unique, the default route appears only when asked for, and next hops are
 //! drawn from a small set (`next_hops`). IPv6 more-specifics (longer than /32) are placed
 //! inside a pool of /32 allocations, near their start, as ISPs number customers from the start
 //! of their space: a uniformly random placement would need one trie node per /48 and give a
 //! table far sparser than the real one.
 
-use super::prefix::{Prefix4, Prefix6};
+use super::destinations::inside;
+use super::prefix::{Addr, Prefix, Prefix4, Prefix6};
 use std::collections::HashSet;
 
 /// SplitMix64: small, fast and good enough to shape tables and pick test addresses.
@@ -101,6 +110,32 @@ const V6_LENGTHS: &[(u8, u32)] = &[
     (56, 2_000),
     (64, 1_000),
 ];
+
+/// (prefix length, routes per thousand) of the routes longer than /24 in the long variant.
+const V4_LONG_LENGTHS: &[(u8, u32)] = &[
+    (25, 60),
+    (26, 60),
+    (27, 70),
+    (28, 100),
+    (29, 150),
+    (30, 200),
+    (31, 80),
+    (32, 280),
+];
+
+/// (prefix length, routes per thousand) of the routes longer than /48 in the long variant.
+const V6_LONG_LENGTHS: &[(u8, u32)] = &[
+    (52, 50),
+    (56, 250),
+    (60, 50),
+    (64, 350),
+    (126, 30),
+    (127, 70),
+    (128, 200),
+];
+
+/// Long routes per /24 (IPv4) or /48 (IPv6) that holds any, on average.
+const LONG_PER_BLOCK: usize = 4;
 
 fn pick_len(rng: &mut Rng, table: &[(u8, u32)]) -> u8 {
     let total: u64 = table.iter().map(|&(_, w)| w as u64).sum();
@@ -196,6 +231,77 @@ pub fn v6_prefixes(n: usize, rng: &mut Rng) -> Vec<Prefix6> {
     out
 }
 
+/// `n` unique IPv4 prefixes /25–/32 inside the routes of `table` (which has none longer than
+/// /24), about `LONG_PER_BLOCK` to a /24.
+pub fn v4_long_prefixes(table: &[Prefix4], n: usize, rng: &mut Rng) -> Vec<Prefix4> {
+    if n == 0 {
+        return Vec::new();
+    }
+    let blocks: Vec<u32> = (0..(n / LONG_PER_BLOCK).max(1))
+        .map(|_| {
+            let a = match table.len() {
+                0 => rng.next_u32(),
+                len => inside(table[rng.below(len as u64) as usize], rng),
+            };
+            Prefix4::containing(a, 24).addr()
+        })
+        .collect();
+    long_prefixes(table, n, rng, |rng| {
+        let block = blocks[rng.below(blocks.len() as u64) as usize];
+        Prefix4::containing(
+            block | (rng.next_u32() & 0xff),
+            pick_len(rng, V4_LONG_LENGTHS),
+        )
+    })
+}
+
+/// `n` unique IPv6 prefixes /49–/128 inside the /48 and shorter routes of `table`, about `LONG_PER_BLOCK` to a
+/// /48; those longer than /64 in the first 2^16 addresses of their /64. None is in `table`.
+pub fn v6_long_prefixes(table: &[Prefix6], n: usize, rng: &mut Rng) -> Vec<Prefix6> {
+    if n == 0 {
+        return Vec::new();
+    }
+    // A /48 inside a route of /48 or shorter, so that the long routes have a covering one.
+    let hosts: Vec<Prefix6> = table.iter().copied().filter(|p| p.len() <= 48).collect();
+    let blocks: Vec<u128> = (0..(n / LONG_PER_BLOCK).max(1))
+        .map(|_| {
+            let a = match hosts.len() {
+                0 => 0x2001_0db8u128 << 96 | rng.next_u128() >> 32,
+                len => inside(hosts[rng.below(len as u64) as usize], rng),
+            };
+            Prefix6::containing(a, 48).addr()
+        })
+        .collect();
+    long_prefixes(table, n, rng, |rng| {
+        let block = blocks[rng.below(blocks.len() as u64) as usize];
+        let subnet = (rng.below(1 << 16) as u128) << 64;
+        let host = rng.below(1 << 16) as u128;
+        Prefix6::containing(block | subnet | host, pick_len(rng, V6_LONG_LENGTHS))
+    })
+}
+
+/// Up to `n` distinct prefixes from `draw` that are not in `table` (fewer only if it keeps
+/// repeating itself).
+fn long_prefixes<A: Addr>(
+    table: &[Prefix<A>],
+    n: usize,
+    rng: &mut Rng,
+    mut draw: impl FnMut(&mut Rng) -> Prefix<A>,
+) -> Vec<Prefix<A>> {
+    let mut seen: HashSet<_> = table.iter().copied().collect();
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        match (0..TRIES).map(|_| draw(rng)).find(|p| !seen.contains(p)) {
+            Some(p) => {
+                seen.insert(p);
+                out.push(p);
+            }
+            None => break,
+        }
+    }
+    out
+}
+
 /// What `synth` makes.
 #[derive(Clone, Debug)]
 pub struct SynthSpec {
@@ -206,7 +312,13 @@ pub struct SynthSpec {
     pub next_hops: u32,
     /// Add 0.0.0.0/0 and ::/0 (with next hop 0).
     pub default_route: bool,
+    /// Share (0 to 0.5) of each family's routes that are longer than /24 or /48, placed inside
+    /// the others; 0 (the default of `sluice fib synth`) gives the public table's shape alone.
+    pub long_share: f64,
 }
+
+/// The most `long_share` can be: the long routes live inside the others.
+pub const MAX_LONG_SHARE: f64 = 0.5;
 
 /// Routes of both families with next-hop indices.
 pub type Routes = (Vec<(Prefix4, u32)>, Vec<(Prefix6, u32)>);
@@ -215,11 +327,20 @@ pub type Routes = (Vec<(Prefix4, u32)>, Vec<(Prefix6, u32)>);
 pub fn synth(spec: &SynthSpec) -> Routes {
     let mut rng = Rng::new(spec.seed);
     let hops = spec.next_hops.max(1) as u64;
-    let mut v4: Vec<(Prefix4, u32)> = v4_prefixes(spec.v4, &mut rng)
+    // With no long routes the draws are exactly those of the plain table, so a seed's table
+    // stays what it was.
+    let long = |n: usize| (n as f64 * spec.long_share.clamp(0.0, MAX_LONG_SHARE)).round() as usize;
+    let mut p4 = v4_prefixes(spec.v4 - long(spec.v4), &mut rng);
+    let extra4 = v4_long_prefixes(&p4, long(spec.v4), &mut rng);
+    p4.extend(extra4);
+    let mut v4: Vec<(Prefix4, u32)> = p4
         .into_iter()
         .map(|p| (p, rng.below(hops) as u32))
         .collect();
-    let mut v6: Vec<(Prefix6, u32)> = v6_prefixes(spec.v6, &mut rng)
+    let mut p6 = v6_prefixes(spec.v6 - long(spec.v6), &mut rng);
+    let extra6 = v6_long_prefixes(&p6, long(spec.v6), &mut rng);
+    p6.extend(extra6);
+    let mut v6: Vec<(Prefix6, u32)> = p6
         .into_iter()
         .map(|p| (p, rng.below(hops) as u32))
         .collect();
@@ -231,10 +352,7 @@ pub fn synth(spec: &SynthSpec) -> Routes {
 }
 
 /// Whether two prefixes share an address (one contains the other).
-pub fn overlaps<A: super::prefix::Addr>(
-    a: super::prefix::Prefix<A>,
-    b: super::prefix::Prefix<A>,
-) -> bool {
+pub fn overlaps<A: Addr>(a: Prefix<A>, b: Prefix<A>) -> bool {
     a.contains(b.addr()) || b.contains(a.addr())
 }
 
@@ -288,6 +406,7 @@ mod tests {
             seed: 7,
             next_hops: 8,
             default_route: false,
+            long_share: 0.0,
         };
         let (a4, a6) = synth(&spec);
         let (b4, b6) = synth(&spec);
@@ -321,6 +440,7 @@ mod tests {
             seed: 3,
             next_hops: 2,
             default_route: false,
+            long_share: 0.0,
         };
         // Wide ranges, so that plain synth surely hits them.
         let avoid4 = [
@@ -366,6 +486,7 @@ mod tests {
             seed: 1,
             next_hops: 4,
             default_route: true,
+            long_share: 0.0,
         };
         let (v4, v6) = synth(&spec);
         assert_eq!(v4.iter().filter(|r| r.0.is_empty()).count(), 1);
@@ -375,5 +496,67 @@ mod tests {
             ..spec
         });
         assert!(v4.iter().all(|r| !r.0.is_empty()));
+    }
+
+    #[test]
+    fn fib_synth_long_variant_has_the_requested_share_inside_the_table() {
+        let spec = SynthSpec {
+            v4: 40_000,
+            v6: 10_000,
+            seed: 9,
+            next_hops: 4,
+            default_route: false,
+            long_share: 0.04,
+        };
+        let (v4, v6) = synth(&spec);
+        assert_eq!((v4.len(), v6.len()), (40_000, 10_000));
+        assert_eq!(synth(&spec), (v4.clone(), v6.clone()), "deterministic");
+        let u4: HashSet<_> = v4.iter().map(|r| r.0).collect();
+        let u6: HashSet<_> = v6.iter().map(|r| r.0).collect();
+        assert_eq!((u4.len(), u6.len()), (v4.len(), v6.len()), "unique");
+        // IPv4: exactly 4 % are /25-/32, every length of that range is there, and each lies
+        // inside a /24 or shorter route of the table (so DIR-24-8 needs second-level groups).
+        let long4: Vec<Prefix4> = v4.iter().map(|r| r.0).filter(|p| p.len() > 24).collect();
+        assert_eq!(long4.len(), 1_600);
+        for len in 25..=32 {
+            assert!(long4.iter().any(|p| p.len() == len), "no /{len}");
+        }
+        let mut t4 = crate::fib::RouteTable::new();
+        v4.iter().filter(|r| r.0.len() <= 24).for_each(|r| {
+            t4.insert(r.0, r.1);
+        });
+        assert!(long4.iter().all(|&p| t4.covering(p).is_some()));
+        let blocks: HashSet<u32> = long4.iter().map(|p| p.addr() >> 8).collect();
+        assert!(
+            (200..=600).contains(&blocks.len()),
+            "about four to a /24: {} /24s",
+            blocks.len()
+        );
+        // IPv6: 4 % drawn /49-/128 (the plain shape adds a few /56 and /64 of its own).
+        let long6 = v6.iter().filter(|r| r.0.len() > 48).count();
+        assert!((400..=400 + 100).contains(&long6), "{long6}");
+        // Those drawn by `v6_long_prefixes` are new, of every length, each inside a /48 or
+        // shorter route of the table.
+        let mut rng = Rng::new(4);
+        let base = v6_prefixes(5_000, &mut rng);
+        let extra = v6_long_prefixes(&base, 400, &mut rng);
+        assert_eq!(extra.len(), 400);
+        for len in [52, 56, 64, 126, 127, 128] {
+            assert!(extra.iter().any(|p| p.len() == len), "no /{len}");
+        }
+        let mut t6 = crate::fib::RouteTable::new();
+        base.iter().filter(|p| p.len() <= 48).for_each(|&p| {
+            t6.insert(p, 0);
+        });
+        let base: HashSet<Prefix6> = base.into_iter().collect();
+        assert!(extra
+            .iter()
+            .all(|&p| p.len() > 48 && t6.covering(p).is_some() && !base.contains(&p)));
+        // No long routes at share 0: the public table's shape alone.
+        let (p4, _) = synth(&SynthSpec {
+            long_share: 0.0,
+            ..spec
+        });
+        assert!(p4.iter().all(|r| r.0.len() <= 24));
     }
 }

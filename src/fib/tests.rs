@@ -180,6 +180,7 @@ fn fib_realistic_tables_with_churn_match_reference() {
         seed: 11,
         next_hops: 16,
         default_route: false,
+        long_share: 0.03,
     };
     let (v4, v6) = synth(&spec);
     let mut w = FibWriter::with_routes(v4.iter().copied(), v6.iter().copied()).unwrap();

@@ -123,6 +123,7 @@ pub fn write(spec: TableSpec, dir: &Path) -> Result<Option<TableFiles>, String> 
             seed: 1,
             next_hops: 2,
             default_route: false,
+            long_share: 0.0,
         },
         &avoid4,
         &avoid6,
