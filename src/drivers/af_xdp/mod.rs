@@ -23,6 +23,7 @@ use super::{DriverPorts, RxBurst, RxQueue, TxBurst, TxQueue};
 use crate::buffer::{BufferPool, WorkerBuffers, DATA_SIZE, NO_BUFFER, STRIDE};
 use program::XdpMode;
 use ring::{Ring, XdpDesc};
+use std::os::fd::AsRawFd;
 use std::sync::{Arc, Mutex};
 use xsk::{CopyMode, Xsk, XskFd, XskOptions, ADDR_MASK, OFFSET_SHIFT};
 
@@ -112,7 +113,7 @@ struct SocketShared {
 
 impl SocketShared {
     fn fd(&self) -> libc::c_int {
-        self.fd.as_ref().map_or(-1, |f| f.0)
+        self.fd.as_ref().map_or(-1, |f| f.as_raw_fd())
     }
 }
 
@@ -371,17 +372,25 @@ pub fn open(cfg: &AfXdpConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
     let mut xsk_tx: Vec<Box<dyn TxQueue>> = Vec::new();
     let mut copy_mode = None;
     for q in 0..queues {
-        let x = Xsk::open(&XskOptions {
-            ifindex,
-            queue: q,
-            umem: region.ptr(),
-            umem_len: pool.count() as usize * STRIDE,
-            ring_size: cfg.ring_size,
-            force: cfg.copy_mode,
-        })
+        // SAFETY: the UMEM is the pool's region (count * STRIDE bytes of one mapping), which
+        // lives as long as the pool; every SocketShared holds the pool and drops the socket
+        // first. Buffers go to the kernel only from this worker's own (rx refill: freshly
+        // allocated; tx: handed over by tx_burst), are lent (`WorkerBuffers::lend`) and
+        // recorded in `Outstanding`, and are taken back only from the rx and completion rings
+        // or, when the socket is closed, by `SocketShared::drop`.
+        let x = unsafe {
+            Xsk::open(&XskOptions {
+                ifindex,
+                queue: q,
+                umem: region.ptr(),
+                umem_len: pool.count() as usize * STRIDE,
+                ring_size: cfg.ring_size,
+                force: cfg.copy_mode,
+            })
+        }
         .map_err(|e| format!("interface '{host}' queue {q}: {e}"))?;
         attachment
-            .add_socket(q, x.fd.0)
+            .add_socket(q, x.fd.as_raw_fd())
             .map_err(|e| format!("interface '{host}': {e}"))?;
         copy_mode = Some(x.mode);
         let Xsk {
