@@ -126,13 +126,15 @@ impl Drop for SocketShared {
 }
 
 struct AfXdpRx {
-    shared: Arc<SocketShared>,
     fill: Ring<u64>,
     rx: Ring<XdpDesc>,
     held: Outstanding,
     scratch: Vec<u32>,
     polls: u32,
     dropped_seen: u64,
+    /// Last, so that it drops after the rings: a ring mapping keeps the socket open, and the
+    /// socket must be closed before `SocketShared::drop` gives the lent buffers back.
+    shared: Arc<SocketShared>,
 }
 
 impl AfXdpRx {
@@ -145,6 +147,7 @@ impl AfXdpRx {
         let n = bufs.alloc(&mut self.scratch[..free as usize]);
         for &bi in &self.scratch[..n] {
             self.fill.push(bi as u64 * STRIDE as u64);
+            bufs.lend(bi);
             self.held.set(bi);
         }
         if n > 0 {
@@ -169,6 +172,7 @@ impl RxQueue for AfXdpRx {
                 r.bad_descriptors += 1;
                 continue;
             }
+            bufs.reclaim(bi);
             if start + d.len as usize > STRIDE || d.len == 0 {
                 bufs.free(bi);
                 r.bad_descriptors += 1;
@@ -225,11 +229,12 @@ impl Drop for AfXdpRx {
 }
 
 struct AfXdpTx {
-    shared: Arc<SocketShared>,
     tx: Ring<XdpDesc>,
     completion: Ring<u64>,
     held: Outstanding,
     max_frame: usize,
+    /// Last, for the reason given in `AfXdpRx`.
+    shared: Arc<SocketShared>,
 }
 
 impl AfXdpTx {
@@ -239,6 +244,7 @@ impl AfXdpTx {
         for i in 0..n {
             let bi = ((self.completion.peek(i) & ADDR_MASK) / STRIDE as u64) as u32;
             if self.held.clear(bi) {
+                bufs.reclaim(bi);
                 bufs.free(bi);
             }
         }
@@ -287,6 +293,7 @@ impl TxQueue for AfXdpTx {
                     len: m.len as u32,
                     options: 0,
                 });
+                bufs.lend(bi);
                 self.held.set(bi);
                 r.sent += 1;
                 r.bytes += m.len as u64;
