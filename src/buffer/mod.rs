@@ -32,10 +32,23 @@
 //! holds, of a free buffer, or of one lent to a device panics there with the buffer and its
 //! holder. Release builds compile the tags away (the graph bench shows no cost).
 
+#[cfg(any(test, debug_assertions))]
 mod ownership;
 mod region;
 
+#[cfg(any(test, debug_assertions))]
 use ownership::Tags;
+
+/// An ownership-tag statement (`ownership.rs`): run in debug and test builds, absent from
+/// release builds, so that the fast path compiles exactly as it would without tags.
+macro_rules! tags {
+    ($($stmt:tt)*) => {
+        #[cfg(any(test, debug_assertions))]
+        {
+            $($stmt)*
+        }
+    };
+}
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -155,7 +168,8 @@ pub struct BufferPool {
     free_count: AtomicU64,
     owners: Mutex<Vec<Arc<OwnerCounts>>>,
     count: u32,
-    /// Who holds each buffer (debug and test builds; nothing in release).
+    /// Who holds each buffer (debug and test builds only).
+    #[cfg(any(test, debug_assertions))]
     tags: Tags,
 }
 
@@ -190,6 +204,7 @@ impl BufferPool {
             free_count: AtomicU64::new(count as u64),
             owners: Mutex::new(Vec::new()),
             count,
+            #[cfg(any(test, debug_assertions))]
             tags: Tags::new(count),
         }))
     }
@@ -208,6 +223,7 @@ impl BufferPool {
         let owner = Arc::new(OwnerCounts::default());
         self.owners.lock().unwrap().push(owner.clone());
         WorkerBuffers {
+            #[cfg(any(test, debug_assertions))]
             id: self.tags.new_handle(),
             pool: self.clone(),
             cache: Vec::with_capacity(CACHE_MAX + CACHE_BATCH),
@@ -245,9 +261,9 @@ impl BufferPool {
         let mut free = self.free.lock().unwrap();
         let n = n.min(free.len());
         let at = free.len() - n;
-        for &bi in &free[at..] {
+        tags!(for &bi in &free[at..] {
             self.tags.check_free(bi);
-        }
+        });
         into.extend_from_slice(&free[at..]);
         free.truncate(at);
         self.free_count.store(free.len() as u64, Ordering::Relaxed);
@@ -261,7 +277,7 @@ impl BufferPool {
     pub fn give_back(&self, from: &[u32]) {
         for &bi in from {
             assert!(bi < self.count, "buffer index {bi} out of range");
-            self.tags.give_back(bi);
+            tags!(self.tags.give_back(bi));
         }
         self.give_batch(from);
     }
@@ -272,7 +288,7 @@ impl BufferPool {
         for &head in heads {
             let mut bi = head;
             while bi < self.count && all.len() < self.count as usize {
-                self.tags.give_back(bi);
+                tags!(self.tags.give_back(bi));
                 all.push(bi);
                 // SAFETY: the caller holds these buffers (they were its, and no other thread
                 // has their indices), so nothing writes this metadata while we read it.
@@ -283,9 +299,9 @@ impl BufferPool {
     }
 
     fn give_batch(&self, from: &[u32]) {
-        for &bi in from {
+        tags!(for &bi in from {
             self.tags.check_free(bi);
-        }
+        });
         let mut free = self.free.lock().unwrap();
         free.extend_from_slice(from);
         self.free_count.store(free.len() as u64, Ordering::Relaxed);
@@ -297,6 +313,7 @@ impl BufferPool {
 /// may use only the buffers it holds (see "Ownership and soundness" in the module).
 pub struct WorkerBuffers {
     /// This handle's owner tag in debug builds' checks and messages.
+    #[cfg(any(test, debug_assertions))]
     id: u16,
     pool: Arc<BufferPool>,
     cache: Vec<u32>,
@@ -323,7 +340,7 @@ impl WorkerBuffers {
         let at = self.cache.len() - n;
         out[..n].copy_from_slice(&self.cache[at..]);
         for &bi in &out[..n] {
-            self.pool.tags.claim(bi, self.id);
+            tags!(self.pool.tags.claim(bi, self.id));
             *self.meta_mut(bi) = BufferMeta::FRESH;
         }
         self.cache.truncate(at);
@@ -344,7 +361,7 @@ impl WorkerBuffers {
         let mut bi = bi;
         while bi != NO_BUFFER {
             assert!(bi < self.pool.count, "buffer index {bi} out of range");
-            self.pool.tags.release(bi, self.id);
+            tags!(self.pool.tags.release(bi, self.id));
             // SAFETY: in range; this handle held `bi` until the line above (the ownership
             // invariant), and it reaches no free list before this read.
             let next = unsafe { (*self.pool.meta[bi as usize].get()).next };
@@ -386,7 +403,7 @@ impl WorkerBuffers {
     #[cfg_attr(any(test, debug_assertions), track_caller)]
     pub fn lend(&mut self, bi: u32) {
         assert!(bi < self.pool.count, "buffer index {bi} out of range");
-        self.pool.tags.lend(bi, self.id);
+        tags!(self.pool.tags.lend(bi, self.id));
     }
 
     /// Take buffer `bi` back from the device it was lent to (it came back on a ring and the
@@ -394,16 +411,15 @@ impl WorkerBuffers {
     #[cfg_attr(any(test, debug_assertions), track_caller)]
     pub fn reclaim(&mut self, bi: u32) {
         assert!(bi < self.pool.count, "buffer index {bi} out of range");
-        self.pool.tags.reclaim(bi, self.id);
+        tags!(self.pool.tags.reclaim(bi, self.id));
     }
 
     /// The index as a slot number, after checking it is in range (always) and that this
     /// handle holds the buffer (debug and test builds).
-    #[inline(always)]
     #[cfg_attr(any(test, debug_assertions), track_caller)]
     fn check(&self, bi: u32) -> usize {
         assert!(bi < self.pool.count, "buffer index {bi} out of range");
-        self.pool.tags.check_held(bi, self.id);
+        tags!(self.pool.tags.check_held(bi, self.id));
         bi as usize
     }
 
@@ -513,7 +529,7 @@ impl WorkerBuffers {
         if got < segments {
             // Give back what a short allocation did hand out.
             for &bi in &idx[..got] {
-                self.pool.tags.release(bi, self.id);
+                tags!(self.pool.tags.release(bi, self.id));
                 self.cache.push(bi);
             }
             return None;
@@ -683,7 +699,9 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "used by worker handle 1, but it is lent to a device by worker handle 1")]
+    #[should_panic(
+        expected = "used by worker handle 1, but it is lent to a device by worker handle 1"
+    )]
     fn a_lent_buffer_cannot_be_used_until_reclaimed() {
         let pool = BufferPool::new(4, HugePages::Never).unwrap();
         let mut w = pool.worker_handle();

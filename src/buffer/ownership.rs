@@ -1,6 +1,7 @@
 //! Who holds each buffer: a tag per buffer, moved by every hand-over and checked on every
-//! access, in debug and test builds only. Release builds compile all of it to nothing and
-//! rely on the invariant it checks (see the pool module's "Ownership and soundness").
+//! access. Debug and test builds only: release builds leave this module and every call into
+//! it out, and rely on the invariant it checks (see the pool module's "Ownership and
+//! soundness").
 //!
 //! A tag is `FREE` (in the pool's free list or a worker's cache), the id of the worker handle
 //! that holds the buffer (in its frames, its drivers' queues, its nodes' tables), or `LENT`
@@ -8,7 +9,6 @@
 
 use std::sync::atomic::{AtomicU16, Ordering};
 
-#[cfg(any(test, debug_assertions))]
 const FREE: u16 = 0;
 const LENT: u16 = 0x8000;
 /// Handle ids run 1..=MAX_ID and then wrap (ids only name holders in checks and messages).
@@ -20,7 +20,6 @@ fn next_handle(counter: &AtomicU16) -> u16 {
 }
 
 /// What a tag says, for messages.
-#[cfg(any(test, debug_assertions))]
 fn describe(tag: u16) -> String {
     match tag {
         FREE => "free".into(),
@@ -29,13 +28,11 @@ fn describe(tag: u16) -> String {
     }
 }
 
-#[cfg(any(test, debug_assertions))]
 pub(super) struct Tags {
     tags: Box<[AtomicU16]>,
     last_id: AtomicU16,
 }
 
-#[cfg(any(test, debug_assertions))]
 impl Tags {
     pub fn new(count: u32) -> Tags {
         Tags {
@@ -127,38 +124,6 @@ impl Tags {
     }
 }
 
-/// Release builds: no tags; every check is an empty inline function.
-#[cfg(not(any(test, debug_assertions)))]
-pub(super) struct Tags {
-    last_id: AtomicU16,
-}
-
-#[cfg(not(any(test, debug_assertions)))]
-impl Tags {
-    pub fn new(_count: u32) -> Tags {
-        Tags {
-            last_id: AtomicU16::new(0),
-        }
-    }
-    pub fn new_handle(&self) -> u16 {
-        next_handle(&self.last_id)
-    }
-    #[inline(always)]
-    pub fn claim(&self, _bi: u32, _id: u16) {}
-    #[inline(always)]
-    pub fn release(&self, _bi: u32, _id: u16) {}
-    #[inline(always)]
-    pub fn lend(&self, _bi: u32, _id: u16) {}
-    #[inline(always)]
-    pub fn reclaim(&self, _bi: u32, _id: u16) {}
-    #[inline(always)]
-    pub fn give_back(&self, _bi: u32) {}
-    #[inline(always)]
-    pub fn check_free(&self, _bi: u32) {}
-    #[inline(always)]
-    pub fn check_held(&self, _bi: u32, _id: u16) {}
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,7 +154,9 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "buffer 0: taken back from a device by worker handle 2, but it is held by worker handle 1")]
+    #[should_panic(
+        expected = "buffer 0: taken back from a device by worker handle 2, but it is held by worker handle 1"
+    )]
     fn reclaiming_a_buffer_that_was_not_lent_panics() {
         let t = Tags::new(1);
         t.claim(0, 1);

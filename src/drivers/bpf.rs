@@ -278,9 +278,9 @@ pub fn load_xdp_program(insns: &[Insn], name: &str) -> Result<BpfFd, String> {
     // The rest of the 16-byte field stays zero: the name is NUL-terminated.
     attr[48..48 + name.len()].copy_from_slice(name.as_bytes());
     put_u32(&mut attr, 68, BPF_XDP); // expected attach type
-    // SAFETY: the kernel reads `count` instructions at `insns` (a slice of exactly that many
-    // 8-byte struct bpf_insn), the NUL-terminated license, and writes at most `log.len()`
-    // bytes of log into `log`; all three live until the call returns.
+                                     // SAFETY: the kernel reads `count` instructions at `insns` (a slice of exactly that many
+                                     // 8-byte struct bpf_insn), the NUL-terminated license, and writes at most `log.len()`
+                                     // bytes of log into `log`; all three live until the call returns.
     let rc = unsafe { bpf(BPF_PROG_LOAD, &mut attr) }.map_err(|e| {
         let text = String::from_utf8_lossy(&log);
         let text = text.trim_end_matches('\0').trim().to_string();

@@ -273,8 +273,8 @@ impl LiveFrames {
         }
         let mut header = [0u8; HEADER_LEN];
         header.copy_from_slice(&frame[..HEADER_LEN]);
-        let map = map_create(MapKind::Array, 4, STATE_SIZE, 1)
-            .map_err(|e| format!("xdp engine: {e}"))?;
+        let map =
+            map_create(MapKind::Array, 4, STATE_SIZE, 1).map_err(|e| format!("xdp engine: {e}"))?;
         let lengths = if v.mixed_lengths() {
             let m = map_create(MapKind::Array, 4, 4, v.lengths.len() as u32)
                 .map_err(|e| format!("xdp engine: {e}"))?;
