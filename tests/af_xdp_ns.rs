@@ -8,7 +8,6 @@ mod common;
 use common::*;
 use sluice::drivers::af_xdp::{netlink, program};
 use sluice::drivers::bpf;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
