@@ -12,7 +12,8 @@
 //! drivers' queues, its nodes' tables), or a device that handle lent it to. Indices move only
 //! by these hand-overs: `alloc` (free list → handle), `free` (handle → its cache, and on to
 //! the pool), `lend`/`reclaim` (handle → device ring → a handle), and `BufferPool::give_back`
-//! (a closing driver or table → pool). Nothing hands an index from one worker to another.
+//! (a closing driver or table → pool). No path hands an index straight from one worker to
+//! another; a buffer changes threads only through a free list or a device ring.
 //!
 //! The accessors (`meta`, `meta_mut`, `data`, `data_mut`, `raw`, `raw_mut`, `free`) are safe
 //! functions that take any `u32`. They bound-check the index, so no access leaves the region;
@@ -30,7 +31,7 @@
 //! an owner tag that the hand-overs move, and `free` and every accessor assert that the
 //! calling handle holds the buffer. A double free, a free or use of a buffer another handle
 //! holds, of a free buffer, or of one lent to a device panics there with the buffer and its
-//! holder. Release builds compile the tags away (the graph bench shows no cost).
+//! holder. Release builds compile the tags away: the graph bench runs the same instructions.
 
 #[cfg(any(test, debug_assertions))]
 mod ownership;
