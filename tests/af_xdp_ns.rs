@@ -215,9 +215,9 @@ fn attach_by_netlink(ns: &Netns, dev: &str, name: &'static str) {
         // SAFETY: setns on this thread only, with a namespace file we hold open.
         assert_eq!(unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) }, 0);
         let ifindex = sluice::drivers::af_packet::netdev::index(&dev).unwrap();
-        let map = bpf::map_create(bpf::BPF_MAP_TYPE_XSKMAP, 4, 4, 1).unwrap();
-        let prog = bpf::load_xdp_program(&program::redirect_program(map.0), name).unwrap();
-        netlink::set_xdp_fd(ifindex, prog.0, program::XDP_FLAGS_SKB_MODE).unwrap();
+        let map = bpf::map_create(bpf::MapKind::XskMap, 4, 4, 1).unwrap();
+        let prog = bpf::load_xdp_program(&program::redirect_program(map.raw_fd()), name).unwrap();
+        netlink::set_xdp_fd(ifindex, prog.as_raw_fd(), program::XDP_FLAGS_SKB_MODE).unwrap();
         let state = netlink::xdp_state(ifindex).unwrap();
         assert_eq!(state.attached, netlink::Attached::Generic);
         assert!(state.prog_id > 0);

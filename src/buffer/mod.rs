@@ -1,11 +1,55 @@
 //! The buffer pool: one contiguous region of fixed-size packet buffers named by `u32` index.
 //!
 //! Every buffer is owned by exactly one place at a time: the pool's free list, a worker's
-//! cache, a frame in flight, or a driver. Nothing is tracked per packet; instead each owner
+//! cache, a frame in flight, or a driver. Nothing is counted per packet; instead each owner
 //! reports how many it holds and `show buffers` checks that the sum adds up, so a leak shows
 //! as an `unaccounted` count instead of hiding.
+//!
+//! # Ownership and soundness
+//!
+//! A buffer index is a capability. Each index is held by one holder at a time: a free list
+//! (the pool's, or a worker's cache), one [`WorkerBuffers`] handle (in its frames, its
+//! drivers' queues, its nodes' tables), or a device that handle lent it to. Indices move only
+//! by these hand-overs: `alloc` (free list → handle), `free` (handle → its cache, and on to
+//! the pool), `lend`/`reclaim` (handle → device ring → a handle), and `BufferPool::give_back`
+//! (a closing driver or table → pool). No path hands an index straight from one worker to
+//! another; a buffer changes threads only through a free list or a device ring.
+//!
+//! The accessors (`meta`, `meta_mut`, `data`, `data_mut`, `raw`, `raw_mut`, `free`) are safe
+//! functions that take any `u32`. They bound-check the index, so no access leaves the region;
+//! what they do not check in a release build is that the caller's handle holds the buffer.
+//! They rely on the invariant that an index reaches a handle only through the hand-overs
+//! above, so that two threads never use one buffer: every index a worker uses was produced
+//! by the crate's own code (allocated by that handle, returned by its driver's `rx_burst`,
+//! carried in its frames), and where a driver turns a device's descriptor back into an
+//! index it first checks the descriptor against what it lent (af_xdp's `Outstanding`,
+//! memif's `Slots`). Within one thread, `&self`/`&mut self` keep a handle's views apart.
+//! An index made up from a number and used while another thread holds that buffer would be
+//! a data race in a release build; that is the one thing this module trusts its callers on.
+//!
+//! Debug and test builds check the invariant on every use (`ownership.rs`): each buffer has
+//! an owner tag that the hand-overs move, and `free` and every accessor assert that the
+//! calling handle holds the buffer. A double free, a free or use of a buffer another handle
+//! holds, of a free buffer, or of one lent to a device panics there with the buffer and its
+//! holder. Release builds compile the tags away: the graph bench runs the same instructions.
 
+#[cfg(any(test, debug_assertions))]
+mod ownership;
 mod region;
+
+#[cfg(any(test, debug_assertions))]
+use ownership::Tags;
+
+/// An ownership-tag statement (`ownership.rs`): run in debug and test builds, absent from
+/// release builds, so that the fast path compiles exactly as it would without tags.
+macro_rules! tags {
+    ($($stmt:tt)*) => {
+        #[cfg(any(test, debug_assertions))]
+        {
+            $($stmt)*
+        }
+    };
+}
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -125,11 +169,16 @@ pub struct BufferPool {
     free_count: AtomicU64,
     owners: Mutex<Vec<Arc<OwnerCounts>>>,
     count: u32,
+    /// Who holds each buffer (debug and test builds only).
+    #[cfg(any(test, debug_assertions))]
+    tags: Tags,
 }
 
-// SAFETY: the metadata cells are only reached through `WorkerBuffers`, and a buffer index is
-// held by exactly one thread at a time (it moves between threads only through the mutex-guarded
-// free list), so no two threads touch the same cell concurrently.
+// SAFETY: the metadata cells and the region are only reached through `WorkerBuffers` (and
+// `give_back_chains`, for buffers its caller holds), and a buffer index is held by exactly one
+// thread at a time: it moves between threads only through the mutex-guarded free list or a
+// device ring (see "Ownership and soundness" above, checked in debug builds), so no two
+// threads touch the same cell concurrently.
 unsafe impl Sync for BufferPool {}
 // SAFETY: as above; the region is plain memory with no thread affinity.
 unsafe impl Send for BufferPool {}
@@ -156,6 +205,8 @@ impl BufferPool {
             free_count: AtomicU64::new(count as u64),
             owners: Mutex::new(Vec::new()),
             count,
+            #[cfg(any(test, debug_assertions))]
+            tags: Tags::new(count),
         }))
     }
 
@@ -173,6 +224,8 @@ impl BufferPool {
         let owner = Arc::new(OwnerCounts::default());
         self.owners.lock().unwrap().push(owner.clone());
         WorkerBuffers {
+            #[cfg(any(test, debug_assertions))]
+            id: self.tags.new_handle(),
             pool: self.clone(),
             cache: Vec::with_capacity(CACHE_MAX + CACHE_BATCH),
             owner,
@@ -209,6 +262,9 @@ impl BufferPool {
         let mut free = self.free.lock().unwrap();
         let n = n.min(free.len());
         let at = free.len() - n;
+        tags!(for &bi in &free[at..] {
+            self.tags.check_free(bi);
+        });
         into.extend_from_slice(&free[at..]);
         free.truncate(at);
         self.free_count.store(free.len() as u64, Ordering::Relaxed);
@@ -216,8 +272,14 @@ impl BufferPool {
     }
 
     /// Take back buffers a driver held until its device let go of them (the driver is
-    /// closing and has no worker handle any more).
+    /// closing and has no worker handle any more). The caller must hold every one of them
+    /// (or have had them lent to its device, now closed) and use none of them afterwards;
+    /// debug builds panic on one that is already free.
     pub fn give_back(&self, from: &[u32]) {
+        for &bi in from {
+            assert!(bi < self.count, "buffer index {bi} out of range");
+            tags!(self.tags.give_back(bi));
+        }
         self.give_batch(from);
     }
 
@@ -227,9 +289,10 @@ impl BufferPool {
         for &head in heads {
             let mut bi = head;
             while bi < self.count && all.len() < self.count as usize {
+                tags!(self.tags.give_back(bi));
                 all.push(bi);
-                // SAFETY: the caller owns these buffers (they were its, and no thread can
-                // reach them), so nothing writes this metadata while we read it.
+                // SAFETY: the caller holds these buffers (they were its, and no other thread
+                // has their indices), so nothing writes this metadata while we read it.
                 bi = unsafe { (*self.meta[bi as usize].get()).next };
             }
         }
@@ -237,6 +300,9 @@ impl BufferPool {
     }
 
     fn give_batch(&self, from: &[u32]) {
+        tags!(for &bi in from {
+            self.tags.check_free(bi);
+        });
         let mut free = self.free.lock().unwrap();
         free.extend_from_slice(from);
         self.free_count.store(free.len() as u64, Ordering::Relaxed);
@@ -244,8 +310,12 @@ impl BufferPool {
 }
 
 /// One thread's access to the pool. Buffer data and metadata are reached only through this
-/// handle, and `&mut self` keeps one thread from holding two mutable views at once.
+/// handle, and `&mut self` keeps one thread from holding two mutable views at once. A handle
+/// may use only the buffers it holds (see "Ownership and soundness" in the module).
 pub struct WorkerBuffers {
+    /// This handle's owner tag in debug builds' checks and messages.
+    #[cfg(any(test, debug_assertions))]
+    id: u16,
     pool: Arc<BufferPool>,
     cache: Vec<u32>,
     owner: Arc<OwnerCounts>,
@@ -271,6 +341,7 @@ impl WorkerBuffers {
         let at = self.cache.len() - n;
         out[..n].copy_from_slice(&self.cache[at..]);
         for &bi in &out[..n] {
+            tags!(self.pool.tags.claim(bi, self.id));
             *self.meta_mut(bi) = BufferMeta::FRESH;
         }
         self.cache.truncate(at);
@@ -283,11 +354,18 @@ impl WorkerBuffers {
         (self.alloc(&mut one) == 1).then_some(one[0])
     }
 
-    /// Return a packet (its whole chain) to the free buffers.
+    /// Return a packet (its whole chain) to the free buffers. This handle must hold every
+    /// segment and use none of them afterwards: debug builds panic on a double free or a
+    /// buffer another handle holds (or lent to a device); release builds trust it.
+    #[cfg_attr(any(test, debug_assertions), track_caller)]
     pub fn free(&mut self, bi: u32) {
         let mut bi = bi;
         while bi != NO_BUFFER {
-            let next = self.meta(bi).next;
+            assert!(bi < self.pool.count, "buffer index {bi} out of range");
+            tags!(self.pool.tags.release(bi, self.id));
+            // SAFETY: in range; this handle held `bi` until the line above (the ownership
+            // invariant), and it reaches no free list before this read.
+            let next = unsafe { (*self.pool.meta[bi as usize].get()).next };
             self.cache.push(bi);
             bi = next;
         }
@@ -299,6 +377,7 @@ impl WorkerBuffers {
     }
 
     /// Free every packet in `bis`.
+    #[cfg_attr(any(test, debug_assertions), track_caller)]
     pub fn free_all(&mut self, bis: &[u32]) {
         for &bi in bis {
             self.free(bi);
@@ -319,26 +398,53 @@ impl WorkerBuffers {
             .store(self.cache.len() as u64, Ordering::Relaxed);
     }
 
+    /// Hand buffer `bi`, which this handle holds, to a device (put on a ring the kernel or a
+    /// peer reads or writes). Until some handle takes it back with `reclaim` (or the driver
+    /// gives it back to the pool once the device is closed), debug builds panic on any use.
+    #[cfg_attr(any(test, debug_assertions), track_caller)]
+    pub fn lend(&mut self, bi: u32) {
+        assert!(bi < self.pool.count, "buffer index {bi} out of range");
+        tags!(self.pool.tags.lend(bi, self.id));
+    }
+
+    /// Take buffer `bi` back from the device it was lent to (it came back on a ring and the
+    /// driver checked that it lent it); this handle holds it from now on.
+    #[cfg_attr(any(test, debug_assertions), track_caller)]
+    pub fn reclaim(&mut self, bi: u32) {
+        assert!(bi < self.pool.count, "buffer index {bi} out of range");
+        tags!(self.pool.tags.reclaim(bi, self.id));
+    }
+
+    /// The index as a slot number, after checking it is in range (always) and that this
+    /// handle holds the buffer (debug and test builds).
+    #[cfg_attr(any(test, debug_assertions), track_caller)]
     fn check(&self, bi: u32) -> usize {
         assert!(bi < self.pool.count, "buffer index {bi} out of range");
+        tags!(self.pool.tags.check_held(bi, self.id));
         bi as usize
     }
 
+    /// Buffer `bi`'s metadata. This handle must hold `bi` (checked in debug builds; see
+    /// "Ownership and soundness" in the module for what release builds rely on).
+    #[cfg_attr(any(test, debug_assertions), track_caller)]
     pub fn meta(&self, bi: u32) -> &BufferMeta {
         let i = self.check(bi);
-        // SAFETY: the index is in range, and the caller's thread owns buffer `bi` (ownership
-        // moves only through the free list and frames), so no other thread writes this cell;
-        // within this thread the borrow of `self` prevents a simultaneous `meta_mut`.
+        // SAFETY: the index is in range, and this handle's thread holds buffer `bi` (the
+        // module's ownership invariant), so no other thread writes this cell; within this
+        // thread the borrow of `self` prevents a simultaneous `meta_mut`.
         unsafe { &*self.pool.meta[i].get() }
     }
 
+    /// As `meta`, writable.
+    #[cfg_attr(any(test, debug_assertions), track_caller)]
     pub fn meta_mut(&mut self, bi: u32) -> &mut BufferMeta {
         let i = self.check(bi);
         // SAFETY: as in `meta`; `&mut self` makes this the only live view from this thread.
         unsafe { &mut *self.pool.meta[i].get() }
     }
 
-    /// The whole buffer, headroom included.
+    /// The whole buffer, headroom included. This handle must hold `bi`, as for `meta`.
+    #[cfg_attr(any(test, debug_assertions), track_caller)]
     pub fn raw(&self, bi: u32) -> &[u8] {
         let i = self.check(bi);
         // SAFETY: buffer `i` lies inside the region (i < count, region = count * STRIDE) and
@@ -346,13 +452,15 @@ impl WorkerBuffers {
         unsafe { std::slice::from_raw_parts(self.pool.region.ptr().add(i * STRIDE), STRIDE) }
     }
 
+    #[cfg_attr(any(test, debug_assertions), track_caller)]
     pub fn raw_mut(&mut self, bi: u32) -> &mut [u8] {
         let i = self.check(bi);
         // SAFETY: as in `raw`; `&mut self` makes this the only live view from this thread.
         unsafe { std::slice::from_raw_parts_mut(self.pool.region.ptr().add(i * STRIDE), STRIDE) }
     }
 
-    /// This segment's packet bytes.
+    /// This segment's packet bytes. This handle must hold `bi`, as for `meta`.
+    #[cfg_attr(any(test, debug_assertions), track_caller)]
     pub fn data(&self, bi: u32) -> &[u8] {
         let m = *self.meta(bi);
         let start = (m.offset as usize).min(STRIDE);
@@ -360,6 +468,7 @@ impl WorkerBuffers {
         &self.raw(bi)[start..end]
     }
 
+    #[cfg_attr(any(test, debug_assertions), track_caller)]
     pub fn data_mut(&mut self, bi: u32) -> &mut [u8] {
         let m = *self.meta(bi);
         let start = (m.offset as usize).min(STRIDE);
@@ -421,6 +530,7 @@ impl WorkerBuffers {
         if got < segments {
             // Give back what a short allocation did hand out.
             for &bi in &idx[..got] {
+                tags!(self.pool.tags.release(bi, self.id));
                 self.cache.push(bi);
             }
             return None;
@@ -524,5 +634,111 @@ mod tests {
         let bi = w.packet_from_bytes(&[]).unwrap();
         assert_eq!(w.packet_len(bi), 0);
         assert_eq!(w.meta(bi).next, NO_BUFFER);
+    }
+
+    // Ownership checks (test and debug builds): misuse panics with the buffer and its holder.
+
+    #[test]
+    #[should_panic(expected = "freed by worker handle 1, but it is free")]
+    fn double_free_panics() {
+        let pool = BufferPool::new(4, HugePages::Never).unwrap();
+        let mut w = pool.worker_handle();
+        let bi = w.alloc_one().unwrap();
+        w.free(bi);
+        w.free(bi);
+    }
+
+    #[test]
+    #[should_panic(expected = "freed by worker handle 2, but it is held by worker handle 1")]
+    fn freeing_a_buffer_another_worker_holds_panics() {
+        let pool = BufferPool::new(4, HugePages::Never).unwrap();
+        let mut a = pool.worker_handle();
+        let mut b = pool.worker_handle();
+        let bi = a.alloc_one().unwrap();
+        b.free(bi);
+    }
+
+    #[test]
+    #[should_panic(expected = "used by worker handle 1, but it is free")]
+    fn meta_mut_on_a_free_buffer_panics() {
+        let pool = BufferPool::new(4, HugePages::Never).unwrap();
+        let mut w = pool.worker_handle();
+        let bi = w.alloc_one().unwrap();
+        w.free(bi);
+        w.meta_mut(bi).len = 1;
+    }
+
+    #[test]
+    #[should_panic(expected = "used by worker handle 1, but it is free")]
+    fn data_mut_on_a_buffer_never_allocated_panics() {
+        let pool = BufferPool::new(4, HugePages::Never).unwrap();
+        let mut w = pool.worker_handle();
+        w.data_mut(2)[0] = 1;
+    }
+
+    #[test]
+    #[should_panic(expected = "used by worker handle 2, but it is held by worker handle 1")]
+    fn reading_a_buffer_another_worker_holds_panics() {
+        let pool = BufferPool::new(4, HugePages::Never).unwrap();
+        let mut a = pool.worker_handle();
+        let b = pool.worker_handle();
+        let bi = a.packet_from_bytes(&[1, 2, 3]).unwrap();
+        let _ = b.data(bi);
+    }
+
+    #[test]
+    #[should_panic(expected = "freed by worker handle 1, but it is free")]
+    fn freeing_a_chain_whose_segment_is_free_panics() {
+        let pool = BufferPool::new(8, HugePages::Never).unwrap();
+        let mut w = pool.worker_handle();
+        let head = w.packet_from_bytes(&[7; DATA_SIZE + 1]).unwrap();
+        let second = w.meta(head).next;
+        let lone = w.alloc_one().unwrap();
+        w.meta_mut(lone).next = second;
+        w.free(lone);
+        w.free(head);
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "used by worker handle 1, but it is lent to a device by worker handle 1"
+    )]
+    fn a_lent_buffer_cannot_be_used_until_reclaimed() {
+        let pool = BufferPool::new(4, HugePages::Never).unwrap();
+        let mut w = pool.worker_handle();
+        let bi = w.alloc_one().unwrap();
+        w.lend(bi);
+        let _ = w.meta(bi);
+    }
+
+    #[test]
+    #[should_panic(expected = "given back to the pool, but it is already free")]
+    fn giving_back_a_free_buffer_panics() {
+        let pool = BufferPool::new(4, HugePages::Never).unwrap();
+        let mut w = pool.worker_handle();
+        let bi = w.alloc_one().unwrap();
+        w.free(bi);
+        pool.give_back(&[bi]);
+    }
+
+    #[test]
+    fn lent_buffers_come_back_through_any_worker_or_the_pool() {
+        let pool = BufferPool::new(4, HugePages::Never).unwrap();
+        let mut a = pool.worker_handle();
+        let mut b = pool.worker_handle();
+        let x = a.packet_from_bytes(&[1, 2, 3]).unwrap();
+        let y = a.alloc_one().unwrap();
+        a.lend(x);
+        a.lend(y);
+        // A device queue that moved to another thread hands its buffers to that worker.
+        b.reclaim(x);
+        assert_eq!(b.data(x), &[1, 2, 3]);
+        b.free(x);
+        // A closing driver returns what its device still had.
+        pool.give_back(&[y]);
+        drop((a, b));
+        let r = pool.report();
+        assert_eq!(r.free_in_pool, 4);
+        assert_eq!(pool.tags.holder(y), "free");
     }
 }

@@ -12,10 +12,10 @@
 //! XDP program attached there, or GRO on): the lab turns GRO on at the DUT's port.
 
 use super::bpf::{
-    self, insn, load_map_fd, map_create, map_lookup, map_update, put_u32, put_u64, BpfFd, Insn,
-    ALU64_ADD_IMM, ALU64_ADD_REG, ALU64_AND_IMM, ALU64_MOD_IMM, ALU64_MOV_IMM, ALU64_MOV_REG,
-    ALU64_RSH_IMM, ALU64_SUB_REG, ALU64_XOR_IMM, ALU_TO_BE, BPF_MAP_TYPE_ARRAY, BPF_PROG_TEST_RUN,
-    JMP_CALL, JMP_EXIT, JMP_JEQ_IMM, JMP_JGE_REG, JMP_JGT_REG, JMP_JLT_REG, LDX_MEM_DW, LDX_MEM_W,
+    self, insn, load_map_fd, map_create, map_lookup, map_update, prog_test_run, BpfFd, BpfMap,
+    Insn, MapKind, TestRun, ALU64_ADD_IMM, ALU64_ADD_REG, ALU64_AND_IMM, ALU64_MOD_IMM,
+    ALU64_MOV_IMM, ALU64_MOV_REG, ALU64_RSH_IMM, ALU64_SUB_REG, ALU64_XOR_IMM, ALU_TO_BE, JMP_CALL,
+    JMP_EXIT, JMP_JEQ_IMM, JMP_JGE_REG, JMP_JGT_REG, JMP_JLT_REG, LDX_MEM_DW, LDX_MEM_W,
     STX_MEM_DW, STX_MEM_H, ST_MEM_H, ST_MEM_W,
 };
 
@@ -247,8 +247,8 @@ fn rewrite(header: &[u8; HEADER_LEN], v: &Variation) -> Vec<Insn> {
 /// A loaded program bound to one frame and one interface.
 pub struct LiveFrames {
     prog: BpfFd,
-    map: BpfFd,
-    _lengths: Option<BpfFd>,
+    map: BpfMap,
+    _lengths: Option<BpfMap>,
     frame: Vec<u8>,
     ifindex: u32,
 }
@@ -273,10 +273,10 @@ impl LiveFrames {
         }
         let mut header = [0u8; HEADER_LEN];
         header.copy_from_slice(&frame[..HEADER_LEN]);
-        let map = map_create(BPF_MAP_TYPE_ARRAY, 4, STATE_SIZE, 1)
-            .map_err(|e| format!("xdp engine: {e}"))?;
+        let map =
+            map_create(MapKind::Array, 4, STATE_SIZE, 1).map_err(|e| format!("xdp engine: {e}"))?;
         let lengths = if v.mixed_lengths() {
-            let m = map_create(BPF_MAP_TYPE_ARRAY, 4, 4, v.lengths.len() as u32)
+            let m = map_create(MapKind::Array, 4, 4, v.lengths.len() as u32)
                 .map_err(|e| format!("xdp engine: {e}"))?;
             for (i, l) in v.lengths.iter().enumerate() {
                 map_update(&m, &(i as u32).to_ne_bytes(), &l.to_ne_bytes())
@@ -289,8 +289,8 @@ impl LiveFrames {
         let insns = program(
             &header,
             frame.len(),
-            map.0,
-            lengths.as_ref().map(|m| m.0),
+            map.raw_fd(),
+            lengths.as_ref().map(|m| m.raw_fd()),
             v,
         );
         let prog =
@@ -332,16 +332,17 @@ impl LiveFrames {
     /// as the program left it (BPF_PROG_RUN's plain test mode). Advances the sequence.
     pub fn dry_run(&mut self) -> Result<Vec<u8>, String> {
         let mut out = vec![0u8; self.frame.len()];
-        let mut attr = [0u8; 80];
-        put_u32(&mut attr, 0, self.prog.0 as u32);
-        put_u32(&mut attr, 8, self.frame.len() as u32); // data_size_in
-        put_u32(&mut attr, 12, out.len() as u32); // data_size_out
-        put_u64(&mut attr, 16, self.frame.as_ptr() as u64);
-        put_u64(&mut attr, 24, out.as_mut_ptr() as u64);
-        put_u32(&mut attr, 32, 1); // repeat
-        bpf::bpf(BPF_PROG_TEST_RUN, &mut attr)
-            .map_err(|e| format!("xdp engine: BPF_PROG_RUN: {e}"))?;
-        let len = u32::from_ne_bytes([attr[12], attr[13], attr[14], attr[15]]) as usize;
+        let len = prog_test_run(
+            &self.prog,
+            TestRun {
+                data_in: &self.frame,
+                data_out: Some(&mut out),
+                ctx_in: None,
+                repeat: 1,
+                flags: 0,
+            },
+        )
+        .map_err(|e| format!("xdp engine: BPF_PROG_RUN: {e}"))?;
         out.truncate(len);
         Ok(out)
     }
@@ -354,17 +355,22 @@ impl LiveFrames {
         let mut ctx = [0u32; 6];
         ctx[1] = self.frame.len() as u32;
         ctx[3] = self.ifindex;
-        let mut attr = [0u8; 80];
-        put_u32(&mut attr, 0, self.prog.0 as u32);
-        put_u32(&mut attr, 8, self.frame.len() as u32);
-        put_u64(&mut attr, 16, self.frame.as_ptr() as u64);
-        put_u32(&mut attr, 32, count);
-        put_u32(&mut attr, 40, std::mem::size_of_val(&ctx) as u32);
-        put_u64(&mut attr, 48, ctx.as_ptr() as u64);
-        put_u32(&mut attr, 64, BPF_F_TEST_XDP_LIVE_FRAMES);
-        bpf::bpf(BPF_PROG_TEST_RUN, &mut attr)
-            .map(|_| ())
-            .map_err(|e| format!("xdp engine: BPF_PROG_RUN: {e}"))
+        let mut ctx_bytes = [0u8; 24];
+        for (b, v) in ctx_bytes.chunks_exact_mut(4).zip(ctx) {
+            b.copy_from_slice(&v.to_ne_bytes());
+        }
+        prog_test_run(
+            &self.prog,
+            TestRun {
+                data_in: &self.frame,
+                data_out: None,
+                ctx_in: Some(&ctx_bytes),
+                repeat: count,
+                flags: BPF_F_TEST_XDP_LIVE_FRAMES,
+            },
+        )
+        .map(|_| ())
+        .map_err(|e| format!("xdp engine: BPF_PROG_RUN: {e}"))
     }
 }
 

@@ -24,6 +24,7 @@ use super::{DriverPorts, RxBurst, RxQueue, TxBurst, TxQueue};
 use crate::buffer::{BufferPool, WorkerBuffers, DATA_SIZE, NO_BUFFER, STRIDE};
 use program::XdpMode;
 use ring::{Ring, XdpDesc};
+use std::os::fd::AsRawFd;
 use std::sync::{Arc, Mutex};
 use xsk::{CopyMode, Xsk, XskFd, XskOptions, ADDR_MASK, OFFSET_SHIFT};
 
@@ -113,7 +114,7 @@ struct SocketShared {
 
 impl SocketShared {
     fn fd(&self) -> libc::c_int {
-        self.fd.as_ref().map_or(-1, |f| f.0)
+        self.fd.as_ref().map_or(-1, |f| f.as_raw_fd())
     }
 }
 
@@ -126,13 +127,15 @@ impl Drop for SocketShared {
 }
 
 struct AfXdpRx {
-    shared: Arc<SocketShared>,
     fill: Ring<u64>,
     rx: Ring<XdpDesc>,
     held: Outstanding,
     scratch: Vec<u32>,
     polls: u32,
     dropped_seen: u64,
+    /// Last, so that it drops after the rings: a ring mapping keeps the socket open, and the
+    /// socket must be closed before `SocketShared::drop` gives the lent buffers back.
+    shared: Arc<SocketShared>,
 }
 
 impl AfXdpRx {
@@ -145,6 +148,7 @@ impl AfXdpRx {
         let n = bufs.alloc(&mut self.scratch[..free as usize]);
         for &bi in &self.scratch[..n] {
             self.fill.push(bi as u64 * STRIDE as u64);
+            bufs.lend(bi);
             self.held.set(bi);
         }
         if n > 0 {
@@ -169,6 +173,7 @@ impl RxQueue for AfXdpRx {
                 r.bad_descriptors += 1;
                 continue;
             }
+            bufs.reclaim(bi);
             if start + d.len as usize > STRIDE || d.len == 0 {
                 bufs.free(bi);
                 r.bad_descriptors += 1;
@@ -225,12 +230,13 @@ impl Drop for AfXdpRx {
 }
 
 struct AfXdpTx {
-    shared: Arc<SocketShared>,
     tx: Ring<XdpDesc>,
     completion: Ring<u64>,
     held: Outstanding,
     max_frame: usize,
     link: Arc<HostLink>,
+    /// Last, for the reason given in `AfXdpRx`.
+    shared: Arc<SocketShared>,
 }
 
 impl AfXdpTx {
@@ -240,6 +246,7 @@ impl AfXdpTx {
         for i in 0..n {
             let bi = ((self.completion.peek(i) & ADDR_MASK) / STRIDE as u64) as u32;
             if self.held.clear(bi) {
+                bufs.reclaim(bi);
                 bufs.free(bi);
             }
         }
@@ -292,6 +299,7 @@ impl TxQueue for AfXdpTx {
                     len: m.len as u32,
                     options: 0,
                 });
+                bufs.lend(bi);
                 self.held.set(bi);
                 r.sent += 1;
                 r.bytes += m.len as u64;
@@ -380,17 +388,25 @@ pub fn open(cfg: &AfXdpConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
     let mut xsk_tx: Vec<Box<dyn TxQueue>> = Vec::new();
     let mut copy_mode = None;
     for q in 0..queues {
-        let x = Xsk::open(&XskOptions {
-            ifindex,
-            queue: q,
-            umem: region.ptr(),
-            umem_len: pool.count() as usize * STRIDE,
-            ring_size: cfg.ring_size,
-            force: cfg.copy_mode,
-        })
+        // SAFETY: the UMEM is the pool's region (count * STRIDE bytes of one mapping), which
+        // lives as long as the pool; every SocketShared holds the pool and drops the socket
+        // first. Buffers go to the kernel only from this worker's own (rx refill: freshly
+        // allocated; tx: handed over by tx_burst), are lent (`WorkerBuffers::lend`) and
+        // recorded in `Outstanding`, and are taken back only from the rx and completion rings
+        // or, when the socket is closed, by `SocketShared::drop`.
+        let x = unsafe {
+            Xsk::open(&XskOptions {
+                ifindex,
+                queue: q,
+                umem: region.ptr(),
+                umem_len: pool.count() as usize * STRIDE,
+                ring_size: cfg.ring_size,
+                force: cfg.copy_mode,
+            })
+        }
         .map_err(|e| format!("interface '{host}' queue {q}: {e}"))?;
         attachment
-            .add_socket(q, x.fd.0)
+            .add_socket(q, x.fd.as_raw_fd())
             .map_err(|e| format!("interface '{host}': {e}"))?;
         copy_mode = Some(x.mode);
         let Xsk {

@@ -8,7 +8,7 @@
 use super::netlink::{self, Attached};
 use crate::drivers::bpf::{
     insn, link_xdp, load_map_fd, load_xdp_program, map_create, map_update, program_name, BpfFd,
-    Insn, ALU64_MOV_IMM, BPF_MAP_TYPE_XSKMAP, JMP_CALL, JMP_EXIT, LDX_MEM_W,
+    BpfMap, Insn, MapKind, ALU64_MOV_IMM, JMP_CALL, JMP_EXIT, LDX_MEM_W,
 };
 
 pub const PROGRAM_NAME: &str = "sluice_xsk";
@@ -53,7 +53,7 @@ pub fn redirect_program(map_fd: i32) -> Vec<Insn> {
 
 /// The program attached to one interface; dropping it detaches the program.
 pub struct Attachment {
-    pub map: BpfFd,
+    pub map: BpfMap,
     _prog: BpfFd,
     _link: BpfFd,
     pub mode: XdpMode,
@@ -117,8 +117,8 @@ pub fn attach(
     force: Option<XdpMode>,
 ) -> Result<Attachment, String> {
     let replaced = clear_leftover(ifindex, host)?;
-    let map = map_create(BPF_MAP_TYPE_XSKMAP, 4, 4, queues.max(1))?;
-    let prog = load_xdp_program(&redirect_program(map.0), PROGRAM_NAME)?;
+    let map = map_create(MapKind::XskMap, 4, 4, queues.max(1))?;
+    let prog = load_xdp_program(&redirect_program(map.raw_fd()), PROGRAM_NAME)?;
     let modes: &[XdpMode] = match force {
         Some(XdpMode::Native) => &[XdpMode::Native],
         Some(XdpMode::Generic) => &[XdpMode::Generic],

@@ -49,7 +49,18 @@ const XDP_RING_NEED_WAKEUP: u32 = 1;
 
 impl<T: Copy> Ring<T> {
     /// Map the ring of `size` entries at page offset `pgoff` of socket `fd`.
-    pub fn map(fd: libc::c_int, pgoff: u64, size: u32, off: RingOffsets) -> io::Result<Ring<T>> {
+    ///
+    /// # Safety
+    ///
+    /// `fd` is an AF_XDP socket whose ring at `pgoff` was configured with `size` entries (a
+    /// power of two) of type `T`, and `off` is what XDP_MMAP_OFFSETS reported for that ring:
+    /// the pointers built here are trusted to lie inside the mapping.
+    pub unsafe fn map(
+        fd: libc::c_int,
+        pgoff: u64,
+        size: u32,
+        off: RingOffsets,
+    ) -> io::Result<Ring<T>> {
         let map_len = off.desc as usize + size as usize * std::mem::size_of::<T>();
         // SAFETY: a shared mapping of the socket's ring at the offset the kernel defines for
         // it; the length covers exactly the header and `size` entries the kernel allocated.

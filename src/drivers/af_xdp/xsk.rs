@@ -9,6 +9,7 @@
 use super::ring::{Ring, RingOffsets, XdpDesc};
 use crate::buffer::STRIDE;
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 const AF_XDP: libc::c_int = 44;
 const SOL_XDP: libc::c_int = 283;
@@ -88,14 +89,14 @@ impl CopyMode {
     }
 }
 
-/// The socket descriptor; shared by the queue's rx and tx halves, closed when both are gone.
-pub struct XskFd(pub libc::c_int);
+/// The socket descriptor; shared by the queue's rx and tx halves, closed (once, by
+/// `OwnedFd`) when both are gone. The rings mapped from it hold their own mappings, which
+/// stay valid after a close, so the order of the two drops does not matter for memory.
+pub struct XskFd(OwnedFd);
 
-impl Drop for XskFd {
-    fn drop(&mut self) {
-        // SAFETY: we own the descriptor and close it exactly once; the rings mapped from it
-        // were dropped before (they belong to the halves that held this Arc).
-        unsafe { libc::close(self.0) };
+impl AsRawFd for XskFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.as_raw_fd()
     }
 }
 
@@ -158,22 +159,39 @@ pub struct XskOptions {
 }
 
 impl Xsk {
-    pub fn open(o: &XskOptions) -> Result<Xsk, String> {
-        match o.force {
-            Some(mode) => Self::open_mode(o, mode).map_err(|e| explain(e, mode)),
-            None => Self::open_mode(o, CopyMode::ZeroCopy).or_else(|_| {
-                Self::open_mode(o, CopyMode::Copy).map_err(|e| explain(e, CopyMode::Copy))
-            }),
+    /// Open a socket on `o.ifindex` queue `o.queue` with `o.umem` registered as its UMEM.
+    ///
+    /// # Safety
+    ///
+    /// `o.umem .. o.umem + o.umem_len` must be one mapping that stays mapped as long as the
+    /// socket is open. From then on the kernel writes into the buffers put on the fill ring
+    /// and reads those put on the tx ring, behind the compiler's back: the caller must put
+    /// there only buffers it owns, and neither touch them nor let them go to anyone else
+    /// until they come back on the rx or completion ring or the socket is closed.
+    pub unsafe fn open(o: &XskOptions) -> Result<Xsk, String> {
+        // SAFETY: our caller's promise is the one `open_mode` asks for.
+        unsafe {
+            match o.force {
+                Some(mode) => Self::open_mode(o, mode).map_err(|e| explain(e, mode)),
+                None => Self::open_mode(o, CopyMode::ZeroCopy).or_else(|_| {
+                    Self::open_mode(o, CopyMode::Copy).map_err(|e| explain(e, CopyMode::Copy))
+                }),
+            }
         }
     }
 
-    fn open_mode(o: &XskOptions, mode: CopyMode) -> io::Result<Xsk> {
+    /// # Safety
+    ///
+    /// As for `open`.
+    unsafe fn open_mode(o: &XskOptions, mode: CopyMode) -> io::Result<Xsk> {
         // SAFETY: plain socket creation; the result is checked.
         let fd = unsafe { libc::socket(AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
-        let fd = XskFd(fd);
+        // SAFETY: a descriptor we just created and nothing else holds.
+        let fd = XskFd(unsafe { OwnedFd::from_raw_fd(fd) });
+        let raw = fd.as_raw_fd();
         let reg = UmemReg {
             addr: o.umem as u64,
             len: o.umem_len as u64,
@@ -182,18 +200,26 @@ impl Xsk {
             flags: XDP_UMEM_UNALIGNED_CHUNK_FLAG,
             tx_metadata_len: 0,
         };
-        setsockopt(fd.0, XDP_UMEM_REG, &reg)?;
+        setsockopt(raw, XDP_UMEM_REG, &reg)?;
         let n = o.ring_size;
-        setsockopt(fd.0, XDP_UMEM_FILL_RING, &n)?;
-        setsockopt(fd.0, XDP_UMEM_COMPLETION_RING, &n)?;
-        setsockopt(fd.0, XDP_RX_RING, &n)?;
-        setsockopt(fd.0, XDP_TX_RING, &n)?;
+        setsockopt(raw, XDP_UMEM_FILL_RING, &n)?;
+        setsockopt(raw, XDP_UMEM_COMPLETION_RING, &n)?;
+        setsockopt(raw, XDP_RX_RING, &n)?;
+        setsockopt(raw, XDP_TX_RING, &n)?;
         let mut off = MmapOffsets::default();
-        getsockopt(fd.0, XDP_MMAP_OFFSETS, &mut off)?;
-        let fill = Ring::map(fd.0, XDP_UMEM_PGOFF_FILL_RING, n, off.fill)?;
-        let completion = Ring::map(fd.0, XDP_UMEM_PGOFF_COMPLETION_RING, n, off.completion)?;
-        let rx = Ring::map(fd.0, XDP_PGOFF_RX_RING, n, off.rx)?;
-        let tx = Ring::map(fd.0, XDP_PGOFF_TX_RING, n, off.tx)?;
+        getsockopt(raw, XDP_MMAP_OFFSETS, &mut off)?;
+        // SAFETY: each ring was given `n` entries above (the kernel refuses a size that is not
+        // a power of two),
+        // at the page offset the kernel defines for it, with the offsets it just reported;
+        // fill and completion hold u64 addresses, rx and tx struct xdp_desc.
+        let (fill, completion, rx, tx) = unsafe {
+            (
+                Ring::map(raw, XDP_UMEM_PGOFF_FILL_RING, n, off.fill)?,
+                Ring::map(raw, XDP_UMEM_PGOFF_COMPLETION_RING, n, off.completion)?,
+                Ring::map(raw, XDP_PGOFF_RX_RING, n, off.rx)?,
+                Ring::map(raw, XDP_PGOFF_TX_RING, n, off.tx)?,
+            )
+        };
         let flags = XDP_USE_NEED_WAKEUP
             | match mode {
                 CopyMode::ZeroCopy => XDP_ZEROCOPY,
@@ -209,7 +235,7 @@ impl Xsk {
         // SAFETY: `sa` is a live sockaddr_xdp and its size is passed.
         let rc = unsafe {
             libc::bind(
-                fd.0,
+                raw,
                 &sa as *const SockaddrXdp as *const libc::sockaddr,
                 std::mem::size_of::<SockaddrXdp>() as libc::socklen_t,
             )
