@@ -1,6 +1,7 @@
 //! ip4-rewrite: the last step of forwarding. For the adjacency ip4-lookup chose it finds the
 //! Ethernet header (from the adjacency when complete, else from the neighbour table), checks
-//! TTL and MTU, decrements the TTL with the incremental checksum of RFC 1624, writes the new
+//! TTL and MTU, decrements the TTL with the incremental checksum of RFC 1624, cuts off any
+//! bytes after the datagram's total length (link padding is not forwarded), writes the new
 //! header in front of the IP header (dropping any VLAN tags the packet came with) and hands
 //! the packet to interface-output. A neighbour not known yet sends the packet to ip4-arp,
 //! unchanged; ip4-arp brings it back here once the neighbour answers.
@@ -206,6 +207,7 @@ impl Ip4Rewrite {
         if !local {
             decrement_ttl(&mut bufs.data_mut(bi)[l3..l3 + MIN_HEADER_LEN]);
         }
+        super::trim_to(bufs, bi, l3 + total as usize);
         if !write_header(bufs, bi, l3, &header, adj.interface) {
             return Verdict::Drop(Error::NotIpv4);
         }
@@ -471,6 +473,20 @@ mod tests {
 
         let sent = udp([192, 0, 2, 1], 9, false, 60);
         let (v, out, _) = rewrite_one(&sent, ADJ_INCOMPLETE, 0);
+        assert_eq!(v, Verdict::Forward { tx_if: 1 });
+        assert_forwarded(
+            &sent,
+            &out,
+            ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x0800),
+        );
+    }
+
+    #[test]
+    fn bytes_after_the_total_length_are_not_forwarded() {
+        let sent = udp([192, 0, 2, 1], 64, false, 100);
+        let mut padded = sent.clone();
+        padded.extend_from_slice(&[0xee; 50]);
+        let (v, out, _) = rewrite_one(&padded, ADJ_COMPLETE, 0);
         assert_eq!(v, Verdict::Forward { tx_if: 1 });
         assert_forwarded(
             &sent,
