@@ -324,6 +324,7 @@ pub(crate) mod test_support {
                     vec![]
                 },
                 v6: vec![],
+                glean: if k == 1 { ADJ_GLEAN } else { 0 },
             })
             .collect();
         let mut v = L3View::new(interfaces);

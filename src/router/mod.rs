@@ -294,6 +294,9 @@ impl Router {
         }
         if let Some(key) = self.key_of[adj as usize].take() {
             self.keys.remove(&key);
+            if let AdjKey::Glean(itf) = key {
+                self.view.interfaces[itf as usize].glean = ADJ_DROP;
+            }
             if let AdjKey::Multipath(members) = key {
                 for m in members {
                     self.release(m);
@@ -597,6 +600,7 @@ impl Router {
                 self.set4(Prefix4::containing(a, 32), ADJ_LOCAL, RouteSource::Local);
                 if len < 32 {
                     let glean = self.adj_for(AdjKey::Glean(interface));
+                    self.view.interfaces[itf].glean = glean;
                     self.set4(net, glean, RouteSource::Connected);
                 }
                 if len <= 30 {
@@ -622,6 +626,7 @@ impl Router {
                 self.set6(Prefix6::containing(a, 128), ADJ_LOCAL, RouteSource::Local);
                 if len < 128 {
                     let glean = self.adj_for(AdjKey::Glean(interface));
+                    self.view.interfaces[itf].glean = glean;
                     self.set6(net, glean, RouteSource::Connected);
                 }
             }
