@@ -722,7 +722,16 @@ impl Router {
         if !static_entry && self.static_neighbors.contains(&key) {
             return Ok(false);
         }
-        if self.connected_interface(n.ip) != Some(n.interface) && !static_entry {
+        // Link-local addresses are on the link of every interface that speaks IPv6 (RFC 4291
+        // 2.5.6): our replies and errors to them are resolved like any neighbour.
+        let link_local = match n.ip {
+            IpAddr::V6(a) => {
+                crate::wire::ipv6::is_link_local(u128::from(a))
+                    && !self.view.interfaces[n.interface as usize].v6.is_empty()
+            }
+            IpAddr::V4(_) => false,
+        };
+        if self.connected_interface(n.ip) != Some(n.interface) && !static_entry && !link_local {
             return Err(format!(
                 "{} is not on a connected network of {}",
                 n.ip,
