@@ -24,6 +24,7 @@ use super::IcmpErrorRequest;
 pub const IP4_REWRITE: &str = "ip4-rewrite";
 
 #[repr(usize)]
+#[derive(Clone, Copy)]
 pub enum Next {
     Rewrite,
     Local,
@@ -32,6 +33,7 @@ pub enum Next {
 }
 
 #[repr(usize)]
+#[derive(Clone, Copy)]
 pub enum Error {
     NoRoute,
     DropRoute,
@@ -195,9 +197,18 @@ impl Node for Ip4Lookup {
             };
             if tracing {
                 let d = self.dst[k].to_be_bytes();
+                let why = match (next, refused) {
+                    (_, Some(e)) => ERRORS[e as usize],
+                    (Next::IcmpError, _) => ERRORS[Error::NoRoute as usize],
+                    (Next::Drop, _) => ERRORS[Error::DropRoute as usize],
+                    _ => "",
+                };
                 cx.trace(
                     bi,
-                    format_args!("dst {}.{}.{}.{} next hop {adj:#x}", d[0], d[1], d[2], d[3]),
+                    format_args!(
+                        "dst {}.{}.{}.{} next hop {adj:#x} {why}",
+                        d[0], d[1], d[2], d[3]
+                    ),
                 );
             }
             cx.enqueue(next as usize, bi);

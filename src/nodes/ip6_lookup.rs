@@ -264,7 +264,11 @@ impl Node for Ip6Lookup {
             if tracing {
                 cx.trace(
                     bi,
-                    format_args!("dst {} adj {adj:#x} {next:?}", ipv6::display(key.dst)),
+                    format_args!(
+                        "dst {} adj {adj:#x} {next:?} {}",
+                        ipv6::display(key.dst),
+                        d.counted.map_or("", |e| ERRORS[e as usize])
+                    ),
                 );
             }
             cx.enqueue(next as usize, bi);
