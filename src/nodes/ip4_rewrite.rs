@@ -13,7 +13,7 @@ use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::router::adjacency::{ethernet_rewrite, AdjKind, Adjacency, L3View, SharedL3View};
 use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
 use crate::wire::icmp4;
-use crate::wire::ipv4::{decrement_ttl, MIN_HEADER_LEN};
+use crate::wire::ipv4::{decrement_ttl, record_route, MIN_HEADER_LEN};
 use crate::wire::EtherType;
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -205,6 +205,12 @@ impl Ip4Rewrite {
         };
 
         if !local {
+            let hl = (ip[0] & 0x0f) as usize * 4;
+            if hl > MIN_HEADER_LEN {
+                // ip4-input checked the header: all of it is in this segment.
+                let out = view.interface(adj.interface).map_or(0, |i| i.primary_v4());
+                record_route(&mut bufs.data_mut(bi)[l3..l3 + hl], out);
+            }
             decrement_ttl(&mut bufs.data_mut(bi)[l3..l3 + MIN_HEADER_LEN]);
         }
         super::trim_to(bufs, bi, l3 + total as usize);
@@ -494,6 +500,26 @@ mod tests {
             &out,
             ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x0800),
         );
+    }
+
+    #[test]
+    fn record_route_gets_the_outgoing_interface_address() {
+        let plain = udp([192, 0, 2, 1], 64, false, 60);
+        // Insert a record route option with room for one address: IHL 5 -> 7.
+        let mut f = plain[..34].to_vec();
+        f.extend_from_slice(&[7, 7, 4, 0, 0, 0, 0, 0]);
+        f.extend_from_slice(&plain[34..]);
+        f[14] = 0x47;
+        let total = (f.len() - 14) as u16;
+        f[16..18].copy_from_slice(&total.to_be_bytes());
+        f[24..26].copy_from_slice(&[0, 0]);
+        let c = checksum(&f[14..42]);
+        f[24..26].copy_from_slice(&c.to_be_bytes());
+        let (v, out, _) = rewrite_one(&f, ADJ_COMPLETE, 0);
+        assert_eq!(v, Verdict::Forward { tx_if: 1 });
+        assert_eq!(&out[34..42], &[7, 7, 8, 10, 1, 0, 1, 0]);
+        assert_eq!(checksum(&out[14..42]), 0);
+        assert_eq!(out[22], 63);
     }
 
     #[test]

@@ -163,10 +163,83 @@ pub fn decrement_ttl(bytes: &mut [u8]) -> u8 {
     ttl - 1
 }
 
+/// Option types a router acts on or steps over (RFC 791 3.1).
+const OPTION_END: u8 = 0;
+const OPTION_NOP: u8 = 1;
+const OPTION_RECORD_ROUTE: u8 = 7;
+
+/// Record `addr` (the address of the interface the packet leaves by) in the record route
+/// option of the checked header `header` (its whole IHL), if it has one with room left, and
+/// recompute the header checksum (RFC 791 3.1, RFC 1812 5.3.13.5). A full option is left as
+/// it is: the packet goes on unrecorded. Returns whether an address was written. Malformed
+/// options stop the walk and change nothing.
+pub fn record_route(header: &mut [u8], addr: u32) -> bool {
+    let hl = ((header.first().copied().unwrap_or(0) & 0x0f) as usize * 4).min(header.len());
+    let mut i = MIN_HEADER_LEN;
+    while i < hl {
+        match header[i] {
+            OPTION_END => return false,
+            OPTION_NOP => {
+                i += 1;
+                continue;
+            }
+            _ => {}
+        }
+        let Some(&len) = header.get(i + 1) else {
+            return false;
+        };
+        let len = len as usize;
+        if len < 2 || i + len > hl {
+            return false;
+        }
+        if header[i] == OPTION_RECORD_ROUTE && len >= 3 {
+            // The pointer counts from the option's first byte, starting at 1; the smallest
+            // legal value is 4.
+            let ptr = header[i + 2] as usize;
+            if ptr < 4 || ptr + 3 > len {
+                return false;
+            }
+            let at = i + ptr - 1;
+            header[at..at + 4].copy_from_slice(&addr.to_be_bytes());
+            header[i + 2] = (ptr + 4) as u8;
+            header[10..12].copy_from_slice(&[0, 0]);
+            let c = checksum(&header[..hl]);
+            header[10..12].copy_from_slice(&c.to_be_bytes());
+            return true;
+        }
+        i += len;
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn record_route_fills_the_next_slot_until_full() {
+        // NOP, then record route with room for two addresses, then end of options.
+        let mut h = vec![0x48, 0, 0, 32, 0, 0, 0, 0, 64, 17, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8];
+        h.extend_from_slice(&[1, 7, 11, 4, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let c = checksum(&h);
+        h[10..12].copy_from_slice(&c.to_be_bytes());
+        assert!(record_route(&mut h, 0xc633_6401));
+        assert_eq!(&h[21..28], &[7, 11, 8, 198, 51, 100, 1]);
+        assert!(record_route(&mut h, 0x0a00_0001));
+        assert_eq!(&h[21..32], &[7, 11, 12, 198, 51, 100, 1, 10, 0, 0, 1]);
+        assert_eq!(checksum(&h), 0);
+        let full = h.clone();
+        assert!(!record_route(&mut h, 0x0b00_0001));
+        assert_eq!(h, full);
+        // No options, or a bad length: nothing changes.
+        let mut plain = h[..20].to_vec();
+        plain[0] = 0x45;
+        assert!(!record_route(&mut plain, 1));
+        let mut bad = full.clone();
+        bad[22] = 40;
+        assert!(!record_route(&mut bad, 1));
+    }
 
     fn header(ttl: u8, total: u16) -> Vec<u8> {
         let mut h = vec![
@@ -244,6 +317,8 @@ mod tests {
         #[test]
         fn parse_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..80)) {
             let _ = Ipv4Header::parse(&bytes);
+            let mut b = bytes.clone();
+            let _ = record_route(&mut b, 1);
         }
     }
 }
