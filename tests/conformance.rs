@@ -86,18 +86,6 @@ const DELIBERATE: &[(&str, &[&str], &[&str], &str)] = &[
          and with it Override is set",
     ),
     (
-        "nodf_too_big4",
-        &[],
-        &[],
-        "sluice does not fragment (yet): a packet larger than the next hop's MTU without DF \
-         is a counted drop (ip4-rewrite 'fragmentation not supported'); Linux fragments it",
-    ),
-];
-
-/// Where Linux departs from the RFCs and sluice follows them: case, what sluice sends (t0,
-/// t1), and the rule.
-const LINUX_DEPARTS: &[(&str, &[&str], &[&str], &str)] = &[
-    (
         "martian_src_zero4",
         &[],
         &[],

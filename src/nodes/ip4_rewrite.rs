@@ -13,7 +13,7 @@ use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::router::adjacency::{ethernet_rewrite, AdjKind, Adjacency, L3View, SharedL3View};
 use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
 use crate::wire::icmp4;
-use crate::wire::ipv4::{decrement_ttl, record_route, MIN_HEADER_LEN};
+use crate::wire::ipv4::{decrement_ttl, fragment, record_route, MIN_HEADER_LEN};
 use crate::wire::EtherType;
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -38,25 +38,31 @@ pub enum Error {
     NoInterface,
     TtlExpired,
     TooBig,
-    FragmentationUnsupported,
+    OwnTooBig,
     Unresolved,
+    Fragmented,
+    FragmentFailed,
 }
 
-pub const ERRORS: [&str; 8] = [
+pub const ERRORS: [&str; 10] = [
     "not an IPv4 packet",
     "adjacency drops the packet",
     "adjacency is not a neighbour (local, multipath or stale)",
     "adjacency's interface is not in the view",
     "ttl expired (sent to icmp4-error)",
     "larger than the MTU with DF set (sent to icmp4-error)",
-    "larger than the MTU: fragmentation not supported",
+    "own packet with DF set larger than the MTU",
     "neighbour not resolved (sent to ip4-arp)",
+    "larger than the MTU: fragmented",
+    "larger than the MTU: no buffer for its fragments",
 ];
 
 /// What happens to one packet; `Forward` has already been applied to its bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
     Forward { tx_if: u32 },
+    /// Rewritten like `Forward`, but larger than `mtu`: to be cut into fragments.
+    Fragment { tx_if: u32, mtu: u32 },
     Arp,
     Icmp(IcmpErrorRequest, Error),
     Drop(Error),
@@ -65,7 +71,7 @@ pub enum Verdict {
 impl Verdict {
     fn next(self) -> Next {
         match self {
-            Verdict::Forward { .. } => Next::InterfaceOutput,
+            Verdict::Forward { .. } | Verdict::Fragment { .. } => Next::InterfaceOutput,
             Verdict::Arp => Next::Arp,
             Verdict::Icmp(..) => Next::IcmpError,
             Verdict::Drop(_) => Next::Drop,
@@ -75,6 +81,7 @@ impl Verdict {
     fn counted(self) -> Option<Error> {
         match self {
             Verdict::Forward { .. } => None,
+            Verdict::Fragment { .. } => Some(Error::Fragmented),
             Verdict::Arp => Some(Error::Unresolved),
             Verdict::Icmp(_, e) | Verdict::Drop(e) => Some(e),
         }
@@ -130,6 +137,12 @@ pub(crate) fn write_header(
 
 pub struct Ip4Rewrite {
     view: SharedL3View,
+    /// Fragmentation's scratch: the whole packet, one fragment's datagram and frame, the
+    /// fragments' buffers.
+    whole: Vec<u8>,
+    piece: Vec<u8>,
+    frame: Vec<u8>,
+    out: Vec<u32>,
 }
 
 impl Ip4Rewrite {
@@ -144,7 +157,13 @@ impl Ip4Rewrite {
                 super::ERROR_DROP.to_string(),
             ],
             errors: ERRORS.to_vec(),
-            node: Box::new(Ip4Rewrite { view }),
+            node: Box::new(Ip4Rewrite {
+                view,
+                whole: Vec::new(),
+                piece: Vec::new(),
+                frame: Vec::new(),
+                out: Vec::new(),
+            }),
         }
     }
 
@@ -181,10 +200,10 @@ impl Ip4Rewrite {
         }
         let total = u16::from_be_bytes([ip[2], ip[3]]) as u32;
         // MTU 0 means the control plane set none: no limit to enforce.
-        if adj.mtu != 0 && total > adj.mtu {
-            let df = ip[6] & 0x40 != 0;
-            if !df || local {
-                return Verdict::Drop(Error::FragmentationUnsupported);
+        let too_big = adj.mtu != 0 && total > adj.mtu;
+        if too_big && ip[6] & 0x40 != 0 {
+            if local {
+                return Verdict::Drop(Error::OwnTooBig);
             }
             let req = IcmpErrorRequest {
                 kind: icmp4::DEST_UNREACHABLE,
@@ -217,26 +236,91 @@ impl Ip4Rewrite {
         if !write_header(bufs, bi, l3, &header, adj.interface) {
             return Verdict::Drop(Error::NotIpv4);
         }
-        Verdict::Forward {
-            tx_if: adj.interface,
+        let tx_if = adj.interface;
+        if too_big {
+            return Verdict::Fragment {
+                tx_if,
+                mtu: adj.mtu,
+            };
+        }
+        Verdict::Forward { tx_if }
+    }
+
+    /// Cut the rewritten packet `bi` (Ethernet header, then the datagram) into fragments of
+    /// at most `mtu` bytes of IP, each in a new buffer behind the same Ethernet header and
+    /// queued for `interface-output`; `bi` itself goes back to the pool. On failure nothing
+    /// is sent and `bi` is for the caller to drop.
+    fn fragment(&mut self, cx: &mut NodeCx<'_>, bi: u32, mtu: u32) -> Result<usize, Error> {
+        let Ip4Rewrite {
+            whole,
+            piece,
+            frame,
+            out,
+            ..
+        } = self;
+        cx.bufs.copy_packet(bi, whole);
+        let meta = *cx.bufs.meta(bi);
+        out.clear();
+        let bufs = &mut *cx.bufs;
+        let eth = &whole[..ETH_HEADER_LEN];
+        let done = fragment(&whole[ETH_HEADER_LEN..], mtu as usize, piece, |f| {
+            frame.clear();
+            frame.extend_from_slice(eth);
+            frame.extend_from_slice(f);
+            let Some(nb) = bufs.packet_from_bytes(frame) else {
+                return false;
+            };
+            let m = bufs.meta_mut(nb);
+            m.rx_if = meta.rx_if;
+            m.tx_if = meta.tx_if;
+            m.adj = meta.adj;
+            m.flags = meta.flags;
+            m.trace_index = meta.trace_index;
+            out.push(nb);
+            true
+        });
+        match done {
+            Ok(n) => {
+                cx.enqueue_all(Next::InterfaceOutput as usize, out);
+                cx.bufs.free(bi);
+                Ok(n)
+            }
+            Err(_) => {
+                for &nb in out.iter() {
+                    cx.bufs.free(nb);
+                }
+                Err(Error::FragmentFailed)
+            }
         }
     }
 
-    fn run<const TRACE: bool>(&self, cx: &mut NodeCx<'_>, frame: &[u32]) {
+    fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
         let view = self.view.load();
         for (k, &bi) in frame.iter().enumerate() {
             if let Some(&ahead) = frame.get(k + PREFETCH_AHEAD) {
                 cx.bufs.prefetch(ahead);
             }
-            let verdict = Self::rewrite(&view, cx.bufs, bi);
-            if let Some(e) = verdict.counted() {
-                cx.count_error(e as usize, 1);
-            }
+            let mut verdict = Self::rewrite(&view, cx.bufs, bi);
             if let Verdict::Icmp(req, _) = verdict {
                 cx.bufs.meta_mut(bi).aux = req.to_aux();
             }
             if TRACE {
                 Self::trace(cx, bi, verdict);
+            }
+            if let Verdict::Fragment { mtu, .. } = verdict {
+                match self.fragment(cx, bi, mtu) {
+                    Ok(_) => {
+                        cx.count_error(Error::Fragmented as usize, 1);
+                        continue;
+                    }
+                    Err(e) => {
+                        cx.trace(bi, ERRORS[e as usize]);
+                        verdict = Verdict::Drop(e);
+                    }
+                }
+            }
+            if let Some(e) = verdict.counted() {
+                cx.count_error(e as usize, 1);
             }
             cx.enqueue(verdict.next() as usize, bi);
         }
@@ -256,6 +340,10 @@ impl Ip4Rewrite {
                     format_args!("adj {adj} tx if {tx_if} {eth} ttl now {ttl}"),
                 );
             }
+            Verdict::Fragment { tx_if, mtu } => cx.trace(
+                bi,
+                format_args!("adj {adj} tx if {tx_if}: {} (mtu {mtu})", ERRORS[Error::Fragmented as usize]),
+            ),
             Verdict::Icmp(req, e) => cx.trace(
                 bi,
                 format_args!(
@@ -571,7 +659,13 @@ mod tests {
         };
         assert_eq!((v, out), (Verdict::Icmp(req, Error::TooBig), sent));
         let (v, _, _) = rewrite_one(&udp([192, 0, 2, 1], 64, false, 1001), ADJ_SMALL_MTU, 0);
-        assert_eq!(v, Verdict::Drop(Error::FragmentationUnsupported));
+        assert_eq!(v, Verdict::Fragment { tx_if: 1, mtu: 1000 });
+        let (v, _, _) = rewrite_one(
+            &udp([192, 0, 2, 1], 64, true, 1001),
+            ADJ_SMALL_MTU,
+            FLAG_LOCAL_ORIGIN,
+        );
+        assert_eq!(v, Verdict::Drop(Error::OwnTooBig));
         let (v, _, _) = rewrite_one(&udp([192, 0, 2, 1], 64, true, 1000), ADJ_SMALL_MTU, 0);
         assert_eq!(v, Verdict::Forward { tx_if: 1 });
     }
@@ -601,16 +695,44 @@ mod tests {
             999,
         ];
         let out = run(&frames, &adjs);
-        assert_eq!(out.per_next, vec![2, 1, 2, 4]);
+        // The 1200-byte packet without DF leaves as two fragments.
+        assert_eq!(out.per_next, vec![4, 1, 2, 3]);
         let e = &out.errors;
         assert_eq!(e[Error::Unresolved as usize], 1);
         assert_eq!(e[Error::TtlExpired as usize], 1);
         assert_eq!(e[Error::TooBig as usize], 1);
-        assert_eq!(e[Error::FragmentationUnsupported as usize], 1);
+        assert_eq!(e[Error::Fragmented as usize], 1);
         // Adjacency 0 and a stale index both read as drop; 1 is local.
         assert_eq!(e[Error::DropAdjacency as usize], 2);
         assert_eq!(e[Error::NotNeighbor as usize], 1);
-        assert_eq!(out.tx_ifs.iter().filter(|&&t| t == 1).count(), 2);
+        assert_eq!(out.tx_ifs.iter().filter(|&&t| t == 1).count(), 4);
+    }
+
+    #[test]
+    fn too_big_without_df_leaves_in_fragments_behind_the_neighbour_header() {
+        let sent = udp([192, 0, 2, 1], 64, false, 2500);
+        let h = Harness::new(3);
+        let captured = crate::nodes::testing::Captured::default();
+        let decl = Ip4Rewrite::decl(view());
+        let to_small_mtu = |m: &mut crate::buffer::BufferMeta, _| m.adj = ADJ_SMALL_MTU;
+        let out = h.run_node_capture_with(decl, &[sent.clone()], 0, to_small_mtu, captured.clone());
+        // 2500 bytes of IP over an MTU of 1000: 976 + 976 + 528 bytes of data (offsets
+        // count in 8 bytes, so 980 rounds down).
+        assert_eq!(out.to_next(Next::InterfaceOutput as usize), 3);
+        assert_eq!(out.errors[Error::Fragmented as usize], 1);
+        let frags = captured.lock().unwrap().clone();
+        let mut data = Vec::new();
+        for (k, f) in frags.iter().enumerate() {
+            assert_eq!(&f[..14], &ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x0800));
+            let ip = Ipv4Header::parse(&f[14..]).unwrap();
+            assert_eq!((ip.ttl(), ip.total_len()), (63, f.len() - 14));
+            assert!(ip.total_len() <= 1000);
+            let field = u16::from_be_bytes([f[20], f[21]]);
+            assert_eq!(field & 0x1fff, (k * 976 / 8) as u16);
+            assert_eq!(field & 0x2000 != 0, k < 2);
+            data.extend_from_slice(&f[34..]);
+        }
+        assert_eq!(data, &sent[34..]);
     }
 
     #[test]
