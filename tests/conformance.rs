@@ -85,6 +85,11 @@ const DELIBERATE: &[(&str, &[&str], &[&str], &str)] = &[
          unicast solicitation (Linux does, so it clears Override); sluice always includes it, \
          and with it Override is set",
     ),
+];
+
+/// Where Linux departs from the RFCs and sluice follows them: case, what sluice sends (t0,
+/// t1), and the rule.
+const LINUX_DEPARTS: &[(&str, &[&str], &[&str], &str)] = &[
     (
         "martian_src_zero4",
         &[],
