@@ -126,7 +126,12 @@ const LINUX_DEPARTS: &[(&str, &[&str], &[&str], &str)] = &[
 ];
 
 /// The cases run again after the fuzz burst: the router must still answer and forward.
-const STILL_ALIVE: &[&str] = &["echo4_router", "echo6_router", "echo4_through", "echo6_through"];
+const STILL_ALIVE: &[&str] = &[
+    "echo4_router",
+    "echo6_router",
+    "echo4_through",
+    "echo6_through",
+];
 
 fn scapy_present() -> bool {
     std::process::Command::new(PYTHON)
@@ -291,7 +296,7 @@ fn compare(linux: &BTreeMap<String, Seen>, sluice: &BTreeMap<String, Seen>) -> V
             (*case, ((v(t0), v(t1)), *why))
         })
         .collect();
-    for (case, _) in &table {
+    for case in table.keys() {
         if !linux.contains_key(*case) {
             bad.push(format!("{case}: in a table but not a case"));
         }
@@ -348,7 +353,10 @@ fn unexplained(trace: &Value, names: &BTreeMap<String, BTreeSet<String>>) -> (Ve
                 .iter()
                 .map(|l| l.as_str().unwrap())
                 .collect();
-            let drops = lines.iter().filter(|l| l.starts_with("error-drop:")).count();
+            let drops = lines
+                .iter()
+                .filter(|l| l.starts_with("error-drop:"))
+                .count();
             let explained = lines.iter().filter(|l| named(l)).count();
             let sent = lines
                 .iter()
@@ -410,7 +418,11 @@ fn sluice_treats_packets_as_linux_and_the_rfcs_do() {
     // The burst: traced, so that what became of each frame can be read afterwards.
     let (_, idle) = buffers(&socket);
     ctl(&socket, "clear trace").unwrap();
-    ctl(&socket, &format!("trace add af-packet-input {}", FUZZ_FRAMES + 500)).unwrap();
+    ctl(
+        &socket,
+        &format!("trace add af-packet-input {}", FUZZ_FRAMES + 500),
+    )
+    .unwrap();
     let out = lab.run(&dir, &["--only", "", "--fuzz", &FUZZ_FRAMES.to_string()]);
     assert_eq!(
         out.last().and_then(|v| v["fuzz_sent"].as_u64()),
@@ -440,7 +452,10 @@ fn sluice_treats_packets_as_linux_and_the_rfcs_do() {
         bad.iter().take(10).cloned().collect::<Vec<_>>().join("\n")
     );
     for node in ["ethernet-input", "ip4-input", "ip6-input", "arp-input"] {
-        assert!(names.contains_key(node), "no drops counted by {node}: {errors}");
+        assert!(
+            names.contains_key(node),
+            "no drops counted by {node}: {errors}"
+        );
     }
     ctl(&socket, "clear trace").unwrap();
 

@@ -12,10 +12,10 @@
 //! broadcast or multicast frame is not forwarded (5.3.4). Our own packets skip both.
 
 use super::ip4_input::IP4_LOOKUP;
+use crate::buffer::FLAG_LOCAL_ORIGIN;
 use crate::fib::{FibReader, NO_ROUTE};
 use crate::graph::frame::FRAME_SIZE;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
-use crate::buffer::FLAG_LOCAL_ORIGIN;
 use crate::router::adjacency::{AdjKind, L3View, SharedL3View};
 use crate::wire::ethernet::Repr as EthernetRepr;
 

@@ -60,9 +60,14 @@ pub const ERRORS: [&str; 10] = [
 /// What happens to one packet; `Forward` has already been applied to its bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
-    Forward { tx_if: u32 },
+    Forward {
+        tx_if: u32,
+    },
     /// Rewritten like `Forward`, but larger than `mtu`: to be cut into fragments.
-    Fragment { tx_if: u32, mtu: u32 },
+    Fragment {
+        tx_if: u32,
+        mtu: u32,
+    },
     Arp,
     Icmp(IcmpErrorRequest, Error),
     Drop(Error),
@@ -342,7 +347,10 @@ impl Ip4Rewrite {
             }
             Verdict::Fragment { tx_if, mtu } => cx.trace(
                 bi,
-                format_args!("adj {adj} tx if {tx_if}: {} (mtu {mtu})", ERRORS[Error::Fragmented as usize]),
+                format_args!(
+                    "adj {adj} tx if {tx_if}: {} (mtu {mtu})",
+                    ERRORS[Error::Fragmented as usize]
+                ),
             ),
             Verdict::Icmp(req, e) => cx.trace(
                 bi,
@@ -659,7 +667,13 @@ mod tests {
         };
         assert_eq!((v, out), (Verdict::Icmp(req, Error::TooBig), sent));
         let (v, _, _) = rewrite_one(&udp([192, 0, 2, 1], 64, false, 1001), ADJ_SMALL_MTU, 0);
-        assert_eq!(v, Verdict::Fragment { tx_if: 1, mtu: 1000 });
+        assert_eq!(
+            v,
+            Verdict::Fragment {
+                tx_if: 1,
+                mtu: 1000
+            }
+        );
         let (v, _, _) = rewrite_one(
             &udp([192, 0, 2, 1], 64, true, 1001),
             ADJ_SMALL_MTU,
@@ -715,7 +729,13 @@ mod tests {
         let captured = crate::nodes::testing::Captured::default();
         let decl = Ip4Rewrite::decl(view());
         let to_small_mtu = |m: &mut crate::buffer::BufferMeta, _| m.adj = ADJ_SMALL_MTU;
-        let out = h.run_node_capture_with(decl, &[sent.clone()], 0, to_small_mtu, captured.clone());
+        let out = h.run_node_capture_with(
+            decl,
+            std::slice::from_ref(&sent),
+            0,
+            to_small_mtu,
+            captured.clone(),
+        );
         // 2500 bytes of IP over an MTU of 1000: 976 + 976 + 528 bytes of data (offsets
         // count in 8 bytes, so 980 rounds down).
         assert_eq!(out.to_next(Next::InterfaceOutput as usize), 3);

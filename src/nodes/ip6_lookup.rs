@@ -15,11 +15,11 @@
 //! destination unreachable code 2, beyond scope of source address; one from the unspecified
 //! address (RFC 4291 2.5.2), or that came in a link-layer multicast frame, is dropped.
 
+use super::IcmpErrorRequest;
+use crate::buffer::{BufferMeta, FLAG_LOCAL_ORIGIN};
 use crate::fib::{FibReader, NO_ROUTE};
 use crate::graph::frame::FRAME_SIZE;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
-use super::IcmpErrorRequest;
-use crate::buffer::{BufferMeta, FLAG_LOCAL_ORIGIN};
 use crate::router::adjacency::{AdjKind, L3View, SharedL3View, ADJ_DROP, ADJ_LOCAL};
 use crate::wire::ethernet::Repr as EthernetRepr;
 use crate::wire::icmp6;
@@ -333,10 +333,7 @@ mod tests {
         );
         assert_eq!(out.per_next, vec![0, 0, 2, 0]);
         assert_eq!(out.errors[Error::NoRoute as usize], 2);
-        assert!(out
-            .adjs
-            .iter()
-            .all(|&a| a == NO_ROUTE), "{:?}", out.adjs);
+        assert!(out.adjs.iter().all(|&a| a == NO_ROUTE), "{:?}", out.adjs);
     }
 
     #[test]

@@ -157,7 +157,13 @@ mod trim_tests {
         let pool = BufferPool::new(16, HugePages::Never).unwrap();
         let mut bufs = pool.worker_handle();
         let bytes: Vec<u8> = (0..5000).map(|i| i as u8).collect();
-        for (len, keep) in [(100, 60), (5000, 2100), (5000, 100), (5000, 5000), (80, 200)] {
+        for (len, keep) in [
+            (100, 60),
+            (5000, 2100),
+            (5000, 100),
+            (5000, 5000),
+            (80, 200),
+        ] {
             let bi = bufs.packet_from_bytes(&bytes[..len]).unwrap();
             trim_to(&mut bufs, bi, keep);
             let mut out = Vec::new();

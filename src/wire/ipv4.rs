@@ -302,7 +302,9 @@ mod tests {
     fn fragments_carry_the_data_at_their_offsets_and_copied_options_only() {
         // Options: record route (not copied, 7 bytes) and a copied type 0x83 (LSRR-like,
         // 3 bytes empty), then 2 bytes of padding: IHL 8.
-        let mut ip = vec![0x48, 0, 0, 0, 0xab, 0xcd, 0, 0, 63, 17, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8];
+        let mut ip = vec![
+            0x48, 0, 0, 0, 0xab, 0xcd, 0, 0, 63, 17, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8,
+        ];
         ip.extend_from_slice(&[7, 7, 4, 0, 0, 0, 0, 0x83, 3, 4, 0, 0]);
         let data: Vec<u8> = (0..1000u32).map(|i| (i * 7) as u8).collect();
         ip.extend_from_slice(&data);
@@ -355,7 +357,9 @@ mod tests {
     #[test]
     fn record_route_fills_the_next_slot_until_full() {
         // NOP, then record route with room for two addresses, then end of options.
-        let mut h = vec![0x48, 0, 0, 32, 0, 0, 0, 0, 64, 17, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8];
+        let mut h = vec![
+            0x48, 0, 0, 32, 0, 0, 0, 0, 64, 17, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8,
+        ];
         h.extend_from_slice(&[1, 7, 11, 4, 0, 0, 0, 0, 0, 0, 0, 0]);
         let c = checksum(&h);
         h[10..12].copy_from_slice(&c.to_be_bytes());
