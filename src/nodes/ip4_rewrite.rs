@@ -5,6 +5,11 @@
 //! header in front of the IP header (dropping any VLAN tags the packet came with) and hands
 //! the packet to interface-output. A neighbour not known yet sends the packet to ip4-arp,
 //! unchanged; ip4-arp brings it back here once the neighbour answers.
+//!
+//! A forwarded packet's record route option gets the outgoing interface's address. A packet
+//! larger than the MTU goes back to its sender as ICMP fragmentation needed when it has DF
+//! set, and otherwise leaves in fragments, each in a buffer of its own (a slow path: it
+//! copies).
 
 use super::ip4_lookup::IP4_REWRITE;
 use super::IcmpErrorRequest;
