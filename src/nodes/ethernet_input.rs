@@ -11,6 +11,7 @@ use crate::wire::ethernet::{EtherType, ParseError, Repr};
 const PREFETCH_AHEAD: usize = 4;
 
 #[repr(usize)]
+#[derive(Clone, Copy)]
 enum Next {
     L2Xconnect,
     Ip4Input,
@@ -97,45 +98,44 @@ impl EthernetInput {
                         // a router reads lengths from the headers and checks those instead
                         // (virtual links such as veth carry unpadded 42-byte ARP frames).
                         if len < self.min_frame {
-                            cx.count_error(Error::Runt as usize, 1);
-                            Next::Drop
+                            Err(Error::Runt)
                         } else {
-                            Next::L2Xconnect
+                            Ok(Next::L2Xconnect)
                         }
                     } else if let Some(l3) = view.interface(rx).filter(|i| i.routed()) {
                         // Promiscuous drivers see every frame on the wire: a router takes
                         // only its own, broadcast and multicast ones.
                         let dst = &cx.bufs.data(bi)[..6];
                         if dst != l3.mac.0 && dst[0] & 1 == 0 {
-                            cx.count_error(Error::NotOurMac as usize, 1);
-                            Next::Drop
+                            Err(Error::NotOurMac)
                         } else {
                             match repr.ethertype {
-                                EtherType::IPV4 => Next::Ip4Input,
-                                EtherType::ARP => Next::ArpInput,
-                                EtherType::IPV6 => Next::Ip6Input,
-                                _ => {
-                                    cx.count_error(Error::L3Protocol as usize, 1);
-                                    Next::Drop
-                                }
+                                EtherType::IPV4 => Ok(Next::Ip4Input),
+                                EtherType::ARP => Ok(Next::ArpInput),
+                                EtherType::IPV6 => Ok(Next::Ip6Input),
+                                _ => Err(Error::L3Protocol),
                             }
                         }
                     } else {
-                        cx.count_error(Error::NoMode as usize, 1);
-                        Next::Drop
+                        Err(Error::NoMode)
                     }
                 }
-                Err(e) => {
-                    cx.count_error(e as usize, 1);
-                    Next::Drop
-                }
+                Err(e) => Err(e),
             };
             if TRACE {
-                match verdict {
-                    Ok(r) => cx.trace(bi, r),
-                    Err(e) => cx.trace(bi, format_args!("drop: {}", ERRORS[e as usize])),
+                match (verdict, next) {
+                    (Ok(r), Ok(_)) => cx.trace(bi, r),
+                    (Ok(r), Err(e)) => {
+                        cx.trace(bi, format_args!("{r}: drop: {}", ERRORS[e as usize]))
+                    }
+                    (Err(_), Err(e)) => cx.trace(bi, format_args!("drop: {}", ERRORS[e as usize])),
+                    (Err(_), Ok(_)) => {}
                 }
             }
+            let next = next.unwrap_or_else(|e| {
+                cx.count_error(e as usize, 1);
+                Next::Drop
+            });
             cx.enqueue(next as usize, bi);
         }
     }

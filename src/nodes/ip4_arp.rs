@@ -52,6 +52,7 @@ const SLOTS: HoldSlots = HoldSlots {
     counters: Error::Held as usize,
     rewrite: Next::Rewrite as usize,
     drop: Next::Drop as usize,
+    names: &ERRORS,
 };
 const _: () = assert!(Error::NoAnswer as usize == SLOTS.counters + 5);
 
@@ -129,6 +130,7 @@ impl Node for Ip4Arp {
             let adj = cx.bufs.meta(bi).adj;
             let Some((itf, target)) = Self::target(&view, adj, cx.bufs.data(bi)) else {
                 cx.count_error(Error::NotResolvable as usize, 1);
+                cx.trace(bi, ERRORS[Error::NotResolvable as usize]);
                 cx.enqueue(Next::Drop as usize, bi);
                 continue;
             };

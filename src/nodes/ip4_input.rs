@@ -1,7 +1,10 @@
 //! ip4-input: the checks a router makes on every IPv4 packet before it looks at the
 //! destination (RFC 1812 section 5.2.2): version, header length, total length against the
-//! frame, header checksum, a TTL that has not run out. Each failure is its own counter;
-//! packets with options are counted and go on (they are not dropped).
+//! frame, header checksum, and the martian addresses of 5.3.7 (a source or destination that
+//! cannot name one host). Each failure is its own counter; packets with options are counted
+//! and go on (they are not dropped). The TTL is not checked here: a packet for the router is
+//! received whatever its TTL (5.3.1), and ip4-rewrite answers an expired one with time
+//! exceeded.
 
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::wire::ethernet::Repr as EthernetRepr;
@@ -25,20 +28,34 @@ pub enum Error {
     HeaderLength,
     TotalLength,
     Checksum,
-    TtlZero,
+    MartianSource,
+    MartianDestination,
     Options,
 }
 
-pub const ERRORS: [&str; 8] = [
+pub const ERRORS: [&str; 9] = [
     "not an IPv4 frame",
     "ip4 header truncated",
     "ip4 version is not 4",
     "ip4 header length (IHL) invalid",
     "ip4 total length invalid",
     "ip4 header checksum bad",
-    "ip4 ttl is 0",
+    "ip4 source invalid (0/8, 127/8, multicast, class E, broadcast)",
+    "ip4 destination invalid (0/8, 127/8, class E)",
     "ip4 options present (forwarded)",
 ];
+
+/// RFC 1812 4.2.2.11 and 5.3.7: a source on network 0 or 127, a multicast source, or a
+/// class E one (which includes the limited broadcast 255.255.255.255) names no single host.
+pub fn martian_source(a: u32) -> bool {
+    matches!(a >> 24, 0 | 127) || a >> 28 >= 0xe
+}
+
+/// RFC 1812 5.3.7: a destination on network 0 or 127, or in class E other than the limited
+/// broadcast, is not forwarded (nor received: it cannot be one of ours).
+pub fn martian_destination(a: u32) -> bool {
+    matches!(a >> 24, 0 | 127) || (a >> 28 == 0xf && a != u32::MAX)
+}
 
 fn error_of(e: Ipv4Error) -> Error {
     match e {
@@ -77,7 +94,10 @@ impl Ip4Input {
         };
         match Ipv4Header::parse_in(bytes, packet_len.saturating_sub(l3)) {
             Err(e) => (Next::Drop, Some(error_of(e))),
-            Ok(h) if h.ttl() == 0 => (Next::Drop, Some(Error::TtlZero)),
+            Ok(h) if martian_source(h.source()) => (Next::Drop, Some(Error::MartianSource)),
+            Ok(h) if martian_destination(h.destination()) => {
+                (Next::Drop, Some(Error::MartianDestination))
+            }
             Ok(h) if h.has_options() => (Next::Lookup, Some(Error::Options)),
             Ok(_) => (Next::Lookup, None),
         }
@@ -112,6 +132,10 @@ mod tests {
 
     /// Ethernet + IPv4 (+ `options` bytes of options) + UDP-ish payload, `len` bytes in all.
     fn packet(len: usize, ttl: u8, options: usize) -> Vec<u8> {
+        addressed(len, ttl, options, [198, 18, 0, 1], [198, 19, 0, 1])
+    }
+
+    fn addressed(len: usize, ttl: u8, options: usize, src: [u8; 4], dst: [u8; 4]) -> Vec<u8> {
         let mut f = vec![0u8; len];
         f[..14].copy_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00]);
         let ihl = (20 + options) / 4;
@@ -120,8 +144,8 @@ mod tests {
         ip[2..4].copy_from_slice(&((len - 14) as u16).to_be_bytes());
         ip[8] = ttl;
         ip[9] = 17;
-        ip[12..16].copy_from_slice(&[198, 18, 0, 1]);
-        ip[16..20].copy_from_slice(&[198, 19, 0, 1]);
+        ip[12..16].copy_from_slice(&src);
+        ip[16..20].copy_from_slice(&dst);
         let c = checksum(ip);
         ip[10..12].copy_from_slice(&c.to_be_bytes());
         f
@@ -138,9 +162,17 @@ mod tests {
     }
 
     #[test]
-    fn good_packets_go_to_lookup_jumbo_included() {
-        let (ok, drop, errors) = run(&[packet(60, 64, 0), packet(1514, 1, 0), packet(9014, 2, 0)]);
-        assert_eq!((ok, drop), (3, 0));
+    fn good_packets_go_to_lookup_jumbo_and_ttl_0_included() {
+        let frames = [
+            packet(60, 64, 0),
+            packet(1514, 1, 0),
+            packet(9014, 2, 0),
+            packet(60, 0, 0),
+            addressed(60, 64, 0, [198, 18, 0, 1], [255, 255, 255, 255]),
+            addressed(60, 64, 0, [198, 18, 0, 1], [224, 0, 0, 1]),
+        ];
+        let (ok, drop, errors) = run(&frames);
+        assert_eq!((ok, drop), (6, 0));
         assert!(errors.iter().all(|&e| e == 0), "{errors:?}");
     }
 
@@ -157,9 +189,9 @@ mod tests {
         let mut arp = packet(60, 64, 0);
         arp[12..14].copy_from_slice(&[0x08, 0x06]);
         let cut = packet(60, 64, 0)[..30].to_vec();
-        let frames = vec![bad_sum, v6, ihl, long, arp, cut, packet(60, 0, 0)];
+        let frames = vec![bad_sum, v6, ihl, long, arp, cut];
         let (ok, drop, e) = run(&frames);
-        assert_eq!((ok, drop), (0, 7));
+        assert_eq!((ok, drop), (0, 6));
         assert_eq!(e[Error::Checksum as usize], 1);
         assert_eq!(e[Error::Version as usize], 1);
         // IHL 3 fails the length check; so does a checksum over a wrong IHL, counted there.
@@ -167,7 +199,26 @@ mod tests {
         assert_eq!(e[Error::TotalLength as usize], 1);
         assert_eq!(e[Error::NotIpv4 as usize], 1);
         assert_eq!(e[Error::Truncated as usize], 1);
-        assert_eq!(e[Error::TtlZero as usize], 1);
+    }
+
+    #[test]
+    fn martian_sources_and_destinations_are_dropped() {
+        let from = |src| addressed(60, 64, 0, src, [198, 19, 0, 1]);
+        let to = |dst| addressed(60, 64, 0, [198, 18, 0, 1], dst);
+        let frames = vec![
+            from([0, 0, 0, 5]),
+            from([127, 0, 0, 1]),
+            from([224, 0, 0, 5]),
+            from([240, 0, 0, 1]),
+            from([255, 255, 255, 255]),
+            to([0, 1, 2, 3]),
+            to([127, 0, 0, 1]),
+            to([240, 0, 0, 1]),
+        ];
+        let (ok, drop, e) = run(&frames);
+        assert_eq!((ok, drop), (0, 8));
+        assert_eq!(e[Error::MartianSource as usize], 5);
+        assert_eq!(e[Error::MartianDestination as usize], 3);
     }
 
     #[test]

@@ -5,12 +5,18 @@
 //! routes pick a member by a hash of the flow, our own addresses go to ip4-local, drop
 //! adjacencies are counted, and every other packet goes to ip4-rewrite with the adjacency in
 //! the buffer's `adj`. No route: ICMP destination unreachable (net).
+//!
+//! Two checks need the router's addresses, so they are made here rather than in ip4-input: a
+//! packet claiming one of our addresses, or a connected subnet's broadcast address, as its
+//! source is a martian (RFC 1812 5.3.7), and a unicast packet that came in a link-layer
+//! broadcast or multicast frame is not forwarded (5.3.4). Our own packets skip both.
 
 use super::ip4_input::IP4_LOOKUP;
+use crate::buffer::FLAG_LOCAL_ORIGIN;
 use crate::fib::{FibReader, NO_ROUTE};
 use crate::graph::frame::FRAME_SIZE;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
-use crate::router::adjacency::{AdjKind, SharedL3View};
+use crate::router::adjacency::{AdjKind, L3View, SharedL3View};
 use crate::wire::ethernet::Repr as EthernetRepr;
 
 use super::IcmpErrorRequest;
@@ -18,6 +24,7 @@ use super::IcmpErrorRequest;
 pub const IP4_REWRITE: &str = "ip4-rewrite";
 
 #[repr(usize)]
+#[derive(Clone, Copy)]
 pub enum Next {
     Rewrite,
     Local,
@@ -26,14 +33,38 @@ pub enum Next {
 }
 
 #[repr(usize)]
+#[derive(Clone, Copy)]
 pub enum Error {
     NoRoute,
     DropRoute,
+    SourceOurs,
+    SourceBroadcast,
+    LinkBroadcast,
 }
-pub const ERRORS: [&str; 2] = [
+pub const ERRORS: [&str; 5] = [
     "ip4 no route to destination",
     "ip4 drop route (blackhole, subnet network or broadcast address)",
+    "ip4 source is one of our addresses",
+    "ip4 source is a connected subnet's broadcast address",
+    "ip4 unicast in a link-layer broadcast or multicast frame (not forwarded)",
 ];
+
+/// Why a source cannot be a host beside us: one of our addresses, or the broadcast address
+/// of one of our subnets (RFC 1812 4.2.2.11: {net, -1} is never a source).
+fn source_error(view: &L3View, src: u32) -> Option<Error> {
+    for itf in &view.interfaces {
+        for &(a, len) in &itf.v4 {
+            if a == src {
+                return Some(Error::SourceOurs);
+            }
+            let host_bits = u32::MAX.checked_shr(len as u32).unwrap_or(0);
+            if len <= 30 && src == a | host_bits {
+                return Some(Error::SourceBroadcast);
+            }
+        }
+    }
+    None
+}
 
 /// ICMP destination unreachable, network unreachable (RFC 792).
 const NET_UNREACHABLE: IcmpErrorRequest = IcmpErrorRequest {
@@ -81,6 +112,16 @@ impl Ip4Lookup {
             .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
 
+    /// The source of a packet ip4-input has checked (0.0.0.0 if it cannot be read).
+    fn source(data: &[u8]) -> u32 {
+        let Ok(eth) = EthernetRepr::parse(data) else {
+            return 0;
+        };
+        let at = eth.l3_offset as usize + 12;
+        data.get(at..at + 4)
+            .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
     /// A hash of the flow (addresses, protocol, and ports unless fragmented) for ECMP: the
     /// packets of one flow always take the same path.
     fn flow_hash(data: &[u8]) -> u32 {
@@ -120,7 +161,23 @@ impl Node for Ip4Lookup {
         let tracing = cx.tracing();
         for (k, &bi) in frame[..n].iter().enumerate() {
             let mut adj = self.adj[k];
-            let next = if adj == NO_ROUTE {
+            let own = cx.bufs.meta(bi).flags & FLAG_LOCAL_ORIGIN != 0;
+            let refused = if own {
+                None
+            } else {
+                let data = cx.bufs.data(bi);
+                source_error(&view, Self::source(data)).or_else(|| {
+                    // A group destination MAC on a packet we would forward (RFC 1812 5.3.4).
+                    let forwards = adj != NO_ROUTE
+                        && !matches!(view.adj(adj).kind, AdjKind::Local | AdjKind::Drop);
+                    (forwards && data.first().is_some_and(|b| b & 1 != 0))
+                        .then_some(Error::LinkBroadcast)
+                })
+            };
+            let next = if let Some(e) = refused {
+                cx.count_error(e as usize, 1);
+                Next::Drop
+            } else if adj == NO_ROUTE {
                 cx.count_error(Error::NoRoute as usize, 1);
                 cx.bufs.meta_mut(bi).aux = NET_UNREACHABLE.to_aux();
                 Next::IcmpError
@@ -140,9 +197,18 @@ impl Node for Ip4Lookup {
             };
             if tracing {
                 let d = self.dst[k].to_be_bytes();
+                let why = match (next, refused) {
+                    (_, Some(e)) => ERRORS[e as usize],
+                    (Next::IcmpError, _) => ERRORS[Error::NoRoute as usize],
+                    (Next::Drop, _) => ERRORS[Error::DropRoute as usize],
+                    _ => "",
+                };
                 cx.trace(
                     bi,
-                    format_args!("dst {}.{}.{}.{} next hop {adj:#x}", d[0], d[1], d[2], d[3]),
+                    format_args!(
+                        "dst {}.{}.{}.{} next hop {adj:#x} {why}",
+                        d[0], d[1], d[2], d[3]
+                    ),
                 );
             }
             cx.enqueue(next as usize, bi);
@@ -162,8 +228,53 @@ mod tests {
         let mut f = vec![0u8; 60];
         f[12..14].copy_from_slice(&[0x08, 0x00]);
         f[14] = 0x45;
+        f[26..30].copy_from_slice(&[198, 18, 0, 1]);
         f[30..34].copy_from_slice(&dst);
         f
+    }
+
+    #[test]
+    fn spoofed_sources_and_link_broadcasts_are_not_forwarded() {
+        let mut w = FibWriter::new();
+        w.add4(Prefix4::new(0x0a00_0000, 8).unwrap(), 3).unwrap();
+        w.add4(Prefix4::new(0xc000_0201, 32).unwrap(), ADJ_LOCAL)
+            .unwrap();
+        w.commit();
+        let h = neighbors(4);
+        h.add_address(0, 0xc000_0201, 24);
+        let from = |src: [u8; 4], dst: [u8; 4]| {
+            let mut f = to(dst);
+            f[26..30].copy_from_slice(&src);
+            f
+        };
+        let mut broadcast = to([10, 0, 0, 1]);
+        broadcast[..6].fill(0xff);
+        // To us in a broadcast frame is fine (ip4-local decides); so is our own packet.
+        let mut local_broadcast = to([192, 0, 2, 1]);
+        local_broadcast[..6].fill(0xff);
+        let frames = vec![
+            from([192, 0, 2, 1], [10, 0, 0, 1]),
+            from([192, 0, 2, 255], [10, 0, 0, 1]),
+            broadcast,
+            local_broadcast,
+            from([192, 0, 2, 1], [10, 0, 0, 2]),
+        ];
+        let out = h.run_node_with(
+            Ip4Lookup::decl(w.reader(), h.view.clone()),
+            &frames,
+            0,
+            |m, k| {
+                if k == 4 {
+                    m.flags |= FLAG_LOCAL_ORIGIN;
+                }
+            },
+        );
+        assert_eq!(out.to_next(Next::Drop as usize), 3);
+        assert_eq!(out.to_next(Next::Local as usize), 1);
+        assert_eq!(out.to_next(Next::Rewrite as usize), 1);
+        assert_eq!(out.errors[Error::SourceOurs as usize], 1);
+        assert_eq!(out.errors[Error::SourceBroadcast as usize], 1);
+        assert_eq!(out.errors[Error::LinkBroadcast as usize], 1);
     }
 
     #[test]

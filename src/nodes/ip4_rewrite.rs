@@ -1,9 +1,15 @@
 //! ip4-rewrite: the last step of forwarding. For the adjacency ip4-lookup chose it finds the
 //! Ethernet header (from the adjacency when complete, else from the neighbour table), checks
-//! TTL and MTU, decrements the TTL with the incremental checksum of RFC 1624, writes the new
+//! TTL and MTU, decrements the TTL with the incremental checksum of RFC 1624, cuts off any
+//! bytes after the datagram's total length (link padding is not forwarded), writes the new
 //! header in front of the IP header (dropping any VLAN tags the packet came with) and hands
 //! the packet to interface-output. A neighbour not known yet sends the packet to ip4-arp,
 //! unchanged; ip4-arp brings it back here once the neighbour answers.
+//!
+//! A forwarded packet's record route option gets the outgoing interface's address. A packet
+//! larger than the MTU goes back to its sender as ICMP fragmentation needed when it has DF
+//! set, and otherwise leaves in fragments, each in a buffer of its own (a slow path: it
+//! copies).
 
 use super::ip4_lookup::IP4_REWRITE;
 use super::IcmpErrorRequest;
@@ -12,7 +18,7 @@ use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::router::adjacency::{ethernet_rewrite, AdjKind, Adjacency, L3View, SharedL3View};
 use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
 use crate::wire::icmp4;
-use crate::wire::ipv4::{decrement_ttl, MIN_HEADER_LEN};
+use crate::wire::ipv4::{decrement_ttl, fragment, record_route, MIN_HEADER_LEN};
 use crate::wire::EtherType;
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -37,25 +43,36 @@ pub enum Error {
     NoInterface,
     TtlExpired,
     TooBig,
-    FragmentationUnsupported,
+    OwnTooBig,
     Unresolved,
+    Fragmented,
+    FragmentFailed,
 }
 
-pub const ERRORS: [&str; 8] = [
+pub const ERRORS: [&str; 10] = [
     "not an IPv4 packet",
     "adjacency drops the packet",
     "adjacency is not a neighbour (local, multipath or stale)",
     "adjacency's interface is not in the view",
     "ttl expired (sent to icmp4-error)",
     "larger than the MTU with DF set (sent to icmp4-error)",
-    "larger than the MTU: fragmentation not supported",
+    "own packet with DF set larger than the MTU",
     "neighbour not resolved (sent to ip4-arp)",
+    "larger than the MTU: fragmented",
+    "larger than the MTU: no buffer for its fragments",
 ];
 
 /// What happens to one packet; `Forward` has already been applied to its bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
-    Forward { tx_if: u32 },
+    Forward {
+        tx_if: u32,
+    },
+    /// Rewritten like `Forward`, but larger than `mtu`: to be cut into fragments.
+    Fragment {
+        tx_if: u32,
+        mtu: u32,
+    },
     Arp,
     Icmp(IcmpErrorRequest, Error),
     Drop(Error),
@@ -64,7 +81,7 @@ pub enum Verdict {
 impl Verdict {
     fn next(self) -> Next {
         match self {
-            Verdict::Forward { .. } => Next::InterfaceOutput,
+            Verdict::Forward { .. } | Verdict::Fragment { .. } => Next::InterfaceOutput,
             Verdict::Arp => Next::Arp,
             Verdict::Icmp(..) => Next::IcmpError,
             Verdict::Drop(_) => Next::Drop,
@@ -74,6 +91,7 @@ impl Verdict {
     fn counted(self) -> Option<Error> {
         match self {
             Verdict::Forward { .. } => None,
+            Verdict::Fragment { .. } => Some(Error::Fragmented),
             Verdict::Arp => Some(Error::Unresolved),
             Verdict::Icmp(_, e) | Verdict::Drop(e) => Some(e),
         }
@@ -129,6 +147,12 @@ pub(crate) fn write_header(
 
 pub struct Ip4Rewrite {
     view: SharedL3View,
+    /// Fragmentation's scratch: the whole packet, one fragment's datagram and frame, the
+    /// fragments' buffers.
+    whole: Vec<u8>,
+    piece: Vec<u8>,
+    frame: Vec<u8>,
+    out: Vec<u32>,
 }
 
 impl Ip4Rewrite {
@@ -143,7 +167,13 @@ impl Ip4Rewrite {
                 super::ERROR_DROP.to_string(),
             ],
             errors: ERRORS.to_vec(),
-            node: Box::new(Ip4Rewrite { view }),
+            node: Box::new(Ip4Rewrite {
+                view,
+                whole: Vec::new(),
+                piece: Vec::new(),
+                frame: Vec::new(),
+                out: Vec::new(),
+            }),
         }
     }
 
@@ -180,10 +210,10 @@ impl Ip4Rewrite {
         }
         let total = u16::from_be_bytes([ip[2], ip[3]]) as u32;
         // MTU 0 means the control plane set none: no limit to enforce.
-        if adj.mtu != 0 && total > adj.mtu {
-            let df = ip[6] & 0x40 != 0;
-            if !df || local {
-                return Verdict::Drop(Error::FragmentationUnsupported);
+        let too_big = adj.mtu != 0 && total > adj.mtu;
+        if too_big && ip[6] & 0x40 != 0 {
+            if local {
+                return Verdict::Drop(Error::OwnTooBig);
             }
             let req = IcmpErrorRequest {
                 kind: icmp4::DEST_UNREACHABLE,
@@ -204,31 +234,103 @@ impl Ip4Rewrite {
         };
 
         if !local {
+            let hl = (ip[0] & 0x0f) as usize * 4;
+            if hl > MIN_HEADER_LEN {
+                // ip4-input checked the header: all of it is in this segment.
+                let out = view.interface(adj.interface).map_or(0, |i| i.primary_v4());
+                record_route(&mut bufs.data_mut(bi)[l3..l3 + hl], out);
+            }
             decrement_ttl(&mut bufs.data_mut(bi)[l3..l3 + MIN_HEADER_LEN]);
         }
+        super::trim_to(bufs, bi, l3 + total as usize);
         if !write_header(bufs, bi, l3, &header, adj.interface) {
             return Verdict::Drop(Error::NotIpv4);
         }
-        Verdict::Forward {
-            tx_if: adj.interface,
+        let tx_if = adj.interface;
+        if too_big {
+            return Verdict::Fragment {
+                tx_if,
+                mtu: adj.mtu,
+            };
+        }
+        Verdict::Forward { tx_if }
+    }
+
+    /// Cut the rewritten packet `bi` (Ethernet header, then the datagram) into fragments of
+    /// at most `mtu` bytes of IP, each in a new buffer behind the same Ethernet header and
+    /// queued for `interface-output`; `bi` itself goes back to the pool. On failure nothing
+    /// is sent and `bi` is for the caller to drop.
+    fn fragment(&mut self, cx: &mut NodeCx<'_>, bi: u32, mtu: u32) -> Result<usize, Error> {
+        let Ip4Rewrite {
+            whole,
+            piece,
+            frame,
+            out,
+            ..
+        } = self;
+        cx.bufs.copy_packet(bi, whole);
+        let meta = *cx.bufs.meta(bi);
+        out.clear();
+        let bufs = &mut *cx.bufs;
+        let eth = &whole[..ETH_HEADER_LEN];
+        let done = fragment(&whole[ETH_HEADER_LEN..], mtu as usize, piece, |f| {
+            frame.clear();
+            frame.extend_from_slice(eth);
+            frame.extend_from_slice(f);
+            let Some(nb) = bufs.packet_from_bytes(frame) else {
+                return false;
+            };
+            let m = bufs.meta_mut(nb);
+            m.rx_if = meta.rx_if;
+            m.tx_if = meta.tx_if;
+            m.adj = meta.adj;
+            m.flags = meta.flags;
+            m.trace_index = meta.trace_index;
+            out.push(nb);
+            true
+        });
+        match done {
+            Ok(n) => {
+                cx.enqueue_all(Next::InterfaceOutput as usize, out);
+                cx.bufs.free(bi);
+                Ok(n)
+            }
+            Err(_) => {
+                for &nb in out.iter() {
+                    cx.bufs.free(nb);
+                }
+                Err(Error::FragmentFailed)
+            }
         }
     }
 
-    fn run<const TRACE: bool>(&self, cx: &mut NodeCx<'_>, frame: &[u32]) {
+    fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
         let view = self.view.load();
         for (k, &bi) in frame.iter().enumerate() {
             if let Some(&ahead) = frame.get(k + PREFETCH_AHEAD) {
                 cx.bufs.prefetch(ahead);
             }
-            let verdict = Self::rewrite(&view, cx.bufs, bi);
-            if let Some(e) = verdict.counted() {
-                cx.count_error(e as usize, 1);
-            }
+            let mut verdict = Self::rewrite(&view, cx.bufs, bi);
             if let Verdict::Icmp(req, _) = verdict {
                 cx.bufs.meta_mut(bi).aux = req.to_aux();
             }
             if TRACE {
                 Self::trace(cx, bi, verdict);
+            }
+            if let Verdict::Fragment { mtu, .. } = verdict {
+                match self.fragment(cx, bi, mtu) {
+                    Ok(_) => {
+                        cx.count_error(Error::Fragmented as usize, 1);
+                        continue;
+                    }
+                    Err(e) => {
+                        cx.trace(bi, ERRORS[e as usize]);
+                        verdict = Verdict::Drop(e);
+                    }
+                }
+            }
+            if let Some(e) = verdict.counted() {
+                cx.count_error(e as usize, 1);
             }
             cx.enqueue(verdict.next() as usize, bi);
         }
@@ -248,6 +350,13 @@ impl Ip4Rewrite {
                     format_args!("adj {adj} tx if {tx_if} {eth} ttl now {ttl}"),
                 );
             }
+            Verdict::Fragment { tx_if, mtu } => cx.trace(
+                bi,
+                format_args!(
+                    "adj {adj} tx if {tx_if}: {} (mtu {mtu})",
+                    ERRORS[Error::Fragmented as usize]
+                ),
+            ),
             Verdict::Icmp(req, e) => cx.trace(
                 bi,
                 format_args!(
@@ -322,6 +431,7 @@ pub(crate) mod test_support {
                     vec![]
                 },
                 v6: vec![],
+                glean: if k == 1 { ADJ_GLEAN } else { 0 },
             })
             .collect();
         let mut v = L3View::new(interfaces);
@@ -480,6 +590,40 @@ mod tests {
     }
 
     #[test]
+    fn bytes_after_the_total_length_are_not_forwarded() {
+        let sent = udp([192, 0, 2, 1], 64, false, 100);
+        let mut padded = sent.clone();
+        padded.extend_from_slice(&[0xee; 50]);
+        let (v, out, _) = rewrite_one(&padded, ADJ_COMPLETE, 0);
+        assert_eq!(v, Verdict::Forward { tx_if: 1 });
+        assert_forwarded(
+            &sent,
+            &out,
+            ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x0800),
+        );
+    }
+
+    #[test]
+    fn record_route_gets_the_outgoing_interface_address() {
+        let plain = udp([192, 0, 2, 1], 64, false, 60);
+        // Insert a record route option with room for one address: IHL 5 -> 7.
+        let mut f = plain[..34].to_vec();
+        f.extend_from_slice(&[7, 7, 4, 0, 0, 0, 0, 0]);
+        f.extend_from_slice(&plain[34..]);
+        f[14] = 0x47;
+        let total = (f.len() - 14) as u16;
+        f[16..18].copy_from_slice(&total.to_be_bytes());
+        f[24..26].copy_from_slice(&[0, 0]);
+        let c = checksum(&f[14..42]);
+        f[24..26].copy_from_slice(&c.to_be_bytes());
+        let (v, out, _) = rewrite_one(&f, ADJ_COMPLETE, 0);
+        assert_eq!(v, Verdict::Forward { tx_if: 1 });
+        assert_eq!(&out[34..42], &[7, 7, 8, 10, 1, 0, 1, 0]);
+        assert_eq!(checksum(&out[14..42]), 0);
+        assert_eq!(out[22], 63);
+    }
+
+    #[test]
     fn unknown_neighbor_goes_to_arp_untouched() {
         let sent = udp([10, 1, 0, 77], 9, false, 60);
         let (v, out, _) = rewrite_one(&sent, ADJ_GLEAN, 0);
@@ -528,7 +672,19 @@ mod tests {
         };
         assert_eq!((v, out), (Verdict::Icmp(req, Error::TooBig), sent));
         let (v, _, _) = rewrite_one(&udp([192, 0, 2, 1], 64, false, 1001), ADJ_SMALL_MTU, 0);
-        assert_eq!(v, Verdict::Drop(Error::FragmentationUnsupported));
+        assert_eq!(
+            v,
+            Verdict::Fragment {
+                tx_if: 1,
+                mtu: 1000
+            }
+        );
+        let (v, _, _) = rewrite_one(
+            &udp([192, 0, 2, 1], 64, true, 1001),
+            ADJ_SMALL_MTU,
+            FLAG_LOCAL_ORIGIN,
+        );
+        assert_eq!(v, Verdict::Drop(Error::OwnTooBig));
         let (v, _, _) = rewrite_one(&udp([192, 0, 2, 1], 64, true, 1000), ADJ_SMALL_MTU, 0);
         assert_eq!(v, Verdict::Forward { tx_if: 1 });
     }
@@ -558,16 +714,50 @@ mod tests {
             999,
         ];
         let out = run(&frames, &adjs);
-        assert_eq!(out.per_next, vec![2, 1, 2, 4]);
+        // The 1200-byte packet without DF leaves as two fragments.
+        assert_eq!(out.per_next, vec![4, 1, 2, 3]);
         let e = &out.errors;
         assert_eq!(e[Error::Unresolved as usize], 1);
         assert_eq!(e[Error::TtlExpired as usize], 1);
         assert_eq!(e[Error::TooBig as usize], 1);
-        assert_eq!(e[Error::FragmentationUnsupported as usize], 1);
+        assert_eq!(e[Error::Fragmented as usize], 1);
         // Adjacency 0 and a stale index both read as drop; 1 is local.
         assert_eq!(e[Error::DropAdjacency as usize], 2);
         assert_eq!(e[Error::NotNeighbor as usize], 1);
-        assert_eq!(out.tx_ifs.iter().filter(|&&t| t == 1).count(), 2);
+        assert_eq!(out.tx_ifs.iter().filter(|&&t| t == 1).count(), 4);
+    }
+
+    #[test]
+    fn too_big_without_df_leaves_in_fragments_behind_the_neighbour_header() {
+        let sent = udp([192, 0, 2, 1], 64, false, 2500);
+        let h = Harness::new(3);
+        let captured = crate::nodes::testing::Captured::default();
+        let decl = Ip4Rewrite::decl(view());
+        let to_small_mtu = |m: &mut crate::buffer::BufferMeta, _| m.adj = ADJ_SMALL_MTU;
+        let out = h.run_node_capture_with(
+            decl,
+            std::slice::from_ref(&sent),
+            0,
+            to_small_mtu,
+            captured.clone(),
+        );
+        // 2500 bytes of IP over an MTU of 1000: 976 + 976 + 528 bytes of data (offsets
+        // count in 8 bytes, so 980 rounds down).
+        assert_eq!(out.to_next(Next::InterfaceOutput as usize), 3);
+        assert_eq!(out.errors[Error::Fragmented as usize], 1);
+        let frags = captured.lock().unwrap().clone();
+        let mut data = Vec::new();
+        for (k, f) in frags.iter().enumerate() {
+            assert_eq!(&f[..14], &ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x0800));
+            let ip = Ipv4Header::parse(&f[14..]).unwrap();
+            assert_eq!((ip.ttl(), ip.total_len()), (63, f.len() - 14));
+            assert!(ip.total_len() <= 1000);
+            let field = u16::from_be_bytes([f[20], f[21]]);
+            assert_eq!(field & 0x1fff, (k * 976 / 8) as u16);
+            assert_eq!(field & 0x2000 != 0, k < 2);
+            data.extend_from_slice(&f[34..]);
+        }
+        assert_eq!(data, &sent[34..]);
     }
 
     #[test]

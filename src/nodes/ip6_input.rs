@@ -1,7 +1,9 @@
 //! ip6-input: the checks a router makes on every IPv6 packet before it looks at the
-//! destination: version, payload length against the frame, a hop limit that has not run out,
-//! a source that names one node (RFC 4291 2.7: never multicast). Each failure is its own
-//! counter. IPv6 has no header checksum, so this is cheaper than ip4-input.
+//! destination: version, payload length against the frame, a source that names one node
+//! (RFC 4291 2.7: never multicast), and no loopback address on the wire (2.5.3). Each failure
+//! is its own counter. IPv6 has no header checksum, so this is cheaper than ip4-input. The
+//! hop limit is not checked here: a packet for the router is received whatever it is, and
+//! ip6-rewrite answers an expired one with time exceeded (RFC 8200 3, RFC 4443 3.3).
 
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::wire::ethernet::Repr as EthernetRepr;
@@ -22,8 +24,8 @@ pub enum Error {
     Truncated,
     Version,
     PayloadLength,
-    HopLimitZero,
     MulticastSource,
+    Loopback,
 }
 
 pub const ERRORS: [&str; 6] = [
@@ -31,8 +33,8 @@ pub const ERRORS: [&str; 6] = [
     "ip6 header truncated",
     "ip6 version is not 6",
     "ip6 payload length beyond the frame",
-    "ip6 hop limit is 0",
     "ip6 source is multicast",
+    "ip6 loopback source or destination from the wire",
 ];
 
 fn error_of(e: Ipv6Error) -> Error {
@@ -68,8 +70,8 @@ impl Ip6Input {
         };
         match Ipv6Header::parse_in(bytes, packet_len.saturating_sub(l3)) {
             Err(e) => (Next::Drop, Some(error_of(e))),
-            Ok(h) if h.hop_limit() == 0 => (Next::Drop, Some(Error::HopLimitZero)),
             Ok(h) if ipv6::is_multicast(h.source()) => (Next::Drop, Some(Error::MulticastSource)),
+            Ok(h) if h.source() == 1 || h.destination() == 1 => (Next::Drop, Some(Error::Loopback)),
             Ok(_) => (Next::Lookup, None),
         }
     }
@@ -151,6 +153,8 @@ pub(crate) mod test_support {
                 } else {
                     vec![]
                 },
+                // The glean adjacency leaves by if1.
+                glean: if k == 1 { ADJ_GLEAN } else { 0 },
             })
             .collect();
         let mut v = L3View::new(interfaces);
@@ -253,9 +257,10 @@ mod tests {
             udp(HOST, FAR, 255, 9000),
             tagged(&udp(HOST, FAR, 64, 100)),
             echo_request(HOST, if_addr(0), 8),
+            udp(HOST, FAR, 0, 60),
         ];
         let (ok, drop, errors) = run(&frames);
-        assert_eq!((ok, drop), (5, 0));
+        assert_eq!((ok, drop), (6, 0));
         assert!(errors.iter().all(|&e| e == 0), "{errors:?}");
     }
 
@@ -273,17 +278,18 @@ mod tests {
             long,
             arp,
             cut,
-            udp(HOST, FAR, 0, 60),
+            udp(1, FAR, 64, 60),
             udp(0xff02 << 112 | 1, FAR, 64, 60),
+            udp(HOST, 1, 64, 60),
             vec![0; 6],
         ];
         let (ok, drop, e) = run(&frames);
-        assert_eq!((ok, drop), (0, 7));
+        assert_eq!((ok, drop), (0, 8));
         assert_eq!(e[Error::Version as usize], 1);
         assert_eq!(e[Error::PayloadLength as usize], 1);
         assert_eq!(e[Error::NotIpv6 as usize], 2);
         assert_eq!(e[Error::Truncated as usize], 1);
-        assert_eq!(e[Error::HopLimitZero as usize], 1);
+        assert_eq!(e[Error::Loopback as usize], 2);
         assert_eq!(e[Error::MulticastSource as usize], 1);
     }
 

@@ -1,8 +1,10 @@
 //! ip6-local: IPv6 packets for the router itself (a Local adjacency, or a link-scope group).
 //! Echo requests are answered in place and routed back through ip6-lookup; neighbour
 //! solicitations and advertisements go to ip6-nd; UDP finds no listener and asks icmp6-error
-//! for a port unreachable. Everything else is a counted drop: the router runs no other
-//! service in the dataplane.
+//! for a port unreachable; any other upper layer is a next header the router does not
+//! recognise, answered with a parameter problem pointing at that next header field (RFC 8200
+//! 4, RFC 4443 3.4). Everything else is a counted drop: the router runs no other service in
+//! the dataplane.
 
 use super::icmp6_error::v6_towards;
 use super::IcmpErrorRequest;
@@ -10,7 +12,7 @@ use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::router::adjacency::{L3View, SharedL3View};
 use crate::wire::ethernet::Repr as EthernetRepr;
-use crate::wire::icmp6::{self, echo_request_to_reply, upper_layer, EchoError};
+use crate::wire::icmp6::{self, echo_request_to_reply, upper_layer_named, EchoError};
 use crate::wire::ipv6::{self, next_header, Ipv6Header};
 use crate::wire::EtherType;
 
@@ -36,22 +38,27 @@ pub enum Error {
     Icmp6Other,
     UdpToGroup,
     Fragment,
-    OtherProtocol,
+    NoNextHeader,
+    UnknownNextHeader,
 }
 
-pub const ERRORS: [&str; 11] = [
+pub const ERRORS: [&str; 12] = [
     "echo requests answered",
     "neighbour discovery (to ip6-nd)",
     "udp to a closed port (to icmp6-error)",
     "not an IPv6 packet",
     "icmp6 checksum bad",
-    "echo request not answerable (multicast source, truncated, extension headers)",
+    "echo request not answerable (multicast source, truncated)",
     "no IPv6 address to answer from",
     "icmp6 type not handled",
     "udp to a group with no listener",
     "fragment for us (no reassembly)",
-    "protocol not handled",
+    "no next header (nothing to deliver)",
+    "next header not recognised: parameter problem (to icmp6-error)",
 ];
+
+/// Parameter problem code 1: unrecognised Next Header type.
+const UNRECOGNISED_NEXT_HEADER: u8 = 1;
 
 /// What happens to one packet; an echo reply has already been written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,6 +83,9 @@ impl Verdict {
         match self {
             Verdict::Reply => Error::EchoReplied,
             Verdict::Nd => Error::NeighborDiscovery,
+            Verdict::Icmp(req) if req.kind == icmp6::kind::PARAMETER_PROBLEM => {
+                Error::UnknownNextHeader
+            }
             Verdict::Icmp(_) => Error::PortUnreachable,
             Verdict::Drop(e) => e,
         }
@@ -115,7 +125,7 @@ impl Ip6Local {
             return Verdict::Drop(Error::NotIpv6);
         };
         let (src, dst) = (h.source(), h.destination());
-        let Some((proto, at)) = upper_layer(ip) else {
+        let Some((proto, at, field)) = upper_layer_named(ip) else {
             return Verdict::Drop(Error::NotIpv6);
         };
         match proto {
@@ -129,7 +139,14 @@ impl Ip6Local {
                 })
             }
             next_header::FRAGMENT => return Verdict::Drop(Error::Fragment),
-            _ => return Verdict::Drop(Error::OtherProtocol),
+            next_header::NO_NEXT => return Verdict::Drop(Error::NoNextHeader),
+            _ => {
+                return Verdict::Icmp(IcmpErrorRequest {
+                    kind: icmp6::kind::PARAMETER_PROBLEM,
+                    code: UNRECOGNISED_NEXT_HEADER,
+                    arg: field as u16,
+                })
+            }
         }
         match ip.get(at) {
             Some(&icmp6::kind::NEIGHBOR_SOLICIT) | Some(&icmp6::kind::NEIGHBOR_ADVERT) => {
@@ -149,13 +166,10 @@ impl Ip6Local {
         };
         match echo_request_to_reply(&mut bufs.data_mut(bi)[l3..], reply_src) {
             Ok(n) => {
-                // Link padding after the request is not part of the reply.
-                let m = bufs.meta_mut(bi);
-                if m.len as u32 == m.total_len && ((l3 + n) as u32) < m.total_len {
-                    m.len = (l3 + n) as u16;
-                    m.total_len = (l3 + n) as u32;
-                }
-                m.flags |= FLAG_LOCAL_ORIGIN;
+                // Link padding after the request, and the extension headers the reply does
+                // not repeat, are not part of the reply.
+                super::trim_to(bufs, bi, l3 + n);
+                bufs.meta_mut(bi).flags |= FLAG_LOCAL_ORIGIN;
                 Verdict::Reply
             }
             Err(EchoError::Checksum) => Verdict::Drop(Error::EchoChecksum),
@@ -246,11 +260,12 @@ mod tests {
             bad,
             reply,
             eth(if_mac(0), &ip(HOST, if_addr(0), 6, 64, &[0; 20])),
+            eth(if_mac(0), &ip(HOST, if_addr(0), 59, 64, &[0; 20])),
             vec![0; 40],
         ];
         let h = Harness::new(3);
         let out = h.run_node(Ip6Local::decl(view()), &frames, 0);
-        assert_eq!(out.per_next, vec![1, 1, 1, 5]);
+        assert_eq!(out.per_next, vec![1, 1, 2, 5]);
         let e = &out.errors;
         assert_eq!(e[Error::EchoReplied as usize], 1);
         assert_eq!(e[Error::NeighborDiscovery as usize], 1);
@@ -258,8 +273,44 @@ mod tests {
         assert_eq!(e[Error::UdpToGroup as usize], 1);
         assert_eq!(e[Error::EchoChecksum as usize], 1);
         assert_eq!(e[Error::Icmp6Other as usize], 1);
-        assert_eq!(e[Error::OtherProtocol as usize], 1);
+        assert_eq!(e[Error::UnknownNextHeader as usize], 1);
+        assert_eq!(e[Error::NoNextHeader as usize], 1);
         assert_eq!(e[Error::NotIpv6 as usize], 1);
+    }
+
+    #[test]
+    fn unknown_next_header_points_at_the_field_that_names_it() {
+        let plain = eth(if_mac(0), &ip(HOST, if_addr(0), 253, 64, &[0; 20]));
+        let mut behind_hbh = vec![253, 0, 1, 4, 0, 0, 0, 0];
+        behind_hbh.extend_from_slice(&[0; 20]);
+        let behind_hbh = eth(if_mac(0), &ip(HOST, if_addr(0), 0, 64, &behind_hbh));
+        for (f, pointer) in [(plain, 6), (behind_hbh, 40)] {
+            let (v, out, _) = handle_one(&f);
+            let req = IcmpErrorRequest {
+                kind: icmp6::kind::PARAMETER_PROBLEM,
+                code: 1,
+                arg: pointer,
+            };
+            assert_eq!((v, out), (Verdict::Icmp(req), f));
+        }
+    }
+
+    #[test]
+    fn echo_behind_extension_headers_is_answered_without_them() {
+        let req = echo_request(HOST, if_addr(0), 20);
+        let mut with_dst_opts = req[14..54].to_vec();
+        with_dst_opts[6] = 60;
+        let plen = u16::from_be_bytes([req[18], req[19]]) + 8;
+        with_dst_opts[4..6].copy_from_slice(&plen.to_be_bytes());
+        with_dst_opts.extend_from_slice(&[58, 0, 1, 4, 0, 0, 0, 0]);
+        with_dst_opts.extend_from_slice(&req[54..]);
+        let mut padded = eth(if_mac(0), &with_dst_opts);
+        padded.extend_from_slice(&[0; 6]);
+        let (v, out, _) = handle_one(&padded);
+        assert_eq!(v, Verdict::Reply);
+        assert_eq!(out.len(), req.len());
+        assert_eq!(out[54], icmp6::kind::ECHO_REPLY);
+        assert_eq!(&out[58..], &req[58..]);
     }
 
     #[test]

@@ -6,12 +6,23 @@
 //!
 //! Multicast is not routed: link-scope groups (ff02::/16: all-nodes, solicited-node, where
 //! neighbour discovery arrives) go to ip6-local, every other group is a counted drop.
+//!
+//! No route: ICMPv6 destination unreachable, code 0 (RFC 4443 3.1), through icmp6-error.
+//! Link-local addresses are never routed (RFC 4291 2.5.6): one to the receiving interface's
+//! own link-local address is for us, any other is a counted drop, and the router's own
+//! packets to a link-local address (replies, errors) leave by the interface they answer,
+//! through its glean adjacency. A packet to forward whose source is link-local gets
+//! destination unreachable code 2, beyond scope of source address; one from the unspecified
+//! address (RFC 4291 2.5.2), or that came in a link-layer multicast frame, is dropped.
 
+use super::IcmpErrorRequest;
+use crate::buffer::{BufferMeta, FLAG_LOCAL_ORIGIN};
 use crate::fib::{FibReader, NO_ROUTE};
 use crate::graph::frame::FRAME_SIZE;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
-use crate::router::adjacency::{AdjKind, SharedL3View, ADJ_LOCAL};
+use crate::router::adjacency::{AdjKind, L3View, SharedL3View, ADJ_DROP, ADJ_LOCAL};
 use crate::wire::ethernet::Repr as EthernetRepr;
+use crate::wire::icmp6;
 use crate::wire::ipv6;
 
 #[repr(usize)]
@@ -19,6 +30,7 @@ use crate::wire::ipv6;
 pub enum Next {
     Rewrite,
     Local,
+    IcmpError,
     Drop,
 }
 
@@ -28,13 +40,69 @@ pub enum Error {
     NoRoute,
     DropAdjacency,
     MulticastNotRouted,
+    LinkLocalNotOurs,
+    LinkLocalSource,
+    UnspecifiedSource,
+    LinkMulticast,
 }
 
-pub const ERRORS: [&str; 3] = [
-    "ip6 no route to destination",
+pub const ERRORS: [&str; 7] = [
+    "ip6 no route to destination (to icmp6-error)",
     "ip6 route drops the packet",
     "ip6 multicast beyond the link not routed",
+    "ip6 link-local destination not ours (never routed)",
+    "ip6 link-local source not forwarded: beyond scope (to icmp6-error)",
+    "ip6 unspecified source not forwarded",
+    "ip6 unicast in a link-layer multicast frame (not forwarded)",
 ];
+
+/// Destination unreachable (RFC 4443 3.1) with `code`.
+const fn unreachable(code: u8) -> IcmpErrorRequest {
+    IcmpErrorRequest {
+        kind: icmp6::kind::DEST_UNREACHABLE,
+        code,
+        arg: 0,
+    }
+}
+const NO_ROUTE_CODE: u8 = 0;
+const BEYOND_SCOPE_CODE: u8 = 2;
+
+/// Where one packet goes: next node, adjacency, the counter it bumps and the error it asks for.
+struct Decision {
+    next: Next,
+    adj: u32,
+    counted: Option<Error>,
+    icmp: Option<IcmpErrorRequest>,
+}
+
+impl Decision {
+    fn go(next: Next, adj: u32) -> Decision {
+        Decision {
+            next,
+            adj,
+            counted: None,
+            icmp: None,
+        }
+    }
+
+    fn drop(adj: u32, e: Error) -> Decision {
+        Decision {
+            next: Next::Drop,
+            adj,
+            counted: Some(e),
+            icmp: None,
+        }
+    }
+
+    fn error(adj: u32, e: Error, req: IcmpErrorRequest) -> Decision {
+        Decision {
+            next: Next::IcmpError,
+            adj,
+            counted: Some(e),
+            icmp: Some(req),
+        }
+    }
+}
 
 /// What lookup needs of one packet: destination and the fields of the flow hash.
 #[derive(Clone, Copy, Default)]
@@ -61,6 +129,7 @@ impl Ip6Lookup {
             next: vec![
                 super::IP6_REWRITE.to_string(),
                 super::IP6_LOCAL.to_string(),
+                super::ICMP6_ERROR.to_string(),
                 super::ERROR_DROP.to_string(),
             ],
             errors: ERRORS.to_vec(),
@@ -97,6 +166,65 @@ impl Ip6Lookup {
     }
 }
 
+impl Ip6Lookup {
+    /// The fate of one packet whose FIB lookup gave `fib_adj`; `link_group` when it came in a
+    /// link-layer multicast frame.
+    fn decide(
+        view: &L3View,
+        key: Key,
+        fib_adj: u32,
+        meta: &BufferMeta,
+        link_group: bool,
+    ) -> Decision {
+        let own = meta.flags & FLAG_LOCAL_ORIGIN != 0;
+        if ipv6::is_multicast(key.dst) {
+            // ff02::/16: link scope, for us; a route never decides about groups.
+            return if key.dst >> 112 == 0xff02 {
+                Decision::go(Next::Local, ADJ_LOCAL)
+            } else {
+                Decision::drop(NO_ROUTE, Error::MulticastNotRouted)
+            };
+        }
+        if ipv6::is_link_local(key.dst) {
+            let Some(itf) = view.interface(meta.rx_if).filter(|i| !i.v6.is_empty()) else {
+                return Decision::drop(ADJ_DROP, Error::LinkLocalNotOurs);
+            };
+            return if own && itf.glean != ADJ_DROP {
+                Decision::go(Next::Rewrite, itf.glean)
+            } else if !own && key.dst == ipv6::link_local_from_mac(itf.mac) {
+                Decision::go(Next::Local, ADJ_LOCAL)
+            } else {
+                Decision::drop(ADJ_DROP, Error::LinkLocalNotOurs)
+            };
+        }
+        if fib_adj == NO_ROUTE {
+            return Decision::error(NO_ROUTE, Error::NoRoute, unreachable(NO_ROUTE_CODE));
+        }
+        let mut adj = fib_adj;
+        if view.adj(adj).kind == AdjKind::Multipath {
+            adj = view.pick(adj, flow_hash(key.src, key.dst, key.flow));
+        }
+        match view.adj(adj).kind {
+            AdjKind::Local => Decision::go(Next::Local, adj),
+            // An empty multipath set picks itself: nothing to send to.
+            AdjKind::Drop | AdjKind::Multipath => Decision::drop(adj, Error::DropAdjacency),
+            AdjKind::Glean | AdjKind::Neighbor if own => Decision::go(Next::Rewrite, adj),
+            AdjKind::Glean | AdjKind::Neighbor => {
+                if ipv6::is_unspecified(key.src) {
+                    Decision::drop(adj, Error::UnspecifiedSource)
+                } else if ipv6::is_link_local(key.src) {
+                    let req = unreachable(BEYOND_SCOPE_CODE);
+                    Decision::error(adj, Error::LinkLocalSource, req)
+                } else if link_group {
+                    Decision::drop(adj, Error::LinkMulticast)
+                } else {
+                    Decision::go(Next::Rewrite, adj)
+                }
+            }
+        }
+    }
+}
+
 /// A flow hash for picking among equal-cost paths: the same for every packet of a flow
 /// (addresses, flow label, next header), spread over the 32 bits by a multiplicative mix.
 pub fn flow_hash(src: u128, dst: u128, flow: u32) -> u32 {
@@ -122,43 +250,25 @@ impl Node for Ip6Lookup {
         let tracing = cx.tracing();
         for (k, &bi) in frame[..n].iter().enumerate() {
             let key = self.keys[k];
-            let mut adj = self.adj[k];
-            if ipv6::is_multicast(key.dst) {
-                // ff02::/16: link scope, for us; a route never decides about groups.
-                adj = if key.dst >> 112 == 0xff02 {
-                    ADJ_LOCAL
-                } else {
-                    NO_ROUTE
-                };
-            }
-            let (next, counted) = if adj == NO_ROUTE {
-                let e = if ipv6::is_multicast(key.dst) {
-                    Error::MulticastNotRouted
-                } else {
-                    Error::NoRoute
-                };
-                (Next::Drop, Some(e))
-            } else {
-                let a = view.adj(adj);
-                if a.kind == AdjKind::Multipath {
-                    adj = view.pick(adj, flow_hash(key.src, key.dst, key.flow));
-                }
-                match view.adj(adj).kind {
-                    AdjKind::Local => (Next::Local, None),
-                    AdjKind::Drop => (Next::Drop, Some(Error::DropAdjacency)),
-                    // An empty multipath set picks itself: nothing to send to.
-                    AdjKind::Multipath => (Next::Drop, Some(Error::DropAdjacency)),
-                    AdjKind::Glean | AdjKind::Neighbor => (Next::Rewrite, None),
-                }
-            };
-            if let Some(e) = counted {
+            let link_group = cx.bufs.data(bi).first().is_some_and(|b| b & 1 != 0);
+            let d = Self::decide(&view, key, self.adj[k], cx.bufs.meta(bi), link_group);
+            let (next, adj) = (d.next, d.adj);
+            if let Some(e) = d.counted {
                 cx.count_error(e as usize, 1);
             }
-            cx.bufs.meta_mut(bi).adj = adj;
+            let m = cx.bufs.meta_mut(bi);
+            m.adj = adj;
+            if let Some(req) = d.icmp {
+                m.aux = req.to_aux();
+            }
             if tracing {
                 cx.trace(
                     bi,
-                    format_args!("dst {} adj {adj:#x} {next:?}", ipv6::display(key.dst)),
+                    format_args!(
+                        "dst {} adj {adj:#x} {next:?} {}",
+                        ipv6::display(key.dst),
+                        d.counted.map_or("", |e| ERRORS[e as usize])
+                    ),
                 );
             }
             cx.enqueue(next as usize, bi);
@@ -201,7 +311,7 @@ mod tests {
             udp(HOST, 0xff0e << 112 | 1, 64, 60),
         ];
         let out = h.run_node(Ip6Lookup::decl(w.reader(), view()), &frames, 0);
-        assert_eq!(out.per_next, vec![3, 2, 2]);
+        assert_eq!(out.per_next, vec![3, 2, 0, 2]);
         assert_eq!(out.errors[Error::DropAdjacency as usize], 1);
         assert_eq!(out.errors[Error::MulticastNotRouted as usize], 1);
         assert_eq!(out.errors[Error::NoRoute as usize], 0);
@@ -221,8 +331,43 @@ mod tests {
             &[udp(HOST, FAR, 64, 60), vec![1, 2, 3]],
             0,
         );
-        assert_eq!(out.per_next, vec![0, 0, 2]);
+        assert_eq!(out.per_next, vec![0, 0, 2, 0]);
         assert_eq!(out.errors[Error::NoRoute as usize], 2);
+        assert!(out.adjs.iter().all(|&a| a == NO_ROUTE), "{:?}", out.adjs);
+    }
+
+    #[test]
+    fn link_local_and_scoped_sources_follow_rfc_4291() {
+        let mut w = FibWriter::new();
+        w.add6(prefix(NEIGHBOR, 128), ADJ_COMPLETE).unwrap();
+        w.commit();
+        let h = Harness::new(2);
+        let ours = ipv6::link_local_from_mac(if_mac(1));
+        let other = 0xfe80u128 << 112 | 0x99;
+        let mut group_frame = udp(HOST, NEIGHBOR, 64, 60);
+        group_frame[..6].copy_from_slice(&[0x33, 0x33, 0, 0, 0, 1]);
+        let frames = vec![
+            echo_request(other, ours, 8),
+            udp(HOST, other, 64, 60),
+            udp(HOST, other, 64, 60),
+            udp(other, NEIGHBOR, 64, 60),
+            udp(0, NEIGHBOR, 64, 60),
+            group_frame,
+        ];
+        // Packet 2 is the router's own (a reply to a link-local address).
+        let out = h.run_node_with(Ip6Lookup::decl(w.reader(), view()), &frames, 1, |m, k| {
+            if k == 2 {
+                m.flags |= FLAG_LOCAL_ORIGIN;
+            }
+        });
+        assert_eq!(out.per_next, vec![1, 1, 1, 3]);
+        // The reply leaves by if1's glean adjacency; the echo to us is local.
+        assert!(out.adjs.contains(&ADJ_GLEAN) && out.adjs.contains(&ADJ_LOCAL));
+        let e = &out.errors;
+        assert_eq!(e[Error::LinkLocalNotOurs as usize], 1);
+        assert_eq!(e[Error::LinkLocalSource as usize], 1);
+        assert_eq!(e[Error::UnspecifiedSource as usize], 1);
+        assert_eq!(e[Error::LinkMulticast as usize], 1);
     }
 
     #[test]

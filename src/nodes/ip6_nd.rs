@@ -120,6 +120,7 @@ const SLOTS: HoldSlots = HoldSlots {
     counters: Error::Held as usize,
     rewrite: Next::Rewrite as usize,
     drop: Next::Drop as usize,
+    names: &ERRORS,
 };
 const _: () = assert!(Error::NoAnswer as usize == SLOTS.counters + 5);
 
@@ -209,31 +210,25 @@ impl Ip6Nd {
         cx.enqueue(Next::InterfaceOutput as usize, nb);
     }
 
-    /// A solicitation or advertisement from ip6-local: answer, learn, and drop it.
-    fn input(&mut self, cx: &mut NodeCx<'_>, view: &L3View, bi: u32) {
+    /// A solicitation or advertisement from ip6-local: answer, learn, and drop it. Returns
+    /// the counter of what became of it (the caller counts and traces it).
+    fn input(&mut self, cx: &mut NodeCx<'_>, view: &L3View, bi: u32) -> Error {
         let rx_if = cx.bufs.meta(bi).rx_if;
         let data = cx.bufs.data(bi);
         let (eth, ip) = match EthernetRepr::parse(data) {
             Ok(eth) if eth.ethertype == EtherType::IPV6 => {
                 (eth, data.get(eth.l3_offset as usize..).unwrap_or_default())
             }
-            _ => {
-                cx.count_error(Error::NotIcmp6 as usize, 1);
-                return;
-            }
+            _ => return Error::NotIcmp6,
         };
         let msg = match parse_nd(ip) {
             Ok(msg) => msg,
-            Err(e) => {
-                cx.count_error(nd_error(e) as usize, 1);
-                return;
-            }
+            Err(e) => return nd_error(e),
         };
         // parse_nd has checked the header.
         let src = Ipv6Header::parse(ip).map_or(0, |h| h.source());
         let Some(itf) = view.interface(rx_if) else {
-            cx.count_error(Error::SolicitNotOurs as usize, 1);
-            return;
+            return Error::SolicitNotOurs;
         };
         match msg {
             NdMessage::Solicit {
@@ -242,8 +237,7 @@ impl Ip6Nd {
             } => {
                 let ours = itf.has_v6(target) || target == ipv6::link_local_from_mac(itf.mac);
                 if !ours {
-                    cx.count_error(Error::SolicitNotOurs as usize, 1);
-                    return;
+                    return Error::SolicitNotOurs;
                 }
                 let our_mac = itf.mac;
                 // From :: (duplicate address detection): answer all nodes, unsolicited.
@@ -258,7 +252,7 @@ impl Ip6Nd {
                 let ip_out = &mut self.scratch[ETH_HEADER_LEN..];
                 icmp6::build_advert(ip_out, target, dst_ip, our_mac, target, solicited);
                 Self::emit(&mut self.scratch, cx, dst_mac, our_mac, rx_if);
-                cx.count_error(Error::SolicitAnswered as usize, 1);
+                Error::SolicitAnswered
             }
             NdMessage::Advert {
                 target,
@@ -267,9 +261,9 @@ impl Ip6Nd {
             } => match target_link_addr {
                 Some(mac) => {
                     self.learn(cx, rx_if, target, mac);
-                    cx.count_error(Error::AdvertLearnt as usize, 1);
+                    Error::AdvertLearnt
                 }
-                None => cx.count_error(Error::AdvertNoAddress as usize, 1),
+                None => Error::AdvertNoAddress,
             },
         }
     }
@@ -347,10 +341,11 @@ impl Node for Ip6Nd {
                 }
                 self.hold(cx, &view, bi);
             } else {
+                let e = self.input(cx, &view, bi);
+                cx.count_error(e as usize, 1);
                 if tracing {
-                    cx.trace(bi, "neighbour discovery input");
+                    cx.trace(bi, ERRORS[e as usize]);
                 }
-                self.input(cx, &view, bi);
                 cx.enqueue(Next::Drop as usize, bi);
             }
         }

@@ -169,6 +169,8 @@ impl Ip6Rewrite {
         if !local {
             ipv6::decrement_hop_limit(&mut bufs.data_mut(bi)[l3..l3 + IP6_HEADER_LEN]);
         }
+        // Bytes after the payload length are link padding, not part of the packet.
+        super::trim_to(bufs, bi, l3 + total as usize);
         if !write_header(bufs, bi, l3, &header, adj.interface) {
             return Verdict::Drop(Error::NotIpv6);
         }
@@ -288,6 +290,20 @@ mod tests {
         );
         let sent = udp(HOST, FAR, 9, 60);
         let (v, out, _) = rewrite_one(&sent, ADJ_INCOMPLETE, 0);
+        assert_eq!(v, Verdict::Forward { tx_if: 1 });
+        assert_forwarded(
+            &sent,
+            &out,
+            ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x86dd),
+        );
+    }
+
+    #[test]
+    fn bytes_after_the_payload_length_are_not_forwarded() {
+        let sent = udp(HOST, FAR, 64, 100);
+        let mut padded = sent.clone();
+        padded.extend_from_slice(&[0xee; 50]);
+        let (v, out, _) = rewrite_one(&padded, ADJ_COMPLETE, 0);
         assert_eq!(v, Verdict::Forward { tx_if: 1 });
         assert_forwarded(
             &sent,

@@ -119,3 +119,59 @@ pub(crate) fn icmp_error_buffer(
     bufs.data_mut(nb).copy_from_slice(frame);
     Some(nb)
 }
+
+/// Cut the packet starting at `bi` to `len` bytes: Ethernet padding or trailing bytes after
+/// the IP datagram are not part of it, and a router forwards only the datagram (RFC 1812
+/// 5.2.2: the total length says where it ends). Segments past the end go back to the pool.
+/// A packet already no longer than `len` is left as it is.
+pub(crate) fn trim_to(bufs: &mut crate::buffer::WorkerBuffers, bi: u32, len: usize) {
+    use crate::buffer::NO_BUFFER;
+    if bufs.packet_len(bi) <= len {
+        return;
+    }
+    bufs.meta_mut(bi).total_len = len as u32;
+    let mut seg = bi;
+    let mut left = len;
+    loop {
+        let m = bufs.meta_mut(seg);
+        if (m.len as usize) >= left || m.next == NO_BUFFER {
+            m.len = left.min(m.len as usize) as u16;
+            let rest = std::mem::replace(&mut m.next, NO_BUFFER);
+            if rest != NO_BUFFER {
+                bufs.free(rest);
+            }
+            return;
+        }
+        left -= m.len as usize;
+        seg = m.next;
+    }
+}
+
+#[cfg(test)]
+mod trim_tests {
+    use super::trim_to;
+    use crate::buffer::{BufferPool, HugePages};
+
+    #[test]
+    fn trim_cuts_single_and_chained_packets_and_frees_the_tail() {
+        let pool = BufferPool::new(16, HugePages::Never).unwrap();
+        let mut bufs = pool.worker_handle();
+        let bytes: Vec<u8> = (0..5000).map(|i| i as u8).collect();
+        for (len, keep) in [
+            (100, 60),
+            (5000, 2100),
+            (5000, 100),
+            (5000, 5000),
+            (80, 200),
+        ] {
+            let bi = bufs.packet_from_bytes(&bytes[..len]).unwrap();
+            trim_to(&mut bufs, bi, keep);
+            let mut out = Vec::new();
+            bufs.copy_packet(bi, &mut out);
+            assert_eq!(out, &bytes[..keep.min(len)]);
+            bufs.free(bi);
+        }
+        drop(bufs);
+        assert_eq!(pool.report().in_use, 0);
+    }
+}

@@ -175,6 +175,8 @@ pub struct HoldSlots {
     /// Next slot of the rewrite node released packets return to.
     pub rewrite: usize,
     pub drop: usize,
+    /// The node's counter names, so that a traced packet's record says what became of it.
+    pub names: &'static [&'static str],
 }
 
 impl HoldSlots {
@@ -192,6 +194,9 @@ impl HoldSlots {
     }
     fn no_answer(self) -> usize {
         self.counters + 5
+    }
+    fn name(self, counter: usize) -> &'static str {
+        self.names.get(counter).copied().unwrap_or("?")
     }
 }
 
@@ -259,16 +264,20 @@ impl Resolver {
         if self.pool.is_none() {
             self.pool = Some(cx.bufs.pool().clone());
         }
-        match self.table.hold(interface, target, bi, now) {
-            HoldOutcome::Held { request } => {
-                cx.count_error(s.held(), 1);
-                return request;
+        let (counter, request) = match self.table.hold(interface, target, bi, now) {
+            HoldOutcome::Held { request } => (s.held(), Some(request)),
+            HoldOutcome::QueueFull => (s.queue_full(), None),
+            HoldOutcome::TableFull => (s.table_full(), None),
+        };
+        cx.count_error(counter, 1);
+        cx.trace(bi, s.name(counter));
+        match request {
+            Some(request) => request,
+            None => {
+                cx.enqueue(s.drop, bi);
+                false
             }
-            HoldOutcome::QueueFull => cx.count_error(s.queue_full(), 1),
-            HoldOutcome::TableFull => cx.count_error(s.table_full(), 1),
         }
-        cx.enqueue(s.drop, bi);
-        false
     }
 
     /// The poll hook: at most every `POLL_EVERY` unless the view changed, release the packets
@@ -299,6 +308,7 @@ impl Resolver {
                 &mut self.scratch,
             );
             cx.count_error(s.released(), self.scratch.len() as u64);
+            Self::trace_all(cx, &self.scratch, s.name(s.released()));
             cx.enqueue_all(s.rewrite, &self.scratch);
             handled += self.scratch.len();
         }
@@ -311,8 +321,17 @@ impl Resolver {
         self.scratch.clear();
         self.table.expire(now, &mut self.scratch);
         cx.count_error(s.no_answer(), self.scratch.len() as u64);
+        Self::trace_all(cx, &self.scratch, s.name(s.no_answer()));
         cx.enqueue_all(s.drop, &self.scratch);
         handled + self.scratch.len()
+    }
+
+    fn trace_all(cx: &mut NodeCx<'_>, packets: &[u32], line: &str) {
+        if cx.tracing() {
+            for &bi in packets {
+                cx.trace(bi, line);
+            }
+        }
     }
 }
 

@@ -170,6 +170,18 @@ impl Harness {
         self.run(decl, frames, rx_if, |_, _| {}, Some(captured))
     }
 
+    /// `run_node_capture` with `edit(meta, k)` applied to packet k's metadata first.
+    pub fn run_node_capture_with(
+        &self,
+        decl: NodeDecl,
+        frames: &[Vec<u8>],
+        rx_if: u32,
+        edit: impl Fn(&mut BufferMeta, usize),
+        captured: Captured,
+    ) -> Outcome {
+        self.run(decl, frames, rx_if, edit, Some(captured))
+    }
+
     /// Like `run_node`, with `edit(meta, k)` applied to packet k's metadata first.
     pub fn run_node_with(
         &self,

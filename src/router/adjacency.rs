@@ -76,6 +76,9 @@ pub struct L3Interface {
     /// IPv4 addresses with prefix lengths; the first is the one replies and errors come from.
     pub v4: Vec<(u32, u8)>,
     pub v6: Vec<(u128, u8)>,
+    /// The interface's glean adjacency (its connected networks), `ADJ_DROP` without one: how
+    /// the router reaches a link-local address, which no route names, out of this interface.
+    pub glean: u32,
 }
 
 impl L3Interface {

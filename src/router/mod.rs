@@ -294,6 +294,9 @@ impl Router {
         }
         if let Some(key) = self.key_of[adj as usize].take() {
             self.keys.remove(&key);
+            if let AdjKey::Glean(itf) = key {
+                self.view.interfaces[itf as usize].glean = ADJ_DROP;
+            }
             if let AdjKey::Multipath(members) = key {
                 for m in members {
                     self.release(m);
@@ -597,6 +600,7 @@ impl Router {
                 self.set4(Prefix4::containing(a, 32), ADJ_LOCAL, RouteSource::Local);
                 if len < 32 {
                     let glean = self.adj_for(AdjKey::Glean(interface));
+                    self.view.interfaces[itf].glean = glean;
                     self.set4(net, glean, RouteSource::Connected);
                 }
                 if len <= 30 {
@@ -622,6 +626,7 @@ impl Router {
                 self.set6(Prefix6::containing(a, 128), ADJ_LOCAL, RouteSource::Local);
                 if len < 128 {
                     let glean = self.adj_for(AdjKey::Glean(interface));
+                    self.view.interfaces[itf].glean = glean;
                     self.set6(net, glean, RouteSource::Connected);
                 }
             }
@@ -717,7 +722,16 @@ impl Router {
         if !static_entry && self.static_neighbors.contains(&key) {
             return Ok(false);
         }
-        if self.connected_interface(n.ip) != Some(n.interface) && !static_entry {
+        // Link-local addresses are on the link of every interface that speaks IPv6 (RFC 4291
+        // 2.5.6): our replies and errors to them are resolved like any neighbour.
+        let link_local = match n.ip {
+            IpAddr::V6(a) => {
+                crate::wire::ipv6::is_link_local(u128::from(a))
+                    && !self.view.interfaces[n.interface as usize].v6.is_empty()
+            }
+            IpAddr::V4(_) => false,
+        };
+        if self.connected_interface(n.ip) != Some(n.interface) && !static_entry && !link_local {
             return Err(format!(
                 "{} is not on a connected network of {}",
                 n.ip,

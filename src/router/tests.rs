@@ -181,6 +181,26 @@ fn learning_off_link_or_multicast_is_refused() {
 }
 
 #[test]
+fn link_local_neighbours_are_learnt_on_ipv6_interfaces_without_a_route() {
+    let mut r = router();
+    let ll = |interface| NeighborLearn {
+        interface,
+        ip: "fe80::1".parse().unwrap(),
+        mac: mac(1),
+    };
+    // d0 has no IPv6 address: no link-local neighbours there.
+    assert!(r.learn(ll(0)).is_err());
+    assert!(r.learn(ll(1)).unwrap());
+    r.commit();
+    assert_eq!(r.neighbors().len(), 1);
+    assert_eq!(r.route_for("fe80::1").unwrap().map(|v| v.prefix), None);
+    // The glean adjacency that reaches it is the interface's.
+    let glean = r.view().load().interfaces[1].glean;
+    assert_eq!(r.view().load().adj(glean).kind, AdjKind::Glean);
+    assert_eq!(r.view().load().adj(glean).interface, 1);
+}
+
+#[test]
 fn static_neighbour_is_not_overridden_by_learning() {
     let mut r = router();
     let ip: IpAddr = "192.0.2.2".parse().unwrap();

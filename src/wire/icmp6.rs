@@ -54,26 +54,36 @@ const OPT_TARGET_LL: u8 = 2;
 /// not start at offset 0 holds no upper-layer header: it is returned as `FRAGMENT`. `None`
 /// when an extension header runs past the bytes present, or there are too many of them.
 pub fn upper_layer(ip_packet: &[u8]) -> Option<(u8, usize)> {
+    upper_layer_named(ip_packet).map(|(proto, at, _)| (proto, at))
+}
+
+/// Like `upper_layer`, with the offset of the Next Header field that names the upper layer
+/// (6 in the fixed header, or the first byte of the last extension header): where a
+/// parameter problem about an unrecognised next header points (RFC 8200 4, RFC 4443 3.4).
+pub fn upper_layer_named(ip_packet: &[u8]) -> Option<(u8, usize, usize)> {
     let h = Ipv6Header::parse_in(ip_packet, usize::MAX).ok()?;
     let end = h.total_len().min(ip_packet.len());
     let mut proto = h.next_header();
     let mut at = IP6_HEADER_LEN;
+    let mut field = 6;
     for _ in 0..MAX_EXTENSION_HEADERS {
         match proto {
             next_header::HOP_BY_HOP | next_header::ROUTING | next_header::DESTINATION_OPTIONS => {
                 let ext = ip_packet.get(at..at + 2).filter(|_| at + 2 <= end)?;
                 proto = ext[0];
+                field = at;
                 at += (ext[1] as usize + 1) * 8;
             }
             next_header::FRAGMENT => {
                 let frag = ip_packet.get(at..at + 8).filter(|_| at + 8 <= end)?;
                 if u16::from_be_bytes([frag[2], frag[3]]) & 0xfff8 != 0 {
-                    return Some((next_header::FRAGMENT, at));
+                    return Some((next_header::FRAGMENT, at, field));
                 }
                 proto = frag[0];
+                field = at;
                 at += 8;
             }
-            _ => return (at <= end).then_some((proto, at)),
+            _ => return (at <= end).then_some((proto, at, field)),
         }
     }
     None
@@ -109,31 +119,31 @@ impl EchoError {
 /// Turn the echo request in `ip_packet` into its reply in place (RFC 4443 4.2): from
 /// `reply_src` back to the request's source, hop limit 64, type 129, the identifier, sequence
 /// number and data kept, checksum recomputed. Returns the reply's length (the request's, any
-/// link padding excluded). Requests with extension headers are not answered.
+/// link padding excluded). Extension headers before the request are not echoed: the reply's
+/// message follows its fixed header.
 pub fn echo_request_to_reply(ip_packet: &mut [u8], reply_src: u128) -> Result<usize, EchoError> {
-    let (src, total) = {
+    let (src, dst, total) = {
         let h = Ipv6Header::parse(ip_packet).map_err(|_| EchoError::NotIpv6)?;
-        if h.next_header() != next_header::ICMPV6
-            || h.payload_len() < HEADER_LEN
-            || h.payload()[0] != kind::ECHO_REQUEST
-        {
-            return Err(EchoError::NotEchoRequest);
-        }
-        let sum = ipv6::upper_layer_checksum(
-            h.source(),
-            h.destination(),
-            next_header::ICMPV6,
-            h.payload(),
-        );
-        if sum != 0 {
-            return Err(EchoError::Checksum);
-        }
-        (h.source(), h.total_len())
+        (h.source(), h.destination(), h.total_len())
     };
+    let at = match upper_layer(ip_packet) {
+        Some((next_header::ICMPV6, at)) if total >= at + HEADER_LEN => at,
+        Some(_) => return Err(EchoError::NotEchoRequest),
+        None => return Err(EchoError::Truncated),
+    };
+    // parse() checked total <= len.
+    if ip_packet[at] != kind::ECHO_REQUEST {
+        return Err(EchoError::NotEchoRequest);
+    }
+    if ipv6::upper_layer_checksum(src, dst, next_header::ICMPV6, &ip_packet[at..total]) != 0 {
+        return Err(EchoError::Checksum);
+    }
     if ipv6::is_multicast(src) || ipv6::is_unspecified(src) {
         return Err(EchoError::BadSource);
     }
-    let packet = ip_packet.get_mut(..total).ok_or(EchoError::Truncated)?;
+    ip_packet.copy_within(at..total, IP6_HEADER_LEN);
+    let total = total - (at - IP6_HEADER_LEN);
+    let packet = &mut ip_packet[..total];
     ipv6::write_header(
         packet,
         (total - IP6_HEADER_LEN) as u16,
@@ -532,6 +542,19 @@ mod tests {
         assert_eq!(&p[44..48], &[0x12, 0x34, 0, 7]);
         assert_eq!(&p[48..104], &body[..]);
         assert!(verifies(&p[..104]));
+        // Behind a hop-by-hop header: the reply carries the message alone.
+        let mut ext = p[..40].to_vec();
+        let req = icmp(HOST, ROUTER, 60, kind::ECHO_REQUEST, 56);
+        ext[6] = next_header::HOP_BY_HOP;
+        ext[4..6].copy_from_slice(&(64u16 + 8).to_be_bytes());
+        ext[8..24].copy_from_slice(&req[8..24]);
+        ext[24..40].copy_from_slice(&req[24..40]);
+        ext.extend_from_slice(&[next_header::ICMPV6, 0, 1, 4, 0, 0, 0, 0]);
+        ext.extend_from_slice(&req[40..]);
+        assert_eq!(upper_layer_named(&ext), Some((next_header::ICMPV6, 48, 40)));
+        assert_eq!(echo_request_to_reply(&mut ext, ROUTER), Ok(104));
+        assert_eq!(&ext[48..104], &body[..]);
+        assert!(verifies(&ext[..104]));
         // Replying twice: it is no longer a request.
         assert_eq!(
             echo_request_to_reply(&mut p, ROUTER),

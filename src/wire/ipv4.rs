@@ -163,10 +163,222 @@ pub fn decrement_ttl(bytes: &mut [u8]) -> u8 {
     ttl - 1
 }
 
+/// Option types a router acts on or steps over (RFC 791 3.1).
+const OPTION_END: u8 = 0;
+const OPTION_NOP: u8 = 1;
+const OPTION_RECORD_ROUTE: u8 = 7;
+
+/// Record `addr` (the address of the interface the packet leaves by) in the record route
+/// option of the checked header `header` (its whole IHL), if it has one with room left, and
+/// recompute the header checksum (RFC 791 3.1, RFC 1812 5.3.13.5). A full option is left as
+/// it is: the packet goes on unrecorded. Returns whether an address was written. Malformed
+/// options stop the walk and change nothing.
+pub fn record_route(header: &mut [u8], addr: u32) -> bool {
+    let hl = ((header.first().copied().unwrap_or(0) & 0x0f) as usize * 4).min(header.len());
+    let mut i = MIN_HEADER_LEN;
+    while i < hl {
+        match header[i] {
+            OPTION_END => return false,
+            OPTION_NOP => {
+                i += 1;
+                continue;
+            }
+            _ => {}
+        }
+        let Some(&len) = header.get(i + 1) else {
+            return false;
+        };
+        let len = len as usize;
+        if len < 2 || i + len > hl {
+            return false;
+        }
+        if header[i] == OPTION_RECORD_ROUTE && len >= 3 {
+            // The pointer counts from the option's first byte, starting at 1; the smallest
+            // legal value is 4.
+            let ptr = header[i + 2] as usize;
+            if ptr < 4 || ptr + 3 > len {
+                return false;
+            }
+            let at = i + ptr - 1;
+            header[at..at + 4].copy_from_slice(&addr.to_be_bytes());
+            header[i + 2] = (ptr + 4) as u8;
+            header[10..12].copy_from_slice(&[0, 0]);
+            let c = checksum(&header[..hl]);
+            header[10..12].copy_from_slice(&c.to_be_bytes());
+            return true;
+        }
+        i += len;
+    }
+    false
+}
+
+/// Why a datagram could not be fragmented.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FragmentError {
+    /// The MTU leaves no room for 8 bytes of data after the header.
+    MtuTooSmall,
+    /// The caller's `emit` refused a fragment (no buffer).
+    Refused,
+}
+
+/// Split the datagram `ip` (a checked header; exactly its total length) into fragments of at
+/// most `mtu` bytes (RFC 791 2.3 and 3.2, RFC 1812 5.2.6). The first fragment keeps every
+/// option, the others only those with the copied flag. Offsets continue the datagram's own
+/// (it may be a fragment already) and all but the last set More Fragments; the last keeps the
+/// datagram's. Each fragment is built in `scratch` and handed to `emit`, which returns false
+/// to stop. Returns how many fragments were emitted.
+pub fn fragment(
+    ip: &[u8],
+    mtu: usize,
+    scratch: &mut Vec<u8>,
+    mut emit: impl FnMut(&[u8]) -> bool,
+) -> Result<usize, FragmentError> {
+    let hl = ((ip[0] & 0x0f) as usize * 4).clamp(MIN_HEADER_LEN, ip.len());
+    let field = u16::from_be_bytes([ip[6], ip[7]]);
+    let (first_offset, last_more) = ((field & 0x1fff) as usize * 8, field & 0x2000 != 0);
+    // The header of the later fragments: the fixed part and the copied options, padded.
+    let mut later = [OPTION_END; 60];
+    later[..MIN_HEADER_LEN].copy_from_slice(&ip[..MIN_HEADER_LEN]);
+    let mut later_len = MIN_HEADER_LEN;
+    let mut i = MIN_HEADER_LEN;
+    while i < hl {
+        let kind = ip[i];
+        if kind == OPTION_END {
+            break;
+        }
+        let len = if kind == OPTION_NOP {
+            1
+        } else {
+            ip.get(i + 1).map_or(0, |&l| l as usize)
+        };
+        if len == 0 || i + len > hl {
+            break;
+        }
+        if kind & 0x80 != 0 {
+            later[later_len..later_len + len].copy_from_slice(&ip[i..i + len]);
+            later_len += len;
+        }
+        i += len;
+    }
+    let later = &later[..later_len.div_ceil(4) * 4];
+    let data = &ip[hl..];
+    let (mut at, mut count) = (0, 0);
+    while at < data.len() || count == 0 {
+        let header = if count == 0 { &ip[..hl] } else { later };
+        let room = mtu.saturating_sub(header.len()) & !7;
+        if room == 0 {
+            return Err(FragmentError::MtuTooSmall);
+        }
+        let n = room.min(data.len() - at);
+        let last = at + n == data.len();
+        scratch.clear();
+        scratch.extend_from_slice(header);
+        scratch.extend_from_slice(&data[at..at + n]);
+        let h = header.len();
+        scratch[0] = 0x40 | (h / 4) as u8;
+        scratch[2..4].copy_from_slice(&((h + n) as u16).to_be_bytes());
+        let more = if last { last_more } else { true };
+        let offset = ((first_offset + at) / 8) as u16 & 0x1fff;
+        let flags = (field & 0x4000) | if more { 0x2000 } else { 0 };
+        scratch[6..8].copy_from_slice(&(flags | offset).to_be_bytes());
+        scratch[10..12].copy_from_slice(&[0, 0]);
+        let c = checksum(&scratch[..h]);
+        scratch[10..12].copy_from_slice(&c.to_be_bytes());
+        if !emit(scratch) {
+            return Err(FragmentError::Refused);
+        }
+        at += n;
+        count += 1;
+    }
+    Ok(count)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn fragments_carry_the_data_at_their_offsets_and_copied_options_only() {
+        // Options: record route (not copied, 7 bytes) and a copied type 0x83 (LSRR-like,
+        // 3 bytes empty), then 2 bytes of padding: IHL 8.
+        let mut ip = vec![
+            0x48, 0, 0, 0, 0xab, 0xcd, 0, 0, 63, 17, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8,
+        ];
+        ip.extend_from_slice(&[7, 7, 4, 0, 0, 0, 0, 0x83, 3, 4, 0, 0]);
+        let data: Vec<u8> = (0..1000u32).map(|i| (i * 7) as u8).collect();
+        ip.extend_from_slice(&data);
+        let total = ip.len() as u16;
+        ip[2..4].copy_from_slice(&total.to_be_bytes());
+        let c = checksum(&ip[..32]);
+        ip[10..12].copy_from_slice(&c.to_be_bytes());
+        let mut frags: Vec<Vec<u8>> = Vec::new();
+        let n = fragment(&ip, 400, &mut Vec::new(), |f| {
+            frags.push(f.to_vec());
+            true
+        });
+        assert_eq!(n, Ok(frags.len()));
+        let mut rebuilt = vec![0u8; data.len()];
+        for (k, f) in frags.iter().enumerate() {
+            let h = Ipv4Header::parse(f).unwrap();
+            assert!(f.len() <= 400 && h.total_len() == f.len());
+            assert_eq!(h.header_len(), if k == 0 { 32 } else { 24 });
+            if k > 0 {
+                assert_eq!(&f[20..24], &[0x83, 3, 4, 0]);
+            }
+            let field = u16::from_be_bytes([f[6], f[7]]);
+            assert_eq!(field & 0x2000 != 0, k + 1 < frags.len());
+            let at = (field & 0x1fff) as usize * 8;
+            rebuilt[at..at + f.len() - h.header_len()].copy_from_slice(&f[h.header_len()..]);
+            assert_eq!(&f[4..6], &[0xab, 0xcd]);
+        }
+        assert_eq!(rebuilt, data);
+        // A later fragment of a datagram stays one: offsets continue, MF stays set.
+        let mut later = ip.clone();
+        later[6..8].copy_from_slice(&(0x2000u16 | 100).to_be_bytes());
+        let mut fields = Vec::new();
+        fragment(&later, 600, &mut Vec::new(), |f| {
+            fields.push(u16::from_be_bytes([f[6], f[7]]));
+            true
+        })
+        .unwrap();
+        assert_eq!(fields[0], 0x2000 | 100);
+        assert!(fields.iter().all(|f| f & 0x2000 != 0));
+        assert_eq!(
+            fragment(&ip, 30, &mut Vec::new(), |_| true),
+            Err(FragmentError::MtuTooSmall)
+        );
+        assert_eq!(
+            fragment(&ip, 400, &mut Vec::new(), |_| false),
+            Err(FragmentError::Refused)
+        );
+    }
+
+    #[test]
+    fn record_route_fills_the_next_slot_until_full() {
+        // NOP, then record route with room for two addresses, then end of options.
+        let mut h = vec![
+            0x48, 0, 0, 32, 0, 0, 0, 0, 64, 17, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8,
+        ];
+        h.extend_from_slice(&[1, 7, 11, 4, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let c = checksum(&h);
+        h[10..12].copy_from_slice(&c.to_be_bytes());
+        assert!(record_route(&mut h, 0xc633_6401));
+        assert_eq!(&h[21..28], &[7, 11, 8, 198, 51, 100, 1]);
+        assert!(record_route(&mut h, 0x0a00_0001));
+        assert_eq!(&h[21..32], &[7, 11, 12, 198, 51, 100, 1, 10, 0, 0, 1]);
+        assert_eq!(checksum(&h), 0);
+        let full = h.clone();
+        assert!(!record_route(&mut h, 0x0b00_0001));
+        assert_eq!(h, full);
+        // No options, or a bad length: nothing changes.
+        let mut plain = h[..20].to_vec();
+        plain[0] = 0x45;
+        assert!(!record_route(&mut plain, 1));
+        let mut bad = full.clone();
+        bad[22] = 40;
+        assert!(!record_route(&mut bad, 1));
+    }
 
     fn header(ttl: u8, total: u16) -> Vec<u8> {
         let mut h = vec![
@@ -244,6 +456,8 @@ mod tests {
         #[test]
         fn parse_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..80)) {
             let _ = Ipv4Header::parse(&bytes);
+            let mut b = bytes.clone();
+            let _ = record_route(&mut b, 1);
         }
     }
 }
