@@ -181,6 +181,15 @@ fn scenario(driver: &str, workers: usize) {
     assert_eq!(d2["tx_errors"], 800, "{d2}");
     let errors = ctl(&socket, "show errors").unwrap();
     assert!(errors.contains("d2-tx"), "{errors}");
+    // The tx node names the reason; the counts of every worker add up to the drops.
+    let named: u64 = ctl_json(&socket, "show errors")
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["node"] == "d2-tx" && e["reason"] == "link down or device gone")
+        .map(|e| e["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(named, 800, "{errors}");
 
     // The daemon lives on and still forwards d0 ↔ d1, every frame.
     ctl(&socket, "set interface l2 xconnect d1 d0").unwrap();

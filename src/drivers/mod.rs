@@ -64,6 +64,8 @@ pub struct TxBurst {
     pub errors: usize,
     /// Dropped because they exceed the interface MTU.
     pub too_long: usize,
+    /// Dropped without trying because the host link is down or its device is gone.
+    pub link_down: usize,
 }
 
 /// The transmit side of one queue.

@@ -11,11 +11,13 @@ enum Error {
     QueueFull,
     DeviceRefused,
     TooLong,
+    LinkDown,
 }
-const ERRORS: [&str; 3] = [
+const ERRORS: [&str; 4] = [
     "transmit queue full",
     "transmit error from the device",
     "packet larger than the interface MTU",
+    "link down or device gone",
 ];
 
 pub struct TxNode {
@@ -51,12 +53,13 @@ impl Node for TxNode {
         let c = self.interface.counters(cx.thread);
         c.tx_packets.add(r.sent as u64);
         c.tx_bytes.add(r.bytes);
-        let failed = r.queue_full + r.errors + r.too_long;
+        let failed = r.queue_full + r.errors + r.too_long + r.link_down;
         if failed > 0 {
             c.tx_errors.add(failed as u64);
             cx.count_error(Error::QueueFull as usize, r.queue_full as u64);
             cx.count_error(Error::DeviceRefused as usize, r.errors as u64);
             cx.count_error(Error::TooLong as usize, r.too_long as u64);
+            cx.count_error(Error::LinkDown as usize, r.link_down as u64);
         }
         debug_assert_eq!(r.sent + failed, frame.len(), "tx queue lost packets");
         frame.len()

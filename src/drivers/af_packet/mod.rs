@@ -174,8 +174,8 @@ pub fn tx_queue(ifindex: u32, mtu: u32, link: Arc<HostLink>) -> Result<Box<dyn T
     }))
 }
 
-/// Drop a whole burst because the link cannot send: `errors` for the tx node ("transmit
-/// error from the device"), and the reason (link down, device gone) on the link.
+/// Drop a whole burst because the link cannot send: `link_down` for the tx node, and the
+/// reason (link down, device gone) on the link.
 pub fn drop_burst(
     bufs: &mut WorkerBuffers,
     pkts: &[u32],
@@ -185,7 +185,7 @@ pub fn drop_burst(
     bufs.free_all(pkts);
     link.count_tx_drops(state, pkts.len());
     TxBurst {
-        errors: pkts.len(),
+        link_down: pkts.len(),
         ..TxBurst::default()
     }
 }
