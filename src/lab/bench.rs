@@ -28,6 +28,8 @@ usage: sluice lab bench [options]
   --out DIR         where results.json, results.csv and chart.svg go (default lab-bench)
   --napi dut|sender where the DUT ports' receive work runs (default dut: NAPI threads on
                     the DUT's CPU; see sluice lab --help)
+  --io IO           the generator's and the userspace DUTs' ports: af_packet (default),
+                    af_xdp or memif (see sluice lab --help)
   --engine E        generator engine: af_packet (default) or xdp (kernel XDP live frames:
                     every loadtest of seed 000, at full speed: no --rate)";
 
