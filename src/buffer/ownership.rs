@@ -46,32 +46,37 @@ impl Tags {
         next_handle(&self.last_id)
     }
 
-    /// Move `bi`'s tag from `from` to `to`, or panic saying what `what` found instead.
+    /// Move `bi`'s tag from `from` to `to`, or panic saying that worker handle `id` tried
+    /// to do `what` and what it found instead. (The message is built only on failure: a
+    /// hand-over is on every packet's path.)
     #[track_caller]
-    fn moved(&self, bi: u32, from: u16, to: u16, what: &str) {
+    fn moved(&self, bi: u32, from: u16, to: u16, what: &str, id: u16) {
         if let Err(found) =
             self.tags[bi as usize].compare_exchange(from, to, Ordering::Relaxed, Ordering::Relaxed)
         {
-            panic!("buffer {bi}: {what}, but it is {}", describe(found));
+            panic!(
+                "buffer {bi}: {what} by worker handle {id}, but it is {}",
+                describe(found)
+            );
         }
     }
 
     /// Worker `id` takes free buffer `bi` (alloc).
     #[track_caller]
     pub fn claim(&self, bi: u32, id: u16) {
-        self.moved(bi, FREE, id, &format!("allocated by worker handle {id}"));
+        self.moved(bi, FREE, id, "allocated", id);
     }
 
     /// Worker `id` frees `bi`: it must hold it (a second free finds it free).
     #[track_caller]
     pub fn release(&self, bi: u32, id: u16) {
-        self.moved(bi, id, FREE, &format!("freed by worker handle {id}"));
+        self.moved(bi, id, FREE, "freed", id);
     }
 
     /// Worker `id` hands `bi` to a device.
     #[track_caller]
     pub fn lend(&self, bi: u32, id: u16) {
-        self.moved(bi, id, LENT | id, &format!("lent by worker handle {id}"));
+        self.moved(bi, id, LENT | id, "lent", id);
     }
 
     /// Worker `id` takes `bi` back from a device (whoever lent it: a queue may change threads).
@@ -84,7 +89,7 @@ impl Tags {
                 describe(found)
             );
         }
-        self.moved(bi, found, id, &format!("taken back by worker handle {id}"));
+        self.moved(bi, found, id, "taken back", id);
     }
 
     /// A holder with no handle (a closing driver, a node's table) returns `bi` to the pool.

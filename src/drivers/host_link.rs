@@ -95,18 +95,9 @@ pub struct HostLink {
 impl HostLink {
     /// The device `name` (index `ifindex`), its state read from the kernel now.
     pub fn new(name: &str, ifindex: u32, reattach: Option<Reattach>) -> HostLink {
-        let l = HostLink {
-            name: name.to_string(),
-            ifindex: AtomicU32::new(ifindex),
-            state: AtomicU8::new(LinkState::Up as u8),
-            operstate: AtomicU8::new(0),
-            changes: AtomicU64::new(0),
-            tx_link_down: AtomicU64::new(0),
-            tx_no_device: AtomicU64::new(0),
-            generation: AtomicU32::new(0),
-            reattach,
-            note: Mutex::new(None),
-        };
+        let l = HostLink::assumed_up(name, ifindex, reattach);
+        // Unknown until the kernel says.
+        l.operstate.store(0, Ordering::Relaxed);
         if let Ok(Some(m)) = rtnetlink::get_link(ifindex) {
             l.state
                 .store(LinkState::from_flags(m.flags) as u8, Ordering::Relaxed);
@@ -114,6 +105,22 @@ impl HostLink {
                 .store(m.operstate.unwrap_or(0), Ordering::Relaxed);
         }
         l
+    }
+
+    /// A link taken to be up (operstate "up"), before the kernel is asked.
+    fn assumed_up(name: &str, ifindex: u32, reattach: Option<Reattach>) -> HostLink {
+        HostLink {
+            name: name.to_string(),
+            ifindex: AtomicU32::new(ifindex),
+            state: AtomicU8::new(LinkState::Up as u8),
+            operstate: AtomicU8::new(6),
+            changes: AtomicU64::new(0),
+            tx_link_down: AtomicU64::new(0),
+            tx_no_device: AtomicU64::new(0),
+            generation: AtomicU32::new(0),
+            reattach,
+            note: Mutex::new(None),
+        }
     }
 
     pub fn name(&self) -> &str {
@@ -348,18 +355,7 @@ mod tests {
 
     /// A link as `new` would make it, without asking the kernel.
     fn link(name: &str, ifindex: u32, reattach: Option<Reattach>) -> HostLink {
-        HostLink {
-            name: name.into(),
-            ifindex: AtomicU32::new(ifindex),
-            state: AtomicU8::new(LinkState::Up as u8),
-            operstate: AtomicU8::new(6),
-            changes: AtomicU64::new(0),
-            tx_link_down: AtomicU64::new(0),
-            tx_no_device: AtomicU64::new(0),
-            generation: AtomicU32::new(0),
-            reattach,
-            note: Mutex::new(None),
-        }
+        HostLink::assumed_up(name, ifindex, reattach)
     }
 
     const UP: i32 = libc::IFF_UP | libc::IFF_LOWER_UP;

@@ -656,9 +656,15 @@ fn start_sluice(
 
 /// SIGINT, then SIGKILL if the process has not exited within `grace`.
 fn stop_child(child: &mut Child, grace: Duration) {
+    signal_child(child, "INT", grace);
+}
+
+/// Send `signal` (a `kill -SIGNAL` name), then SIGKILL if the process has not exited within
+/// `grace`.
+pub(super) fn signal_child(child: &mut Child, signal: &str, grace: Duration) {
     if let Ok(None) = child.try_wait() {
         let _ = Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
+            .args([&format!("-{signal}"), &child.id().to_string()])
             .status();
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline {

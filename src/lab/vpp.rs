@@ -372,20 +372,7 @@ impl Vpp {
     /// SIGTERM (VPP exits cleanly on it), SIGKILL after 10 s; then undo what VPP leaves on
     /// the ports (promiscuous mode, an XDP program) and remove its files.
     pub fn stop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = Command::new("kill")
-                .args(["-TERM", &self.child.id().to_string()])
-                .status();
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = self.child.try_wait() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+        super::dut::signal_child(&mut self.child, "TERM", Duration::from_secs(10));
         for dev in ["d0", "d1"] {
             let _ = run("ip", &["-n", DUT, "link", "set", dev, "promisc", "off"]);
             if self.io == Io::AfXdp {
