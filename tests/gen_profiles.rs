@@ -135,8 +135,14 @@ fn xdp_engine_sends_what_it_says() {
     );
     let gen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let pps = gen["tx_pps"].as_f64().unwrap();
-    // Within 10 %: the machine is shared, and a pause of a few ms costs a few per cent.
-    assert!((180_000.0..220_000.0).contains(&pps), "{gen}");
+    // Never faster than asked; within 10 % below, or the generator says it fell short (a
+    // loaded machine can hold it back, and a test is no benchmark: what must hold is that
+    // the report is honest).
+    assert!(pps < 220_000.0, "{gen}");
+    assert!(
+        pps >= 180_000.0 || gen["rate_reached"] == false,
+        "fell short without saying so: {gen}"
+    );
     assert_eq!(gen["rx_packets"], gen["tx_packets"], "{gen}");
     // var2 and IMIX both ways: the program cuts each frame to its size and writes its
     // addresses; every frame reaches the other end.
