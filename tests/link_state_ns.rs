@@ -220,8 +220,10 @@ fn scenario(driver: &str, workers: usize) {
     assert_eq!(buffers["unaccounted"], 0, "{buffers}");
     let in_use = buffers["in_use"].as_u64().unwrap();
     if driver == "af_xdp" {
-        // Fill rings are topped up in batches of 64, so each may be short of full by less.
-        assert!(in_use <= idle && idle - in_use < 3 * 64, "{idle} {buffers}");
+        // Fill rings are topped up in batches of 64, so each may be short of full by less;
+        // and the last transmit bursts' buffers wait in the completion rings until the next
+        // burst reaps them (counted in `in_drivers`, so `unaccounted` stays 0).
+        assert!(in_use.abs_diff(idle) < 3 * 64, "{idle} {buffers}");
     } else {
         assert_eq!(in_use, idle, "{buffers}");
     }
