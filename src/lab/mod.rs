@@ -5,10 +5,10 @@ pub mod bench;
 pub mod chart;
 pub mod dut;
 pub mod netns;
+pub mod plan;
 pub mod report;
 pub mod rfc2544;
 pub mod table;
-pub mod vpp;
 
 use crate::gen::port::Io;
 use dut::DutKind;
