@@ -372,7 +372,7 @@ pub(crate) fn one_run(
 ) -> Result<RunResult, String> {
     let _mtu = netns::PortMtu::set(run_mtu(kind, o.io))?;
     netns::dut_napi(o.napi_on_dut, o.xdp, o.dut_cpu)?;
-    let mut d = dut::start_with(kind, o.dut_cpu, o.io, table)?;
+    let mut d = dut::start(kind, o.dut_cpu, o.io, table)?;
     if kind.routes() {
         warm_up(o, &d)?;
     }
