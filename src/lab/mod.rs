@@ -1,5 +1,9 @@
 //! `sluice lab`: a tester | DUT lab of two network namespaces on one machine, and runs that
 //! send traffic through a DUT and report what arrived, side by side for several DUTs.
+//!
+//! `netns` builds the namespaces, `dut/` holds the devices under test (one file each behind
+//! the `Dut` trait), `plan` the routers' addressing, `table` their route tables, `report` and
+//! `chart` the results; `bench` (`sluice lab bench`) and `rfc2544` (`sluice bench`) run on it.
 
 pub mod bench;
 pub mod chart;
