@@ -1,14 +1,18 @@
 //! `sluice lab`: a tester | DUT lab of two network namespaces on one machine, and runs that
 //! send traffic through a DUT and report what arrived, side by side for several DUTs.
+//!
+//! `netns` builds the namespaces, `dut/` holds the devices under test (one file each behind
+//! the `Dut` trait), `plan` the routers' addressing, `table` their route tables, `report` and
+//! `chart` the results; `bench` (`sluice lab bench`) and `rfc2544` (`sluice bench`) run on it.
 
 pub mod bench;
 pub mod chart;
 pub mod dut;
 pub mod netns;
+pub mod plan;
 pub mod report;
 pub mod rfc2544;
 pub mod table;
-pub mod vpp;
 
 use crate::gen::port::Io;
 use dut::DutKind;
@@ -372,7 +376,7 @@ pub(crate) fn one_run(
 ) -> Result<RunResult, String> {
     let _mtu = netns::PortMtu::set(run_mtu(kind, o.io))?;
     netns::dut_napi(o.napi_on_dut, o.xdp, o.dut_cpu)?;
-    let mut d = dut::start_with(kind, o.dut_cpu, o.io, table)?;
+    let mut d = dut::start(kind, o.dut_cpu, o.io, table)?;
     if kind.routes() {
         warm_up(o, &d)?;
     }

@@ -239,7 +239,7 @@ fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
     };
     let _mtu = netns::PortMtu::set(super::run_mtu(o.dut, o.io))?;
     netns::dut_napi(base.napi_on_dut, base.xdp, base.dut_cpu)?;
-    let running = dut::start(o.dut, base.dut_cpu, o.io)?;
+    let running = dut::start(o.dut, base.dut_cpu, o.io, None)?;
     if o.dut.routes() {
         super::warm_up(&base, &running)?;
     }

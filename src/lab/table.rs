@@ -3,7 +3,7 @@
 //! synthetic prefix that overlaps the generator's ranges or the lab's subnets is left out, so
 //! the test routes stay the longest (indeed the only) match for the traffic.
 
-use super::dut::plan;
+use super::plan;
 use crate::fib::parse::{parse_prefix, IpPrefix};
 use crate::fib::prefix::{Prefix4, Prefix6};
 use crate::fib::synth::{self, SynthSpec};

@@ -9,10 +9,12 @@
 //! are parsed into the JSON shapes sluice's own commands give, so the lab's report shows VPP's
 //! clocks per node beside sluice's.
 
-use super::dut::plan;
-use super::netns::{in_ns, run, DUT};
-use super::table::TableFiles;
+use super::{mac_of, on_path, routed_gen_args, signal_child, Dut};
 use crate::gen::port::Io;
+use crate::lab::memif_socket;
+use crate::lab::netns::{in_ns, run, DUT, TESTER};
+use crate::lab::plan;
+use crate::lab::table::TableFiles;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -38,23 +40,15 @@ pub fn unavailable() -> Option<String> {
     ))
 }
 
-fn on_path(bin: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {bin}")])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
-}
-
 /// A running VPP.
 pub struct Vpp {
     child: Child,
     dir: PathBuf,
     io: Io,
     /// What the generator must be told when VPP routes (router MACs, routed frames).
-    pub gen_args: Vec<String>,
+    gen_args: Vec<String>,
     /// Seconds VPP took to load the synthetic table, if it was given one.
-    pub load_s: Option<f64>,
+    load_s: Option<f64>,
 }
 
 /// VPP's name for lab port `k` over `io`.
@@ -101,7 +95,7 @@ fn port_lines(io: Io, k: usize) -> Vec<String> {
             format!(
                 "create memif socket id {} filename {}",
                 k + 1,
-                super::memif_socket(k).display()
+                memif_socket(k).display()
             ),
             format!("create interface memif id 0 socket-id {} master", k + 1),
         ],
@@ -211,6 +205,18 @@ fn configure(socket: &Path, line: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Start VPP routing between d0 and d1 with `table`'s synthetic routes if any, on the
+/// veths' own MACs (which the generator addresses).
+pub fn start_router(dut_cpu: usize, io: Io, table: Option<&TableFiles>) -> Result<Vpp, String> {
+    let macs = (
+        mac_of(DUT, "d0")?,
+        mac_of(DUT, "d1")?,
+        mac_of(TESTER, "t0")?,
+        mac_of(TESTER, "t1")?,
+    );
+    Vpp::start(dut_cpu, io, Some(table), Some(macs), routed_gen_args()?)
+}
+
 impl Vpp {
     /// Start VPP in the DUT namespace over `io`: cross-connecting (`router` None) or routing
     /// (`router` Some, with the synthetic table if any). `gen_args` are the router's.
@@ -234,7 +240,7 @@ impl Vpp {
         if io == Io::Memif {
             std::fs::create_dir_all("/run/sluice").map_err(|e| format!("/run/sluice: {e}"))?;
             for k in 0..2 {
-                let _ = std::fs::remove_file(super::memif_socket(k));
+                let _ = std::fs::remove_file(memif_socket(k));
             }
         }
         let log = std::fs::File::create(dir.join("stdout.log")).map_err(|e| e.to_string())?;
@@ -340,7 +346,7 @@ impl Vpp {
         if self.io == Io::Memif {
             // The generator connects to these sockets: wait until VPP listens there.
             let deadline = Instant::now() + Duration::from_secs(10);
-            while !(super::memif_socket(0).exists() && super::memif_socket(1).exists()) {
+            while !(memif_socket(0).exists() && memif_socket(1).exists()) {
                 if Instant::now() > deadline {
                     return Err("vpp's memif sockets did not appear".into());
                 }
@@ -349,9 +355,11 @@ impl Vpp {
         }
         Ok(())
     }
+}
 
+impl Dut for Vpp {
     /// A sluice `ctl` line, answered by VPP: the lab clears and reads counters through these.
-    pub fn ctl(&self, line: &str) -> Option<String> {
+    fn ctl(&self, line: &str) -> Option<String> {
         let socket = self.cli_socket();
         let (line, json) = match line.strip_suffix(" --json") {
             Some(l) => (l, true),
@@ -371,8 +379,8 @@ impl Vpp {
 
     /// SIGTERM (VPP exits cleanly on it), SIGKILL after 10 s; then undo what VPP leaves on
     /// the ports (promiscuous mode, an XDP program) and remove its files.
-    pub fn stop(&mut self) {
-        super::dut::signal_child(&mut self.child, "TERM", Duration::from_secs(10));
+    fn stop(&mut self) {
+        signal_child(&mut self.child, "TERM", Duration::from_secs(10));
         for dev in ["d0", "d1"] {
             let _ = run("ip", &["-n", DUT, "link", "set", dev, "promisc", "off"]);
             if self.io == Io::AfXdp {
@@ -381,7 +389,7 @@ impl Vpp {
         }
         if self.io == Io::Memif {
             for k in 0..2 {
-                let _ = std::fs::remove_file(super::memif_socket(k));
+                let _ = std::fs::remove_file(memif_socket(k));
             }
         }
         let _ = std::fs::remove_dir_all(&self.dir);
@@ -396,6 +404,20 @@ impl Vpp {
                 }
             }
         }
+    }
+
+    fn gen_args(&self) -> Vec<String> {
+        self.gen_args.clone()
+    }
+
+    fn table_load_s(&self) -> Option<f64> {
+        self.load_s
+    }
+}
+
+impl Drop for Vpp {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 

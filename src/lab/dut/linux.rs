@@ -1,0 +1,175 @@
+//! The kernel as a lab DUT: `linux-bridge` bridging d0 and d1, `linux-router` routing between
+//! them with fixed neighbours (and the synthetic table, loaded with `ip -batch`). Nothing runs
+//! but the DUT namespace's kernel; stopping undoes the configuration.
+
+use super::{ip_in, mac_of, port_ipv6, routed_gen_args, Dut};
+use crate::gen::port::Io;
+use crate::lab::netns::{in_ns, run, DUT, TESTER};
+use crate::lab::plan;
+use crate::lab::table::TableFiles;
+use std::time::Instant;
+
+const BRIDGE: &str = "br0";
+
+/// The kernel's bridge over d0 and d1.
+pub struct LinuxBridge;
+
+/// Make the bridge, at the ports' MTU for `io`.
+pub fn start_bridge(io: Io) -> Result<LinuxBridge, String> {
+    let ip = |args: &[&str]| {
+        let mut a = vec!["-n", DUT];
+        a.extend_from_slice(args);
+        run("ip", &a).map(|_| ())
+    };
+    let _ = ip(&["link", "del", BRIDGE]);
+    ip(&[
+        "link",
+        "add",
+        BRIDGE,
+        "type",
+        "bridge",
+        "stp_state",
+        "0",
+        "forward_delay",
+        "0",
+    ])?;
+    ip(&[
+        "link",
+        "set",
+        BRIDGE,
+        "mtu",
+        &crate::lab::port_mtu(io).to_string(),
+    ])?;
+    for d in ["d0", "d1"] {
+        ip(&["link", "set", d, "master", BRIDGE])?;
+    }
+    ip(&["link", "set", BRIDGE, "up"])?;
+    Ok(LinuxBridge)
+}
+
+impl Dut for LinuxBridge {
+    /// Delete the bridge.
+    fn stop(&mut self) {
+        let _ = in_ns(DUT, "ip", &["link", "del", BRIDGE]);
+    }
+}
+
+impl Drop for LinuxBridge {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The kernel routing between d0 and d1.
+pub struct LinuxRouter {
+    /// What the generator must be told: router MACs, and that frames are routed.
+    gen_args: Vec<String>,
+    /// Seconds `ip -batch` took to load the synthetic table.
+    load_s: Option<f64>,
+}
+
+/// Load a synthetic table into the DUT namespace's kernel; returns the seconds it took.
+fn linux_load(table: &TableFiles) -> Result<f64, String> {
+    let t = Instant::now();
+    let batch = table.ip_batch.display().to_string();
+    run("ip", &["-n", DUT, "-batch", &batch])?;
+    let s = t.elapsed().as_secs_f64();
+    eprintln!(
+        "linux-router: loaded {} IPv4 + {} IPv6 routes with ip -batch in {s:.2} s",
+        table.v4, table.v6
+    );
+    Ok(s)
+}
+
+/// Address d0 and d1, route the generator's ranges to the tester, fix the neighbours, load
+/// `table` if any, and turn forwarding on.
+pub fn start_router(table: Option<&TableFiles>) -> Result<LinuxRouter, String> {
+    let t0 = mac_of(TESTER, "t0")?;
+    let t1 = mac_of(TESTER, "t1")?;
+    let mut dut = LinuxRouter {
+        gen_args: routed_gen_args()?,
+        load_s: None,
+    };
+    let t0_v4 = plan::T0_V4;
+    let t1_v4 = plan::T1_V4;
+    let steps: [&[&str]; 6] = [
+        &["addr", "add", plan::D0_V4, "dev", "d0"],
+        &["addr", "add", plan::D1_V4, "dev", "d1"],
+        &["route", "add", plan::TO_T1, "via", t1_v4, "dev", "d1"],
+        &["route", "add", plan::TO_T0, "via", t0_v4, "dev", "d0"],
+        // The tester's ports have no addresses for this DUT: its neighbours are fixed.
+        &[
+            "neigh",
+            "replace",
+            t1_v4,
+            "lladdr",
+            &t1,
+            "dev",
+            "d1",
+            "nud",
+            "permanent",
+        ],
+        &[
+            "neigh",
+            "replace",
+            t0_v4,
+            "lladdr",
+            &t0,
+            "dev",
+            "d0",
+            "nud",
+            "permanent",
+        ],
+    ];
+    for step in steps {
+        ip_in(DUT, step)?;
+    }
+    if let Some(t) = table {
+        if t.v6 > 0 {
+            // IPv6 next hops must lie on a connected subnet.
+            for (dev, addr) in [("d0", plan::D0_V6), ("d1", plan::D1_V6)] {
+                port_ipv6(DUT, dev, true)?;
+                ip_in(DUT, &["addr", "add", addr, "dev", dev, "nodad"])?;
+            }
+        }
+        dut.load_s = Some(linux_load(t)?);
+    }
+    for key in [
+        "net.ipv4.ip_forward=1",
+        "net.ipv4.conf.all.rp_filter=0",
+        "net.ipv4.conf.d0.rp_filter=0",
+        "net.ipv4.conf.d1.rp_filter=0",
+    ] {
+        in_ns(DUT, "sysctl", &["-qw", key])?;
+    }
+    Ok(dut)
+}
+
+impl Dut for LinuxRouter {
+    fn gen_args(&self) -> Vec<String> {
+        self.gen_args.clone()
+    }
+
+    fn table_load_s(&self) -> Option<f64> {
+        self.load_s
+    }
+
+    /// Forwarding off, routes, addresses and neighbours flushed, IPv6 off again.
+    fn stop(&mut self) {
+        let _ = in_ns(DUT, "sysctl", &["-qw", "net.ipv4.ip_forward=0"]);
+        // A full table's routes go with the addresses their next hops sat on.
+        let _ = run("ip", &["-n", DUT, "route", "flush", "table", "main"]);
+        let _ = run("ip", &["-n", DUT, "-6", "route", "flush", "table", "main"]);
+        for dev in ["d0", "d1"] {
+            let _ = run("ip", &["-n", DUT, "addr", "flush", "dev", dev]);
+            let _ = run("ip", &["-n", DUT, "neigh", "flush", "dev", dev]);
+            let _ = port_ipv6(DUT, dev, false);
+        }
+    }
+}
+
+impl Drop for LinuxRouter {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

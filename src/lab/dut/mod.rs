@@ -1,0 +1,273 @@
+//! Devices under test in the lab's `sl-dut` namespace, one file each behind the `Dut` trait:
+//! sluice cross-connecting d0 and d1 or routing between them (`sluice.rs`), the kernel's
+//! bridge or router (`linux.rs`), testpmd (`testpmd.rs`), VPP (`vpp.rs`). `DutKind` names
+//! them and `start` starts one; this module holds what they share (the tester's MACs and
+//! addresses, stopping a child process). Each starts before a run and is taken down after
+//! it, even on error: every DUT stops when dropped.
+
+pub mod linux;
+pub mod sluice;
+pub mod testpmd;
+pub mod vpp;
+
+use super::netns::{in_ns, run, DUT, TESTER};
+use super::plan;
+use super::table::TableFiles;
+use crate::gen::port::Io;
+use serde_json::Value;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DutKind {
+    Sluice,
+    /// sluice with AF_XDP ports on the veths, whatever the generator uses: to compare it with
+    /// sluice on AF_PACKET in one run.
+    SluiceAfXdp,
+    LinuxBridge,
+    LinuxRouter,
+    /// sluice routing between d0 and d1 (addresses, static routes, its own ARP).
+    SluiceRouter,
+    Testpmd,
+    /// FD.io VPP cross-connecting d0 and d1 (`l2 xconnect`).
+    Vpp,
+    /// FD.io VPP routing between d0 and d1, as linux-router does.
+    VppRouter,
+}
+
+impl DutKind {
+    pub const ALL: [DutKind; 8] = [
+        DutKind::Sluice,
+        DutKind::SluiceAfXdp,
+        DutKind::LinuxBridge,
+        DutKind::LinuxRouter,
+        DutKind::SluiceRouter,
+        DutKind::Testpmd,
+        DutKind::Vpp,
+        DutKind::VppRouter,
+    ];
+
+    pub fn parse(s: &str) -> Result<DutKind, String> {
+        DutKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown DUT '{s}' (known: sluice, sluice-af_xdp, linux-bridge, linux-router, sluice-router, testpmd, vpp, vpp-router)"
+                )
+            })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DutKind::Sluice => "sluice",
+            DutKind::SluiceAfXdp => "sluice-af_xdp",
+            DutKind::LinuxBridge => "linux-bridge",
+            DutKind::LinuxRouter => "linux-router",
+            DutKind::SluiceRouter => "sluice-router",
+            DutKind::Testpmd => "testpmd",
+            DutKind::Vpp => "vpp",
+            DutKind::VppRouter => "vpp-router",
+        }
+    }
+
+    /// Whether the DUT routes (and so takes a route table).
+    pub fn routes(self) -> bool {
+        matches!(
+            self,
+            DutKind::LinuxRouter | DutKind::SluiceRouter | DutKind::VppRouter
+        )
+    }
+
+    /// Whether the DUT can use `io` for its ports (the kernel's DUTs forward whatever the
+    /// veths bring, so any io on the veths suits them).
+    pub fn supports(self, io: Io) -> bool {
+        match io {
+            Io::AfPacket | Io::AfXdp => true,
+            Io::Memif if self == DutKind::SluiceAfXdp => false,
+            // The routers' next hops are the tester's veths, which a memif never reaches.
+            Io::Memif if self.routes() => false,
+            // Userspace forwarders only: the kernel has no memif.
+            Io::Memif => matches!(self, DutKind::Sluice | DutKind::Testpmd | DutKind::Vpp),
+        }
+    }
+
+    /// Why this DUT cannot run here, if it cannot.
+    pub fn unavailable(self) -> Option<String> {
+        match self {
+            DutKind::Testpmd => testpmd::unavailable(),
+            DutKind::Vpp | DutKind::VppRouter => vpp::unavailable(),
+            _ => None,
+        }
+    }
+}
+
+/// A running DUT. Each also stops when dropped (`impl Drop` calling `stop`), so that an
+/// error anywhere in a run takes it down.
+pub trait Dut {
+    /// `sluice ctl LINE` against the DUT, when it answers such lines (sluice, VPP).
+    fn ctl(&self, _line: &str) -> Option<String> {
+        None
+    }
+
+    /// `sluice ctl LINE --json` against the DUT, when it answers such lines.
+    fn ctl_json(&self, line: &str) -> Option<Value> {
+        let out = self.ctl(&format!("{line} --json"))?;
+        serde_json::from_str(&out).ok()
+    }
+
+    /// Extra generator arguments this DUT needs (a router's MACs).
+    fn gen_args(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Seconds the DUT took to load its synthetic table, if it was given one.
+    fn table_load_s(&self) -> Option<f64> {
+        None
+    }
+
+    /// Take the DUT down and undo what it changed; harmless when repeated.
+    fn stop(&mut self);
+}
+
+/// A running DUT of any kind.
+pub type RunningDut = Box<dyn Dut>;
+
+/// Start a DUT, its worker (if it has one) on `dut_cpu`; a router DUT with `table`'s
+/// synthetic routes besides its test routes.
+pub fn start(
+    kind: DutKind,
+    dut_cpu: usize,
+    io: Io,
+    table: Option<&TableFiles>,
+) -> Result<RunningDut, String> {
+    Ok(match kind {
+        DutKind::Sluice => Box::new(sluice::start(dut_cpu, io, None)?),
+        DutKind::SluiceAfXdp => Box::new(sluice::start(dut_cpu, Io::AfXdp, None)?),
+        DutKind::SluiceRouter => Box::new(sluice::start_router(dut_cpu, io, table)?),
+        DutKind::LinuxBridge => Box::new(linux::start_bridge(io)?),
+        DutKind::LinuxRouter => Box::new(linux::start_router(table)?),
+        DutKind::Testpmd => Box::new(testpmd::start(dut_cpu, io)?),
+        DutKind::Vpp => Box::new(vpp::Vpp::start(dut_cpu, io, None, None, Vec::new())?),
+        DutKind::VppRouter => Box::new(vpp::start_router(dut_cpu, io, table)?),
+    })
+}
+
+/// Whether `bin` is on the PATH.
+fn on_path(bin: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {bin}")])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+/// The MAC of `dev` in namespace `ns`.
+fn mac_of(ns: &str, dev: &str) -> Result<String, String> {
+    let path = format!("/sys/class/net/{dev}/address");
+    let o = in_ns(ns, "cat", &[&path])?;
+    Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+/// A router's generator arguments: routed frames, to the router's MAC on each side.
+fn routed_gen_args() -> Result<Vec<String>, String> {
+    Ok(vec![
+        "--routed".into(),
+        "--src-mac".into(),
+        mac_of(TESTER, "t0")?,
+        "--dst-mac".into(),
+        mac_of(DUT, "d0")?,
+        "--src-mac-reverse".into(),
+        mac_of(TESTER, "t1")?,
+        "--dst-mac-reverse".into(),
+        mac_of(DUT, "d1")?,
+    ])
+}
+
+/// `ip -n NS ARGS`.
+fn ip_in(ns: &str, args: &[&str]) -> Result<(), String> {
+    let mut a = vec!["-n", ns];
+    a.extend_from_slice(args);
+    run("ip", &a).map(|_| ())
+}
+
+/// Turn IPv6 on or off on a lab port (the lab keeps it off: no stray ND and MLD frames),
+/// without router advertisements or duplicate address detection when on.
+fn port_ipv6(ns: &str, dev: &str, on: bool) -> Result<(), String> {
+    let keys: &[String] = if on {
+        &[
+            format!("net.ipv6.conf.{dev}.accept_ra=0"),
+            format!("net.ipv6.conf.{dev}.accept_dad=0"),
+            format!("net.ipv6.conf.{dev}.disable_ipv6=0"),
+        ]
+    } else {
+        &[format!("net.ipv6.conf.{dev}.disable_ipv6=1")]
+    };
+    for k in keys {
+        in_ns(ns, "sysctl", &["-qw", k])?;
+    }
+    Ok(())
+}
+
+/// Give the tester's ports their addresses (so that their kernel answers a router's ARP and
+/// neighbour solicitations), or take them away.
+fn tester_addresses(add: bool) -> Result<(), String> {
+    let ports = [
+        ("t0", plan::T0_V4, plan::T0_V6),
+        ("t1", plan::T1_V4, plan::T1_V6),
+    ];
+    if !add {
+        for (dev, _, _) in ports {
+            let _ = ip_in(TESTER, &["addr", "flush", "dev", dev]);
+            let _ = port_ipv6(TESTER, dev, false);
+        }
+        return Ok(());
+    }
+    // Start from bare ports, whatever an interrupted run left.
+    tester_addresses(false)?;
+    // The tester must not route between its ports what the DUT hands it.
+    in_ns(TESTER, "sysctl", &["-qw", "net.ipv4.ip_forward=0"])?;
+    for (dev, v4, v6) in ports {
+        port_ipv6(TESTER, dev, true)?;
+        ip_in(
+            TESTER,
+            &["addr", "add", &format!("{v4}/{}", plan::V4_LEN), "dev", dev],
+        )?;
+        ip_in(
+            TESTER,
+            &[
+                "addr",
+                "add",
+                &format!("{v6}/{}", plan::V6_LEN),
+                "dev",
+                dev,
+                "nodad",
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// SIGINT, then SIGKILL if the process has not exited within `grace`.
+fn stop_child(child: &mut Child, grace: Duration) {
+    signal_child(child, "INT", grace);
+}
+
+/// Send `signal` (a `kill -SIGNAL` name), then SIGKILL if the process has not exited within
+/// `grace`.
+fn signal_child(child: &mut Child, signal: &str, grace: Duration) {
+    if let Ok(None) = child.try_wait() {
+        let _ = Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}

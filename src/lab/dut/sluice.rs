@@ -1,0 +1,268 @@
+//! sluice as a lab DUT: cross-connecting d0 and d1 (`sluice`, and `sluice-af_xdp` on AF_XDP
+//! ports whatever the generator uses) or routing between them (`sluice-router`, its own ARP,
+//! with the synthetic table when there is one). It runs as `sluice run` in the DUT namespace
+//! and answers the lab's `ctl` lines on its control socket.
+
+use super::{routed_gen_args, stop_child, tester_addresses, Dut};
+use crate::gen::port::Io;
+use crate::lab::netns::DUT;
+use crate::lab::plan;
+use crate::lab::table::TableFiles;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running sluice.
+pub struct Sluice {
+    child: Child,
+    socket: PathBuf,
+    dir: PathBuf,
+    /// As a router: what the generator must be told (router MACs, routed frames); the
+    /// tester's ports then hold addresses until the DUT stops.
+    gen_args: Vec<String>,
+    /// Seconds from start until its FIB held the synthetic table.
+    load_s: Option<f64>,
+}
+
+/// The parts of sluice's config that make it a router between d0 and d1: the plan's
+/// addresses for each port, then a static route per traffic direction and the synthetic
+/// table's route file when there is one.
+pub fn router_parts(table: Option<&TableFiles>) -> (String, String, String) {
+    let addresses = |v4: &str, v6: &str| format!("address = [\"{v4}\", \"{v6}\"]\n");
+    let mut tail = String::new();
+    for (prefix, via) in [(plan::TO_T1, plan::T1_V4), (plan::TO_T0, plan::T0_V4)] {
+        tail.push_str(&format!(
+            "[[route]]\nprefix = \"{prefix}\"\nvia = [\"{via}\"]\n"
+        ));
+    }
+    if let Some(t) = table {
+        tail.push_str(&format!(
+            "[fib]\nroute-file = \"{}\"\n",
+            t.route_file.display()
+        ));
+    }
+    (
+        addresses(plan::D0_V4, plan::D0_V6),
+        addresses(plan::D1_V4, plan::D1_V6),
+        tail,
+    )
+}
+
+/// Start sluice routing between d0 and d1, with `table`'s synthetic routes if any.
+pub fn start_router(dut_cpu: usize, io: Io, table: Option<&TableFiles>) -> Result<Sluice, String> {
+    let gen_args = routed_gen_args()?;
+    tester_addresses(true).inspect_err(|_| {
+        let _ = tester_addresses(false);
+    })?;
+    let t = Instant::now();
+    let mut dut = match start(dut_cpu, io, Some(table)) {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = tester_addresses(false);
+            return Err(e);
+        }
+    };
+    dut.gen_args = gen_args;
+    if let Some(table) = table {
+        let want = (table.v4 + table.v6) as u64;
+        let s = wait_for_fib(&dut_socket(), want, t)?;
+        eprintln!(
+            "sluice-router: FIB holds {} IPv4 + {} IPv6 synthetic routes {s:.2} s after start",
+            table.v4, table.v6
+        );
+        dut.load_s = Some(s);
+    }
+    Ok(dut)
+}
+
+fn dut_socket() -> PathBuf {
+    PathBuf::from("/run/sluice/lab-dut.sock")
+}
+
+/// How many routes of the route file `show ip fib summary --json` says the FIB holds (all its
+/// routes when it does not say).
+pub fn fib_route_count(summary: &Value) -> Option<u64> {
+    summary["route_file_routes"]
+        .as_u64()
+        .or_else(|| Some(summary["v4_routes"].as_u64()? + summary["v6_routes"].as_u64()?))
+}
+
+/// Wait until sluice's FIB holds at least `want` routes; seconds since `since`.
+fn wait_for_fib(socket: &std::path::Path, want: u64, since: Instant) -> Result<f64, String> {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let reply = crate::control::client::run_command(socket, "show ip fib summary --json")?;
+        let v: Value = serde_json::from_str(&reply).map_err(|e| format!("fib summary: {e}"))?;
+        let n = fib_route_count(&v)
+            .ok_or_else(|| format!("no route count in show ip fib summary: {v}"))?;
+        if n >= want {
+            let s = since.elapsed().as_secs_f64();
+            if let Some(own) = v["load_seconds"].as_f64() {
+                eprintln!("sluice-router: its own count of the route file's load: {own:.2} s");
+            }
+            return Ok(s);
+        }
+        if Instant::now() > deadline {
+            return Err(format!("sluice's FIB holds {n} routes, not {want}: {v}"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// sluice's config on d0 and d1: cross-connecting them, or routing (`router` holds the
+/// synthetic table, if any).
+pub fn sluice_config(
+    dut_cpu: usize,
+    io: Io,
+    router: Option<Option<&TableFiles>>,
+    socket: &std::path::Path,
+) -> String {
+    let main_core = if dut_cpu == 0 { 1 } else { 0 };
+    let (driver, mtu) = (io.name(), crate::lab::port_mtu(io));
+    // memif ports listen where the generator connects; the others attach to the veths.
+    let port = |k: usize| match io {
+        Io::Memif => format!(
+            "socket = \"{}\"\nrole = \"server\"\n",
+            crate::lab::memif_socket(k).display()
+        ),
+        _ => format!("host = \"d{k}\"\nmtu = {mtu}\n"),
+    };
+    let (extra0, extra1, tail) = match router {
+        None => (
+            String::new(),
+            String::new(),
+            "[[xconnect]]\nrx = \"d0\"\ntx = \"d1\"\n[[xconnect]]\nrx = \"d1\"\ntx = \"d0\"\n"
+                .to_string(),
+        ),
+        Some(table) => router_parts(table),
+    };
+    format!(
+        "[dataplane]\nworkers = 1\nworker-cores = [{dut_cpu}]\nmain-core = {main_core}\n\
+         [control]\nsocket = \"{}\"\n\
+         [[interface]]\nname = \"d0\"\ndriver = \"{driver}\"\n{}{extra0}\
+         [[interface]]\nname = \"d1\"\ndriver = \"{driver}\"\n{}{extra1}{tail}",
+        socket.display(),
+        port(0),
+        port(1)
+    )
+}
+
+/// Start sluice on d0 and d1: cross-connecting them, or routing (`router` holds the table).
+pub fn start(
+    dut_cpu: usize,
+    io: Io,
+    router: Option<Option<&TableFiles>>,
+) -> Result<Sluice, String> {
+    let dir = std::env::temp_dir().join(format!("sluice-lab-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let socket = dut_socket();
+    let cfg = dir.join("dut.toml");
+    let text = sluice_config(dut_cpu, io, router, &socket);
+    std::fs::write(&cfg, text).map_err(|e| format!("{}: {e}", cfg.display()))?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let log = std::fs::File::create(dir.join("dut.log")).map_err(|e| e.to_string())?;
+    let child = Command::new("ip")
+        .args(["netns", "exec", DUT])
+        .arg(&exe)
+        .args(["run", "-c"])
+        .arg(&cfg)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .map_err(|e| format!("cannot start sluice: {e}"))?;
+    let mut dut = Sluice {
+        child,
+        socket: socket.clone(),
+        dir: dir.clone(),
+        gen_args: Vec::new(),
+        load_s: None,
+    };
+    // A full table may be read before the control socket opens.
+    let deadline = Instant::now()
+        + Duration::from_secs(if matches!(router, Some(Some(_))) {
+            300
+        } else {
+            10
+        });
+    loop {
+        if crate::control::client::run_command(&socket, "show version").is_ok() {
+            return Ok(dut);
+        }
+        let exited = dut.child.try_wait().ok().flatten().is_some();
+        if exited || Instant::now() > deadline {
+            let log = std::fs::read_to_string(dir.join("dut.log")).unwrap_or_default();
+            dut.stop();
+            return Err(format!("sluice did not come up in {DUT}: {}", log.trim()));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+impl Dut for Sluice {
+    fn ctl(&self, line: &str) -> Option<String> {
+        crate::control::client::run_command(&self.socket, line).ok()
+    }
+
+    fn gen_args(&self) -> Vec<String> {
+        self.gen_args.clone()
+    }
+
+    fn table_load_s(&self) -> Option<f64> {
+        self.load_s
+    }
+
+    /// SIGINT (SIGKILL after 5 s), then a router's tester addresses go.
+    fn stop(&mut self) {
+        stop_child(&mut self.child, Duration::from_secs(5));
+        let _ = std::fs::remove_dir_all(&self.dir);
+        if !self.gen_args.is_empty() {
+            let _ = tester_addresses(false);
+            self.gen_args.clear();
+        }
+    }
+}
+
+impl Drop for Sluice {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The config sluice-router gets is one sluice accepts (CPU numbers left out: they
+    /// depend on the machine).
+    #[test]
+    fn router_config_is_valid() {
+        let table = TableFiles {
+            spec: crate::lab::table::FULL,
+            route_file: "/tmp/table.txt".into(),
+            ip_batch: "/tmp/batch.txt".into(),
+            v4: 1,
+            v6: 1,
+        };
+        for (router, routes) in [(None, 0), (Some(None), 2), (Some(Some(&table)), 2)] {
+            let text: String = sluice_config(1, Io::AfPacket, router, "/tmp/s.sock".as_ref())
+                .lines()
+                .filter(|l| !l.starts_with("worker-cores") && !l.starts_with("main-core"))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            let cfg = crate::config::Config::parse(&text, "lab")
+                .unwrap_or_else(|e| panic!("{e}\n{text}"));
+            assert_eq!(cfg.routes.len(), routes, "{text}");
+            assert_eq!(cfg.interfaces.len(), 2);
+            assert_eq!(
+                cfg.fib.route_file.is_some(),
+                matches!(router, Some(Some(_))),
+                "{text}"
+            );
+            let want = if router.is_some() { 2 } else { 0 };
+            for i in &cfg.interfaces {
+                assert_eq!(i.address.len(), want, "{text}");
+            }
+        }
+    }
+}

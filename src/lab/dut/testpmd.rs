@@ -1,0 +1,136 @@
+//! DPDK's testpmd as a lab DUT: io forwarding between two af_packet, af_xdp or memif ports on
+//! d0 and d1 (each port's frames go out of the other unchanged), no huge pages, no PCI
+//! devices, the forwarding core on the DUT CPU.
+
+use super::{on_path, stop_child, Dut};
+use crate::gen::port::Io;
+use crate::lab::netns::{run, DUT};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// DPDK's forwarding test program, as Debian installs it.
+pub const TESTPMD: &str = "dpdk-testpmd";
+
+/// Why testpmd cannot run here, if it cannot.
+pub fn unavailable() -> Option<String> {
+    if on_path(TESTPMD) {
+        return None;
+    }
+    Some(format!(
+        "{TESTPMD} is not installed (apt-get install dpdk-dev)"
+    ))
+}
+
+/// A running testpmd.
+pub struct Testpmd {
+    child: Child,
+    /// Held open: testpmd without a terminal exits when its standard input ends.
+    _stdin: Option<std::process::ChildStdin>,
+    log: PathBuf,
+}
+
+pub fn start(dut_cpu: usize, io: Io) -> Result<Testpmd, String> {
+    if let Some(why) = unavailable() {
+        return Err(why);
+    }
+    let main_cpu = if dut_cpu == 0 { 1 } else { 0 };
+    let log = std::env::temp_dir().join(format!("sluice-lab-testpmd-{}.log", std::process::id()));
+    let out = std::fs::File::create(&log).map_err(|e| e.to_string())?;
+    let err = out.try_clone().map_err(|e| e.to_string())?;
+    // No huge pages, no PCI devices: two af_packet (or af_xdp) ports on d0 and d1, io
+    // forwarding (each port's frames go out of the other unchanged), the forwarding core on
+    // the DUT CPU.
+    let vdev = |k: usize| match io {
+        Io::AfPacket => format!("net_af_packet{k},iface=d{k}"),
+        Io::AfXdp => format!("net_af_xdp{k},iface=d{k}"),
+        Io::Memif => format!(
+            "net_memif{k},role=server,socket={},socket-abstract=no",
+            crate::lab::memif_socket(k).display()
+        ),
+    };
+    let mut child = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            DUT,
+            TESTPMD,
+            "--no-huge",
+            "-m",
+            "512",
+            "--no-pci",
+        ])
+        .args([
+            "--file-prefix",
+            "sluice-lab",
+            "-l",
+            &format!("{main_cpu},{dut_cpu}"),
+        ])
+        .args(["--vdev", &vdev(0), "--vdev", &vdev(1)])
+        .args([
+            "--",
+            "--forward-mode=io",
+            "--total-num-mbufs=16384",
+            "--auto-start",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .map_err(|e| format!("cannot start {TESTPMD}: {e}"))?;
+    let stdin = child.stdin.take();
+    // Ready when both ports are started: DPDK's af_packet ports turn promiscuous mode on.
+    // (Its log is no use for this: its output does not always reach the file in time.)
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let links = run("ip", &["-n", DUT, "link", "show"])
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        let ready = match io {
+            Io::Memif => {
+                crate::lab::memif_socket(0).exists() && crate::lab::memif_socket(1).exists()
+            }
+            _ => links.matches("PROMISC").count() >= 2,
+        };
+        if ready {
+            std::thread::sleep(Duration::from_millis(500));
+            break;
+        }
+        if child.try_wait().ok().flatten().is_some() || Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let _ = std::fs::remove_file(&log);
+            for dev in ["d0", "d1"] {
+                let _ = run("ip", &["-n", DUT, "link", "set", dev, "promisc", "off"]);
+            }
+            return Err(format!("{TESTPMD} did not start: {}", text.trim()));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(Testpmd {
+        child,
+        _stdin: stdin,
+        log,
+    })
+}
+
+impl Dut for Testpmd {
+    /// SIGINT (SIGKILL after 10 s), then undo what DPDK leaves behind.
+    fn stop(&mut self) {
+        stop_child(&mut self.child, Duration::from_secs(10));
+        // DPDK's af_packet ports leave the interfaces promiscuous: undo it.
+        for dev in ["d0", "d1"] {
+            let _ = run("ip", &["-n", DUT, "link", "set", dev, "promisc", "off"]);
+        }
+        let _ = std::fs::remove_file(&self.log);
+        // DPDK leaves its runtime directory behind.
+        let _ = std::fs::remove_dir_all("/var/run/dpdk/sluice-lab");
+    }
+}
+
+impl Drop for Testpmd {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
