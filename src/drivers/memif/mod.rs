@@ -462,6 +462,32 @@ impl Partial {
         self.segments += 1;
     }
 
+    /// Take segment `bi` (`length` bytes in place) of a packet; at its last segment (no
+    /// NEXT in `flags`) the packet goes to `out`. A packet of too many segments is dropped.
+    fn take(
+        &mut self,
+        bufs: &mut WorkerBuffers,
+        bi: u32,
+        length: u32,
+        flags: u16,
+        out: &mut [u32],
+        r: &mut RxBurst,
+    ) {
+        self.add(bufs, bi, length);
+        if flags & DESC_FLAG_NEXT != 0 {
+            if self.segments >= MAX_SEGMENTS {
+                self.drop_packet(bufs, flags);
+                r.too_long += 1;
+            }
+            return;
+        }
+        if let Some(head) = self.finish(bufs) {
+            r.bytes += bufs.meta(head).total_len as u64;
+            out[r.packets] = head;
+            r.packets += 1;
+        }
+    }
+
     /// The finished packet's first buffer.
     fn finish(&mut self, bufs: &mut WorkerBuffers) -> Option<u32> {
         let head = self.head.take()?;
@@ -491,6 +517,14 @@ impl Partial {
             pool.give_back_chains(&[head]);
         }
     }
+}
+
+/// A received segment's buffer metadata: its data after the headroom, `length` bytes.
+fn segment_meta(bufs: &mut WorkerBuffers, bi: u32, length: u32) {
+    let m = bufs.meta_mut(bi);
+    m.offset = HEADROOM as u16;
+    m.len = length as u16;
+    m.total_len = length;
 }
 
 /// Where a pool buffer's bytes start in region 1, as a descriptor offset. `open` refuses a
@@ -556,23 +590,8 @@ impl MemifRx {
                 self.partial.skipping = d.flags & DESC_FLAG_NEXT != 0;
                 continue;
             }
-            let m = bufs.meta_mut(bi);
-            m.offset = HEADROOM as u16;
-            m.len = d.length as u16;
-            m.total_len = d.length;
-            self.partial.add(bufs, bi, d.length);
-            if d.flags & DESC_FLAG_NEXT != 0 {
-                if self.partial.segments >= MAX_SEGMENTS {
-                    self.partial.drop_packet(bufs, d.flags);
-                    r.too_long += 1;
-                }
-                continue;
-            }
-            if let Some(head) = self.partial.finish(bufs) {
-                r.bytes += bufs.meta(head).total_len as u64;
-                out[r.packets] = head;
-                r.packets += 1;
-            }
+            segment_meta(bufs, bi, d.length);
+            self.partial.take(bufs, bi, d.length, d.flags, out, r);
         }
         // Post fresh buffers in every slot the peer has given back.
         let mut fresh = [0u32; 64];
@@ -643,24 +662,9 @@ impl MemifRx {
                 r.no_buffers += 1;
                 continue;
             };
-            let m = bufs.meta_mut(bi);
-            m.offset = HEADROOM as u16;
-            m.len = d.length as u16;
-            m.total_len = d.length;
+            segment_meta(bufs, bi, d.length);
             reg.read(d.offset as usize, bufs.data_mut(bi));
-            self.partial.add(bufs, bi, d.length);
-            if d.flags & DESC_FLAG_NEXT != 0 {
-                if self.partial.segments >= MAX_SEGMENTS {
-                    self.partial.drop_packet(bufs, d.flags);
-                    r.too_long += 1;
-                }
-                continue;
-            }
-            if let Some(head) = self.partial.finish(bufs) {
-                r.bytes += bufs.meta(head).total_len as u64;
-                out[r.packets] = head;
-                r.packets += 1;
-            }
+            self.partial.take(bufs, bi, d.length, d.flags, out, r);
         }
         ring.set_tail(self.link.next);
     }
