@@ -1,0 +1,256 @@
+//! The receive queues: a client takes the buffers it posted and the server filled; a server
+//! copies the client's packets into pool buffers. Chained descriptors become chained buffers.
+
+use super::*;
+
+/// A packet being put together from several descriptors.
+#[derive(Default)]
+pub(super) struct Partial {
+    pub(super) head: Option<u32>,
+    pub(super) last: u32,
+    pub(super) total: u32,
+    pub(super) segments: usize,
+    /// The rest of a chain whose earlier segment was dropped: consumed, not delivered (else
+    /// its tail would arrive as a packet of its own).
+    pub(super) skipping: bool,
+}
+
+impl Partial {
+    pub(super) fn add(&mut self, bufs: &mut WorkerBuffers, bi: u32, len: u32) {
+        match self.head {
+            None => {
+                self.head = Some(bi);
+                bufs.meta_mut(bi).next = NO_BUFFER;
+            }
+            Some(_) => bufs.meta_mut(self.last).next = bi,
+        }
+        self.last = bi;
+        self.total += len;
+        self.segments += 1;
+    }
+
+    /// Take segment `bi` (`length` bytes in place) of a packet; at its last segment (no
+    /// NEXT in `flags`) the packet goes to `out`. A packet of too many segments is dropped.
+    pub(super) fn take(
+        &mut self,
+        bufs: &mut WorkerBuffers,
+        bi: u32,
+        length: u32,
+        flags: u16,
+        out: &mut [u32],
+        r: &mut RxBurst,
+    ) {
+        self.add(bufs, bi, length);
+        if flags & DESC_FLAG_NEXT != 0 {
+            if self.segments >= MAX_SEGMENTS {
+                self.drop_packet(bufs, flags);
+                r.too_long += 1;
+            }
+            return;
+        }
+        if let Some(head) = self.finish(bufs) {
+            r.bytes += bufs.meta(head).total_len as u64;
+            out[r.packets] = head;
+            r.packets += 1;
+        }
+    }
+
+    /// The finished packet's first buffer.
+    pub(super) fn finish(&mut self, bufs: &mut WorkerBuffers) -> Option<u32> {
+        let head = self.head.take()?;
+        bufs.meta_mut(head).total_len = self.total;
+        bufs.meta_mut(self.last).next = NO_BUFFER;
+        self.total = 0;
+        self.segments = 0;
+        Some(head)
+    }
+
+    pub(super) fn discard(&mut self, bufs: &mut WorkerBuffers) {
+        self.skipping = false;
+        if let Some(head) = self.finish(bufs) {
+            bufs.free(head);
+        }
+    }
+
+    /// Drop the packet whose segment had descriptor flags `flags`, and skip the segments
+    /// still to come when there are more.
+    pub(super) fn drop_packet(&mut self, bufs: &mut WorkerBuffers, flags: u16) {
+        self.discard(bufs);
+        self.skipping = flags & DESC_FLAG_NEXT != 0;
+    }
+
+    pub(super) fn discard_to_pool(&mut self, pool: &BufferPool) {
+        if let Some(head) = self.head.take() {
+            pool.give_back_chains(&[head]);
+        }
+    }
+}
+
+/// A received segment's buffer metadata: its data after the headroom, `length` bytes.
+pub(super) fn segment_meta(bufs: &mut WorkerBuffers, bi: u32, length: u32) {
+    let m = bufs.meta_mut(bi);
+    m.offset = HEADROOM as u16;
+    m.len = length as u16;
+    m.total_len = length;
+}
+
+/// One receive queue: ring `index` of the connection's server-to-us direction.
+pub(super) struct MemifRx {
+    pub(super) pool: Arc<BufferPool>,
+    pub(super) role: Role,
+    /// Client: `slots` are the buffers posted in the S2C ring.
+    pub(super) link: RingLink,
+    pub(super) partial: Partial,
+}
+
+impl MemifRx {
+    /// Client: the server filled buffers we posted, from `next` up to its tail; they join
+    /// the graph as they are. Each descriptor must be the buffer we posted in its slot.
+    pub(super) fn rx_client(&mut self, bufs: &mut WorkerBuffers, out: &mut [u32], r: &mut RxBurst) {
+        let Some(att) = &self.link.att else { return };
+        let conn = att.conn.clone();
+        let ring = &conn.s2c[self.link.index];
+        let size = ring.size() as u16;
+        let tail = ring.tail();
+        if tail.wrapping_sub(self.link.next) > self.link.head.wrapping_sub(self.link.next) {
+            // Beyond what we posted (or backwards): slots that are not ours to read.
+            r.bad_descriptors += 1;
+            self.link.violated(Violation::TailPastHead);
+            return;
+        }
+        while self.link.next != tail && r.packets < out.len() {
+            let slot = self.link.next;
+            self.link.next = self.link.next.wrapping_add(1);
+            let d = ring.desc(slot);
+            let bi = self.link.slots.take(slot);
+            if bi == NO_BUFFER {
+                // Every slot from next to head holds a buffer; not reached.
+                r.bad_descriptors += 1;
+                continue;
+            }
+            let violation = if d.region != POOL_REGION || d.offset != pool_offset(bi, HEADROOM) {
+                Some(Violation::NotPosted)
+            } else if d.length as usize > DATA_SIZE
+                || (d.length == 0 && d.flags & DESC_FLAG_NEXT == 0)
+            {
+                Some(Violation::BadLength)
+            } else {
+                None
+            };
+            if let Some(v) = violation {
+                bufs.free(bi);
+                self.partial.discard(bufs);
+                r.bad_descriptors += 1;
+                self.link.violated(v);
+                return;
+            }
+            if self.partial.skipping {
+                bufs.free(bi);
+                self.partial.skipping = d.flags & DESC_FLAG_NEXT != 0;
+                continue;
+            }
+            segment_meta(bufs, bi, d.length);
+            self.partial.take(bufs, bi, d.length, d.flags, out, r);
+        }
+        // Post fresh buffers in every slot the peer has given back.
+        let mut fresh = [0u32; 64];
+        loop {
+            let room = size.wrapping_sub(self.link.head.wrapping_sub(self.link.next)) as usize;
+            if room == 0 {
+                break;
+            }
+            let n = bufs.alloc(&mut fresh[..room.min(64)]);
+            if n == 0 {
+                break;
+            }
+            for &bi in &fresh[..n] {
+                ring.set_desc(
+                    self.link.head,
+                    Desc {
+                        flags: 0,
+                        region: POOL_REGION,
+                        length: DATA_SIZE as u32,
+                        offset: pool_offset(bi, HEADROOM),
+                        metadata: 0,
+                    },
+                );
+                self.link.slots.put(self.link.head, bi, 1);
+                self.link.head = self.link.head.wrapping_add(1);
+            }
+        }
+        ring.set_head(self.link.head);
+    }
+
+    /// Server: copy the client's packets, from `next` up to its head, into pool buffers.
+    /// Each descriptor must lie inside one of the client's regions.
+    pub(super) fn rx_server(&mut self, bufs: &mut WorkerBuffers, out: &mut [u32], r: &mut RxBurst) {
+        let Some(att) = &self.link.att else { return };
+        let conn = att.conn.clone();
+        let ring = &conn.c2s[self.link.index];
+        let head = ring.head();
+        if head.wrapping_sub(self.link.next) > ring.size() as u16 {
+            r.bad_descriptors += 1;
+            self.link.violated(Violation::HeadPastRing);
+            return;
+        }
+        while self.link.next != head && r.packets < out.len() {
+            let d = ring.desc(self.link.next);
+            self.link.next = self.link.next.wrapping_add(1);
+            let region = conn.regions.get(d.region as usize);
+            let Some(reg) = region.filter(|reg| reg.contains(d.offset as usize, d.length as usize))
+            else {
+                self.partial.discard(bufs);
+                r.bad_descriptors += 1;
+                self.link.violated(Violation::BadDescriptor);
+                // What was consumed is given back; the rest stays unread.
+                ring.set_tail(self.link.next);
+                return;
+            };
+            if self.partial.skipping {
+                self.partial.skipping = d.flags & DESC_FLAG_NEXT != 0;
+                continue;
+            }
+            if d.length as usize > DATA_SIZE {
+                // A client with larger buffers than ours: not an error, but not ours to take.
+                self.partial.drop_packet(bufs, d.flags);
+                r.too_long += 1;
+                continue;
+            }
+            let Some(bi) = bufs.alloc_one() else {
+                self.partial.drop_packet(bufs, d.flags);
+                r.no_buffers += 1;
+                continue;
+            };
+            segment_meta(bufs, bi, d.length);
+            reg.read(d.offset as usize, bufs.data_mut(bi));
+            self.partial.take(bufs, bi, d.length, d.flags, out, r);
+        }
+        ring.set_tail(self.link.next);
+    }
+}
+
+impl RxQueue for MemifRx {
+    fn rx_burst(&mut self, bufs: &mut WorkerBuffers, out: &mut [u32]) -> RxBurst {
+        let mut r = RxBurst::default();
+        let partial = &mut self.partial;
+        if !self.link.sync(bufs, |b| partial.discard(b)) {
+            return r;
+        }
+        match self.role {
+            Role::Client => self.rx_client(bufs, out, &mut r),
+            Role::Server => self.rx_server(bufs, out, &mut r),
+        }
+        r
+    }
+
+    fn held_buffers(&self) -> usize {
+        self.link.slots.held + self.partial.segments
+    }
+}
+
+impl Drop for MemifRx {
+    fn drop(&mut self) {
+        self.pool.give_back(&self.link.slots.drain());
+        self.partial.discard_to_pool(&self.pool);
+    }
+}
