@@ -662,4 +662,368 @@ tx = "p1"
         assert_eq!(c.routes[0].via.len(), 2);
         assert_eq!(c.interfaces[0].address.len(), 2);
     }
+
+    // One test per error the checker gives, each with its full text: where, which key, what.
+
+    /// An interface `a` of `driver` (lines 1-3) followed by `extra` (from line 4).
+    fn itf(driver: &str, extra: &str) -> String {
+        format!("[[interface]]\nname = \"a\"\ndriver = \"{driver}\"\n{extra}")
+    }
+
+    fn cpus() -> usize {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    }
+
+    #[test]
+    fn load_names_the_unreadable_file() {
+        let e = Config::load(Path::new("/nonexistent/x.toml"))
+            .unwrap_err()
+            .0;
+        assert!(e.starts_with("/nonexistent/x.toml: "), "{e}");
+    }
+
+    #[test]
+    fn workers_out_of_range() {
+        for n in [0, 65] {
+            assert_eq!(
+                err(&format!("[dataplane]\nworkers = {n}\n")),
+                format!("t.toml:2: key 'workers': must be between 1 and 64, not {n}")
+            );
+        }
+    }
+
+    #[test]
+    fn worker_cores_of_the_wrong_count() {
+        assert_eq!(
+            err("[dataplane]\nworkers = 2\nworker-cores = [0]\n"),
+            "t.toml:3: key 'worker-cores': lists 1 cores for 2 workers"
+        );
+    }
+
+    #[test]
+    fn worker_core_that_does_not_exist() {
+        assert_eq!(
+            err("[dataplane]\nworker-cores = [4096]\n"),
+            format!(
+                "t.toml:2: key 'worker-cores': CPU 4096 does not exist (this machine has {})",
+                cpus()
+            )
+        );
+    }
+
+    #[test]
+    fn main_core_that_does_not_exist() {
+        assert_eq!(
+            err("[dataplane]\nmain-core = 4096\n"),
+            format!(
+                "t.toml:2: key 'main-core': CPU 4096 does not exist (this machine has {})",
+                cpus()
+            )
+        );
+    }
+
+    #[test]
+    fn too_few_buffers() {
+        assert_eq!(
+            err("[dataplane]\nbuffers = 1000\n"),
+            "t.toml:2: key 'buffers': must be at least 1024"
+        );
+    }
+
+    #[test]
+    fn unknown_hugepages_choice() {
+        assert_eq!(
+            err("[dataplane]\nhugepages = \"maybe\"\n"),
+            "t.toml:2: key 'hugepages': 'maybe' is not one of auto, require, never"
+        );
+    }
+
+    #[test]
+    fn unusable_interface_name() {
+        for name in ["", "a b", &"x".repeat(33)] {
+            assert_eq!(
+                err(&format!(
+                    "[[interface]]\nname = \"{name}\"\ndriver = \"af_packet\"\n"
+                )),
+                format!(
+                    "t.toml:2: key 'name': '{name}' is not a usable interface name \
+                     (1-32 characters, no spaces)"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn interface_defined_twice() {
+        let one = itf("af_packet", "");
+        assert_eq!(
+            err(&format!("{one}{one}")),
+            "t.toml:5: key 'name': interface 'a' is defined twice"
+        );
+    }
+
+    #[test]
+    fn unknown_driver() {
+        assert_eq!(
+            err(&itf("dpdk", "")),
+            "t.toml:3: key 'driver': unknown driver 'dpdk' (known: af_packet, af_xdp, memif, pcap)"
+        );
+    }
+
+    #[test]
+    fn mtu_outside_the_range() {
+        for v in [67, 9001] {
+            assert_eq!(
+                err(&itf("af_packet", &format!("mtu = {v}\n"))),
+                format!("t.toml:4: key 'mtu': {v} is outside 68..=9000")
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_state() {
+        assert_eq!(
+            err(&itf("pcap", "state = \"sideways\"\ntx-file = \"o\"\n")),
+            "t.toml:4: key 'state': 'sideways' is not up or down"
+        );
+    }
+
+    #[test]
+    fn bad_interface_address() {
+        assert_eq!(
+            err(&itf("af_packet", "address = [\"192.0.2.1\"]\n")),
+            "t.toml:4: key 'address': '192.0.2.1' is not ADDRESS/LENGTH"
+        );
+    }
+
+    #[test]
+    fn address_on_a_cross_connected_interface() {
+        let src = format!(
+            "{}[[interface]]\nname = \"b\"\ndriver = \"af_packet\"\n\
+             [[xconnect]]\nrx = \"a\"\ntx = \"b\"\n",
+            itf("af_packet", "address = [\"192.0.2.1/24\"]\n")
+        );
+        assert_eq!(
+            err(&src),
+            "t.toml:2: key 'address': interface 'a' is cross-connected; it cannot also route"
+        );
+    }
+
+    #[test]
+    fn pcap_files_on_a_host_interface() {
+        for (driver, key) in [("af_packet", "rx-file"), ("af_xdp", "tx-file")] {
+            assert_eq!(
+                err(&itf(driver, &format!("{key} = \"f.pcap\"\n"))),
+                "t.toml:3: key 'rx-file': rx-file and tx-file belong to pcap interfaces"
+            );
+        }
+    }
+
+    #[test]
+    fn role_on_a_non_memif_interface() {
+        assert_eq!(
+            err(&itf("af_packet", "role = \"client\"\n")),
+            "t.toml:4: key 'role': belongs to memif interfaces"
+        );
+    }
+
+    #[test]
+    fn memif_keys_on_a_non_memif_interface() {
+        for extra in ["socket = \"s\"\n", "id = 1\n", "secret = \"x\"\n"] {
+            assert_eq!(
+                err(&itf("pcap", &format!("tx-file = \"o\"\n{extra}"))),
+                "t.toml:3: key 'socket': socket, id and secret belong to memif interfaces"
+            );
+        }
+    }
+
+    #[test]
+    fn xdp_keys_on_a_non_xdp_interface() {
+        for key in ["xdp-mode", "socket-mode"] {
+            assert_eq!(
+                err(&itf("af_packet", &format!("{key} = \"auto\"\n"))),
+                format!("t.toml:4: key '{key}': belongs to af_xdp interfaces")
+            );
+        }
+    }
+
+    #[test]
+    fn ring_size_on_an_interface_without_rings() {
+        assert_eq!(
+            err(&itf("af_packet", "ring-size = 1024\n")),
+            "t.toml:4: key 'ring-size': belongs to af_xdp and memif interfaces"
+        );
+    }
+
+    #[test]
+    fn unknown_xdp_modes() {
+        assert_eq!(
+            err(&itf("af_xdp", "xdp-mode = \"turbo\"\n")),
+            "t.toml:4: key 'xdp-mode': 'turbo' is not one of auto, native, generic"
+        );
+        assert_eq!(
+            err(&itf("af_xdp", "socket-mode = \"fast\"\n")),
+            "t.toml:4: key 'socket-mode': 'fast' is not one of auto, zero-copy, copy"
+        );
+    }
+
+    #[test]
+    fn af_xdp_ring_size_out_of_range() {
+        for v in [100, 32, 65536] {
+            assert_eq!(
+                err(&itf("af_xdp", &format!("ring-size = {v}\n"))),
+                format!(
+                    "t.toml:4: key 'ring-size': {v} is not a power of two between 64 and 32768"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn af_xdp_mtu_larger_than_a_buffer() {
+        let v = crate::drivers::af_xdp::MAX_MTU + 1;
+        assert_eq!(
+            err(&itf("af_xdp", &format!("mtu = {v}\n"))),
+            format!(
+                "t.toml:4: key 'mtu': {v} is too large for af_xdp (frames must fit one buffer: \
+                 at most {})",
+                crate::drivers::af_xdp::MAX_MTU
+            )
+        );
+    }
+
+    #[test]
+    fn memif_without_socket() {
+        assert_eq!(
+            err(&itf("memif", "")),
+            "t.toml:3: key 'socket': memif interface 'a' needs socket = \"PATH\""
+        );
+    }
+
+    #[test]
+    fn memif_with_host_or_files() {
+        for extra in ["host = \"h\"\n", "rx-file = \"i\"\n", "tx-file = \"o\"\n"] {
+            assert_eq!(
+                err(&itf("memif", &format!("socket = \"s\"\n{extra}"))),
+                "t.toml:3: key 'driver': a memif interface takes socket, role, id, secret, ring-size"
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_memif_role() {
+        assert_eq!(
+            err(&itf("memif", "socket = \"s\"\nrole = \"boss\"\n")),
+            "t.toml:5: key 'role': 'boss' is not client or server"
+        );
+    }
+
+    #[test]
+    fn memif_secret_too_long() {
+        let secret = "s".repeat(24);
+        assert_eq!(
+            err(&itf(
+                "memif",
+                &format!("socket = \"s\"\nsecret = \"{secret}\"\n")
+            )),
+            "t.toml:3: key 'secret': a memif secret is at most 23 bytes"
+        );
+    }
+
+    #[test]
+    fn memif_ring_size_out_of_range() {
+        for v in [8, 100, 32768] {
+            assert_eq!(
+                err(&itf("memif", &format!("socket = \"s\"\nring-size = {v}\n"))),
+                format!(
+                    "t.toml:5: key 'ring-size': {v} is not a power of two between 16 and 16384"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn pcap_without_files() {
+        assert_eq!(
+            err(&itf("pcap", "")),
+            "t.toml:3: key 'driver': pcap interface 'a' needs rx-file, tx-file or both"
+        );
+    }
+
+    #[test]
+    fn xconnect_to_an_unknown_interface() {
+        assert_eq!(
+            err(&GOOD.replace("rx = \"p0\"", "rx = \"p9\"")),
+            "t.toml:16: key 'rx': no interface named 'p9' (defined: p0, p1)"
+        );
+        assert_eq!(
+            err(&GOOD.replace("tx = \"p1\"", "tx = \"p9\"")),
+            "t.toml:17: key 'tx': no interface named 'p9' (defined: p0, p1)"
+        );
+    }
+
+    #[test]
+    fn interface_cross_connected_twice() {
+        assert_eq!(
+            err(&format!("{GOOD}[[xconnect]]\nrx = \"p0\"\ntx = \"p0\"\n")),
+            "t.toml:19: key 'rx': interface 'p0' is cross-connected twice"
+        );
+    }
+
+    /// A pcap interface `a` (lines 1-4) and one `[[route]]` (from line 5).
+    fn route(lines: &str) -> String {
+        format!("{}[[route]]\n{lines}", itf("pcap", "tx-file = \"o\"\n"))
+    }
+
+    #[test]
+    fn bad_route_prefix() {
+        assert_eq!(
+            err(&route("prefix = \"10.0.0.1/8\"\nvia = [\"192.0.2.2\"]\n")),
+            "t.toml:6: key 'prefix': '10.0.0.1/8' has host bits set past /8"
+        );
+    }
+
+    #[test]
+    fn route_needs_via_or_drop() {
+        assert_eq!(
+            err(&route("prefix = \"10.0.0.0/8\"\n")),
+            "t.toml:6: key 'via': route 10.0.0.0/8 needs either via (next hops) or drop = true, \
+             not neither"
+        );
+        assert_eq!(
+            err(&route(
+                "prefix = \"10.0.0.0/8\"\ndrop = true\nvia = [\"192.0.2.2\"]\n"
+            )),
+            "t.toml:6: key 'via': route 10.0.0.0/8 needs either via (next hops) or drop = true, \
+             not both"
+        );
+    }
+
+    #[test]
+    fn route_via_not_an_address() {
+        assert_eq!(
+            err(&route("prefix = \"10.0.0.0/8\"\nvia = [\"gateway\"]\n")),
+            "t.toml:7: key 'via': 'gateway' is not an address"
+        );
+    }
+
+    #[test]
+    fn route_via_of_the_other_family() {
+        assert_eq!(
+            err(&route("prefix = \"10.0.0.0/8\"\nvia = [\"2001:db8::1\"]\n")),
+            "t.toml:7: key 'via': 2001:db8::1 is not of the family of 10.0.0.0/8"
+        );
+    }
+
+    #[test]
+    fn route_through_an_unknown_interface() {
+        assert_eq!(
+            err(&route(
+                "prefix = \"10.0.0.0/8\"\nvia = [\"192.0.2.2\"]\ninterface = \"zz\"\n"
+            )),
+            "t.toml:8: key 'interface': no interface named 'zz'"
+        );
+    }
 }
