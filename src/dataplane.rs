@@ -20,7 +20,7 @@ use crate::nodes::{
     tx::TxNode,
 };
 use crate::router::adjacency::SharedL3View;
-use crate::router::{LearnSender, NeighborLearn, NextHopSpec, Router};
+use crate::router::{LearnSender, NeighborLearn, Router};
 use arc_swap::ArcSwap;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -335,26 +335,9 @@ fn build_router(cfg: &Config, opened: &[Opened]) -> Result<Router, String> {
         }
     }
     for r in &cfg.routes {
-        let prefix = crate::fib::parse::parse_prefix(r.prefix.get_ref())?;
-        let hops: Vec<NextHopSpec> = if r.drop {
-            vec![NextHopSpec::Drop]
-        } else {
-            r.via
-                .iter()
-                .map(|v| {
-                    Ok(NextHopSpec::Via {
-                        addr: v
-                            .get_ref()
-                            .parse()
-                            .map_err(|_| format!("bad next hop {}", v.get_ref()))?,
-                        interface: r.interface.as_ref().map(|i| i.get_ref().clone()),
-                    })
-                })
-                .collect::<Result<_, String>>()?
-        };
         router
-            .add_route(prefix, &hops)
-            .map_err(|e| format!("route {prefix}: {e}"))?;
+            .add_route(r.prefix, &r.hops)
+            .map_err(|e| format!("route {}: {e}", r.prefix))?;
     }
     if let Some(file) = &cfg.fib.route_file {
         let path = file.get_ref();

@@ -107,7 +107,7 @@ struct ConfigKeys {
     #[serde(default, rename = "xconnect")]
     xconnects: Vec<Xconnect>,
     #[serde(default, rename = "route")]
-    routes: Vec<RouteConfig>,
+    routes: Vec<route::RouteKeys>,
     #[serde(default)]
     fib: FibConfig,
 }
@@ -220,15 +220,16 @@ impl Config {
         for i in &interfaces {
             i.check_addresses(&cross_connected, c)?;
         }
-        for r in &keys.routes {
-            r.check(&names, c)?;
+        let mut routes = Vec::new();
+        for r in keys.routes {
+            routes.push(r.check(&names, c)?);
         }
         Ok(Config {
             dataplane,
             control: keys.control,
             interfaces,
             xconnects: keys.xconnects,
-            routes: keys.routes,
+            routes,
             fib: keys.fib,
         })
     }

@@ -1,20 +1,30 @@
 //! Routes of the config: each [[route]], and the [fib] section's route file.
 
 use super::{Checker, ConfigError};
+use crate::fib::parse::IpPrefix;
+use crate::router::NextHopSpec;
 use serde::Deserialize;
 use std::path::PathBuf;
 use toml::Spanned;
 
-/// A static route.
+/// A static route, checked.
+#[derive(Debug)]
+pub struct RouteConfig {
+    pub prefix: IpPrefix,
+    /// The next hops, or one `Drop`.
+    pub hops: Vec<NextHopSpec>,
+}
+
+/// A [[route]] as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RouteConfig {
-    pub prefix: Spanned<String>,
+pub(super) struct RouteKeys {
+    prefix: Spanned<String>,
     #[serde(default)]
-    pub via: Vec<Spanned<String>>,
-    pub interface: Option<Spanned<String>>,
+    via: Vec<Spanned<String>>,
+    interface: Option<Spanned<String>>,
     #[serde(default)]
-    pub drop: bool,
+    drop: bool,
 }
 
 /// The [fib] section.
@@ -26,10 +36,10 @@ pub struct FibConfig {
     pub route_file: Option<Spanned<PathBuf>>,
 }
 
-impl RouteConfig {
+impl RouteKeys {
     /// The prefix parses, the next hops are addresses of its family (or it drops), and its
     /// interface is one of `names`.
-    pub(super) fn check(&self, names: &[&str], c: &Checker<'_>) -> Result<(), ConfigError> {
+    pub(super) fn check(self, names: &[&str], c: &Checker<'_>) -> Result<RouteConfig, ConfigError> {
         let prefix = crate::fib::parse::parse_prefix(self.prefix.get_ref())
             .map_err(|e| c.err(self.prefix.span(), "prefix", e))?;
         if self.drop != self.via.is_empty() {
@@ -42,6 +52,7 @@ impl RouteConfig {
                 ),
             ));
         }
+        let mut vias = Vec::new();
         for v in &self.via {
             let ip: std::net::IpAddr = v.get_ref().parse().map_err(|_| {
                 c.err(
@@ -50,7 +61,7 @@ impl RouteConfig {
                     format!("'{}' is not an address", v.get_ref()),
                 )
             })?;
-            let v4 = matches!(prefix, crate::fib::parse::IpPrefix::V4(_));
+            let v4 = matches!(prefix, IpPrefix::V4(_));
             if ip.is_ipv4() != v4 {
                 return Err(c.err(
                     v.span(),
@@ -58,6 +69,7 @@ impl RouteConfig {
                     format!("{ip} is not of the family of {prefix}"),
                 ));
             }
+            vias.push(ip);
         }
         if let Some(itf) = &self.interface {
             if !names.contains(&itf.get_ref().as_str()) {
@@ -68,13 +80,25 @@ impl RouteConfig {
                 ));
             }
         }
-        Ok(())
+        let interface = self.interface.map(Spanned::into_inner);
+        let hops = if self.drop {
+            vec![NextHopSpec::Drop]
+        } else {
+            vias.into_iter()
+                .map(|addr| NextHopSpec::Via {
+                    addr,
+                    interface: interface.clone(),
+                })
+                .collect()
+        };
+        Ok(RouteConfig { prefix, hops })
     }
 }
 
 #[cfg(test)]
 mod tests {
 
+    use super::*;
     use crate::config::{interface_with, Config};
 
     /// A pcap interface `a` (lines 1-4) and one `[[route]]` (from line 5).
@@ -136,7 +160,25 @@ mod tests {
              [fib]\nroute-file = \"t.txt\"\n"
         );
         let c = Config::parse(&ok, "r.toml").unwrap();
-        assert_eq!(c.routes[0].via.len(), 2);
+        assert_eq!(c.routes[0].hops.len(), 2);
         assert_eq!(c.interfaces[0].address.len(), 2);
+    }
+
+    #[test]
+    fn next_hops_are_typed() {
+        let src = route(
+            "prefix = \"2001:db8::/32\"\nvia = [\"fe80::1\"]\ninterface = \"a\"\n\
+             [[route]]\nprefix = \"10.0.0.0/8\"\ndrop = true\n",
+        );
+        let c = Config::parse(&src, "t.toml").unwrap();
+        assert_eq!(c.routes[0].prefix.to_string(), "2001:db8::/32");
+        assert_eq!(
+            c.routes[0].hops,
+            [NextHopSpec::Via {
+                addr: "fe80::1".parse().unwrap(),
+                interface: Some("a".into())
+            }]
+        );
+        assert_eq!(c.routes[1].hops, [NextHopSpec::Drop]);
     }
 }
