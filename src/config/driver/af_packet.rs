@@ -1,8 +1,8 @@
 //! `driver = "af_packet"`: a Linux interface through a packet socket.
 
-use super::super::interface::InterfaceKeys;
-use super::super::{Checker, ConfigError};
 use super::{af_xdp, memif, pcap, refuse_ring_size};
+use crate::config::interface::InterfaceKeys;
+use crate::config::{Checker, ConfigError};
 
 #[derive(Debug)]
 pub struct AfPacket {

@@ -1,8 +1,8 @@
 //! `driver = "af_xdp"`: a Linux interface through AF_XDP sockets.
 
-use super::super::interface::InterfaceKeys;
-use super::super::{Checker, ConfigError};
 use super::{memif, pcap, ring_size};
+use crate::config::interface::InterfaceKeys;
+use crate::config::{Checker, ConfigError};
 use crate::drivers::af_xdp::program::XdpMode;
 use crate::drivers::af_xdp::xsk::CopyMode;
 use crate::drivers::af_xdp::{DEFAULT_RING_SIZE, MAX_MTU};

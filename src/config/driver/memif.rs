@@ -1,8 +1,8 @@
 //! `driver = "memif"`: shared-memory packet interface to another process.
 
-use super::super::interface::InterfaceKeys;
-use super::super::{Checker, ConfigError};
 use super::{af_xdp, ring_size};
+use crate::config::interface::InterfaceKeys;
+use crate::config::{Checker, ConfigError};
 use crate::drivers::memif::connection::Role;
 use crate::drivers::memif::DEFAULT_RING_SIZE;
 use std::path::PathBuf;

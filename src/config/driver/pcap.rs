@@ -1,8 +1,8 @@
 //! `driver = "pcap"`: replay a capture file, write one, or both.
 
-use super::super::interface::InterfaceKeys;
-use super::super::{Checker, ConfigError};
 use super::{af_xdp, memif, refuse_ring_size};
+use crate::config::interface::InterfaceKeys;
+use crate::config::{Checker, ConfigError};
 use std::path::PathBuf;
 
 #[derive(Debug)]
