@@ -1,13 +1,10 @@
 //! Builds the running dataplane from a config: the buffer pool, the interfaces and their
 //! drivers, one graph per worker, and the worker threads.
 
-use crate::buffer::{BufferPool, HugePages};
-use crate::config::Config;
+use crate::buffer::BufferPool;
+use crate::config::{Config, Driver, InterfaceConfig};
 use crate::drivers::af_packet::{self, AfPacketConfig};
-use crate::drivers::af_xdp::program::XdpMode;
-use crate::drivers::af_xdp::xsk::CopyMode;
 use crate::drivers::af_xdp::{self, AfXdpConfig};
-use crate::drivers::memif::connection::Role;
 use crate::drivers::memif::{self, MemifConfig};
 use crate::drivers::pcap::{self, PcapConfig, ReplayProgress};
 use crate::drivers::{cpu, tsc, DriverPorts, NoTx, RxQueue, TxQueue};
@@ -23,7 +20,7 @@ use crate::nodes::{
     tx::TxNode,
 };
 use crate::router::adjacency::SharedL3View;
-use crate::router::{LearnSender, NeighborLearn, NextHopSpec, Router};
+use crate::router::{LearnSender, NeighborLearn, Router};
 use arc_swap::ArcSwap;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -86,99 +83,63 @@ struct Opened {
 }
 
 fn open_interface(
-    cfg: &crate::config::InterfaceConfig,
+    cfg: &InterfaceConfig,
     index: u32,
     workers: usize,
     pool: &Arc<BufferPool>,
 ) -> Result<(Opened, Option<Arc<ReplayProgress>>), String> {
     let name = cfg.name.get_ref();
-    let mtu = cfg.mtu.as_ref().map(|m| *m.get_ref());
+    let mtu = cfg.mtu;
     let threads = workers + 1;
-    let (driver, ports, progress): (&'static str, DriverPorts, _) =
-        match cfg.driver.get_ref().as_str() {
-            "af_packet" => {
-                let ports = af_packet::open(&AfPacketConfig {
-                    host: cfg.host.clone().unwrap_or_else(|| name.clone()),
-                    mtu,
-                    rx_queues: workers,
-                    tx_queues: threads,
-                })
-                .map_err(|e| format!("interface {name}: {e}"))?;
-                ("af_packet", ports, None)
-            }
-            "af_xdp" => {
-                let ports = af_xdp::open(
-                    &AfXdpConfig {
-                        host: cfg.host.clone().unwrap_or_else(|| name.clone()),
-                        mtu,
-                        workers,
-                        xdp_mode: cfg
-                            .xdp_mode
-                            .as_ref()
-                            .and_then(|m| match m.get_ref().as_str() {
-                                "native" => Some(XdpMode::Native),
-                                "generic" => Some(XdpMode::Generic),
-                                _ => None,
-                            }),
-                        copy_mode: cfg.socket_mode.as_ref().and_then(|m| {
-                            match m.get_ref().as_str() {
-                                "zero-copy" => Some(CopyMode::ZeroCopy),
-                                "copy" => Some(CopyMode::Copy),
-                                _ => None,
-                            }
-                        }),
-                        ring_size: cfg
-                            .ring_size
-                            .as_ref()
-                            .map_or(af_xdp::DEFAULT_RING_SIZE, |r| *r.get_ref()),
-                    },
-                    pool,
-                )
-                .map_err(|e| format!("interface {name}: {e}"))?;
-                ("af_xdp", ports, None)
-            }
-            "memif" => {
-                let ports = memif::open(
-                    &MemifConfig {
-                        name: name.clone(),
-                        socket: cfg.socket.clone().unwrap_or_default(),
-                        role: match cfg.role.as_ref().map(|r| r.get_ref().as_str()) {
-                            Some("server") => Role::Server,
-                            _ => Role::Client,
-                        },
-                        id: cfg.id.unwrap_or(0),
-                        secret: cfg.secret.clone(),
-                        ring_size: cfg
-                            .ring_size
-                            .as_ref()
-                            .map_or(memif::DEFAULT_RING_SIZE, |r| *r.get_ref()),
-                        workers,
-                    },
-                    pool,
-                )
-                .map_err(|e| format!("interface {name}: {e}"))?;
-                ("memif", ports, None)
-            }
-            _ => {
-                let (ports, progress) = pcap::open(
-                    &PcapConfig {
-                        rx_file: cfg.rx_file.clone(),
-                        tx_file: cfg.tx_file.clone(),
-                        looping: cfg.looping,
-                        mtu: mtu.unwrap_or(crate::config::MAX_MTU),
-                    },
-                    threads,
-                )
-                .map_err(|e| format!("interface {name}: {e}"))?;
-                // Only an interface that replays a file has progress to wait for.
-                let progress = cfg.rx_file.is_some().then_some(progress);
-                ("pcap", ports, progress)
-            }
-        };
-    let mut interface = Interface::new(index, name, driver, threads);
-    if matches!(driver, "af_packet" | "af_xdp") {
-        let host = cfg.host.clone().unwrap_or_else(|| name.clone());
-        if let Ok(mac) = af_packet::netdev::mac(&host) {
+    let opened = match &cfg.driver {
+        Driver::AfPacket(d) => af_packet::open(&AfPacketConfig {
+            host: d.host.clone(),
+            mtu,
+            rx_queues: workers,
+            tx_queues: threads,
+        })
+        .map(|ports| (ports, None)),
+        Driver::AfXdp(d) => af_xdp::open(
+            &AfXdpConfig {
+                host: d.host.clone(),
+                mtu,
+                workers,
+                xdp_mode: d.xdp_mode,
+                copy_mode: d.copy_mode,
+                ring_size: d.ring_size,
+            },
+            pool,
+        )
+        .map(|ports| (ports, None)),
+        Driver::Memif(d) => memif::open(
+            &MemifConfig {
+                name: name.clone(),
+                socket: d.socket.clone(),
+                role: d.role,
+                id: d.id,
+                secret: d.secret.clone(),
+                ring_size: d.ring_size,
+                workers,
+            },
+            pool,
+        )
+        .map(|ports| (ports, None)),
+        Driver::Pcap(d) => pcap::open(
+            &PcapConfig {
+                rx_file: d.rx_file.clone(),
+                tx_file: d.tx_file.clone(),
+                looping: d.looping,
+                mtu: mtu.unwrap_or(crate::config::MAX_MTU),
+            },
+            threads,
+        )
+        // Only an interface that replays a file has progress to wait for.
+        .map(|(ports, progress)| (ports, d.rx_file.is_some().then_some(progress))),
+    };
+    let (ports, progress) = opened.map_err(|e| format!("interface {name}: {e}"))?;
+    let mut interface = Interface::new(index, name, cfg.driver.name(), threads);
+    if let Some(host) = cfg.driver.host() {
+        if let Ok(mac) = af_packet::netdev::mac(host) {
             interface.mac = crate::wire::MacAddress(mac);
         }
     }
@@ -187,12 +148,7 @@ fn open_interface(
     interface.tx_queues = ports.tx.len();
     interface.details = ports.details.clone();
     interface.live = ports.live.clone();
-    interface.set_up(
-        cfg.state
-            .as_ref()
-            .map(|s| s.get_ref() == "up")
-            .unwrap_or(true),
-    );
+    interface.set_up(cfg.up);
     Ok((Opened { interface, ports }, progress))
 }
 
@@ -200,15 +156,10 @@ impl Dataplane {
     /// Open every interface, build the graphs and start the workers.
     pub fn start(cfg: &Config) -> Result<Dataplane, String> {
         let d = &cfg.dataplane;
-        let workers = *d.workers.get_ref();
-        let huge = match d.hugepages.get_ref().as_str() {
-            "require" => HugePages::Require,
-            "never" => HugePages::Never,
-            _ => HugePages::Auto,
-        };
+        let workers = d.workers;
         let pool =
-            BufferPool::new(*d.buffers.get_ref(), huge).map_err(|e| format!("buffer pool: {e}"))?;
-        let main_cpu = d.main_core.as_ref().map(|c| *c.get_ref());
+            BufferPool::new(d.buffers, d.hugepages).map_err(|e| format!("buffer pool: {e}"))?;
+        let main_cpu = d.main_core;
         if let Some(c) = main_cpu {
             cpu::pin_current_thread(c)?;
         }
@@ -263,8 +214,8 @@ impl Dataplane {
 
         let stop = Arc::new(AtomicBool::new(false));
         let mut infos = Vec::new();
-        let cores = d.worker_cores.as_ref().map(|c| c.get_ref().clone());
-        let min_frame = *d.min_frame.get_ref();
+        let cores = d.worker_cores.clone();
+        let min_frame = d.min_frame;
         for (w, (rxs, txs)) in rx_by_worker.into_iter().zip(tx_by_thread).enumerate() {
             let l3 = L3Parts {
                 view: view.clone(),
@@ -384,26 +335,9 @@ fn build_router(cfg: &Config, opened: &[Opened]) -> Result<Router, String> {
         }
     }
     for r in &cfg.routes {
-        let prefix = crate::fib::parse::parse_prefix(r.prefix.get_ref())?;
-        let hops: Vec<NextHopSpec> = if r.drop {
-            vec![NextHopSpec::Drop]
-        } else {
-            r.via
-                .iter()
-                .map(|v| {
-                    Ok(NextHopSpec::Via {
-                        addr: v
-                            .get_ref()
-                            .parse()
-                            .map_err(|_| format!("bad next hop {}", v.get_ref()))?,
-                        interface: r.interface.as_ref().map(|i| i.get_ref().clone()),
-                    })
-                })
-                .collect::<Result<_, String>>()?
-        };
         router
-            .add_route(prefix, &hops)
-            .map_err(|e| format!("route {prefix}: {e}"))?;
+            .add_route(r.prefix, &r.hops)
+            .map_err(|e| format!("route {}: {e}", r.prefix))?;
     }
     if let Some(file) = &cfg.fib.route_file {
         let path = file.get_ref();

@@ -1,0 +1,184 @@
+//! The [dataplane] section: the workers, their CPUs, the buffer pool.
+
+use super::{Checker, ConfigError, MAX_WORKERS};
+use crate::buffer::HugePages;
+use serde::Deserialize;
+use toml::Spanned;
+
+/// The [dataplane] section, checked.
+#[derive(Debug)]
+pub struct Dataplane {
+    /// Worker threads.
+    pub workers: usize,
+    /// The CPU of each worker.
+    pub worker_cores: Option<Vec<usize>>,
+    /// The CPU of the main thread.
+    pub main_core: Option<usize>,
+    /// Packet buffers in the pool.
+    pub buffers: u32,
+    pub hugepages: HugePages,
+    /// Frames shorter than this are runts.
+    pub min_frame: usize,
+}
+
+/// The [dataplane] section as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct DataplaneKeys {
+    #[serde(default = "one")]
+    workers: Spanned<usize>,
+    #[serde(default)]
+    worker_cores: Option<Spanned<Vec<usize>>>,
+    #[serde(default)]
+    main_core: Option<Spanned<usize>>,
+    #[serde(default = "default_buffers")]
+    buffers: Spanned<u32>,
+    #[serde(default = "default_hugepages")]
+    hugepages: Spanned<String>,
+    #[serde(default = "default_min_frame")]
+    min_frame: Spanned<usize>,
+}
+
+impl Default for DataplaneKeys {
+    fn default() -> Self {
+        DataplaneKeys {
+            workers: one(),
+            worker_cores: None,
+            main_core: None,
+            buffers: default_buffers(),
+            hugepages: default_hugepages(),
+            min_frame: default_min_frame(),
+        }
+    }
+}
+
+fn one() -> Spanned<usize> {
+    Spanned::new(0..0, 1)
+}
+fn default_buffers() -> Spanned<u32> {
+    Spanned::new(0..0, 32768)
+}
+fn default_hugepages() -> Spanned<String> {
+    Spanned::new(0..0, "auto".into())
+}
+fn default_min_frame() -> Spanned<usize> {
+    Spanned::new(0..0, crate::wire::ethernet::MIN_FRAME_LEN)
+}
+
+impl DataplaneKeys {
+    pub(super) fn check(self, c: &Checker<'_>) -> Result<Dataplane, ConfigError> {
+        let workers = *self.workers.get_ref();
+        if workers == 0 || workers > MAX_WORKERS {
+            return Err(c.err(
+                self.workers.span(),
+                "workers",
+                format!("must be between 1 and {MAX_WORKERS}, not {workers}"),
+            ));
+        }
+        let cpus = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
+        if let Some(cores) = &self.worker_cores {
+            if cores.get_ref().len() != workers {
+                return Err(c.err(
+                    cores.span(),
+                    "worker-cores",
+                    format!(
+                        "lists {} cores for {workers} workers",
+                        cores.get_ref().len()
+                    ),
+                ));
+            }
+            if let Some(bad) = cores.get_ref().iter().find(|&&k| k >= cpus) {
+                return Err(c.err(
+                    cores.span(),
+                    "worker-cores",
+                    format!("CPU {bad} does not exist (this machine has {cpus})"),
+                ));
+            }
+        }
+        if let Some(m) = &self.main_core {
+            if *m.get_ref() >= cpus {
+                return Err(c.err(
+                    m.span(),
+                    "main-core",
+                    format!(
+                        "CPU {} does not exist (this machine has {cpus})",
+                        m.get_ref()
+                    ),
+                ));
+            }
+        }
+        if *self.buffers.get_ref() < 1024 {
+            return Err(c.err(
+                self.buffers.span(),
+                "buffers",
+                "must be at least 1024".into(),
+            ));
+        }
+        let hugepages = c.one_of(
+            &self.hugepages,
+            "hugepages",
+            &[
+                ("auto", HugePages::Auto),
+                ("require", HugePages::Require),
+                ("never", HugePages::Never),
+            ],
+        )?;
+        Ok(Dataplane {
+            workers,
+            worker_cores: self.worker_cores.map(Spanned::into_inner),
+            main_core: self.main_core.map(Spanned::into_inner),
+            buffers: self.buffers.into_inner(),
+            hugepages,
+            min_frame: self.min_frame.into_inner(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cpus() -> usize {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    }
+
+    error_tests! {
+        no_workers: "[dataplane]\nworkers = 0\n"
+            => "t.toml:2: key 'workers': must be between 1 and 64, not 0";
+        too_many_workers: "[dataplane]\n\nworkers = 65\n"
+            => "t.toml:3: key 'workers': must be between 1 and 64, not 65";
+        worker_cores_of_the_wrong_count: "[dataplane]\nworkers = 2\nworker-cores = [0]\n"
+            => "t.toml:3: key 'worker-cores': lists 1 cores for 2 workers";
+        worker_core_that_does_not_exist: "[dataplane]\nworker-cores = [4096]\n"
+            => format!("t.toml:2: key 'worker-cores': CPU 4096 does not exist (this machine has {})", cpus());
+        main_core_that_does_not_exist: "[dataplane]\nmain-core = 4096\n"
+            => format!("t.toml:2: key 'main-core': CPU 4096 does not exist (this machine has {})", cpus());
+        too_few_buffers: "[dataplane]\nbuffers = 1000\n"
+            => "t.toml:2: key 'buffers': must be at least 1024";
+        unknown_hugepages_choice: "[dataplane]\nhugepages = \"maybe\"\n"
+            => "t.toml:2: key 'hugepages': 'maybe' is not one of auto, require, never";
+    }
+
+    #[test]
+    fn defaults_and_choices() {
+        let c = crate::config::Config::parse("", "t.toml")
+            .unwrap()
+            .dataplane;
+        assert_eq!(
+            (c.workers, c.buffers, c.hugepages),
+            (1, 32768, HugePages::Auto)
+        );
+        let src = "[dataplane]\nworkers = 2\nhugepages = \"never\"\nmin-frame = 64\n";
+        let c = crate::config::Config::parse(src, "t.toml")
+            .unwrap()
+            .dataplane;
+        assert_eq!(
+            (c.workers, c.hugepages, c.min_frame),
+            (2, HugePages::Never, 64)
+        );
+    }
+}

@@ -1,0 +1,188 @@
+//! An [[interface]] table: the keys every interface has (name, mtu, state, address) and its
+//! `Driver`, which checks the keys of `driver = ...` (see driver/).
+
+use super::driver::Driver;
+use super::{Checker, ConfigError, MAX_MTU, MIN_MTU};
+use serde::Deserialize;
+use std::path::PathBuf;
+use toml::Spanned;
+
+/// An [[interface]], checked.
+#[derive(Debug)]
+pub struct InterfaceConfig {
+    pub name: Spanned<String>,
+    pub driver: Driver,
+    pub mtu: Option<u32>,
+    /// Administratively up (`state = "up"`, the default).
+    pub up: bool,
+    /// IPv4/IPv6 addresses with prefix length: the interface routes.
+    pub address: Vec<Spanned<String>>,
+}
+
+/// An [[interface]] as written: the keys of every driver, which driver/ sorts out.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct InterfaceKeys {
+    pub(super) name: Spanned<String>,
+    pub(super) driver: Spanned<String>,
+    /// af_packet, af_xdp: the Linux interface to attach to.
+    pub(super) host: Option<String>,
+    /// af_xdp: where the XDP program runs (auto: native if the driver has it).
+    pub(super) xdp_mode: Option<Spanned<String>>,
+    /// af_xdp: zero-copy or copy sockets (auto: zero-copy if the driver allows it).
+    pub(super) socket_mode: Option<Spanned<String>>,
+    /// af_xdp, memif: entries of each ring.
+    pub(super) ring_size: Option<Spanned<u32>>,
+    /// memif: the control socket's path.
+    pub(super) socket: Option<PathBuf>,
+    /// memif: client or server.
+    pub(super) role: Option<Spanned<String>>,
+    /// memif: the interface id.
+    pub(super) id: Option<u32>,
+    /// memif: the shared secret.
+    pub(super) secret: Option<String>,
+    mtu: Option<Spanned<u32>>,
+    state: Option<Spanned<String>>,
+    /// pcap: the file to replay.
+    pub(super) rx_file: Option<PathBuf>,
+    /// pcap: the file to write.
+    pub(super) tx_file: Option<PathBuf>,
+    /// pcap: replay forever.
+    #[serde(default, rename = "loop")]
+    pub(super) looping: bool,
+    #[serde(default)]
+    address: Vec<Spanned<String>>,
+}
+
+impl InterfaceKeys {
+    /// Check this interface; `defined` are the ones before it.
+    pub(super) fn check(
+        self,
+        defined: &[InterfaceConfig],
+        c: &Checker<'_>,
+    ) -> Result<InterfaceConfig, ConfigError> {
+        let name = self.name.get_ref();
+        if name.is_empty() || name.len() > 32 || name.contains(char::is_whitespace) {
+            return Err(c.err(
+                self.name.span(),
+                "name",
+                format!("'{name}' is not a usable interface name (1-32 characters, no spaces)"),
+            ));
+        }
+        if defined.iter().any(|i| i.name.get_ref() == name) {
+            return Err(c.err(
+                self.name.span(),
+                "name",
+                format!("interface '{name}' is defined twice"),
+            ));
+        }
+        let driver = Driver::check(&self, c)?;
+        if let Some(mtu) = &self.mtu {
+            driver.check_mtu(mtu, c)?;
+            let v = *mtu.get_ref();
+            if !(MIN_MTU..=MAX_MTU).contains(&v) {
+                return Err(c.err(
+                    mtu.span(),
+                    "mtu",
+                    format!("{v} is outside {MIN_MTU}..={MAX_MTU}"),
+                ));
+            }
+        }
+        let up = match &self.state {
+            None => true,
+            Some(s) => match s.get_ref().as_str() {
+                "up" => true,
+                "down" => false,
+                _ => {
+                    return Err(c.err(
+                        s.span(),
+                        "state",
+                        format!("'{}' is not up or down", s.get_ref()),
+                    ))
+                }
+            },
+        };
+        Ok(InterfaceConfig {
+            name: self.name,
+            driver,
+            mtu: self.mtu.map(Spanned::into_inner),
+            up,
+            address: self.address,
+        })
+    }
+}
+
+impl InterfaceConfig {
+    /// The addresses parse, and only an interface that is not cross-connected has any.
+    pub(super) fn check_addresses(
+        &self,
+        cross_connected: &[&str],
+        c: &Checker<'_>,
+    ) -> Result<(), ConfigError> {
+        for a in &self.address {
+            crate::router::parse_interface_address(a.get_ref())
+                .map_err(|e| c.err(a.span(), "address", e))?;
+        }
+        if !self.address.is_empty() && cross_connected.contains(&self.name.get_ref().as_str()) {
+            return Err(c.err(
+                self.name.span(),
+                "address",
+                format!(
+                    "interface '{}' is cross-connected; it cannot also route",
+                    self.name.get_ref()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+
+    use crate::config::interface_with;
+
+    error_tests! {
+        empty_name: "[[interface]]\nname = \"\"\ndriver = \"af_packet\"\n"
+            => "t.toml:2: key 'name': '' is not a usable interface name (1-32 characters, no spaces)";
+        name_with_a_space: "[[interface]]\nname = \"a b\"\ndriver = \"af_packet\"\n"
+            => "t.toml:2: key 'name': 'a b' is not a usable interface name (1-32 characters, no spaces)";
+        name_too_long: format!("[[interface]]\nname = \"{}\"\ndriver = \"af_packet\"\n", "x".repeat(33))
+            => format!("t.toml:2: key 'name': '{}' is not a usable interface name (1-32 characters, no spaces)", "x".repeat(33));
+        interface_defined_twice: interface_with("af_packet", "").repeat(2)
+            => "t.toml:5: key 'name': interface 'a' is defined twice";
+        mtu_below_the_range: interface_with("af_packet", "mtu = 67\n")
+            => "t.toml:4: key 'mtu': 67 is outside 68..=9000";
+        mtu_above_the_range: interface_with("memif", "socket = \"s\"\nmtu = 9001\n")
+            => "t.toml:5: key 'mtu': 9001 is outside 68..=9000";
+        unknown_state: interface_with("pcap", "state = \"sideways\"\ntx-file = \"o\"\n")
+            => "t.toml:4: key 'state': 'sideways' is not up or down";
+        address_without_length: interface_with("af_packet", "address = [\"192.0.2.1\"]\n")
+            => "t.toml:4: key 'address': '192.0.2.1' is not ADDRESS/LENGTH";
+        address_on_a_cross_connected_interface: format!(
+            "{}[[interface]]\nname = \"b\"\ndriver = \"af_packet\"\n[[xconnect]]\nrx = \"a\"\ntx = \"b\"\n",
+            interface_with("af_packet", "address = [\"192.0.2.1/24\"]\n"))
+            => "t.toml:2: key 'address': interface 'a' is cross-connected; it cannot also route";
+    }
+
+    #[test]
+    fn mtu_out_of_range() {
+        let e = crate::config::parse_error(
+            "[[interface]]\nname = \"a\"\ndriver = \"af_packet\"\nmtu = 65000\n",
+        );
+        assert!(e.starts_with("t.toml:4: key 'mtu'"), "{e}");
+    }
+
+    #[test]
+    fn shared_keys() {
+        let src = interface_with(
+            "af_packet",
+            "mtu = 1500\nstate = \"down\"\naddress = [\"192.0.2.1/24\"]\n",
+        );
+        let c = crate::config::Config::parse(&src, "t.toml").unwrap();
+        let i = &c.interfaces[0];
+        assert_eq!((i.mtu, i.up, i.address.len()), (Some(1500), false, 1));
+        let c = crate::config::Config::parse(&interface_with("af_packet", ""), "t.toml").unwrap();
+        assert_eq!((c.interfaces[0].mtu, c.interfaces[0].up), (None, true));
+    }
+}

@@ -1,0 +1,331 @@
+//! The daemon's configuration file (TOML). Every error names the line and the key.
+//!
+//! ```toml
+//! [dataplane]
+//! workers = 1              # worker threads
+//! worker-cores = [1]       # CPU of each worker (optional)
+//! main-core = 0            # CPU of the main thread (optional)
+//! buffers = 16384          # packet buffers in the pool
+//! hugepages = "auto"       # auto | require | never
+//! min-frame = 60           # frames shorter than this are runts
+//!
+//! [control]
+//! socket = "/run/sluice/cli.sock"
+//!
+//! [[interface]]
+//! name = "d0"
+//! driver = "af_packet"     # af_packet | af_xdp | memif | pcap
+//! host = "d0"              # af_packet, af_xdp: the Linux interface (default: name)
+//! xdp-mode = "auto"        # af_xdp: auto | native | generic
+//! socket-mode = "auto"     # af_xdp: auto | zero-copy | copy
+//! ring-size = 2048         # af_xdp, memif: entries per ring (power of two)
+//! socket = "/run/sluice/memif.sock"  # memif: the control socket
+//! role = "client"          # memif: client (owns the memory; zero-copy) | server
+//! id = 0                   # memif: interface id, as the peer names it
+//! secret = "..."           # memif: optional shared secret
+//! mtu = 9000
+//! state = "up"             # up | down
+//!
+//! address = ["192.0.2.1/24", "2001:db8::1/64"]  # routed: IPv4/IPv6 addresses
+//!
+//! [[xconnect]]
+//! rx = "d0"
+//! tx = "d1"
+//!
+//! [[route]]
+//! prefix = "198.19.0.0/16"
+//! via = ["198.51.100.2"]   # one next hop, or several for ECMP
+//! interface = "d1"         # optional: the next hops' interface (else found by address)
+//! [[route]]
+//! prefix = "203.0.113.0/24"
+//! drop = true              # blackhole
+//!
+//! [fib]
+//! route-file = "table.txt" # PREFIX NEXTHOP lines, `ip route show` or `birdc show route`
+//! ```
+//!
+//! The text is read into each section's keys as written (serde structs of `Spanned` values,
+//! so an error can name its line), then each section checks its own keys where it is
+//! defined: `dataplane.rs` ([dataplane]), `interface.rs` (the keys every [[interface]] has),
+//! `driver/` (`Driver`, one variant and one file per `driver = ...`, each checking its own
+//! keys and refusing them on other drivers), `xconnect.rs` ([[xconnect]]) and `route.rs`
+//! ([[route]], [fib]). This file holds `Config`, the errors and the order of the checks.
+
+/// One `#[test]` per case: config text and the exact error it gives.
+#[cfg(test)]
+macro_rules! error_tests {
+    ($($name:ident: $src:expr => $want:expr;)*) => {$(
+        #[test]
+        fn $name() {
+            assert_eq!(crate::config::parse_error(&$src), $want);
+        }
+    )*};
+}
+
+mod dataplane;
+mod driver;
+mod interface;
+mod route;
+mod xconnect;
+
+pub use dataplane::Dataplane;
+pub use driver::{AfPacket, AfXdp, Driver, Memif, Pcap};
+pub use interface::InterfaceConfig;
+pub use route::{FibConfig, RouteConfig};
+pub use xconnect::Xconnect;
+
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+pub const DEFAULT_SOCKET: &str = "/run/sluice/cli.sock";
+pub const MAX_WORKERS: usize = 64;
+pub const MAX_MTU: u32 = 9000;
+pub const MIN_MTU: u32 = 68;
+
+/// A checked config file.
+#[derive(Debug)]
+pub struct Config {
+    pub dataplane: Dataplane,
+    pub control: Control,
+    pub interfaces: Vec<InterfaceConfig>,
+    pub xconnects: Vec<Xconnect>,
+    pub routes: Vec<RouteConfig>,
+    pub fib: FibConfig,
+}
+
+/// The file as written, before the checks.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigKeys {
+    #[serde(default)]
+    dataplane: dataplane::DataplaneKeys,
+    #[serde(default)]
+    control: Control,
+    #[serde(default, rename = "interface")]
+    interfaces: Vec<interface::InterfaceKeys>,
+    #[serde(default, rename = "xconnect")]
+    xconnects: Vec<Xconnect>,
+    #[serde(default, rename = "route")]
+    routes: Vec<route::RouteKeys>,
+    #[serde(default)]
+    fib: FibConfig,
+}
+
+/// The [control] section.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Control {
+    #[serde(default = "default_socket")]
+    pub socket: PathBuf,
+}
+
+impl Default for Control {
+    fn default() -> Self {
+        Control {
+            socket: default_socket(),
+        }
+    }
+}
+
+fn default_socket() -> PathBuf {
+    DEFAULT_SOCKET.into()
+}
+
+/// A config error: where, which key, what is wrong.
+#[derive(Debug)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn line_of(src: &str, offset: usize) -> usize {
+    src[..offset.min(src.len())].matches('\n').count() + 1
+}
+
+/// Turns a span of the text into a "origin:line: key 'k': what" error.
+struct Checker<'a> {
+    src: &'a str,
+    origin: &'a str,
+}
+
+impl Checker<'_> {
+    fn err(&self, span: std::ops::Range<usize>, key: &str, msg: String) -> ConfigError {
+        ConfigError(format!(
+            "{}:{}: key '{key}': {msg}",
+            self.origin,
+            line_of(self.src, span.start)
+        ))
+    }
+
+    /// The value that `v` names among `choices`, or an error listing them.
+    fn one_of<T: Copy>(
+        &self,
+        v: &Spanned<String>,
+        key: &str,
+        choices: &[(&str, T)],
+    ) -> Result<T, ConfigError> {
+        match choices
+            .iter()
+            .find(|(name, _)| *name == v.get_ref().as_str())
+        {
+            Some((_, value)) => Ok(*value),
+            None => {
+                let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+                Err(self.err(
+                    v.span(),
+                    key,
+                    format!("'{}' is not one of {}", v.get_ref(), names.join(", ")),
+                ))
+            }
+        }
+    }
+}
+
+impl Config {
+    /// Read and check a config file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let src = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError(format!("{}: {e}", path.display())))?;
+        Config::parse(&src, &path.display().to_string())
+    }
+
+    /// Parse and check config text; `origin` names it in errors.
+    pub fn parse(src: &str, origin: &str) -> Result<Config, ConfigError> {
+        let keys: ConfigKeys = toml::from_str(src).map_err(|e| {
+            let line = e.span().map(|s| line_of(src, s.start)).unwrap_or(0);
+            let msg = e.message().replace('\n', " ");
+            ConfigError(format!("{origin}:{line}: {msg}"))
+        })?;
+        Config::check(keys, &Checker { src, origin })
+    }
+
+    /// Each section in file order; the cross-references (xconnects, addresses, routes) once
+    /// every interface is known.
+    fn check(keys: ConfigKeys, c: &Checker<'_>) -> Result<Config, ConfigError> {
+        let dataplane = keys.dataplane.check(c)?;
+        let mut interfaces: Vec<InterfaceConfig> = Vec::new();
+        for i in keys.interfaces {
+            let checked = i.check(&interfaces, c)?;
+            interfaces.push(checked);
+        }
+        let names: Vec<&str> = interfaces
+            .iter()
+            .map(|i| i.name.get_ref().as_str())
+            .collect();
+        let cross_connected = xconnect::check(&keys.xconnects, &names, c)?;
+        for i in &interfaces {
+            i.check_addresses(&cross_connected, c)?;
+        }
+        let mut routes = Vec::new();
+        for r in keys.routes {
+            routes.push(r.check(&names, c)?);
+        }
+        Ok(Config {
+            dataplane,
+            control: keys.control,
+            interfaces,
+            xconnects: keys.xconnects,
+            routes,
+            fib: keys.fib,
+        })
+    }
+}
+
+/// The error `src` gives, for the tests of each section.
+#[cfg(test)]
+fn parse_error(src: &str) -> String {
+    Config::parse(src, "t.toml").unwrap_err().0
+}
+
+/// An interface `a` of `driver` (lines 1-3) followed by `extra` (from line 4).
+#[cfg(test)]
+fn interface_with(driver: &str, extra: &str) -> String {
+    format!("[[interface]]\nname = \"a\"\ndriver = \"{driver}\"\n{extra}")
+}
+
+/// Two pcap interfaces, p0 cross-connected to p1 (the xconnect at lines 15-17).
+#[cfg(test)]
+const GOOD: &str = r#"
+[dataplane]
+workers = 1
+
+[[interface]]
+name = "p0"
+driver = "pcap"
+rx-file = "in.pcap"
+
+[[interface]]
+name = "p1"
+driver = "pcap"
+tx-file = "out.pcap"
+
+[[xconnect]]
+rx = "p0"
+tx = "p1"
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn good_config_parses() {
+        let c = Config::parse(GOOD, "t.toml").unwrap();
+        assert_eq!(c.interfaces.len(), 2);
+        assert_eq!(c.xconnects[0].tx.get_ref(), "p1");
+        assert_eq!(c.control.socket, PathBuf::from(DEFAULT_SOCKET));
+    }
+
+    fn err(src: &str) -> String {
+        parse_error(src)
+    }
+
+    #[test]
+    fn unknown_key_names_line_and_key() {
+        let e = err("[dataplane]\nworkers = 1\nwrokers = 2\n");
+        assert!(e.starts_with("t.toml:3:"), "{e}");
+        assert!(e.contains("wrokers"), "{e}");
+    }
+
+    #[test]
+    fn bad_value_names_line_and_key() {
+        let e = err("[dataplane]\n\nworkers = 0\n");
+        assert!(e.starts_with("t.toml:3: key 'workers'"), "{e}");
+        let e = err(&GOOD.replace("tx = \"p1\"", "tx = \"p9\""));
+        assert!(e.contains(":17: key 'tx'") && e.contains("p9"), "{e}");
+        let e = err(&GOOD.replace("driver = \"pcap\"\nrx-file", "driver = \"dpdk\"\nrx-file"));
+        assert!(e.contains(":7: key 'driver'") && e.contains("dpdk"), "{e}");
+    }
+
+    #[test]
+    fn wrong_type_is_an_error_with_line() {
+        let e = err("[dataplane]\nworkers = \"two\"\n");
+        assert!(e.starts_with("t.toml:2:"), "{e}");
+    }
+
+    #[test]
+    fn load_names_the_unreadable_file() {
+        let e = Config::load(Path::new("/nonexistent/x.toml"))
+            .unwrap_err()
+            .0;
+        assert!(e.starts_with("/nonexistent/x.toml: "), "{e}");
+    }
+
+    #[test]
+    fn shipped_examples_parse() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+        let mut n = 0;
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "toml") {
+                Config::load(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                n += 1;
+            }
+        }
+        assert!(n >= 3, "examples found: {n}");
+    }
+}

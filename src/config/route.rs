@@ -1,0 +1,184 @@
+//! Routes of the config: each [[route]], and the [fib] section's route file.
+
+use super::{Checker, ConfigError};
+use crate::fib::parse::IpPrefix;
+use crate::router::NextHopSpec;
+use serde::Deserialize;
+use std::path::PathBuf;
+use toml::Spanned;
+
+/// A static route, checked.
+#[derive(Debug)]
+pub struct RouteConfig {
+    pub prefix: IpPrefix,
+    /// The next hops, or one `Drop`.
+    pub hops: Vec<NextHopSpec>,
+}
+
+/// A [[route]] as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RouteKeys {
+    prefix: Spanned<String>,
+    #[serde(default)]
+    via: Vec<Spanned<String>>,
+    interface: Option<Spanned<String>>,
+    #[serde(default)]
+    drop: bool,
+}
+
+/// The [fib] section.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct FibConfig {
+    /// Routes loaded at start, in one build.
+    #[serde(alias = "route_file")]
+    pub route_file: Option<Spanned<PathBuf>>,
+}
+
+impl RouteKeys {
+    /// The prefix parses, the next hops are addresses of its family (or it drops), and its
+    /// interface is one of `names`.
+    pub(super) fn check(self, names: &[&str], c: &Checker<'_>) -> Result<RouteConfig, ConfigError> {
+        let prefix = crate::fib::parse::parse_prefix(self.prefix.get_ref())
+            .map_err(|e| c.err(self.prefix.span(), "prefix", e))?;
+        if self.drop != self.via.is_empty() {
+            return Err(c.err(
+                self.prefix.span(),
+                "via",
+                format!(
+                    "route {prefix} needs either via (next hops) or drop = true, not {}",
+                    if self.drop { "both" } else { "neither" }
+                ),
+            ));
+        }
+        let mut vias = Vec::new();
+        for v in &self.via {
+            let ip: std::net::IpAddr = v.get_ref().parse().map_err(|_| {
+                c.err(
+                    v.span(),
+                    "via",
+                    format!("'{}' is not an address", v.get_ref()),
+                )
+            })?;
+            let v4 = matches!(prefix, IpPrefix::V4(_));
+            if ip.is_ipv4() != v4 {
+                return Err(c.err(
+                    v.span(),
+                    "via",
+                    format!("{ip} is not of the family of {prefix}"),
+                ));
+            }
+            vias.push(ip);
+        }
+        if let Some(itf) = &self.interface {
+            if !names.contains(&itf.get_ref().as_str()) {
+                return Err(c.err(
+                    itf.span(),
+                    "interface",
+                    format!("no interface named '{}'", itf.get_ref()),
+                ));
+            }
+        }
+        let interface = self.interface.map(Spanned::into_inner);
+        let hops = if self.drop {
+            vec![NextHopSpec::Drop]
+        } else {
+            vias.into_iter()
+                .map(|addr| NextHopSpec::Via {
+                    addr,
+                    interface: interface.clone(),
+                })
+                .collect()
+        };
+        Ok(RouteConfig { prefix, hops })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+
+    use super::*;
+    use crate::config::{interface_with, Config};
+
+    /// A pcap interface `a` (lines 1-4) and one `[[route]]` (from line 5).
+    fn route(lines: &str) -> String {
+        format!(
+            "{}[[route]]\n{lines}",
+            interface_with("pcap", "tx-file = \"o\"\n")
+        )
+    }
+
+    error_tests! {
+        prefix_with_host_bits: route("prefix = \"10.0.0.1/8\"\nvia = [\"192.0.2.2\"]\n")
+            => "t.toml:6: key 'prefix': '10.0.0.1/8' has host bits set past /8";
+        route_with_neither_via_nor_drop: route("prefix = \"10.0.0.0/8\"\n")
+            => "t.toml:6: key 'via': route 10.0.0.0/8 needs either via (next hops) or drop = true, not neither";
+        route_with_both_via_and_drop: route("prefix = \"10.0.0.0/8\"\ndrop = true\nvia = [\"192.0.2.2\"]\n")
+            => "t.toml:6: key 'via': route 10.0.0.0/8 needs either via (next hops) or drop = true, not both";
+        route_via_not_an_address: route("prefix = \"10.0.0.0/8\"\nvia = [\"gateway\"]\n")
+            => "t.toml:7: key 'via': 'gateway' is not an address";
+        route_via_of_the_other_family: route("prefix = \"10.0.0.0/8\"\nvia = [\"2001:db8::1\"]\n")
+            => "t.toml:7: key 'via': 2001:db8::1 is not of the family of 10.0.0.0/8";
+        route_through_an_unknown_interface: route("prefix = \"10.0.0.0/8\"\nvia = [\"192.0.2.2\"]\ninterface = \"zz\"\n")
+            => "t.toml:8: key 'interface': no interface named 'zz'";
+    }
+
+    #[test]
+    fn routing_keys_are_checked() {
+        let base = "[[interface]]\nname = \"a\"\ndriver = \"pcap\"\ntx-file = \"o.pcap\"\n";
+        let bad = [
+            ("address = [\"192.0.2.1\"]\n", "address"),
+            ("address = [\"192.0.2.1/33\"]\n", "address"),
+            ("[[route]]\nprefix = \"10.0.0.0/8\"\n", "via"),
+            (
+                "[[route]]\nprefix = \"10.0.0.1/8\"\nvia = [\"192.0.2.2\"]\n",
+                "prefix",
+            ),
+            (
+                "[[route]]\nprefix = \"10.0.0.0/8\"\nvia = [\"2001:db8::1\"]\n",
+                "via",
+            ),
+            (
+                "[[route]]\nprefix = \"10.0.0.0/8\"\ndrop = true\nvia = [\"192.0.2.2\"]\n",
+                "via",
+            ),
+            (
+                "[[route]]\nprefix = \"10.0.0.0/8\"\nvia = [\"192.0.2.2\"]\ninterface = \"zz\"\n",
+                "interface",
+            ),
+        ];
+        for (extra, key) in bad {
+            let e = Config::parse(&format!("{base}{extra}"), "r.toml")
+                .unwrap_err()
+                .0;
+            assert!(e.contains(&format!("key '{key}'")), "{extra}: {e}");
+        }
+        let ok = format!(
+            "{base}address = [\"192.0.2.1/24\", \"2001:db8::1/64\"]\n\
+             [[route]]\nprefix = \"10.0.0.0/8\"\nvia = [\"192.0.2.2\", \"192.0.2.3\"]\n\
+             [fib]\nroute-file = \"t.txt\"\n"
+        );
+        let c = Config::parse(&ok, "r.toml").unwrap();
+        assert_eq!(c.routes[0].hops.len(), 2);
+        assert_eq!(c.interfaces[0].address.len(), 2);
+    }
+
+    #[test]
+    fn next_hops_are_typed() {
+        let src = route(
+            "prefix = \"2001:db8::/32\"\nvia = [\"fe80::1\"]\ninterface = \"a\"\n\
+             [[route]]\nprefix = \"10.0.0.0/8\"\ndrop = true\n",
+        );
+        let c = Config::parse(&src, "t.toml").unwrap();
+        assert_eq!(c.routes[0].prefix.to_string(), "2001:db8::/32");
+        assert_eq!(
+            c.routes[0].hops,
+            [NextHopSpec::Via {
+                addr: "fe80::1".parse().unwrap(),
+                interface: Some("a".into())
+            }]
+        );
+        assert_eq!(c.routes[1].hops, [NextHopSpec::Drop]);
+    }
+}
