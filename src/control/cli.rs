@@ -193,6 +193,8 @@ fn find(words: &[&str]) -> Result<(&'static Command, usize), String> {
     }
     let unknown = || format!("unknown command '{}' (try: help)", words.join(" "));
     let mut alive: Vec<&'static Command> = commands().collect();
+    // The keywords the typed words named, for "show what?".
+    let mut said: Vec<&str> = Vec::new();
     for (i, word) in words.iter().enumerate() {
         let complete = alive.iter().find(|c| c.words.len() == i).copied();
         let mut next: Vec<(&'static Command, &'static str, bool)> = alive
@@ -220,6 +222,7 @@ fn find(words: &[&str]) -> Result<(&'static Command, usize), String> {
                 named.join(", ")
             ));
         }
+        said.push(named[0]);
         alive = next.into_iter().map(|(c, _, _)| c).collect();
     }
     if let Some(c) = alive.iter().find(|c| c.words.len() == words.len()) {
@@ -231,7 +234,7 @@ fn find(words: &[&str]) -> Result<(&'static Command, usize), String> {
             more.push(shown(k));
         }
     }
-    Err(format!("{} what? ({})", words.join(" "), more.join(", ")))
+    Err(format!("{} what? ({})", said.join(" "), more.join(", ")))
 }
 
 /// Check `rest` against the grammar of `command`, typed as `typed`.
@@ -334,6 +337,8 @@ mod tests {
         let (c, a) = cmd("set interface state d0 down");
         assert_eq!(c, "set interface state");
         assert_eq!((a.value("IF"), a.value("state")), ("d0", "down"));
+        assert_eq!(named("show h"), "show hardware");
+        assert_eq!(named("clear t"), "clear trace");
         let (c, a) = cmd("trace add af-packet-input 10");
         assert_eq!(c, "trace add");
         assert_eq!((a.value("NODE"), a.count("N")), ("af-packet-input", 10));
@@ -428,7 +433,9 @@ mod tests {
             e("clear"),
             "clear what? (interfaces, runtime, errors, trace)"
         );
-        assert_eq!(e("show ip"), "show ip what? (fib, neighbors)");
+        assert_eq!(e("sh ip"), "show ip what? (fib, neighbors)");
+        assert_eq!(e("ip r"), "ip route what? (add, del)");
+        assert_eq!(e("s"), "ambiguous command 's': 's' may be set, show (try: help)");
         assert_eq!(
             e("show t"),
             "ambiguous command 'show t': 't' may be threads, trace (try: help)"
