@@ -435,7 +435,10 @@ mod tests {
         );
         assert_eq!(e("sh ip"), "show ip what? (fib, neighbors)");
         assert_eq!(e("ip r"), "ip route what? (add, del)");
-        assert_eq!(e("s"), "ambiguous command 's': 's' may be set, show (try: help)");
+        assert_eq!(
+            e("s"),
+            "ambiguous command 's': 's' may be set, show (try: help)"
+        );
         assert_eq!(
             e("show t"),
             "ambiguous command 'show t': 't' may be threads, trace (try: help)"
