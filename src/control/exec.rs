@@ -55,4 +55,12 @@ impl Control {
             )
         })
     }
+
+    /// The interface called `name`, or all of them.
+    pub(super) fn interfaces(&self, name: Option<&str>) -> Result<Vec<Arc<Interface>>, String> {
+        match name {
+            Some(n) => Ok(vec![self.interface(n)?.clone()]),
+            None => Ok(self.dp.interfaces.list.clone()),
+        }
+    }
 }

@@ -49,10 +49,7 @@ fn set_state(c: &mut Control, a: &Args) -> Result<Output, String> {
 }
 
 fn show_interface(ctl: &Control, name: Option<&str>) -> Result<Output, String> {
-    let list: Vec<_> = match name {
-        Some(n) => vec![ctl.interface(n)?.clone()],
-        None => ctl.dp.interfaces.list.clone(),
-    };
+    let list = ctl.interfaces(name)?;
     let mut t = format!(
         "{:<16}{:>5}{:>11}{:>8}   {:<20}{:>16}\n",
         "Name", "Idx", "State", "MTU", "Counter", "Count"
@@ -132,10 +129,7 @@ fn show_interface(ctl: &Control, name: Option<&str>) -> Result<Output, String> {
 
 /// `show hardware`: what each driver says of its device (VPP's show hardware-interfaces).
 fn show_hardware(c: &Control, name: Option<&str>) -> Result<Output, String> {
-    let list: Vec<_> = match name {
-        Some(n) => vec![c.interface(n)?.clone()],
-        None => c.dp.interfaces.list.clone(),
-    };
+    let list = c.interfaces(name)?;
     let mut t = String::new();
     let mut arr = Vec::new();
     for i in &list {
