@@ -232,7 +232,16 @@ fn cli_commands_and_errors() {
             .unwrap_or_else(|| panic!("'{bad}' was accepted"));
         assert!(!e.contains('\n'), "{e}");
     }
-    assert!(c.handle_line("set interface state p1 down").is_ok());
+    let e = c.handle_line("show t").err().unwrap_or_default();
+    assert!(
+        e.contains("ambiguous") && e.contains("threads, trace"),
+        "{e}"
+    );
+    // A change answers with empty text, even when JSON is asked for.
+    match c.handle_line("set interface state p1 down --json") {
+        Ok(Reply::Text(t)) => assert!(t.is_empty(), "{t}"),
+        _ => panic!("set interface state --json did not answer with empty text"),
+    }
     assert_eq!(iface(&mut c, "p1")["state"], "down");
     for good in [
         "show runtime",

@@ -1,145 +1,169 @@
-//! CLI commands: parsing text into a `Command` (words may be shortened to any unique prefix,
-//! as in VPP: `sh int`, `sh run`), kept apart from the functions that carry them out.
+//! The command table and its matcher. Every CLI command is one `Command` declaration — its
+//! words, argument grammar, help line and handler — in its area's `COMMANDS` slice; `AREAS`
+//! gathers them. Words may be shortened to any unique prefix, as in VPP (`sh int`, `sh run`);
+//! help, usage lines and the errors for unknown or ambiguous words all come from the table.
 
-/// A parsed command.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Command {
-    Help,
-    ShowInterface {
-        name: Option<String>,
-    },
-    ShowHardware {
-        name: Option<String>,
-    },
-    ShowRuntime,
-    ShowErrors,
-    ShowBuffers,
-    ShowThreads,
-    ShowTrace,
-    ShowVersion,
-    SetInterfaceState {
-        name: String,
-        up: bool,
-    },
-    SetXconnect {
-        rx: String,
-        tx: String,
-    },
-    ClearRuntime,
-    ClearInterfaces,
-    ClearErrors,
-    ClearTrace,
-    TraceAdd {
-        node: String,
-        count: u32,
-    },
-    /// `show ip fib [ADDR|PREFIX|summary]`, `show ip6 fib ...`.
-    ShowIpFib {
-        v6: bool,
-        query: Option<String>,
-    },
-    ShowIpNeighbors,
-    SetInterfaceAddress {
-        name: String,
-        address: String,
-        del: bool,
-    },
-    /// `ip route add PREFIX via ADDR [IF] [via ADDR [IF]]...` or `... drop`.
-    IpRouteAdd {
-        prefix: String,
-        hops: Vec<RouteHop>,
-    },
-    IpRouteDel {
-        prefix: String,
-    },
-    SetIpNeighbor {
-        name: String,
-        ip: String,
-        mac: Option<String>,
-    },
+use super::exec::Control;
+use serde_json::Value;
+
+/// One CLI command.
+pub struct Command {
+    /// The keywords, each with its alternatives after `|`; the first one is shown in help.
+    pub words: &'static [&'static str],
+    /// The arguments as help shows them: `<IF> up|down`.
+    pub syntax: &'static str,
+    pub help: &'static str,
+    pub args: &'static [Arg],
+    pub run: fn(&mut Control, &Args) -> Result<Output, String>,
 }
 
-/// One next hop of `ip route add`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RouteHop {
-    Via {
-        addr: String,
-        interface: Option<String>,
-    },
-    Drop,
+/// One element of a command's argument grammar.
+pub enum Arg {
+    /// A required value.
+    Value(&'static str),
+    /// A value that may be left out (only last).
+    Optional(&'static str),
+    /// A word that may appear anywhere among the arguments: `del`.
+    Flag(&'static str),
+    /// A required word out of a few: (name, choices).
+    Choice(&'static str, &'static [&'static str]),
+    /// A required count in `1..=max`: (name, what it counts for the error, max).
+    Count(&'static str, &'static str, u32),
+    /// Everything left, for the handler's own grammar (routes, neighbours).
+    Rest,
 }
 
-/// A command line: the command and whether its output is wanted as JSON.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What a handler produced: text for people (also under `--json`: set and clear commands
+/// answer with empty text), or text and its JSON form.
+pub enum Output {
+    Text(String),
+    Shown(String, Value),
+}
+
+impl Output {
+    /// A change that answers with nothing.
+    pub fn done() -> Result<Output, String> {
+        Ok(Output::Text(String::new()))
+    }
+}
+
+/// A command's arguments, checked against its grammar.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Args {
+    values: Vec<(&'static str, String)>,
+    flags: Vec<&'static str>,
+    rest: Vec<String>,
+}
+
+impl Args {
+    /// A value by its grammar name; `None` when an optional one was left out.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.values
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// A required value (the grammar made sure it is there).
+    pub fn value(&self, name: &str) -> &str {
+        self.get(name).unwrap_or("")
+    }
+
+    /// A `Count` argument (checked while matching).
+    pub fn count(&self, name: &str) -> u32 {
+        self.value(name).parse().unwrap_or(0)
+    }
+
+    pub fn flag(&self, name: &str) -> bool {
+        self.flags.contains(&name)
+    }
+
+    pub fn rest(&self) -> Vec<&str> {
+        self.rest.iter().map(String::as_str).collect()
+    }
+}
+
+/// A matched command line: the command, its arguments, and whether JSON is wanted.
 pub struct Request {
-    pub command: Command,
+    pub command: &'static Command,
+    pub args: Args,
     pub json: bool,
 }
 
-/// Every command's words, with `<ARG>` for a value, and a help line.
-const TABLE: &[(&str, &str)] = &[
-    ("help", "list commands"),
-    ("show interface [<IF>]", "interface state and counters"),
-    (
-        "show hardware [<IF>]",
-        "driver facts: host device, modes, queues, rings",
-    ),
-    (
-        "show runtime",
-        "per node calls, vectors, clocks per packet, per worker",
-    ),
-    ("show errors", "drop and error counters by node and reason"),
-    ("show buffers", "buffer pool: total, free, in use by owner"),
-    ("show threads", "main and worker threads with their CPUs"),
-    ("show trace", "packets traced by 'trace add'"),
-    ("show version", "sluice version"),
-    ("set interface state <IF> up|down", "admin state"),
-    (
-        "set interface l2 xconnect <RX> <TX>",
-        "send everything received on RX out of TX",
-    ),
-    ("clear runtime", "restart the runtime statistics"),
-    ("clear interfaces", "restart the interface counters"),
-    ("clear errors", "restart the error counters"),
-    ("clear trace", "drop trace records and budgets"),
-    (
-        "trace add <NODE> <N>",
-        "trace the next N packets of input node NODE",
-    ),
-    (
-        "show ip fib [<ADDR>|<PREFIX>|summary]",
-        "IPv4 routes (first 1000), the route an address takes, or counts, memory, load time",
-    ),
-    ("show ip6 fib [<ADDR>|<PREFIX>|summary]", "IPv6 routes"),
-    ("show ip neighbors", "ARP and ND entries"),
-    (
-        "set interface ip address [del] <IF> <ADDR/LEN>",
-        "add (or delete) an IPv4/IPv6 address: the interface routes",
-    ),
-    (
-        "ip route add <PREFIX> via <ADDR> [<IF>] [via ...]",
-        "static route; several via: ECMP; 'drop' instead of via: blackhole",
-    ),
-    ("ip route del <PREFIX>", "delete a static route"),
-    (
-        "set ip neighbor [del] <IF> <ADDR> [<MAC>]",
-        "static ARP/ND entry (never replaced by learning)",
-    ),
+/// `help` and `show version`: the commands of no particular area.
+const BASIC: &[Command] = &[
+    Command {
+        words: &["help|?"],
+        syntax: "",
+        help: "list commands",
+        args: &[Arg::Rest],
+        run: |_, _| Ok(Output::Text(help())),
+    },
+    Command {
+        words: &["show", "version"],
+        syntax: "",
+        help: "sluice version",
+        args: &[],
+        run: |_, _| {
+            let v = env!("CARGO_PKG_VERSION");
+            Ok(Output::Shown(
+                format!("sluice {v}\n"),
+                serde_json::json!({ "version": v }),
+            ))
+        },
+    },
 ];
+
+/// Every area's commands, in help order.
+pub const AREAS: &[&[Command]] = &[
+    BASIC,
+    super::interfaces::COMMANDS,
+    super::l2::COMMANDS,
+    super::runtime::COMMANDS,
+    super::trace::COMMANDS,
+    super::routing::COMMANDS,
+];
+
+fn commands() -> impl Iterator<Item = &'static Command> {
+    AREAS.iter().flat_map(|area| area.iter())
+}
+
+impl Command {
+    /// The words and arguments as help shows them.
+    pub fn usage(&self) -> String {
+        let mut s: Vec<&str> = self.words.iter().map(|w| shown(w)).collect();
+        if !self.syntax.is_empty() {
+            s.push(self.syntax);
+        }
+        s.join(" ")
+    }
+}
+
+/// The shown form of a keyword: its first alternative.
+fn shown(keyword: &'static str) -> &'static str {
+    keyword.split('|').next().unwrap_or(keyword)
+}
 
 /// The help text.
 pub fn help() -> String {
     let mut s =
         String::from("commands (words may be shortened: 'sh int'; show commands take --json):\n");
-    for (words, what) in TABLE {
-        s.push_str(&format!("  {words:<40} {what}\n"));
+    for c in commands() {
+        s.push_str(&format!("  {:<40} {}\n", c.usage(), c.help));
     }
     s
 }
 
-/// Match `word` against a keyword, allowing a prefix.
-fn is(word: &str, keyword: &str) -> bool {
-    !word.is_empty() && keyword.starts_with(word)
+/// The alternative of `keyword` that `word` names: an exact one first, else the first it
+/// is a prefix of. Returns (alternative, exact).
+fn named_by(word: &str, keyword: &'static str) -> Option<(&'static str, bool)> {
+    let mut alternatives = keyword.split('|');
+    if let Some(exact) = alternatives.clone().find(|a| *a == word) {
+        return Some((exact, true));
+    }
+    alternatives
+        .find(|a| !word.is_empty() && a.starts_with(word))
+        .map(|a| (a, false))
 }
 
 /// Parse a command line. Errors are one line with a hint.
@@ -152,356 +176,198 @@ pub fn parse(line: &str) -> Result<Request, String> {
             "unknown option '{bad}' (only --json is known; try: help)"
         ));
     }
-    let command = parse_words(&words)?;
-    Ok(Request { command, json })
-}
-
-fn unknown(words: &[&str]) -> String {
-    format!("unknown command '{}' (try: help)", words.join(" "))
-}
-
-fn parse_words(w: &[&str]) -> Result<Command, String> {
-    let first = *w.first().ok_or("empty command (try: help)")?;
-    if is(first, "help") || first == "?" {
-        return Ok(Command::Help);
-    }
-    if is(first, "show") {
-        let what = *w.get(1).ok_or("show what? (try: help)")?;
-        let extra = |n: usize| -> Result<(), String> {
-            if w.len() > n {
-                Err(format!(
-                    "unexpected '{}' after '{}' (try: help)",
-                    w[n],
-                    w[..n].join(" ")
-                ))
-            } else {
-                Ok(())
-            }
-        };
-        let cmd = if is(what, "interface") || what == "int" {
-            extra(3)?;
-            Command::ShowInterface {
-                name: w.get(2).map(|s| s.to_string()),
-            }
-        } else if is(what, "hardware-interfaces") && what.len() >= 2 {
-            extra(3)?;
-            Command::ShowHardware {
-                name: w.get(2).map(|s| s.to_string()),
-            }
-        } else if is(what, "runtime") {
-            extra(2)?;
-            Command::ShowRuntime
-        } else if is(what, "errors") {
-            extra(2)?;
-            Command::ShowErrors
-        } else if is(what, "buffers") {
-            extra(2)?;
-            Command::ShowBuffers
-        } else if is(what, "threads") && what.len() >= 2 {
-            extra(2)?;
-            Command::ShowThreads
-        } else if is(what, "trace") && what.len() >= 2 {
-            extra(2)?;
-            Command::ShowTrace
-        } else if is(what, "version") {
-            extra(2)?;
-            Command::ShowVersion
-        } else if what == "ip" || what == "ip6" {
-            let sub = *w.get(2).ok_or("show ip what? (fib, neighbors)")?;
-            if is(sub, "fib") {
-                extra(4)?;
-                Command::ShowIpFib {
-                    v6: what == "ip6",
-                    query: w.get(3).map(|s| s.to_string()),
-                }
-            } else if is(sub, "neighbors") || is(sub, "neighbours") || sub == "arp" {
-                extra(3)?;
-                Command::ShowIpNeighbors
-            } else {
-                return Err(unknown(w));
-            }
-        } else {
-            return Err(unknown(w));
-        };
-        return Ok(cmd);
-    }
-    if is(first, "set") {
-        if w.len() >= 2 && is(w[1], "interface") {
-            if w.len() >= 3 && is(w[2], "state") {
-                let [_, _, _, name, state] = w else {
-                    return Err("usage: set interface state <IF> up|down".into());
-                };
-                let up = match *state {
-                    "up" => true,
-                    "down" => false,
-                    other => return Err(format!("state must be up or down, not '{other}'")),
-                };
-                return Ok(Command::SetInterfaceState {
-                    name: name.to_string(),
-                    up,
-                });
-            }
-            if w.len() >= 4 && w[2] == "ip" && is(w[3], "address") {
-                const USAGE: &str = "usage: set interface ip address [del] <IF> <ADDR/LEN>";
-                let mut rest: Vec<&str> = w[4..].to_vec();
-                let del = rest.contains(&"del");
-                rest.retain(|x| *x != "del");
-                let [name, address] = rest[..] else {
-                    return Err(USAGE.into());
-                };
-                return Ok(Command::SetInterfaceAddress {
-                    name: name.to_string(),
-                    address: address.to_string(),
-                    del,
-                });
-            }
-            if w.len() >= 4 && w[2] == "l2" && is(w[3], "xconnect") {
-                let [_, _, _, _, rx, tx] = w else {
-                    return Err("usage: set interface l2 xconnect <RX> <TX>".into());
-                };
-                return Ok(Command::SetXconnect {
-                    rx: rx.to_string(),
-                    tx: tx.to_string(),
-                });
-            }
-        }
-        if w.len() >= 3 && w[1] == "ip" && (is(w[2], "neighbor") || is(w[2], "neighbour")) {
-            const USAGE: &str = "usage: set ip neighbor [del] <IF> <ADDR> [<MAC>]";
-            let mut rest: Vec<&str> = w[3..].to_vec();
-            let del = rest.first() == Some(&"del");
-            if del {
-                rest.remove(0);
-            }
-            return match (del, &rest[..]) {
-                (false, [name, ip, mac]) => Ok(Command::SetIpNeighbor {
-                    name: name.to_string(),
-                    ip: ip.to_string(),
-                    mac: Some(mac.to_string()),
-                }),
-                (true, [name, ip]) => Ok(Command::SetIpNeighbor {
-                    name: name.to_string(),
-                    ip: ip.to_string(),
-                    mac: None,
-                }),
-                _ => Err(USAGE.into()),
-            };
-        }
-        return Err(unknown(w));
-    }
-    if first == "ip" || first == "ip6" {
-        if w.len() >= 2 && is(w[1], "route") {
-            return parse_route(&w[2..]);
-        }
-        return Err(unknown(w));
-    }
-    if is(first, "clear") {
-        let what = *w
-            .get(1)
-            .ok_or("clear what? (runtime, interfaces, errors, trace)")?;
-        if w.len() > 2 {
-            return Err(unknown(w));
-        }
-        return if is(what, "runtime") {
-            Ok(Command::ClearRuntime)
-        } else if is(what, "interfaces") {
-            Ok(Command::ClearInterfaces)
-        } else if is(what, "errors") {
-            Ok(Command::ClearErrors)
-        } else if is(what, "trace") && what.len() >= 2 {
-            Ok(Command::ClearTrace)
-        } else {
-            Err(unknown(w))
-        };
-    }
-    if is(first, "trace") && first.len() >= 2 {
-        if w.len() >= 2 && is(w[1], "add") {
-            let [_, _, node, count] = w else {
-                return Err("usage: trace add <NODE> <N>".into());
-            };
-            let count: u32 = count
-                .parse()
-                .ok()
-                .filter(|&n| n > 0 && n <= 100_000)
-                .ok_or_else(|| format!("trace count must be 1..100000, not '{count}'"))?;
-            return Ok(Command::TraceAdd {
-                node: node.to_string(),
-                count,
-            });
-        }
-        return Err(unknown(w));
-    }
-    Err(unknown(w))
-}
-
-const ROUTE_USAGE: &str =
-    "usage: ip route add <PREFIX> via <ADDR> [<IF>] [via <ADDR> [<IF>]]... | ip route add <PREFIX> drop | ip route del <PREFIX>";
-
-fn parse_route(w: &[&str]) -> Result<Command, String> {
-    let (Some(&op), Some(&prefix)) = (w.first(), w.get(1)) else {
-        return Err(ROUTE_USAGE.into());
-    };
-    if is(op, "del") || op == "delete" {
-        if w.len() != 2 {
-            return Err(ROUTE_USAGE.into());
-        }
-        return Ok(Command::IpRouteDel {
-            prefix: prefix.to_string(),
-        });
-    }
-    if !is(op, "add") {
-        return Err(ROUTE_USAGE.into());
-    }
-    let mut hops = Vec::new();
-    let mut rest = &w[2..];
-    while let Some(&word) = rest.first() {
-        if word == "via" {
-            let addr = rest.get(1).ok_or(ROUTE_USAGE)?;
-            let interface = rest.get(2).filter(|x| **x != "via").map(|s| s.to_string());
-            rest = &rest[2 + interface.is_some() as usize..];
-            hops.push(RouteHop::Via {
-                addr: addr.to_string(),
-                interface,
-            });
-        } else if ["drop", "blackhole"].contains(&word) {
-            hops.push(RouteHop::Drop);
-            rest = &rest[1..];
-        } else {
-            return Err(format!("unexpected '{word}' in route ({ROUTE_USAGE})"));
-        }
-    }
-    if hops.is_empty() {
-        return Err(ROUTE_USAGE.into());
-    }
-    Ok(Command::IpRouteAdd {
-        prefix: prefix.to_string(),
-        hops,
+    let (command, n) = find(&words)?;
+    let args = arguments(command, &words[..n], &words[n..])?;
+    Ok(Request {
+        command,
+        args,
+        json,
     })
+}
+
+/// The command the leading words name, and how many words that took: the longest command
+/// whose every keyword the typed words match.
+fn find(words: &[&str]) -> Result<(&'static Command, usize), String> {
+    if words.is_empty() {
+        return Err("empty command (try: help)".into());
+    }
+    let unknown = || format!("unknown command '{}' (try: help)", words.join(" "));
+    let mut alive: Vec<&'static Command> = commands().collect();
+    // The keywords the typed words named, for "show what?".
+    let mut said: Vec<&str> = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        let complete = alive.iter().find(|c| c.words.len() == i).copied();
+        let mut next: Vec<(&'static Command, &'static str, bool)> = alive
+            .iter()
+            .filter_map(|c| {
+                c.words
+                    .get(i)
+                    .and_then(|k| named_by(word, k))
+                    .map(|(a, e)| (*c, a, e))
+            })
+            .collect();
+        if next.iter().any(|(_, _, exact)| *exact) {
+            next.retain(|(_, _, exact)| *exact);
+        }
+        if next.is_empty() {
+            return complete.map(|c| (c, i)).ok_or_else(unknown);
+        }
+        let mut named: Vec<&str> = next.iter().map(|(_, a, _)| *a).collect();
+        named.sort();
+        named.dedup();
+        if named.len() > 1 {
+            return Err(format!(
+                "ambiguous command '{}': '{word}' may be {} (try: help)",
+                words[..=i].join(" "),
+                named.join(", ")
+            ));
+        }
+        said.push(named[0]);
+        alive = next.into_iter().map(|(c, _, _)| c).collect();
+    }
+    if let Some(c) = alive.iter().find(|c| c.words.len() == words.len()) {
+        return Ok((c, words.len()));
+    }
+    let mut more: Vec<&str> = Vec::new();
+    for k in alive.iter().filter_map(|c| c.words.get(words.len())) {
+        if !more.contains(&shown(k)) {
+            more.push(shown(k));
+        }
+    }
+    Err(format!("{} what? ({})", said.join(" "), more.join(", ")))
+}
+
+/// Check `rest` against the grammar of `command`, typed as `typed`.
+fn arguments(command: &Command, typed: &[&str], rest: &[&str]) -> Result<Args, String> {
+    let usage = || format!("usage: {}", command.usage());
+    let mut args = Args::default();
+    let mut words: Vec<&str> = rest.to_vec();
+    for arg in command.args {
+        if let Arg::Flag(f) = arg {
+            if words.contains(f) {
+                args.flags.push(*f);
+                words.retain(|w| w != f);
+            }
+        }
+    }
+    let mut given = words.iter();
+    for arg in command.args {
+        match arg {
+            Arg::Flag(_) => {}
+            Arg::Rest => args.rest = given.by_ref().map(|w| w.to_string()).collect(),
+            Arg::Optional(name) => {
+                if let Some(w) = given.next() {
+                    args.values.push((*name, w.to_string()));
+                }
+            }
+            Arg::Value(name) | Arg::Choice(name, _) | Arg::Count(name, _, _) => {
+                let w = *given.next().ok_or_else(usage)?;
+                args.values.push((*name, w.to_string()));
+            }
+        }
+    }
+    if let Some(extra) = given.next() {
+        let required = command
+            .args
+            .iter()
+            .any(|a| !matches!(a, Arg::Optional(_) | Arg::Flag(_)));
+        if required {
+            return Err(usage());
+        }
+        let before = words.len() - given.len() - 1;
+        let line: Vec<&str> = typed.iter().chain(&words[..before]).copied().collect();
+        return Err(format!(
+            "unexpected '{extra}' after '{}' (try: help)",
+            line.join(" ")
+        ));
+    }
+    for arg in command.args {
+        match arg {
+            Arg::Choice(name, choices) => {
+                let v = args.value(name);
+                if !choices.contains(&v) {
+                    return Err(format!(
+                        "{name} must be {}, not '{v}'",
+                        choices.join(" or ")
+                    ));
+                }
+            }
+            Arg::Count(name, what, max) => {
+                let v = args.value(name);
+                if !v.parse().is_ok_and(|n: u32| n > 0 && n <= *max) {
+                    return Err(format!("{what} must be 1..{max}, not '{v}'"));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(args)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn cmd(s: &str) -> Command {
-        parse(s).unwrap().command
+    /// The command a line names (shown words) and its arguments.
+    fn cmd(s: &str) -> (String, Args) {
+        let r = parse(s).unwrap_or_else(|e| panic!("{s}: {e}"));
+        let words: Vec<&str> = r.command.words.iter().map(|w| shown(w)).collect();
+        (words.join(" "), r.args)
+    }
+
+    fn named(s: &str) -> String {
+        cmd(s).0
     }
 
     #[test]
     fn full_and_short_words() {
-        assert_eq!(cmd("show interface"), Command::ShowInterface { name: None });
-        assert_eq!(
-            cmd("sh int d0"),
-            Command::ShowInterface {
-                name: Some("d0".into())
-            }
-        );
-        assert_eq!(cmd("sh run"), Command::ShowRuntime);
-        assert_eq!(
-            cmd("sh hard d1"),
-            Command::ShowHardware {
-                name: Some("d1".into())
-            }
-        );
-        assert_eq!(
-            cmd("show hardware-interfaces"),
-            Command::ShowHardware { name: None }
-        );
-        assert_eq!(cmd("show err"), Command::ShowErrors);
-        assert_eq!(cmd("clear run"), Command::ClearRuntime);
-        assert_eq!(
-            cmd("set int l2 xconnect d0 d1"),
-            Command::SetXconnect {
-                rx: "d0".into(),
-                tx: "d1".into()
-            }
-        );
-        assert_eq!(
-            cmd("set interface state d0 down"),
-            Command::SetInterfaceState {
-                name: "d0".into(),
-                up: false
-            }
-        );
-        assert_eq!(
-            cmd("trace add af-packet-input 10"),
-            Command::TraceAdd {
-                node: "af-packet-input".into(),
-                count: 10
-            }
-        );
+        assert_eq!(named("show interface"), "show interface");
+        let (c, a) = cmd("sh int d0");
+        assert_eq!((c.as_str(), a.get("IF")), ("show interface", Some("d0")));
+        assert_eq!(named("sh run"), "show runtime");
+        let (c, a) = cmd("sh hard d1");
+        assert_eq!((c.as_str(), a.get("IF")), ("show hardware", Some("d1")));
+        assert_eq!(named("show hardware-interfaces"), "show hardware");
+        assert_eq!(named("show err"), "show errors");
+        assert_eq!(named("clear run"), "clear runtime");
+        assert_eq!(named("?"), "help");
+        let (c, a) = cmd("set int l2 xconnect d0 d1");
+        assert_eq!(c, "set interface l2 xconnect");
+        assert_eq!((a.value("RX"), a.value("TX")), ("d0", "d1"));
+        let (c, a) = cmd("set interface state d0 down");
+        assert_eq!(c, "set interface state");
+        assert_eq!((a.value("IF"), a.value("state")), ("d0", "down"));
+        assert_eq!(named("show h"), "show hardware");
+        assert_eq!(named("clear t"), "clear trace");
+        let (c, a) = cmd("trace add af-packet-input 10");
+        assert_eq!(c, "trace add");
+        assert_eq!((a.value("NODE"), a.count("N")), ("af-packet-input", 10));
     }
 
     #[test]
     fn routing_commands() {
+        let (c, a) = cmd("sh ip fib 10.0.0.1");
         assert_eq!(
-            cmd("sh ip fib 10.0.0.1"),
-            Command::ShowIpFib {
-                v6: false,
-                query: Some("10.0.0.1".into())
-            }
+            (c.as_str(), a.get("QUERY")),
+            ("show ip fib", Some("10.0.0.1"))
         );
+        let (c, a) = cmd("show ip6 fib");
+        assert_eq!((c.as_str(), a.get("QUERY")), ("show ip6 fib", None));
+        assert_eq!(named("sh ip neigh"), "show ip neighbors");
+        assert_eq!(named("show ip6 arp"), "show ip neighbors");
+        let (c, a) = cmd("set int ip addr del d0 192.0.2.1/24");
+        assert_eq!(c, "set interface ip address");
+        assert!(a.flag("del"));
+        assert_eq!((a.value("IF"), a.value("ADDR")), ("d0", "192.0.2.1/24"));
+        let (c, a) = cmd("ip6 route add 10.0.0.0/8 via 192.0.2.2 d0");
+        assert_eq!(c, "ip route add");
+        assert_eq!(a.rest(), ["10.0.0.0/8", "via", "192.0.2.2", "d0"]);
+        assert_eq!(named("ip route delete 10.0.0.0/8"), "ip route del");
         assert_eq!(
-            cmd("show ip6 fib"),
-            Command::ShowIpFib {
-                v6: true,
-                query: None
-            }
+            named("set ip neighbor d0 192.0.2.2 02:00:00:00:00:01"),
+            "set ip neighbor"
         );
-        assert_eq!(cmd("sh ip neigh"), Command::ShowIpNeighbors);
-        assert_eq!(
-            cmd("set int ip addr del d0 192.0.2.1/24"),
-            Command::SetInterfaceAddress {
-                name: "d0".into(),
-                address: "192.0.2.1/24".into(),
-                del: true
-            }
-        );
-        assert_eq!(
-            cmd("ip route add 10.0.0.0/8 via 192.0.2.2 d0 via 192.0.2.3"),
-            Command::IpRouteAdd {
-                prefix: "10.0.0.0/8".into(),
-                hops: vec![
-                    RouteHop::Via {
-                        addr: "192.0.2.2".into(),
-                        interface: Some("d0".into())
-                    },
-                    RouteHop::Via {
-                        addr: "192.0.2.3".into(),
-                        interface: None
-                    }
-                ]
-            }
-        );
-        assert_eq!(
-            cmd("ip route add 10.0.0.0/8 drop"),
-            Command::IpRouteAdd {
-                prefix: "10.0.0.0/8".into(),
-                hops: vec![RouteHop::Drop]
-            }
-        );
-        assert_eq!(
-            cmd("ip route del 10.0.0.0/8"),
-            Command::IpRouteDel {
-                prefix: "10.0.0.0/8".into()
-            }
-        );
-        assert_eq!(
-            cmd("set ip neighbor d0 192.0.2.2 02:00:00:00:00:01"),
-            Command::SetIpNeighbor {
-                name: "d0".into(),
-                ip: "192.0.2.2".into(),
-                mac: Some("02:00:00:00:00:01".into())
-            }
-        );
-        for bad in [
-            "ip route add 10.0.0.0/8",
-            "ip route add 10.0.0.0/8 via",
-            "ip route add 10.0.0.0/8 through x",
-            "ip route del",
-            "set int ip addr d0",
-            "set ip neighbor d0 1.2.3.4",
-            "show ip fib a b",
-        ] {
+        for bad in ["set int ip addr d0", "show ip fib a b", "ip route frob"] {
             assert!(parse(bad).is_err(), "{bad}");
         }
     }
@@ -510,7 +376,7 @@ mod tests {
     fn json_flag() {
         let r = parse("show buffers --json").unwrap();
         assert!(r.json);
-        assert_eq!(r.command, Command::ShowBuffers);
+        assert_eq!(r.command.words, ["show", "buffers"]);
     }
 
     #[test]
@@ -528,11 +394,71 @@ mod tests {
             "trace add x 0",
             "clear",
             "show int --verbose",
+            "show t",
         ] {
-            let e = parse(bad).unwrap_err();
+            let e = parse(bad)
+                .err()
+                .unwrap_or_else(|| panic!("{bad} was accepted"));
             assert!(!e.contains('\n'), "{bad}: {e}");
             assert!(!e.is_empty());
         }
-        assert!(parse("shw int").unwrap_err().contains("try: help"));
+        assert!(parse("shw int")
+            .err()
+            .unwrap_or_default()
+            .contains("try: help"));
+    }
+
+    #[test]
+    fn errors_come_from_the_table() {
+        let e = |s: &str| parse(s).err().unwrap_or_default();
+        assert_eq!(e("show frobs"), "unknown command 'show frobs' (try: help)");
+        assert_eq!(
+            e("show runtime extra"),
+            "unexpected 'extra' after 'show runtime' (try: help)"
+        );
+        assert_eq!(
+            e("sh ip fib a b"),
+            "unexpected 'b' after 'sh ip fib a' (try: help)"
+        );
+        assert_eq!(
+            e("set interface state d0 sideways"),
+            "state must be up or down, not 'sideways'"
+        );
+        assert_eq!(
+            e("set int state d0"),
+            "usage: set interface state <IF> up|down"
+        );
+        assert_eq!(e("trace add x 0"), "trace count must be 1..100000, not '0'");
+        assert_eq!(
+            e("clear"),
+            "clear what? (interfaces, runtime, errors, trace)"
+        );
+        assert_eq!(e("sh ip"), "show ip what? (fib, neighbors)");
+        assert_eq!(e("ip r"), "ip route what? (add, del)");
+        assert_eq!(
+            e("s"),
+            "ambiguous command 's': 's' may be set, show (try: help)"
+        );
+        assert_eq!(
+            e("show t"),
+            "ambiguous command 'show t': 't' may be threads, trace (try: help)"
+        );
+        assert_eq!(
+            e("sh i"),
+            "ambiguous command 'sh i': 'i' may be interface, ip, ip6 (try: help)"
+        );
+    }
+
+    #[test]
+    fn help_lists_every_command_once() {
+        let h = help();
+        assert_eq!(h.lines().count(), 1 + commands().count());
+        for line in [
+            "  show interface [<IF>]                    interface state and counters",
+            "  set ip neighbor [del] <IF> <ADDR> [<MAC>] static ARP/ND entry (never replaced by learning)",
+            "  help                                     list commands",
+        ] {
+            assert!(h.contains(line), "{line}\n{h}");
+        }
     }
 }

@@ -1,7 +1,16 @@
 //! The control plane: the CLI socket, its commands, and the client that talks to it.
+//!
+//! `cli` holds the command table and its matcher; every area declares its commands next to
+//! their handlers (`interfaces`, `l2`, `runtime`, `trace`, `routing`) in a `COMMANDS` slice
+//! that `cli::AREAS` gathers. `exec` keeps the control plane's state and runs a matched line;
+//! `server` is the socket, `client` is `sluice ctl`.
 
 pub mod cli;
 pub mod client;
 pub mod exec;
+pub mod interfaces;
+pub mod l2;
 pub mod routing;
+pub mod runtime;
 pub mod server;
+pub mod trace;

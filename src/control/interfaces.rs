@@ -1,0 +1,170 @@
+//! The interface commands: `show interface`, `show hardware`, `set interface state`,
+//! `clear interfaces`.
+
+use super::cli::{Arg, Args, Command, Output};
+use super::exec::Control;
+use crate::interface::Interface;
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+
+pub const COMMANDS: &[Command] = &[
+    Command {
+        words: &["show", "interface"],
+        syntax: "[<IF>]",
+        help: "interface state and counters",
+        args: &[Arg::Optional("IF")],
+        run: |c, a| show_interface(c, a.get("IF")),
+    },
+    Command {
+        words: &["show", "hardware|hardware-interfaces"],
+        syntax: "[<IF>]",
+        help: "driver facts: host device, modes, queues, rings",
+        args: &[Arg::Optional("IF")],
+        run: |c, a| show_hardware(c, a.get("IF")),
+    },
+    Command {
+        words: &["set", "interface", "state"],
+        syntax: "<IF> up|down",
+        help: "admin state",
+        args: &[Arg::Value("IF"), Arg::Choice("state", &["up", "down"])],
+        run: set_state,
+    },
+    Command {
+        words: &["clear", "interfaces"],
+        syntax: "",
+        help: "restart the interface counters",
+        args: &[],
+        run: |c, _| {
+            for i in &c.dp.interfaces.list {
+                i.clear();
+            }
+            Output::done()
+        },
+    },
+];
+
+fn set_state(c: &mut Control, a: &Args) -> Result<Output, String> {
+    c.interface(a.value("IF"))?.set_up(a.value("state") == "up");
+    Output::done()
+}
+
+fn show_interface(ctl: &Control, name: Option<&str>) -> Result<Output, String> {
+    let list = ctl.interfaces(name)?;
+    let mut t = format!(
+        "{:<16}{:>5}{:>11}{:>8}   {:<20}{:>16}\n",
+        "Name", "Idx", "State", "MTU", "Counter", "Count"
+    );
+    let mut arr = Vec::new();
+    for i in &list {
+        let c = i.totals();
+        let state = i.state();
+        let link_counters = i.link_counters();
+        let rows = [
+            ("rx packets", c.rx_packets),
+            ("rx bytes", c.rx_bytes),
+            ("tx packets", c.tx_packets),
+            ("tx bytes", c.tx_bytes),
+            ("drops", c.drops),
+            ("tx-error", c.tx_errors),
+            ("rx-miss", c.rx_miss),
+        ];
+        let mut first = true;
+        for (label, v) in rows
+            .iter()
+            .chain(link_counters.iter())
+            .filter(|(_, v)| *v > 0)
+        {
+            if first {
+                let _ = writeln!(
+                    t,
+                    "{:<16}{:>5}{:>11}{:>8}   {:<20}{:>16}",
+                    i.name, i.index, state, i.mtu, label, v
+                );
+                first = false;
+            } else {
+                let _ = writeln!(t, "{:<40}   {:<20}{:>16}", "", label, v);
+            }
+        }
+        if first {
+            let _ = writeln!(t, "{:<16}{:>5}{:>11}{:>8}", i.name, i.index, state, i.mtu);
+        }
+        let _ = writeln!(
+            t,
+            "{:<43}driver {}, rx queues {}, tx queues {}",
+            "", i.driver, i.rx_queues, i.tx_queues
+        );
+        if let Some(l) = i.host_link() {
+            let _ = writeln!(
+                t,
+                "    {:<14} {} (admin {}, {} changes)",
+                format!("link {}", l.name()),
+                i.link_state(),
+                if i.is_up() { "up" } else { "down" },
+                l.changes()
+            );
+        }
+        mac_and_addresses(ctl, i, &mut t);
+        let mut details = serde_json::Map::new();
+        for (k, v) in &i.all_details() {
+            details.insert(k.clone(), Value::String(v.clone()));
+        }
+        let mut v = json!({
+            "name": i.name, "index": i.index, "driver": i.driver, "state": state,
+            "mtu": i.mtu, "rx_queues": i.rx_queues, "tx_queues": i.tx_queues,
+            "admin": if i.is_up() { "up" } else { "down" },
+            "link": i.link_state(),
+            "rx_packets": c.rx_packets, "rx_bytes": c.rx_bytes,
+            "tx_packets": c.tx_packets, "tx_bytes": c.tx_bytes,
+            "drops": c.drops, "tx_errors": c.tx_errors, "rx_miss": c.rx_miss,
+            "details": details,
+        });
+        // Link counters as numbers: link_changes, tx_dropped_link_down, ...
+        for (k, n) in &link_counters {
+            v[k.replace('-', "_")] = json!(n);
+        }
+        arr.push(v);
+    }
+    Ok(Output::Shown(t, Value::Array(arr)))
+}
+
+/// `show hardware`: what each driver says of its device (VPP's show hardware-interfaces).
+fn show_hardware(c: &Control, name: Option<&str>) -> Result<Output, String> {
+    let list = c.interfaces(name)?;
+    let mut t = String::new();
+    let mut arr = Vec::new();
+    for i in &list {
+        let state = i.state();
+        let _ = writeln!(
+            t,
+            "{:<16}{:>5}  {:<5} driver {}, rx queues {}, tx queues {}",
+            i.name, i.index, state, i.driver, i.rx_queues, i.tx_queues
+        );
+        let addresses = mac_and_addresses(c, i, &mut t);
+        let mut details = serde_json::Map::new();
+        for (k, v) in &i.all_details() {
+            let _ = writeln!(t, "    {k:<14} {v}");
+            details.insert(k.clone(), Value::String(v.clone()));
+        }
+        arr.push(json!({
+            "name": i.name, "index": i.index, "driver": i.driver, "state": state,
+            "rx_queues": i.rx_queues, "tx_queues": i.tx_queues, "details": details,
+            "link": i.link_state(),
+            "mac": i.mac.to_string(), "addresses": addresses,
+        }));
+    }
+    Ok(Output::Shown(t, Value::Array(arr)))
+}
+
+/// The `mac` and `addresses` lines of an interface; returns the addresses.
+fn mac_and_addresses(c: &Control, i: &Interface, t: &mut String) -> Vec<String> {
+    let addresses =
+        c.dp.router
+            .lock()
+            .map(|r| r.addresses(i.index))
+            .unwrap_or_default();
+    let _ = writeln!(t, "    {:<14} {}", "mac", i.mac);
+    if !addresses.is_empty() {
+        let _ = writeln!(t, "    {:<14} {}", "addresses", addresses.join(" "));
+    }
+    addresses
+}
