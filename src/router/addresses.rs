@@ -31,16 +31,20 @@ impl Router {
                     ));
                 }
                 self.view.interfaces[itf].v4.push((a, len));
-                self.set4(Prefix4::containing(a, 32), ADJ_LOCAL, RouteSource::Local);
+                self.set(
+                    IpPrefix::V4(Prefix4::containing(a, 32)),
+                    ADJ_LOCAL,
+                    RouteSource::Local,
+                );
                 if len < 32 {
                     let glean = self.adj_for(AdjKey::Glean(interface));
                     self.view.interfaces[itf].glean = glean;
-                    self.set4(net, glean, RouteSource::Connected);
+                    self.set(IpPrefix::V4(net), glean, RouteSource::Connected);
                 }
                 if len <= 30 {
                     for edge in [net.addr(), net.last()] {
-                        self.set4(
-                            Prefix4::containing(edge, 32),
+                        self.set(
+                            IpPrefix::V4(Prefix4::containing(edge, 32)),
                             ADJ_DROP,
                             RouteSource::Special,
                         );
@@ -57,11 +61,15 @@ impl Router {
                     ));
                 }
                 self.view.interfaces[itf].v6.push((a, len));
-                self.set6(Prefix6::containing(a, 128), ADJ_LOCAL, RouteSource::Local);
+                self.set(
+                    IpPrefix::V6(Prefix6::containing(a, 128)),
+                    ADJ_LOCAL,
+                    RouteSource::Local,
+                );
                 if len < 128 {
                     let glean = self.adj_for(AdjKey::Glean(interface));
                     self.view.interfaces[itf].glean = glean;
-                    self.set6(net, glean, RouteSource::Connected);
+                    self.set(IpPrefix::V6(net), glean, RouteSource::Connected);
                 }
             }
         }

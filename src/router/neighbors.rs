@@ -2,7 +2,6 @@
 //! adjacencies that wait for them and bring host routes on connected networks.
 
 use super::{host_prefix, NeighborLearn, RouteSource, Router, MAX_NEIGHBORS};
-use crate::fib::parse::IpPrefix;
 use crate::router::allocator::AdjKey;
 use std::net::IpAddr;
 
@@ -73,10 +72,7 @@ impl Router {
             let host = host_prefix(n.ip);
             if self.source_of(host).is_none() {
                 let adj = self.adj_for(AdjKey::Neighbor(n.interface, n.ip));
-                match host {
-                    IpPrefix::V4(p) => self.set4(p, adj, RouteSource::Host),
-                    IpPrefix::V6(p) => self.set6(p, adj, RouteSource::Host),
-                }
+                self.set(host, adj, RouteSource::Host);
             }
         }
         Ok(true)

@@ -6,33 +6,28 @@ use crate::fib::parse::IpPrefix;
 use crate::fib::{Prefix4, Prefix6};
 use crate::router::adjacency::ADJ_DROP;
 use crate::router::allocator::AdjKey;
+use std::collections::HashMap;
+use std::hash::Hash;
 use std::net::IpAddr;
 
 impl Router {
-    pub(super) fn set4(&mut self, p: Prefix4, adj: u32, source: RouteSource) {
+    /// Point the route for `p` at `adj` (held), releasing what it pointed at, and remember
+    /// who made it.
+    pub(super) fn set(&mut self, p: IpPrefix, adj: u32, source: RouteSource) {
         self.hold(adj);
         // Our indices are far below the FIB's reserved values, so this cannot fail.
-        let old = self.fib.add4(p, adj).ok().flatten();
-        if let Some(old) = old {
+        let old = match p {
+            IpPrefix::V4(p) => {
+                remember(&mut self.special4, p, source);
+                self.fib.add4(p, adj)
+            }
+            IpPrefix::V6(p) => {
+                remember(&mut self.special6, p, source);
+                self.fib.add6(p, adj)
+            }
+        };
+        if let Some(old) = old.ok().flatten() {
             self.release(old);
-        }
-        if source == RouteSource::Static {
-            self.special4.remove(&p);
-        } else {
-            self.special4.insert(p, source);
-        }
-    }
-
-    pub(super) fn set6(&mut self, p: Prefix6, adj: u32, source: RouteSource) {
-        self.hold(adj);
-        let old = self.fib.add6(p, adj).ok().flatten();
-        if let Some(old) = old {
-            self.release(old);
-        }
-        if source == RouteSource::Static {
-            self.special6.remove(&p);
-        } else {
-            self.special6.insert(p, source);
         }
     }
 
@@ -169,10 +164,7 @@ impl Router {
         } else {
             self.adj_for(AdjKey::Multipath(members))
         };
-        match prefix {
-            IpPrefix::V4(p) => self.set4(p, adj, RouteSource::Static),
-            IpPrefix::V6(p) => self.set6(p, adj, RouteSource::Static),
-        }
+        self.set(prefix, adj, RouteSource::Static);
         Ok(())
     }
 
@@ -188,5 +180,15 @@ impl Router {
                 Ok(())
             }
         }
+    }
+}
+
+/// The routes the router makes itself are remembered with their source; a static route lives
+/// only in the FIB.
+fn remember<P: Eq + Hash>(special: &mut HashMap<P, RouteSource>, p: P, source: RouteSource) {
+    if source == RouteSource::Static {
+        special.remove(&p);
+    } else {
+        special.insert(p, source);
     }
 }
