@@ -1,7 +1,7 @@
 //! Interface addresses and the routes they bring: local, connected, and for IPv4 subnets the
 //! dropped network and broadcast addresses.
 
-use super::{RouteSource, Router};
+use super::{host_prefix, RouteSource, Router};
 use crate::fib::parse::IpPrefix;
 use crate::fib::{Prefix4, Prefix6};
 use crate::router::adjacency::{ADJ_DROP, ADJ_LOCAL};
@@ -20,58 +20,25 @@ impl Router {
         if self.is_ours(addr) {
             return Err(format!("{addr} is already an address of this router"));
         }
+        let net = network(addr, len);
+        if let Some(other) = self.connected_owner(net) {
+            return Err(format!(
+                "{net} is already connected on {}",
+                self.name(other)
+            ));
+        }
         match addr {
-            IpAddr::V4(a) => {
-                let a = u32::from(a);
-                let net = Prefix4::containing(a, len);
-                if let Some(other) = self.connected_owner(IpPrefix::V4(net)) {
-                    return Err(format!(
-                        "{net} is already connected on {}",
-                        self.name(other)
-                    ));
-                }
-                self.view.interfaces[itf].v4.push((a, len));
-                self.set(
-                    IpPrefix::V4(Prefix4::containing(a, 32)),
-                    ADJ_LOCAL,
-                    RouteSource::Local,
-                );
-                if len < 32 {
-                    let glean = self.adj_for(AdjKey::Glean(interface));
-                    self.view.interfaces[itf].glean = glean;
-                    self.set(IpPrefix::V4(net), glean, RouteSource::Connected);
-                }
-                if len <= 30 {
-                    for edge in [net.addr(), net.last()] {
-                        self.set(
-                            IpPrefix::V4(Prefix4::containing(edge, 32)),
-                            ADJ_DROP,
-                            RouteSource::Special,
-                        );
-                    }
-                }
-            }
-            IpAddr::V6(a) => {
-                let a = u128::from(a);
-                let net = Prefix6::containing(a, len);
-                if let Some(other) = self.connected_owner(IpPrefix::V6(net)) {
-                    return Err(format!(
-                        "{net} is already connected on {}",
-                        self.name(other)
-                    ));
-                }
-                self.view.interfaces[itf].v6.push((a, len));
-                self.set(
-                    IpPrefix::V6(Prefix6::containing(a, 128)),
-                    ADJ_LOCAL,
-                    RouteSource::Local,
-                );
-                if len < 128 {
-                    let glean = self.adj_for(AdjKey::Glean(interface));
-                    self.view.interfaces[itf].glean = glean;
-                    self.set(IpPrefix::V6(net), glean, RouteSource::Connected);
-                }
-            }
+            IpAddr::V4(a) => self.view.interfaces[itf].v4.push((u32::from(a), len)),
+            IpAddr::V6(a) => self.view.interfaces[itf].v6.push((u128::from(a), len)),
+        }
+        self.set(host_prefix(addr), ADJ_LOCAL, RouteSource::Local);
+        if len < host_len(addr) {
+            let glean = self.adj_for(AdjKey::Glean(interface));
+            self.view.interfaces[itf].glean = glean;
+            self.set(net, glean, RouteSource::Connected);
+        }
+        for edge in subnet_edges(net) {
+            self.set(edge, ADJ_DROP, RouteSource::Special);
         }
         self.view_dirty = true;
         Ok(())
@@ -90,22 +57,10 @@ impl Router {
     }
 
     pub fn del_address(&mut self, interface: u32, addr: IpAddr, len: u8) -> Result<(), String> {
-        let itf = interface as usize;
+        let i = &mut self.view.interfaces[interface as usize];
         let found = match addr {
-            IpAddr::V4(a) => {
-                let a = u32::from(a);
-                let list = &mut self.view.interfaces[itf].v4;
-                let before = list.len();
-                list.retain(|&x| x != (a, len));
-                before != list.len()
-            }
-            IpAddr::V6(a) => {
-                let a = u128::from(a);
-                let list = &mut self.view.interfaces[itf].v6;
-                let before = list.len();
-                list.retain(|&x| x != (a, len));
-                before != list.len()
-            }
+            IpAddr::V4(a) => remove(&mut i.v4, (u32::from(a), len)),
+            IpAddr::V6(a) => remove(&mut i.v6, (u128::from(a), len)),
         };
         if !found {
             return Err(format!(
@@ -113,29 +68,51 @@ impl Router {
                 self.name(interface)
             ));
         }
-        match addr {
-            IpAddr::V4(a) => {
-                let a = u32::from(a);
-                let net = Prefix4::containing(a, len);
-                self.unset(IpPrefix::V4(Prefix4::containing(a, 32)));
-                if len < 32 {
-                    self.unset(IpPrefix::V4(net));
-                }
-                if len <= 30 {
-                    for edge in [net.addr(), net.last()] {
-                        self.unset(IpPrefix::V4(Prefix4::containing(edge, 32)));
-                    }
-                }
-            }
-            IpAddr::V6(a) => {
-                let a = u128::from(a);
-                self.unset(IpPrefix::V6(Prefix6::containing(a, 128)));
-                if len < 128 {
-                    self.unset(IpPrefix::V6(Prefix6::containing(a, len)));
-                }
-            }
+        let net = network(addr, len);
+        self.unset(host_prefix(addr));
+        if len < host_len(addr) {
+            self.unset(net);
+        }
+        for edge in subnet_edges(net) {
+            self.unset(edge);
         }
         self.view_dirty = true;
         Ok(())
     }
+}
+
+/// The network an interface address is on.
+fn network(addr: IpAddr, len: u8) -> IpPrefix {
+    match addr {
+        IpAddr::V4(a) => IpPrefix::V4(Prefix4::containing(u32::from(a), len)),
+        IpAddr::V6(a) => IpPrefix::V6(Prefix6::containing(u128::from(a), len)),
+    }
+}
+
+/// 32 or 128: the length of a host route of the address's family.
+fn host_len(addr: IpAddr) -> u8 {
+    if addr.is_ipv4() {
+        32
+    } else {
+        128
+    }
+}
+
+/// The network and broadcast addresses of an IPv4 subnet up to /30, which are dropped; none
+/// for IPv6 or smaller IPv4 subnets.
+fn subnet_edges(net: IpPrefix) -> Vec<IpPrefix> {
+    match net {
+        IpPrefix::V4(net) if net.len() <= 30 => [net.addr(), net.last()]
+            .into_iter()
+            .map(|edge| IpPrefix::V4(Prefix4::containing(edge, 32)))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Remove `entry` from an interface's address list; whether it was there.
+fn remove<A: PartialEq + Copy>(list: &mut Vec<(A, u8)>, entry: (A, u8)) -> bool {
+    let before = list.len();
+    list.retain(|&x| x != entry);
+    before != list.len()
 }
