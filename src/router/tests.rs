@@ -1,3 +1,4 @@
+use super::adjacency::{AdjKind, Adjacency};
 use super::*;
 use std::net::{Ipv4Addr, Ipv6Addr};
 

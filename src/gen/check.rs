@@ -1,0 +1,100 @@
+//! The receiver: counts and checks every frame that arrives (loss, duplicates, reordering,
+//! corruption, latency) and can write them to a pcap file.
+
+use super::engine::WARMUP_SEQ;
+use super::frame::{self, Profile, Stamp};
+use super::port::FrameSource;
+use super::report::{RxReport, SecondLine};
+use super::Options;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Receive until the sender is done and nothing new arrived for a drain time.
+pub(super) fn receive_loop(
+    opts: &Options,
+    profile: &Profile,
+    label: &str,
+    ring: &mut dyn FrameSource,
+    tx_done: &AtomicBool,
+    mut capture: Option<PcapWriter>,
+) -> RxReport {
+    const DRAIN_QUIET: Duration = Duration::from_millis(300);
+    const DRAIN_MAX: Duration = Duration::from_secs(2);
+    let mut r = RxReport::default();
+    let mut seen: Vec<u64> = Vec::new();
+    let mut max_seq: Option<u64> = None;
+    let mut scratch = Vec::with_capacity(9018);
+    let mut done_at: Option<Instant> = None;
+    let mut last_rx = Instant::now();
+    let mut line = SecondLine::new();
+    let rx_label = format!("{label}rx: ");
+    loop {
+        let got = ring.poll(&mut |ts, data| {
+            if let Some(w) = capture.as_mut() {
+                if w.write(ts, data).is_err() {
+                    capture = None;
+                    eprintln!("sluice gen: capture file write failed; capture stopped");
+                }
+            }
+            let Some(st) = frame::stamp(data) else {
+                r.other += 1;
+                return;
+            };
+            let Stamp { seq, tx_ns } = st;
+            if seq & WARMUP_SEQ != 0 {
+                if !frame::verify(profile, data, st, &mut scratch) {
+                    r.corrupt += 1;
+                }
+                return;
+            }
+            let word = (seq / 64) as usize;
+            if word >= seen.len() {
+                if word > 1 << 26 {
+                    r.corrupt += 1;
+                    return;
+                }
+                seen.resize(word + 1024, 0);
+            }
+            let bit = 1u64 << (seq % 64);
+            if seen[word] & bit != 0 {
+                r.dup += 1;
+                return;
+            }
+            seen[word] |= bit;
+            // Unique frames only: duplicates are counted apart.
+            r.packets += 1;
+            r.bytes += data.len() as u64;
+            if max_seq.is_some_and(|m| seq < m) {
+                r.reorder += 1;
+            }
+            max_seq = Some(max_seq.map_or(seq, |m| m.max(seq)));
+            if !frame::verify(profile, data, st, &mut scratch) {
+                r.corrupt += 1;
+            }
+            if r.latencies.len() < 4_000_000 {
+                r.latencies.push(ts.saturating_sub(tx_ns));
+            }
+        }) > 0;
+        let now = Instant::now();
+        if got {
+            last_rx = now;
+        }
+        line.tick(opts.quiet, &rx_label, r.packets);
+        if tx_done.load(Ordering::Acquire) {
+            let d = *done_at.get_or_insert(now);
+            if now - last_rx >= DRAIN_QUIET || now - d >= DRAIN_MAX {
+                break;
+            }
+        }
+        if !got {
+            ring.wait(10);
+        }
+    }
+    if let Some(mut w) = capture {
+        let _ = w.flush();
+    }
+    r.ring_drops = ring.drops();
+    r
+}
+
+pub(super) type PcapWriter = crate::drivers::pcap::file::Writer<std::io::BufWriter<std::fs::File>>;

@@ -1,0 +1,97 @@
+//! Neighbours: learnt from the workers (ARP, ND) or set from the CLI; they complete the
+//! adjacencies that wait for them and bring host routes on connected networks.
+
+use super::{host_prefix, NeighborLearn, RouteSource, Router, MAX_NEIGHBORS};
+use crate::router::allocator::AdjKey;
+use std::net::IpAddr;
+
+impl Router {
+    /// A neighbour heard on `interface`. Completes the adjacencies that wait for it and, for
+    /// a host on a connected network without a route of its own, installs a host route so
+    /// that its packets no longer need the glean path. Returns whether anything changed.
+    pub fn learn(&mut self, n: NeighborLearn) -> Result<bool, String> {
+        self.set_neighbor(n, false)
+    }
+
+    /// A neighbour from the CLI (static: a learn never replaces it).
+    pub fn set_static_neighbor(&mut self, n: NeighborLearn) -> Result<bool, String> {
+        self.set_neighbor(n, true)
+    }
+
+    fn set_neighbor(&mut self, n: NeighborLearn, static_entry: bool) -> Result<bool, String> {
+        let key = (n.interface, n.ip);
+        if n.interface as usize >= self.view.interfaces.len() {
+            return Err(format!("no interface {}", n.interface));
+        }
+        if n.mac.0[0] & 1 != 0 || n.mac.0 == [0; 6] {
+            return Err(format!("{} is not a unicast MAC", n.mac));
+        }
+        if !static_entry && self.static_neighbors.contains(&key) {
+            return Ok(false);
+        }
+        // Link-local addresses are on the link of every interface that speaks IPv6 (RFC 4291
+        // 2.5.6): our replies and errors to them are resolved like any neighbour.
+        let link_local = match n.ip {
+            IpAddr::V6(a) => {
+                crate::wire::ipv6::is_link_local(u128::from(a))
+                    && !self.view.interfaces[n.interface as usize].v6.is_empty()
+            }
+            IpAddr::V4(_) => false,
+        };
+        if self.connected_interface(n.ip) != Some(n.interface) && !static_entry && !link_local {
+            return Err(format!(
+                "{} is not on a connected network of {}",
+                n.ip,
+                self.name(n.interface)
+            ));
+        }
+        if self.view.neighbors.get(&key) == Some(&n.mac) {
+            if static_entry {
+                self.static_neighbors.insert(key);
+            }
+            return Ok(false);
+        }
+        if !self.view.neighbors.contains_key(&key) && self.view.neighbors.len() >= MAX_NEIGHBORS {
+            return Err(format!("neighbour table full ({MAX_NEIGHBORS})"));
+        }
+        self.view.neighbors.insert(key, n.mac);
+        if static_entry {
+            self.static_neighbors.insert(key);
+        }
+        self.view_dirty = true;
+        if let Some(&adj) = self.keys.get(&AdjKey::Neighbor(n.interface, n.ip)) {
+            let rewrite = self.neighbor_rewrite(n.interface, n.ip);
+            let a = &mut self.view.adjs[adj as usize];
+            if let Some(r) = rewrite {
+                a.rewrite = r;
+                a.complete = true;
+            }
+        }
+        // A host route, unless something more specific than the connected route is there.
+        if self.connected_interface(n.ip) == Some(n.interface) {
+            let host = host_prefix(n.ip);
+            if self.source_of(host).is_none() {
+                let adj = self.adj_for(AdjKey::Neighbor(n.interface, n.ip));
+                self.set(host, adj, RouteSource::Host);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Remove a neighbour (and its host route); its adjacencies become incomplete.
+    pub fn del_neighbor(&mut self, interface: u32, ip: IpAddr) -> Result<(), String> {
+        if self.view.neighbors.remove(&(interface, ip)).is_none() {
+            return Err(format!("no neighbour {ip} on {}", self.name(interface)));
+        }
+        self.static_neighbors.remove(&(interface, ip));
+        self.view_dirty = true;
+        if let Some(&adj) = self.keys.get(&AdjKey::Neighbor(interface, ip)) {
+            self.view.adjs[adj as usize].complete = false;
+        }
+        let host = host_prefix(ip);
+        if self.source_of(host) == Some(RouteSource::Host) {
+            self.unset(host);
+        }
+        Ok(())
+    }
+}

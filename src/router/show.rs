@@ -1,0 +1,178 @@
+//! What the router shows: `show ip fib` (routes, one route, summary), `show ip neighbors` and
+//! `show interface address`.
+
+use super::{RouteSource, Router};
+use crate::fib::parse::IpPrefix;
+use crate::fib::FibMemory;
+use crate::router::adjacency::AdjKind;
+use std::net::IpAddr;
+
+/// What the router says about one route, for `show ip fib`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RouteView {
+    pub prefix: String,
+    pub source: RouteSource,
+    pub adjacency: u32,
+    /// One line per path: "via 198.51.100.2 d1 (52:54:00:..)", "glean d0", "drop", "local".
+    pub paths: Vec<String>,
+}
+
+/// `show ip fib summary`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FibSummary {
+    pub v4_routes: usize,
+    pub v6_routes: usize,
+    pub by_source: Vec<(RouteSource, usize)>,
+    pub adjacencies: usize,
+    pub neighbors: usize,
+    pub memory: FibMemory,
+    pub route_file: Option<String>,
+    pub route_file_routes: usize,
+    pub load_seconds: f64,
+}
+
+/// `show ip neighbors`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct NeighborView {
+    pub interface: String,
+    pub ip: IpAddr,
+    pub mac: String,
+    pub static_entry: bool,
+}
+
+impl Router {
+    fn describe(&self, adj: u32) -> Vec<String> {
+        let a = self.view.adj(adj);
+        match a.kind {
+            AdjKind::Drop => vec!["drop".into()],
+            AdjKind::Local => vec!["local".into()],
+            AdjKind::Glean => vec![format!("glean {}", self.name(a.interface))],
+            AdjKind::Neighbor => {
+                let mac = self
+                    .view
+                    .neighbors
+                    .get(&(a.interface, a.next_hop))
+                    .map_or_else(|| "unresolved".to_string(), |m| m.to_string());
+                vec![format!(
+                    "via {} {} ({mac})",
+                    a.next_hop,
+                    self.name(a.interface)
+                )]
+            }
+            AdjKind::Multipath => {
+                let members = &self.view.members[a.first as usize..(a.first + a.count) as usize];
+                members.iter().flat_map(|&m| self.describe(m)).collect()
+            }
+        }
+    }
+
+    fn route_view(&self, p: IpPrefix, adj: u32) -> RouteView {
+        RouteView {
+            prefix: p.to_string(),
+            source: self.source_of(p).unwrap_or(RouteSource::Static),
+            adjacency: adj,
+            paths: self.describe(adj),
+        }
+    }
+
+    /// Routes of one family in prefix order, at most `limit`, and how many there are.
+    pub fn routes(&self, v6: bool, limit: usize) -> (Vec<RouteView>, usize) {
+        if v6 {
+            let t = self.fib.routes6();
+            let v = t
+                .iter()
+                .take(limit)
+                .map(|(p, a)| self.route_view(IpPrefix::V6(p), a))
+                .collect();
+            (v, t.len())
+        } else {
+            let t = self.fib.routes4();
+            let v = t
+                .iter()
+                .take(limit)
+                .map(|(p, a)| self.route_view(IpPrefix::V4(p), a))
+                .collect();
+            (v, t.len())
+        }
+    }
+
+    /// The route an address takes (longest match), or the route for exactly a prefix.
+    pub fn route_for(&self, query: &str) -> Result<Option<RouteView>, String> {
+        if let Ok(ip) = query.parse::<IpAddr>() {
+            return Ok(match ip {
+                IpAddr::V4(a) => self
+                    .fib
+                    .routes4()
+                    .lookup(a.into())
+                    .map(|(p, adj)| self.route_view(IpPrefix::V4(p), adj)),
+                IpAddr::V6(a) => self
+                    .fib
+                    .routes6()
+                    .lookup(a.into())
+                    .map(|(p, adj)| self.route_view(IpPrefix::V6(p), adj)),
+            });
+        }
+        let p = crate::fib::parse::parse_prefix(query)?;
+        Ok(match p {
+            IpPrefix::V4(x) => self.fib.routes4().get(x),
+            IpPrefix::V6(x) => self.fib.routes6().get(x),
+        }
+        .map(|adj| self.route_view(p, adj)))
+    }
+
+    pub fn summary(&mut self) -> FibSummary {
+        let mut by_source: Vec<(RouteSource, usize)> = Vec::new();
+        let mut count = |s: RouteSource| match by_source.iter_mut().find(|x| x.0 == s) {
+            Some(x) => x.1 += 1,
+            None => by_source.push((s, 1)),
+        };
+        for s in self.special4.values().chain(self.special6.values()) {
+            count(*s);
+        }
+        let v4 = self.fib.routes4().len();
+        let v6 = self.fib.routes6().len();
+        let statics = v4 + v6 - self.special4.len() - self.special6.len();
+        by_source.push((RouteSource::Static, statics));
+        FibSummary {
+            v4_routes: v4,
+            v6_routes: v6,
+            by_source,
+            adjacencies: self.keys.len() + 2,
+            neighbors: self.view.neighbors.len(),
+            memory: self.fib.memory(),
+            route_file: self.route_file.clone(),
+            route_file_routes: self.route_file_routes,
+            load_seconds: self.load_time.as_secs_f64(),
+        }
+    }
+
+    pub fn neighbors(&self) -> Vec<NeighborView> {
+        let mut v: Vec<NeighborView> = self
+            .view
+            .neighbors
+            .iter()
+            .map(|(&(itf, ip), mac)| NeighborView {
+                interface: self.name(itf).to_string(),
+                ip,
+                mac: mac.to_string(),
+                static_entry: self.static_neighbors.contains(&(itf, ip)),
+            })
+            .collect();
+        v.sort_by(|a, b| (&a.interface, a.ip).cmp(&(&b.interface, b.ip)));
+        v
+    }
+
+    /// Addresses of an interface as text, for `show interface address`.
+    pub fn addresses(&self, interface: u32) -> Vec<String> {
+        let Some(i) = self.view.interfaces.get(interface as usize) else {
+            return Vec::new();
+        };
+        let v4 =
+            i.v4.iter()
+                .map(|&(a, l)| format!("{}/{l}", std::net::Ipv4Addr::from(a)));
+        let v6 =
+            i.v6.iter()
+                .map(|&(a, l)| format!("{}/{l}", std::net::Ipv6Addr::from(a)));
+        v4.chain(v6).collect()
+    }
+}
