@@ -36,7 +36,13 @@ pub(super) fn disconnect(ch: &Channel, shared: &Shared, name: &str, reason: Stri
 
 /// Wait for the peer to go away, break the protocol (a queue found a violation in the
 /// rings, or a message came) or us to stop, refusing anybody else who connects.
-pub(super) fn watch(ch: &Channel, listener: Option<&Channel>, shared: &Shared, name: &str, conn: &Connection) {
+pub(super) fn watch(
+    ch: &Channel,
+    listener: Option<&Channel>,
+    shared: &Shared,
+    name: &str,
+    conn: &Connection,
+) {
     loop {
         if let Some(v) = conn.verdict.get() {
             // Counted by the queue that saw it.

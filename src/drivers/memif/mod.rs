@@ -30,20 +30,23 @@
 //! `connection`, `proto`, `shm` and `socket` are the protocol's pieces; `violation` names
 //! what a peer may not do.
 
-mod control;
 pub mod connection;
+mod control;
 pub mod proto;
-pub mod shm;
-pub mod socket;
-pub mod violation;
 mod rings;
 mod rx;
+pub mod shm;
+pub mod socket;
 mod tx;
+pub mod violation;
 
 use super::{DriverPorts, LiveStatus, RxBurst, RxQueue, TxBurst, TxQueue};
 use crate::buffer::{BufferPool, WorkerBuffers, DATA_SIZE, HEADROOM, NO_BUFFER, STRIDE};
 use arc_swap::ArcSwapOption;
 use connection::{Connection, Role, Settings, POOL_REGION};
+use control::*;
+use rings::*;
+use rx::*;
 use shm::{Desc, DESC_FLAG_NEXT};
 use socket::Channel;
 use std::path::PathBuf;
@@ -51,11 +54,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
-use violation::Violation;
-use control::*;
-use rings::*;
-use rx::*;
 use tx::*;
+use violation::Violation;
 
 /// A memif interface as configured.
 #[derive(Clone, Debug)]

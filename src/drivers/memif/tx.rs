@@ -22,7 +22,13 @@ pub(super) enum CopyFail {
 
 impl MemifTx {
     /// The peer broke the protocol: drop the whole burst as errors and let go of the ring.
-    pub(super) fn give_up(&self, bufs: &mut WorkerBuffers, pkts: &[u32], r: &mut TxBurst, v: Violation) {
+    pub(super) fn give_up(
+        &self,
+        bufs: &mut WorkerBuffers,
+        pkts: &[u32],
+        r: &mut TxBurst,
+        v: Violation,
+    ) {
         self.link.violated(v);
         bufs.free_all(pkts);
         r.errors += pkts.len();
