@@ -52,6 +52,24 @@ pub trait Node: Send {
     }
 }
 
+/// A node whose per-frame loop is built twice, with and without trace records, so the plain
+/// loop carries no trace test per packet; the graph picks one per frame. Such a node is a
+/// [`Node`] by the blanket impl below.
+pub trait TracedLoop: Send {
+    fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]);
+}
+
+impl<T: TracedLoop> Node for T {
+    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+        if cx.tracing() {
+            self.run::<true>(cx, frame);
+        } else {
+            self.run::<false>(cx, frame);
+        }
+        frame.len()
+    }
+}
+
 /// Passes between two reports of the buffers held by drivers.
 const HELD_REPORT_PASSES: u64 = 256;
 

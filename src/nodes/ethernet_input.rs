@@ -2,7 +2,7 @@
 //! receive interface is configured for. Frames too short to be real are dropped here, each
 //! with its reason counted.
 
-use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
 use crate::interface::SharedL2Modes;
 use crate::router::adjacency::SharedL3View;
 use crate::wire::ethernet::{EtherType, ParseError, Repr};
@@ -78,8 +78,10 @@ impl EthernetInput {
             ParseError::TooManyVlans => Error::TooManyVlans,
         })
     }
+}
 
-    fn run<const TRACE: bool>(&self, cx: &mut NodeCx<'_>, frame: &[u32]) {
+impl TracedLoop for EthernetInput {
+    fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
         let modes = self.modes.load();
         let view = self.view.load();
         for (k, &bi) in frame.iter().enumerate() {
@@ -138,17 +140,6 @@ impl EthernetInput {
             });
             cx.enqueue(next as usize, bi);
         }
-    }
-}
-
-impl Node for EthernetInput {
-    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
-        if cx.tracing() {
-            self.run::<true>(cx, frame);
-        } else {
-            self.run::<false>(cx, frame);
-        }
-        frame.len()
     }
 }
 

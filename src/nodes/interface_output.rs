@@ -1,7 +1,7 @@
 //! interface-output: sends each packet to the tx node of the interface a forwarding node
 //! chose (`tx_if`), or drops it when that interface is down or unknown.
 
-use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
 use crate::interface::Interface;
 use std::sync::Arc;
 
@@ -32,8 +32,10 @@ impl InterfaceOutput {
             node: Box::new(InterfaceOutput { interfaces }),
         }
     }
+}
 
-    fn run<const TRACE: bool>(&self, cx: &mut NodeCx<'_>, frame: &[u32]) {
+impl TracedLoop for InterfaceOutput {
+    fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
         let drop = self.interfaces.len();
         for &bi in frame {
             let tx = cx.bufs.meta(bi).tx_if as usize;
@@ -56,17 +58,6 @@ impl InterfaceOutput {
             }
             cx.enqueue(next, bi);
         }
-    }
-}
-
-impl Node for InterfaceOutput {
-    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
-        if cx.tracing() {
-            self.run::<true>(cx, frame);
-        } else {
-            self.run::<false>(cx, frame);
-        }
-        frame.len()
     }
 }
 

@@ -14,7 +14,7 @@
 use super::ip4_lookup::IP4_REWRITE;
 use super::IcmpErrorRequest;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
-use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
 use crate::router::adjacency::{ethernet_rewrite, AdjKind, Adjacency, L3View, SharedL3View};
 use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
 use crate::wire::icmp4;
@@ -304,38 +304,6 @@ impl Ip4Rewrite {
         }
     }
 
-    fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
-        let view = self.view.load();
-        for (k, &bi) in frame.iter().enumerate() {
-            if let Some(&ahead) = frame.get(k + PREFETCH_AHEAD) {
-                cx.bufs.prefetch(ahead);
-            }
-            let mut verdict = Self::rewrite(&view, cx.bufs, bi);
-            if let Verdict::Icmp(req, _) = verdict {
-                cx.bufs.meta_mut(bi).aux = req.to_aux();
-            }
-            if TRACE {
-                Self::trace(cx, bi, verdict);
-            }
-            if let Verdict::Fragment { mtu, .. } = verdict {
-                match self.fragment(cx, bi, mtu) {
-                    Ok(_) => {
-                        cx.count_error(Error::Fragmented as usize, 1);
-                        continue;
-                    }
-                    Err(e) => {
-                        cx.trace(bi, ERRORS[e as usize]);
-                        verdict = Verdict::Drop(e);
-                    }
-                }
-            }
-            if let Some(e) = verdict.counted() {
-                cx.count_error(e as usize, 1);
-            }
-            cx.enqueue(verdict.next() as usize, bi);
-        }
-    }
-
     fn trace(cx: &mut NodeCx<'_>, bi: u32, verdict: Verdict) {
         let adj = cx.bufs.meta(bi).adj;
         match verdict {
@@ -375,14 +343,37 @@ impl Ip4Rewrite {
     }
 }
 
-impl Node for Ip4Rewrite {
-    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
-        if cx.tracing() {
-            self.run::<true>(cx, frame);
-        } else {
-            self.run::<false>(cx, frame);
+impl TracedLoop for Ip4Rewrite {
+    fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
+        let view = self.view.load();
+        for (k, &bi) in frame.iter().enumerate() {
+            if let Some(&ahead) = frame.get(k + PREFETCH_AHEAD) {
+                cx.bufs.prefetch(ahead);
+            }
+            let mut verdict = Self::rewrite(&view, cx.bufs, bi);
+            if let Verdict::Icmp(req, _) = verdict {
+                cx.bufs.meta_mut(bi).aux = req.to_aux();
+            }
+            if TRACE {
+                Self::trace(cx, bi, verdict);
+            }
+            if let Verdict::Fragment { mtu, .. } = verdict {
+                match self.fragment(cx, bi, mtu) {
+                    Ok(_) => {
+                        cx.count_error(Error::Fragmented as usize, 1);
+                        continue;
+                    }
+                    Err(e) => {
+                        cx.trace(bi, ERRORS[e as usize]);
+                        verdict = Verdict::Drop(e);
+                    }
+                }
+            }
+            if let Some(e) = verdict.counted() {
+                cx.count_error(e as usize, 1);
+            }
+            cx.enqueue(verdict.next() as usize, bi);
         }
-        frame.len()
     }
 }
 

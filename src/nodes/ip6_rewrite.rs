@@ -9,7 +9,7 @@
 use super::ip4_rewrite::{neighbor_header, write_header, NoHeader};
 use super::IcmpErrorRequest;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
-use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
 use crate::router::adjacency::{AdjKind, L3View, SharedL3View};
 use crate::wire::ethernet::Repr as EthernetRepr;
 use crate::wire::icmp6;
@@ -178,8 +178,10 @@ impl Ip6Rewrite {
             tx_if: adj.interface,
         }
     }
+}
 
-    fn run<const TRACE: bool>(&self, cx: &mut NodeCx<'_>, frame: &[u32]) {
+impl TracedLoop for Ip6Rewrite {
+    fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
         let view = self.view.load();
         for (k, &bi) in frame.iter().enumerate() {
             if let Some(&ahead) = frame.get(k + PREFETCH_AHEAD) {
@@ -216,17 +218,6 @@ impl Ip6Rewrite {
             }
             cx.enqueue(verdict.next() as usize, bi);
         }
-    }
-}
-
-impl Node for Ip6Rewrite {
-    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
-        if cx.tracing() {
-            self.run::<true>(cx, frame);
-        } else {
-            self.run::<false>(cx, frame);
-        }
-        frame.len()
     }
 }
 

@@ -1,7 +1,7 @@
 //! l2-xconnect: everything received on an interface leaves by its cross-connected peer
 //! (VPP's `set interface l2 xconnect`). The frame is not touched.
 
-use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
 use crate::interface::SharedL2Modes;
 
 #[repr(usize)]
@@ -33,8 +33,10 @@ impl L2Xconnect {
             node: Box::new(L2Xconnect { modes }),
         }
     }
+}
 
-    fn run<const TRACE: bool>(&self, cx: &mut NodeCx<'_>, frame: &[u32]) {
+impl TracedLoop for L2Xconnect {
+    fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
         let modes = self.modes.load();
         for &bi in frame {
             let rx = cx.bufs.meta(bi).rx_if;
@@ -57,17 +59,6 @@ impl L2Xconnect {
             };
             cx.enqueue(next as usize, bi);
         }
-    }
-}
-
-impl Node for L2Xconnect {
-    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
-        if cx.tracing() {
-            self.run::<true>(cx, frame);
-        } else {
-            self.run::<false>(cx, frame);
-        }
-        frame.len()
     }
 }
 
