@@ -1,7 +1,14 @@
 //! A memif interface's control thread: it runs the protocol (listening or connecting),
 //! publishes each connection to the queues and disconnects a peer that breaks the rules.
 
-use super::*;
+use super::connection::{Connection, Role, Settings};
+use super::socket::Channel;
+use super::violation::Violation;
+use super::{connection, proto, MemifConfig, Shared};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
 
 /// The control thread; stopping it (drop) disconnects the peer and removes our socket file.
 pub(super) struct ControlThread {

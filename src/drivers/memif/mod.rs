@@ -40,21 +40,18 @@ pub mod socket;
 mod tx;
 pub mod violation;
 
-use super::{DriverPorts, LiveStatus, RxBurst, RxQueue, TxBurst, TxQueue};
-use crate::buffer::{BufferPool, WorkerBuffers, DATA_SIZE, HEADROOM, NO_BUFFER, STRIDE};
+use super::{DriverPorts, LiveStatus, RxQueue, TxQueue};
+use crate::buffer::{BufferPool, STRIDE};
 use arc_swap::ArcSwapOption;
-use connection::{Connection, Role, Settings, POOL_REGION};
-use control::*;
-use rings::*;
-use rx::*;
-use shm::{Desc, DESC_FLAG_NEXT};
+use connection::{Connection, Role, Settings};
+use control::{control_loop, ControlThread};
+use rings::RingLink;
+use rx::{MemifRx, Partial};
 use socket::Channel;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-use std::time::Duration;
-use tx::*;
+use tx::MemifTx;
 use violation::Violation;
 
 /// A memif interface as configured.

@@ -1,7 +1,11 @@
 //! A queue's hold on the published connection: its ring, the pool buffers it posted there
 //! (a client's slots) and its head and tail positions.
 
-use super::*;
+use super::connection::{Connection, Role};
+use super::violation::Violation;
+use super::Shared;
+use crate::buffer::{WorkerBuffers, NO_BUFFER, STRIDE};
+use std::sync::Arc;
 
 /// The rings a queue works on, while a connection lasts.
 pub(super) struct Attached {

@@ -1,7 +1,14 @@
 //! The receive queues: a client takes the buffers it posted and the server filled; a server
 //! copies the client's packets into pool buffers. Chained descriptors become chained buffers.
 
-use super::*;
+use super::connection::{Role, POOL_REGION};
+use super::rings::{pool_offset, RingLink};
+use super::shm::{Desc, DESC_FLAG_NEXT};
+use super::violation::Violation;
+use super::MAX_SEGMENTS;
+use crate::buffer::{BufferPool, WorkerBuffers, DATA_SIZE, HEADROOM, NO_BUFFER};
+use crate::drivers::{RxBurst, RxQueue};
+use std::sync::Arc;
 
 /// A packet being put together from several descriptors.
 #[derive(Default)]

@@ -1,7 +1,14 @@
 //! The transmit queues: a client posts its buffers as they are; a server copies packets into
 //! the buffers the client posted.
 
-use super::*;
+use super::connection::{self, Connection, Role, POOL_REGION};
+use super::rings::{pool_offset, RingLink};
+use super::shm::{Desc, DESC_FLAG_NEXT};
+use super::violation::Violation;
+use super::MAX_SEGMENTS;
+use crate::buffer::{BufferPool, WorkerBuffers, NO_BUFFER};
+use crate::drivers::{TxBurst, TxQueue};
+use std::sync::Arc;
 
 /// One transmit queue: ring `index` of the us-to-peer direction.
 pub(super) struct MemifTx {
