@@ -10,6 +10,7 @@ pub mod host_link;
 pub mod memif;
 pub mod pcap;
 pub mod rtnetlink;
+pub mod sockopt;
 pub mod tsc;
 pub mod xdp_live;
 

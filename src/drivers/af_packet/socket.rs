@@ -37,20 +37,7 @@ impl PacketSocket {
 
     /// setsockopt(SOL_PACKET, opt, value).
     pub fn set_option<T>(&self, opt: libc::c_int, value: &T) -> io::Result<()> {
-        // SAFETY: `value` points to a live T of the size passed; the kernel only reads it.
-        let rc = unsafe {
-            libc::setsockopt(
-                self.fd,
-                libc::SOL_PACKET,
-                opt,
-                value as *const T as *const libc::c_void,
-                std::mem::size_of::<T>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        crate::drivers::sockopt::set(self.fd, libc::SOL_PACKET, opt, value)
     }
 
     /// Bind to interface `ifindex`, receiving `protocol` (network order; 0 receives nothing).

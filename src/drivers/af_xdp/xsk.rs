@@ -111,20 +111,7 @@ pub struct Xsk {
 }
 
 fn setsockopt<T>(fd: libc::c_int, opt: libc::c_int, value: &T) -> io::Result<()> {
-    // SAFETY: `value` is a live T whose exact size is passed; the kernel only reads it.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            SOL_XDP,
-            opt,
-            value as *const T as *const libc::c_void,
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    crate::drivers::sockopt::set(fd, SOL_XDP, opt, value)
 }
 
 fn getsockopt<T>(fd: libc::c_int, opt: libc::c_int, value: &mut T) -> io::Result<()> {
