@@ -77,6 +77,7 @@ pub struct Ip4Lookup {
     fib: FibReader,
     view: SharedL3View,
     dst: Box<[u32; FRAME_SIZE]>,
+    src: Box<[u32; FRAME_SIZE]>,
     adj: Box<[u32; FRAME_SIZE]>,
 }
 
@@ -96,30 +97,25 @@ impl Ip4Lookup {
                 fib,
                 view,
                 dst: Box::new([0; FRAME_SIZE]),
+                src: Box::new([0; FRAME_SIZE]),
                 adj: Box::new([0; FRAME_SIZE]),
             }),
         }
     }
 
-    /// The destination of a packet ip4-input has checked (0.0.0.0 if it cannot be read,
-    /// which matches only a default route).
-    fn destination(data: &[u8]) -> u32 {
+    /// The (source, destination) of a packet ip4-input has checked, from one parse of its
+    /// Ethernet header (0.0.0.0 where it cannot be read; as a destination that matches only
+    /// a default route).
+    fn addresses(data: &[u8]) -> (u32, u32) {
         let Ok(eth) = EthernetRepr::parse(data) else {
-            return 0;
-        };
-        let at = eth.l3_offset as usize + 16;
-        data.get(at..at + 4)
-            .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    }
-
-    /// The source of a packet ip4-input has checked (0.0.0.0 if it cannot be read).
-    fn source(data: &[u8]) -> u32 {
-        let Ok(eth) = EthernetRepr::parse(data) else {
-            return 0;
+            return (0, 0);
         };
         let at = eth.l3_offset as usize + 12;
-        data.get(at..at + 4)
-            .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+        let word = |at: usize| {
+            data.get(at..at + 4)
+                .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        (word(at), word(at + 4))
     }
 
     /// A hash of the flow (addresses, protocol, and ports unless fragmented) for ECMP: the
@@ -149,7 +145,7 @@ impl Node for Ip4Lookup {
     fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
         let n = frame.len().min(FRAME_SIZE);
         for (k, &bi) in frame[..n].iter().enumerate() {
-            self.dst[k] = Self::destination(cx.bufs.data(bi));
+            (self.src[k], self.dst[k]) = Self::addresses(cx.bufs.data(bi));
         }
         {
             let fib = self.fib.load();
@@ -166,7 +162,7 @@ impl Node for Ip4Lookup {
                 None
             } else {
                 let data = cx.bufs.data(bi);
-                source_error(&view, Self::source(data)).or_else(|| {
+                source_error(&view, self.src[k]).or_else(|| {
                     // A group destination MAC on a packet we would forward (RFC 1812 5.3.4).
                     let forwards = adj != NO_ROUTE
                         && !matches!(view.adj(adj).kind, AdjKind::Local | AdjKind::Drop);
