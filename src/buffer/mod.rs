@@ -71,10 +71,14 @@ const CACHE_BATCH: usize = 256;
 const CACHE_MAX: usize = 4 * CACHE_BATCH;
 
 /// Buffer flag: the packet is being traced.
-pub const FLAG_TRACED: u16 = 1 << 0;
+pub const FLAG_TRACED: u8 = 1 << 0;
 /// Buffer flag: the router itself made this packet (an ICMP reply or error), so forwarding
 /// does not check or decrement its TTL.
-pub const FLAG_LOCAL_ORIGIN: u16 = 1 << 1;
+pub const FLAG_LOCAL_ORIGIN: u8 = 1 << 1;
+/// Where the L3 header of a packet without VLAN tags starts: after the 14-byte Ethernet
+/// header. A fresh buffer's `l3_offset`, so the packets the router builds itself need not set
+/// it.
+pub const UNTAGGED_L3_OFFSET: u8 = 14;
 
 /// Per-buffer metadata, kept apart from the packet bytes so that the data region stays a
 /// plain array of equal strides (the shape AF_XDP UMEM and memif regions need).
@@ -99,7 +103,11 @@ pub struct BufferMeta {
     /// error to send (see `nodes::IcmpErrorRequest`). 0 when unused.
     pub aux: u32,
     /// `FLAG_*` bits.
-    pub flags: u16,
+    pub flags: u8,
+    /// Where the L3 header starts, counted from the start of the data: ethernet-input
+    /// records it once (VLAN tags included) so that the L3 nodes do not parse the Ethernet
+    /// header again. A byte is enough: at most two tags follow the 14-byte header.
+    pub l3_offset: u8,
     /// Index of this packet's record in the worker's trace, when traced.
     pub trace_index: u16,
     /// Receive time in nanoseconds since the Unix epoch (0 when unknown).
@@ -117,6 +125,7 @@ impl BufferMeta {
         adj: u32::MAX,
         aux: 0,
         flags: 0,
+        l3_offset: UNTAGGED_L3_OFFSET,
         trace_index: 0,
         timestamp_ns: 0,
     };
@@ -489,7 +498,24 @@ impl WorkerBuffers {
         m.offset += n16;
         m.len -= n16;
         m.total_len -= n as u32;
+        // The L3 header stays where it was in the bytes: nearer the new start.
+        m.l3_offset = m.l3_offset.saturating_sub(n.min(u8::MAX as usize) as u8);
         true
+    }
+
+    /// The first segment's bytes from the L3 header on, where ethernet-input found it.
+    /// Empty when the recorded offset lies past the segment's end.
+    #[inline(always)]
+    pub fn l3(&self, bi: u32) -> &[u8] {
+        let at = self.meta(bi).l3_offset as usize;
+        self.data(bi).get(at..).unwrap_or_default()
+    }
+
+    /// Like `l3`, writable.
+    #[inline(always)]
+    pub fn l3_mut(&mut self, bi: u32) -> &mut [u8] {
+        let at = self.meta(bi).l3_offset as usize;
+        self.data_mut(bi).get_mut(at..).unwrap_or_default()
     }
 
     /// Total length of the packet that starts at `bi`.

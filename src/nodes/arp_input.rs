@@ -6,8 +6,7 @@
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::router::adjacency::{L3View, SharedL3View};
 use crate::router::{LearnSender, NeighborLearn};
-use crate::wire::arp::{ArpError, ArpPacket, ARP_LEN, OP_REPLY, OP_REQUEST};
-use crate::wire::ethernet::Repr as EthernetRepr;
+use crate::wire::arp::{ArpError, ArpPacket, OP_REPLY, OP_REQUEST};
 use crate::wire::MacAddress;
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -110,12 +109,7 @@ impl ArpInput {
             return Verdict::Drop(Error::RequestNotForUs);
         };
         let our_mac = itf.mac;
-        let data = cx.bufs.data(bi);
-        let l3 = match EthernetRepr::parse(data) {
-            Ok(r) => r.l3_offset as usize,
-            Err(_) => return Verdict::Drop(Error::Truncated),
-        };
-        let arp = match ArpPacket::parse(&data[l3.min(data.len())..]) {
+        let arp = match ArpPacket::parse(cx.bufs.l3(bi)) {
             Ok(p) => p,
             Err(e) => return Verdict::Drop(error_of(e)),
         };
@@ -143,11 +137,11 @@ impl ArpInput {
                     target_mac: arp.sender_mac,
                     target_ip: arp.sender_ip,
                 };
-                let data = cx.bufs.data_mut(bi);
                 // Any VLAN tags stay: the reply goes back on the same (sub)interface.
+                let data = cx.bufs.data_mut(bi);
                 data[0..6].copy_from_slice(&arp.sender_mac.0);
                 data[6..12].copy_from_slice(&our_mac.0);
-                if reply.emit(&mut data[l3..l3 + ARP_LEN]).is_err() {
+                if reply.emit(cx.bufs.l3_mut(bi)).is_err() {
                     return Verdict::Drop(Error::Truncated);
                 }
                 cx.bufs.meta_mut(bi).tx_if = rx_if;

@@ -1,6 +1,7 @@
 //! ethernet-input: checks the Ethernet header and sends each frame to the feature its
 //! receive interface is configured for. Frames too short to be real are dropped here, each
-//! with its reason counted.
+//! with its reason counted. It records where the L3 header starts (after any VLAN tags) in
+//! the buffer's metadata, so no node behind it parses the Ethernet header again.
 
 use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
 use crate::interface::SharedL2Modes;
@@ -94,7 +95,10 @@ impl TracedLoop for EthernetInput {
             let verdict = Self::classify(cx.bufs.data(bi));
             let next = match verdict {
                 Ok(repr) => {
-                    let rx = cx.bufs.meta(bi).rx_if;
+                    let meta = cx.bufs.meta_mut(bi);
+                    // Recorded once here: the L3 nodes read their header at this offset.
+                    meta.l3_offset = repr.l3_offset as u8;
+                    let rx = meta.rx_if;
                     if modes.xconnect.get(rx as usize).copied().flatten().is_some() {
                         // A switch must not pass runts on to a wire that would reject them;
                         // a router reads lengths from the headers and checks those instead

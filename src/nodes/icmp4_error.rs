@@ -10,8 +10,9 @@ use super::IcmpErrorRequest;
 use crate::buffer::WorkerBuffers;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::router::adjacency::{L3View, SharedL3View};
-use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
+use crate::wire::ethernet::HEADER_LEN as ETH_HEADER_LEN;
 use crate::wire::icmp4::{self, build_error, error_forbidden, MAX_ERROR_LEN};
+use crate::wire::ipv4::Ipv4View;
 use crate::wire::EtherType;
 
 /// Errors a worker sends per second, and how many it may send at once after a quiet time.
@@ -107,18 +108,13 @@ impl Icmp4Error {
     ) -> Result<(u32, Error), Error> {
         let meta = *bufs.meta(bi);
         let req = IcmpErrorRequest::from_aux(meta.aux);
-        let data = bufs.data(bi);
-        let eth = match EthernetRepr::parse(data) {
-            Ok(eth) if eth.ethertype == EtherType::IPV4 => eth,
-            _ => return Err(Error::NotIpv4),
-        };
-        let orig = data.get(eth.l3_offset as usize..).unwrap_or_default();
+        let orig = super::l3_header(bufs, bi, EtherType::IPV4).ok_or(Error::NotIpv4)?;
         // A link-layer broadcast or multicast is the one case error_forbidden cannot see.
-        if eth.destination.is_multicast() || error_forbidden(orig) {
+        if super::link_group(bufs, bi) || error_forbidden(orig) {
             return Err(Error::Forbidden);
         }
         // error_forbidden found a whole IPv4 header.
-        let orig_src = u32::from_be_bytes([orig[12], orig[13], orig[14], orig[15]]);
+        let orig_src = Ipv4View::of(orig).ok_or(Error::NotIpv4)?.source();
         let from = view
             .interface(meta.rx_if)
             .map_or(0, |itf| itf.v4_towards(orig_src));
@@ -205,7 +201,7 @@ mod tests {
     fn build(frame: &[u8], req: IcmpErrorRequest, rx_if: u32) -> Result<(Vec<u8>, Error), Error> {
         let pool = BufferPool::new(16, HugePages::Never).unwrap();
         let mut bufs = pool.worker_handle();
-        let bi = bufs.packet_from_bytes(frame).unwrap();
+        let bi = crate::nodes::testing::received(&mut bufs, frame);
         bufs.meta_mut(bi).rx_if = rx_if;
         bufs.meta_mut(bi).aux = req.to_aux();
         let v = view();
@@ -294,9 +290,7 @@ mod tests {
     fn allocation_failure_is_counted() {
         let pool = BufferPool::new(1, HugePages::Never).unwrap();
         let mut bufs = pool.worker_handle();
-        let bi = bufs
-            .packet_from_bytes(&udp([192, 0, 2, 1], 1, false, 60))
-            .unwrap();
+        let bi = crate::nodes::testing::received(&mut bufs, &udp([192, 0, 2, 1], 1, false, 60));
         bufs.meta_mut(bi).rx_if = 0;
         bufs.meta_mut(bi).aux = TIME_EXCEEDED.to_aux();
         let v = view();
@@ -391,7 +385,7 @@ mod tests {
             frames
                 .iter()
                 .map(|f| {
-                    let bi = bufs.packet_from_bytes(f).unwrap();
+                    let bi = crate::nodes::testing::received(&mut bufs, f);
                     bufs.meta_mut(bi).rx_if = 0;
                     bufs.meta_mut(bi).adj = adj;
                     bi

@@ -9,7 +9,7 @@ use super::IcmpErrorRequest;
 use crate::buffer::WorkerBuffers;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::router::adjacency::{L3Interface, L3View, SharedL3View};
-use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
+use crate::wire::ethernet::HEADER_LEN as ETH_HEADER_LEN;
 use crate::wire::icmp6::{self, build_error, error_forbidden, Forbidden};
 use crate::wire::ipv6::{self, Ipv6Header, MIN_MTU};
 use crate::wire::EtherType;
@@ -135,12 +135,7 @@ impl Icmp6Error {
     ) -> Result<(u32, Error), Error> {
         let meta = *bufs.meta(bi);
         let req = IcmpErrorRequest::from_aux(meta.aux);
-        let data = bufs.data(bi);
-        let eth = match EthernetRepr::parse(data) {
-            Ok(eth) if eth.ethertype == EtherType::IPV6 => eth,
-            _ => return Err(Error::NotIpv6),
-        };
-        let orig = data.get(eth.l3_offset as usize..).unwrap_or_default();
+        let orig = super::l3_header(bufs, bi, EtherType::IPV6).ok_or(Error::NotIpv6)?;
         if let Some(f) = error_forbidden(orig, req.kind, req.code) {
             return Err(forbidden(f));
         }
@@ -148,7 +143,7 @@ impl Icmp6Error {
         // the same exceptions as (e.3).
         let group_ok = req.kind == icmp6::kind::PACKET_TOO_BIG
             || (req.kind == icmp6::kind::PARAMETER_PROBLEM && req.code == 2);
-        if eth.destination.is_multicast() && !group_ok {
+        if super::link_group(bufs, bi) && !group_ok {
             return Err(Error::AboutMulticast);
         }
         let orig_src = Ipv6Header::parse_in(orig, usize::MAX)
@@ -230,10 +225,10 @@ mod tests {
         frame: &[u8],
         req: IcmpErrorRequest,
         rx_if: u32,
-    ) -> Result<(Vec<u8>, u16, Error), Error> {
+    ) -> Result<(Vec<u8>, u8, Error), Error> {
         let pool = BufferPool::new(16, HugePages::Never).unwrap();
         let mut bufs = pool.worker_handle();
-        let bi = bufs.packet_from_bytes(frame).unwrap();
+        let bi = crate::nodes::testing::received(&mut bufs, frame);
         bufs.meta_mut(bi).rx_if = rx_if;
         bufs.meta_mut(bi).aux = req.to_aux();
         let v = view();

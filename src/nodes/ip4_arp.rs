@@ -9,7 +9,8 @@ use crate::buffer::FLAG_LOCAL_ORIGIN;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::router::adjacency::{AdjKind, L3View, SharedL3View};
 use crate::wire::arp::request_frame;
-use crate::wire::ethernet::Repr as EthernetRepr;
+use crate::wire::ipv4::Ipv4View;
+use crate::wire::EtherType;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Instant;
 
@@ -81,13 +82,12 @@ impl Ip4Arp {
 
     /// The neighbour a packet waits for: its own destination on a connected network (glean)
     /// or the route's next hop.
-    fn target(view: &L3View, adj: u32, data: &[u8]) -> Option<(u32, Ipv4Addr)> {
+    fn target(view: &L3View, adj: u32, ip: Option<&[u8]>) -> Option<(u32, Ipv4Addr)> {
         let a = view.adj(adj);
         match a.kind {
             AdjKind::Glean => {
-                let l3 = EthernetRepr::parse(data).ok()?.l3_offset as usize;
-                let d = data.get(l3 + 16..l3 + 20)?;
-                Some((a.interface, Ipv4Addr::new(d[0], d[1], d[2], d[3])))
+                let destination = Ipv4View::of(ip?)?.destination();
+                Some((a.interface, Ipv4Addr::from(destination)))
             }
             AdjKind::Neighbor => match a.next_hop {
                 IpAddr::V4(ip) => Some((a.interface, ip)),
@@ -128,7 +128,9 @@ impl Node for Ip4Arp {
         let now = Instant::now();
         for &bi in frame {
             let adj = cx.bufs.meta(bi).adj;
-            let Some((itf, target)) = Self::target(&view, adj, cx.bufs.data(bi)) else {
+            let Some((itf, target)) =
+                Self::target(&view, adj, super::l3_header(cx.bufs, bi, EtherType::IPV4))
+            else {
                 cx.count_error(Error::NotResolvable as usize, 1);
                 cx.trace(bi, ERRORS[Error::NotResolvable as usize]);
                 cx.enqueue(Next::Drop as usize, bi);
@@ -204,7 +206,7 @@ mod tests {
     }
 
     fn feed(bufs: &mut crate::buffer::WorkerBuffers, dst: [u8; 4]) -> u32 {
-        let bi = bufs.packet_from_bytes(&to(dst)).unwrap();
+        let bi = crate::nodes::testing::received(bufs, &to(dst));
         let m = bufs.meta_mut(bi);
         m.adj = GLEAN;
         m.rx_if = 0;

@@ -7,8 +7,8 @@
 //! exceeded.
 
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
-use crate::wire::ethernet::Repr as EthernetRepr;
 use crate::wire::ipv4::{Ipv4Error, Ipv4Header};
+use crate::wire::EtherType;
 
 pub const IP4_INPUT: &str = "ip4-input";
 pub const IP4_LOOKUP: &str = "ip4-lookup";
@@ -81,18 +81,13 @@ impl Ip4Input {
     }
 
     /// The verdict for one packet: where it goes, and which counter (if any) it bumps.
-    fn check(data: &[u8], packet_len: usize) -> (Next, Option<Error>) {
-        let Ok(eth) = EthernetRepr::parse(data) else {
+    /// `ip` is the packet from its L3 header on (`None` when it is not IPv4), `ip_len` the
+    /// bytes from there to the end of the whole packet.
+    fn check(ip: Option<&[u8]>, ip_len: usize) -> (Next, Option<Error>) {
+        let Some(bytes) = ip else {
             return (Next::Drop, Some(Error::NotIpv4));
         };
-        if eth.ethertype != crate::wire::EtherType::IPV4 {
-            return (Next::Drop, Some(Error::NotIpv4));
-        }
-        let l3 = eth.l3_offset as usize;
-        let Some(bytes) = data.get(l3..) else {
-            return (Next::Drop, Some(Error::Truncated));
-        };
-        match Ipv4Header::parse_in(bytes, packet_len.saturating_sub(l3)) {
+        match Ipv4Header::parse_in(bytes, ip_len) {
             Err(e) => (Next::Drop, Some(error_of(e))),
             Ok(h) if martian_source(h.source()) => (Next::Drop, Some(Error::MartianSource)),
             Ok(h) if martian_destination(h.destination()) => {
@@ -108,7 +103,8 @@ impl Node for Ip4Input {
     fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
         let tracing = cx.tracing();
         for &bi in frame {
-            let (next, counted) = Self::check(cx.bufs.data(bi), cx.bufs.packet_len(bi));
+            let ip = super::l3_header(cx.bufs, bi, EtherType::IPV4);
+            let (next, counted) = Self::check(ip, super::l3_len(cx.bufs, bi));
             if let Some(e) = counted {
                 cx.count_error(e as usize, 1);
             }

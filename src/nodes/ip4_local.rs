@@ -8,7 +8,7 @@ use super::IcmpErrorRequest;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::router::adjacency::{L3View, SharedL3View};
-use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
+use crate::wire::ethernet::HEADER_LEN as ETH_HEADER_LEN;
 use crate::wire::icmp4::{self, echo_request_to_reply, Icmp4Error};
 use crate::wire::ipv4::Ipv4Header;
 use crate::wire::EtherType;
@@ -104,18 +104,22 @@ impl Ip4Local {
     /// Decide one packet's fate; an echo request is turned into its reply, ready for
     /// ip4-lookup. Other packets are left as they are (icmp4-error quotes them).
     pub fn local(view: &L3View, bufs: &mut WorkerBuffers, bi: u32) -> Verdict {
-        let packet_len = bufs.packet_len(bi);
-        let data = bufs.data(bi);
-        let l3 = match EthernetRepr::parse(data) {
-            Ok(eth) if eth.ethertype == EtherType::IPV4 => eth.l3_offset as usize,
-            _ => return Verdict::Drop(Error::NotIpv4),
+        let l3 = bufs.meta(bi).l3_offset as usize;
+        let segment_len = bufs.data(bi).len();
+        let Some(bytes) = super::l3_header(bufs, bi, EtherType::IPV4) else {
+            return Verdict::Drop(Error::NotIpv4);
         };
-        let bytes = data.get(l3..).unwrap_or_default();
-        let (proto, dst, end) = match Ipv4Header::parse_in(bytes, packet_len.saturating_sub(l3)) {
-            Ok(h) => (h.protocol(), h.destination(), l3 + h.total_len()),
+        let (proto, dst, end, fragment) = match Ipv4Header::parse_in(bytes, super::l3_len(bufs, bi))
+        {
+            Ok(h) => (
+                h.protocol(),
+                h.destination(),
+                l3 + h.total_len(),
+                h.is_fragment(),
+            ),
             Err(_) => return Verdict::Drop(Error::BadHeader),
         };
-        if bytes[6] & 0x20 != 0 || u16::from_be_bytes([bytes[6], bytes[7]]) & 0x1fff != 0 {
+        if fragment {
             return Verdict::Drop(Error::Fragment);
         }
         match proto {
@@ -136,7 +140,7 @@ impl Ip4Local {
             }
         }
         // The checksum covers the whole message: it must all be in this segment.
-        if end > data.len() {
+        if end > segment_len {
             return Verdict::Drop(Error::EchoTooLong);
         }
         match echo_request_to_reply(&mut bufs.data_mut(bi)[l3..end], dst) {
@@ -162,7 +166,8 @@ impl Ip4Local {
             m.flags |= FLAG_LOCAL_ORIGIN;
             m.adj = u32::MAX;
         }
-        if !bufs.advance(bi, l3 - ETH_HEADER_LEN) {
+        let tags = l3.checked_sub(ETH_HEADER_LEN);
+        if !tags.is_some_and(|n| bufs.advance(bi, n)) {
             return Verdict::Drop(Error::NotIpv4);
         }
         bufs.data_mut(bi)[12..14].copy_from_slice(&EtherType::IPV4.0.to_be_bytes());
@@ -216,7 +221,7 @@ mod tests {
     fn local_one(f: &[u8]) -> (Verdict, Vec<u8>, crate::buffer::BufferMeta) {
         let pool = BufferPool::new(16, HugePages::Never).unwrap();
         let mut bufs = pool.worker_handle();
-        let bi = bufs.packet_from_bytes(f).unwrap();
+        let bi = crate::nodes::testing::received(&mut bufs, f);
         bufs.meta_mut(bi).rx_if = 0;
         let v = view();
         let verdict = Ip4Local::local(&v.load(), &mut bufs, bi);

@@ -12,12 +12,14 @@
 //! broadcast or multicast frame is not forwarded (5.3.4). Our own packets skip both.
 
 use super::ip4_input::IP4_LOOKUP;
+use crate::buffer::WorkerBuffers;
 use crate::buffer::FLAG_LOCAL_ORIGIN;
 use crate::fib::{FibReader, NO_ROUTE};
 use crate::graph::frame::FRAME_SIZE;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::router::adjacency::{AdjKind, L3View, SharedL3View};
-use crate::wire::ethernet::Repr as EthernetRepr;
+use crate::wire::ipv4::Ipv4View;
+use crate::wire::EtherType;
 
 use super::IcmpErrorRequest;
 
@@ -103,36 +105,21 @@ impl Ip4Lookup {
         }
     }
 
-    /// The (source, destination) of a packet ip4-input has checked, from one parse of its
-    /// Ethernet header (0.0.0.0 where it cannot be read; as a destination that matches only
-    /// a default route).
-    fn addresses(data: &[u8]) -> (u32, u32) {
-        let Ok(eth) = EthernetRepr::parse(data) else {
-            return (0, 0);
-        };
-        let at = eth.l3_offset as usize + 12;
-        let word = |at: usize| {
-            data.get(at..at + 4)
-                .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-        };
-        (word(at), word(at + 4))
+    /// The (source, destination) of a packet ip4-input has checked (0.0.0.0 where it cannot
+    /// be read; as a destination that matches only a default route).
+    #[inline(always)]
+    fn addresses(ip: Option<Ipv4View<'_>>) -> (u32, u32) {
+        ip.map_or((0, 0), |h| (h.source(), h.destination()))
     }
 
     /// A hash of the flow (addresses, protocol, and ports unless fragmented) for ECMP: the
     /// packets of one flow always take the same path.
-    fn flow_hash(data: &[u8]) -> u32 {
-        let Ok(eth) = EthernetRepr::parse(data) else {
-            return 0;
-        };
-        let ip = &data[(eth.l3_offset as usize).min(data.len())..];
-        let Some(h) = ip.get(..20) else { return 0 };
-        let word = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-        let mut x = word(&h[12..16]) ^ word(&h[16..20]).rotate_left(16) ^ h[9] as u32;
-        let first_fragment = u16::from_be_bytes([h[6], h[7]]) & 0x1fff == 0;
-        let ihl = (h[0] & 0x0f) as usize * 4;
-        if first_fragment && matches!(h[9], 6 | 17) {
-            if let Some(p) = ip.get(ihl..ihl + 4) {
-                x ^= word(p).rotate_left(7);
+    fn flow_hash(ip: Option<Ipv4View<'_>>) -> u32 {
+        let Some(h) = ip else { return 0 };
+        let mut x = h.source() ^ h.destination().rotate_left(16) ^ h.protocol() as u32;
+        if h.first_fragment() && matches!(h.protocol(), 6 | 17) {
+            if let Some(ports) = h.first_payload_word() {
+                x ^= ports.rotate_left(7);
             }
         }
         // A multiply and fold spreads the bits so that `hash % members` is even.
@@ -141,11 +128,17 @@ impl Ip4Lookup {
     }
 }
 
+/// The IPv4 header of `bi`, as ip4-input checked it.
+#[inline(always)]
+fn header(bufs: &WorkerBuffers, bi: u32) -> Option<Ipv4View<'_>> {
+    super::l3_header(bufs, bi, EtherType::IPV4).and_then(Ipv4View::of)
+}
+
 impl Node for Ip4Lookup {
     fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
         let n = frame.len().min(FRAME_SIZE);
         for (k, &bi) in frame[..n].iter().enumerate() {
-            (self.src[k], self.dst[k]) = Self::addresses(cx.bufs.data(bi));
+            (self.src[k], self.dst[k]) = Self::addresses(header(cx.bufs, bi));
         }
         {
             let fib = self.fib.load();
@@ -161,13 +154,11 @@ impl Node for Ip4Lookup {
             let refused = if own {
                 None
             } else {
-                let data = cx.bufs.data(bi);
                 source_error(&view, self.src[k]).or_else(|| {
                     // A group destination MAC on a packet we would forward (RFC 1812 5.3.4).
                     let forwards = adj != NO_ROUTE
                         && !matches!(view.adj(adj).kind, AdjKind::Local | AdjKind::Drop);
-                    (forwards && data.first().is_some_and(|b| b & 1 != 0))
-                        .then_some(Error::LinkBroadcast)
+                    (forwards && super::link_group(cx.bufs, bi)).then_some(Error::LinkBroadcast)
                 })
             };
             let next = if let Some(e) = refused {
@@ -179,7 +170,7 @@ impl Node for Ip4Lookup {
                 Next::IcmpError
             } else {
                 if view.adj(adj).kind == AdjKind::Multipath {
-                    adj = view.pick(adj, Self::flow_hash(cx.bufs.data(bi)));
+                    adj = view.pick(adj, Self::flow_hash(header(cx.bufs, bi)));
                 }
                 cx.bufs.meta_mut(bi).adj = adj;
                 match view.adj(adj).kind {

@@ -18,7 +18,7 @@ use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
 use crate::router::adjacency::{ethernet_rewrite, AdjKind, Adjacency, L3View, SharedL3View};
 use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
 use crate::wire::icmp4;
-use crate::wire::ipv4::{decrement_ttl, fragment, record_route, MIN_HEADER_LEN};
+use crate::wire::ipv4::{decrement_ttl, fragment, record_route, Ipv4View, MIN_HEADER_LEN};
 use crate::wire::EtherType;
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -136,7 +136,9 @@ pub(crate) fn write_header(
     header: &[u8; ETH_HEADER_LEN],
     tx_if: u32,
 ) -> bool {
-    let strip = l3 - ETH_HEADER_LEN;
+    let Some(strip) = l3.checked_sub(ETH_HEADER_LEN) else {
+        return false;
+    };
     if strip > 0 && !bufs.advance(bi, strip) {
         return false;
     }
@@ -187,20 +189,14 @@ impl Ip4Rewrite {
             AdjKind::Drop => return Verdict::Drop(Error::DropAdjacency),
             AdjKind::Local | AdjKind::Multipath => return Verdict::Drop(Error::NotNeighbor),
         }
-        let data = bufs.data(bi);
-        let l3 = match EthernetRepr::parse(data) {
-            Ok(eth) if eth.ethertype == EtherType::IPV4 => eth.l3_offset as usize,
+        let l3 = meta.l3_offset as usize;
+        let ip = match super::l3_header(bufs, bi, EtherType::IPV4).and_then(Ipv4View::of) {
+            Some(ip) if ip.version() == 4 => ip,
             _ => return Verdict::Drop(Error::NotIpv4),
         };
-        let Some(ip) = data.get(l3..l3 + MIN_HEADER_LEN) else {
-            return Verdict::Drop(Error::NotIpv4);
-        };
-        if ip[0] >> 4 != 4 {
-            return Verdict::Drop(Error::NotIpv4);
-        }
         // Our own replies and errors start with a fresh TTL and are not forwarded traffic.
         let local = meta.flags & FLAG_LOCAL_ORIGIN != 0;
-        if !local && ip[8] <= 1 {
+        if !local && ip.ttl() <= 1 {
             let req = IcmpErrorRequest {
                 kind: icmp4::TIME_EXCEEDED,
                 code: icmp4::CODE_TTL_EXCEEDED,
@@ -208,10 +204,10 @@ impl Ip4Rewrite {
             };
             return Verdict::Icmp(req, Error::TtlExpired);
         }
-        let total = u16::from_be_bytes([ip[2], ip[3]]) as u32;
+        let total = ip.total_len() as u32;
         // MTU 0 means the control plane set none: no limit to enforce.
         let too_big = adj.mtu != 0 && total > adj.mtu;
-        if too_big && ip[6] & 0x40 != 0 {
+        if too_big && ip.dont_fragment() {
             if local {
                 return Verdict::Drop(Error::OwnTooBig);
             }
@@ -222,9 +218,10 @@ impl Ip4Rewrite {
             };
             return Verdict::Icmp(req, Error::TooBig);
         }
+        let (destination, hl) = (ip.destination(), ip.header_len());
 
         let neighbor = || match adj.kind {
-            AdjKind::Glean => IpAddr::V4(Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19])),
+            AdjKind::Glean => IpAddr::V4(Ipv4Addr::from(destination)),
             _ => adj.next_hop,
         };
         let header = match neighbor_header(view, &adj, neighbor, EtherType::IPV4) {
@@ -234,13 +231,15 @@ impl Ip4Rewrite {
         };
 
         if !local {
-            let hl = (ip[0] & 0x0f) as usize * 4;
+            let ip = bufs.l3_mut(bi);
             if hl > MIN_HEADER_LEN {
                 // ip4-input checked the header: all of it is in this segment.
                 let out = view.interface(adj.interface).map_or(0, |i| i.primary_v4());
-                record_route(&mut bufs.data_mut(bi)[l3..l3 + hl], out);
+                if let Some(header) = ip.get_mut(..hl) {
+                    record_route(header, out);
+                }
             }
-            decrement_ttl(&mut bufs.data_mut(bi)[l3..l3 + MIN_HEADER_LEN]);
+            decrement_ttl(ip);
         }
         super::trim_to(bufs, bi, l3 + total as usize);
         if !write_header(bufs, bi, l3, &header, adj.interface) {
@@ -308,11 +307,11 @@ impl Ip4Rewrite {
         let adj = cx.bufs.meta(bi).adj;
         match verdict {
             Verdict::Forward { tx_if } => {
-                let d = cx.bufs.data(bi);
-                let (Ok(eth), Some(&ttl)) = (EthernetRepr::parse(d), d.get(ETH_HEADER_LEN + 8))
-                else {
+                let eth = EthernetRepr::parse(cx.bufs.data(bi));
+                let (Ok(eth), Some(ip)) = (eth, Ipv4View::of(cx.bufs.l3(bi))) else {
                     return;
                 };
+                let ttl = ip.ttl();
                 cx.trace(
                     bi,
                     format_args!("adj {adj} tx if {tx_if} {eth} ttl now {ttl}"),
@@ -516,10 +515,10 @@ mod tests {
     use proptest::prelude::*;
 
     /// Run `rewrite` on one packet and return the verdict and the bytes after it.
-    fn rewrite_one(frame: &[u8], adj: u32, flags: u16) -> (Verdict, Vec<u8>, u32) {
+    fn rewrite_one(frame: &[u8], adj: u32, flags: u8) -> (Verdict, Vec<u8>, u32) {
         let pool = BufferPool::new(16, HugePages::Never).unwrap();
         let mut bufs = pool.worker_handle();
-        let bi = bufs.packet_from_bytes(frame).unwrap();
+        let bi = crate::nodes::testing::received(&mut bufs, frame);
         bufs.meta_mut(bi).adj = adj;
         bufs.meta_mut(bi).flags = flags;
         let v = view();
@@ -792,7 +791,7 @@ mod tests {
         #[test]
         fn rewrite_never_panics(
             bytes in proptest::collection::vec(any::<u8>(), 0..120),
-            adj in 0u32..8, flags in 0u16..4,
+            adj in 0u32..8, flags in 0u8..4,
         ) {
             let _ = rewrite_one(&bytes, adj, flags);
         }

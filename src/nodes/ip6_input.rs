@@ -6,7 +6,6 @@
 //! ip6-rewrite answers an expired one with time exceeded (RFC 8200 3, RFC 4443 3.3).
 
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
-use crate::wire::ethernet::Repr as EthernetRepr;
 use crate::wire::ipv6::{self, Ipv6Error, Ipv6Header};
 use crate::wire::EtherType;
 
@@ -59,16 +58,13 @@ impl Ip6Input {
     }
 
     /// The verdict for one packet: where it goes, and which counter (if any) it bumps.
-    pub fn check(data: &[u8], packet_len: usize) -> (Next, Option<Error>) {
-        let eth = match EthernetRepr::parse(data) {
-            Ok(eth) if eth.ethertype == EtherType::IPV6 => eth,
-            _ => return (Next::Drop, Some(Error::NotIpv6)),
+    /// `ip` is the packet from its L3 header on (`None` when it is not IPv6), `ip_len` the
+    /// bytes from there to the end of the whole packet.
+    pub fn check(ip: Option<&[u8]>, ip_len: usize) -> (Next, Option<Error>) {
+        let Some(bytes) = ip else {
+            return (Next::Drop, Some(Error::NotIpv6));
         };
-        let l3 = eth.l3_offset as usize;
-        let Some(bytes) = data.get(l3..) else {
-            return (Next::Drop, Some(Error::Truncated));
-        };
-        match Ipv6Header::parse_in(bytes, packet_len.saturating_sub(l3)) {
+        match Ipv6Header::parse_in(bytes, ip_len) {
             Err(e) => (Next::Drop, Some(error_of(e))),
             Ok(h) if ipv6::is_multicast(h.source()) => (Next::Drop, Some(Error::MulticastSource)),
             Ok(h) if h.source() == 1 || h.destination() == 1 => (Next::Drop, Some(Error::Loopback)),
@@ -81,7 +77,8 @@ impl Node for Ip6Input {
     fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
         let tracing = cx.tracing();
         for &bi in frame {
-            let (next, counted) = Self::check(cx.bufs.data(bi), cx.bufs.packet_len(bi));
+            let ip = super::l3_header(cx.bufs, bi, EtherType::IPV6);
+            let (next, counted) = Self::check(ip, super::l3_len(cx.bufs, bi));
             if let Some(e) = counted {
                 cx.count_error(e as usize, 1);
             }
@@ -298,6 +295,9 @@ mod tests {
         // A 20-byte UDP datagram in a minimum frame: 60 bytes of IPv6 in 74, fine; 58 in 60.
         let mut f = udp(HOST, FAR, 64, 46);
         f.resize(64, 0);
-        assert_eq!(Ip6Input::check(&f, f.len()), (Next::Lookup, None));
+        assert_eq!(
+            Ip6Input::check(Some(&f[14..]), f.len() - 14),
+            (Next::Lookup, None)
+        );
     }
 }

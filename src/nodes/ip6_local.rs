@@ -11,7 +11,6 @@ use super::IcmpErrorRequest;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::router::adjacency::{L3View, SharedL3View};
-use crate::wire::ethernet::Repr as EthernetRepr;
 use crate::wire::icmp6::{self, echo_request_to_reply, upper_layer_named, EchoError};
 use crate::wire::ipv6::{self, next_header, Ipv6Header};
 use crate::wire::EtherType;
@@ -114,14 +113,11 @@ impl Ip6Local {
 
     pub fn handle(view: &L3View, bufs: &mut WorkerBuffers, bi: u32) -> Verdict {
         let meta = *bufs.meta(bi);
-        let packet_len = bufs.packet_len(bi);
-        let data = bufs.data(bi);
-        let l3 = match EthernetRepr::parse(data) {
-            Ok(eth) if eth.ethertype == EtherType::IPV6 => eth.l3_offset as usize,
-            _ => return Verdict::Drop(Error::NotIpv6),
+        let l3 = meta.l3_offset as usize;
+        let Some(ip) = super::l3_header(bufs, bi, EtherType::IPV6) else {
+            return Verdict::Drop(Error::NotIpv6);
         };
-        let ip = data.get(l3..).unwrap_or_default();
-        let Ok(h) = Ipv6Header::parse_in(ip, packet_len.saturating_sub(l3)) else {
+        let Ok(h) = Ipv6Header::parse_in(ip, super::l3_len(bufs, bi)) else {
             return Verdict::Drop(Error::NotIpv6);
         };
         let (src, dst) = (h.source(), h.destination());
@@ -164,7 +160,7 @@ impl Ip6Local {
         } else {
             dst
         };
-        match echo_request_to_reply(&mut bufs.data_mut(bi)[l3..], reply_src) {
+        match echo_request_to_reply(bufs.l3_mut(bi), reply_src) {
             Ok(n) => {
                 // Link padding after the request, and the extension headers the reply does
                 // not repeat, are not part of the reply.
@@ -204,10 +200,10 @@ mod tests {
     use crate::nodes::ip6_input::test_support::*;
     use crate::nodes::testing::Harness;
 
-    fn handle_one(frame: &[u8]) -> (Verdict, Vec<u8>, u16) {
+    fn handle_one(frame: &[u8]) -> (Verdict, Vec<u8>, u8) {
         let pool = BufferPool::new(16, HugePages::Never).unwrap();
         let mut bufs = pool.worker_handle();
-        let bi = bufs.packet_from_bytes(frame).unwrap();
+        let bi = crate::nodes::testing::received(&mut bufs, frame);
         bufs.meta_mut(bi).rx_if = 0;
         let v = view();
         let verdict = Ip6Local::handle(&v.load(), &mut bufs, bi);

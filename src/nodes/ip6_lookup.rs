@@ -21,9 +21,10 @@ use crate::fib::{FibReader, NO_ROUTE};
 use crate::graph::frame::FRAME_SIZE;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::router::adjacency::{AdjKind, L3View, SharedL3View, ADJ_DROP, ADJ_LOCAL};
-use crate::wire::ethernet::Repr as EthernetRepr;
 use crate::wire::icmp6;
 use crate::wire::ipv6;
+use crate::wire::ipv6::Ipv6View;
+use crate::wire::EtherType;
 
 #[repr(usize)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,23 +146,15 @@ impl Ip6Lookup {
 
     /// The key of a packet ip6-input has checked (all zero if it cannot be read: :: matches
     /// only a default route).
-    fn key(data: &[u8]) -> Key {
-        let Ok(eth) = EthernetRepr::parse(data) else {
+    #[inline(always)]
+    fn key(ip: Option<&[u8]>) -> Key {
+        let Some(h) = ip.and_then(Ipv6View::of) else {
             return Key::default();
-        };
-        let l3 = eth.l3_offset as usize;
-        let Some(h) = data.get(l3..l3 + ipv6::HEADER_LEN) else {
-            return Key::default();
-        };
-        let addr = |at: usize| {
-            let mut a = [0u8; 16];
-            a.copy_from_slice(&h[at..at + 16]);
-            u128::from_be_bytes(a)
         };
         Key {
-            dst: addr(24),
-            src: addr(8),
-            flow: u32::from_be_bytes([h[1] & 0x0f, h[2], h[3], h[6]]),
+            dst: h.destination(),
+            src: h.source(),
+            flow: h.flow_label() << 8 | h.next_header() as u32,
         }
     }
 }
@@ -239,7 +232,7 @@ impl Node for Ip6Lookup {
     fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
         let n = frame.len().min(FRAME_SIZE);
         for (k, &bi) in frame[..n].iter().enumerate() {
-            self.keys[k] = Self::key(cx.bufs.data(bi));
+            self.keys[k] = Self::key(super::l3_header(cx.bufs, bi, EtherType::IPV6));
             self.dst[k] = self.keys[k].dst;
         }
         {
@@ -250,7 +243,7 @@ impl Node for Ip6Lookup {
         let tracing = cx.tracing();
         for (k, &bi) in frame[..n].iter().enumerate() {
             let key = self.keys[k];
-            let link_group = cx.bufs.data(bi).first().is_some_and(|b| b & 1 != 0);
+            let link_group = super::link_group(cx.bufs, bi);
             let d = Self::decide(&view, key, self.adj[k], cx.bufs.meta(bi), link_group);
             let (next, adj) = (d.next, d.adj);
             if let Some(e) = d.counted {

@@ -21,9 +21,9 @@ use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::router::adjacency::{ethernet_rewrite, AdjKind, L3View, SharedL3View};
 use crate::router::{LearnSender, NeighborLearn};
-use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
+use crate::wire::ethernet::{Frame, HEADER_LEN as ETH_HEADER_LEN};
 use crate::wire::icmp6::{self, parse_nd, NdError, NdMessage, ND_PACKET_LEN};
-use crate::wire::ipv6::{self, Ipv6Header};
+use crate::wire::ipv6::{self, Ipv6Header, Ipv6View};
 use crate::wire::{EtherType, MacAddress};
 use std::net::{IpAddr, Ipv6Addr};
 use std::time::{Duration, Instant};
@@ -214,13 +214,11 @@ impl Ip6Nd {
     /// the counter of what became of it (the caller counts and traces it).
     fn input(&mut self, cx: &mut NodeCx<'_>, view: &L3View, bi: u32) -> Error {
         let rx_if = cx.bufs.meta(bi).rx_if;
-        let data = cx.bufs.data(bi);
-        let (eth, ip) = match EthernetRepr::parse(data) {
-            Ok(eth) if eth.ethertype == EtherType::IPV6 => {
-                (eth, data.get(eth.l3_offset as usize..).unwrap_or_default())
-            }
-            _ => return Error::NotIcmp6,
+        let Some(ip) = super::l3_header(cx.bufs, bi, EtherType::IPV6) else {
+            return Error::NotIcmp6;
         };
+        let link_source =
+            Frame::new_checked(cx.bufs.data(bi)).map_or(MacAddress([0; 6]), |f| f.source());
         let msg = match parse_nd(ip) {
             Ok(msg) => msg,
             Err(e) => return nd_error(e),
@@ -244,7 +242,7 @@ impl Ip6Nd {
                 let (dst_ip, dst_mac, solicited) = if ipv6::is_unspecified(src) {
                     (ipv6::ALL_NODES, ipv6::multicast_mac(ipv6::ALL_NODES), false)
                 } else {
-                    (src, source_link_addr.unwrap_or(eth.source), true)
+                    (src, source_link_addr.unwrap_or(link_source), true)
                 };
                 if let (Some(mac), false) = (source_link_addr, ipv6::is_unspecified(src)) {
                     self.learn(cx, rx_if, src, mac);
@@ -320,12 +318,10 @@ impl Ip6Nd {
     }
 }
 
-/// The IPv6 destination of an Ethernet frame (:: if unreadable).
+/// The IPv6 destination of a packet (:: if unreadable).
 fn destination(bufs: &WorkerBuffers, bi: u32) -> u128 {
-    let data = bufs.data(bi);
-    EthernetRepr::parse(data)
-        .ok()
-        .and_then(|eth| Ipv6Header::parse_in(data.get(eth.l3_offset as usize..)?, usize::MAX).ok())
+    super::l3_header(bufs, bi, EtherType::IPV6)
+        .and_then(Ipv6View::of)
         .map_or(0, |h| h.destination())
 }
 
@@ -479,7 +475,7 @@ mod tests {
         /// Run one pass with `frames` (each with its adjacency) fed in; what came out.
         fn pass(&mut self, frames: &[(Vec<u8>, u32)]) -> Vec<(usize, Vec<u8>, u32)> {
             for (f, adj) in frames {
-                let bi = self.bufs.packet_from_bytes(f).unwrap();
+                let bi = crate::nodes::testing::received(&mut self.bufs, f);
                 let m = self.bufs.meta_mut(bi);
                 m.adj = *adj;
                 m.rx_if = 0;

@@ -11,9 +11,8 @@ use super::IcmpErrorRequest;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
 use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
 use crate::router::adjacency::{AdjKind, L3View, SharedL3View};
-use crate::wire::ethernet::Repr as EthernetRepr;
 use crate::wire::icmp6;
-use crate::wire::ipv6::{self, HEADER_LEN as IP6_HEADER_LEN};
+use crate::wire::ipv6::{self, Ipv6View};
 use crate::wire::EtherType;
 use std::net::{IpAddr, Ipv6Addr};
 
@@ -121,19 +120,13 @@ impl Ip6Rewrite {
             AdjKind::Drop => return Verdict::Drop(Error::DropAdjacency),
             AdjKind::Local | AdjKind::Multipath => return Verdict::Drop(Error::NotNeighbor),
         }
-        let data = bufs.data(bi);
-        let l3 = match EthernetRepr::parse(data) {
-            Ok(eth) if eth.ethertype == EtherType::IPV6 => eth.l3_offset as usize,
+        let l3 = meta.l3_offset as usize;
+        let ip = match super::l3_header(bufs, bi, EtherType::IPV6).and_then(Ipv6View::of) {
+            Some(ip) if ip.version() == 6 => ip,
             _ => return Verdict::Drop(Error::NotIpv6),
         };
-        let Some(ip) = data.get(l3..l3 + IP6_HEADER_LEN) else {
-            return Verdict::Drop(Error::NotIpv6);
-        };
-        if ip[0] >> 4 != 6 {
-            return Verdict::Drop(Error::NotIpv6);
-        }
         let local = meta.flags & FLAG_LOCAL_ORIGIN != 0;
-        if !local && ip[7] <= 1 {
+        if !local && ip.hop_limit() <= 1 {
             let req = IcmpErrorRequest {
                 kind: icmp6::kind::TIME_EXCEEDED,
                 code: 0,
@@ -141,7 +134,7 @@ impl Ip6Rewrite {
             };
             return Verdict::Icmp(req, Error::HopLimitExpired);
         }
-        let total = IP6_HEADER_LEN as u32 + u16::from_be_bytes([ip[4], ip[5]]) as u32;
+        let total = ip.total_len() as u32;
         // MTU 0 means the control plane set none: no limit to enforce.
         if adj.mtu != 0 && total > adj.mtu {
             if local {
@@ -155,11 +148,8 @@ impl Ip6Rewrite {
             return Verdict::Icmp(req, Error::TooBig);
         }
 
-        let neighbor = || {
-            let mut d = [0u8; 16];
-            d.copy_from_slice(&ip[24..40]);
-            Self::neighbor_of(view, meta.adj, u128::from_be_bytes(d))
-        };
+        let destination = ip.destination();
+        let neighbor = || Self::neighbor_of(view, meta.adj, destination);
         let header = match neighbor_header(view, &adj, neighbor, EtherType::IPV6) {
             Ok(h) => h,
             Err(NoHeader::Unresolved) => return Verdict::Nd,
@@ -167,7 +157,7 @@ impl Ip6Rewrite {
         };
 
         if !local {
-            ipv6::decrement_hop_limit(&mut bufs.data_mut(bi)[l3..l3 + IP6_HEADER_LEN]);
+            ipv6::decrement_hop_limit(bufs.l3_mut(bi));
         }
         // Bytes after the payload length are link padding, not part of the packet.
         super::trim_to(bufs, bi, l3 + total as usize);
@@ -232,10 +222,10 @@ mod tests {
     use proptest::prelude::*;
 
     /// Run `rewrite` on one packet and return the verdict, the bytes after it and tx_if.
-    fn rewrite_one(frame: &[u8], adj: u32, flags: u16) -> (Verdict, Vec<u8>, u32) {
+    fn rewrite_one(frame: &[u8], adj: u32, flags: u8) -> (Verdict, Vec<u8>, u32) {
         let pool = BufferPool::new(16, HugePages::Never).unwrap();
         let mut bufs = pool.worker_handle();
-        let bi = bufs.packet_from_bytes(frame).unwrap();
+        let bi = crate::nodes::testing::received(&mut bufs, frame);
         bufs.meta_mut(bi).adj = adj;
         bufs.meta_mut(bi).flags = flags;
         let v = view();
@@ -398,7 +388,7 @@ mod tests {
         #[test]
         fn rewrite_never_panics(
             bytes in proptest::collection::vec(any::<u8>(), 0..120),
-            adj in 0u32..8, flags in 0u16..4,
+            adj in 0u32..8, flags in 0u8..4,
         ) {
             let _ = rewrite_one(&bytes, adj, flags);
         }

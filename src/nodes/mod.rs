@@ -93,6 +93,36 @@ impl IcmpErrorRequest {
     }
 }
 
+/// The packet from its L3 header on, at the offset ethernet-input recorded, when the
+/// EtherType just in front of it (after any VLAN tags) is `ethertype`; `None` for a frame of
+/// another protocol or one too short to hold the offset. Packets the router builds itself
+/// start untagged with the EtherType at 12, where a fresh buffer's offset expects it.
+#[inline(always)]
+pub(crate) fn l3_header(
+    bufs: &crate::buffer::WorkerBuffers,
+    bi: u32,
+    ethertype: crate::wire::EtherType,
+) -> Option<&[u8]> {
+    let at = bufs.meta(bi).l3_offset as usize;
+    let data = bufs.data(bi);
+    let tag = data.get(at.checked_sub(2)?..at)?;
+    (u16::from_be_bytes([tag[0], tag[1]]) == ethertype.0).then(|| &data[at..])
+}
+
+/// Bytes from the L3 header to the end of the whole packet (its chained segments too).
+#[inline(always)]
+pub(crate) fn l3_len(bufs: &crate::buffer::WorkerBuffers, bi: u32) -> usize {
+    bufs.packet_len(bi)
+        .saturating_sub(bufs.meta(bi).l3_offset as usize)
+}
+
+/// The packet came in a link-layer broadcast or multicast frame (the group bit of its
+/// destination MAC).
+#[inline(always)]
+pub(crate) fn link_group(bufs: &crate::buffer::WorkerBuffers, bi: u32) -> bool {
+    bufs.data(bi).first().is_some_and(|b| b & 1 != 0)
+}
+
 /// Put an ICMP error built in `frame` (room for an Ethernet header, then the IP packet) into a
 /// new buffer. The Ethernet header is a placeholder of `ethertype` and zero addresses: the
 /// lookup node reads only the EtherType and the rewrite node writes the rest. The error
@@ -173,5 +203,58 @@ mod trim_tests {
         }
         drop(bufs);
         assert_eq!(pool.report().in_use, 0);
+    }
+}
+
+/// The L3 nodes read their headers at the offset the metadata records. Whatever that offset
+/// says — right, past the end, inside the Ethernet header — and whatever the bytes, they give
+/// a verdict and count it; nothing panics or reads outside the packet.
+#[cfg(test)]
+mod l3_offset_tests {
+    use crate::buffer::{BufferPool, HugePages};
+    use crate::nodes::{ip4_local, ip4_rewrite, ip6_input, ip6_local, ip6_rewrite};
+    use proptest::prelude::*;
+
+    proptest::proptest! {
+        #[test]
+        fn l3_nodes_take_any_offset(
+            bytes in proptest::collection::vec(any::<u8>(), 0..160),
+            l3 in any::<u8>(),
+            adj in 0u32..8,
+            v6 in any::<bool>(),
+        ) {
+            let pool = BufferPool::new(64, HugePages::Never).unwrap();
+            let mut bufs = pool.worker_handle();
+            let (view4, view6) = (
+                ip4_rewrite::test_support::view().load_full(),
+                ip6_input::test_support::view().load_full(),
+            );
+            for step in 0..3 {
+                let Some(bi) = bufs.packet_from_bytes(&bytes) else {
+                    return Ok(());
+                };
+                let m = bufs.meta_mut(bi);
+                (m.l3_offset, m.adj, m.rx_if) = (l3, adj, 0);
+                match (step, v6) {
+                    (0, false) => {
+                        let _ = ip4_rewrite::Ip4Rewrite::rewrite(&view4, &mut bufs, bi);
+                    }
+                    (1, false) => {
+                        let _ = ip4_local::Ip4Local::local(&view4, &mut bufs, bi);
+                    }
+                    (0, true) => {
+                        let _ = ip6_rewrite::Ip6Rewrite::rewrite(&view6, &mut bufs, bi);
+                    }
+                    (1, true) => {
+                        let _ = ip6_local::Ip6Local::handle(&view6, &mut bufs, bi);
+                    }
+                    _ => {
+                        let ip = super::l3_header(&bufs, bi, crate::wire::EtherType::IPV6);
+                        let _ = ip6_input::Ip6Input::check(ip, super::l3_len(&bufs, bi));
+                    }
+                }
+                bufs.free(bi);
+            }
+        }
     }
 }

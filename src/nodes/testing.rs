@@ -9,6 +9,16 @@ use crate::wire::MacAddress;
 use arc_swap::ArcSwap;
 use std::sync::{Arc, Mutex};
 
+/// `frame` in a new buffer as ethernet-input leaves it: with its L3 offset recorded (after
+/// any VLAN tags), for tests that hand a frame straight to an L3 node.
+pub fn received(bufs: &mut WorkerBuffers, frame: &[u8]) -> u32 {
+    let bi = bufs.packet_from_bytes(frame).expect("a free buffer");
+    if let Ok(eth) = crate::wire::ethernet::Repr::parse(frame) {
+        bufs.meta_mut(bi).l3_offset = eth.l3_offset as u8;
+    }
+    bi
+}
+
 /// A frame of `len` bytes: broadcast destination, IPv4 type, a counting payload.
 pub fn frame_bytes(len: usize) -> Vec<u8> {
     let mut f: Vec<u8> = (0..len).map(|i| i as u8).collect();
@@ -216,7 +226,7 @@ impl Harness {
         let mut bufs: WorkerBuffers = self.pool.worker_handle();
         let mut packets = Vec::new();
         for (k, f) in frames.iter().enumerate() {
-            let bi = bufs.packet_from_bytes(f).unwrap();
+            let bi = received(&mut bufs, f);
             let m = bufs.meta_mut(bi);
             m.rx_if = rx_if;
             edit(m, k);

@@ -42,48 +42,32 @@ impl Ipv4Error {
     }
 }
 
-/// A checked view of an IPv4 header at the start of `bytes`.
+/// The fields of an IPv4 header at the start of `bytes`, read without checking them: for
+/// nodes behind ip4-input, which has checked the packet once. Only the 20 fixed bytes are
+/// known to be present.
 #[derive(Clone, Copy, Debug)]
-pub struct Ipv4Header<'a> {
+pub struct Ipv4View<'a> {
     bytes: &'a [u8],
-    header_len: usize,
 }
 
-impl<'a> Ipv4Header<'a> {
-    /// Check version, IHL, total length against what is present, and the checksum.
-    pub fn parse(bytes: &'a [u8]) -> Result<Ipv4Header<'a>, Ipv4Error> {
-        Self::parse_in(bytes, bytes.len())
+impl<'a> Ipv4View<'a> {
+    /// `None` when fewer than 20 bytes are present.
+    #[inline(always)]
+    pub fn of(bytes: &'a [u8]) -> Option<Ipv4View<'a>> {
+        (bytes.len() >= MIN_HEADER_LEN).then_some(Ipv4View { bytes })
     }
 
-    /// Like `parse`, for a packet of `packet_len` bytes of which `bytes` (holding at least the
-    /// header) is the first part: a packet chained over several buffers.
-    pub fn parse_in(bytes: &'a [u8], packet_len: usize) -> Result<Ipv4Header<'a>, Ipv4Error> {
-        if bytes.len() < MIN_HEADER_LEN || packet_len < MIN_HEADER_LEN {
-            return Err(Ipv4Error::Truncated);
-        }
-        if bytes[0] >> 4 != 4 {
-            return Err(Ipv4Error::Version);
-        }
-        let header_len = (bytes[0] & 0x0f) as usize * 4;
-        if header_len < MIN_HEADER_LEN || header_len > bytes.len() {
-            return Err(Ipv4Error::HeaderLength);
-        }
-        let total = u16::from_be_bytes([bytes[2], bytes[3]]) as usize;
-        if total < header_len || total > packet_len.max(bytes.len()) {
-            return Err(Ipv4Error::TotalLength);
-        }
-        if checksum(&bytes[..header_len]) != 0 {
-            return Err(Ipv4Error::Checksum);
-        }
-        Ok(Ipv4Header { bytes, header_len })
+    pub fn version(&self) -> u8 {
+        self.bytes[0] >> 4
     }
 
+    /// The header length IHL announces (which may exceed the bytes present).
     pub fn header_len(&self) -> usize {
-        self.header_len
+        (self.bytes[0] & 0x0f) as usize * 4
     }
 
     pub fn has_options(&self) -> bool {
-        self.header_len > MIN_HEADER_LEN
+        self.header_len() > MIN_HEADER_LEN
     }
 
     pub fn total_len(&self) -> usize {
@@ -103,22 +87,80 @@ impl<'a> Ipv4Header<'a> {
         self.bytes[6] & 0x40 != 0
     }
 
+    /// Part of a fragmented datagram: more fragments follow, or the offset is not 0.
+    pub fn is_fragment(&self) -> bool {
+        self.bytes[6] & 0x20 != 0 || !self.first_fragment()
+    }
+
+    /// The fragment offset is 0: the transport header, if any, follows this header.
+    pub fn first_fragment(&self) -> bool {
+        u16::from_be_bytes([self.bytes[6], self.bytes[7]]) & 0x1fff == 0
+    }
+
     pub fn source(&self) -> u32 {
-        u32::from_be_bytes([
-            self.bytes[12],
-            self.bytes[13],
-            self.bytes[14],
-            self.bytes[15],
-        ])
+        word_at(self.bytes, 12)
     }
 
     pub fn destination(&self) -> u32 {
-        u32::from_be_bytes([
-            self.bytes[16],
-            self.bytes[17],
-            self.bytes[18],
-            self.bytes[19],
-        ])
+        word_at(self.bytes, 16)
+    }
+
+    /// The first four bytes after the header (the ports of TCP and UDP), if present.
+    pub fn first_payload_word(&self) -> Option<u32> {
+        let at = self.header_len();
+        self.bytes.get(at..at + 4).map(|_| word_at(self.bytes, at))
+    }
+}
+
+/// The big-endian word at `at`, which the caller has checked is present.
+#[inline(always)]
+fn word_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+}
+
+/// A checked view of an IPv4 header at the start of `bytes`: the fields of `Ipv4View`, of a
+/// header whose version, lengths and checksum verify (and which is all present).
+#[derive(Clone, Copy, Debug)]
+pub struct Ipv4Header<'a> {
+    view: Ipv4View<'a>,
+}
+
+impl<'a> std::ops::Deref for Ipv4Header<'a> {
+    type Target = Ipv4View<'a>;
+
+    fn deref(&self) -> &Ipv4View<'a> {
+        &self.view
+    }
+}
+
+impl<'a> Ipv4Header<'a> {
+    /// Check version, IHL, total length against what is present, and the checksum.
+    pub fn parse(bytes: &'a [u8]) -> Result<Ipv4Header<'a>, Ipv4Error> {
+        Self::parse_in(bytes, bytes.len())
+    }
+
+    /// Like `parse`, for a packet of `packet_len` bytes of which `bytes` (holding at least the
+    /// header) is the first part: a packet chained over several buffers.
+    pub fn parse_in(bytes: &'a [u8], packet_len: usize) -> Result<Ipv4Header<'a>, Ipv4Error> {
+        let view = match Ipv4View::of(bytes) {
+            Some(v) if packet_len >= MIN_HEADER_LEN => v,
+            _ => return Err(Ipv4Error::Truncated),
+        };
+        if view.version() != 4 {
+            return Err(Ipv4Error::Version);
+        }
+        let header_len = view.header_len();
+        if header_len < MIN_HEADER_LEN || header_len > bytes.len() {
+            return Err(Ipv4Error::HeaderLength);
+        }
+        let total = view.total_len();
+        if total < header_len || total > packet_len.max(bytes.len()) {
+            return Err(Ipv4Error::TotalLength);
+        }
+        if checksum(&bytes[..header_len]) != 0 {
+            return Err(Ipv4Error::Checksum);
+        }
+        Ok(Ipv4Header { view })
     }
 }
 
@@ -430,6 +472,24 @@ mod tests {
     }
 
     proptest! {
+        /// The unchecked view reads any bytes without panicking, exists exactly when the
+        /// fixed header is present, and a checked header reads the same fields through it.
+        #[test]
+        fn view_reads_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let view = Ipv4View::of(&bytes);
+            prop_assert_eq!(view.is_some(), bytes.len() >= MIN_HEADER_LEN);
+            if let Some(v) = view {
+                let fields = (v.version(), v.header_len(), v.total_len(), v.ttl(), v.protocol(),
+                              v.dont_fragment(), v.is_fragment(), v.source(), v.destination());
+                let _ = v.first_payload_word();
+                prop_assert_eq!(v.source(), u32::from_be_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]));
+                if let Ok(h) = Ipv4Header::parse(&bytes) {
+                    prop_assert_eq!(fields, (h.version(), h.header_len(), h.total_len(), h.ttl(),
+                        h.protocol(), h.dont_fragment(), h.is_fragment(), h.source(), h.destination()));
+                }
+            }
+        }
+
         /// RFC 1624: the incremental update equals a full recomputation, for every TTL and
         /// header content.
         #[test]

@@ -60,34 +60,22 @@ impl Ipv6Error {
     }
 }
 
-/// A checked view of an IPv6 header at the start of `bytes`.
+/// The fields of an IPv6 header at the start of `bytes`, read without checking them: for
+/// nodes behind ip6-input, which has checked the packet once. The 40 fixed bytes are present.
 #[derive(Clone, Copy, Debug)]
-pub struct Ipv6Header<'a> {
+pub struct Ipv6View<'a> {
     bytes: &'a [u8],
 }
 
-impl<'a> Ipv6Header<'a> {
-    /// Check the version and the payload length against what is present.
-    pub fn parse(bytes: &'a [u8]) -> Result<Ipv6Header<'a>, Ipv6Error> {
-        Self::parse_in(bytes, bytes.len())
+impl<'a> Ipv6View<'a> {
+    /// `None` when fewer than 40 bytes are present.
+    #[inline(always)]
+    pub fn of(bytes: &'a [u8]) -> Option<Ipv6View<'a>> {
+        (bytes.len() >= HEADER_LEN).then_some(Ipv6View { bytes })
     }
 
-    /// Like `parse`, for a packet of `packet_len` bytes of which `bytes` (holding at least the
-    /// header) is the first part: a packet chained over several buffers.
-    pub fn parse_in(bytes: &'a [u8], packet_len: usize) -> Result<Ipv6Header<'a>, Ipv6Error> {
-        if bytes.len() < HEADER_LEN || packet_len < HEADER_LEN {
-            return Err(Ipv6Error::Truncated);
-        }
-        if bytes[0] >> 4 != 6 {
-            return Err(Ipv6Error::Version);
-        }
-        let payload = u16::from_be_bytes([bytes[4], bytes[5]]) as usize;
-        // Payload length 0 would announce a jumbogram (RFC 2675), which no link here carries:
-        // it is read as an empty payload. Shorter than the frame is Ethernet padding.
-        if HEADER_LEN + payload > packet_len.max(bytes.len()) {
-            return Err(Ipv6Error::PayloadLength);
-        }
-        Ok(Ipv6Header { bytes })
+    pub fn version(&self) -> u8 {
+        self.bytes[0] >> 4
     }
 
     pub fn traffic_class(&self) -> u8 {
@@ -125,8 +113,48 @@ impl<'a> Ipv6Header<'a> {
 
     /// The payload present in `bytes` (all of it unless the packet is chained).
     pub fn payload(&self) -> &'a [u8] {
-        let end = self.total_len().min(self.bytes.len());
+        let end = self.total_len().clamp(HEADER_LEN, self.bytes.len());
         &self.bytes[HEADER_LEN..end]
+    }
+}
+
+/// A checked view of an IPv6 header at the start of `bytes`: the fields of `Ipv6View`, of a
+/// header whose version and payload length verify.
+#[derive(Clone, Copy, Debug)]
+pub struct Ipv6Header<'a> {
+    view: Ipv6View<'a>,
+}
+
+impl<'a> std::ops::Deref for Ipv6Header<'a> {
+    type Target = Ipv6View<'a>;
+
+    fn deref(&self) -> &Ipv6View<'a> {
+        &self.view
+    }
+}
+
+impl<'a> Ipv6Header<'a> {
+    /// Check the version and the payload length against what is present.
+    pub fn parse(bytes: &'a [u8]) -> Result<Ipv6Header<'a>, Ipv6Error> {
+        Self::parse_in(bytes, bytes.len())
+    }
+
+    /// Like `parse`, for a packet of `packet_len` bytes of which `bytes` (holding at least the
+    /// header) is the first part: a packet chained over several buffers.
+    pub fn parse_in(bytes: &'a [u8], packet_len: usize) -> Result<Ipv6Header<'a>, Ipv6Error> {
+        let view = match Ipv6View::of(bytes) {
+            Some(v) if packet_len >= HEADER_LEN => v,
+            _ => return Err(Ipv6Error::Truncated),
+        };
+        if view.version() != 6 {
+            return Err(Ipv6Error::Version);
+        }
+        // Payload length 0 would announce a jumbogram (RFC 2675), which no link here carries:
+        // it is read as an empty payload. Shorter than the frame is Ethernet padding.
+        if view.total_len() > packet_len.max(bytes.len()) {
+            return Err(Ipv6Error::PayloadLength);
+        }
+        Ok(Ipv6Header { view })
     }
 }
 
@@ -359,6 +387,20 @@ mod tests {
     }
 
     proptest! {
+        /// The unchecked view reads any bytes without panicking and exists exactly when the
+        /// fixed header is present; its payload never runs past the bytes.
+        #[test]
+        fn view_reads_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..96)) {
+            let view = Ipv6View::of(&bytes);
+            prop_assert_eq!(view.is_some(), bytes.len() >= HEADER_LEN);
+            if let Some(v) = view {
+                let _ = (v.version(), v.traffic_class(), v.flow_label(), v.next_header(),
+                         v.hop_limit(), v.source());
+                prop_assert_eq!(v.destination(), addr_at(&bytes, 24));
+                prop_assert!(v.payload().len() <= bytes.len() - HEADER_LEN);
+            }
+        }
+
         #[test]
         fn checksum_round_trips(
             src in any::<u128>(), dst in any::<u128>(), nh in any::<u8>(),
