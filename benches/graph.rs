@@ -1,8 +1,9 @@
 //! Graph overhead without I/O: a synthetic input node makes 64-byte frames (in place, reusing
 //! the same buffers' bytes), and they go through ethernet-input → l2-xconnect →
-//! interface-output → a tx node that frees them. Prints Mpps and clocks per packet per node,
-//! median of 5 runs, and checks that the dispatch loop allocates nothing on the heap (frames
-//! are made once and reused).  Run: cargo bench --bench graph
+//! interface-output → a tx node that frees them; and, routed, through ethernet-input →
+//! ip4-input → ip4-lookup → ip4-rewrite → interface-output → tx. Prints Mpps and clocks per
+//! packet per node, median of 5 runs each, and checks that the dispatch loop allocates nothing
+//! on the heap (frames are made once and reused).  Run: cargo bench --bench graph
 
 use arc_swap::ArcSwap;
 use sluice::buffer::{BufferPool, HugePages, WorkerBuffers};
@@ -13,9 +14,10 @@ use sluice::nodes::{
     error_drop::ErrorDrop, ethernet_input::EthernetInput, interface_output::InterfaceOutput,
     l2_xconnect::L2Xconnect, tx::TxNode,
 };
-use sluice::router::Router;
+use sluice::router::{NeighborLearn, Router};
 use sluice::wire::MacAddress;
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -83,7 +85,46 @@ impl TxQueue for NullTx {
 /// One run: Mpps, clocks per packet per node, heap allocations in the dispatch loop.
 type Run = (f64, Vec<(String, f64)>, u64);
 
-fn run_once(packets: u64) -> Run {
+/// What the frames go through.
+#[derive(Clone, Copy, PartialEq)]
+enum Path {
+    /// if0 cross-connected to if1.
+    Xconnect,
+    /// IPv4 from 10.0.0.2 on if0 to 10.1.0.2, a static neighbour on if1.
+    Routed,
+}
+
+/// The 60-byte frame the synthetic input makes for `path`.
+fn frame(path: Path) -> [u8; 60] {
+    let mut frame = [0u8; 60];
+    frame[..14].copy_from_slice(&[2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 9, 8, 0]);
+    if path == Path::Routed {
+        let ip = &mut frame[14..34];
+        ip[..12].copy_from_slice(&[0x45, 0, 0, 46, 0, 0, 0, 0, 64, 17, 0, 0]);
+        ip[12..16].copy_from_slice(&[10, 0, 0, 2]);
+        ip[16..20].copy_from_slice(&[10, 1, 0, 2]);
+        let c = sluice::wire::ipv4::checksum(ip);
+        ip[10..12].copy_from_slice(&c.to_be_bytes());
+    }
+    frame
+}
+
+/// Addresses on both interfaces and the neighbour the routed frames go to.
+fn route(router: &mut Router) {
+    let v4 = |a, b, c, d| IpAddr::V4(Ipv4Addr::new(a, b, c, d));
+    router.add_address(0, v4(10, 0, 0, 1), 24).unwrap();
+    router.add_address(1, v4(10, 1, 0, 1), 24).unwrap();
+    router
+        .set_static_neighbor(NeighborLearn {
+            interface: 1,
+            ip: v4(10, 1, 0, 2),
+            mac: MacAddress([2, 0, 0, 0, 0, 7]),
+        })
+        .unwrap();
+    router.commit();
+}
+
+fn run_once(path: Path, packets: u64) -> Run {
     let pool = BufferPool::new(8192, HugePages::Auto).unwrap();
     let interfaces: Vec<Arc<Interface>> = (0..2)
         .map(|i| {
@@ -92,17 +133,21 @@ fn run_once(packets: u64) -> Run {
             Arc::new(itf)
         })
         .collect();
-    let modes = Arc::new(ArcSwap::from_pointee(L2Modes {
-        xconnect: vec![Some(1), Some(0)],
-    }));
-    // No addresses: the routing nodes are in the graph but see no traffic.
-    let router = Router::new(&[
+    let xconnect = match path {
+        Path::Xconnect => vec![Some(1), Some(0)],
+        Path::Routed => vec![None, None],
+    };
+    let modes = Arc::new(ArcSwap::from_pointee(L2Modes { xconnect }));
+    // Cross-connected, the routing nodes are in the graph but see no traffic.
+    let mut router = Router::new(&[
         ("if0".into(), MacAddress([2, 0, 0, 0, 0, 1]), 1500),
         ("if1".into(), MacAddress([2, 0, 0, 0, 0, 2]), 1500),
     ]);
+    if path == Path::Routed {
+        route(&mut router);
+    }
     let (learn, _learnt) = std::sync::mpsc::sync_channel(16);
-    let mut frame = [0u8; 60];
-    frame[..14].copy_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 8, 0]);
+    let frame = frame(path);
     let decls = vec![
         NodeDecl {
             name: "synthetic-input".into(),
@@ -154,18 +199,33 @@ fn main() {
     // run only checks that the benchmark works.
     let full = std::env::args().any(|a| a == "--bench");
     let (packets, repeats) = if full { (20_000_000, 5) } else { (100_000, 1) };
-    let mut runs: Vec<Run> = (0..repeats).map(|_| run_once(packets)).collect();
-    let allocations: u64 = runs.iter().map(|r| r.2).sum();
-    runs.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
-    let rates: Vec<String> = runs.iter().map(|r| format!("{:.2}", r.0)).collect();
-    let (median, nodes, _) = &runs[runs.len() / 2];
-    println!(
-        "graph xconnect, 64 B, no I/O, 1 core: median {median:.2} Mpps (runs: {})",
-        rates.join(" ")
-    );
-    println!("{:<24}{:>14}", "node", "clocks/pkt");
-    for (n, c) in nodes {
-        println!("{n:<24}{c:>14.1}");
+    let mut allocations = 0;
+    for (path, name) in [(Path::Xconnect, "xconnect"), (Path::Routed, "ip4 routed")] {
+        let mut runs: Vec<Run> = (0..repeats).map(|_| run_once(path, packets)).collect();
+        allocations += runs.iter().map(|r| r.2).sum::<u64>();
+        runs.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
+        let rates: Vec<String> = runs.iter().map(|r| format!("{:.2}", r.0)).collect();
+        let (median, nodes, _) = &runs[runs.len() / 2];
+        println!(
+            "graph {name}, 64 B, no I/O, 1 core: median {median:.2} Mpps (runs: {})",
+            rates.join(" ")
+        );
+        println!("{:<24}{:>14}", "node", "clocks/pkt");
+        for (n, c) in nodes {
+            println!("{n:<24}{c:>14.1}");
+        }
+        // Every frame must have taken the path measured, not a drop.
+        assert!(
+            nodes.iter().any(|(n, _)| n == "if1-tx"),
+            "{name}: nothing sent"
+        );
+        if path == Path::Routed {
+            assert!(nodes.iter().any(|(n, _)| n == "ip4-rewrite"), "not routed");
+            assert!(
+                !nodes.iter().any(|(n, _)| n == "error-drop"),
+                "routed frames dropped"
+            );
+        }
     }
     println!("heap allocations in the dispatch loops: {allocations}");
     assert_eq!(allocations, 0, "the dispatch loop must not allocate");

@@ -546,16 +546,17 @@ mod tests {
         assert_eq!(&out[26..], &sent[26..]);
     }
 
+    /// Forwarded to the neighbour on if1 by its complete adjacency.
+    fn assert_to_neighbor(sent: &[u8], out: &[u8]) {
+        assert_forwarded(sent, out, ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x0800));
+    }
+
     #[test]
     fn complete_neighbor_is_rewritten_and_sent() {
         let sent = udp([192, 0, 2, 1], 64, false, 100);
         let (v, out, tx) = rewrite_one(&sent, ADJ_COMPLETE, 0);
         assert_eq!((v, tx), (Verdict::Forward { tx_if: 1 }, 1));
-        assert_forwarded(
-            &sent,
-            &out,
-            ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x0800),
-        );
+        assert_to_neighbor(&sent, &out);
     }
 
     #[test]
@@ -572,11 +573,7 @@ mod tests {
         let sent = udp([192, 0, 2, 1], 9, false, 60);
         let (v, out, _) = rewrite_one(&sent, ADJ_INCOMPLETE, 0);
         assert_eq!(v, Verdict::Forward { tx_if: 1 });
-        assert_forwarded(
-            &sent,
-            &out,
-            ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x0800),
-        );
+        assert_to_neighbor(&sent, &out);
     }
 
     #[test]
@@ -586,11 +583,7 @@ mod tests {
         padded.extend_from_slice(&[0xee; 50]);
         let (v, out, _) = rewrite_one(&padded, ADJ_COMPLETE, 0);
         assert_eq!(v, Verdict::Forward { tx_if: 1 });
-        assert_forwarded(
-            &sent,
-            &out,
-            ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x0800),
-        );
+        assert_to_neighbor(&sent, &out);
     }
 
     #[test]
@@ -625,11 +618,7 @@ mod tests {
         let plain = udp([192, 0, 2, 1], 64, false, 100);
         let (v, out, _) = rewrite_one(&tagged(&plain), ADJ_COMPLETE, 0);
         assert_eq!(v, Verdict::Forward { tx_if: 1 });
-        assert_forwarded(
-            &plain,
-            &out,
-            ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x0800),
-        );
+        assert_to_neighbor(&plain, &out);
     }
 
     #[test]

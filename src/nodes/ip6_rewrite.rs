@@ -247,16 +247,17 @@ mod tests {
         assert_eq!(&out[22..], &sent[22..]);
     }
 
+    /// Forwarded to the neighbour on if1 by its complete adjacency.
+    fn assert_to_neighbor(sent: &[u8], out: &[u8]) {
+        assert_forwarded(sent, out, ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x86dd));
+    }
+
     #[test]
     fn complete_neighbor_is_rewritten_and_sent() {
         let sent = udp(HOST, FAR, 64, 100);
         let (v, out, tx) = rewrite_one(&sent, ADJ_COMPLETE, 0);
         assert_eq!((v, tx), (Verdict::Forward { tx_if: 1 }, 1));
-        assert_forwarded(
-            &sent,
-            &out,
-            ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x86dd),
-        );
+        assert_to_neighbor(&sent, &out);
     }
 
     #[test]
@@ -272,11 +273,7 @@ mod tests {
         let sent = udp(HOST, FAR, 9, 60);
         let (v, out, _) = rewrite_one(&sent, ADJ_INCOMPLETE, 0);
         assert_eq!(v, Verdict::Forward { tx_if: 1 });
-        assert_forwarded(
-            &sent,
-            &out,
-            ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x86dd),
-        );
+        assert_to_neighbor(&sent, &out);
     }
 
     #[test]
@@ -286,11 +283,7 @@ mod tests {
         padded.extend_from_slice(&[0xee; 50]);
         let (v, out, _) = rewrite_one(&padded, ADJ_COMPLETE, 0);
         assert_eq!(v, Verdict::Forward { tx_if: 1 });
-        assert_forwarded(
-            &sent,
-            &out,
-            ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x86dd),
-        );
+        assert_to_neighbor(&sent, &out);
     }
 
     #[test]
@@ -305,11 +298,7 @@ mod tests {
         let plain = udp(HOST, FAR, 64, 100);
         let (v, out, _) = rewrite_one(&tagged(&plain), ADJ_COMPLETE, 0);
         assert_eq!(v, Verdict::Forward { tx_if: 1 });
-        assert_forwarded(
-            &plain,
-            &out,
-            ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x86dd),
-        );
+        assert_to_neighbor(&plain, &out);
     }
 
     #[test]
