@@ -427,6 +427,7 @@ impl WorkerBuffers {
     /// The index as a slot number, after checking it is in range (always) and that this
     /// handle holds the buffer (debug and test builds).
     #[cfg_attr(any(test, debug_assertions), track_caller)]
+    #[inline(always)]
     fn check(&self, bi: u32) -> usize {
         assert!(bi < self.pool.count, "buffer index {bi} out of range");
         tags!(self.pool.tags.check_held(bi, self.id));
@@ -436,6 +437,7 @@ impl WorkerBuffers {
     /// Buffer `bi`'s metadata. This handle must hold `bi` (checked in debug builds; see
     /// "Ownership and soundness" in the module for what release builds rely on).
     #[cfg_attr(any(test, debug_assertions), track_caller)]
+    #[inline(always)]
     pub fn meta(&self, bi: u32) -> &BufferMeta {
         let i = self.check(bi);
         // SAFETY: the index is in range, and this handle's thread holds buffer `bi` (the
@@ -446,6 +448,7 @@ impl WorkerBuffers {
 
     /// As `meta`, writable.
     #[cfg_attr(any(test, debug_assertions), track_caller)]
+    #[inline(always)]
     pub fn meta_mut(&mut self, bi: u32) -> &mut BufferMeta {
         let i = self.check(bi);
         // SAFETY: as in `meta`; `&mut self` makes this the only live view from this thread.
@@ -454,6 +457,7 @@ impl WorkerBuffers {
 
     /// The whole buffer, headroom included. This handle must hold `bi`, as for `meta`.
     #[cfg_attr(any(test, debug_assertions), track_caller)]
+    #[inline(always)]
     pub fn raw(&self, bi: u32) -> &[u8] {
         let i = self.check(bi);
         // SAFETY: buffer `i` lies inside the region (i < count, region = count * STRIDE) and
@@ -462,6 +466,7 @@ impl WorkerBuffers {
     }
 
     #[cfg_attr(any(test, debug_assertions), track_caller)]
+    #[inline(always)]
     pub fn raw_mut(&mut self, bi: u32) -> &mut [u8] {
         let i = self.check(bi);
         // SAFETY: as in `raw`; `&mut self` makes this the only live view from this thread.
@@ -470,6 +475,7 @@ impl WorkerBuffers {
 
     /// This segment's packet bytes. This handle must hold `bi`, as for `meta`.
     #[cfg_attr(any(test, debug_assertions), track_caller)]
+    #[inline(always)]
     pub fn data(&self, bi: u32) -> &[u8] {
         let m = *self.meta(bi);
         let start = (m.offset as usize).min(STRIDE);
@@ -478,6 +484,7 @@ impl WorkerBuffers {
     }
 
     #[cfg_attr(any(test, debug_assertions), track_caller)]
+    #[inline(always)]
     pub fn data_mut(&mut self, bi: u32) -> &mut [u8] {
         let m = *self.meta(bi);
         let start = (m.offset as usize).min(STRIDE);

@@ -104,9 +104,10 @@ pub(crate) fn l3_header(
     ethertype: crate::wire::EtherType,
 ) -> Option<&[u8]> {
     let at = bufs.meta(bi).l3_offset as usize;
-    let data = bufs.data(bi);
-    let tag = data.get(at.checked_sub(2)?..at)?;
-    (u16::from_be_bytes([tag[0], tag[1]]) == ethertype.0).then(|| &data[at..])
+    match bufs.data(bi).get(at.checked_sub(2)?..)? {
+        [high, low, l3 @ ..] if u16::from_be_bytes([*high, *low]) == ethertype.0 => Some(l3),
+        _ => None,
+    }
 }
 
 /// Bytes from the L3 header to the end of the whole packet (its chained segments too).

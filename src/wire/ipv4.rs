@@ -47,6 +47,9 @@ impl Ipv4Error {
 /// known to be present.
 #[derive(Clone, Copy, Debug)]
 pub struct Ipv4View<'a> {
+    /// The fixed header, as an array: reading its fields needs no bounds checks.
+    fixed: &'a [u8; MIN_HEADER_LEN],
+    /// The header and what follows it.
     bytes: &'a [u8],
 }
 
@@ -54,16 +57,17 @@ impl<'a> Ipv4View<'a> {
     /// `None` when fewer than 20 bytes are present.
     #[inline(always)]
     pub fn of(bytes: &'a [u8]) -> Option<Ipv4View<'a>> {
-        (bytes.len() >= MIN_HEADER_LEN).then_some(Ipv4View { bytes })
+        let fixed = bytes.first_chunk::<MIN_HEADER_LEN>()?;
+        Some(Ipv4View { fixed, bytes })
     }
 
     pub fn version(&self) -> u8 {
-        self.bytes[0] >> 4
+        self.fixed[0] >> 4
     }
 
     /// The header length IHL announces (which may exceed the bytes present).
     pub fn header_len(&self) -> usize {
-        (self.bytes[0] & 0x0f) as usize * 4
+        (self.fixed[0] & 0x0f) as usize * 4
     }
 
     pub fn has_options(&self) -> bool {
@@ -71,38 +75,38 @@ impl<'a> Ipv4View<'a> {
     }
 
     pub fn total_len(&self) -> usize {
-        u16::from_be_bytes([self.bytes[2], self.bytes[3]]) as usize
+        u16::from_be_bytes([self.fixed[2], self.fixed[3]]) as usize
     }
 
     pub fn ttl(&self) -> u8 {
-        self.bytes[8]
+        self.fixed[8]
     }
 
     pub fn protocol(&self) -> u8 {
-        self.bytes[9]
+        self.fixed[9]
     }
 
     /// Don't Fragment.
     pub fn dont_fragment(&self) -> bool {
-        self.bytes[6] & 0x40 != 0
+        self.fixed[6] & 0x40 != 0
     }
 
     /// Part of a fragmented datagram: more fragments follow, or the offset is not 0.
     pub fn is_fragment(&self) -> bool {
-        self.bytes[6] & 0x20 != 0 || !self.first_fragment()
+        self.fixed[6] & 0x20 != 0 || !self.first_fragment()
     }
 
     /// The fragment offset is 0: the transport header, if any, follows this header.
     pub fn first_fragment(&self) -> bool {
-        u16::from_be_bytes([self.bytes[6], self.bytes[7]]) & 0x1fff == 0
+        u16::from_be_bytes([self.fixed[6], self.fixed[7]]) & 0x1fff == 0
     }
 
     pub fn source(&self) -> u32 {
-        word_at(self.bytes, 12)
+        word_at(self.fixed, 12)
     }
 
     pub fn destination(&self) -> u32 {
-        word_at(self.bytes, 16)
+        word_at(self.fixed, 16)
     }
 
     /// The first four bytes after the header (the ports of TCP and UDP), if present.

@@ -64,6 +64,9 @@ impl Ipv6Error {
 /// nodes behind ip6-input, which has checked the packet once. The 40 fixed bytes are present.
 #[derive(Clone, Copy, Debug)]
 pub struct Ipv6View<'a> {
+    /// The fixed header, as an array: reading its fields needs no bounds checks.
+    fixed: &'a [u8; HEADER_LEN],
+    /// The header and what follows it.
     bytes: &'a [u8],
 }
 
@@ -71,23 +74,24 @@ impl<'a> Ipv6View<'a> {
     /// `None` when fewer than 40 bytes are present.
     #[inline(always)]
     pub fn of(bytes: &'a [u8]) -> Option<Ipv6View<'a>> {
-        (bytes.len() >= HEADER_LEN).then_some(Ipv6View { bytes })
+        let fixed = bytes.first_chunk::<HEADER_LEN>()?;
+        Some(Ipv6View { fixed, bytes })
     }
 
     pub fn version(&self) -> u8 {
-        self.bytes[0] >> 4
+        self.fixed[0] >> 4
     }
 
     pub fn traffic_class(&self) -> u8 {
-        (self.bytes[0] << 4) | (self.bytes[1] >> 4)
+        (self.fixed[0] << 4) | (self.fixed[1] >> 4)
     }
 
     pub fn flow_label(&self) -> u32 {
-        u32::from_be_bytes([0, self.bytes[1] & 0x0f, self.bytes[2], self.bytes[3]])
+        u32::from_be_bytes([0, self.fixed[1] & 0x0f, self.fixed[2], self.fixed[3]])
     }
 
     pub fn payload_len(&self) -> usize {
-        u16::from_be_bytes([self.bytes[4], self.bytes[5]]) as usize
+        u16::from_be_bytes([self.fixed[4], self.fixed[5]]) as usize
     }
 
     /// Header plus payload: the packet without any link padding.
@@ -96,19 +100,19 @@ impl<'a> Ipv6View<'a> {
     }
 
     pub fn next_header(&self) -> u8 {
-        self.bytes[6]
+        self.fixed[6]
     }
 
     pub fn hop_limit(&self) -> u8 {
-        self.bytes[7]
+        self.fixed[7]
     }
 
     pub fn source(&self) -> u128 {
-        addr_at(self.bytes, 8)
+        addr_at(self.fixed, 8)
     }
 
     pub fn destination(&self) -> u128 {
-        addr_at(self.bytes, 24)
+        addr_at(self.fixed, 24)
     }
 
     /// The payload present in `bytes` (all of it unless the packet is chained).
