@@ -13,6 +13,9 @@
 //! (RFC 4861 10: MAX_MULTICAST_SOLICIT, RETRANS_TIMER). The poll hook releases them back to
 //! ip6-rewrite once the neighbour appears in the view, or drops them when it never answers. Which of the two a packet is for is
 //! told by its adjacency: ip6-rewrite sends only neighbour and glean adjacencies here.
+//!
+//! Counters: first one per `NdError` (why a message is malformed, named in wire::icmp6),
+//! then this node's own outcomes, `Error`.
 
 use super::icmp6_error::v6_towards;
 use super::ip6_rewrite::Ip6Rewrite;
@@ -46,20 +49,12 @@ pub enum Next {
     Drop,
 }
 
+/// ip6-nd's counters after the first `NdError::REASONS.len()`, which count the malformed
+/// messages by their `NdError` (its index is `NdError as usize`).
 #[repr(usize)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Error {
-    NotIcmp6,
-    NotNeighbor,
-    HopLimit,
-    Code,
-    Length,
-    Checksum,
-    TargetMulticast,
-    BadOption,
-    UnspecifiedSource,
-    SolicitedMulticast,
-    SolicitAnswered,
+    SolicitAnswered = NdError::REASONS.len(),
     SolicitNotOurs,
     AdvertLearnt,
     AdvertNoAddress,
@@ -74,17 +69,10 @@ pub enum Error {
     NoBuffer,
 }
 
-pub const ERRORS: [&str; 23] = [
-    "nd: not icmp6",
-    "nd: not a neighbour solicitation or advertisement",
-    "nd: hop limit is not 255",
-    "nd: code is not 0",
-    "nd: message too short",
-    "nd: icmp6 checksum bad",
-    "nd: target is multicast",
-    "nd: option length invalid",
-    "nd: solicitation from :: malformed",
-    "nd: solicited advertisement to multicast",
+pub const ERRORS: [&str; 23] = concat(NdError::REASONS, OUTCOMES);
+
+/// The names of the `Error` counters.
+const OUTCOMES: [&str; 13] = [
     "neighbour solicitations answered",
     "neighbour solicitation not for our address",
     "neighbour advertisements learnt",
@@ -100,19 +88,19 @@ pub const ERRORS: [&str; 23] = [
     "buffer allocation failed",
 ];
 
-fn nd_error(e: NdError) -> Error {
-    match e {
-        NdError::NotIcmp6 => Error::NotIcmp6,
-        NdError::NotNeighbor => Error::NotNeighbor,
-        NdError::HopLimit => Error::HopLimit,
-        NdError::Code => Error::Code,
-        NdError::Length => Error::Length,
-        NdError::Checksum => Error::Checksum,
-        NdError::TargetMulticast => Error::TargetMulticast,
-        NdError::BadOption => Error::BadOption,
-        NdError::UnspecifiedSource => Error::UnspecifiedSource,
-        NdError::SolicitedMulticast => Error::SolicitedMulticast,
+/// `a` then `b` (a const fn, so that `ERRORS` stays a constant).
+const fn concat<const A: usize, const B: usize, const N: usize>(
+    a: [&'static str; A],
+    b: [&'static str; B],
+) -> [&'static str; N] {
+    assert!(A + B == N);
+    let mut out = [""; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = if i < A { a[i] } else { b[i - A] };
+        i += 1;
     }
+    out
 }
 
 /// The hold counters, `Held` to `NoAnswer`, in `HoldSlots` order.
@@ -211,33 +199,30 @@ impl Ip6Nd {
     }
 
     /// A solicitation or advertisement from ip6-local: answer, learn, and drop it. Returns
-    /// the counter of what became of it (the caller counts and traces it).
-    fn input(&mut self, cx: &mut NodeCx<'_>, view: &L3View, bi: u32) -> Error {
+    /// what became of it, or why it is malformed (the caller counts and traces either).
+    fn input(&mut self, cx: &mut NodeCx<'_>, view: &L3View, bi: u32) -> Result<Error, NdError> {
         let rx_if = cx.bufs.meta(bi).rx_if;
         let data = cx.bufs.data(bi);
         let (eth, ip) = match EthernetRepr::parse(data) {
             Ok(eth) if eth.ethertype == EtherType::IPV6 => {
                 (eth, data.get(eth.l3_offset as usize..).unwrap_or_default())
             }
-            _ => return Error::NotIcmp6,
+            _ => return Err(NdError::NotIcmp6),
         };
-        let msg = match parse_nd(ip) {
-            Ok(msg) => msg,
-            Err(e) => return nd_error(e),
-        };
+        let msg = parse_nd(ip)?;
         // parse_nd has checked the header.
         let src = Ipv6Header::parse(ip).map_or(0, |h| h.source());
         let Some(itf) = view.interface(rx_if) else {
-            return Error::SolicitNotOurs;
+            return Ok(Error::SolicitNotOurs);
         };
-        match msg {
+        Ok(match msg {
             NdMessage::Solicit {
                 target,
                 source_link_addr,
             } => {
                 let ours = itf.has_v6(target) || target == ipv6::link_local_from_mac(itf.mac);
                 if !ours {
-                    return Error::SolicitNotOurs;
+                    return Ok(Error::SolicitNotOurs);
                 }
                 let our_mac = itf.mac;
                 // From :: (duplicate address detection): answer all nodes, unsolicited.
@@ -265,7 +250,7 @@ impl Ip6Nd {
                 }
                 None => Error::AdvertNoAddress,
             },
-        }
+        })
     }
 
     /// Send a solicitation for `target` out of `interface`.
@@ -297,7 +282,7 @@ impl Ip6Nd {
         let adj = *view.adj(adj_index);
         let dst = destination(cx.bufs, bi);
         let IpAddr::V6(neighbor) = Ip6Rewrite::neighbor_of(view, adj_index, dst) else {
-            cx.count_error(Error::NotIcmp6 as usize, 1);
+            cx.count_error(NdError::NotIcmp6 as usize, 1);
             cx.enqueue(Next::Drop as usize, bi);
             return;
         };
@@ -341,10 +326,13 @@ impl Node for Ip6Nd {
                 }
                 self.hold(cx, &view, bi);
             } else {
-                let e = self.input(cx, &view, bi);
-                cx.count_error(e as usize, 1);
+                let e = match self.input(cx, &view, bi) {
+                    Ok(outcome) => outcome as usize,
+                    Err(malformed) => malformed as usize,
+                };
+                cx.count_error(e, 1);
                 if tracing {
-                    cx.trace(bi, ERRORS[e as usize]);
+                    cx.trace(bi, ERRORS[e]);
                 }
                 cx.enqueue(Next::Drop as usize, bi);
             }
@@ -591,7 +579,7 @@ mod tests {
         assert_eq!(out.len(), 3);
         assert!(out.iter().all(|o| o.0 == Next::Drop as usize));
         let e = rig.errors();
-        assert_eq!(e[Error::HopLimit as usize], 1);
+        assert_eq!(e[NdError::HopLimit as usize], 1);
         assert_eq!(e[Error::SolicitNotOurs as usize], 1);
         assert_eq!(e[Error::AdvertLearnt as usize], 1);
         assert_eq!(rig.learnt.try_recv().unwrap().mac, NEIGHBOR_MAC);
