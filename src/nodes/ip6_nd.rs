@@ -369,47 +369,21 @@ impl Node for Ip6Nd {
 mod tests {
     use super::*;
     use crate::buffer::{BufferPool, HugePages};
-    use crate::graph::Graph;
     use crate::nodes::ip6_input::test_support::*;
+    use crate::nodes::testing::{Captured, TestGraph};
     use crate::nodes::neighbor_hold::MAX_NEIGHBORS;
     use crate::router::adjacency::ADJ_LOCAL;
     use crate::wire::icmp6::NaFlags;
     use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::{Arc, Mutex};
-
-    /// Feeds the packets it is given each pass.
-    struct Feed(Arc<Mutex<Vec<u32>>>);
-    impl Node for Feed {
-        fn process(&mut self, cx: &mut NodeCx<'_>, _: &[u32]) -> usize {
-            let p = std::mem::take(&mut *self.0.lock().unwrap());
-            cx.enqueue_all(0, &p);
-            p.len()
-        }
-    }
-
-    /// Keeps (next slot, bytes, tx_if) of what arrives.
-    type Seen = Arc<Mutex<Vec<(usize, Vec<u8>, u32)>>>;
-    struct Sink(usize, Seen);
-    impl Node for Sink {
-        fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
-            for &bi in frame {
-                let mut b = Vec::new();
-                cx.bufs.copy_packet(bi, &mut b);
-                let tx = cx.bufs.meta(bi).tx_if;
-                self.1.lock().unwrap().push((self.0, b, tx));
-                cx.bufs.free(bi);
-            }
-            frame.len()
-        }
-    }
+    use std::sync::Arc;
 
     /// ip6-nd in a graph between a feed and sinks, with a clock the test moves (in ms).
     struct Rig {
         pool: Arc<BufferPool>,
         bufs: WorkerBuffers,
-        graph: Graph,
-        feed: Arc<Mutex<Vec<u32>>>,
-        seen: Seen,
+        graph: TestGraph,
+        /// The bytes of what reached the sinks, in the order of `graph.seen`.
+        captured: Captured,
         clock: Arc<AtomicU64>,
         view: SharedL3View,
         learnt: std::sync::mpsc::Receiver<NeighborLearn>,
@@ -422,8 +396,7 @@ mod tests {
         fn new() -> Rig {
             let pool = BufferPool::new(256, HugePages::Never).unwrap();
             let bufs = pool.worker_handle();
-            let feed = Arc::new(Mutex::new(Vec::new()));
-            let seen: Seen = Arc::new(Mutex::new(Vec::new()));
+            let captured = Captured::default();
             let clock = Arc::new(AtomicU64::new(0));
             let view = view();
             let (tx, learnt) = std::sync::mpsc::sync_channel(16);
@@ -434,54 +407,38 @@ mod tests {
                 Some(tx),
                 Box::new(move || start + Duration::from_millis(c.load(Ordering::Relaxed))),
             );
-            let mut decls = vec![NodeDecl {
-                name: "feed".into(),
-                kind: NodeKind::Input,
-                next: vec![nd.name.clone()],
-                errors: vec![],
-                node: Box::new(Feed(feed.clone())),
-            }];
-            let nexts = nd.next.clone();
-            decls.push(nd);
-            for (slot, name) in nexts.iter().enumerate() {
-                decls.push(NodeDecl {
-                    name: name.clone(),
-                    kind: NodeKind::Output,
-                    next: vec![],
-                    errors: vec![],
-                    node: Box::new(Sink(slot, seen.clone())),
-                });
-            }
             Rig {
-                graph: Graph::build(decls, 0).unwrap(),
+                graph: TestGraph::new(nd, Some(captured.clone())),
                 pool,
                 bufs,
-                feed,
-                seen,
+                captured,
                 clock,
                 view,
                 learnt,
             }
         }
 
-        /// Run one pass with `frames` (each with its adjacency) fed in; what came out.
+        /// Run one pass with `frames` (each with its adjacency) fed in; what came out, as
+        /// (next slot, bytes, tx_if).
         fn pass(&mut self, frames: &[(Vec<u8>, u32)]) -> Vec<(usize, Vec<u8>, u32)> {
             for (f, adj) in frames {
                 let bi = self.bufs.packet_from_bytes(f).unwrap();
                 let m = self.bufs.meta_mut(bi);
                 m.adj = *adj;
                 m.rx_if = 0;
-                self.feed.lock().unwrap().push(bi);
+                self.graph.inbox.lock().unwrap().push(bi);
             }
-            self.graph.run_once(&mut self.bufs);
-            std::mem::take(&mut *self.seen.lock().unwrap())
+            self.graph.graph.run_once(&mut self.bufs);
+            let seen = std::mem::take(&mut *self.graph.seen.lock().unwrap());
+            let bytes = std::mem::take(&mut *self.captured.lock().unwrap());
+            seen.into_iter()
+                .zip(bytes)
+                .map(|((slot, tx_if, _), b)| (slot, b, tx_if))
+                .collect()
         }
 
         fn errors(&self) -> Vec<u64> {
-            self.graph.shared().errors[1]
-                .iter()
-                .map(|c| c.get())
-                .collect()
+            self.graph.errors()
         }
 
         fn learn_neighbor(&self, ip: u128, mac: MacAddress) {
