@@ -7,6 +7,7 @@ pub mod af_xdp;
 pub mod bpf;
 pub mod cpu;
 pub mod host_link;
+pub mod mapping;
 pub mod memif;
 pub mod pcap;
 pub mod rtnetlink;
