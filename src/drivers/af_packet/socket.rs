@@ -67,21 +67,18 @@ impl PacketSocket {
     pub fn take_drops(&self) -> u64 {
         // SAFETY: tpacket_stats_v3 is plain data.
         let mut st: libc::tpacket_stats_v3 = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::tpacket_stats_v3>() as libc::socklen_t;
-        // SAFETY: `st`/`len` describe a writable buffer of the right size.
-        let rc = unsafe {
-            libc::getsockopt(
+        // SAFETY: tpacket_stats_v3 is three u32 counters, valid whatever the kernel writes.
+        let read = unsafe {
+            crate::drivers::sockopt::get(
                 self.fd,
                 libc::SOL_PACKET,
                 libc::PACKET_STATISTICS,
-                &mut st as *mut _ as *mut libc::c_void,
-                &mut len,
+                &mut st,
             )
         };
-        if rc < 0 {
-            0
-        } else {
-            st.tp_drops as u64
+        match read {
+            Ok(()) => st.tp_drops as u64,
+            Err(_) => 0,
         }
     }
 }
