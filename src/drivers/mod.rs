@@ -6,6 +6,7 @@ pub mod af_packet;
 pub mod af_xdp;
 pub mod bpf;
 pub mod cpu;
+pub mod host_device;
 pub mod host_link;
 pub mod mapping;
 pub mod memif;

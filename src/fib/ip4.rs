@@ -26,7 +26,9 @@ impl Ip4Lpm {
     pub(crate) const TOP_BITS: u8 = 24;
 
     pub(crate) fn new() -> Ip4Lpm {
-        Ip4Lpm { cells: Cells::new() }
+        Ip4Lpm {
+            cells: Cells::new(),
+        }
     }
 
     /// The next hop of the longest route containing `dst`, or `NO_ROUTE`.

@@ -23,7 +23,9 @@ impl Ip6Lpm {
     pub(crate) const TOP_BITS: u8 = 16;
 
     pub(crate) fn new() -> Ip6Lpm {
-        Ip6Lpm { cells: Cells::new() }
+        Ip6Lpm {
+            cells: Cells::new(),
+        }
     }
 
     /// The next hop of the longest route containing `dst`, or `NO_ROUTE`.
@@ -77,7 +79,12 @@ impl Ip6Lpm {
                 }
                 let e = out[i];
                 if e & CHILD != 0 {
-                    let next = self.cells.nodes.get(cell(e, dst[i])).copied().unwrap_or(NO_ROUTE);
+                    let next = self
+                        .cells
+                        .nodes
+                        .get(cell(e, dst[i]))
+                        .copied()
+                        .unwrap_or(NO_ROUTE);
                     deeper |= next & CHILD != 0;
                     out[i] = next;
                 }

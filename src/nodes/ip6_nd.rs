@@ -370,8 +370,8 @@ mod tests {
     use super::*;
     use crate::buffer::{BufferPool, HugePages};
     use crate::nodes::ip6_input::test_support::*;
-    use crate::nodes::testing::{Captured, TestGraph};
     use crate::nodes::neighbor_hold::MAX_NEIGHBORS;
+    use crate::nodes::testing::{Captured, TestGraph};
     use crate::router::adjacency::ADJ_LOCAL;
     use crate::wire::icmp6::NaFlags;
     use std::sync::atomic::{AtomicU64, Ordering};

@@ -230,7 +230,11 @@ impl RxRing {
 
     fn block_ptr(&self, b: u32) -> *mut u8 {
         // SAFETY: b < block_count, so the block lies inside the mapping.
-        unsafe { self.map.ptr().add(b as usize * self.geometry.block_size as usize) }
+        unsafe {
+            self.map
+                .ptr()
+                .add(b as usize * self.geometry.block_size as usize)
+        }
     }
 
     fn status(&self, b: u32) -> &AtomicU32 {
