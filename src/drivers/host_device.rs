@@ -69,3 +69,32 @@ pub fn ports(
         live: Some(link),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_device_is_named() {
+        assert_eq!(
+            index_if_up("sl-no-such-if"),
+            Err("interface 'sl-no-such-if' not found".to_string())
+        );
+    }
+
+    #[test]
+    fn a_refused_mtu_changes_nothing() {
+        let before = netdev::mtu("lo").unwrap();
+        let mut restore = Vec::new();
+        let refuse = |mtu: u32| Err(format!("no {mtu}"));
+        assert_eq!(
+            set_mtu("lo", Some(before - 1), refuse, &mut restore),
+            Err(format!("no {}", before - 1))
+        );
+        assert!(restore.is_empty());
+        assert_eq!(netdev::mtu("lo").unwrap(), before);
+        // The current MTU needs no change and no guard.
+        assert_eq!(set_mtu("lo", None, |_| Ok(()), &mut restore), Ok(before));
+        assert!(restore.is_empty());
+    }
+}

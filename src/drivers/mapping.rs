@@ -49,3 +49,29 @@ impl Drop for SharedMapping {
         unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+    #[test]
+    fn maps_what_the_descriptor_offers_and_refuses_a_bad_descriptor() {
+        // SAFETY: memfd_create with a valid name; the result is checked before use.
+        let raw = unsafe { libc::memfd_create(c"sl-mapping-test".as_ptr(), libc::MFD_CLOEXEC) };
+        assert!(raw >= 0);
+        // SAFETY: `raw` is a fresh descriptor that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        // SAFETY: resizing our own memfd.
+        assert_eq!(unsafe { libc::ftruncate(fd.as_raw_fd(), 8192) }, 0);
+        let a = SharedMapping::new(fd.as_raw_fd(), 8192, 0).unwrap();
+        let b = SharedMapping::new(fd.as_raw_fd(), 4096, 4096).unwrap();
+        // SAFETY: both pointers lie inside their live mappings; the second page of `a` is
+        // the first of `b`.
+        unsafe {
+            a.ptr().add(4096).write(0x5a);
+            assert_eq!(b.ptr().read(), 0x5a);
+        }
+        assert!(SharedMapping::new(-1, 4096, 0).is_err());
+    }
+}
