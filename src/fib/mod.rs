@@ -4,7 +4,8 @@
 //! - `prefix`: `Prefix<A>` for both families (`Prefix4`, `Prefix6`).
 //! - `routes`: `RouteTable`, the control-plane truth (prefix → next hop) and the reference LPM.
 //! - `stride`: the incremental update algorithm shared by both tables (prefix expansion with
-//!   per-cell depths, as in DPDK's rte_lpm).
+//!   per-cell depths, as in DPDK's rte_lpm), and `Cells`, the first level and node area that
+//!   both tables hold.
 //! - `ip4`: `Ip4Lpm`, DIR-24-8. `ip6`: `Ip6Lpm`, a 16-8-8-… multibit trie.
 //! - `publish`: `FibWriter` / `FibReader`, lock-free publication by a left-right pair.
 //! - `parse`: route files (`PREFIX NEXTHOP`, `ip route show`, `birdc show route`).

@@ -28,7 +28,7 @@ use super::ip4::Ip4Lpm;
 use super::ip6::Ip6Lpm;
 use super::prefix::{Addr, Prefix4, Prefix6};
 use super::routes::RouteTable;
-use super::stride::{replay, StrideBuilder, StrideTable};
+use super::stride::{replay, StrideBuilder};
 use super::{MAX_NEXT_HOP, NO_ROUTE};
 use arc_swap::{ArcSwap, Guard};
 use std::fmt;
@@ -213,11 +213,12 @@ impl FibWriter {
         let mut build6 = StrideBuilder::new(Ip6Lpm::TOP_BITS);
         build4.set_logging(false);
         build6.set_logging(false);
+        let (cells4, cells6) = (&mut fib.v4.cells, &mut fib.v6.cells);
         for (p, nh) in routes4.iter() {
-            build4.paint(&mut fib.v4, p.addr().to_left_u128(), p.len(), nh, p.len());
+            build4.paint(cells4, p.addr().to_left_u128(), p.len(), nh, p.len());
         }
         for (p, nh) in routes6.iter() {
-            build6.paint(&mut fib.v6, p.addr().to_left_u128(), p.len(), nh, p.len());
+            build6.paint(cells6, p.addr().to_left_u128(), p.len(), nh, p.len());
         }
         build4.set_logging(true);
         build6.set_logging(true);
@@ -245,10 +246,9 @@ impl FibWriter {
         check_next_hop(next_hop)?;
         let old = self.routes4.insert(p, next_hop);
         if old != Some(next_hop) {
-            let fib = exclusive(&mut self.standby);
+            let cells = &mut exclusive(&mut self.standby).v4.cells;
             let a = p.addr().to_left_u128();
-            self.build4
-                .paint(&mut fib.v4, a, p.len(), next_hop, p.len());
+            self.build4.paint(cells, a, p.len(), next_hop, p.len());
             self.dirty = true;
         }
         Ok(old)
@@ -262,10 +262,10 @@ impl FibWriter {
             .routes4
             .covering(p)
             .map_or((NO_ROUTE, 0), |(c, nh)| (nh, c.len()));
-        let fib = exclusive(&mut self.standby);
+        let cells = &mut exclusive(&mut self.standby).v4.cells;
         let a = p.addr().to_left_u128();
-        self.build4.paint(&mut fib.v4, a, p.len(), nh, depth);
-        self.build4.collapse(&mut fib.v4, a, p.len());
+        self.build4.paint(cells, a, p.len(), nh, depth);
+        self.build4.collapse(cells, a, p.len());
         self.dirty = true;
         Some(old)
     }
@@ -275,9 +275,9 @@ impl FibWriter {
         check_next_hop(next_hop)?;
         let old = self.routes6.insert(p, next_hop);
         if old != Some(next_hop) {
-            let fib = exclusive(&mut self.standby);
+            let cells = &mut exclusive(&mut self.standby).v6.cells;
             self.build6
-                .paint(&mut fib.v6, p.addr(), p.len(), next_hop, p.len());
+                .paint(cells, p.addr(), p.len(), next_hop, p.len());
             self.dirty = true;
         }
         Ok(old)
@@ -290,9 +290,9 @@ impl FibWriter {
             .routes6
             .covering(p)
             .map_or((NO_ROUTE, 0), |(c, nh)| (nh, c.len()));
-        let fib = exclusive(&mut self.standby);
-        self.build6.paint(&mut fib.v6, p.addr(), p.len(), nh, depth);
-        self.build6.collapse(&mut fib.v6, p.addr(), p.len());
+        let cells = &mut exclusive(&mut self.standby).v6.cells;
+        self.build6.paint(cells, p.addr(), p.len(), nh, depth);
+        self.build6.collapse(cells, p.addr(), p.len());
         self.dirty = true;
         Some(old)
     }
@@ -311,8 +311,8 @@ impl FibWriter {
         let log4 = self.build4.take_log();
         let log6 = self.build6.take_log();
         let fib = exclusive(&mut self.standby);
-        replay(&mut fib.v4, &log4);
-        replay(&mut fib.v6, &log6);
+        replay(&mut fib.v4.cells, &log4);
+        replay(&mut fib.v6.cells, &log6);
         self.dirty = false;
         self.generation
     }

@@ -160,25 +160,15 @@ const TRIES: usize = 32;
 
 /// `n` unique IPv4 prefixes (fewer only if the routable space runs out).
 pub fn v4_prefixes(n: usize, rng: &mut Rng) -> Vec<Prefix4> {
-    let mut seen = HashSet::with_capacity(n);
-    let mut out = Vec::with_capacity(n);
-    while out.len() < n {
+    distinct(HashSet::with_capacity(n), n, rng, |rng, seen| {
         let want = pick_len(rng, V4_LENGTHS);
-        let found = [want, 24].iter().find_map(|&len| {
+        [want, 24].iter().find_map(|&len| {
             (0..TRIES).find_map(|_| {
                 let p = Prefix4::containing(rng.next_u32(), len);
                 (v4_routable(p.addr()) && !seen.contains(&p)).then_some(p)
             })
-        });
-        match found {
-            Some(p) => {
-                seen.insert(p);
-                out.push(p);
-            }
-            None => break,
-        }
-    }
-    out
+        })
+    })
 }
 
 /// RIR blocks that hold nearly all of the IPv6 table.
@@ -201,11 +191,9 @@ pub fn v6_prefixes(n: usize, rng: &mut Rng) -> Vec<Prefix6> {
             Prefix6::containing(base | host, 32).addr()
         })
         .collect();
-    let mut seen = HashSet::with_capacity(n);
-    let mut out = Vec::with_capacity(n);
-    while out.len() < n {
+    distinct(HashSet::with_capacity(n), n, rng, |rng, seen| {
         let want = pick_len(rng, V6_LENGTHS);
-        let found = [want, 48].iter().find_map(|&len| {
+        [want, 48].iter().find_map(|&len| {
             (0..TRIES).find_map(|_| {
                 let p = if len <= 32 {
                     let (base, blen) = V6_BLOCKS[rng.below(V6_BLOCKS.len() as u64) as usize];
@@ -219,16 +207,8 @@ pub fn v6_prefixes(n: usize, rng: &mut Rng) -> Vec<Prefix6> {
                 };
                 (!seen.contains(&p)).then_some(p)
             })
-        });
-        match found {
-            Some(p) => {
-                seen.insert(p);
-                out.push(p);
-            }
-            None => break,
-        }
-    }
-    out
+        })
+    })
 }
 
 /// `n` unique IPv4 prefixes /25–/32 inside the routes of `table` (which has none longer than
@@ -288,10 +268,22 @@ fn long_prefixes<A: Addr>(
     rng: &mut Rng,
     mut draw: impl FnMut(&mut Rng) -> Prefix<A>,
 ) -> Vec<Prefix<A>> {
-    let mut seen: HashSet<_> = table.iter().copied().collect();
+    distinct(table.iter().copied().collect(), n, rng, |rng, seen| {
+        (0..TRIES).map(|_| draw(rng)).find(|p| !seen.contains(p))
+    })
+}
+
+/// Up to `n` prefixes, each the one `next` picks given those `seen` so far (which it must not
+/// pick again); fewer when `next` finds none.
+fn distinct<A: Addr>(
+    mut seen: HashSet<Prefix<A>>,
+    n: usize,
+    rng: &mut Rng,
+    mut next: impl FnMut(&mut Rng, &HashSet<Prefix<A>>) -> Option<Prefix<A>>,
+) -> Vec<Prefix<A>> {
     let mut out = Vec::with_capacity(n);
     while out.len() < n {
-        match (0..TRIES).map(|_| draw(rng)).find(|p| !seen.contains(p)) {
+        match next(rng, &seen) {
             Some(p) => {
                 seen.insert(p);
                 out.push(p);

@@ -442,9 +442,9 @@ fn fib_both_instances_identical_after_commits() {
         w.commit();
         let active = reader.load_full();
         let standby = w.pending();
-        assert!(active.v4().top() == standby.v4().top());
-        assert!(active.v4().nodes() == standby.v4().nodes());
-        assert!(active.v6().top() == standby.v6().top());
-        assert!(active.v6().nodes() == standby.v6().nodes());
+        assert!(active.v4().cells.top() == standby.v4().cells.top());
+        assert!(active.v4().cells.nodes() == standby.v4().cells.nodes());
+        assert!(active.v6().cells.top() == standby.v6().cells.top());
+        assert!(active.v6().cells.nodes() == standby.v6().cells.nodes());
     }
 }

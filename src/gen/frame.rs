@@ -9,6 +9,8 @@
 //! Sizes are stated as benchmarkers state them, with the 4-byte FCS: `--size 64` puts 60
 //! bytes on the socket (the NIC or veth adds no FCS we can see).
 
+use crate::wire::ethernet::HEADER_LEN as ETH_LEN;
+use crate::wire::ipv4::MIN_HEADER_LEN as IP_LEN;
 use crate::wire::MacAddress;
 
 pub const FCS_LEN: usize = 4;
@@ -17,8 +19,6 @@ pub const MIN_SIZE: usize = 64;
 /// Largest size with FCS: a 9000-byte MTU frame with header and FCS.
 pub const MAX_SIZE: usize = 9018;
 
-const ETH_LEN: usize = 14;
-const IP_LEN: usize = 20;
 const UDP_LEN: usize = 8;
 const TEST_AT: usize = ETH_LEN + IP_LEN + UDP_LEN;
 const MAGIC: u16 = 0x51ce;

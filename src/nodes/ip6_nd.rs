@@ -13,6 +13,9 @@
 //! (RFC 4861 10: MAX_MULTICAST_SOLICIT, RETRANS_TIMER). The poll hook releases them back to
 //! ip6-rewrite once the neighbour appears in the view, or drops them when it never answers. Which of the two a packet is for is
 //! told by its adjacency: ip6-rewrite sends only neighbour and glean adjacencies here.
+//!
+//! Counters: first one per `NdError` (why a message is malformed, named in wire::icmp6),
+//! then this node's own outcomes, `Error`.
 
 use super::icmp6_error::v6_towards;
 use super::ip6_rewrite::Ip6Rewrite;
@@ -46,20 +49,12 @@ pub enum Next {
     Drop,
 }
 
+/// ip6-nd's counters after the first `NdError::REASONS.len()`, which count the malformed
+/// messages by their `NdError` (its index is `NdError as usize`).
 #[repr(usize)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Error {
-    NotIcmp6,
-    NotNeighbor,
-    HopLimit,
-    Code,
-    Length,
-    Checksum,
-    TargetMulticast,
-    BadOption,
-    UnspecifiedSource,
-    SolicitedMulticast,
-    SolicitAnswered,
+    SolicitAnswered = NdError::REASONS.len(),
     SolicitNotOurs,
     AdvertLearnt,
     AdvertNoAddress,
@@ -74,17 +69,10 @@ pub enum Error {
     NoBuffer,
 }
 
-pub const ERRORS: [&str; 23] = [
-    "nd: not icmp6",
-    "nd: not a neighbour solicitation or advertisement",
-    "nd: hop limit is not 255",
-    "nd: code is not 0",
-    "nd: message too short",
-    "nd: icmp6 checksum bad",
-    "nd: target is multicast",
-    "nd: option length invalid",
-    "nd: solicitation from :: malformed",
-    "nd: solicited advertisement to multicast",
+pub const ERRORS: [&str; 23] = concat(NdError::REASONS, OUTCOMES);
+
+/// The names of the `Error` counters.
+const OUTCOMES: [&str; 13] = [
     "neighbour solicitations answered",
     "neighbour solicitation not for our address",
     "neighbour advertisements learnt",
@@ -100,19 +88,19 @@ pub const ERRORS: [&str; 23] = [
     "buffer allocation failed",
 ];
 
-fn nd_error(e: NdError) -> Error {
-    match e {
-        NdError::NotIcmp6 => Error::NotIcmp6,
-        NdError::NotNeighbor => Error::NotNeighbor,
-        NdError::HopLimit => Error::HopLimit,
-        NdError::Code => Error::Code,
-        NdError::Length => Error::Length,
-        NdError::Checksum => Error::Checksum,
-        NdError::TargetMulticast => Error::TargetMulticast,
-        NdError::BadOption => Error::BadOption,
-        NdError::UnspecifiedSource => Error::UnspecifiedSource,
-        NdError::SolicitedMulticast => Error::SolicitedMulticast,
+/// `a` then `b` (a const fn, so that `ERRORS` stays a constant).
+const fn concat<const A: usize, const B: usize, const N: usize>(
+    a: [&'static str; A],
+    b: [&'static str; B],
+) -> [&'static str; N] {
+    assert!(A + B == N);
+    let mut out = [""; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = if i < A { a[i] } else { b[i - A] };
+        i += 1;
     }
+    out
 }
 
 /// The hold counters, `Held` to `NoAnswer`, in `HoldSlots` order.
@@ -211,31 +199,28 @@ impl Ip6Nd {
     }
 
     /// A solicitation or advertisement from ip6-local: answer, learn, and drop it. Returns
-    /// the counter of what became of it (the caller counts and traces it).
-    fn input(&mut self, cx: &mut NodeCx<'_>, view: &L3View, bi: u32) -> Error {
+    /// what became of it, or why it is malformed (the caller counts and traces either).
+    fn input(&mut self, cx: &mut NodeCx<'_>, view: &L3View, bi: u32) -> Result<Error, NdError> {
         let rx_if = cx.bufs.meta(bi).rx_if;
         let Some(ip) = super::l3_header(cx.bufs, bi, EtherType::IPV6) else {
-            return Error::NotIcmp6;
+            return Err(NdError::NotIcmp6);
         };
         let link_source =
             Frame::new_checked(cx.bufs.data(bi)).map_or(MacAddress([0; 6]), |f| f.source());
-        let msg = match parse_nd(ip) {
-            Ok(msg) => msg,
-            Err(e) => return nd_error(e),
-        };
+        let msg = parse_nd(ip)?;
         // parse_nd has checked the header.
         let src = Ipv6Header::parse(ip).map_or(0, |h| h.source());
         let Some(itf) = view.interface(rx_if) else {
-            return Error::SolicitNotOurs;
+            return Ok(Error::SolicitNotOurs);
         };
-        match msg {
+        Ok(match msg {
             NdMessage::Solicit {
                 target,
                 source_link_addr,
             } => {
                 let ours = itf.has_v6(target) || target == ipv6::link_local_from_mac(itf.mac);
                 if !ours {
-                    return Error::SolicitNotOurs;
+                    return Ok(Error::SolicitNotOurs);
                 }
                 let our_mac = itf.mac;
                 // From :: (duplicate address detection): answer all nodes, unsolicited.
@@ -263,7 +248,7 @@ impl Ip6Nd {
                 }
                 None => Error::AdvertNoAddress,
             },
-        }
+        })
     }
 
     /// Send a solicitation for `target` out of `interface`.
@@ -295,7 +280,7 @@ impl Ip6Nd {
         let adj = *view.adj(adj_index);
         let dst = destination(cx.bufs, bi);
         let IpAddr::V6(neighbor) = Ip6Rewrite::neighbor_of(view, adj_index, dst) else {
-            cx.count_error(Error::NotIcmp6 as usize, 1);
+            cx.count_error(NdError::NotIcmp6 as usize, 1);
             cx.enqueue(Next::Drop as usize, bi);
             return;
         };
@@ -337,10 +322,13 @@ impl Node for Ip6Nd {
                 }
                 self.hold(cx, &view, bi);
             } else {
-                let e = self.input(cx, &view, bi);
-                cx.count_error(e as usize, 1);
+                let e = match self.input(cx, &view, bi) {
+                    Ok(outcome) => outcome as usize,
+                    Err(malformed) => malformed as usize,
+                };
+                cx.count_error(e, 1);
                 if tracing {
-                    cx.trace(bi, ERRORS[e as usize]);
+                    cx.trace(bi, ERRORS[e]);
                 }
                 cx.enqueue(Next::Drop as usize, bi);
             }
@@ -377,47 +365,21 @@ impl Node for Ip6Nd {
 mod tests {
     use super::*;
     use crate::buffer::{BufferPool, HugePages};
-    use crate::graph::Graph;
     use crate::nodes::ip6_input::test_support::*;
     use crate::nodes::neighbor_hold::MAX_NEIGHBORS;
+    use crate::nodes::testing::{Captured, TestGraph};
     use crate::router::adjacency::ADJ_LOCAL;
     use crate::wire::icmp6::NaFlags;
     use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::{Arc, Mutex};
-
-    /// Feeds the packets it is given each pass.
-    struct Feed(Arc<Mutex<Vec<u32>>>);
-    impl Node for Feed {
-        fn process(&mut self, cx: &mut NodeCx<'_>, _: &[u32]) -> usize {
-            let p = std::mem::take(&mut *self.0.lock().unwrap());
-            cx.enqueue_all(0, &p);
-            p.len()
-        }
-    }
-
-    /// Keeps (next slot, bytes, tx_if) of what arrives.
-    type Seen = Arc<Mutex<Vec<(usize, Vec<u8>, u32)>>>;
-    struct Sink(usize, Seen);
-    impl Node for Sink {
-        fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
-            for &bi in frame {
-                let mut b = Vec::new();
-                cx.bufs.copy_packet(bi, &mut b);
-                let tx = cx.bufs.meta(bi).tx_if;
-                self.1.lock().unwrap().push((self.0, b, tx));
-                cx.bufs.free(bi);
-            }
-            frame.len()
-        }
-    }
+    use std::sync::Arc;
 
     /// ip6-nd in a graph between a feed and sinks, with a clock the test moves (in ms).
     struct Rig {
         pool: Arc<BufferPool>,
         bufs: WorkerBuffers,
-        graph: Graph,
-        feed: Arc<Mutex<Vec<u32>>>,
-        seen: Seen,
+        graph: TestGraph,
+        /// The bytes of what reached the sinks, in the order of `graph.seen`.
+        captured: Captured,
         clock: Arc<AtomicU64>,
         view: SharedL3View,
         learnt: std::sync::mpsc::Receiver<NeighborLearn>,
@@ -430,8 +392,7 @@ mod tests {
         fn new() -> Rig {
             let pool = BufferPool::new(256, HugePages::Never).unwrap();
             let bufs = pool.worker_handle();
-            let feed = Arc::new(Mutex::new(Vec::new()));
-            let seen: Seen = Arc::new(Mutex::new(Vec::new()));
+            let captured = Captured::default();
             let clock = Arc::new(AtomicU64::new(0));
             let view = view();
             let (tx, learnt) = std::sync::mpsc::sync_channel(16);
@@ -442,54 +403,38 @@ mod tests {
                 Some(tx),
                 Box::new(move || start + Duration::from_millis(c.load(Ordering::Relaxed))),
             );
-            let mut decls = vec![NodeDecl {
-                name: "feed".into(),
-                kind: NodeKind::Input,
-                next: vec![nd.name.clone()],
-                errors: vec![],
-                node: Box::new(Feed(feed.clone())),
-            }];
-            let nexts = nd.next.clone();
-            decls.push(nd);
-            for (slot, name) in nexts.iter().enumerate() {
-                decls.push(NodeDecl {
-                    name: name.clone(),
-                    kind: NodeKind::Output,
-                    next: vec![],
-                    errors: vec![],
-                    node: Box::new(Sink(slot, seen.clone())),
-                });
-            }
             Rig {
-                graph: Graph::build(decls, 0).unwrap(),
+                graph: TestGraph::new(nd, Some(captured.clone())),
                 pool,
                 bufs,
-                feed,
-                seen,
+                captured,
                 clock,
                 view,
                 learnt,
             }
         }
 
-        /// Run one pass with `frames` (each with its adjacency) fed in; what came out.
+        /// Run one pass with `frames` (each with its adjacency) fed in; what came out, as
+        /// (next slot, bytes, tx_if).
         fn pass(&mut self, frames: &[(Vec<u8>, u32)]) -> Vec<(usize, Vec<u8>, u32)> {
             for (f, adj) in frames {
                 let bi = crate::nodes::testing::received(&mut self.bufs, f);
                 let m = self.bufs.meta_mut(bi);
                 m.adj = *adj;
                 m.rx_if = 0;
-                self.feed.lock().unwrap().push(bi);
+                self.graph.inbox.lock().unwrap().push(bi);
             }
-            self.graph.run_once(&mut self.bufs);
-            std::mem::take(&mut *self.seen.lock().unwrap())
+            self.graph.graph.run_once(&mut self.bufs);
+            let seen = std::mem::take(&mut *self.graph.seen.lock().unwrap());
+            let bytes = std::mem::take(&mut *self.captured.lock().unwrap());
+            seen.into_iter()
+                .zip(bytes)
+                .map(|((slot, tx_if, _), b)| (slot, b, tx_if))
+                .collect()
         }
 
         fn errors(&self) -> Vec<u64> {
-            self.graph.shared().errors[1]
-                .iter()
-                .map(|c| c.get())
-                .collect()
+            self.graph.errors()
         }
 
         fn learn_neighbor(&self, ip: u128, mac: MacAddress) {
@@ -587,7 +532,7 @@ mod tests {
         assert_eq!(out.len(), 3);
         assert!(out.iter().all(|o| o.0 == Next::Drop as usize));
         let e = rig.errors();
-        assert_eq!(e[Error::HopLimit as usize], 1);
+        assert_eq!(e[NdError::HopLimit as usize], 1);
         assert_eq!(e[Error::SolicitNotOurs as usize], 1);
         assert_eq!(e[Error::AdvertLearnt as usize], 1);
         assert_eq!(rig.learnt.try_recv().unwrap().mac, NEIGHBOR_MAC);

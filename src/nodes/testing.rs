@@ -79,6 +79,27 @@ pub struct TestGraph {
 }
 
 impl TestGraph {
+    /// `decl` fed from an inbox, each of its next nodes a sink that records what reaches it
+    /// (and its bytes, into `captured` when given).
+    pub fn new(decl: NodeDecl, captured: Option<Captured>) -> TestGraph {
+        let inbox: Inbox = Arc::default();
+        let (decls, seen) = Harness::decls(decl, inbox.clone(), captured);
+        TestGraph {
+            graph: Graph::build(decls, 0).unwrap(),
+            inbox,
+            seen,
+            node: 1,
+        }
+    }
+
+    /// All the node's error counters, by error index.
+    pub fn errors(&self) -> Vec<u64> {
+        self.graph.shared().errors[self.node]
+            .iter()
+            .map(|c| c.get())
+            .collect()
+    }
+
     pub fn error(&self, e: usize) -> u64 {
         self.graph.shared().errors[self.node][e].get()
     }
@@ -205,14 +226,7 @@ impl Harness {
 
     /// A graph of `decl` fed from an inbox, for nodes that work across passes.
     pub fn graph(&self, decl: NodeDecl, captured: Option<Captured>) -> TestGraph {
-        let inbox: Inbox = Arc::default();
-        let (decls, seen) = Self::decls(decl, inbox.clone(), captured);
-        TestGraph {
-            graph: Graph::build(decls, 0).unwrap(),
-            inbox,
-            seen,
-            node: 1,
-        }
+        TestGraph::new(decl, captured)
     }
 
     fn run(

@@ -302,7 +302,9 @@ pub enum NdMessage {
     },
 }
 
-/// Why a packet is not a valid NS or NA (RFC 4861 7.1.1, 7.1.2); each is a counter in ip6-nd.
+/// Why a packet is not a valid NS or NA (RFC 4861 7.1.1, 7.1.2); each is a counter in ip6-nd,
+/// which counts them first, `NdError as usize` being the counter's index.
+#[repr(usize)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NdError {
     /// Not IPv6, or not ICMPv6 right after the fixed header.
@@ -329,21 +331,25 @@ pub enum NdError {
 }
 
 impl NdError {
+    /// The reason of each error, in declaration order (`NdError as usize`).
+    pub const REASONS: [&'static str; 10] = [
+        "nd: not icmp6",
+        "nd: not a neighbour solicitation or advertisement",
+        "nd: hop limit is not 255",
+        "nd: code is not 0",
+        "nd: message too short",
+        "nd: icmp6 checksum bad",
+        "nd: target is multicast",
+        "nd: option length invalid",
+        "nd: solicitation from :: malformed",
+        "nd: solicited advertisement to multicast",
+    ];
+
     pub fn reason(self) -> &'static str {
-        match self {
-            NdError::NotIcmp6 => "nd: not icmp6",
-            NdError::NotNeighbor => "nd: not a neighbour solicitation or advertisement",
-            NdError::HopLimit => "nd: hop limit is not 255",
-            NdError::Code => "nd: code is not 0",
-            NdError::Length => "nd: message too short",
-            NdError::Checksum => "nd: icmp6 checksum bad",
-            NdError::TargetMulticast => "nd: target is multicast",
-            NdError::BadOption => "nd: option length invalid",
-            NdError::UnspecifiedSource => "nd: solicitation from :: malformed",
-            NdError::SolicitedMulticast => "nd: solicited advertisement to multicast",
-        }
+        Self::REASONS[self as usize]
     }
 }
+const _: () = assert!(NdError::SolicitedMulticast as usize + 1 == NdError::REASONS.len());
 
 /// Read and validate a neighbour solicitation or advertisement (RFC 4861 7.1.1 and 7.1.2).
 /// Unknown options are skipped, as the RFC asks; a link-layer address option is read as an

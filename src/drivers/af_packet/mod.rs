@@ -11,6 +11,7 @@
 pub mod netdev;
 pub mod socket;
 
+use super::host_device;
 use super::host_link::{HostLink, LinkState};
 use super::{DriverPorts, RxBurst, RxQueue, TxBurst, TxQueue};
 use crate::buffer::{WorkerBuffers, DATA_SIZE, NO_BUFFER};
@@ -273,26 +274,9 @@ impl TxQueue for AfPacketTx {
 /// Open interface `cfg.host`: check it, set its MTU, and open the rx rings and tx sockets.
 pub fn open(cfg: &AfPacketConfig) -> Result<DriverPorts, String> {
     let host = cfg.host.as_str();
-    let ifindex = netdev::index(host).ok_or_else(|| format!("interface '{host}' not found"))?;
-    if !netdev::is_up(host).map_err(|e| format!("interface '{host}': {e}"))? {
-        return Err(format!(
-            "interface '{host}' is down (ip link set {host} up)"
-        ));
-    }
+    let ifindex = host_device::index_if_up(host)?;
     let mut restore: Vec<Box<dyn Send + Sync>> = Vec::new();
-    let old_mtu = netdev::mtu(host).map_err(|e| format!("interface '{host}': {e}"))?;
-    let mtu = match cfg.mtu {
-        Some(m) if m != old_mtu => {
-            netdev::set_mtu(host, m)
-                .map_err(|e| format!("interface '{host}': cannot set MTU {m}: {e}"))?;
-            restore.push(Box::new(netdev::MtuGuard {
-                name: host.to_string(),
-                old: old_mtu,
-            }));
-            m
-        }
-        _ => old_mtu,
-    };
+    let mtu = host_device::set_mtu(host, cfg.mtu, |_| Ok(()), &mut restore)?;
     let queues = cfg.rx_queues.max(1);
     let tx_queues = cfg.tx_queues.max(1);
     let reopen = Arc::new(Reopen {
@@ -333,12 +317,7 @@ pub fn open(cfg: &AfPacketConfig) -> Result<DriverPorts, String> {
     }
     let geometry = RingGeometry::default();
     let group = fanout_group(ifindex);
-    let mac = netdev::mac(host)
-        .map(|m| crate::wire::MacAddress(m).to_string())
-        .unwrap_or_else(|_| "?".into());
     let details = vec![
-        ("host".to_string(), host.to_string()),
-        ("mac".to_string(), mac),
         (
             "rx-ring".to_string(),
             format!(
@@ -358,14 +337,9 @@ pub fn open(cfg: &AfPacketConfig) -> Result<DriverPorts, String> {
         ),
         ("tx".to_string(), "sendmmsg, qdisc bypass".to_string()),
     ];
-    Ok(DriverPorts {
-        rx,
-        tx,
-        mtu,
-        details,
-        restore,
-        live: Some(link),
-    })
+    Ok(host_device::ports(
+        host, link, rx, tx, mtu, restore, details,
+    ))
 }
 
 /// One fanout group per device and process.

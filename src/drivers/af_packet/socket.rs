@@ -1,6 +1,7 @@
 //! AF_PACKET sockets: a TPACKET_V3 receive ring and a `sendmmsg` sender. The driver's queues
 //! and the generator both use these.
 
+use crate::drivers::mapping::SharedMapping;
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -66,21 +67,18 @@ impl PacketSocket {
     pub fn take_drops(&self) -> u64 {
         // SAFETY: tpacket_stats_v3 is plain data.
         let mut st: libc::tpacket_stats_v3 = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::tpacket_stats_v3>() as libc::socklen_t;
-        // SAFETY: `st`/`len` describe a writable buffer of the right size.
-        let rc = unsafe {
-            libc::getsockopt(
+        // SAFETY: tpacket_stats_v3 is three u32 counters, valid whatever the kernel writes.
+        let read = unsafe {
+            crate::drivers::sockopt::get(
                 self.fd,
                 libc::SOL_PACKET,
                 libc::PACKET_STATISTICS,
-                &mut st as *mut _ as *mut libc::c_void,
-                &mut len,
+                &mut st,
             )
         };
-        if rc < 0 {
-            0
-        } else {
-            st.tp_drops as u64
+        match read {
+            Ok(()) => st.tp_drops as u64,
+            Err(_) => 0,
         }
     }
 }
@@ -139,9 +137,9 @@ pub struct RxFrame<'a> {
 /// A TPACKET_V3 receive ring, read without system calls: the kernel fills blocks and flips
 /// their status word; we read the frames and flip it back.
 pub struct RxRing {
+    /// Declared before `socket`, so it is unmapped before the socket closes.
+    map: SharedMapping,
     socket: PacketSocket,
-    map: *mut u8,
-    map_len: usize,
     geometry: RingGeometry,
     /// Block being read.
     block: u32,
@@ -182,26 +180,13 @@ impl RxRing {
         socket
             .set_option(libc::PACKET_RX_RING, &req)
             .map_err(|e| format!("PACKET_RX_RING: {e}"))?;
+        // The ring the kernel just allocated for this socket, at the size it was asked for.
         let map_len = g.block_size as usize * g.block_count as usize;
-        // SAFETY: mapping the ring the kernel just allocated for this socket, at the size it
-        // was asked for; the result is checked.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_POPULATE,
-                socket.fd(),
-                0,
-            )
-        };
-        if map == libc::MAP_FAILED {
-            return Err(format!("mmap rx ring: {}", io::Error::last_os_error()));
-        }
+        let map = SharedMapping::new(socket.fd(), map_len, 0)
+            .map_err(|e| format!("mmap rx ring: {e}"))?;
         let ring = RxRing {
+            map,
             socket,
-            map: map as *mut u8,
-            map_len,
             geometry: g,
             block: 0,
             read_in_block: 0,
@@ -245,7 +230,11 @@ impl RxRing {
 
     fn block_ptr(&self, b: u32) -> *mut u8 {
         // SAFETY: b < block_count, so the block lies inside the mapping.
-        unsafe { self.map.add(b as usize * self.geometry.block_size as usize) }
+        unsafe {
+            self.map
+                .ptr()
+                .add(b as usize * self.geometry.block_size as usize)
+        }
     }
 
     fn status(&self, b: u32) -> &AtomicU32 {
@@ -335,13 +324,6 @@ impl RxRing {
         };
         // SAFETY: one valid pollfd.
         unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
-    }
-}
-
-impl Drop for RxRing {
-    fn drop(&mut self) {
-        // SAFETY: unmapping exactly what open() mapped; no frame borrow outlives &mut self.
-        unsafe { libc::munmap(self.map as *mut libc::c_void, self.map_len) };
     }
 }
 

@@ -18,7 +18,8 @@ pub mod program;
 pub mod ring;
 pub mod xsk;
 
-use super::af_packet::{self, netdev};
+use super::af_packet;
+use super::host_device;
 use super::host_link::{HostLink, LinkState};
 use super::{DriverPorts, RxBurst, RxQueue, TxBurst, TxQueue};
 use crate::buffer::{BufferPool, WorkerBuffers, DATA_SIZE, NO_BUFFER, STRIDE};
@@ -347,12 +348,7 @@ fn device_queues(host: &str) -> u32 {
 /// Open interface `cfg.host`: attach the XDP program, open one socket per receive queue.
 pub fn open(cfg: &AfXdpConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, String> {
     let host = cfg.host.as_str();
-    let ifindex = netdev::index(host).ok_or_else(|| format!("interface '{host}' not found"))?;
-    if !netdev::is_up(host).map_err(|e| format!("interface '{host}': {e}"))? {
-        return Err(format!(
-            "interface '{host}' is down (ip link set {host} up)"
-        ));
-    }
+    let ifindex = host_device::index_if_up(host)?;
     if !cfg.ring_size.is_power_of_two() || !(64..=32768).contains(&cfg.ring_size) {
         return Err(format!(
             "ring size {} must be a power of two between 64 and 32768",
@@ -360,21 +356,15 @@ pub fn open(cfg: &AfXdpConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
         ));
     }
     let mut restore: Vec<Box<dyn Send + Sync>> = Vec::new();
-    let old_mtu = netdev::mtu(host).map_err(|e| format!("interface '{host}': {e}"))?;
-    let mtu = cfg.mtu.unwrap_or(old_mtu);
-    if mtu > MAX_MTU {
-        return Err(format!(
-            "MTU {mtu} of '{host}' is too large for af_xdp: frames must fit one {DATA_SIZE}-byte buffer (MTU at most {MAX_MTU}; set mtu = {MAX_MTU} or use af_packet)"
-        ));
-    }
-    if mtu != old_mtu {
-        netdev::set_mtu(host, mtu)
-            .map_err(|e| format!("interface '{host}': cannot set MTU {mtu}: {e}"))?;
-        restore.push(Box::new(netdev::MtuGuard {
-            name: host.to_string(),
-            old: old_mtu,
-        }));
-    }
+    let fits = |mtu: u32| {
+        if mtu > MAX_MTU {
+            return Err(format!(
+                "MTU {mtu} of '{host}' is too large for af_xdp: frames must fit one {DATA_SIZE}-byte buffer (MTU at most {MAX_MTU}; set mtu = {MAX_MTU} or use af_packet)"
+            ));
+        }
+        Ok(())
+    };
+    let mtu = host_device::set_mtu(host, cfg.mtu, fits, &mut restore)?;
     // A deleted device stays deleted for af_xdp: reattaching would mean a new XDP program
     // and new sockets over a UMEM whose buffers the old rings still hold.
     let link = Arc::new(HostLink::new(host, ifindex, None));
@@ -451,13 +441,8 @@ pub fn open(cfg: &AfXdpConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
                 .map_err(|e| format!("interface '{host}' tx queue {t}: {e}"))?,
         );
     }
-    let mac = netdev::mac(host)
-        .map(|m| crate::wire::MacAddress(m).to_string())
-        .unwrap_or_else(|_| "?".into());
     let mode = copy_mode.map_or("?", |m| m.name());
     let mut details = vec![
-        ("host".to_string(), host.to_string()),
-        ("mac".to_string(), mac),
         ("xdp-mode".to_string(), attachment.mode.name().to_string()),
         ("socket-mode".to_string(), mode.to_string()),
         (
@@ -486,14 +471,9 @@ pub fn open(cfg: &AfXdpConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
         details.push(("xdp-program".to_string(), note.clone()));
     }
     restore.push(Box::new(attachment));
-    Ok(DriverPorts {
-        rx,
-        tx,
-        mtu,
-        details,
-        restore,
-        live: Some(link),
-    })
+    Ok(host_device::ports(
+        host, link, rx, tx, mtu, restore, details,
+    ))
 }
 
 #[cfg(test)]

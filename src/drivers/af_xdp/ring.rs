@@ -3,6 +3,7 @@
 //! we consume). Each is an mmap'd area holding a producer index, a consumer index, a flags
 //! word and a power-of-two array of entries; indices run freely and wrap at 2^32.
 
+use crate::drivers::mapping::SharedMapping;
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -18,8 +19,8 @@ pub struct RingOffsets {
 
 /// One mapped ring of `T` entries.
 pub struct Ring<T: Copy> {
-    map: *mut u8,
-    map_len: usize,
+    /// Held for its lifetime: the pointers below point into it.
+    _map: SharedMapping,
     producer: *const AtomicU32,
     consumer: *const AtomicU32,
     flags: *const AtomicU32,
@@ -61,30 +62,17 @@ impl<T: Copy> Ring<T> {
         size: u32,
         off: RingOffsets,
     ) -> io::Result<Ring<T>> {
+        // The socket's ring at the offset the kernel defines for it: exactly the header and
+        // `size` entries the kernel allocated.
         let map_len = off.desc as usize + size as usize * std::mem::size_of::<T>();
-        // SAFETY: a shared mapping of the socket's ring at the offset the kernel defines for
-        // it; the length covers exactly the header and `size` entries the kernel allocated.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_POPULATE,
-                fd,
-                pgoff as libc::off_t,
-            )
-        };
-        if map == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let map = map as *mut u8;
+        let mapping = SharedMapping::new(fd, map_len, pgoff as libc::off_t)?;
+        let map = mapping.ptr();
         // SAFETY: the offsets come from the kernel (XDP_MMAP_OFFSETS) and lie inside the
         // mapping; the index and flag words are 4-byte aligned u32s the kernel updates
         // atomically, so viewing them as AtomicU32 is sound.
         let ring = unsafe {
             Ring {
-                map,
-                map_len,
+                _map: mapping,
                 producer: map.add(off.producer as usize) as *const AtomicU32,
                 consumer: map.add(off.consumer as usize) as *const AtomicU32,
                 flags: map.add(off.flags as usize) as *const AtomicU32,
@@ -181,12 +169,5 @@ impl<T: Copy> Ring<T> {
     pub fn release(&mut self, n: u32) {
         self.cached_cons = self.cached_cons.wrapping_add(n);
         self.consumer().store(self.cached_cons, Ordering::Release);
-    }
-}
-
-impl<T: Copy> Drop for Ring<T> {
-    fn drop(&mut self) {
-        // SAFETY: exactly the mapping `map` created; nothing else refers to it after drop.
-        unsafe { libc::munmap(self.map as *mut libc::c_void, self.map_len) };
     }
 }

@@ -114,23 +114,11 @@ fn setsockopt<T>(fd: libc::c_int, opt: libc::c_int, value: &T) -> io::Result<()>
     crate::drivers::sockopt::set(fd, SOL_XDP, opt, value)
 }
 
+/// getsockopt(SOL_XDP) into one of this module's `repr(C)` structs of integers.
 fn getsockopt<T>(fd: libc::c_int, opt: libc::c_int, value: &mut T) -> io::Result<()> {
-    let mut len = std::mem::size_of::<T>() as libc::socklen_t;
-    // SAFETY: `value` is a live, writable T whose size is passed; the kernel writes at most
-    // that many bytes.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            SOL_XDP,
-            opt,
-            value as *mut T as *mut libc::c_void,
-            &mut len,
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    // SAFETY: T is one of this module's `repr(C)` structs of integers (MmapOffsets,
+    // XskStats), which any bytes make valid.
+    unsafe { crate::drivers::sockopt::get(fd, SOL_XDP, opt, value) }
 }
 
 /// What to open.
