@@ -10,7 +10,7 @@
 //! bytes on the socket (the NIC or veth adds no FCS we can see).
 
 use crate::wire::ethernet::HEADER_LEN as ETH_LEN;
-use crate::wire::ipv4::MIN_HEADER_LEN as IP_LEN;
+use crate::wire::ipv4::{checksum, MIN_HEADER_LEN as IP_LEN};
 use crate::wire::MacAddress;
 
 pub const FCS_LEN: usize = 4;
@@ -87,7 +87,7 @@ impl Profile {
             ip[12..16].copy_from_slice(&[sn[0], sn[1], (flow >> 8) as u8, flow as u8]);
             ip[16..20].copy_from_slice(&[dn[0], dn[1], 0, 1]);
         }
-        let sum = ipv4_checksum(ip);
+        let sum = checksum(ip);
         ip[10..12].copy_from_slice(&sum.to_be_bytes());
         // UDP without checksum (allowed over IPv4).
         let udp = &mut f[ETH_LEN + IP_LEN..TEST_AT];
@@ -108,18 +108,6 @@ impl Profile {
             *b = (i as u8).wrapping_add(k);
         }
     }
-}
-
-/// RFC 791 header checksum: ones' complement of the ones' complement sum of 16-bit words.
-pub fn ipv4_checksum(header: &[u8]) -> u16 {
-    let mut sum: u32 = header
-        .chunks(2)
-        .map(|w| u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]) as u32)
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
 }
 
 /// The test header of a received frame, if it has one.
@@ -166,7 +154,7 @@ pub fn verify(profile: &Profile, frame: &[u8], st: Stamp, scratch: &mut Vec<u8>)
         && frame[CSUM.end..] == scratch[CSUM.end..]
         && frame[TTL_AT] < scratch[TTL_AT]
         && frame[TTL_AT] > 0
-        && ipv4_checksum(&frame[ETH_LEN..ETH_LEN + IP_LEN]) == 0
+        && checksum(&frame[ETH_LEN..ETH_LEN + IP_LEN]) == 0
 }
 
 /// Flows in T-Rex's var2 profile: one per address of the /16, less the network address.
@@ -250,7 +238,7 @@ mod tests {
             p.build(seq, 123, &mut f);
             assert_eq!(f.len(), want);
             // A correct header sums to zero with its checksum.
-            assert_eq!(ipv4_checksum(&f[14..34]), 0);
+            assert_eq!(checksum(&f[14..34]), 0);
             assert_eq!(u16::from_be_bytes([f[16], f[17]]) as usize, want - 14);
         }
     }
@@ -336,7 +324,7 @@ mod tests {
         routed[0..12].copy_from_slice(&[9; 12]);
         routed[22] = 63;
         routed[24..26].copy_from_slice(&[0, 0]);
-        let sum = ipv4_checksum(&routed[14..34]);
+        let sum = checksum(&routed[14..34]);
         routed[24..26].copy_from_slice(&sum.to_be_bytes());
         assert!(verify(&p, &routed, st, &mut scratch));
         // Unchanged TTL, a stale checksum, or a changed payload are not a router's doing.
