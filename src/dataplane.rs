@@ -2,7 +2,7 @@
 //! drivers, one graph per worker, and the worker threads.
 
 use crate::buffer::BufferPool;
-use crate::config::{Config, Driver, InterfaceConfig};
+use crate::config::{AfXdp, Config, Driver, InterfaceConfig};
 use crate::drivers::af_packet::{self, AfPacketConfig};
 use crate::drivers::af_xdp::{self, AfXdpConfig};
 use crate::drivers::memif::{self, MemifConfig};
@@ -91,26 +91,36 @@ fn open_interface(
     let name = cfg.name.get_ref();
     let mtu = cfg.mtu;
     let threads = workers + 1;
-    let opened = match &cfg.driver {
-        Driver::AfPacket(d) => af_packet::open(&AfPacketConfig {
-            host: d.host.clone(),
+    let packet_socket = |host: &str| {
+        af_packet::open(&AfPacketConfig {
+            host: host.to_string(),
             mtu,
             rx_queues: workers,
             tx_queues: threads,
         })
-        .map(|ports| (ports, None)),
-        Driver::AfXdp(d) => af_xdp::open(
-            &AfXdpConfig {
-                host: d.host.clone(),
-                mtu,
-                workers,
-                xdp_mode: d.xdp_mode,
-                copy_mode: d.copy_mode,
-                ring_size: d.ring_size,
-            },
-            pool,
-        )
-        .map(|ports| (ports, None)),
+    };
+    let xdp_socket = |d: &AfXdp| {
+        let xdp = AfXdpConfig {
+            host: d.host.clone(),
+            mtu,
+            workers,
+            xdp_mode: d.xdp_mode,
+            copy_mode: d.copy_mode,
+            ring_size: d.ring_size,
+        };
+        af_xdp::open(&xdp, pool)
+    };
+    let mut driver = cfg.driver.name();
+    let opened = match &cfg.driver {
+        Driver::AfPacket(d) => packet_socket(&d.host).map(|ports| (ports, None)),
+        Driver::AfXdp(d) => xdp_socket(d).map(|ports| (ports, None)),
+        Driver::Auto(d) => {
+            auto_open(d, mtu, xdp_socket, packet_socket).map(|(mut ports, chosen, why)| {
+                driver = chosen;
+                ports.details.insert(0, ("auto".into(), why));
+                (ports, None)
+            })
+        }
         Driver::Memif(d) => memif::open(
             &MemifConfig {
                 name: name.clone(),
@@ -137,7 +147,7 @@ fn open_interface(
         .map(|(ports, progress)| (ports, d.rx_file.is_some().then_some(progress))),
     };
     let (ports, progress) = opened.map_err(|e| format!("interface {name}: {e}"))?;
-    let mut interface = Interface::new(index, name, cfg.driver.name(), threads);
+    let mut interface = Interface::new(index, name, driver, threads);
     if let Some(host) = cfg.driver.host() {
         if let Ok(mac) = af_packet::netdev::mac(host) {
             interface.mac = crate::wire::MacAddress(mac);
@@ -150,6 +160,31 @@ fn open_interface(
     interface.live = ports.live.clone();
     interface.set_up(cfg.up);
     Ok((Opened { interface, ports }, progress))
+}
+
+/// `driver = "auto"`: AF_XDP unless the MTU is too large for it or opening it fails, then
+/// AF_PACKET. Returns the ports, the driver chosen and why, or both drivers' errors.
+fn auto_open(
+    d: &AfXdp,
+    mtu: Option<u32>,
+    xdp: impl FnOnce(&AfXdp) -> Result<DriverPorts, String>,
+    packet: impl FnOnce(&str) -> Result<DriverPorts, String>,
+) -> Result<(DriverPorts, &'static str, String), String> {
+    let refused = match mtu {
+        Some(m) if m > af_xdp::MAX_MTU => format!("MTU {m} is above af_xdp's {}", af_xdp::MAX_MTU),
+        _ => match xdp(d) {
+            Ok(ports) => return Ok((ports, "af_xdp", "chose af_xdp".into())),
+            Err(e) => e,
+        },
+    };
+    match packet(&d.host) {
+        Ok(ports) => Ok((
+            ports,
+            "af_packet",
+            format!("chose af_packet: af_xdp refused: {refused}"),
+        )),
+        Err(e) => Err(format!("driver auto: af_xdp: {refused}; af_packet: {e}")),
+    }
 }
 
 impl Dataplane {

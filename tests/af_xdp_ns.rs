@@ -478,3 +478,78 @@ fn generator_on_af_xdp_ports() {
     assert!(d.stop());
     std::fs::remove_dir_all(&l.dir).ok();
 }
+
+/// `driver = "auto"` takes AF_XDP where it can and says so; an MTU AF_XDP cannot carry makes
+/// it take AF_PACKET, with the reason in `show hardware`; frames cross the mixed pair.
+#[test]
+fn auto_driver_prefers_af_xdp_and_falls_back_to_af_packet() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !needs_root() {
+        return;
+    }
+    let l = lab("aut");
+    let socket = l.dir.join("cli.sock");
+    let cfg = l.dir.join("dut.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[dataplane]\nworkers = 1\nbuffers = 65536\nhugepages = \"never\"\n[control]\nsocket = \"{}\"\n\
+             [[interface]]\nname = \"d0\"\ndriver = \"auto\"\nmtu = 1500\n\
+             [[interface]]\nname = \"d1\"\ndriver = \"auto\"\nmtu = 9000\n\
+             [[xconnect]]\nrx = \"d0\"\ntx = \"d1\"\n[[xconnect]]\nrx = \"d1\"\ntx = \"d0\"\n",
+            socket.display()
+        ),
+    )
+    .unwrap();
+    let mut daemon = try_start(&l.dut, &cfg, &socket).unwrap_or_else(|e| panic!("start: {e}"));
+    let hw = ctl_json(&socket, "show hardware");
+    let (d0, d1) = (interface(&hw, "d0"), interface(&hw, "d1"));
+    assert_eq!(d0["driver"], "af_xdp", "{hw}");
+    assert_eq!(d0["details"]["auto"], "chose af_xdp", "{hw}");
+    assert_eq!(d1["driver"], "af_packet", "{hw}");
+    let why = d1["details"]["auto"].as_str().unwrap();
+    assert!(
+        why.starts_with("chose af_packet: af_xdp refused: MTU 9000"),
+        "{why}"
+    );
+    let text = ctl(&socket, "show hardware").unwrap();
+    assert!(
+        text.contains("driver af_xdp") && text.contains("chose af_packet"),
+        "{text}"
+    );
+
+    let count = 5_000u64;
+    let out = l
+        .tester
+        .exec(
+            BIN,
+            &[
+                "gen",
+                "--tx",
+                "t0",
+                "--rx",
+                "t1",
+                "--size",
+                "64,1514",
+                "--count",
+                &count.to_string(),
+                "--rate",
+                "20000",
+                "--json",
+                "--quiet",
+            ],
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "gen: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let gen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let seen = gen["rx_packets"].as_u64().unwrap() + gen["rx_ring_drops"].as_u64().unwrap();
+    assert_eq!(seen, count, "af_xdp in, af_packet out: {gen}");
+    assert_eq!(gen["rx_corrupt"], 0, "{gen}");
+    assert!(daemon.stop(), "daemon did not exit cleanly");
+    std::fs::remove_dir_all(&l.dir).ok();
+}

@@ -19,6 +19,9 @@ use toml::Spanned;
 /// The driver of an interface and its settings, by `driver = ...`.
 #[derive(Debug)]
 pub enum Driver {
+    /// AF_XDP when the kernel and the device allow it, else AF_PACKET (the start-up says
+    /// which, and why). The af_xdp keys apply when AF_XDP is chosen.
+    Auto(AfXdp),
     AfPacket(AfPacket),
     AfXdp(AfXdp),
     Memif(Memif),
@@ -29,6 +32,7 @@ impl Driver {
     /// The driver that `keys` name, with its keys checked.
     pub(super) fn check(keys: &InterfaceKeys, c: &Checker<'_>) -> Result<Driver, ConfigError> {
         match keys.driver.get_ref().as_str() {
+            "auto" => AfXdp::check(keys, c).map(Driver::Auto),
             "af_packet" => AfPacket::check(keys, c).map(Driver::AfPacket),
             "af_xdp" => AfXdp::check(keys, c).map(Driver::AfXdp),
             "memif" => Memif::check(keys, c).map(Driver::Memif),
@@ -36,7 +40,7 @@ impl Driver {
             other => Err(c.err(
                 keys.driver.span(),
                 "driver",
-                format!("unknown driver '{other}' (known: af_packet, af_xdp, memif, pcap)"),
+                format!("unknown driver '{other}' (known: auto, af_packet, af_xdp, memif, pcap)"),
             )),
         }
     }
@@ -44,6 +48,7 @@ impl Driver {
     /// The name the config gives the driver.
     pub fn name(&self) -> &'static str {
         match self {
+            Driver::Auto(_) => "auto",
             Driver::AfPacket(_) => "af_packet",
             Driver::AfXdp(_) => "af_xdp",
             Driver::Memif(_) => "memif",
@@ -55,12 +60,13 @@ impl Driver {
     pub fn host(&self) -> Option<&str> {
         match self {
             Driver::AfPacket(d) => Some(&d.host),
-            Driver::AfXdp(d) => Some(&d.host),
+            Driver::AfXdp(d) | Driver::Auto(d) => Some(&d.host),
             Driver::Memif(_) | Driver::Pcap(_) => None,
         }
     }
 
-    /// A driver's own limit on the MTU, checked before the common range.
+    /// A driver's own limit on the MTU, checked before the common range. (`auto` has none:
+    /// an MTU too large for AF_XDP makes it choose AF_PACKET.)
     pub(super) fn check_mtu(&self, mtu: &Spanned<u32>, c: &Checker<'_>) -> Result<(), ConfigError> {
         match self {
             Driver::AfXdp(_) => af_xdp::check_mtu(mtu, c),
@@ -109,7 +115,7 @@ mod tests {
 
     error_tests! {
         unknown_driver: interface_with("dpdk", "")
-            => "t.toml:3: key 'driver': unknown driver 'dpdk' (known: af_packet, af_xdp, memif, pcap)";
+            => "t.toml:3: key 'driver': unknown driver 'dpdk' (known: auto, af_packet, af_xdp, memif, pcap)";
         ring_size_on_an_interface_without_rings: interface_with("af_packet", "ring-size = 1024\n")
             => "t.toml:4: key 'ring-size': belongs to af_xdp and memif interfaces";
         ring_size_on_pcap: interface_with("pcap", "tx-file = \"o\"\nring-size = 1024\n")
@@ -119,16 +125,17 @@ mod tests {
     #[test]
     fn each_driver_is_its_variant() {
         let src = format!(
-            "{}{}{}{}",
+            "{}{}{}{}{}",
             interface_with("af_packet", "host = \"eth0\"\n"),
             interface_with("af_xdp", "").replace("\"a\"", "\"b\""),
             interface_with("memif", "socket = \"s\"\n").replace("\"a\"", "\"c\""),
             interface_with("pcap", "rx-file = \"i\"\n").replace("\"a\"", "\"d\""),
+            interface_with("auto", "mtu = 9000\n").replace("\"a\"", "\"e\""),
         );
         let c = Config::parse(&src, "t.toml").unwrap();
         let names: Vec<_> = c.interfaces.iter().map(|i| i.driver.name()).collect();
-        assert_eq!(names, ["af_packet", "af_xdp", "memif", "pcap"]);
+        assert_eq!(names, ["af_packet", "af_xdp", "memif", "pcap", "auto"]);
         let hosts: Vec<_> = c.interfaces.iter().map(|i| i.driver.host()).collect();
-        assert_eq!(hosts, [Some("eth0"), Some("b"), None, None]);
+        assert_eq!(hosts, [Some("eth0"), Some("b"), None, None, Some("e")]);
     }
 }
