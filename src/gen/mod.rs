@@ -16,20 +16,15 @@ pub mod port;
 mod report;
 mod xdp;
 
-use args::USAGE;
-pub use args::{parse_args, parse_engine, Options};
+pub use args::{engine_arg, flows_arg, io_arg, size_arg, GenArgs, Options};
 pub use report::Report;
 pub use xdp::xdp_frames;
 
 use frame::Profile;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-pub fn main(args: &[String]) -> i32 {
-    if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("{USAGE}");
-        return 0;
-    }
-    let opts = match parse_args(args) {
+pub fn main(args: GenArgs) -> i32 {
+    let opts = match args.options() {
         Ok(o) => o,
         Err(e) => {
             eprintln!("sluice gen: {e} (see sluice gen --help)");
