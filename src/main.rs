@@ -7,7 +7,12 @@ use clap::{CommandFactory, Parser, Subcommand};
 
 /// A userspace vector packet processor and router benchmark lab.
 #[derive(Parser, Debug)]
-#[command(name = "sluice", version, subcommand_required = true, arg_required_else_help = true)]
+#[command(
+    name = "sluice",
+    version,
+    subcommand_required = true,
+    arg_required_else_help = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -81,7 +86,10 @@ fn argument_error(e: &clap::Error) -> i32 {
         }
         _ => {
             let args: Vec<String> = std::env::args().skip(1).collect();
-            eprintln!("{}", one_line(&command_path(&args), &e.render().to_string()));
+            eprintln!(
+                "{}",
+                one_line(&command_path(&args), &e.render().to_string())
+            );
             2
         }
     }
@@ -146,7 +154,10 @@ mod tests {
         assert!(!line.contains('\n'), "{line}");
         let e = Cli::try_parse_from(["sluice", "fib", "lookup"]).unwrap_err();
         let line = one_line("sluice fib lookup", &e.render().to_string());
-        assert!(line.contains("--routes <FILE>") && !line.contains('\n'), "{line}");
+        assert!(
+            line.contains("--routes <FILE>") && !line.contains('\n'),
+            "{line}"
+        );
         let path = command_path(&["gen", "--tx", "lab", "run"].map(String::from));
         assert_eq!(path, "sluice gen");
         let path = command_path(&["lab", "run", "--dut", "vpp9"].map(String::from));

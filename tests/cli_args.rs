@@ -54,7 +54,11 @@ fn help_lists_every_subcommand() {
     // Without a command: the same help, on stderr, as an error.
     let o = sluice(&[]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("Usage: sluice <COMMAND>"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("Usage: sluice <COMMAND>"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -62,7 +66,10 @@ fn subcommand_help_is_generated() {
     let o = sluice(&["lab", "run", "--help"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
-    assert!(out.contains("--dut") && out.contains("[default: sluice]"), "{out}");
+    assert!(
+        out.contains("--dut") && out.contains("[default: sluice]"),
+        "{out}"
+    );
     for args in [
         &["lab", "bench", "--help"][..],
         &["bench", "--help"],
@@ -119,7 +126,10 @@ fn unknown_flags_are_one_line_errors() {
         (&["bench", "--frob"], "sluice bench"),
         (&["bench", "compare", "--frob", "a"], "sluice bench compare"),
         (&["fib", "--frob"], "sluice fib"),
-        (&["fib", "bench", "--routes", "x", "--frob"], "sluice fib bench"),
+        (
+            &["fib", "bench", "--routes", "x", "--frob"],
+            "sluice fib bench",
+        ),
         (&["version", "--frob"], "sluice version"),
         (&["completions", "--frob"], "sluice completions"),
     ] {
@@ -139,26 +149,50 @@ fn unknown_subcommands_and_bad_values_are_one_line_errors() {
     assert!(e.contains("'3'") && e.contains("64..=9018"), "{e}");
     let e = one_line_error(&["gen", "--tx", "t0", "--io", "foo"], "sluice gen");
     assert!(e.contains("af_packet, af_xdp, memif"), "{e}");
-    let e = one_line_error(&["lab", "run", "--duration", "1", "--count", "5"], "sluice lab run");
+    let e = one_line_error(
+        &["lab", "run", "--duration", "1", "--count", "5"],
+        "sluice lab run",
+    );
     assert!(e.contains("cannot be used with"), "{e}");
-    let e = one_line_error(&["bench", "compare", "-c", "7", "a"], "sluice bench compare");
+    let e = one_line_error(
+        &["bench", "compare", "-c", "7", "a"],
+        "sluice bench compare",
+    );
     assert!(e.contains("-c takes 80, 90, 95, 98, 99 or 99.5"), "{e}");
     let e = one_line_error(&["gen"], "sluice gen");
     assert!(e.contains("--tx <IF>"), "{e}");
     // Checks across options keep their own messages, still one line.
     let o = sluice(&["gen", "--tx", "t0", "--bi"]);
     assert_eq!(o.status.code(), Some(2));
-    assert_eq!(stderr(&o).trim(), "sluice gen: --bi needs --rx (the other port) (see sluice gen --help)");
+    assert_eq!(
+        stderr(&o).trim(),
+        "sluice gen: --bi needs --rx (the other port) (see sluice gen --help)"
+    );
 }
 
 #[test]
 fn ctl_words_stay_free_form() {
     // Words that look like options belong to the daemon's grammar; with no daemon the
     // request fails at the socket, a runtime error (1), not an argument error (2).
-    let o = sluice(&["ctl", "-s", "/nonexistent/sluice.sock", "show", "interface", "--json"]);
+    let o = sluice(&[
+        "ctl",
+        "-s",
+        "/nonexistent/sluice.sock",
+        "show",
+        "interface",
+        "--json",
+    ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("cannot connect"), "{}", stderr(&o));
-    let o = sluice(&["ctl", "-s", "/nonexistent/sluice.sock", "--json", "show", "runtime", "-x"]);
+    let o = sluice(&[
+        "ctl",
+        "-s",
+        "/nonexistent/sluice.sock",
+        "--json",
+        "show",
+        "runtime",
+        "-x",
+    ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let e = one_line_error(&["ctl", "--batch", "show"], "sluice ctl");
     assert!(e.contains("standard input"), "{e}");

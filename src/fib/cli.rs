@@ -176,9 +176,7 @@ fn synth_cmd(a: &SynthArgs) -> Result<(), Error> {
         synth::synth_avoiding(&spec, &avoid4, &avoid6)
     };
     let out: Box<dyn Write> = match &a.out {
-        Some(p) => {
-            Box::new(std::fs::File::create(p).map_err(io_failed(&p.display().to_string()))?)
-        }
+        Some(p) => Box::new(std::fs::File::create(p).map_err(io_failed(&p.display().to_string()))?),
         None => Box::new(std::io::stdout().lock()),
     };
     let mut w = BufWriter::new(out);
@@ -197,10 +195,7 @@ fn synth_cmd(a: &SynthArgs) -> Result<(), Error> {
             if a.via.is_empty() {
                 format!(" --next-hops {}", spec.next_hops)
             } else {
-                a.via
-                    .iter()
-                    .map(|v| format!(" --via {v}"))
-                    .collect()
+                a.via.iter().map(|v| format!(" --via {v}")).collect()
             },
             if spec.default_route { " --default" } else { "" }
         )?;

@@ -213,7 +213,9 @@ impl GenArgs {
         let flows = match self.flows.as_str() {
             "single" => 1,
             "var2" => frame::VAR2_FLOWS,
-            n => n.parse().map_err(|_| format!("--flows: '{n}' is not a number"))?,
+            n => n
+                .parse()
+                .map_err(|_| format!("--flows: '{n}' is not a number"))?,
         };
         let o = Options {
             profile: Profile {
@@ -314,7 +316,8 @@ mod tests {
         assert_eq!(o.profile.sizes, vec![64]);
         assert_eq!(o.profile.flows, 1);
         assert_eq!(o.duration, Duration::from_secs(5));
-        let o = parse_args("--tx t0 --rx t1 --size 64,1514 --flows 100 --count 10 --rate 1000 --cpu 0 --json",
+        let o = parse_args(
+            "--tx t0 --rx t1 --size 64,1514 --flows 100 --count 10 --rate 1000 --cpu 0 --json",
         )
         .unwrap();
         assert_eq!(o.rx.as_deref(), Some("t1"));
@@ -329,9 +332,7 @@ mod tests {
         let o = parse_args("--tx t0 --rate 50% --link 10G").unwrap();
         assert!((o.rate.unwrap() - 7_440_476.19).abs() < 1.0);
         // IMIX's mean size decides the frame rate of a full link.
-        let o = parse_args("--tx t0 --size simple-imix --rate 100% --link 1G --warmup 2",
-        )
-        .unwrap();
+        let o = parse_args("--tx t0 --size simple-imix --rate 100% --link 1G --warmup 2").unwrap();
         let mean = (7.0 * 64.0 + 4.0 * 594.0 + 1518.0) / 12.0;
         assert!((o.rate.unwrap() - 1e9 / ((mean + 20.0) * 8.0)).abs() < 1.0);
         assert_eq!(o.warmup, Duration::from_secs(2));

@@ -153,3 +153,18 @@ pub fn repeat_arg(v: &str) -> Result<usize, String> {
         .filter(|n| (1..=100).contains(n))
         .ok_or_else(|| "not 1..100".into())
 }
+
+/// Test helper: `ARGS` parsed as the options `A` declares, without a program name.
+#[cfg(test)]
+pub(crate) fn parse_words<A: clap::Args>(s: &str) -> Result<A, String> {
+    use clap::Parser;
+    #[derive(clap::Parser)]
+    struct Words<A: clap::Args> {
+        #[command(flatten)]
+        args: A,
+    }
+    let words = std::iter::once("sluice").chain(s.split_whitespace());
+    Words::<A>::try_parse_from(words)
+        .map(|w| w.args)
+        .map_err(|e| e.to_string())
+}

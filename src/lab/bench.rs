@@ -242,17 +242,17 @@ pub fn main(o: &BenchOptions) -> Result<(), String> {
         o.duration
     );
     let brought_up = netns::up()?;
-    let trials = run_matrix(&o, &runnable, &stop);
+    let trials = run_matrix(o, &runnable, &stop);
     if brought_up {
         netns::down()?;
     }
     let trials = trials?;
     let baseline = o.baseline.unwrap_or(runnable[0]);
-    print!("{}", table(&o, &runnable, baseline, &trials));
+    print!("{}", table(o, &runnable, baseline, &trials));
     for (d, why) in &unavailable {
         println!("{}: could not run ({why})", d.name());
     }
-    write_outputs(&o, &runnable, &unavailable, &trials)?;
+    write_outputs(o, &runnable, &unavailable, &trials)?;
     println!(
         "wrote {0}/results.json, {0}/results.csv, {0}/chart.svg",
         o.out.display()
@@ -500,20 +500,9 @@ pub fn load(path: &Path) -> Result<Value, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(clap::Parser)]
-    struct Bench {
-        #[command(flatten)]
-        args: BenchArgs,
-    }
 
     fn parse(s: &str) -> Result<BenchOptions, String> {
-        let words = std::iter::once("bench").chain(s.split_whitespace());
-        Bench::try_parse_from(words)
-            .map_err(|e| e.to_string())?
-            .args
-            .options()
+        args::parse_words::<BenchArgs>(s)?.options()
     }
 
     #[test]
@@ -562,6 +551,10 @@ mod tests {
 
     #[test]
     fn options() {
+        let o = parse("").unwrap();
+        assert_eq!(o.duts.len(), 4);
+        assert_eq!(o.loadtests[3].size, "1514");
+        assert_eq!((o.repeat, o.duration.as_str(), o.link_bps), (5, "5", 10e9));
         let o = parse(
             "--dut sluice,linux-bridge --loadtest 64b --repeat 2 --link 25G --baseline linux-bridge",
         )

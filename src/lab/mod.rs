@@ -387,21 +387,9 @@ fn run_matrix(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    /// `sluice lab run ARGS`, parsed and checked.
-    #[derive(clap::Parser)]
-    struct Run {
-        #[command(flatten)]
-        args: args::RunArgs,
-    }
 
     pub(crate) fn parse_run(s: &str) -> Result<RunOptions, String> {
-        let words = std::iter::once("run").chain(s.split_whitespace());
-        Run::try_parse_from(words)
-            .map_err(|e| e.to_string())?
-            .args
-            .options()
+        args::parse_words::<args::RunArgs>(s)?.options()
     }
 
     #[test]

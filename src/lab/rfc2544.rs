@@ -5,11 +5,11 @@
 use super::bench::Loadtest;
 use super::dut::{self, DutKind, RunningDut};
 use super::{args, generate, netns, RunOptions};
-use clap::builder::{PossibleValuesParser, TypedValueParser};
 use crate::bench::linerate::fmt_pps;
 use crate::bench::search::{search, Latency, SearchConfig, SearchResult, Trial, TrialRunner};
 use crate::gen::port::Io;
 use crate::stats::Summary;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use serde_json::json;
 
 /// `sluice bench`: an RFC 2544 search, or with `compare` ministat's comparison of results.
@@ -308,20 +308,9 @@ fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(clap::Parser)]
-    struct Bench {
-        #[command(flatten)]
-        args: SearchArgs,
-    }
 
     fn parse(s: &str) -> Result<Options, String> {
-        let words = std::iter::once("bench").chain(s.split_whitespace());
-        Bench::try_parse_from(words)
-            .map_err(|e| e.to_string())?
-            .args
-            .options()
+        args::parse_words::<SearchArgs>(s)?.options()
     }
 
     #[test]
