@@ -3,10 +3,10 @@
 //! duplicates, reordering, corruption, latency). Prints a pkt-gen style line once a second
 //! and a summary, or JSON.
 //!
-//! Layout: `args` parses the command line, `engine` runs the af_packet, af_xdp and memif
-//! ports (`port`) with a sender thread per direction and the receiver of `check`, `xdp` is
-//! the XDP live-frames engine, `frame` builds and verifies the frames, and `report` prints
-//! the once-a-second lines and the summary.
+//! Layout: `args` declares the command line (clap) and checks it, `engine` runs the
+//! af_packet, af_xdp and memif ports (`port`) with a sender thread per direction and the
+//! receiver of `check`, `xdp` is the XDP live-frames engine, `frame` builds and verifies the
+//! frames, and `report` prints the once-a-second lines and the summary.
 
 mod args;
 mod check;
