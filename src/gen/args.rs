@@ -134,7 +134,8 @@ pub struct Options {
 
 /// `--size`: a size, a list or a named mix, checked; kept as written.
 pub fn size_arg(v: &str) -> Result<String, String> {
-    frame::parse_sizes(v)?;
+    // clap names the option in its message already.
+    frame::parse_sizes(v).map_err(|e| e.trim_start_matches("--size: ").to_string())?;
     Ok(v.to_string())
 }
 

@@ -107,7 +107,8 @@ pub fn dut_arg(v: &str) -> Result<DutKind, String> {
 }
 
 fn table_arg(v: &str) -> Result<TableSpec, String> {
-    TableSpec::parse(v.trim())
+    // clap names the option in its message already.
+    TableSpec::parse(v.trim()).map_err(|e| e.trim_start_matches("--table: ").to_string())
 }
 
 pub fn loadtest_arg(v: &str) -> Result<Loadtest, String> {
