@@ -1,6 +1,6 @@
 //! `sluice run -c FILE.toml`: the dataplane daemon. Workers forward; the main thread serves
 //! the control socket until SIGINT or SIGTERM, then stops the workers and restores the
-//! interfaces it changed.
+//! interfaces it changed. Its options are the clap declarations of `RunArgs`.
 
 use crate::config::Config;
 use crate::control::exec::Control;
@@ -10,36 +10,22 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-const USAGE: &str = "usage: sluice run -c FILE.toml [--check]";
+/// `sluice run`: start the dataplane daemon.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunArgs {
+    /// The configuration file
+    #[arg(short = 'c', long = "config", value_name = "FILE.toml")]
+    config: PathBuf,
+    /// Check the configuration, print `FILE: ok` and exit
+    #[arg(long)]
+    check: bool,
+}
 
-pub fn main(args: &[String]) -> i32 {
-    let mut file: Option<PathBuf> = None;
-    let mut check_only = false;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "-c" | "--config" => match it.next() {
-                Some(f) => file = Some(f.into()),
-                None => {
-                    eprintln!("sluice run: -c needs a file\n{USAGE}");
-                    return 2;
-                }
-            },
-            "--check" => check_only = true,
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return 0;
-            }
-            other => {
-                eprintln!("sluice run: unknown argument '{other}'\n{USAGE}");
-                return 2;
-            }
-        }
-    }
-    let Some(file) = file else {
-        eprintln!("sluice run: no config file\n{USAGE}");
-        return 2;
-    };
+pub fn main(args: RunArgs) -> i32 {
+    let RunArgs {
+        config: file,
+        check: check_only,
+    } = args;
     let cfg = match Config::load(&file) {
         Ok(c) => c,
         Err(e) => {

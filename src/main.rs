@@ -1,48 +1,166 @@
-//! The `sluice` command: one binary for the daemon, its CLI, the generator and the lab.
+//! The `sluice` command: one binary for the daemon, its CLI, the generator and the lab. The
+//! command line is declared for clap; each command's options live with its module. Argument
+//! errors are one line on stderr and exit code 2; failed runs exit 1.
 
-const USAGE: &str = "\
-usage: sluice COMMAND [ARGS]
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser, Subcommand};
 
-commands:
-  run -c FILE.toml        start the dataplane daemon
-  ctl [-s SOCKET] CMD...  send a command to a running daemon (try: sluice ctl help)
-  gen ...                 packet generator on an af_packet port (sluice gen --help)
-  lab up|down|run ...     the namespace lab (sluice lab --help)
-  bench ...               RFC 2544 NDR/PDR search of a DUT in the lab (sluice bench --help)
-  bench compare A B ...   ministat-style comparison of benchmark results
-  fib synth|lookup|bench  route tables: synthetic full views, lookups, FIB benchmark
-  version                 print the version
-";
+/// A userspace vector packet processor and router benchmark lab.
+#[derive(Parser, Debug)]
+#[command(
+    name = "sluice",
+    version,
+    subcommand_required = true,
+    arg_required_else_help = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Start the dataplane daemon
+    Run(sluice::daemon::RunArgs),
+    /// Send a command to a running daemon (try: sluice ctl help)
+    Ctl(sluice::control::client::CtlArgs),
+    /// Packet generator on af_packet, AF_XDP or memif ports
+    Gen(sluice::gen::GenArgs),
+    /// The namespace lab: up, down, run, bench
+    Lab {
+        #[command(subcommand)]
+        command: sluice::lab::args::LabCommand,
+    },
+    /// RFC 2544 NDR/PDR search of a DUT in the lab; `bench compare` compares results
+    Bench(sluice::lab::rfc2544::BenchCommand),
+    /// Route tables: synthetic full views, lookups, FIB benchmark
+    Fib {
+        #[command(subcommand)]
+        command: sluice::fib::cli::FibCommand,
+    },
+    /// Print the version
+    Version,
+    /// Print a shell completion script
+    Completions {
+        #[arg(value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
+}
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let rest = if args.is_empty() { &[][..] } else { &args[1..] };
-    let code = match args.first().map(String::as_str) {
-        Some("run") => sluice::daemon::main(rest),
-        Some("ctl") => sluice::control::client::main(rest),
-        Some("gen") => sluice::gen::main(rest),
-        Some("lab") => sluice::lab::main(rest),
-        Some("bench") => match rest.first().map(String::as_str) {
-            Some("compare") => sluice::bench::compare::main(&rest[1..]),
-            _ => sluice::lab::rfc2544::main(rest),
-        },
-        Some("fib") => sluice::fib::cli::main(rest),
-        Some("version" | "--version" | "-V") => {
+    let code = match Cli::try_parse() {
+        Ok(cli) => run(cli.command),
+        Err(e) => argument_error(&e),
+    };
+    std::process::exit(code);
+}
+
+fn run(command: Command) -> i32 {
+    match command {
+        Command::Run(a) => sluice::daemon::main(a),
+        Command::Ctl(a) => sluice::control::client::main(a),
+        Command::Gen(a) => sluice::gen::main(a),
+        Command::Lab { command } => sluice::lab::main(command),
+        Command::Bench(a) => sluice::lab::rfc2544::main(a),
+        Command::Fib { command } => sluice::fib::cli::main(command),
+        Command::Version => {
             println!("sluice {}", env!("CARGO_PKG_VERSION"));
             0
         }
-        Some("help" | "--help" | "-h") => {
-            print!("{USAGE}");
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "sluice", &mut std::io::stdout());
             0
         }
-        Some(other) => {
-            eprintln!("sluice: unknown command '{other}'\n\n{USAGE}");
+    }
+}
+
+/// Help and version go out as clap wrote them; a missing command shows the help on stderr;
+/// any other error is one line: `sluice lab run: MESSAGE (try: sluice lab run --help)`.
+fn argument_error(e: &clap::Error) -> i32 {
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            e.exit_code()
+        }
+        _ => {
+            let args: Vec<String> = std::env::args().skip(1).collect();
+            eprintln!(
+                "{}",
+                one_line(&command_path(&args), &e.render().to_string())
+            );
             2
         }
-        None => {
-            eprint!("{USAGE}");
-            2
+    }
+}
+
+/// The (sub)command the arguments name, e.g. `sluice lab run`: the leading words that are
+/// subcommands of the one before, options skipped.
+fn command_path(args: &[String]) -> String {
+    let mut cmd = Cli::command();
+    let mut path = vec!["sluice".to_string()];
+    for a in args {
+        if a.starts_with('-') {
+            continue;
         }
-    };
-    std::process::exit(code);
+        let Some(sub) = cmd.find_subcommand(a).cloned() else {
+            break;
+        };
+        path.push(sub.get_name().to_string());
+        cmd = sub;
+    }
+    path.join(" ")
+}
+
+/// clap's error text (message, indented details, tips, usage) folded into one line.
+fn one_line(command: &str, text: &str) -> String {
+    let mut paragraphs = text.split("\n\n").map(str::trim);
+    let message: Vec<&str> = paragraphs
+        .next()
+        .unwrap_or("")
+        .lines()
+        .map(str::trim)
+        .collect();
+    let message = message.join(" ");
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
+    let tips: String = paragraphs
+        .filter(|p| p.starts_with("tip:"))
+        .map(|t| format!("; {t}"))
+        .collect();
+    format!("{command}: {message}{tips} (try: {command} --help)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declarations_are_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn errors_fold_into_one_line() {
+        let args = ["lab", "run", "--frob"].map(String::from);
+        let words = std::iter::once("sluice").chain(args.iter().map(String::as_str));
+        let e = Cli::try_parse_from(words).unwrap_err();
+        let line = one_line(&command_path(&args), &e.render().to_string());
+        assert!(
+            line.starts_with("sluice lab run: unexpected argument '--frob'"),
+            "{line}"
+        );
+        assert!(line.ends_with("(try: sluice lab run --help)"), "{line}");
+        assert!(!line.contains('\n'), "{line}");
+        let e = Cli::try_parse_from(["sluice", "fib", "lookup"]).unwrap_err();
+        let line = one_line("sluice fib lookup", &e.render().to_string());
+        assert!(
+            line.contains("--routes <FILE>") && !line.contains('\n'),
+            "{line}"
+        );
+        let path = command_path(&["gen", "--tx", "lab", "run"].map(String::from));
+        assert_eq!(path, "sluice gen");
+        let path = command_path(&["lab", "run", "--dut", "vpp9"].map(String::from));
+        assert_eq!(path, "sluice lab run");
+    }
 }

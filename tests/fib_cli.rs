@@ -108,19 +108,19 @@ fn fib_lookup_longest_match_on_ip_route_text() {
 fn fib_cli_errors() {
     let o = sluice(&["fib", "synth", "--v4", "many"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("bad value 'many' for --v4"));
+    assert!(text(&o.stderr).contains("invalid value 'many' for '--v4 <N>'"));
     let o = sluice(&["fib", "synth", "--v4", "10", "--long", "60"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("--long must be 0 to 50 (percent)"));
     let o = sluice(&["fib", "lookup"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("missing --routes"));
+    assert!(text(&o.stderr).contains("required arguments were not provided: --routes <FILE>"));
     let o = sluice(&["fib", "bench", "--routes"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("--routes needs a value"));
+    assert!(text(&o.stderr).contains("a value is required for '--routes <FILE>'"));
     let o = sluice(&["fib", "frob"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("unknown command 'frob'"));
+    assert!(text(&o.stderr).contains("unrecognized subcommand 'frob'"));
     let o = sluice(&["fib", "synth", "--v4", "1", "--bogus"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("unexpected argument '--bogus'"));
@@ -128,7 +128,7 @@ fn fib_cli_errors() {
     assert_eq!(o.status.code(), Some(2));
     let o = sluice(&["fib", "--help"]);
     assert!(o.status.success());
-    assert!(text(&o.stdout).contains("sluice fib COMMAND"));
+    assert!(text(&o.stdout).contains("Usage: sluice fib <COMMAND>"));
     // A bad route file names the file and line.
     let file = tmpfile("bad");
     std::fs::write(&file, "10.0.0.0/8 192.0.2.1\n10.0.0.0/40 192.0.2.1\n").unwrap();

@@ -10,8 +10,34 @@ const SYMBOLS: [char; 7] = ['x', '+', '*', '%', '#', '@', 'O'];
 /// Width of the plot between its borders.
 const PLOT_WIDTH: usize = 74;
 
-const USAGE: &str = "usage: sluice bench compare [-c 80|90|95|98|99|99.5] [-w WIDTH] FILE FILE...
-  each FILE is a bench JSON file (its rx_pps values) or text with one number per line";
+/// `sluice bench compare`: ministat's report of two or more data sets.
+#[derive(clap::Args, Debug, Clone)]
+pub struct CompareArgs {
+    /// Confidence level of the t test, in percent: 80, 90, 95, 98, 99 or 99.5
+    #[arg(short = 'c', value_name = "LEVEL", default_value = "95", value_parser = confidence_arg)]
+    confidence: f64,
+    /// Width of the plot, 20 to 400
+    #[arg(short = 'w', value_name = "WIDTH", default_value_t = PLOT_WIDTH, value_parser = width_arg)]
+    width: usize,
+    /// Each a bench JSON file (its rx_pps values) or text with one number per line
+    #[arg(value_name = "FILE", required = true)]
+    files: Vec<String>,
+}
+
+fn confidence_arg(v: &str) -> Result<f64, String> {
+    v.trim_end_matches('%')
+        .parse::<f64>()
+        .ok()
+        .filter(|c| CONFIDENCE_LEVELS.contains(c))
+        .ok_or_else(|| "-c takes 80, 90, 95, 98, 99 or 99.5".into())
+}
+
+fn width_arg(v: &str) -> Result<usize, String> {
+    v.parse::<usize>()
+        .ok()
+        .filter(|w| (20..=400).contains(w))
+        .ok_or_else(|| "-w takes a width from 20 to 400".into())
+}
 
 /// Read the values of one data set: a JSON document (every `rx_pps` found in it, in order)
 /// or text with a number at the start of each line ('#' starts a comment).
@@ -179,49 +205,12 @@ fn g8(x: f64) -> String {
 }
 
 /// `sluice bench compare ...`
-pub fn main(args: &[String]) -> i32 {
-    let mut confidence = 95.0;
-    let mut width = PLOT_WIDTH;
-    let mut files = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "-c" => {
-                let v = it
-                    .next()
-                    .and_then(|v| v.trim_end_matches('%').parse::<f64>().ok());
-                match v {
-                    Some(c) if CONFIDENCE_LEVELS.contains(&c) => confidence = c,
-                    _ => {
-                        eprintln!(
-                            "sluice bench compare: -c takes 80, 90, 95, 98, 99 or 99.5\n{USAGE}"
-                        );
-                        return 2;
-                    }
-                }
-            }
-            "-w" => match it.next().and_then(|v| v.parse::<usize>().ok()) {
-                Some(w) if (20..=400).contains(&w) => width = w,
-                _ => {
-                    eprintln!("sluice bench compare: -w takes a width from 20 to 400\n{USAGE}");
-                    return 2;
-                }
-            },
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return 0;
-            }
-            f if f.starts_with('-') && f.len() > 1 => {
-                eprintln!("sluice bench compare: unknown option '{f}'\n{USAGE}");
-                return 2;
-            }
-            f => files.push(f.to_string()),
-        }
-    }
-    if files.is_empty() {
-        eprintln!("{USAGE}");
-        return 2;
-    }
+pub fn main(args: CompareArgs) -> i32 {
+    let CompareArgs {
+        confidence,
+        width,
+        files,
+    } = args;
     let mut sets = Vec::new();
     for f in &files {
         match read_values(Path::new(f)) {

@@ -1,6 +1,6 @@
 //! `sluice ctl`: sends one command line to the daemon's control socket and prints the answer,
 //! or with `--batch` every line of its standard input over one connection (route loads,
-//! update storms: thousands of commands a second).
+//! update storms: thousands of commands a second). `CtlArgs` declares its options for clap.
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -9,7 +9,27 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
-const USAGE: &str = "usage: sluice ctl [-s SOCKET] COMMAND... | sluice ctl [-s SOCKET] --batch < FILE (try: sluice ctl help)";
+/// `sluice ctl`: the words after the options are one command line for the daemon, in its own
+/// grammar (control::cli), so they are taken as they come.
+#[derive(clap::Args, Debug, Clone)]
+pub struct CtlArgs {
+    /// The daemon's control socket (default: $SLUICE_SOCKET, else the configuration's default)
+    #[arg(short, long, value_name = "SOCKET")]
+    socket: Option<String>,
+    /// Send every line of standard input, over one connection
+    #[arg(long)]
+    batch: bool,
+    /// Ask for the reply as JSON (as --json among the command's words does)
+    #[arg(long, conflicts_with = "batch")]
+    json: bool,
+    /// The command, e.g. `show interface` (try: sluice ctl help)
+    #[arg(
+        value_name = "COMMAND",
+        trailing_var_arg = true,
+        required_unless_present = "batch"
+    )]
+    words: Vec<String>,
+}
 
 /// Send `line` to the daemon at `socket`; returns the decoded reply object.
 pub fn request(socket: &Path, line: &str) -> Result<Value, String> {
@@ -96,34 +116,18 @@ pub fn batch(socket: &Path, input: impl BufRead) -> Result<(usize, usize), Strin
     Ok((lines.len(), failed))
 }
 
-pub fn main(args: &[String]) -> i32 {
-    let mut socket = std::env::var("SLUICE_SOCKET")
-        .unwrap_or_else(|_| crate::config::DEFAULT_SOCKET.to_string());
-    let mut words: Vec<&str> = Vec::new();
-    let mut batch_mode = false;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "-s" | "--socket" => match it.next() {
-                Some(p) => socket = p.clone(),
-                None => {
-                    eprintln!("sluice ctl: -s needs a socket path\n{USAGE}");
-                    return 2;
-                }
-            },
-            "--batch" if words.is_empty() => batch_mode = true,
-            "-h" | "--help" if words.is_empty() => {
-                println!("{USAGE}");
-                return 0;
-            }
-            w => words.push(w),
-        }
+pub fn main(args: CtlArgs) -> i32 {
+    let socket = args.socket.unwrap_or_else(|| {
+        std::env::var("SLUICE_SOCKET").unwrap_or_else(|_| crate::config::DEFAULT_SOCKET.to_string())
+    });
+    let batch_mode = args.batch;
+    let mut words = args.words;
+    if args.json && !words.is_empty() {
+        words.push("--json".into());
     }
     if batch_mode {
         if !words.is_empty() {
-            eprintln!(
-                "sluice ctl: --batch reads commands from standard input, not arguments\n{USAGE}"
-            );
+            eprintln!("sluice ctl: --batch reads commands from standard input, not arguments");
             return 2;
         }
         return match batch(Path::new(&socket), std::io::stdin().lock()) {
@@ -140,10 +144,6 @@ pub fn main(args: &[String]) -> i32 {
                 1
             }
         };
-    }
-    if words.is_empty() {
-        eprintln!("{USAGE}");
-        return 2;
     }
     match run_command(Path::new(&socket), &words.join(" ")) {
         Ok(out) => {

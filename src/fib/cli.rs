@@ -1,5 +1,5 @@
 //! `sluice fib synth|lookup|bench`: offline tools over route files, using the same FIB code
-//! as the dataplane.
+//! as the dataplane. `FibCommand` declares their options for clap.
 
 use super::destinations;
 use super::measure;
@@ -7,59 +7,78 @@ use super::parse::{parse_prefix, read_route_file, IpPrefix, Route};
 use super::prefix::{Prefix4, Prefix6};
 use super::synth::{self, Rng, SynthSpec};
 use super::{FibWriter, NO_ROUTE};
-use std::collections::HashMap;
 use std::io::{BufRead, BufWriter, Write};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-const USAGE: &str = "\
-usage: sluice fib COMMAND [ARGS]
+/// `sluice fib`: route tables offline. Route files are PREFIX NEXTHOP lines, or the text of
+/// `ip route show` / `ip -6 route show`, or of `birdc show route`.
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum FibCommand {
+    /// Write a synthetic full table shaped like the public BGP tables (deterministic by seed)
+    /// as PREFIX NEXTHOP lines, to stdout unless --out
+    Synth(SynthArgs),
+    /// Read one address per line on stdin, print ADDRESS PREFIX NEXTHOP or ADDRESS none
+    Lookup {
+        #[arg(long, value_name = "FILE")]
+        routes: String,
+    },
+    /// Build time, memory and batched lookups/s (one core, 256 per batch), IPv4 and IPv6,
+    /// over four destination sets, each printed with what it measures: hit (a random route,
+    /// a random address in it), hot (1024 of those, repeated), announced (uniform over the
+    /// announced space), uniform (over the whole address space); then route changes/s
+    Bench {
+        #[arg(long, value_name = "FILE")]
+        routes: String,
+        /// Seconds per figure, 0.01 to 3600
+        #[arg(long, value_name = "S", default_value = "1")]
+        seconds: f64,
+    },
+}
 
-commands:
-  synth --v4 N --v6 M [--seed S] [--next-hops K] [--default] [--long P] [--out FILE]
-        [--via ADDR]... [--exclude PREFIX]...
-        write a synthetic full table shaped like the public BGP tables (deterministic by
-        seed; K next hops, default 8; --default adds 0.0.0.0/0 and ::/0) as PREFIX NEXTHOP
-        lines, to stdout unless --out; --long makes P percent of each family's routes
-        longer than /24 (IPv4: /25-/32) or /48 (IPv6: /49-/128), inside the others, as IGP
-        and customer routes add to a provider's table (default 0: the public table alone);
-        --via (repeatable) gives the next hops of each family instead of documentation
-        addresses; --exclude (repeatable) leaves out every prefix that overlaps PREFIX,
-        drawing others so the table keeps its size
-  lookup --routes FILE
-        read one address per line on stdin, print ADDRESS PREFIX NEXTHOP or ADDRESS none
-  bench --routes FILE [--seconds S]
-        build time, memory and batched lookups/s (one core, 256 per batch), IPv4 and IPv6,
-        over four destination sets, each printed with what it measures: hit (a random
-        route, a random address in it), hot (1024 of those, repeated), announced (uniform
-        over the announced space), uniform (over the whole address space); S seconds per
-        figure (default 1); then route changes/s
+#[derive(clap::Args, Debug, Clone)]
+pub struct SynthArgs {
+    /// IPv4 routes
+    #[arg(long, value_name = "N", default_value = "0")]
+    v4: usize,
+    /// IPv6 routes
+    #[arg(long, value_name = "M", default_value = "0")]
+    v6: usize,
+    #[arg(long, value_name = "S", default_value = "1")]
+    seed: u64,
+    /// Next hops, 1 to 254 [default: 8]
+    #[arg(long, value_name = "K")]
+    next_hops: Option<u32>,
+    /// Add 0.0.0.0/0 and ::/0
+    #[arg(long)]
+    default: bool,
+    /// Make P percent of each family's routes longer than /24 (IPv4: /25-/32) or /48 (IPv6:
+    /// /49-/128), inside the others, as IGP and customer routes add to a provider's table
+    /// (0: the public table alone)
+    #[arg(long, value_name = "P", default_value = "0")]
+    long: f64,
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// The next hops of each family instead of documentation addresses (repeatable)
+    #[arg(long, value_name = "ADDR")]
+    via: Vec<String>,
+    /// Leave out every prefix that overlaps PREFIX, drawing others so the table keeps its
+    /// size (repeatable)
+    #[arg(long, value_name = "PREFIX")]
+    exclude: Vec<String>,
+}
 
-Route files: PREFIX NEXTHOP lines, or the text of `ip route show` / `ip -6 route show`, or of
-`birdc show route`.
-";
-
-pub fn main(args: &[String]) -> i32 {
-    if args.iter().any(|a| a == "--help" || a == "-h") {
-        print!("{USAGE}");
-        return 0;
-    }
-    let r = match args.first().map(String::as_str) {
-        Some("synth") => synth_cmd(&args[1..]),
-        Some("lookup") => lookup_cmd(&args[1..]),
-        Some("bench") => bench_cmd(&args[1..]),
-        Some("help" | "--help" | "-h") => {
-            print!("{USAGE}");
-            return 0;
-        }
-        Some(other) => Err(Error::Usage(format!("unknown command '{other}'"))),
-        None => Err(Error::Usage("missing command".into())),
+pub fn main(command: FibCommand) -> i32 {
+    let r = match command {
+        FibCommand::Synth(a) => synth_cmd(&a),
+        FibCommand::Lookup { routes } => lookup_cmd(&routes),
+        FibCommand::Bench { routes, seconds } => bench_cmd(&routes, seconds),
     };
     match r {
         Ok(()) => 0,
         Err(Error::Usage(e)) => {
-            eprintln!("sluice fib: {e}\n\n{USAGE}");
+            eprintln!("sluice fib: {e} (try: sluice fib --help)");
             2
         }
         Err(Error::Failed(e)) => {
@@ -76,68 +95,6 @@ enum Error {
     Failed(String),
 }
 
-/// `--name VALUE` options and `--flag` switches, each allowed once.
-struct Args {
-    values: HashMap<String, String>,
-    /// Options that may be given more than once, every value in order.
-    repeated: HashMap<String, Vec<String>>,
-    flags: Vec<String>,
-}
-
-/// Options that may be given more than once.
-const REPEATABLE: [&str; 2] = ["--via", "--exclude"];
-
-impl Args {
-    fn parse(args: &[String], takes_value: &[&str], flags: &[&str]) -> Result<Args, Error> {
-        let mut out = Args {
-            values: HashMap::new(),
-            repeated: HashMap::new(),
-            flags: Vec::new(),
-        };
-        let mut it = args.iter();
-        while let Some(a) = it.next() {
-            if flags.contains(&a.as_str()) {
-                out.flags.push(a.clone());
-            } else if takes_value.contains(&a.as_str()) {
-                let Some(v) = it.next() else {
-                    return Err(Error::Usage(format!("{a} needs a value")));
-                };
-                if REPEATABLE.contains(&a.as_str()) {
-                    out.repeated.entry(a.clone()).or_default().push(v.clone());
-                } else if out.values.insert(a.clone(), v.clone()).is_some() {
-                    return Err(Error::Usage(format!("{a} given twice")));
-                }
-            } else {
-                return Err(Error::Usage(format!("unexpected argument '{a}'")));
-            }
-        }
-        Ok(out)
-    }
-
-    fn get<T: std::str::FromStr>(&self, name: &str) -> Result<Option<T>, Error> {
-        match self.values.get(name) {
-            None => Ok(None),
-            Some(v) => v
-                .parse()
-                .map(Some)
-                .map_err(|_| Error::Usage(format!("bad value '{v}' for {name}"))),
-        }
-    }
-
-    fn need<T: std::str::FromStr>(&self, name: &str) -> Result<T, Error> {
-        self.get(name)?
-            .ok_or_else(|| Error::Usage(format!("missing {name}")))
-    }
-
-    fn all(&self, name: &str) -> &[String] {
-        self.repeated.get(name).map_or(&[], Vec::as_slice)
-    }
-
-    fn flag(&self, name: &str) -> bool {
-        self.flags.iter().any(|f| f == name)
-    }
-}
-
 fn io_failed(what: &str) -> impl Fn(std::io::Error) -> Error + '_ {
     move |e| Error::Failed(format!("{what}: {e}"))
 }
@@ -146,22 +103,8 @@ fn io_failed(what: &str) -> impl Fn(std::io::Error) -> Error + '_ {
 /// output would be many gigabytes.
 const SYNTH_MAX: usize = 10_000_000;
 
-fn synth_cmd(args: &[String]) -> Result<(), Error> {
-    let a = Args::parse(
-        args,
-        &[
-            "--v4",
-            "--v6",
-            "--seed",
-            "--next-hops",
-            "--out",
-            "--via",
-            "--exclude",
-            "--long",
-        ],
-        &["--default"],
-    )?;
-    let long_percent: f64 = a.get("--long")?.unwrap_or(0.0);
+fn synth_cmd(a: &SynthArgs) -> Result<(), Error> {
+    let long_percent = a.long;
     if !(0.0..=synth::MAX_LONG_SHARE * 100.0).contains(&long_percent) {
         return Err(Error::Usage(format!(
             "--long must be 0 to {} (percent)",
@@ -169,11 +112,11 @@ fn synth_cmd(args: &[String]) -> Result<(), Error> {
         )));
     }
     let spec = SynthSpec {
-        v4: a.get("--v4")?.unwrap_or(0),
-        v6: a.get("--v6")?.unwrap_or(0),
-        seed: a.get("--seed")?.unwrap_or(1),
-        next_hops: a.get("--next-hops")?.unwrap_or(8),
-        default_route: a.flag("--default"),
+        v4: a.v4,
+        v6: a.v6,
+        seed: a.seed,
+        next_hops: a.next_hops.unwrap_or(8),
+        default_route: a.default,
         long_share: long_percent / 100.0,
     };
     if spec.v4 > SYNTH_MAX || spec.v6 > SYNTH_MAX {
@@ -186,25 +129,25 @@ fn synth_cmd(args: &[String]) -> Result<(), Error> {
     }
     let mut via4: Vec<String> = Vec::new();
     let mut via6: Vec<String> = Vec::new();
-    for v in a.all("--via") {
+    for v in &a.via {
         match v.parse::<IpAddr>() {
             Ok(IpAddr::V4(x)) => via4.push(x.to_string()),
             Ok(IpAddr::V6(x)) => via6.push(x.to_string()),
             Err(_) => return Err(Error::Usage(format!("--via: '{v}' is not an address"))),
         }
     }
-    if !a.all("--via").is_empty() {
+    if !a.via.is_empty() {
         if (spec.v4 > 0 && via4.is_empty()) || (spec.v6 > 0 && via6.is_empty()) {
             return Err(Error::Usage(
                 "--via needs an address of each family the table has".into(),
             ));
         }
-        if a.values.contains_key("--next-hops") {
+        if a.next_hops.is_some() {
             return Err(Error::Usage("give --via or --next-hops, not both".into()));
         }
     }
     let (mut avoid4, mut avoid6) = (Vec::new(), Vec::new());
-    for x in a.all("--exclude") {
+    for x in &a.exclude {
         match parse_prefix(x).map_err(|e| Error::Usage(format!("--exclude: {e}")))? {
             IpPrefix::V4(p) => avoid4.push(p),
             IpPrefix::V6(p) => avoid6.push(p),
@@ -232,10 +175,8 @@ fn synth_cmd(args: &[String]) -> Result<(), Error> {
     } else {
         synth::synth_avoiding(&spec, &avoid4, &avoid6)
     };
-    let out: Box<dyn Write> = match a.get::<PathBuf>("--out")? {
-        Some(p) => {
-            Box::new(std::fs::File::create(&p).map_err(io_failed(&p.display().to_string()))?)
-        }
+    let out: Box<dyn Write> = match &a.out {
+        Some(p) => Box::new(std::fs::File::create(p).map_err(io_failed(&p.display().to_string()))?),
         None => Box::new(std::io::stdout().lock()),
     };
     let mut w = BufWriter::new(out);
@@ -251,17 +192,14 @@ fn synth_cmd(args: &[String]) -> Result<(), Error> {
             } else {
                 String::new()
             },
-            if a.all("--via").is_empty() {
+            if a.via.is_empty() {
                 format!(" --next-hops {}", spec.next_hops)
             } else {
-                a.all("--via")
-                    .iter()
-                    .map(|v| format!(" --via {v}"))
-                    .collect()
+                a.via.iter().map(|v| format!(" --via {v}")).collect()
             },
             if spec.default_route { " --default" } else { "" }
         )?;
-        for x in a.all("--exclude") {
+        for x in &a.exclude {
             writeln!(w, "# --exclude {x}")?;
         }
         for (p, nh) in &v4 {
@@ -330,10 +268,8 @@ fn load(path: &str) -> Result<Loaded, Error> {
     })
 }
 
-fn lookup_cmd(args: &[String]) -> Result<(), Error> {
-    let a = Args::parse(args, &["--routes"], &[])?;
-    let file: String = a.need("--routes")?;
-    let loaded = load(&file)?;
+fn lookup_cmd(file: &str) -> Result<(), Error> {
+    let loaded = load(file)?;
     let reader = loaded.writer.reader();
     let stdin = std::io::stdin().lock();
     let mut out = BufWriter::new(std::io::stdout().lock());
@@ -412,14 +348,11 @@ fn mib(bytes: usize) -> f64 {
 /// Addresses per measured set (the `hot` set has `destinations::HOT`).
 const SET_SIZE: usize = 1 << 20;
 
-fn bench_cmd(args: &[String]) -> Result<(), Error> {
-    let a = Args::parse(args, &["--routes", "--seconds"], &[])?;
-    let file: String = a.need("--routes")?;
-    let seconds: f64 = a.get("--seconds")?.unwrap_or(1.0);
+fn bench_cmd(file: &str, seconds: f64) -> Result<(), Error> {
     if !(0.01..=3600.0).contains(&seconds) {
         return Err(Error::Usage("--seconds must be 0.01 to 3600".into()));
     }
-    let mut loaded = load(&file)?;
+    let mut loaded = load(file)?;
     let mem = loaded.writer.memory();
     let (n4, n6) = loaded.writer.live_nodes();
     let long4 = loaded.v4.iter().filter(|p| p.len() > 24).count();

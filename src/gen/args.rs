@@ -1,48 +1,106 @@
-//! `sluice gen`'s command line: the usage text, the options and their checks.
+//! `sluice gen`'s command line: the options as clap declarations (their help is the usage
+//! text), value parsers for the checks of one value, and `GenArgs::options` for the checks
+//! across options.
 
 use super::frame::{self, Profile};
 use super::port::Io;
+use crate::wire::MacAddress;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use std::path::PathBuf;
 use std::time::Duration;
 
-pub(super) const USAGE: &str = "\
-usage: sluice gen --tx IF [--rx IF] [options]
-  --tx IF              send on this interface
-  --rx IF              count and check what arrives on this interface
-  --size S             frame size with FCS: 64..9018, a list (64,512,1514) used in turn,
-                       'mixed' (64,128,256,512,1024,1514), 'imix' (T-Rex bench: 64, 594,
-                       1518 at 28:20:4) or 'simple-imix' (64, 594, 1518 at 7:4:1);
-                       default 64 (60 bytes sent)
-  --flows F            'single', N flows varying IPv4 source and UDP source port, or 'var2'
-                       (T-Rex: source 16.0.0.0/16 and destination 48.0.0.0/16 both varying)
-  --count N            send N frames                  (default: --duration 5)
-  --duration SECS      send for SECS seconds
-  --rate PPS|P%        offered rate per direction, in pps or percent of the line rate of
-                       --link (default: as fast as the sender can)
-  --link SPEED         1G, 10G, 25G, 40G, 100G, for --rate P% (default 10G)
-  --warmup SECS        send for SECS first, at the same rate, without counting it
-  --engine E           af_packet (default) or xdp: the kernel's XDP live-frames mode, many
-                       times faster on a veth, paced by the XDP program itself; single flow
-                       or var2, any size mix, one thread per direction; the receiver counts
-                       with the interface's counter (no
-                       per-frame checks; --count may overshoot by a few frames when paced)
-  --io IO              af_packet (default: packet socket, TPACKET ring with kernel receive
-                       timestamps), af_xdp (AF_XDP sockets through sluice's own driver;
-                       frames up to 2044 bytes, jumbo MTUs lowered for the run) or memif
-                       (--tx and --rx are memif socket paths; the generator is the client
-                       and waits up to 15 s for the DUT's server)
-  --cpu N              pin the sender to CPU N (the receiver too, unless --rx-cpu)
-  --rx-cpu N           pin the receiver to CPU N
-  --src-mac MAC        default 02:00:00:00:00:01
-  --dst-mac MAC        default 02:00:00:00:00:02
-  --bi                 send both ways at once (tx → rx and rx → tx), addresses mirrored
-  --routed             the DUT routes: accept rewritten MACs, a lower TTL, a new checksum
-  --dst-mac-reverse MAC, --src-mac-reverse MAC
-                       MACs of the reverse direction with --bi (default: mirrored)
-  --src-net A.B        source /16 (default 198.18, RFC 2544's benchmarking range;
-  --dst-net C.D        destination /16, default 198.19; T-Rex uses 16.0 and 48.0)
-  --rx-pcap FILE       write every frame the receiver gets to a pcap file
-  --json               print the summary as one JSON object on stdout
-  --quiet              no once-a-second lines";
+/// `sluice gen`: the packet generator on af_packet, AF_XDP or memif ports.
+#[derive(clap::Parser, Debug, Clone)]
+#[command(name = "gen")]
+pub struct GenArgs {
+    /// Send on this interface
+    #[arg(long, value_name = "IF")]
+    tx: String,
+    /// Count and check what arrives on this interface
+    #[arg(long, value_name = "IF")]
+    rx: Option<String>,
+    /// Frame size with FCS: 64..9018, a list (64,512,1514) used in turn, 'mixed'
+    /// (64,128,256,512,1024,1514), 'imix' (T-Rex bench: 64, 594, 1518 at 28:20:4) or
+    /// 'simple-imix' (64, 594, 1518 at 7:4:1); 64 sends 60 bytes
+    #[arg(long, value_name = "S", default_value = "64", value_parser = size_arg)]
+    size: String,
+    /// 'single', N flows varying IPv4 source and UDP source port, or 'var2' (T-Rex: source
+    /// 16.0.0.0/16 and destination 48.0.0.0/16 both varying)
+    #[arg(long, value_name = "F", default_value = "single", value_parser = flows_arg)]
+    flows: String,
+    /// Send N frames (default: --duration 5)
+    #[arg(long, value_name = "N", value_parser = positive_count)]
+    count: Option<u64>,
+    /// Send for SECS seconds, at most 86400
+    #[arg(long, value_name = "SECS", default_value = "5", value_parser = day_seconds)]
+    duration: Duration,
+    /// Offered rate per direction, in pps or percent of the line rate of --link (default: as
+    /// fast as the sender can)
+    #[arg(long, value_name = "PPS|P%", value_parser = rate_arg)]
+    rate: Option<Rate>,
+    /// Link speed for --rate P%: 1G, 10G, 25G, 40G, 100G
+    #[arg(long, value_name = "SPEED", default_value = "10G", value_parser = crate::bench::linerate::parse_link_speed)]
+    link: f64,
+    /// Send for SECS first (at most 600), at the same rate, without counting it
+    #[arg(long, value_name = "SECS", default_value = "0", value_parser = warmup_seconds)]
+    warmup: Duration,
+    /// af_packet, or xdp: the kernel's XDP live-frames mode, many times faster on a veth,
+    /// paced by the XDP program itself; single flow or var2, any size mix, one thread per
+    /// direction; the receiver counts with the interface's counter (no per-frame checks;
+    /// --count may overshoot by a few frames when paced)
+    #[arg(long = "engine", value_name = "E", default_value = "af_packet", value_parser = engine_arg(), action = clap::ArgAction::Set)]
+    xdp: bool,
+    /// af_packet (packet socket, TPACKET ring with kernel receive timestamps), af_xdp
+    /// (AF_XDP sockets through sluice's own driver; frames up to 2044 bytes, jumbo MTUs
+    /// lowered for the run) or memif (--tx and --rx are memif socket paths; the generator is
+    /// the client and waits up to 15 s for the DUT's server)
+    #[arg(long, value_name = "IO", default_value = "af_packet", value_parser = io_arg())]
+    io: Io,
+    /// Pin the sender to CPU N (the receiver too, unless --rx-cpu)
+    #[arg(long, value_name = "N")]
+    cpu: Option<usize>,
+    /// Pin the receiver to CPU N
+    #[arg(long, value_name = "N")]
+    rx_cpu: Option<usize>,
+    #[arg(long, value_name = "MAC", default_value = "02:00:00:00:00:01")]
+    src_mac: MacAddress,
+    #[arg(long, value_name = "MAC", default_value = "02:00:00:00:00:02")]
+    dst_mac: MacAddress,
+    /// Send both ways at once (tx → rx and rx → tx), addresses mirrored
+    #[arg(long)]
+    bi: bool,
+    /// The DUT routes: accept rewritten MACs, a lower TTL, a new checksum
+    #[arg(long)]
+    routed: bool,
+    /// Destination MAC of the reverse direction with --bi (default: the forward source MAC)
+    #[arg(long, value_name = "MAC")]
+    dst_mac_reverse: Option<MacAddress>,
+    /// Source MAC of the reverse direction with --bi (default: the forward destination MAC)
+    #[arg(long, value_name = "MAC")]
+    src_mac_reverse: Option<MacAddress>,
+    /// Source /16 (198.18 is RFC 2544's benchmarking range; T-Rex uses 16.0)
+    #[arg(long, value_name = "A.B", default_value = "198.18", value_parser = net16)]
+    src_net: [u8; 2],
+    /// Destination /16 (T-Rex uses 48.0)
+    #[arg(long, value_name = "C.D", default_value = "198.19", value_parser = net16)]
+    dst_net: [u8; 2],
+    /// Write every frame the receiver gets to a pcap file
+    #[arg(long, value_name = "FILE")]
+    rx_pcap: Option<PathBuf>,
+    /// Print the summary as one JSON object on stdout
+    #[arg(long)]
+    json: bool,
+    /// No once-a-second lines
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// `--rate`: frames per second, or a percent of the link's line rate.
+#[derive(Clone, Copy, Debug)]
+enum Rate {
+    Pps(f64),
+    Percent(f64),
+}
 
 /// The generator's settings.
 #[derive(Clone, Debug, PartialEq)]
@@ -74,163 +132,138 @@ pub struct Options {
     pub src_mac_reverse: Option<crate::wire::MacAddress>,
 }
 
-fn value<'a>(it: &mut std::slice::Iter<'a, String>, flag: &str) -> Result<&'a str, String> {
-    it.next()
-        .map(String::as_str)
-        .ok_or_else(|| format!("{flag} needs a value"))
+/// `--size`: a size, a list or a named mix, checked; kept as written.
+pub fn size_arg(v: &str) -> Result<String, String> {
+    // clap names the option in its message already.
+    frame::parse_sizes(v).map_err(|e| e.trim_start_matches("--size: ").to_string())?;
+    Ok(v.to_string())
 }
 
-fn number<T: std::str::FromStr>(s: &str, flag: &str) -> Result<T, String> {
-    s.parse()
-        .map_err(|_| format!("{flag}: '{s}' is not a valid number"))
+/// `--flows`: single, var2 or a number of flows; kept as written.
+pub fn flows_arg(v: &str) -> Result<String, String> {
+    if v == "single" || v == "var2" || v.parse::<u32>().is_ok_and(|n| (1..=65536).contains(&n)) {
+        Ok(v.to_string())
+    } else {
+        Err("not 'single', 'var2' or a number of flows 1..=65536".into())
+    }
+}
+
+fn positive_count(v: &str) -> Result<u64, String> {
+    match v.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err("not a positive number".into()),
+    }
+}
+
+/// Seconds in `(lo, hi]`, or `[lo, hi]` when `lo` is 0 and `zero_ok`.
+fn seconds_in(v: &str, zero_ok: bool, hi: f64) -> Result<Duration, String> {
+    match v.parse::<f64>() {
+        Ok(s) if (s > 0.0 || (zero_ok && s == 0.0)) && s <= hi => Ok(Duration::from_secs_f64(s)),
+        _ if zero_ok => Err(format!("not a number of seconds in 0..={hi}")),
+        _ => Err(format!("not a number of seconds in (0, {hi}]")),
+    }
+}
+
+fn day_seconds(v: &str) -> Result<Duration, String> {
+    seconds_in(v, false, 86400.0)
+}
+
+fn warmup_seconds(v: &str) -> Result<Duration, String> {
+    seconds_in(v, true, 600.0)
+}
+
+fn rate_arg(v: &str) -> Result<Rate, String> {
+    if let Some(pct) = v.strip_suffix('%') {
+        return match pct.parse::<f64>() {
+            Ok(p) if p > 0.0 && p <= 100.0 => Ok(Rate::Percent(p)),
+            _ => Err("not a percent in (0, 100]".into()),
+        };
+    }
+    match v.parse::<f64>() {
+        Ok(r) if r >= 1.0 && r.is_finite() => Ok(Rate::Pps(r)),
+        _ => Err("not a rate of at least 1 pps, or a percent such as 50%".into()),
+    }
+}
+
+/// `--src-net`, `--dst-net`: a /16 as `198.18` or `16.0.0.0/16`.
+fn net16(v: &str) -> Result<[u8; 2], String> {
+    let parts: Option<Vec<u8>> = v
+        .trim_end_matches(".0.0/16")
+        .split('.')
+        .map(|p| p.parse::<u8>().ok())
+        .collect();
+    parts
+        .and_then(|p| p.try_into().ok())
+        .ok_or_else(|| "not a /16 such as 198.18 or 16.0.0.0/16".into())
 }
 
 /// `--engine af_packet|xdp`: whether to send with XDP live frames.
-pub fn parse_engine(v: &str) -> Result<bool, String> {
-    match v {
-        "af_packet" => Ok(false),
-        "xdp" => Ok(true),
-        other => Err(format!("--engine: '{other}' is not af_packet or xdp")),
+pub fn engine_arg() -> impl TypedValueParser<Value = bool> {
+    PossibleValuesParser::new(["af_packet", "xdp"]).map(|e| e == "xdp")
+}
+
+/// `--io af_packet|af_xdp|memif`.
+pub fn io_arg() -> impl TypedValueParser<Value = Io> {
+    PossibleValuesParser::new(["af_packet", "af_xdp", "memif"]).try_map(|v| Io::parse(&v))
+}
+
+impl GenArgs {
+    /// The settings, after the checks that involve several options.
+    pub fn options(self) -> Result<Options, String> {
+        let var2 = self.flows == "var2";
+        let flows = match self.flows.as_str() {
+            "single" => 1,
+            "var2" => frame::VAR2_FLOWS,
+            n => n
+                .parse()
+                .map_err(|_| format!("--flows: '{n}' is not a number"))?,
+        };
+        let o = Options {
+            profile: Profile {
+                sizes: frame::parse_sizes(&self.size)?,
+                flows,
+                var2,
+                src_net: self.src_net,
+                dst_net: self.dst_net,
+                routed: self.routed,
+                src_mac: self.src_mac,
+                dst_mac: self.dst_mac,
+            },
+            size_name: self.size.parse::<usize>().is_err().then_some(self.size),
+            tx: self.tx,
+            rx: self.rx,
+            count: self.count,
+            duration: self.duration,
+            rate: None,
+            cpu: self.cpu,
+            rx_cpu: self.rx_cpu,
+            json: self.json,
+            quiet: self.quiet,
+            rx_pcap: self.rx_pcap,
+            bi: self.bi,
+            warmup: self.warmup,
+            xdp: self.xdp,
+            io: self.io,
+            dst_mac_reverse: self.dst_mac_reverse,
+            src_mac_reverse: self.src_mac_reverse,
+        };
+        check(&o)?;
+        let rate = match self.rate {
+            None => None,
+            Some(Rate::Pps(r)) => Some(r),
+            Some(Rate::Percent(p)) => {
+                // Percent of the link's line rate for this size mix: what T-Rex's -m N% means.
+                let sizes = &o.profile.sizes;
+                let mean = sizes.iter().sum::<usize>() as f64 / sizes.len() as f64;
+                Some(p / 100.0 * crate::bench::linerate::line_rate_pps(self.link, mean))
+            }
+        };
+        Ok(Options { rate, ..o })
     }
 }
 
-/// Parse the command line (without the leading `gen`).
-pub fn parse_args(args: &[String]) -> Result<Options, String> {
-    let mut o = Options {
-        tx: String::new(),
-        rx: None,
-        profile: Profile {
-            sizes: vec![64],
-            flows: 1,
-            var2: false,
-            src_net: [198, 18],
-            dst_net: [198, 19],
-            routed: false,
-            src_mac: "02:00:00:00:00:01".parse().unwrap_or_default(),
-            dst_mac: "02:00:00:00:00:02".parse().unwrap_or_default(),
-        },
-        count: None,
-        duration: Duration::from_secs(5),
-        rate: None,
-        cpu: None,
-        rx_cpu: None,
-        json: false,
-        quiet: false,
-        size_name: None,
-        rx_pcap: None,
-        bi: false,
-        warmup: Duration::ZERO,
-        xdp: false,
-        io: Io::AfPacket,
-        dst_mac_reverse: None,
-        src_mac_reverse: None,
-    };
-    let mut rate_percent: Option<f64> = None;
-    let mut link_bps = 10e9;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--tx" => o.tx = value(&mut it, a)?.to_string(),
-            "--rx" => o.rx = Some(value(&mut it, a)?.to_string()),
-            "--size" => {
-                let v = value(&mut it, a)?;
-                o.profile.sizes = frame::parse_sizes(v)?;
-                o.size_name = v.parse::<usize>().is_err().then(|| v.to_string());
-            }
-            "--flows" => {
-                let v = value(&mut it, a)?;
-                o.profile.var2 = v == "var2";
-                o.profile.flows = if v == "single" {
-                    1
-                } else if v == "var2" {
-                    frame::VAR2_FLOWS
-                } else {
-                    let n: u32 = number(v, a)?;
-                    if !(1..=65536).contains(&n) {
-                        return Err(format!("--flows: {n} is outside 1..=65536"));
-                    }
-                    n
-                };
-            }
-            "--count" => {
-                let n: u64 = number(value(&mut it, a)?, a)?;
-                if n == 0 {
-                    return Err("--count must be at least 1".into());
-                }
-                o.count = Some(n);
-            }
-            "--duration" => {
-                let s: f64 = number(value(&mut it, a)?, a)?;
-                if !(s > 0.0 && s <= 86400.0) {
-                    return Err(format!("--duration: {s} is outside (0, 86400] seconds"));
-                }
-                o.duration = Duration::from_secs_f64(s);
-            }
-            "--rate" => {
-                let v = value(&mut it, a)?;
-                if let Some(pct) = v.strip_suffix('%') {
-                    let p: f64 = number(pct, a)?;
-                    if !(p > 0.0 && p <= 100.0) {
-                        return Err(format!("--rate: {v} is not a percent in (0, 100]"));
-                    }
-                    rate_percent = Some(p);
-                } else {
-                    let r: f64 = number(v, a)?;
-                    if !(r >= 1.0 && r.is_finite()) {
-                        return Err(format!("--rate: {r} must be at least 1 pps"));
-                    }
-                    o.rate = Some(r);
-                }
-            }
-            "--link" => {
-                link_bps = crate::bench::linerate::parse_link_speed(value(&mut it, a)?)
-                    .map_err(|e| format!("--link: {e}"))?;
-            }
-            "--warmup" => {
-                let w: f64 = number(value(&mut it, a)?, a)?;
-                if !(0.0..=600.0).contains(&w) {
-                    return Err(format!("--warmup: {w} is outside 0..=600 seconds"));
-                }
-                o.warmup = Duration::from_secs_f64(w);
-            }
-            "--cpu" => o.cpu = Some(number(value(&mut it, a)?, a)?),
-            "--rx-cpu" => o.rx_cpu = Some(number(value(&mut it, a)?, a)?),
-            "--src-mac" => o.profile.src_mac = value(&mut it, a)?.parse()?,
-            "--dst-mac" => o.profile.dst_mac = value(&mut it, a)?.parse()?,
-            "--rx-pcap" => o.rx_pcap = Some(value(&mut it, a)?.into()),
-            "--bi" => o.bi = true,
-            "--engine" => o.xdp = parse_engine(value(&mut it, a)?)?,
-            "--io" => o.io = Io::parse(value(&mut it, a)?)?,
-            "--routed" => o.profile.routed = true,
-            "--dst-mac-reverse" => o.dst_mac_reverse = Some(value(&mut it, a)?.parse()?),
-            "--src-mac-reverse" => o.src_mac_reverse = Some(value(&mut it, a)?.parse()?),
-            "--src-net" | "--dst-net" => {
-                let v = value(&mut it, a)?;
-                let parts: Vec<u8> = v
-                    .trim_end_matches(".0.0/16")
-                    .split('.')
-                    .map(|p| p.parse::<u8>())
-                    .collect::<Result<_, _>>()
-                    .map_err(|_| {
-                        format!("{a}: '{v}' is not a /16 such as 198.18 or 16.0.0.0/16")
-                    })?;
-                let net: [u8; 2] = parts.try_into().map_err(|_| {
-                    format!("{a}: '{v}' is not a /16 such as 198.18 or 16.0.0.0/16")
-                })?;
-                if a == "--src-net" {
-                    o.profile.src_net = net;
-                } else {
-                    o.profile.dst_net = net;
-                }
-            }
-            "--json" => o.json = true,
-            "--quiet" => o.quiet = true,
-            other => return Err(format!("unknown option '{other}'")),
-        }
-    }
-    if o.tx.is_empty() {
-        return Err("--tx IF is required".into());
-    }
+/// The checks across options.
+fn check(o: &Options) -> Result<(), String> {
     if o.xdp {
         if o.profile.flows != 1 && !o.profile.var2 {
             return Err("--engine xdp sends single flow or var2".into());
@@ -254,12 +287,6 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
             o.io.max_frame() + 4
         ));
     }
-    if let Some(p) = rate_percent {
-        // Percent of the link's line rate for this size mix: what T-Rex's -m N% means.
-        let sizes = &o.profile.sizes;
-        let mean = sizes.iter().sum::<usize>() as f64 / sizes.len() as f64;
-        o.rate = Some(p / 100.0 * crate::bench::linerate::line_rate_pps(link_bps, mean));
-    }
     if o.bi && o.rx.is_none() {
         return Err("--bi needs --rx (the other port)".into());
     }
@@ -269,26 +296,30 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
     if o.rx.as_deref() == Some(o.tx.as_str()) {
         return Err("--rx must be another interface than --tx".into());
     }
-    Ok(o)
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
 
-    fn args(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
+    fn parse_args(s: &str) -> Result<Options, String> {
+        let words = std::iter::once("gen").chain(s.split_whitespace());
+        GenArgs::try_parse_from(words)
+            .map_err(|e| e.to_string())?
+            .options()
     }
 
     #[test]
     fn defaults_and_flags() {
-        let o = parse_args(&args("--tx t0")).unwrap();
+        let o = parse_args("--tx t0").unwrap();
         assert_eq!(o.profile.sizes, vec![64]);
         assert_eq!(o.profile.flows, 1);
         assert_eq!(o.duration, Duration::from_secs(5));
-        let o = parse_args(&args(
+        let o = parse_args(
             "--tx t0 --rx t1 --size 64,1514 --flows 100 --count 10 --rate 1000 --cpu 0 --json",
-        ))
+        )
         .unwrap();
         assert_eq!(o.rx.as_deref(), Some("t1"));
         assert_eq!(o.profile.flows, 100);
@@ -299,13 +330,10 @@ mod tests {
 
     #[test]
     fn rate_in_percent_of_line_rate() {
-        let o = parse_args(&args("--tx t0 --rate 50% --link 10G")).unwrap();
+        let o = parse_args("--tx t0 --rate 50% --link 10G").unwrap();
         assert!((o.rate.unwrap() - 7_440_476.19).abs() < 1.0);
         // IMIX's mean size decides the frame rate of a full link.
-        let o = parse_args(&args(
-            "--tx t0 --size simple-imix --rate 100% --link 1G --warmup 2",
-        ))
-        .unwrap();
+        let o = parse_args("--tx t0 --size simple-imix --rate 100% --link 1G --warmup 2").unwrap();
         let mean = (7.0 * 64.0 + 4.0 * 594.0 + 1518.0) / 12.0;
         assert!((o.rate.unwrap() - 1e9 / ((mean + 20.0) * 8.0)).abs() < 1.0);
         assert_eq!(o.warmup, Duration::from_secs(2));
@@ -331,7 +359,7 @@ mod tests {
             "--tx t0 --link 3G",
             "--tx t0 --warmup -1",
         ] {
-            assert!(parse_args(&args(bad)).is_err(), "accepted: {bad}");
+            assert!(parse_args(bad).is_err(), "accepted: {bad}");
         }
     }
 }

@@ -3,10 +3,10 @@
 //! duplicates, reordering, corruption, latency). Prints a pkt-gen style line once a second
 //! and a summary, or JSON.
 //!
-//! Layout: `args` parses the command line, `engine` runs the af_packet, af_xdp and memif
-//! ports (`port`) with a sender thread per direction and the receiver of `check`, `xdp` is
-//! the XDP live-frames engine, `frame` builds and verifies the frames, and `report` prints
-//! the once-a-second lines and the summary.
+//! Layout: `args` declares the command line (clap) and checks it, `engine` runs the
+//! af_packet, af_xdp and memif ports (`port`) with a sender thread per direction and the
+//! receiver of `check`, `xdp` is the XDP live-frames engine, `frame` builds and verifies the
+//! frames, and `report` prints the once-a-second lines and the summary.
 
 mod args;
 mod check;
@@ -16,20 +16,15 @@ pub mod port;
 mod report;
 mod xdp;
 
-use args::USAGE;
-pub use args::{parse_args, parse_engine, Options};
+pub use args::{engine_arg, flows_arg, io_arg, size_arg, GenArgs, Options};
 pub use report::Report;
 pub use xdp::xdp_frames;
 
 use frame::Profile;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-pub fn main(args: &[String]) -> i32 {
-    if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("{USAGE}");
-        return 0;
-    }
-    let opts = match parse_args(args) {
+pub fn main(args: GenArgs) -> i32 {
+    let opts = match args.options() {
         Ok(o) => o,
         Err(e) => {
             eprintln!("sluice gen: {e} (see sluice gen --help)");

@@ -1,10 +1,11 @@
 //! `sluice lab bench`: a matrix of loadtests × DUTs × repeats, DUTs alternated run by run so
 //! that drift on the machine hits all of them alike. Prints the seed's results table per DUT
 //! with a ratio against a baseline DUT, and writes results.json, results.csv and chart.svg.
+//! `BenchArgs` declares its options for clap, from the option groups of `args`.
 
 use super::dut::DutKind;
 use super::report::RunResult;
-use super::{netns, one_run, RunOptions};
+use super::{args, netns, one_run, RunOptions};
 use crate::bench::linerate::{fmt_bps, fmt_pps, percent_of_line};
 use crate::gen::port::Io;
 use crate::stats::Summary;
@@ -13,25 +14,6 @@ use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-
-const USAGE: &str = "\
-usage: sluice lab bench [options]
-  --dut LIST        DUTs (default sluice,linux-bridge,linux-router,testpmd; those that
-                    cannot run here are reported and skipped)
-  --loadtest LIST   of 64b, var2-64b, var2-imix, var2-1514b, each optionally -bi
-                    (default 64b,var2-64b,var2-imix,var2-1514b)
-  --repeat N        runs per cell (default 5)
-  --duration SECS   per run (default 5)
-  --rate PPS        offered rate per direction (default: as fast as the generator can)
-  --baseline DUT    the ratio column's reference (default: the first DUT)
-  --link SPEED      link speed for the Line Rate column: 1G, 10G, 25G, 40G, 100G (default 10G)
-  --out DIR         where results.json, results.csv and chart.svg go (default lab-bench)
-  --napi dut|sender where the DUT ports' receive work runs (default dut: NAPI threads on
-                    the DUT's CPU; see sluice lab --help)
-  --io IO           the generator's and the userspace DUTs' ports: af_packet (default),
-                    af_xdp or memif (see sluice lab --help)
-  --engine E        generator engine: af_packet (default) or xdp (kernel XDP live frames:
-                    every loadtest of seed 000, at full speed: no --rate)";
 
 /// A T-Rex bench loadtest of seed 000.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -106,96 +88,63 @@ pub struct BenchOptions {
     pub io: Io,
 }
 
-pub fn parse(args: &[String]) -> Result<BenchOptions, String> {
-    let mut o = BenchOptions {
-        duts: vec![
-            DutKind::Sluice,
-            DutKind::LinuxBridge,
-            DutKind::LinuxRouter,
-            DutKind::Testpmd,
-        ],
-        loadtests: ["64b", "var2-64b", "var2-imix", "var2-1514b"]
-            .iter()
-            .map(|l| Loadtest::parse(l))
-            .collect::<Result<_, _>>()?,
-        repeat: 5,
-        duration: "5".into(),
-        rate: None,
-        baseline: None,
-        link_bps: 10e9,
-        out: PathBuf::from("lab-bench"),
-        gen_cpu: 0,
-        dut_cpu: 1,
-        xdp: false,
-        napi_on_dut: true,
-        io: Io::AfPacket,
-    };
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut value = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{a} needs a value"))
+/// `sluice lab bench`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// DUTs (those that cannot run here are reported and skipped)
+    #[arg(long = "dut", value_name = "LIST", value_delimiter = ',', default_value = "sluice,linux-bridge,linux-router,testpmd", value_parser = args::dut_arg)]
+    duts: Vec<DutKind>,
+    /// Of 64b, var2-64b, var2-imix, var2-1514b, each optionally -bi
+    #[arg(long = "loadtest", value_name = "LIST", value_delimiter = ',', default_value = "64b,var2-64b,var2-imix,var2-1514b", value_parser = args::loadtest_arg)]
+    loadtests: Vec<Loadtest>,
+    /// Runs per cell
+    #[arg(long, value_name = "N", default_value = "5", value_parser = args::repeat_arg)]
+    repeat: usize,
+    /// Seconds per run
+    #[arg(long, value_name = "SECS", default_value = "5", value_parser = args::seconds_arg)]
+    duration: String,
+    #[command(flatten)]
+    load: args::LoadArgs,
+    /// The ratio column's reference (default: the first DUT)
+    #[arg(long, value_name = "DUT", value_parser = args::dut_arg)]
+    baseline: Option<DutKind>,
+    /// Link speed for the Line Rate column: 1G, 10G, 25G, 40G, 100G
+    #[arg(long, value_name = "SPEED", default_value = "10G", value_parser = crate::bench::linerate::parse_link_speed)]
+    link: f64,
+    /// Where results.json, results.csv and chart.svg go
+    #[arg(long, value_name = "DIR", default_value = "lab-bench")]
+    out: PathBuf,
+    #[command(flatten)]
+    cpus: args::CpuArgs,
+    #[command(flatten)]
+    ports: args::PortArgs,
+}
+
+impl BenchArgs {
+    /// The settings, after the checks across options.
+    pub fn options(self) -> Result<BenchOptions, String> {
+        let o = BenchOptions {
+            duts: self.duts,
+            loadtests: self.loadtests,
+            repeat: self.repeat,
+            duration: self.duration,
+            rate: self.load.rate,
+            baseline: self.baseline,
+            link_bps: self.link,
+            out: self.out,
+            gen_cpu: self.cpus.gen_cpu,
+            dut_cpu: self.cpus.dut_cpu,
+            xdp: self.ports.xdp,
+            napi_on_dut: self.cpus.napi_on_dut,
+            io: self.ports.io,
         };
-        match a.as_str() {
-            "--dut" => {
-                o.duts = value()?
-                    .split(',')
-                    .map(|d| DutKind::parse(d.trim()))
-                    .collect::<Result<_, _>>()?
-            }
-            "--loadtest" => {
-                o.loadtests = value()?
-                    .split(',')
-                    .map(|l| Loadtest::parse(l.trim()))
-                    .collect::<Result<_, _>>()?
-            }
-            "--repeat" => {
-                let v = value()?;
-                o.repeat = v
-                    .parse()
-                    .ok()
-                    .filter(|n| (1..=100).contains(n))
-                    .ok_or_else(|| format!("--repeat: '{v}' is not 1..100"))?;
-            }
-            "--duration" => {
-                let v = value()?;
-                if !v.parse::<f64>().is_ok_and(|s| s > 0.0 && s <= 3600.0) {
-                    return Err(format!(
-                        "--duration: '{v}' is not a number of seconds (0, 3600]"
-                    ));
-                }
-                o.duration = v;
-            }
-            "--rate" => {
-                let v = value()?;
-                if !v.parse::<f64>().is_ok_and(|r| r >= 1.0) {
-                    return Err(format!("--rate: '{v}' is not a rate in pps"));
-                }
-                o.rate = Some(v);
-            }
-            "--baseline" => o.baseline = Some(DutKind::parse(&value()?)?),
-            "--link" => {
-                o.link_bps = crate::bench::linerate::parse_link_speed(&value()?)
-                    .map_err(|e| format!("--link: {e}"))?;
-            }
-            "--out" => o.out = PathBuf::from(value()?),
-            "--napi" => o.napi_on_dut = super::parse_napi(&value()?)?,
-            "--engine" => o.xdp = crate::gen::parse_engine(&value()?)?,
-            "--io" => o.io = Io::parse(&value()?)?,
-            "--gen-cpu" => {
-                o.gen_cpu = value()?
-                    .parse()
-                    .map_err(|_| "--gen-cpu: not a CPU number")?
-            }
-            "--dut-cpu" => {
-                o.dut_cpu = value()?
-                    .parse()
-                    .map_err(|_| "--dut-cpu: not a CPU number")?
-            }
-            other => return Err(format!("unknown option '{other}'")),
-        }
+        check(&o)?;
+        Ok(o)
     }
+}
+
+/// The checks across options.
+fn check(o: &BenchOptions) -> Result<(), String> {
     if o.xdp
         && (o.rate.is_some()
             || o.loadtests
@@ -215,7 +164,7 @@ pub fn parse(args: &[String]) -> Result<BenchOptions, String> {
             return Err(format!("--baseline {} is not among the DUTs", b.name()));
         }
     }
-    Ok(o)
+    Ok(())
 }
 
 /// One run in the matrix.
@@ -262,12 +211,7 @@ impl Progress {
     }
 }
 
-pub fn main(args: &[String]) -> Result<(), String> {
-    if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("{USAGE}");
-        return Ok(());
-    }
-    let o = parse(args)?;
+pub fn main(o: &BenchOptions) -> Result<(), String> {
     let mut runnable = Vec::new();
     let mut unavailable = Vec::new();
     for &d in &o.duts {
@@ -298,17 +242,17 @@ pub fn main(args: &[String]) -> Result<(), String> {
         o.duration
     );
     let brought_up = netns::up()?;
-    let trials = run_matrix(&o, &runnable, &stop);
+    let trials = run_matrix(o, &runnable, &stop);
     if brought_up {
         netns::down()?;
     }
     let trials = trials?;
     let baseline = o.baseline.unwrap_or(runnable[0]);
-    print!("{}", table(&o, &runnable, baseline, &trials));
+    print!("{}", table(o, &runnable, baseline, &trials));
     for (d, why) in &unavailable {
         println!("{}: could not run ({why})", d.name());
     }
-    write_outputs(&o, &runnable, &unavailable, &trials)?;
+    write_outputs(o, &runnable, &unavailable, &trials)?;
     println!(
         "wrote {0}/results.json, {0}/results.csv, {0}/chart.svg",
         o.out.display()
@@ -557,6 +501,10 @@ pub fn load(path: &Path) -> Result<Value, String> {
 mod tests {
     use super::*;
 
+    fn parse(s: &str) -> Result<BenchOptions, String> {
+        args::parse_words::<BenchArgs>(s)?.options()
+    }
+
     #[test]
     fn loadtest_names() {
         let l = Loadtest::parse("var2-imix").unwrap();
@@ -579,7 +527,7 @@ mod tests {
 
     #[test]
     fn ratio_column_fits_a_long_baseline_name() {
-        let o = parse(&["--dut".into(), "sluice-router,linux-router".into()]).unwrap();
+        let o = parse("--dut sluice-router,linux-router").unwrap();
         let trial = |dut: &str, pps: f64| Trial {
             loadtest: "64b".into(),
             run: 1,
@@ -603,11 +551,14 @@ mod tests {
 
     #[test]
     fn options() {
-        let a: Vec<String> = "--dut sluice,linux-bridge --loadtest 64b --repeat 2 --link 25G --baseline linux-bridge"
-            .split(' ')
-            .map(String::from)
-            .collect();
-        let o = parse(&a).unwrap();
+        let o = parse("").unwrap();
+        assert_eq!(o.duts.len(), 4);
+        assert_eq!(o.loadtests[3].size, "1514");
+        assert_eq!((o.repeat, o.duration.as_str(), o.link_bps), (5, "5", 10e9));
+        let o = parse(
+            "--dut sluice,linux-bridge --loadtest 64b --repeat 2 --link 25G --baseline linux-bridge",
+        )
+        .unwrap();
         assert_eq!(o.duts.len(), 2);
         assert_eq!(o.link_bps, 25e9);
         assert_eq!(o.baseline, Some(DutKind::LinuxBridge));
@@ -617,8 +568,7 @@ mod tests {
             "--baseline testpmd --dut sluice",
             "--loadtest 64",
         ] {
-            let a: Vec<String> = bad.split(' ').map(String::from).collect();
-            assert!(parse(&a).is_err(), "{bad}");
+            assert!(parse(bad).is_err(), "{bad}");
         }
     }
 }

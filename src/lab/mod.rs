@@ -4,7 +4,9 @@
 //! `netns` builds the namespaces, `dut/` holds the devices under test (one file each behind
 //! the `Dut` trait), `plan` the routers' addressing, `table` their route tables, `report` and
 //! `chart` the results; `bench` (`sluice lab bench`) and `rfc2544` (`sluice bench`) run on it.
+//! `args` declares the command lines for clap.
 
+pub mod args;
 pub mod bench;
 pub mod chart;
 pub mod dut;
@@ -23,40 +25,6 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use table::{TableFiles, TableSpec};
-
-const USAGE: &str = "\
-usage: sluice lab up | down | run [options] | bench [options]
-  up                   create namespaces sl-tester (t0, t1) and sl-dut (d0, d1), t0-d0 and t1-d1
-  down                 remove them (safe to run twice)
-  run                  send from t0 through a DUT to t1 and report what arrived
-    --dut LIST         sluice, sluice-af_xdp (sluice on AF_XDP ports whatever --io says),
-                       linux-bridge, linux-router, sluice-router (sluice routing, resolving
-                       its next hops by ARP), testpmd, vpp (l2 xconnect), vpp-router (when
-                       vpp and vppctl are on the PATH), or a comma list (default sluice)
-    --table LIST       route tables for the router DUTs: small (the test routes alone), full
-                       (and 1M IPv4 + 200k IPv6 synthetic routes via t0/t1 that never overlap
-                       the traffic) or V4[+V6] synthetic routes; a comma list runs each
-                       (default small); the load time of each is printed
-    --size S           frame size with FCS (default 64; lists and 'mixed' as sluice gen takes)
-    --flows F          single, var2 (T-Rex) or a number of flows (default single)
-    --duration SECS    (default 5)  or  --count N
-    --rate PPS         offered rate per direction (default: as fast as the generator can)
-    --bi               send both ways at once (t0 -> t1 and t1 -> t0)
-    --napi dut|sender  where the DUT's ports do their receive work: in NAPI threads on the
-                       DUT's CPU (default, so every DUT pays for its own receiving), or in
-                       the sender's context as a veth does unless told otherwise
-    --engine E         generator engine: af_packet (default) or xdp (kernel XDP live frames,
-                       several times faster; single flow or var2, counted by the receiving port's
-                       interface counter)
-    --io IO            the path between generator and DUT: af_packet (default), af_xdp
-                       (both the generator's ports and sluice's or testpmd's use AF_XDP;
-                       the veths run at MTU 1500 so XDP can run natively) or memif (no
-                       kernel in the path: the DUT's d0/d1 are memif servers, the
-                       generator their client; sluice and testpmd only)
-    --repeat N         runs per DUT, alternating DUTs run by run; the table shows medians
-    --gen-cpu N        generator CPU (default 0)    --dut-cpu N   DUT worker CPU (default 1)
-    --json             one JSON document instead of the table
-  bench                a matrix of loadtests x DUTs x repeats (sluice lab bench --help)";
 
 /// Settings of `lab run`.
 #[derive(Clone, Debug, PartialEq)]
@@ -84,133 +52,37 @@ pub struct RunOptions {
     pub tables: Vec<TableSpec>,
 }
 
-/// `--napi dut|sender`: whether the DUT's ports receive in NAPI threads on the DUT's CPU.
-pub fn parse_napi(v: &str) -> Result<bool, String> {
-    match v {
-        "dut" => Ok(true),
-        "sender" => Ok(false),
-        other => Err(format!("--napi: '{other}' is not dut or sender")),
-    }
-}
-
-pub fn parse_run(args: &[String]) -> Result<RunOptions, String> {
-    let mut o = RunOptions {
-        duts: vec![DutKind::Sluice],
-        size: "64".into(),
-        flows: "single".into(),
-        duration: None,
-        count: None,
-        rate: None,
-        repeat: 1,
-        gen_cpu: 0,
-        dut_cpu: 1,
-        json: false,
-        bi: false,
-        xdp: false,
-        napi_on_dut: true,
-        io: Io::AfPacket,
-        tables: vec![TableSpec::Small],
-    };
-    let mut it = args.iter();
-    let value = |it: &mut std::slice::Iter<'_, String>, flag: &str| {
-        it.next()
-            .cloned()
-            .ok_or_else(|| format!("{flag} needs a value"))
-    };
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--dut" => {
-                o.duts = value(&mut it, a)?
-                    .split(',')
-                    .map(|d| DutKind::parse(d.trim()))
-                    .collect::<Result<_, _>>()?;
-            }
-            "--size" => {
-                let v = value(&mut it, a)?;
-                crate::gen::frame::parse_sizes(&v)?;
-                o.size = v;
-            }
-            "--flows" => {
-                let v = value(&mut it, a)?;
-                if v != "single"
-                    && v != "var2"
-                    && !v.parse::<u32>().is_ok_and(|n| (1..=65536).contains(&n))
-                {
-                    return Err(format!(
-                        "--flows: '{v}' is not 'single', 'var2' or 1..65536"
-                    ));
-                }
-                o.flows = v;
-            }
-            "--duration" => {
-                let v = value(&mut it, a)?;
-                if !v.parse::<f64>().is_ok_and(|s| s > 0.0 && s <= 3600.0) {
-                    return Err(format!(
-                        "--duration: '{v}' is not a number of seconds (0, 3600]"
-                    ));
-                }
-                o.duration = Some(v);
-            }
-            "--count" => {
-                let v = value(&mut it, a)?;
-                if !v.parse::<u64>().is_ok_and(|n| n > 0) {
-                    return Err(format!("--count: '{v}' is not a positive number"));
-                }
-                o.count = Some(v);
-            }
-            "--rate" => {
-                let v = value(&mut it, a)?;
-                if !v.parse::<f64>().is_ok_and(|r| r >= 1.0) {
-                    return Err(format!("--rate: '{v}' is not a rate in pps"));
-                }
-                o.rate = Some(v);
-            }
-            "--repeat" => {
-                let v = value(&mut it, a)?;
-                o.repeat = v
-                    .parse()
-                    .ok()
-                    .filter(|n| (1..=100).contains(n))
-                    .ok_or_else(|| format!("--repeat: '{v}' is not 1..100"))?;
-            }
-            "--gen-cpu" | "--dut-cpu" => {
-                let v = value(&mut it, a)?;
-                let c: usize = v
-                    .parse()
-                    .map_err(|_| format!("{a}: '{v}' is not a CPU number"))?;
-                if a == "--gen-cpu" {
-                    o.gen_cpu = c;
-                } else {
-                    o.dut_cpu = c;
-                }
-            }
-            "--json" => o.json = true,
-            "--bi" => o.bi = true,
-            "--napi" => o.napi_on_dut = parse_napi(&value(&mut it, a)?)?,
-            "--engine" => o.xdp = crate::gen::parse_engine(&value(&mut it, a)?)?,
-            "--io" => o.io = Io::parse(&value(&mut it, a)?)?,
-            "--table" => {
-                o.tables = value(&mut it, a)?
-                    .split(',')
-                    .map(|t| TableSpec::parse(t.trim()))
-                    .collect::<Result<_, _>>()?;
-            }
-            other => return Err(format!("unknown option '{other}'")),
+impl args::RunArgs {
+    /// The settings, after the checks across options.
+    pub fn options(self) -> Result<RunOptions, String> {
+        let o = RunOptions {
+            duts: self.duts,
+            size: self.size,
+            flows: self.flows,
+            duration: self.duration,
+            count: self.count,
+            rate: self.load.rate,
+            repeat: self.repeat,
+            gen_cpu: self.cpus.gen_cpu,
+            dut_cpu: self.cpus.dut_cpu,
+            json: self.json,
+            bi: self.bi,
+            xdp: self.ports.xdp,
+            napi_on_dut: self.cpus.napi_on_dut,
+            io: self.ports.io,
+            tables: self.tables,
+        };
+        check_io(o.io, o.xdp, &o.duts)?;
+        if o.tables.iter().any(|t| *t != TableSpec::Small) && !o.duts.iter().any(|d| d.routes()) {
+            return Err("--table is for the router DUTs (linux-router, sluice-router)".into());
         }
+        Ok(o)
     }
-    if o.duration.is_some() && o.count.is_some() {
-        return Err("give --duration or --count, not both".into());
-    }
-    check_io(o.io, o.xdp, &o.duts)?;
-    if o.tables.iter().any(|t| *t != TableSpec::Small) && !o.duts.iter().any(|d| d.routes()) {
-        return Err("--table is for the router DUTs (linux-router, sluice-router)".into());
-    }
-    Ok(o)
 }
 
-pub fn main(args: &[String]) -> i32 {
-    let code = match args.first().map(String::as_str) {
-        Some("up") if args.len() == 1 => with_lock(|| {
+pub fn main(command: args::LabCommand) -> i32 {
+    let code = match command {
+        args::LabCommand::Up => with_lock(|| {
             if netns::up()? {
                 eprintln!("lab is up: {} (t0, t1) and {} (d0, d1)", TESTER, netns::DUT);
             } else {
@@ -218,7 +90,7 @@ pub fn main(args: &[String]) -> i32 {
             }
             Ok(())
         }),
-        Some("down") if args.len() == 1 => with_lock(|| {
+        args::LabCommand::Down => with_lock(|| {
             if netns::down()? {
                 eprintln!("lab is down");
             } else {
@@ -226,38 +98,20 @@ pub fn main(args: &[String]) -> i32 {
             }
             Ok(())
         }),
-        Some("bench") => match bench::parse(&args[1..]) {
-            Ok(_) => with_lock(|| bench::main(&args[1..])),
-            Err(_) if args[1..].iter().any(|a| a == "--help" || a == "-h") => {
-                bench::main(&args[1..])
-            }
+        args::LabCommand::Bench(a) => match a.options() {
+            Ok(o) => with_lock(|| bench::main(&o)),
             Err(e) => {
                 eprintln!("sluice lab bench: {e} (see sluice lab bench --help)");
                 return 2;
             }
         },
-        Some("run") => match parse_run(&args[1..]) {
+        args::LabCommand::Run(a) => match a.options() {
             Ok(o) => with_lock(|| run(&o)),
             Err(e) => {
-                eprintln!("sluice lab run: {e} (see sluice lab --help)");
+                eprintln!("sluice lab run: {e} (see sluice lab run --help)");
                 return 2;
             }
         },
-        Some("-h" | "--help" | "help") => {
-            println!("{USAGE}");
-            return 0;
-        }
-        Some(_) => {
-            eprintln!(
-                "sluice lab: unknown command '{}' (try: up, down, run; --help)",
-                args.join(" ")
-            );
-            return 2;
-        }
-        None => {
-            eprintln!("{USAGE}");
-            return 2;
-        }
     };
     match code {
         Ok(()) => 0,
@@ -534,23 +388,28 @@ fn run_matrix(
 mod tests {
     use super::*;
 
-    fn args(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
+    pub(crate) fn parse_run(s: &str) -> Result<RunOptions, String> {
+        args::parse_words::<args::RunArgs>(s)?.options()
     }
 
     #[test]
     fn run_defaults_and_options() {
-        let o = parse_run(&[]).unwrap();
+        let o = parse_run("").unwrap();
         assert_eq!(o.duts, vec![DutKind::Sluice]);
         assert_eq!(o.size, "64");
         assert_eq!(o.repeat, 1);
-        let o = parse_run(&args(
+        assert!(o.napi_on_dut);
+        assert_eq!((o.gen_cpu, o.dut_cpu), (0, 1));
+        let o = parse_run(
             "--dut sluice,linux-bridge --size 1514 --flows 100 --count 1000 --repeat 5 --json",
-        ))
+        )
         .unwrap();
         assert_eq!(o.duts, vec![DutKind::Sluice, DutKind::LinuxBridge]);
         assert_eq!(o.count.as_deref(), Some("1000"));
         assert!(o.json);
+        let o = parse_run("--napi sender --engine xdp --gen-cpu 2 --dut-cpu 3").unwrap();
+        assert!(!o.napi_on_dut && o.xdp);
+        assert_eq!((o.gen_cpu, o.dut_cpu), (2, 3));
     }
 
     #[test]
@@ -566,8 +425,11 @@ mod tests {
             "--duration 1 --count 5",
             "--frob",
             "--dut",
+            "--napi both",
+            "--gen-cpu x",
+            "--table full",
         ] {
-            assert!(parse_run(&args(bad)).is_err(), "accepted: {bad}");
+            assert!(parse_run(bad).is_err(), "accepted: {bad}");
         }
     }
 }

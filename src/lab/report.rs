@@ -306,7 +306,7 @@ mod tests {
     }
 
     fn opts() -> RunOptions {
-        super::super::parse_run(&[]).unwrap()
+        super::super::tests::parse_run("").unwrap()
     }
 
     #[test]

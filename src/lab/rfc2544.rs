@@ -1,31 +1,82 @@
 //! `sluice bench`: RFC 2544 throughput (NDR and PDR by bisection) or a fixed-rate test, of one
-//! DUT in the lab, repeated; every trial is kept in the JSON.
+//! DUT in the lab, repeated; every trial is kept in the JSON. `BenchCommand` declares the
+//! command line for clap, `sluice bench compare` included.
 
 use super::bench::Loadtest;
 use super::dut::{self, DutKind, RunningDut};
-use super::{generate, netns, RunOptions};
+use super::{args, generate, netns, RunOptions};
 use crate::bench::linerate::fmt_pps;
 use crate::bench::search::{search, Latency, SearchConfig, SearchResult, Trial, TrialRunner};
 use crate::gen::port::Io;
 use crate::stats::Summary;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use serde_json::json;
 
-const USAGE: &str = "\
-usage: sluice bench [options]            (and: sluice bench compare A B, ministat style)
-  --dut D            sluice, sluice-router, linux-bridge, linux-router or testpmd (default sluice)
-  --loadtest L       64b, var2-64b, var2-imix, var2-1514b, optionally -bi (default 64b)
-  --mode M           search: RFC 2544 NDR and PDR by bisection (default)
-                     fixed: send at --max-rate (or as fast as possible) and report what arrived
-  --trial SECS       trial duration (default 2)
-  --min-rate PPS     lowest rate searched (default 10000)
-  --max-rate PPS     highest rate searched (default 2000000; the generator's own limit is
-                     found and reported: trials it cannot offer do not decide the search)
-  --resolution PPS   stop when the bracket is this narrow (default 10000)
-  --pdr-loss PCT     loss allowed for PDR, in percent (default 0.5, as FD.io CSIT)
-  --repeat N         searches (default 5); the summary gives median, min, max
-  --engine E         generator: af_packet (default, ~1.2 Mpps) or xdp (kernel XDP live
-                     frames, paced up to ~1.5 Mpps here; single flow or var2)
-  --json             every trial of every search as JSON";
+/// `sluice bench`: an RFC 2544 search, or with `compare` ministat's comparison of results.
+#[derive(clap::Args, Debug, Clone)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct BenchCommand {
+    #[command(subcommand)]
+    pub compare: Option<CompareCommand>,
+    #[command(flatten)]
+    pub search: SearchArgs,
+}
+
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum CompareCommand {
+    /// Ministat-style comparison of benchmark results: a distribution plot, a summary line
+    /// per data set, and Student's t verdict of each set against the first
+    Compare(crate::bench::compare::CompareArgs),
+}
+
+/// The options of the RFC 2544 search.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SearchArgs {
+    /// sluice, sluice-router, linux-bridge, linux-router or testpmd
+    #[arg(long, value_name = "D", default_value = "sluice", value_parser = args::dut_arg)]
+    dut: DutKind,
+    /// 64b, var2-64b, var2-imix, var2-1514b, optionally -bi
+    #[arg(long, value_name = "L", default_value = "64b", value_parser = args::loadtest_arg)]
+    loadtest: Loadtest,
+    /// search: RFC 2544 NDR and PDR by bisection; fixed: send at --max-rate (or as fast as
+    /// possible) and report what arrived
+    #[arg(long = "mode", value_name = "M", default_value = "search", value_parser = PossibleValuesParser::new(["search", "fixed"]).map(|m| m == "fixed"), action = clap::ArgAction::Set)]
+    fixed: bool,
+    /// Trial duration in seconds
+    #[arg(long = "trial", value_name = "SECS", default_value = "2", value_parser = number_in(0.1, 600.0))]
+    trial_s: f64,
+    /// Lowest rate searched
+    #[arg(long, value_name = "PPS", default_value = "10000", value_parser = number_in(1.0, 1e9))]
+    min_rate: f64,
+    /// Highest rate searched (the generator's own limit is found and reported: trials it
+    /// cannot offer do not decide the search)
+    #[arg(long, value_name = "PPS", default_value = "2000000", value_parser = number_in(1.0, 1e9))]
+    max_rate: f64,
+    /// Stop when the bracket is this narrow
+    #[arg(long, value_name = "PPS", default_value = "10000", value_parser = number_in(1.0, 1e9))]
+    resolution: f64,
+    /// Loss allowed for PDR, in percent (0.5 as FD.io CSIT)
+    #[arg(long, value_name = "PCT", default_value = "0.5", value_parser = number_in(0.0, 100.0))]
+    pdr_loss: f64,
+    /// Searches; the summary gives median, min, max
+    #[arg(long, value_name = "N", default_value = "5", value_parser = args::repeat_arg)]
+    repeat: usize,
+    /// Every trial of every search as JSON
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    ports: args::PortArgs,
+}
+
+/// A number in `lo..=hi`.
+fn number_in(lo: f64, hi: f64) -> impl Fn(&str) -> Result<f64, String> + Clone {
+    move |v| {
+        v.parse::<f64>()
+            .ok()
+            .filter(|x| (lo..=hi).contains(x))
+            .ok_or_else(|| format!("not a number in {lo}..={hi}"))
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -40,59 +91,32 @@ pub struct Options {
     pub io: Io,
 }
 
-pub fn parse(args: &[String]) -> Result<Options, String> {
-    let mut o = Options {
-        dut: DutKind::Sluice,
-        loadtest: Loadtest::parse("64b")?,
-        fixed: false,
-        trial_s: 2.0,
-        search: SearchConfig {
-            min_rate: 10_000.0,
-            max_rate: 2_000_000.0,
-            resolution: 10_000.0,
-            pdr_loss_ratio: 0.005,
-        },
-        repeat: 5,
-        json: false,
-        xdp: false,
-        io: Io::AfPacket,
-    };
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut value = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{a} needs a value"))
+impl SearchArgs {
+    /// The settings, after the checks across options.
+    pub fn options(self) -> Result<Options, String> {
+        let o = Options {
+            dut: self.dut,
+            loadtest: self.loadtest,
+            fixed: self.fixed,
+            trial_s: self.trial_s,
+            search: SearchConfig {
+                min_rate: self.min_rate,
+                max_rate: self.max_rate,
+                resolution: self.resolution,
+                pdr_loss_ratio: self.pdr_loss / 100.0,
+            },
+            repeat: self.repeat,
+            json: self.json,
+            xdp: self.ports.xdp,
+            io: self.ports.io,
         };
-        let mut number = |lo: f64, hi: f64| -> Result<f64, String> {
-            let v = value()?;
-            v.parse::<f64>()
-                .ok()
-                .filter(|x| (lo..=hi).contains(x))
-                .ok_or_else(|| format!("{a}: '{v}' is not a number in {lo}..={hi}"))
-        };
-        match a.as_str() {
-            "--dut" => o.dut = DutKind::parse(&value()?)?,
-            "--loadtest" => o.loadtest = Loadtest::parse(&value()?)?,
-            "--mode" => {
-                o.fixed = match value()?.as_str() {
-                    "search" => false,
-                    "fixed" => true,
-                    other => return Err(format!("--mode: '{other}' is not search or fixed")),
-                }
-            }
-            "--trial" => o.trial_s = number(0.1, 600.0)?,
-            "--min-rate" => o.search.min_rate = number(1.0, 1e9)?,
-            "--max-rate" => o.search.max_rate = number(1.0, 1e9)?,
-            "--resolution" => o.search.resolution = number(1.0, 1e9)?,
-            "--pdr-loss" => o.search.pdr_loss_ratio = number(0.0, 100.0)? / 100.0,
-            "--repeat" => o.repeat = number(1.0, 100.0)? as usize,
-            "--json" => o.json = true,
-            "--engine" => o.xdp = crate::gen::parse_engine(&value()?)?,
-            "--io" => o.io = Io::parse(&value()?)?,
-            other => return Err(format!("unknown option '{other}'")),
-        }
+        check(&o)?;
+        Ok(o)
     }
+}
+
+/// The checks across options.
+fn check(o: &Options) -> Result<(), String> {
     if o.xdp && !["single", "var2"].contains(&o.loadtest.flows.as_str()) {
         return Err("--engine xdp searches single-flow or var2 loadtests".into());
     }
@@ -100,7 +124,7 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
     if o.search.max_rate <= o.search.min_rate {
         return Err("--max-rate must be above --min-rate".into());
     }
-    Ok(o)
+    Ok(())
 }
 
 /// Trials through a running DUT in the lab.
@@ -130,12 +154,11 @@ impl TrialRunner for LabTrials<'_> {
     }
 }
 
-pub fn main(args: &[String]) -> i32 {
-    if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("{USAGE}");
-        return 0;
+pub fn main(command: BenchCommand) -> i32 {
+    if let Some(CompareCommand::Compare(a)) = command.compare {
+        return crate::bench::compare::main(a);
     }
-    let o = match parse(args) {
+    let o = match command.search.options() {
         Ok(o) => o,
         Err(e) => {
             eprintln!("sluice bench: {e} (see sluice bench --help)");
@@ -286,13 +309,16 @@ fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
 mod tests {
     use super::*;
 
+    fn parse(s: &str) -> Result<Options, String> {
+        args::parse_words::<SearchArgs>(s)?.options()
+    }
+
     #[test]
     fn options() {
-        let a: Vec<String> = "--dut linux-router --loadtest var2-64b --trial 1 --resolution 5000 --pdr-loss 1 --repeat 3"
-            .split(' ')
-            .map(String::from)
-            .collect();
-        let o = parse(&a).unwrap();
+        let o = parse(
+            "--dut linux-router --loadtest var2-64b --trial 1 --resolution 5000 --pdr-loss 1 --repeat 3",
+        )
+        .unwrap();
         assert_eq!(o.dut, DutKind::LinuxRouter);
         assert_eq!(o.search.pdr_loss_ratio, 0.01);
         assert_eq!(o.repeat, 3);
@@ -303,8 +329,7 @@ mod tests {
             "--repeat 0",
             "--dut x",
         ] {
-            let a: Vec<String> = bad.split(' ').map(String::from).collect();
-            assert!(parse(&a).is_err(), "{bad}");
+            assert!(parse(bad).is_err(), "{bad}");
         }
     }
 }

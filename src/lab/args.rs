@@ -1,0 +1,171 @@
+//! The lab's command lines (`sluice lab up|down|run|bench`, `sluice bench`) as clap
+//! declarations: option groups that several commands share, and the value parsers of their
+//! one-value checks. The checks across options stay with each command.
+
+use super::bench::Loadtest;
+use super::dut::DutKind;
+use super::table::TableSpec;
+use crate::gen::port::Io;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+
+/// `sluice lab`: a tester | DUT lab of two network namespaces on one machine.
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum LabCommand {
+    /// Create namespaces sl-tester (t0, t1) and sl-dut (d0, d1), t0-d0 and t1-d1
+    Up,
+    /// Remove them (safe to run twice)
+    Down,
+    /// Send from t0 through a DUT to t1 and report what arrived
+    Run(RunArgs),
+    /// A matrix of loadtests x DUTs x repeats
+    Bench(super::bench::BenchArgs),
+}
+
+/// `sluice lab run`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunArgs {
+    /// sluice, sluice-af_xdp (sluice on AF_XDP ports whatever --io says), linux-bridge,
+    /// linux-router, sluice-router (sluice routing, resolving its next hops by ARP), testpmd,
+    /// vpp (l2 xconnect), vpp-router (when vpp and vppctl are on the PATH), or a comma list
+    #[arg(long = "dut", value_name = "LIST", value_delimiter = ',', default_value = "sluice", value_parser = dut_arg)]
+    pub duts: Vec<DutKind>,
+    /// Route tables for the router DUTs: small (the test routes alone), full (and 1M IPv4 +
+    /// 200k IPv6 synthetic routes via t0/t1 that never overlap the traffic) or V4[+V6]
+    /// synthetic routes; a comma list runs each; the load time of each is printed
+    #[arg(long = "table", value_name = "LIST", value_delimiter = ',', default_value = "small", value_parser = table_arg)]
+    pub tables: Vec<TableSpec>,
+    /// Frame size with FCS (lists and 'mixed' as sluice gen takes)
+    #[arg(long, value_name = "S", default_value = "64", value_parser = crate::gen::size_arg)]
+    pub size: String,
+    /// single, var2 (T-Rex) or a number of flows
+    #[arg(long, value_name = "F", default_value = "single", value_parser = crate::gen::flows_arg)]
+    pub flows: String,
+    /// Seconds per run [default: 5] (or --count)
+    #[arg(long, value_name = "SECS", value_parser = seconds_arg, conflicts_with = "count")]
+    pub duration: Option<String>,
+    /// Frames per run
+    #[arg(long, value_name = "N", value_parser = count_arg)]
+    pub count: Option<String>,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Send both ways at once (t0 -> t1 and t1 -> t0)
+    #[arg(long)]
+    pub bi: bool,
+    /// Runs per DUT, alternating DUTs run by run; the table shows medians
+    #[arg(long, value_name = "N", default_value = "1", value_parser = repeat_arg)]
+    pub repeat: usize,
+    /// One JSON document instead of the table
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub cpus: CpuArgs,
+    #[command(flatten)]
+    pub ports: PortArgs,
+}
+
+/// The offered rate, for every command that sends.
+#[derive(clap::Args, Debug, Clone)]
+pub struct LoadArgs {
+    /// Offered rate per direction (default: as fast as the generator can)
+    #[arg(long, value_name = "PPS", value_parser = rate_arg)]
+    pub rate: Option<String>,
+}
+
+/// Where generator and DUT run.
+#[derive(clap::Args, Debug, Clone)]
+pub struct CpuArgs {
+    /// Where the DUT's ports do their receive work: in NAPI threads on the DUT's CPU (dut,
+    /// so every DUT pays for its own receiving), or in the sender's context as a veth does
+    /// unless told otherwise (sender)
+    #[arg(long = "napi", value_name = "WHERE", default_value = "dut", value_parser = napi_arg(), action = clap::ArgAction::Set)]
+    pub napi_on_dut: bool,
+    /// Generator CPU
+    #[arg(long, value_name = "N", default_value = "0", value_parser = cpu_arg)]
+    pub gen_cpu: usize,
+    /// DUT worker CPU
+    #[arg(long, value_name = "N", default_value = "1", value_parser = cpu_arg)]
+    pub dut_cpu: usize,
+}
+
+/// How generator and DUT reach the lab's ports.
+#[derive(clap::Args, Debug, Clone)]
+pub struct PortArgs {
+    /// Generator engine: af_packet, or xdp (kernel XDP live frames, several times faster;
+    /// single flow or var2, counted by the receiving port's interface counter)
+    #[arg(long = "engine", value_name = "E", default_value = "af_packet", value_parser = crate::gen::engine_arg(), action = clap::ArgAction::Set)]
+    pub xdp: bool,
+    /// The path between generator and DUT: af_packet, af_xdp (both the generator's ports and
+    /// sluice's or testpmd's use AF_XDP; the veths run at MTU 1500 so XDP can run natively)
+    /// or memif (no kernel in the path: the DUT's d0/d1 are memif servers, the generator
+    /// their client; sluice and testpmd only)
+    #[arg(long, value_name = "IO", default_value = "af_packet", value_parser = crate::gen::io_arg())]
+    pub io: Io,
+}
+
+pub fn dut_arg(v: &str) -> Result<DutKind, String> {
+    DutKind::parse(v.trim())
+}
+
+fn table_arg(v: &str) -> Result<TableSpec, String> {
+    // clap names the option in its message already.
+    TableSpec::parse(v.trim()).map_err(|e| e.trim_start_matches("--table: ").to_string())
+}
+
+pub fn loadtest_arg(v: &str) -> Result<Loadtest, String> {
+    Loadtest::parse(v.trim())
+}
+
+fn napi_arg() -> impl TypedValueParser<Value = bool> {
+    PossibleValuesParser::new(["dut", "sender"]).map(|w| w == "dut")
+}
+
+fn cpu_arg(v: &str) -> Result<usize, String> {
+    v.parse().map_err(|_| "not a CPU number".to_string())
+}
+
+/// Seconds per run, kept as written for the generator.
+pub fn seconds_arg(v: &str) -> Result<String, String> {
+    if v.parse::<f64>().is_ok_and(|s| s > 0.0 && s <= 3600.0) {
+        Ok(v.to_string())
+    } else {
+        Err("not a number of seconds (0, 3600]".into())
+    }
+}
+
+fn count_arg(v: &str) -> Result<String, String> {
+    if v.parse::<u64>().is_ok_and(|n| n > 0) {
+        Ok(v.to_string())
+    } else {
+        Err("not a positive number".into())
+    }
+}
+
+fn rate_arg(v: &str) -> Result<String, String> {
+    if v.parse::<f64>().is_ok_and(|r| r >= 1.0) {
+        Ok(v.to_string())
+    } else {
+        Err("not a rate in pps".into())
+    }
+}
+
+pub fn repeat_arg(v: &str) -> Result<usize, String> {
+    v.parse()
+        .ok()
+        .filter(|n| (1..=100).contains(n))
+        .ok_or_else(|| "not 1..100".into())
+}
+
+/// Test helper: `ARGS` parsed as the options `A` declares, without a program name.
+#[cfg(test)]
+pub(crate) fn parse_words<A: clap::Args>(s: &str) -> Result<A, String> {
+    use clap::Parser;
+    #[derive(clap::Parser)]
+    struct Words<A: clap::Args> {
+        #[command(flatten)]
+        args: A,
+    }
+    let words = std::iter::once("sluice").chain(s.split_whitespace());
+    Words::<A>::try_parse_from(words)
+        .map(|w| w.args)
+        .map_err(|e| e.to_string())
+}
