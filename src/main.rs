@@ -68,8 +68,17 @@ fn run(command: Command) -> i32 {
             0
         }
         Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "sluice", &mut std::io::stdout());
-            0
+            // Into memory first: clap_complete panics on a failed write (a closed pipe).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "sluice", &mut script);
+            match std::io::Write::write_all(&mut std::io::stdout(), &script) {
+                Ok(()) => 0,
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
+                Err(e) => {
+                    eprintln!("sluice completions: {e}");
+                    1
+                }
+            }
         }
     }
 }

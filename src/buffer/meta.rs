@@ -1,0 +1,64 @@
+//! Per-buffer metadata: what the nodes and drivers say about a packet besides its bytes.
+
+use super::{HEADROOM, NO_BUFFER};
+
+/// Buffer flag: the packet is being traced.
+pub const FLAG_TRACED: u8 = 1 << 0;
+/// Buffer flag: the router itself made this packet (an ICMP reply or error), so forwarding
+/// does not check or decrement its TTL.
+pub const FLAG_LOCAL_ORIGIN: u8 = 1 << 1;
+/// Where the L3 header of a packet without VLAN tags starts: after the 14-byte Ethernet
+/// header. A fresh buffer's `l3_offset`, so the packets the router builds itself need not set
+/// it.
+pub const UNTAGGED_L3_OFFSET: u8 = 14;
+
+/// Per-buffer metadata, kept apart from the packet bytes so that the data region stays a
+/// plain array of equal strides (the shape AF_XDP UMEM and memif regions need).
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub struct BufferMeta {
+    /// Start of this segment's data, counted from the start of the buffer.
+    pub offset: u16,
+    /// Bytes of data in this segment.
+    pub len: u16,
+    /// Bytes in the whole chain; meaningful in the first segment only.
+    pub total_len: u32,
+    /// Next segment of a chained packet, or `NO_BUFFER`.
+    pub next: u32,
+    /// Interface the packet arrived on.
+    pub rx_if: u32,
+    /// Interface the packet leaves by, chosen by a forwarding node.
+    pub tx_if: u32,
+    /// Next hop (adjacency index) chosen by a lookup node; `u32::MAX` before one ran.
+    pub adj: u32,
+    /// A word one node leaves for the next: on the way to icmp4-error / icmp6-error, the
+    /// error to send (see `nodes::IcmpErrorRequest`). 0 when unused.
+    pub aux: u32,
+    /// `FLAG_*` bits.
+    pub flags: u8,
+    /// Where the L3 header starts, counted from the start of the data: ethernet-input
+    /// records it once (VLAN tags included) so that the L3 nodes do not parse the Ethernet
+    /// header again. A byte is enough: at most two tags follow the 14-byte header.
+    pub l3_offset: u8,
+    /// Index of this packet's record in the worker's trace, when traced.
+    pub trace_index: u16,
+    /// Receive time in nanoseconds since the Unix epoch (0 when unknown).
+    pub timestamp_ns: u64,
+}
+
+impl BufferMeta {
+    pub(super) const FRESH: BufferMeta = BufferMeta {
+        offset: HEADROOM as u16,
+        len: 0,
+        total_len: 0,
+        next: NO_BUFFER,
+        rx_if: u32::MAX,
+        tx_if: u32::MAX,
+        adj: u32::MAX,
+        aux: 0,
+        flags: 0,
+        l3_offset: UNTAGGED_L3_OFFSET,
+        trace_index: 0,
+        timestamp_ns: 0,
+    };
+}
