@@ -57,9 +57,9 @@ fn lab_up_down_is_idempotent_and_clean() {
         .map(|o| o.status.success())
         .unwrap_or(false);
     let duts = if prerequisite(testpmd, "dpdk-testpmd (scripts/test.sh installs it)") {
-        "sluice,linux-bridge,linux-router,testpmd"
+        "sluice,sluice-af_packet,linux-bridge,linux-router,testpmd"
     } else {
-        "sluice,linux-bridge,linux-router"
+        "sluice,sluice-af_packet,linux-bridge,linux-router"
     };
     let o = lab(&[
         "run", "--dut", duts, "--count", "20000", "--rate", "50000", "--json",
@@ -97,6 +97,19 @@ fn lab_up_down_is_idempotent_and_clean() {
     let sluice = rows.iter().find(|r| r["dut"] == "sluice").unwrap();
     let d0 = &sluice["dut_interfaces"].as_array().unwrap()[0];
     assert_eq!(d0["rx_packets"], 20000, "{d0}");
+    // sluice's default driver takes AF_XDP on the lab's veths; sluice-af_packet does not.
+    assert_eq!(d0["driver"], "af_xdp", "{d0}");
+    assert_eq!(d0["details"]["auto"], "chose af_xdp", "{d0}");
+    let packet = rows
+        .iter()
+        .find(|r| r["dut"] == "sluice-af_packet")
+        .unwrap();
+    let p0 = &packet["dut_interfaces"].as_array().unwrap()[0];
+    assert_eq!(
+        (&p0["driver"], &p0["rx_packets"]),
+        (&"af_packet".into(), &20000.into()),
+        "{p0}"
+    );
 
     // The same over AF_XDP: the generator's ports and the userspace DUTs' use it.
     let duts = if testpmd { "sluice,testpmd" } else { "sluice" };

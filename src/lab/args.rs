@@ -24,7 +24,8 @@ pub enum LabCommand {
 /// `sluice lab run`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct RunArgs {
-    /// sluice, sluice-af_xdp (sluice on AF_XDP ports whatever --io says), linux-bridge,
+    /// sluice (its default driver `auto` on the veths: AF_XDP where it can run), sluice-af_xdp
+    /// (AF_XDP ports whatever --io says), sluice-af_packet (AF_PACKET ports), linux-bridge,
     /// linux-router, sluice-router (sluice routing, resolving its next hops by ARP), testpmd,
     /// vpp (l2 xconnect), vpp-router (when vpp and vppctl are on the PATH), or a comma list
     #[arg(long = "dut", value_name = "LIST", value_delimiter = ',', default_value = "sluice", value_parser = dut_arg)]

@@ -143,10 +143,18 @@ pub fn port_mtu(io: Io) -> u32 {
     }
 }
 
-/// The veths' MTU for a run of `kind` over `io`.
-pub fn run_mtu(kind: DutKind, io: Io) -> u32 {
+/// The veths' MTU for a run of `kind` over `io` with frames of `size` (as `--size` says):
+/// sluice's default driver runs AF_XDP natively only below about 3500 bytes, so its runs
+/// use AF_XDP's MTU when the frames fit it, and the lab's jumbo MTU (where `auto` takes
+/// AF_PACKET) when they do not.
+pub fn run_mtu(kind: DutKind, io: Io, size: &str) -> u32 {
+    let fits_1500 =
+        crate::gen::frame::parse_sizes(size).is_ok_and(|s| s.iter().all(|&f| f <= 1500 + 18));
     match kind {
         DutKind::SluiceAfXdp => port_mtu(Io::AfXdp),
+        DutKind::Sluice | DutKind::SluiceRouter if io == Io::AfPacket && fits_1500 => {
+            port_mtu(Io::AfXdp)
+        }
         _ => port_mtu(io),
     }
 }
@@ -228,7 +236,7 @@ pub(crate) fn one_run(
     kind: DutKind,
     table: Option<&TableFiles>,
 ) -> Result<RunResult, String> {
-    let _mtu = netns::PortMtu::set(run_mtu(kind, o.io))?;
+    let _mtu = netns::PortMtu::set(run_mtu(kind, o.io, &o.size))?;
     netns::dut_napi(o.napi_on_dut, o.xdp, o.dut_cpu)?;
     let mut d = dut::start(kind, o.dut_cpu, o.io, table)?;
     if kind.routes() {

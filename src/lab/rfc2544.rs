@@ -260,7 +260,7 @@ fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
         io: o.io,
         tables: vec![super::table::TableSpec::Small],
     };
-    let _mtu = netns::PortMtu::set(super::run_mtu(o.dut, o.io))?;
+    let _mtu = netns::PortMtu::set(super::run_mtu(o.dut, o.io, &base.size))?;
     netns::dut_napi(base.napi_on_dut, base.xdp, base.dut_cpu)?;
     let running = dut::start(o.dut, base.dut_cpu, o.io, None)?;
     if o.dut.routes() {

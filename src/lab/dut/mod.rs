@@ -20,10 +20,13 @@ use std::time::{Duration, Instant};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DutKind {
+    /// sluice cross-connecting d0 and d1 with its default driver (`auto`: AF_XDP where the
+    /// veths allow it).
     Sluice,
-    /// sluice with AF_XDP ports on the veths, whatever the generator uses: to compare it with
-    /// sluice on AF_PACKET in one run.
+    /// sluice with AF_XDP ports on the veths, whatever the generator uses.
     SluiceAfXdp,
+    /// sluice with AF_PACKET ports on the veths: to compare it with the default in one run.
+    SluiceAfPacket,
     LinuxBridge,
     LinuxRouter,
     /// sluice routing between d0 and d1 (addresses, static routes, its own ARP).
@@ -36,9 +39,10 @@ pub enum DutKind {
 }
 
 impl DutKind {
-    pub const ALL: [DutKind; 8] = [
+    pub const ALL: [DutKind; 9] = [
         DutKind::Sluice,
         DutKind::SluiceAfXdp,
+        DutKind::SluiceAfPacket,
         DutKind::LinuxBridge,
         DutKind::LinuxRouter,
         DutKind::SluiceRouter,
@@ -53,7 +57,7 @@ impl DutKind {
             .find(|k| k.name() == s)
             .ok_or_else(|| {
                 format!(
-                    "unknown DUT '{s}' (known: sluice, sluice-af_xdp, linux-bridge, linux-router, sluice-router, testpmd, vpp, vpp-router)"
+                    "unknown DUT '{s}' (known: sluice, sluice-af_xdp, sluice-af_packet, linux-bridge, linux-router, sluice-router, testpmd, vpp, vpp-router)"
                 )
             })
     }
@@ -62,6 +66,7 @@ impl DutKind {
         match self {
             DutKind::Sluice => "sluice",
             DutKind::SluiceAfXdp => "sluice-af_xdp",
+            DutKind::SluiceAfPacket => "sluice-af_packet",
             DutKind::LinuxBridge => "linux-bridge",
             DutKind::LinuxRouter => "linux-router",
             DutKind::SluiceRouter => "sluice-router",
@@ -84,7 +89,7 @@ impl DutKind {
     pub fn supports(self, io: Io) -> bool {
         match io {
             Io::AfPacket | Io::AfXdp => true,
-            Io::Memif if self == DutKind::SluiceAfXdp => false,
+            Io::Memif if matches!(self, DutKind::SluiceAfXdp | DutKind::SluiceAfPacket) => false,
             // The routers' next hops are the tester's veths, which a memif never reaches.
             Io::Memif if self.routes() => false,
             // Userspace forwarders only: the kernel has no memif.
@@ -142,8 +147,9 @@ pub fn start(
     table: Option<&TableFiles>,
 ) -> Result<RunningDut, String> {
     Ok(match kind {
-        DutKind::Sluice => Box::new(sluice::start(dut_cpu, io, None)?),
-        DutKind::SluiceAfXdp => Box::new(sluice::start(dut_cpu, Io::AfXdp, None)?),
+        DutKind::Sluice => Box::new(sluice::start(dut_cpu, (io, None), None)?),
+        DutKind::SluiceAfXdp => Box::new(sluice::start(dut_cpu, (Io::AfXdp, None), None)?),
+        DutKind::SluiceAfPacket => Box::new(sluice::start(dut_cpu, (io, Some("af_packet")), None)?),
         DutKind::SluiceRouter => Box::new(sluice::start_router(dut_cpu, io, table)?),
         DutKind::LinuxBridge => Box::new(linux::start_bridge(io)?),
         DutKind::LinuxRouter => Box::new(linux::start_router(table)?),

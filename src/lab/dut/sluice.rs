@@ -56,7 +56,7 @@ pub fn start_router(dut_cpu: usize, io: Io, table: Option<&TableFiles>) -> Resul
         let _ = tester_addresses(false);
     })?;
     let t = Instant::now();
-    let mut dut = match start(dut_cpu, io, Some(table)) {
+    let mut dut = match start(dut_cpu, (io, None), Some(table)) {
         Ok(d) => d,
         Err(e) => {
             let _ = tester_addresses(false);
@@ -110,23 +110,34 @@ fn wait_for_fib(socket: &std::path::Path, want: u64, since: Instant) -> Result<f
     }
 }
 
+/// The driver of sluice's ports: on the veths, `auto` (AF_XDP where it can run, which is
+/// sluice's best path) unless a DUT kind asks for one; memif ports are memif.
+pub fn port_driver(io: Io, forced: Option<&'static str>) -> &'static str {
+    match (io, forced) {
+        (Io::Memif, _) => "memif",
+        (_, Some(d)) => d,
+        (Io::AfXdp, None) => "af_xdp",
+        (Io::AfPacket, None) => "auto",
+    }
+}
+
 /// sluice's config on d0 and d1: cross-connecting them, or routing (`router` holds the
-/// synthetic table, if any).
+/// synthetic table, if any); `driver` as `port_driver` gives it.
 pub fn sluice_config(
     dut_cpu: usize,
-    io: Io,
+    (io, driver): (Io, &str),
     router: Option<Option<&TableFiles>>,
     socket: &std::path::Path,
 ) -> String {
     let main_core = if dut_cpu == 0 { 1 } else { 0 };
-    let (driver, mtu) = (io.name(), crate::lab::port_mtu(io));
     // memif ports listen where the generator connects; the others attach to the veths.
     let port = |k: usize| match io {
         Io::Memif => format!(
             "socket = \"{}\"\nrole = \"server\"\n",
             crate::lab::memif_socket(k).display()
         ),
-        _ => format!("host = \"d{k}\"\nmtu = {mtu}\n"),
+        // No MTU: the port keeps the veth's, which the lab set for this run.
+        _ => format!("host = \"d{k}\"\n"),
     };
     let (extra0, extra1, tail) = match router {
         None => (
@@ -148,17 +159,18 @@ pub fn sluice_config(
     )
 }
 
-/// Start sluice on d0 and d1: cross-connecting them, or routing (`router` holds the table).
+/// Start sluice on d0 and d1: cross-connecting them, or routing (`router` holds the table);
+/// `forced` names the veth ports' driver instead of `auto`.
 pub fn start(
     dut_cpu: usize,
-    io: Io,
+    (io, forced): (Io, Option<&'static str>),
     router: Option<Option<&TableFiles>>,
 ) -> Result<Sluice, String> {
     let dir = std::env::temp_dir().join(format!("sluice-lab-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let socket = dut_socket();
     let cfg = dir.join("dut.toml");
-    let text = sluice_config(dut_cpu, io, router, &socket);
+    let text = sluice_config(dut_cpu, (io, port_driver(io, forced)), router, &socket);
     std::fs::write(&cfg, text).map_err(|e| format!("{}: {e}", cfg.display()))?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let log = std::fs::File::create(dir.join("dut.log")).map_err(|e| e.to_string())?;
@@ -187,6 +199,7 @@ pub fn start(
         });
     loop {
         if crate::control::client::run_command(&socket, "show version").is_ok() {
+            dut.say_drivers();
             return Ok(dut);
         }
         let exited = dut.child.try_wait().ok().flatten().is_some();
@@ -196,6 +209,30 @@ pub fn start(
             return Err(format!("sluice did not come up in {DUT}: {}", log.trim()));
         }
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+impl Sluice {
+    /// Which driver each port runs, and under `auto` why: a figure names its path.
+    fn say_drivers(&self) {
+        let Some(Value::Array(hw)) = self.ctl_json("show hardware") else {
+            return;
+        };
+        let ports: Vec<String> = hw
+            .iter()
+            .map(|i| {
+                let why = i["details"]["auto"]
+                    .as_str()
+                    .map(|w| format!(" (auto: {w})"));
+                format!(
+                    "{} {}{}",
+                    i["name"].as_str().unwrap_or("?"),
+                    i["driver"].as_str().unwrap_or("?"),
+                    why.unwrap_or_default()
+                )
+            })
+            .collect();
+        eprintln!("sluice's ports: {}", ports.join(", "));
     }
 }
 
@@ -245,11 +282,12 @@ mod tests {
             v6: 1,
         };
         for (router, routes) in [(None, 0), (Some(None), 2), (Some(Some(&table)), 2)] {
-            let text: String = sluice_config(1, Io::AfPacket, router, "/tmp/s.sock".as_ref())
-                .lines()
-                .filter(|l| !l.starts_with("worker-cores") && !l.starts_with("main-core"))
-                .map(|l| format!("{l}\n"))
-                .collect();
+            let text: String =
+                sluice_config(1, (Io::AfPacket, "auto"), router, "/tmp/s.sock".as_ref())
+                    .lines()
+                    .filter(|l| !l.starts_with("worker-cores") && !l.starts_with("main-core"))
+                    .map(|l| format!("{l}\n"))
+                    .collect();
             let cfg = crate::config::Config::parse(&text, "lab")
                 .unwrap_or_else(|e| panic!("{e}\n{text}"));
             assert_eq!(cfg.routes.len(), routes, "{text}");
