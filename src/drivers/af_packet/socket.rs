@@ -617,3 +617,25 @@ impl Sender {
         r
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_fit_the_largest_frame_and_whole_blocks() {
+        let RingLayout::Frames { frame_size, .. } = RingLayout::frames(1518, 2048) else {
+            panic!("not frames");
+        };
+        assert_eq!(frame_size, 2048);
+        let RingLayout::Frames { frame_size, .. } = RingLayout::frames(9018, 2048) else {
+            panic!("not frames");
+        };
+        assert_eq!(frame_size, 16384);
+        // 64 slots of 2 KiB per 128 KiB block; a count that is not a whole number of
+        // blocks is rounded up, never down.
+        assert_eq!(frame_blocks(2048, 2048), (64, 32));
+        assert_eq!(frame_blocks(16384, 100), (8, 13));
+        assert_eq!(frame_blocks(1 << 18, 1), (1, 1));
+    }
+}
