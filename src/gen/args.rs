@@ -93,6 +93,21 @@ pub struct GenArgs {
     /// No once-a-second lines
     #[arg(long)]
     quiet: bool,
+    /// What the receiver compares byte by byte: every frame (all), or one in 16 (sample;
+    /// every frame's sequence number, timestamp and length are still checked)
+    #[arg(long, value_name = "HOW", default_value = "sample", value_parser = verify_arg())]
+    verify: u64,
+}
+
+/// `--verify`: compare the bytes of one frame in how many.
+fn verify_arg() -> impl clap::builder::TypedValueParser<Value = u64> {
+    clap::builder::PossibleValuesParser::new(["all", "sample"]).map(|w| {
+        if w == "all" {
+            1
+        } else {
+            frame::VERIFY_SAMPLE
+        }
+    })
 }
 
 /// `--rate`: frames per second, or a percent of the link's line rate.
@@ -130,6 +145,8 @@ pub struct Options {
     pub dst_mac_reverse: Option<crate::wire::MacAddress>,
     /// Source MAC of the reverse direction (default: the forward destination MAC).
     pub src_mac_reverse: Option<crate::wire::MacAddress>,
+    /// The receiver compares the bytes of one frame in this many (1: all).
+    pub verify_every: u64,
 }
 
 /// `--size`: a size, a list or a named mix, checked; kept as written.
@@ -246,6 +263,7 @@ impl GenArgs {
             io: self.io,
             dst_mac_reverse: self.dst_mac_reverse,
             src_mac_reverse: self.src_mac_reverse,
+            verify_every: self.verify,
         };
         check(&o)?;
         let rate = match self.rate {

@@ -80,6 +80,7 @@ pub(super) fn run_ports(opts: &Options) -> Result<Report, String> {
         all.packets += r.packets;
         all.bytes += r.bytes;
         all.corrupt += r.corrupt;
+        all.verified += r.verified;
         all.dup += r.dup;
         all.reorder += r.reorder;
         all.other += r.other;

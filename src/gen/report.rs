@@ -52,6 +52,8 @@ pub(super) struct RxReport {
     pub(super) packets: u64,
     pub(super) bytes: u64,
     pub(super) corrupt: u64,
+    /// Frames whose every byte was compared.
+    pub(super) verified: u64,
     pub(super) dup: u64,
     pub(super) reorder: u64,
     pub(super) other: u64,
@@ -128,6 +130,7 @@ impl Report {
                 json!(self.tx.packets.saturating_sub(rx.packets)),
             );
             m.insert("rx_corrupt".into(), json!(rx.corrupt));
+            m.insert("rx_verified".into(), json!(rx.verified));
             m.insert("rx_dup".into(), json!(rx.dup));
             m.insert("rx_reorder".into(), json!(rx.reorder));
             m.insert("rx_other".into(), json!(rx.other));
