@@ -107,6 +107,7 @@ fn open_interface(
             xdp_mode: d.xdp_mode,
             copy_mode: d.copy_mode,
             ring_size: d.ring_size,
+            busy_poll: d.busy_poll,
         };
         af_xdp::open(&xdp, pool)
     };

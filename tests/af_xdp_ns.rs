@@ -480,7 +480,8 @@ fn generator_on_af_xdp_ports() {
 }
 
 /// `driver = "auto"` takes AF_XDP where it can and says so; an MTU AF_XDP cannot carry makes
-/// it take AF_PACKET, with the reason in `show hardware`; frames cross the mixed pair.
+/// it take AF_PACKET, with the reason in `show hardware`; frames cross the mixed pair, the
+/// AF_XDP side busy-polling.
 #[test]
 fn auto_driver_prefers_af_xdp_and_falls_back_to_af_packet() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -494,7 +495,7 @@ fn auto_driver_prefers_af_xdp_and_falls_back_to_af_packet() {
         &cfg,
         format!(
             "[dataplane]\nworkers = 1\nbuffers = 65536\nhugepages = \"never\"\n[control]\nsocket = \"{}\"\n\
-             [[interface]]\nname = \"d0\"\ndriver = \"auto\"\nmtu = 1500\n\
+             [[interface]]\nname = \"d0\"\ndriver = \"auto\"\nmtu = 1500\nbusy-poll = 50\n\
              [[interface]]\nname = \"d1\"\ndriver = \"auto\"\nmtu = 9000\n\
              [[xconnect]]\nrx = \"d0\"\ntx = \"d1\"\n[[xconnect]]\nrx = \"d1\"\ntx = \"d0\"\n",
             socket.display()
@@ -506,6 +507,9 @@ fn auto_driver_prefers_af_xdp_and_falls_back_to_af_packet() {
     let (d0, d1) = (interface(&hw, "d0"), interface(&hw, "d1"));
     assert_eq!(d0["driver"], "af_xdp", "{hw}");
     assert_eq!(d0["details"]["auto"], "chose af_xdp", "{hw}");
+    // Preferred busy polling: the worker runs d0's NAPI poll itself, and frames still flow.
+    let busy = d0["details"]["busy-poll"].as_str().unwrap();
+    assert!(busy.starts_with("preferred, 50 us"), "{busy}");
     assert_eq!(d1["driver"], "af_packet", "{hw}");
     let why = d1["details"]["auto"].as_str().unwrap();
     assert!(

@@ -31,6 +31,8 @@ pub(super) struct InterfaceKeys {
     pub(super) xdp_mode: Option<Spanned<String>>,
     /// af_xdp: zero-copy or copy sockets (auto: zero-copy if the driver allows it).
     pub(super) socket_mode: Option<Spanned<String>>,
+    /// af_xdp: microseconds of preferred busy polling per receive call (0: off).
+    pub(super) busy_poll: Option<Spanned<u32>>,
     /// af_xdp, memif: entries of each ring.
     pub(super) ring_size: Option<Spanned<u32>>,
     /// memif: the control socket's path.

@@ -231,6 +231,7 @@ impl Ports {
                 xdp_mode: None,
                 copy_mode: None,
                 ring_size: af_xdp::DEFAULT_RING_SIZE,
+                busy_poll: 0,
             },
             &pool,
         )

@@ -18,6 +18,9 @@ pub struct AfXdp {
     pub copy_mode: Option<CopyMode>,
     /// Entries of each ring.
     pub ring_size: u32,
+    /// Microseconds of preferred busy polling per receive call; 0: the kernel's NAPI
+    /// receives on its own.
+    pub busy_poll: u32,
 }
 
 impl AfXdp {
@@ -56,6 +59,20 @@ impl AfXdp {
             xdp_mode,
             copy_mode,
             ring_size: ring_size(keys, (64, 32768), DEFAULT_RING_SIZE, c)?,
+            busy_poll: match &keys.busy_poll {
+                Some(v) if *v.get_ref() > 1000 => {
+                    return Err(c.err(
+                        v.span(),
+                        "busy-poll",
+                        format!(
+                            "{} is not a number of microseconds from 0 to 1000",
+                            v.get_ref()
+                        ),
+                    ))
+                }
+                Some(v) => *v.get_ref(),
+                None => 0,
+            },
         })
     }
 }
@@ -83,6 +100,9 @@ pub(super) fn refuse_keys(keys: &InterfaceKeys, c: &Checker<'_>) -> Result<(), C
             return Err(c.err(v.span(), key, "belongs to af_xdp interfaces".into()));
         }
     }
+    if let Some(v) = &keys.busy_poll {
+        return Err(c.err(v.span(), "busy-poll", "belongs to af_xdp interfaces".into()));
+    }
     Ok(())
 }
 
@@ -95,6 +115,10 @@ mod tests {
     error_tests! {
         xdp_mode_on_another_driver: interface_with("af_packet", "xdp-mode = \"auto\"\n")
             => "t.toml:4: key 'xdp-mode': belongs to af_xdp interfaces";
+        busy_poll_on_another_driver: interface_with("memif", "socket = \"s\"\nbusy-poll = 20\n")
+            => "t.toml:5: key 'busy-poll': belongs to af_xdp interfaces";
+        busy_poll_too_long: interface_with("af_xdp", "busy-poll = 5000\n")
+            => "t.toml:4: key 'busy-poll': 5000 is not a number of microseconds from 0 to 1000";
         socket_mode_on_another_driver: interface_with("memif", "socket = \"s\"\nsocket-mode = \"auto\"\n")
             => "t.toml:5: key 'socket-mode': belongs to af_xdp interfaces";
         unknown_xdp_mode: interface_with("af_xdp", "xdp-mode = \"turbo\"\n")

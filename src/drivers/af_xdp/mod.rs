@@ -49,6 +49,8 @@ pub struct AfXdpConfig {
     pub copy_mode: Option<CopyMode>,
     /// Entries of each of the four rings (power of two).
     pub ring_size: u32,
+    /// Microseconds of preferred busy polling per receive call (0: off).
+    pub busy_poll: u32,
 }
 
 pub const DEFAULT_RING_SIZE: u32 = 2048;
@@ -134,6 +136,8 @@ struct AfXdpRx {
     scratch: Vec<u32>,
     polls: u32,
     dropped_seen: u64,
+    /// Preferred busy polling: an empty rx ring makes the worker run the NAPI poll itself.
+    busy_poll: bool,
     /// Last, so that it drops after the rings: a ring mapping keeps the socket open, and the
     /// socket must be closed before `SocketShared::drop` gives the lent buffers back.
     shared: Arc<SocketShared>,
@@ -191,6 +195,10 @@ impl RxQueue for AfXdpRx {
         }
         if n > 0 {
             self.rx.release(n);
+        } else if self.busy_poll {
+            // Nothing waiting: this call runs the queue's NAPI poll on our CPU, so the
+            // next burst finds what it received.
+            xsk::kick_rx(self.shared.fd());
         }
         self.refill(bufs);
         r
@@ -392,6 +400,7 @@ pub fn open(cfg: &AfXdpConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
                 umem_len: pool.count() as usize * STRIDE,
                 ring_size: cfg.ring_size,
                 force: cfg.copy_mode,
+                busy_poll: cfg.busy_poll,
             })
         }
         .map_err(|e| format!("interface '{host}' queue {q}: {e}"))?;
@@ -420,6 +429,7 @@ pub fn open(cfg: &AfXdpConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
             scratch: vec![0; cfg.ring_size as usize],
             polls: 0,
             dropped_seen: 0,
+            busy_poll: cfg.busy_poll > 0,
         }));
         xsk_tx.push(Box::new(AfXdpTx {
             shared,
@@ -452,6 +462,16 @@ pub fn open(cfg: &AfXdpConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
         (
             "rings".to_string(),
             format!("fill/completion/rx/tx {} entries", cfg.ring_size),
+        ),
+        (
+            "busy-poll".to_string(),
+            match cfg.busy_poll {
+                0 => "off (the kernel's NAPI receives)".to_string(),
+                us => format!(
+                    "preferred, {us} us per receive call, budget {}",
+                    xsk::BUSY_POLL_BUDGET
+                ),
+            },
         ),
         (
             "umem".to_string(),

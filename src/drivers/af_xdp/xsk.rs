@@ -131,6 +131,8 @@ pub struct XskOptions {
     pub ring_size: u32,
     /// `None`: zero-copy if the driver can, copy otherwise.
     pub force: Option<CopyMode>,
+    /// Microseconds of preferred busy polling per receive call (0: off).
+    pub busy_poll: u32,
 }
 
 impl Xsk {
@@ -218,6 +220,9 @@ impl Xsk {
         if rc < 0 {
             return Err(io::Error::last_os_error());
         }
+        if o.busy_poll > 0 {
+            prefer_busy_poll(raw, o.busy_poll)?;
+        }
         Ok(Xsk {
             fd,
             fill,
@@ -241,6 +246,25 @@ fn explain(e: io::Error, mode: CopyMode) -> String {
         _ => format!("AF_XDP socket ({} mode): {e}", mode.name()),
     }
 }
+
+/// Let the worker run the device queue's NAPI poll itself, in its receive calls, instead of
+/// the kernel's softirq or NAPI thread competing with it for the CPU: preferred busy polling
+/// of `usecs` per call, a NAPI budget of `BUSY_POLL_BUDGET` frames.
+fn prefer_busy_poll(fd: libc::c_int, usecs: u32) -> io::Result<()> {
+    let one: libc::c_int = 1;
+    let set = |opt: libc::c_int, v: libc::c_int| {
+        crate::drivers::sockopt::set(fd, libc::SOL_SOCKET, opt, &v)
+    };
+    set(SO_PREFER_BUSY_POLL, one)?;
+    set(libc::SO_BUSY_POLL, usecs as libc::c_int)?;
+    set(SO_BUSY_POLL_BUDGET, BUSY_POLL_BUDGET as libc::c_int)
+}
+
+/// SOL_SOCKET options of Linux 5.11 (include/uapi/asm-generic/socket.h).
+const SO_PREFER_BUSY_POLL: libc::c_int = 69;
+const SO_BUSY_POLL_BUDGET: libc::c_int = 70;
+/// Frames one busy poll may take from the device queue: a vector's worth.
+pub const BUSY_POLL_BUDGET: u32 = 64;
 
 /// The kernel's drop counters of socket `fd`.
 pub fn stats(fd: libc::c_int) -> io::Result<XskStats> {
