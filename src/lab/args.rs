@@ -57,6 +57,10 @@ pub struct RunArgs {
     /// One JSON document instead of the table
     #[arg(long)]
     pub json: bool,
+    /// Do not measure first what the generator sends alone (1 s with no DUT), so the
+    /// table cannot tell a generator-limited run from a DUT-limited one by the rate
+    #[arg(long)]
+    pub no_calibrate: bool,
     #[command(flatten)]
     pub cpus: CpuArgs,
     #[command(flatten)]
