@@ -62,7 +62,15 @@ fn lab_up_down_is_idempotent_and_clean() {
         "sluice,linux-bridge,linux-router"
     };
     let o = lab(&[
-        "run", "--dut", duts, "--count", "20000", "--rate", "50000", "--json",
+        "run",
+        "--dut",
+        duts,
+        "--count",
+        "20000",
+        "--rate",
+        "50000",
+        "--json",
+        "--no-calibrate",
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -97,11 +105,28 @@ fn lab_up_down_is_idempotent_and_clean() {
     let sluice = rows.iter().find(|r| r["dut"] == "sluice").unwrap();
     let d0 = &sluice["dut_interfaces"].as_array().unwrap()[0];
     assert_eq!(d0["rx_packets"], 20000, "{d0}");
+    assert!(
+        sluice["latency_p50_us"].as_f64().is_some_and(|l| l > 0.0),
+        "{sluice}"
+    );
+    assert!(sluice["generator_max_pps"].is_null(), "{sluice}");
+    assert!(sluice["calibration"]["skipped"].is_string(), "{sluice}");
+    table_has_latency_headroom_and_limit();
 
     // The same over AF_XDP: the generator's ports and the userspace DUTs' use it.
     let duts = if testpmd { "sluice,testpmd" } else { "sluice" };
     let o = lab(&[
-        "run", "--dut", duts, "--io", "af_xdp", "--count", "20000", "--rate", "50000", "--json",
+        "run",
+        "--dut",
+        duts,
+        "--io",
+        "af_xdp",
+        "--count",
+        "20000",
+        "--rate",
+        "50000",
+        "--json",
+        "--no-calibrate",
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -141,6 +166,21 @@ fn lab_up_down_is_idempotent_and_clean() {
     let sluice = rows.iter().find(|r| r["dut"] == "sluice").unwrap();
     let d0 = &sluice["dut_interfaces"].as_array().unwrap()[0];
     assert_eq!(d0["driver"], "memif", "{d0}");
+    // The generator alone, into a memif server that only returns descriptors.
+    let cal = &sluice["calibration"];
+    assert_eq!(
+        (&cal["io"], &cal["direction"]),
+        (&"memif".into(), &"uni".into()),
+        "{cal}"
+    );
+    assert!(
+        cal["tx_pps"].as_f64().is_some_and(|p| p > 50_000.0),
+        "{cal}"
+    );
+    assert_eq!(sluice["generator_max_pps"], cal["tx_pps"], "{sluice}");
+    let carried = sluice["runs"][0]["rate_reached"] == true;
+    let want = if carried { "neither" } else { "generator" };
+    assert_eq!(sluice["limit"], want, "{sluice}");
     // The kernel DUTs have no memif ports: a clear refusal.
     let o = lab(&["run", "--dut", "linux-bridge", "--io", "memif"]);
     assert_eq!(o.status.code(), Some(2));
@@ -171,6 +211,7 @@ fn lab_up_down_is_idempotent_and_clean() {
         "--rate",
         "50000",
         "--json",
+        "--no-calibrate",
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -213,6 +254,7 @@ fn lab_up_down_is_idempotent_and_clean() {
         "--rate",
         "50000",
         "--json",
+        "--no-calibrate",
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -296,6 +338,51 @@ fn lab_up_down_is_idempotent_and_clean() {
     assert!(!ns.contains("sl-tester") && !ns.contains("sl-dut"), "{ns}");
 }
 
+/// The table of a real run: latency, the generator's own maximum (calibrated first) and who
+/// set the rate, with numbers.
+fn table_has_latency_headroom_and_limit() {
+    let o = lab(&[
+        "run", "--dut", "sluice", "--count", "20000", "--rate", "50000",
+    ]);
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("generator alone ("), "{err}");
+    let head = out.lines().next().unwrap();
+    for col in ["p50", "p99", "Offered", "Gen max", "Limit"] {
+        assert!(head.contains(col), "no {col}: {out}");
+    }
+    let row: Vec<&str> = out
+        .lines()
+        .find(|l| l.starts_with("sluice "))
+        .unwrap_or_else(|| panic!("{out}"))
+        .split_whitespace()
+        .collect();
+    // DUT, type, direction, sent, received, lost, pps, bps, then the new columns.
+    let lost: u64 = row[5].parse().unwrap();
+    let new = &row[8..14];
+    let time = |c: &str| {
+        ["ns", "µs", "ms"]
+            .iter()
+            .any(|u| c.strip_suffix(u).is_some_and(|n| n.parse::<f64>().is_ok()))
+    };
+    assert!(time(new[0]) && time(new[1]), "latency: {out}");
+    assert!(new[2].ends_with("pps") && new[3].ends_with("pps"), "{out}");
+    assert!(new[4].parse::<u32>().is_ok_and(|p| p > 0), "{out}");
+    // 50 kpps carried without loss is neither's limit; a loss must name one.
+    if lost == 0 && !err.contains("missed the asked rate") {
+        assert_eq!(new[5], "neither", "{out}");
+    } else {
+        assert!(["DUT", "generator"].contains(&new[5]), "{out}");
+    }
+    assert!(
+        out.contains("Gen max: what the generator sends alone (af_packet"),
+        "{out}"
+    );
+}
+
 #[test]
 fn lab_bad_arguments_are_one_line_errors() {
     for args in [
@@ -334,7 +421,17 @@ fn vpp_in_the_lab() {
     }
     for (duts, io) in [("vpp,vpp-router", "af_packet"), ("vpp", "memif")] {
         let o = lab(&[
-            "run", "--dut", duts, "--io", io, "--count", "20000", "--rate", "50000", "--json",
+            "run",
+            "--dut",
+            duts,
+            "--io",
+            io,
+            "--count",
+            "20000",
+            "--rate",
+            "50000",
+            "--json",
+            "--no-calibrate",
         ]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
