@@ -9,6 +9,19 @@ fn lab(args: &[&str]) -> std::process::Output {
     Command::new(BIN).arg("lab").args(args).output().unwrap()
 }
 
+/// `lab run ARGS` of 20000 frames at 50 kpps, as JSON: the rows (one DUT gives one object).
+fn run_rows(args: &[&str]) -> Vec<serde_json::Value> {
+    let mut all = vec!["run"];
+    all.extend(args);
+    all.extend(["--count", "20000", "--rate", "50000", "--json"]);
+    let o = lab(&all);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    match serde_json::from_slice(&o.stdout).unwrap() {
+        serde_json::Value::Array(a) => a,
+        one => vec![one],
+    }
+}
+
 fn namespaces() -> String {
     String::from_utf8_lossy(&sh("ip", &["netns", "list"]).stdout).into_owned()
 }
@@ -61,22 +74,9 @@ fn lab_up_down_is_idempotent_and_clean() {
     } else {
         "sluice,linux-bridge,linux-router"
     };
-    let o = lab(&[
-        "run",
-        "--dut",
-        duts,
-        "--count",
-        "20000",
-        "--rate",
-        "50000",
-        "--json",
-        "--no-calibrate",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let rows = v.as_array().unwrap();
+    let rows = run_rows(&["--dut", duts, "--no-calibrate"]);
     assert_eq!(rows.len(), duts.split(',').count());
-    for r in rows {
+    for r in &rows {
         for k in [
             "dut",
             "frame_size",
@@ -115,25 +115,7 @@ fn lab_up_down_is_idempotent_and_clean() {
 
     // The same over AF_XDP: the generator's ports and the userspace DUTs' use it.
     let duts = if testpmd { "sluice,testpmd" } else { "sluice" };
-    let o = lab(&[
-        "run",
-        "--dut",
-        duts,
-        "--io",
-        "af_xdp",
-        "--count",
-        "20000",
-        "--rate",
-        "50000",
-        "--json",
-        "--no-calibrate",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let rows: Vec<serde_json::Value> = match v {
-        serde_json::Value::Array(a) => a,
-        one => vec![one],
-    };
+    let rows = run_rows(&["--dut", duts, "--io", "af_xdp", "--no-calibrate"]);
     for r in &rows {
         assert_eq!(r["io"], "af_xdp", "{r}");
         assert_eq!(r["tx_packets"], 20000, "{r}");
@@ -147,15 +129,7 @@ fn lab_up_down_is_idempotent_and_clean() {
     assert_eq!(d0["rx_packets"], 20000, "{d0}");
 
     // And over memif: no kernel between the generator and the userspace DUTs.
-    let o = lab(&[
-        "run", "--dut", duts, "--io", "memif", "--count", "20000", "--rate", "50000", "--json",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let rows: Vec<serde_json::Value> = match v {
-        serde_json::Value::Array(a) => a,
-        one => vec![one],
-    };
+    let rows = run_rows(&["--dut", duts, "--io", "memif"]);
     for r in &rows {
         assert_eq!(r["io"], "memif", "{r}");
         assert_eq!(r["tx_packets"], 20000, "{r}");
@@ -198,24 +172,16 @@ fn lab_up_down_is_idempotent_and_clean() {
     // The routers on var2: sluice resolving its next hops by ARP (the tester's ports get
     // addresses for it) and the kernel, each with the test routes alone and under a
     // synthetic table that never overlaps the traffic.
-    let o = lab(&[
-        "run",
+    let rows = run_rows(&[
         "--dut",
         "sluice-router,linux-router",
         "--flows",
         "var2",
         "--table",
         "small,20000+2000",
-        "--count",
-        "20000",
-        "--rate",
-        "50000",
-        "--json",
         "--no-calibrate",
     ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let rows = v.as_array().unwrap();
+    let v = serde_json::Value::from(rows.clone());
     assert_eq!(rows.len(), 4, "{v}");
     for dut in ["sluice-router", "linux-router"] {
         for table in ["small", "20k+2k"] {
@@ -241,23 +207,16 @@ fn lab_up_down_is_idempotent_and_clean() {
     }
     // Over AF_XDP the tester's kernel never sees sluice's ARP; the warm-up over AF_PACKET
     // must have resolved the next hop before.
-    let o = lab(&[
-        "run",
+    let rows = run_rows(&[
         "--dut",
         "sluice-router",
         "--io",
         "af_xdp",
         "--flows",
         "var2",
-        "--count",
-        "20000",
-        "--rate",
-        "50000",
-        "--json",
         "--no-calibrate",
     ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = &rows[0];
     assert_eq!(
         (&r["io"], &r["table"]),
         (&"af_xdp".into(), &"small".into()),
@@ -420,25 +379,7 @@ fn vpp_in_the_lab() {
         return;
     }
     for (duts, io) in [("vpp,vpp-router", "af_packet"), ("vpp", "memif")] {
-        let o = lab(&[
-            "run",
-            "--dut",
-            duts,
-            "--io",
-            io,
-            "--count",
-            "20000",
-            "--rate",
-            "50000",
-            "--json",
-            "--no-calibrate",
-        ]);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        let rows: Vec<serde_json::Value> = match v {
-            serde_json::Value::Array(a) => a,
-            one => vec![one],
-        };
+        let rows = run_rows(&["--dut", duts, "--io", io, "--no-calibrate"]);
         assert_eq!(rows.len(), duts.split(',').count());
         for r in &rows {
             assert_eq!(r["tx_packets"], 20000, "{r}");
