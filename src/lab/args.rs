@@ -57,8 +57,8 @@ pub struct RunArgs {
     /// One JSON document instead of the table
     #[arg(long)]
     pub json: bool,
-    /// Do not measure first what the generator sends alone (1 s with no DUT), so the
-    /// table cannot tell a generator-limited run from a DUT-limited one by the rate
+    /// Do not measure first what the generator sends alone (1 s with no DUT forwarding);
+    /// the table's Gen max column is then '-'
     #[arg(long)]
     pub no_calibrate: bool,
     #[command(flatten)]

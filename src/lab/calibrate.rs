@@ -1,10 +1,13 @@
 //! The generator alone: how fast it sends with no DUT forwarding, measured once per lab
 //! invocation for each way the lab sends (io, engine, frame size, flows, direction), so that
-//! a run's row can say whether the generator, not the DUT, was the limit.
+//! a run's row shows how much headroom the generator had (who set the rate is the run's own
+//! evidence: `report::limit`).
 //!
 //! af_packet, af_xdp and the XDP engine send on t0 (and t1 with --bi) into d0 (d1) with no
 //! DUT attached: the DUT namespace's kernel drops the frames (not addressed to it), in the
-//! same place as in a run (its NAPI threads on the DUT's CPU, or the sender's context). memif
+//! same place as in a run (its NAPI threads on the DUT's CPU, or the sender's context), so
+//! when that receive work cannot keep up the figure is the path's limit with no DUT, and a
+//! lower bound of the generator's (the calibration says so: `turned_back`). memif
 //! has no kernel in the path: a memif server of this process takes each frame and returns its
 //! descriptor on the DUT's CPU, the least any DUT must do.
 

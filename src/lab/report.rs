@@ -380,8 +380,8 @@ fn footnotes(o: &RunOptions, results: &[RunResult], cal: &Result<Calibration, St
                 c.sink,
                 if c.turned_back > PUSHBACK_SHARE {
                     format!(
-                        "; a lower bound: that sink pushed back too ({:.1} frames turned back \
-                         per frame sent)",
+                        "; a lower bound: that sink pushed back ({:.1} frames turned back per \
+                         frame sent), so it is the path's limit with no DUT",
                         c.turned_back
                     )
                 } else {
