@@ -110,7 +110,10 @@ fn lab_up_down_is_idempotent_and_clean() {
         "{sluice}"
     );
     assert!(sluice["generator_max_pps"].is_null(), "{sluice}");
-    assert!(sluice["calibration"]["skipped"].is_string(), "{sluice}");
+    assert!(
+        sluice["calibration"]["not_measured"].is_string(),
+        "{sluice}"
+    );
     table_has_latency_headroom_and_limit();
 
     // The same over AF_XDP: the generator's ports and the userspace DUTs' use it.

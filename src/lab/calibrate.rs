@@ -99,7 +99,7 @@ pub fn measure(o: &RunOptions) -> Result<Calibration, String> {
     };
     // One direction needs no receiver: nothing comes back. Both directions need the other
     // port named (it sends too); its receiver finds nothing.
-    let g = generate_with(&c, o.bi, &[]).map_err(|e| format!("calibration: {e}"))?;
+    let g = generate_with(&c, o.bi, &[])?;
     Ok(Calibration {
         io: io_label(o).into(),
         frame_size: o.size.clone(),

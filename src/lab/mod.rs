@@ -334,7 +334,9 @@ fn calibration(o: &RunOptions) -> Result<calibrate::Calibration, String> {
     if !o.calibrate {
         return Err("not measured (--no-calibrate)".into());
     }
-    let c = calibrate::Cache::default().get(o);
+    let c = calibrate::Cache::default()
+        .get(o)
+        .map_err(|e| format!("not measured ({e})"));
     if !o.json {
         match &c {
             Ok(c) => eprintln!(
@@ -343,7 +345,7 @@ fn calibration(o: &RunOptions) -> Result<calibrate::Calibration, String> {
                 c.sink,
                 crate::bench::linerate::fmt_pps(c.tx_pps)
             ),
-            Err(e) => eprintln!("{e}"),
+            Err(e) => eprintln!("generator alone: {e}"),
         }
     }
     c

@@ -430,7 +430,7 @@ pub fn json(o: &RunOptions, results: &[RunResult], cal: &Result<Calibration, Str
     let gen_max = cal.as_ref().ok().map(|c| c.tx_pps);
     let calibration = match cal {
         Ok(c) => json!(c),
-        Err(why) => json!({ "skipped": why }),
+        Err(why) => json!({ "not_measured": why }),
     };
     let per_dut: Vec<Value> = rows_in_order(results)
         .into_iter()
@@ -641,7 +641,7 @@ mod tests {
         );
         assert_eq!(v["limit"], "DUT", "{v}");
         assert_eq!(
-            v["calibration"]["skipped"], "not measured (--no-calibrate)",
+            v["calibration"]["not_measured"], "not measured (--no-calibrate)",
             "{v}"
         );
     }
