@@ -9,6 +9,19 @@ fn lab(args: &[&str]) -> std::process::Output {
     Command::new(BIN).arg("lab").args(args).output().unwrap()
 }
 
+/// `lab run ARGS` of 20000 frames at 50 kpps, as JSON: the rows (one DUT gives one object).
+fn run_rows(args: &[&str]) -> Vec<serde_json::Value> {
+    let mut all = vec!["run"];
+    all.extend(args);
+    all.extend(["--count", "20000", "--rate", "50000", "--json"]);
+    let o = lab(&all);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    match serde_json::from_slice(&o.stdout).unwrap() {
+        serde_json::Value::Array(a) => a,
+        one => vec![one],
+    }
+}
+
 fn namespaces() -> String {
     String::from_utf8_lossy(&sh("ip", &["netns", "list"]).stdout).into_owned()
 }
@@ -61,14 +74,9 @@ fn lab_up_down_is_idempotent_and_clean() {
     } else {
         "sluice,sluice-af_packet,linux-bridge,linux-router"
     };
-    let o = lab(&[
-        "run", "--dut", duts, "--count", "20000", "--rate", "50000", "--json",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let rows = v.as_array().unwrap();
+    let rows = run_rows(&["--dut", duts, "--no-calibrate"]);
     assert_eq!(rows.len(), duts.split(',').count());
-    for r in rows {
+    for r in &rows {
         for k in [
             "dut",
             "frame_size",
@@ -110,18 +118,20 @@ fn lab_up_down_is_idempotent_and_clean() {
         (&"af_packet".into(), &20000.into()),
         "{p0}"
     );
+    assert!(
+        sluice["latency_p50_us"].as_f64().is_some_and(|l| l > 0.0),
+        "{sluice}"
+    );
+    assert!(sluice["generator_max_pps"].is_null(), "{sluice}");
+    assert!(
+        sluice["calibration"]["not_measured"].is_string(),
+        "{sluice}"
+    );
+    table_has_latency_headroom_and_limit();
 
     // The same over AF_XDP: the generator's ports and the userspace DUTs' use it.
     let duts = if testpmd { "sluice,testpmd" } else { "sluice" };
-    let o = lab(&[
-        "run", "--dut", duts, "--io", "af_xdp", "--count", "20000", "--rate", "50000", "--json",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let rows: Vec<serde_json::Value> = match v {
-        serde_json::Value::Array(a) => a,
-        one => vec![one],
-    };
+    let rows = run_rows(&["--dut", duts, "--io", "af_xdp", "--no-calibrate"]);
     for r in &rows {
         assert_eq!(r["io"], "af_xdp", "{r}");
         assert_eq!(r["tx_packets"], 20000, "{r}");
@@ -135,15 +145,7 @@ fn lab_up_down_is_idempotent_and_clean() {
     assert_eq!(d0["rx_packets"], 20000, "{d0}");
 
     // And over memif: no kernel between the generator and the userspace DUTs.
-    let o = lab(&[
-        "run", "--dut", duts, "--io", "memif", "--count", "20000", "--rate", "50000", "--json",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let rows: Vec<serde_json::Value> = match v {
-        serde_json::Value::Array(a) => a,
-        one => vec![one],
-    };
+    let rows = run_rows(&["--dut", duts, "--io", "memif"]);
     for r in &rows {
         assert_eq!(r["io"], "memif", "{r}");
         assert_eq!(r["tx_packets"], 20000, "{r}");
@@ -154,6 +156,21 @@ fn lab_up_down_is_idempotent_and_clean() {
     let sluice = rows.iter().find(|r| r["dut"] == "sluice").unwrap();
     let d0 = &sluice["dut_interfaces"].as_array().unwrap()[0];
     assert_eq!(d0["driver"], "memif", "{d0}");
+    // The generator alone, into a memif server that only returns descriptors.
+    let cal = &sluice["calibration"];
+    assert_eq!(
+        (&cal["io"], &cal["direction"]),
+        (&"memif".into(), &"uni".into()),
+        "{cal}"
+    );
+    assert!(
+        cal["tx_pps"].as_f64().is_some_and(|p| p > 50_000.0),
+        "{cal}"
+    );
+    assert_eq!(sluice["generator_max_pps"], cal["tx_pps"], "{sluice}");
+    let carried = sluice["runs"][0]["rate_reached"] == true;
+    let want = if carried { "neither" } else { "generator" };
+    assert_eq!(sluice["limit"], want, "{sluice}");
     // The kernel DUTs have no memif ports: a clear refusal.
     let o = lab(&["run", "--dut", "linux-bridge", "--io", "memif"]);
     assert_eq!(o.status.code(), Some(2));
@@ -171,23 +188,16 @@ fn lab_up_down_is_idempotent_and_clean() {
     // The routers on var2: sluice resolving its next hops by ARP (the tester's ports get
     // addresses for it) and the kernel, each with the test routes alone and under a
     // synthetic table that never overlaps the traffic.
-    let o = lab(&[
-        "run",
+    let rows = run_rows(&[
         "--dut",
         "sluice-router,linux-router",
         "--flows",
         "var2",
         "--table",
         "small,20000+2000",
-        "--count",
-        "20000",
-        "--rate",
-        "50000",
-        "--json",
+        "--no-calibrate",
     ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let rows = v.as_array().unwrap();
+    let v = serde_json::Value::from(rows.clone());
     assert_eq!(rows.len(), 4, "{v}");
     for dut in ["sluice-router", "linux-router"] {
         for table in ["small", "20k+2k"] {
@@ -213,22 +223,16 @@ fn lab_up_down_is_idempotent_and_clean() {
     }
     // Over AF_XDP the tester's kernel never sees sluice's ARP; the warm-up over AF_PACKET
     // must have resolved the next hop before.
-    let o = lab(&[
-        "run",
+    let rows = run_rows(&[
         "--dut",
         "sluice-router",
         "--io",
         "af_xdp",
         "--flows",
         "var2",
-        "--count",
-        "20000",
-        "--rate",
-        "50000",
-        "--json",
+        "--no-calibrate",
     ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = &rows[0];
     assert_eq!(
         (&r["io"], &r["table"]),
         (&"af_xdp".into(), &"small".into()),
@@ -309,6 +313,51 @@ fn lab_up_down_is_idempotent_and_clean() {
     assert!(!ns.contains("sl-tester") && !ns.contains("sl-dut"), "{ns}");
 }
 
+/// The table of a real run: latency, the generator's own maximum (calibrated first) and who
+/// set the rate, with numbers.
+fn table_has_latency_headroom_and_limit() {
+    let o = lab(&[
+        "run", "--dut", "sluice", "--count", "20000", "--rate", "50000",
+    ]);
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("generator alone ("), "{err}");
+    let head = out.lines().next().unwrap();
+    for col in ["p50", "p99", "Offered", "Gen max", "Limit"] {
+        assert!(head.contains(col), "no {col}: {out}");
+    }
+    let row: Vec<&str> = out
+        .lines()
+        .find(|l| l.starts_with("sluice "))
+        .unwrap_or_else(|| panic!("{out}"))
+        .split_whitespace()
+        .collect();
+    // DUT, type, direction, sent, received, lost, pps, bps, then the new columns.
+    let lost: u64 = row[5].parse().unwrap();
+    let new = &row[8..14];
+    let time = |c: &str| {
+        ["ns", "µs", "ms"]
+            .iter()
+            .any(|u| c.strip_suffix(u).is_some_and(|n| n.parse::<f64>().is_ok()))
+    };
+    assert!(time(new[0]) && time(new[1]), "latency: {out}");
+    assert!(new[2].ends_with("pps") && new[3].ends_with("pps"), "{out}");
+    assert!(new[4].parse::<u32>().is_ok_and(|p| p > 0), "{out}");
+    // 50 kpps carried without loss is neither's limit; a loss must name one.
+    if lost == 0 && !err.contains("missed the asked rate") {
+        assert_eq!(new[5], "neither", "{out}");
+    } else {
+        assert!(["DUT", "generator"].contains(&new[5]), "{out}");
+    }
+    assert!(
+        out.contains("Gen max: what the generator sends alone (af_packet"),
+        "{out}"
+    );
+}
+
 #[test]
 fn lab_bad_arguments_are_one_line_errors() {
     for args in [
@@ -346,15 +395,7 @@ fn vpp_in_the_lab() {
         return;
     }
     for (duts, io) in [("vpp,vpp-router", "af_packet"), ("vpp", "memif")] {
-        let o = lab(&[
-            "run", "--dut", duts, "--io", io, "--count", "20000", "--rate", "50000", "--json",
-        ]);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        let rows: Vec<serde_json::Value> = match v {
-            serde_json::Value::Array(a) => a,
-            one => vec![one],
-        };
+        let rows = run_rows(&["--dut", duts, "--io", io, "--no-calibrate"]);
         assert_eq!(rows.len(), duts.split(',').count());
         for r in &rows {
             assert_eq!(r["tx_packets"], 20000, "{r}");

@@ -72,6 +72,7 @@ pub(super) fn run_ports(opts: &Options) -> Result<Report, String> {
         report.tx.packets += t.packets;
         report.tx.bytes += t.bytes;
         report.tx.errors += t.errors;
+        report.tx.queue_full += t.queue_full;
         report.tx.elapsed = report.tx.elapsed.max(t.elapsed);
     }
     for h in receivers {
@@ -160,6 +161,7 @@ fn send_phase(
         }
         r.packets += s.sent as u64;
         r.errors += s.errors as u64;
+        r.queue_full += s.queue_full as u64;
         next_seq += taken as u64;
         if s.queue_full > 0 {
             std::thread::yield_now();

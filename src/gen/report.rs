@@ -43,6 +43,8 @@ pub(super) struct TxReport {
     pub(super) packets: u64,
     pub(super) bytes: u64,
     pub(super) errors: u64,
+    /// Frames a full queue turned back, sent again later: the peer's back-pressure.
+    pub(super) queue_full: u64,
     pub(super) elapsed: Duration,
 }
 
@@ -111,6 +113,7 @@ impl Report {
             "tx_interface": opts.tx, "rx_interface": opts.rx,
             "direction": if self.lanes == 2 { "bi" } else { "uni" },
             "tx_packets": self.tx.packets, "tx_bytes": self.tx.bytes, "tx_errors": self.tx.errors,
+            "tx_queue_full": self.tx.queue_full,
             "duration_s": self.tx.elapsed.as_secs_f64(),
             "tx_pps": self.tx_pps(),
             "frame_size": size,
@@ -143,7 +146,8 @@ impl Report {
             m.insert(
                 "latency_ns".into(),
                 json!({"min": lat.first().copied().unwrap_or(0), "median": percentile(&lat, 0.5),
-                       "p99": percentile(&lat, 0.99), "max": lat.last().copied().unwrap_or(0)}),
+                       "p99": percentile(&lat, 0.99), "max": lat.last().copied().unwrap_or(0),
+                       "samples": lat.len()}),
             );
         }
         v

@@ -95,6 +95,7 @@ pub(super) fn run_xdp(opts: &Options) -> Result<Report, String> {
             packets: sent,
             bytes: (sent as f64 * mean_len) as u64,
             errors: 0,
+            queue_full: 0,
             elapsed,
         },
         rx,

@@ -58,6 +58,10 @@ pub struct RunArgs {
     /// One JSON document instead of the table
     #[arg(long)]
     pub json: bool,
+    /// Do not measure first what the generator sends alone (1 s with no DUT forwarding);
+    /// the table's Gen max column is then '-'
+    #[arg(long)]
+    pub no_calibrate: bool,
     #[command(flatten)]
     pub cpus: CpuArgs,
     #[command(flatten)]

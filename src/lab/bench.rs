@@ -289,6 +289,7 @@ fn run_matrix(
             napi_on_dut: o.napi_on_dut,
             io: o.io,
             tables: vec![super::table::TableSpec::Small],
+            calibrate: false,
         };
         for r in 0..o.repeat {
             let mut order = duts.to_vec();

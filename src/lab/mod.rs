@@ -3,11 +3,12 @@
 //!
 //! `netns` builds the namespaces, `dut/` holds the devices under test (one file each behind
 //! the `Dut` trait), `plan` the routers' addressing, `table` their route tables, `report` and
-//! `chart` the results; `bench` (`sluice lab bench`) and `rfc2544` (`sluice bench`) run on it.
+//! `chart` the results, `calibrate` what the generator sends alone; `bench` (`sluice lab bench`) and `rfc2544` (`sluice bench`) run on it.
 //! `args` declares the command lines for clap.
 
 pub mod args;
 pub mod bench;
+pub mod calibrate;
 pub mod chart;
 pub mod dut;
 pub mod netns;
@@ -50,6 +51,8 @@ pub struct RunOptions {
     pub io: Io,
     /// Route tables the router DUTs run with, each in turn.
     pub tables: Vec<TableSpec>,
+    /// Measure first what the generator sends alone (`calibrate`).
+    pub calibrate: bool,
 }
 
 impl args::RunArgs {
@@ -71,6 +74,7 @@ impl args::RunArgs {
             napi_on_dut: self.cpus.napi_on_dut,
             io: self.ports.io,
             tables: self.tables,
+            calibrate: !self.no_calibrate,
         };
         check_io(o.io, o.xdp, &o.duts)?;
         if o.tables.iter().any(|t| *t != TableSpec::Small) && !o.duts.iter().any(|d| d.routes()) {
@@ -177,8 +181,13 @@ fn port_name(o: &RunOptions, k: usize) -> String {
     }
 }
 
-/// Run the generator once in the tester namespace; returns its JSON.
+/// Run the generator once in the tester namespace, receiving on port 1; returns its JSON.
 pub(crate) fn generate(o: &RunOptions, extra: &[String]) -> Result<Value, String> {
+    generate_with(o, true, extra)
+}
+
+/// Run the generator once in the tester namespace, with or without its receiving port.
+pub(crate) fn generate_with(o: &RunOptions, rx: bool, extra: &[String]) -> Result<Value, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut args: Vec<String> = vec![
         "netns".into(),
@@ -188,8 +197,6 @@ pub(crate) fn generate(o: &RunOptions, extra: &[String]) -> Result<Value, String
         "gen".into(),
         "--tx".into(),
         port_name(o, 0),
-        "--rx".into(),
-        port_name(o, 1),
         "--size".into(),
         o.size.clone(),
         "--flows".into(),
@@ -199,6 +206,9 @@ pub(crate) fn generate(o: &RunOptions, extra: &[String]) -> Result<Value, String
         "--json".into(),
         "--quiet".into(),
     ];
+    if rx {
+        args.extend(["--rx".into(), port_name(o, 1)]);
+    }
     if let Some(d) = &o.duration {
         args.extend(["--duration".into(), d.clone()]);
     }
@@ -312,6 +322,7 @@ fn run(o: &RunOptions) -> Result<(), String> {
     }
     let brought_up = netns::up()?;
     let dir = std::env::temp_dir().join(format!("sluice-lab-tables-{}", std::process::id()));
+    let calibration = calibration(o);
     let result = table_files(o, &dir).and_then(|files| run_matrix(o, &files, &stop));
     let _ = std::fs::remove_dir_all(&dir);
     if brought_up {
@@ -319,11 +330,33 @@ fn run(o: &RunOptions) -> Result<(), String> {
     }
     let results = result?;
     if o.json {
-        println!("{}", report::json(o, &results));
+        println!("{}", report::json(o, &results, &calibration));
     } else {
-        print!("{}", report::table(o, &results));
+        print!("{}", report::table(o, &results, &calibration));
     }
     Ok(())
+}
+
+/// What the generator sends alone, or why that is not known.
+fn calibration(o: &RunOptions) -> Result<calibrate::Calibration, String> {
+    if !o.calibrate {
+        return Err("not measured (--no-calibrate)".into());
+    }
+    let c = calibrate::Cache::default()
+        .get(o)
+        .map_err(|e| format!("not measured ({e})"));
+    if !o.json {
+        match &c {
+            Ok(c) => eprintln!(
+                "generator alone ({} s into {}): {}",
+                c.duration_s.round(),
+                c.sink,
+                crate::bench::linerate::fmt_pps(c.tx_pps)
+            ),
+            Err(e) => eprintln!("generator alone: {e}"),
+        }
+    }
+    c
 }
 
 fn run_matrix(
@@ -374,7 +407,7 @@ fn run_matrix(
                 let res = one_run(o, kind, table)?;
                 if !o.json {
                     eprintln!(
-                        "run {}/{} {:<13} {}{}",
+                        "run {}/{} {:<16} {}{}",
                         r + 1,
                         o.repeat,
                         kind.name(),

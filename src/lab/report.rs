@@ -1,6 +1,7 @@
 //! Lab results: one record per run, and the table (in the form of the seed's results tables)
 //! and JSON made from them.
 
+use super::calibrate::Calibration;
 use super::RunOptions;
 use crate::bench::linerate::{fmt_bps, fmt_pps};
 use crate::stats::Summary;
@@ -25,6 +26,8 @@ pub struct RunResult {
     pub rx_ring_drops: u64,
     pub duration_s: f64,
     pub latency_ns: Value,
+    /// Frames a full queue turned back for the generator to send again: back-pressure.
+    pub tx_queue_full: u64,
     /// Clocks per packet of each sluice node that handled packets, from `show runtime`.
     pub node_clocks: Vec<(String, f64)>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -74,11 +77,93 @@ impl RunResult {
             rx_ring_drops: u("rx_ring_drops"),
             duration_s: f("duration_s"),
             latency_ns: gen["latency_ns"].clone(),
+            tx_queue_full: u("tx_queue_full"),
             node_clocks,
             dut_interfaces: interfaces,
             table: None,
             table_load_s: None,
         }
+    }
+}
+
+impl RunResult {
+    /// A latency percentile of the run ("median", "p99"), in ns; None when the generator
+    /// measured none (the XDP engine reads no frame; or nothing arrived).
+    pub fn latency(&self, which: &str) -> Option<u64> {
+        if self.latency_ns["samples"].as_u64().unwrap_or(0) == 0 {
+            return None;
+        }
+        self.latency_ns[which].as_u64()
+    }
+}
+
+/// A latency for the table: `850ns`, `12.3µs`, `4.56ms`.
+pub fn fmt_latency(ns: Option<u64>) -> String {
+    match ns {
+        None => "-".into(),
+        Some(n) if n < 1_000 => format!("{n}ns"),
+        Some(n) if n < 1_000_000 => format!("{:.1}µs", n as f64 / 1e3),
+        Some(n) => format!("{:.2}ms", n as f64 / 1e6),
+    }
+}
+
+fn latency_us(r: &RunResult, which: &str) -> Value {
+    r.latency(which)
+        .map_or(Value::Null, |n| json!(n as f64 / 1e3))
+}
+
+/// What set a run's rate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// The DUT lost frames, or held the generator back below its own maximum.
+    Dut,
+    /// Nothing lost at the DUT: the generator sent what it could (or its receiver lost
+    /// frames).
+    Generator,
+    /// The asked rate was carried without loss: neither was at its limit.
+    Neither,
+}
+
+impl Limit {
+    pub fn name(self) -> &'static str {
+        match self {
+            Limit::Dut => "DUT",
+            Limit::Generator => "generator",
+            Limit::Neither => "neither",
+        }
+    }
+}
+
+/// Share of the frames sent that a DUT may lose (or the tester's ring) and still count as
+/// lossless: a few frames in flight at the end are not a limit.
+pub const LOSS_SHARE: f64 = 0.001;
+/// Frames a full queue turned back (the sender retries each), per frame sent, above which
+/// the DUT held the generator back.
+pub const PUSHBACK_SHARE: f64 = 0.01;
+
+/// What set `r`'s rate: the DUT if it lost frames or pushed back on the generator; else the
+/// generator (or neither when it carried the asked rate). The generator's own maximum says
+/// how much headroom it had, not who the limit was: a lossless DUT that never pushed back
+/// took all the generator sent, whatever share of its maximum that was (its receiver shares
+/// its CPU in a run).
+pub fn limit(r: &RunResult, rate_asked: bool) -> Limit {
+    let sent = r.tx_packets.max(1) as f64;
+    let dut_lost = r.lost.saturating_sub(r.rx_ring_drops) as f64;
+    if dut_lost / sent > LOSS_SHARE {
+        return Limit::Dut;
+    }
+    if r.rx_ring_drops as f64 / sent > LOSS_SHARE {
+        return Limit::Generator;
+    }
+    if rate_asked && r.rate_reached {
+        return Limit::Neither;
+    }
+    // A full memif ring or veth queue turned frames back: the DUT did not take them as fast
+    // as the generator offered them.
+    if r.tx_queue_full as f64 / sent > PUSHBACK_SHARE {
+        Limit::Dut
+    } else {
+        Limit::Generator
     }
 }
 
@@ -148,9 +233,11 @@ fn median_run<'a>(runs: &[&'a RunResult]) -> &'a RunResult {
     v[(v.len() - 1) / 2]
 }
 
-/// The results table: one row per DUT with the median over its runs.
-pub fn table(o: &RunOptions, results: &[RunResult]) -> String {
+/// The results table: one row per DUT with the median over its runs; `cal` is what the
+/// generator sends alone (or why that is not known).
+pub fn table(o: &RunOptions, results: &[RunResult], cal: &Result<Calibration, String>) -> String {
     let mut s = String::new();
+    let gen_max = cal.as_ref().ok().map(|c| c.tx_pps);
     // The Table column only when routers ran.
     let tables = results.iter().any(|r| r.table.is_some());
     let table_col = |t: &str| {
@@ -160,9 +247,16 @@ pub fn table(o: &RunOptions, results: &[RunResult]) -> String {
             String::new()
         }
     };
+    // The seed's 14 columns for the DUT, wider when a name needs it (sluice-af_packet).
+    let w = results
+        .iter()
+        .map(|r| r.dut.len() + 1)
+        .max()
+        .unwrap_or(0)
+        .max(14);
     let _ = writeln!(
         s,
-        "{:<14}{}{:<22}{:<16}{:>12}{:>12}{:>10}{:>13}{:>13}  min-max (runs)",
+        "{:<w$}{}{:<22}{:<16}{:>12}{:>12}{:>10}{:>13}{:>13}{:>10}{:>10}{:>13}{:>13}{:>6}  {:<11}min-max (runs)",
         "DUT",
         table_col("Table"),
         "Type",
@@ -172,6 +266,12 @@ pub fn table(o: &RunOptions, results: &[RunResult]) -> String {
         "Lost",
         "Packets/Sec",
         "L2 Bits/Sec",
+        "p50",
+        "p99",
+        "Offered",
+        "Gen max",
+        "%",
+        "Limit",
     );
     for k in rows_in_order(results) {
         let (dut, table) = &k;
@@ -181,9 +281,12 @@ pub fn table(o: &RunOptions, results: &[RunResult]) -> String {
         let spread = sum
             .map(|x| format!("{}-{} ({})", fmt_pps(x.min), fmt_pps(x.max), x.n))
             .unwrap_or_default();
+        let share = gen_max
+            .filter(|&g| g > 0.0)
+            .map_or("-".into(), |g| format!("{:.0}", m.tx_pps / g * 100.0));
         let _ = writeln!(
             s,
-            "{:<14}{}{:<22}{:<16}{:>12}{:>12}{:>10}{:>13}{:>13}  {}",
+            "{:<w$}{}{:<22}{:<16}{:>12}{:>12}{:>10}{:>13}{:>13}{:>10}{:>10}{:>13}{:>13}{:>6}  {:<11}{}",
             dut,
             table_col(table.as_deref().unwrap_or("-")),
             type_label(o),
@@ -197,6 +300,12 @@ pub fn table(o: &RunOptions, results: &[RunResult]) -> String {
             m.lost,
             fmt_pps(m.rx_pps),
             fmt_bps(m.l2_bps),
+            fmt_latency(m.latency("median")),
+            fmt_latency(m.latency("p99")),
+            fmt_pps(m.tx_pps),
+            gen_max.map_or("-".into(), fmt_pps),
+            share,
+            limit(m, o.rate.is_some()).name(),
             spread
         );
     }
@@ -239,28 +348,97 @@ pub fn table(o: &RunOptions, results: &[RunResult]) -> String {
             let _ = writeln!(s, "  {n:<24}{c:>10.1}");
         }
     }
-    if o.rate.is_none() && results.iter().all(|r| r.lost == 0) {
-        s.push_str(
-            "\nno run lost a frame: these rates are what the generator could send, and each DUT \
-             forwards at least that much; its own limit was not reached\n",
-        );
-    }
     if results.iter().any(|r| r.rx_ring_drops > 0) {
         s.push_str(
             "\nsome losses happened in the tester's receive ring, not in the DUT (see the runs)\n",
         );
     }
-    if results.iter().any(|r| !r.rate_reached) {
-        s.push_str(
-            "\nsome runs did not reach the asked rate: they measure the generator, not the DUT\n",
-        );
+    s.push_str(&footnotes(o, results, cal));
+    s
+}
+
+/// What the latency, Gen max and Limit columns mean, for the values the table shows.
+fn footnotes(o: &RunOptions, results: &[RunResult], cal: &Result<Calibration, String>) -> String {
+    let mut s = String::from("\n");
+    let medians: Vec<&RunResult> = rows_in_order(results)
+        .iter()
+        .map(|k| median_run(&runs_of(results, k)))
+        .collect();
+    let _ = writeln!(
+        s,
+        "p50, p99: latency of the median run, from a frame's build to its receipt{}",
+        if o.xdp {
+            "; '-': the XDP engine counts arrivals on the receiving port's counter and reads \
+             no frame, so it measures no latency"
+        } else if medians.iter().any(|r| r.latency("median").is_none()) {
+            "; '-': no frame arrived"
+        } else {
+            ""
+        }
+    );
+    match cal {
+        Ok(c) => {
+            let _ = writeln!(
+                s,
+                "Gen max: what the generator sends alone ({}, {:.0} s into {}); % is the \
+                 offered rate's share of it (in a run the generator's receiver shares its CPU){}",
+                c.io,
+                c.duration_s,
+                c.sink,
+                if c.turned_back > PUSHBACK_SHARE {
+                    format!(
+                        "; a lower bound: that sink pushed back ({:.1} frames turned back per \
+                         frame sent), so it is the path's limit with no DUT",
+                        c.turned_back
+                    )
+                } else {
+                    String::new()
+                }
+            );
+        }
+        Err(why) => {
+            let _ = writeln!(s, "Gen max: the generator's own maximum is {why}");
+        }
+    }
+    let limits: Vec<Limit> = medians.iter().map(|r| limit(r, o.rate.is_some())).collect();
+    let pct = |x: f64| x * 100.0;
+    for (l, what) in [
+        (
+            Limit::Dut,
+            format!(
+                "DUT: it lost over {}% of the frames (beyond the tester's ring), or pushed back \
+                 (a full queue turned back over {}% as many frames as were sent)",
+                pct(LOSS_SHARE),
+                pct(PUSHBACK_SHARE),
+            ),
+        ),
+        (
+            Limit::Generator,
+            "generator: the DUT lost nothing and never pushed back, so it took all the \
+             generator could offer (or the generator's own receive ring lost frames): the \
+             DUT's limit is higher than its row says"
+                .to_string(),
+        ),
+        (
+            Limit::Neither,
+            "neither: the asked rate was carried without loss".to_string(),
+        ),
+    ] {
+        if limits.contains(&l) {
+            let _ = writeln!(s, "Limit {what}");
+        }
     }
     s
 }
 
 /// JSON: one object per DUT (an object for one DUT, an array for several), each with the
 /// median run's figures and every run.
-pub fn json(o: &RunOptions, results: &[RunResult]) -> Value {
+pub fn json(o: &RunOptions, results: &[RunResult], cal: &Result<Calibration, String>) -> Value {
+    let gen_max = cal.as_ref().ok().map(|c| c.tx_pps);
+    let calibration = match cal {
+        Ok(c) => json!(c),
+        Err(why) => json!({ "not_measured": why }),
+    };
     let per_dut: Vec<Value> = rows_in_order(results)
         .into_iter()
         .map(|k| {
@@ -274,6 +452,10 @@ pub fn json(o: &RunOptions, results: &[RunResult]) -> Value {
                 "tx_packets": m.tx_packets, "rx_packets": m.rx_packets, "lost": m.lost,
                 "rx_ring_drops": m.rx_ring_drops,
                 "rx_pps": m.rx_pps, "l2_bps": m.l2_bps, "rx_pps_summary": sum,
+                "latency_p50_us": latency_us(m, "median"), "latency_p99_us": latency_us(m, "p99"),
+                "offered_pps": m.tx_pps, "generator_max_pps": gen_max,
+                "limit": limit(m, o.rate.is_some()).name(),
+                "calibration": calibration,
                 "node_clocks": m.node_clocks, "dut_interfaces": m.dut_interfaces,
                 "table": table, "table_load_s": load_median(&runs).map(|l| l.median),
                 "runs": runs,
@@ -309,6 +491,176 @@ mod tests {
         super::super::tests::parse_run("").unwrap()
     }
 
+    fn no_cal() -> Result<Calibration, String> {
+        Err("not measured (--no-calibrate)".into())
+    }
+
+    fn cal(tx_pps: f64) -> Result<Calibration, String> {
+        Ok(Calibration {
+            io: "af_packet".into(),
+            frame_size: "64".into(),
+            flows: "single".into(),
+            direction: "uni",
+            tx_pps,
+            duration_s: 1.0,
+            turned_back: 0.0,
+            sink: "nowhere",
+        })
+    }
+
+    /// A run that sent 100 000 frames at `tx_pps`, of which the DUT lost `lost` and the
+    /// tester's ring `ring`, with `turned` frames turned back by a full queue.
+    fn run(dut: &str, tx_pps: f64, lost: u64, ring: u64, turned: u64, reached: bool) -> RunResult {
+        let rx = 100_000 - lost - ring;
+        RunResult::from_gen(
+            dut,
+            &json!({"frame_size": 64, "flows": 1, "tx_packets": 100_000, "rx_packets": rx,
+                    "lost": lost + ring, "rx_ring_drops": ring, "tx_queue_full": turned,
+                    "tx_pps": tx_pps, "rx_pps": tx_pps * rx as f64 / 1e5,
+                    "l2_bps": tx_pps * 512.0, "rate_reached": reached, "duration_s": 1.0,
+                    "latency_ns": {"min": 900, "median": 12_345, "p99": 2_500_000,
+                                   "max": 3_000_000, "samples": rx}}),
+            None,
+            None,
+        )
+    }
+
+    #[test]
+    fn limit_tells_generator_from_dut() {
+        // Lossless, never pushed back: the DUT took all the generator offered.
+        let free = run("a", 6e5, 0, 0, 0, true);
+        assert_eq!(limit(&free, false), Limit::Generator);
+        // A few frames in flight at the end are not loss.
+        assert_eq!(
+            limit(&run("a", 6e5, 50, 0, 0, true), false),
+            Limit::Generator
+        );
+        // Lossy: the DUT, with or without an asked rate.
+        let lossy = run("b", 6e5, 5_000, 0, 0, true);
+        assert_eq!(limit(&lossy, false), Limit::Dut);
+        assert_eq!(limit(&lossy, true), Limit::Dut);
+        // Lossless but a full queue turned frames back: the DUT held the generator back.
+        let pushed = run("c", 3e5, 0, 0, 400_000, false);
+        assert_eq!(limit(&pushed, false), Limit::Dut);
+        assert_eq!(limit(&pushed, true), Limit::Dut);
+        // Losses in the tester's own ring only: the generator's side.
+        assert_eq!(
+            limit(&run("d", 6e5, 0, 5_000, 0, true), false),
+            Limit::Generator
+        );
+        // An asked rate carried without loss: neither; missed without push-back: generator.
+        assert_eq!(limit(&free, true), Limit::Neither);
+        assert_eq!(
+            limit(&run("e", 6e5, 0, 0, 0, false), true),
+            Limit::Generator
+        );
+    }
+
+    #[test]
+    fn table_shows_latency_headroom_and_limit() {
+        let rs = vec![
+            run("sluice", 6e5, 0, 0, 0, true),
+            run("linux-bridge", 3e5, 0, 0, 400_000, true),
+            run("testpmd", 6e5, 20_000, 0, 0, true),
+        ];
+        let t = table(&opts(), &rs, &cal(7.5e5));
+        let head = t.lines().next().unwrap();
+        for col in ["p50", "p99", "Offered", "Gen max", "%", "Limit"] {
+            assert!(head.contains(col), "no {col}: {t}");
+        }
+        let row = |dut: &str| row_of(&t, dut);
+        // p50, p99, offered, gen max, %, limit follow the L2 rate.
+        let at = |r: &[String], k: usize| {
+            r[r.iter().position(|c| c.ends_with("bps")).unwrap() + k].clone()
+        };
+        let sluice = row("sluice");
+        assert_eq!(
+            (1..=6).map(|k| at(&sluice, k)).collect::<Vec<_>>(),
+            [
+                "12.3µs",
+                "2.50ms",
+                "600.00Kpps",
+                "750.00Kpps",
+                "80",
+                "generator"
+            ],
+            "{t}"
+        );
+        assert_eq!(at(&row("linux-bridge"), 6), "DUT", "{t}");
+        assert_eq!(at(&row("testpmd"), 6), "DUT", "{t}");
+        assert!(
+            t.contains("Limit generator:") && t.contains("Limit DUT:"),
+            "{t}"
+        );
+        assert!(!t.contains("Limit neither"), "{t}");
+        assert!(
+            t.contains("Gen max: what the generator sends alone (af_packet"),
+            "{t}"
+        );
+        // Without a calibration, and with a run that measured no latency.
+        let mut blind = run("sluice", 6e5, 0, 0, 0, true);
+        blind.latency_ns = json!({"min": 0, "median": 0, "p99": 0, "max": 0, "samples": 0});
+        let t = table(&opts(), &[blind], &no_cal());
+        let r = row_of(&t, "sluice");
+        let i = r.iter().position(|c| c.ends_with("bps")).unwrap();
+        assert_eq!(
+            &r[i + 1..=i + 6],
+            ["-", "-", "600.00Kpps", "-", "-", "generator"],
+            "{t}"
+        );
+        assert!(
+            t.contains("'-': no frame arrived") && t.contains("--no-calibrate"),
+            "{t}"
+        );
+        let xdp = super::super::tests::parse_run("--engine xdp").unwrap();
+        let t = table(&xdp, &[run("sluice", 6e5, 0, 0, 0, true)], &no_cal());
+        assert!(
+            t.contains("the XDP engine") && t.contains("no latency"),
+            "{t}"
+        );
+    }
+
+    fn row_of(t: &str, dut: &str) -> Vec<String> {
+        t.lines()
+            .find(|l| l.starts_with(&format!("{dut} ")))
+            .unwrap_or_else(|| panic!("{t}"))
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    }
+
+    #[test]
+    fn json_has_latency_headroom_and_calibration() {
+        let v = json(&opts(), &[run("sluice", 6e5, 0, 0, 0, true)], &cal(7.5e5));
+        assert_eq!(v["latency_p50_us"], 12.345, "{v}");
+        assert_eq!(v["latency_p99_us"], 2500.0, "{v}");
+        assert_eq!(v["offered_pps"], 6e5, "{v}");
+        assert_eq!(v["generator_max_pps"], 7.5e5, "{v}");
+        assert_eq!(v["limit"], "generator", "{v}");
+        assert_eq!(v["calibration"]["tx_pps"], 7.5e5, "{v}");
+        assert_eq!(v["calibration"]["io"], "af_packet", "{v}");
+        let mut lossy = run("sluice", 6e5, 9_000, 0, 0, true);
+        lossy.latency_ns = Value::Null;
+        let v = json(&opts(), &[lossy], &no_cal());
+        assert!(
+            v["latency_p50_us"].is_null() && v["generator_max_pps"].is_null(),
+            "{v}"
+        );
+        assert_eq!(v["limit"], "DUT", "{v}");
+        assert_eq!(
+            v["calibration"]["not_measured"], "not measured (--no-calibrate)",
+            "{v}"
+        );
+    }
+
+    #[test]
+    fn latency_reads_at_any_scale() {
+        assert_eq!(fmt_latency(None), "-");
+        assert_eq!(fmt_latency(Some(850)), "850ns");
+        assert_eq!(fmt_latency(Some(12_345)), "12.3µs");
+        assert_eq!(fmt_latency(Some(4_560_000)), "4.56ms");
+    }
+
     #[test]
     fn table_shows_medians_per_dut() {
         let rs = vec![
@@ -317,7 +669,7 @@ mod tests {
             result("sluice", 1.2e6),
             result("sluice", 0.9e6),
         ];
-        let t = table(&opts(), &rs);
+        let t = table(&opts(), &rs, &no_cal());
         let line = t.lines().find(|l| l.starts_with("sluice")).unwrap();
         assert!(line.contains("1.00Mpps") && line.contains("(3)"), "{t}");
         assert!(line.contains("size=64") && line.contains("Unidirectional"));
@@ -338,7 +690,7 @@ mod tests {
             rs.push(r);
         }
         rs.push(result("sluice", 1.1e6));
-        let t = table(&opts(), &rs);
+        let t = table(&opts(), &rs, &no_cal());
         assert!(t.lines().next().unwrap().contains("Table"), "{t}");
         let row = |tab: &str| {
             t.lines()
@@ -351,7 +703,7 @@ mod tests {
         let xc = t.lines().find(|l| l.starts_with("sluice ")).unwrap();
         assert!(xc.contains(" - "), "{t}");
         assert!(t.contains("table load time") && t.contains("5.00 s"), "{t}");
-        let v = json(&opts(), &rs);
+        let v = json(&opts(), &rs, &no_cal());
         let rows = v.as_array().unwrap();
         assert_eq!(rows.len(), 3);
         assert_eq!(rows[1]["table"], "1M+200k");
@@ -361,7 +713,7 @@ mod tests {
 
     #[test]
     fn json_has_the_promised_keys() {
-        let v = json(&opts(), &[result("sluice", 1e6)]);
+        let v = json(&opts(), &[result("sluice", 1e6)], &no_cal());
         for k in [
             "dut",
             "frame_size",
@@ -376,6 +728,7 @@ mod tests {
         let v = json(
             &opts(),
             &[result("sluice", 1e6), result("linux-bridge", 1e6)],
+            &no_cal(),
         );
         assert_eq!(v.as_array().unwrap().len(), 2);
     }

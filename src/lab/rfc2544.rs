@@ -259,6 +259,7 @@ fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
         napi_on_dut: true,
         io: o.io,
         tables: vec![super::table::TableSpec::Small],
+        calibrate: false,
     };
     let _mtu = netns::PortMtu::set(super::run_mtu(o.dut, o.io, &base.size))?;
     netns::dut_napi(base.napi_on_dut, base.xdp, base.dut_cpu)?;
