@@ -2,9 +2,9 @@
 //!
 //! A control thread per interface runs the protocol (listening as server, or connecting and
 //! retrying once a second as client), and publishes each established connection to the
-//! queues with an atomic swap. A worker compares the published connection with its own at
-//! every burst; when they differ it gives back what it held in the old rings and takes up the
-//! new ones. No lock is taken per packet, and the old shared memory is unmapped only when the
+//! queues with an atomic swap and a generation counter. A worker reads the counter at every
+//! burst; when it moved and the published connection differs from its own, it gives back what
+//! it held in the old rings and takes up the new ones. No lock is taken per packet, and the old shared memory is unmapped only when the
 //! last queue has let go of it.
 //!
 //! Who copies: as **client**, the regions are ours, and region 1 *is* the buffer pool, so
@@ -74,8 +74,11 @@ const MAX_SEGMENTS: usize = 8;
 
 /// What the control thread shares with the queues and `show interface`.
 pub struct Shared {
-    /// The current connection; queues compare it with the one they work on at every burst.
+    /// The current connection; queues look at it again when `generation` moved.
     conn: ArcSwapOption<Connection>,
+    /// Bumped after every change a queue must act on (a connection published or gone, a
+    /// violation found): one plain load per burst instead of loading `conn`.
+    generation: AtomicU64,
     connected: AtomicBool,
     stop: AtomicBool,
     peer: Mutex<String>,
@@ -139,6 +142,7 @@ impl Shared {
             self.connects.fetch_add(1, Ordering::Relaxed);
         }
         self.conn.store(c);
+        self.generation.fetch_add(1, Ordering::Release);
         self.connected.store(up, Ordering::Relaxed);
     }
 
@@ -147,6 +151,7 @@ impl Shared {
     fn count_violation(&self, conn: &Connection, v: Violation) {
         if conn.verdict.set(v) {
             self.violations.add(v);
+            self.generation.fetch_add(1, Ordering::Release);
         }
     }
 
@@ -200,6 +205,7 @@ pub fn open(cfg: &MemifConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
     let queues = cfg.workers.max(1);
     let shared = Arc::new(Shared {
         conn: ArcSwapOption::empty(),
+        generation: AtomicU64::new(0),
         connected: AtomicBool::new(false),
         stop: AtomicBool::new(false),
         peer: Mutex::new(String::new()),

@@ -2,9 +2,11 @@
 //! (a client's slots) and its head and tail positions.
 
 use super::connection::{Connection, Role};
+use super::shm::Desc;
 use super::violation::Violation;
 use super::Shared;
 use crate::buffer::{WorkerBuffers, NO_BUFFER, STRIDE};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// The rings a queue works on, while a connection lasts.
@@ -14,7 +16,8 @@ pub(super) struct Attached {
 
 /// A queue's hold on the published connection: ring `index` of one direction, the pool
 /// buffers it put in that ring, and its head and tail positions. A queue calls `sync` at
-/// every burst; it compares the published connection with its own by pointer.
+/// every burst; when the shared generation moved it compares the published connection with
+/// its own by pointer.
 pub(super) struct RingLink {
     pub(super) shared: Arc<Shared>,
     pub(super) index: usize,
@@ -24,6 +27,8 @@ pub(super) struct RingLink {
     pub(super) slots: Slots,
     pub(super) head: u16,
     pub(super) next: u16,
+    /// The shared generation `att` was taken at (`u64::MAX`: never synced).
+    seen: u64,
 }
 
 impl RingLink {
@@ -36,6 +41,7 @@ impl RingLink {
             slots: Slots::new(1),
             head: 0,
             next: 0,
+            seen: u64::MAX,
         }
     }
 
@@ -46,6 +52,12 @@ impl RingLink {
         bufs: &mut WorkerBuffers,
         on_change: impl FnOnce(&mut WorkerBuffers),
     ) -> bool {
+        // Nothing changed since the last look: the common case, one load.
+        let generation = self.shared.generation.load(Ordering::Acquire);
+        if generation == self.seen {
+            return self.att.is_some();
+        }
+        self.seen = generation;
         let loaded = self.shared.conn.load();
         // A connection with a violation is as good as gone: let go of its rings now, before
         // the control thread has hung up.
@@ -134,4 +146,15 @@ pub(super) fn pool_offset(bi: u32, within: usize) -> u32 {
     let at = bi as u64 * STRIDE as u64 + within as u64;
     debug_assert!(at <= u32::MAX as u64);
     at as u32
+}
+
+/// How many slots ahead a server prefetches the client's buffers (descriptors twice as far):
+/// the client last wrote them from another core, and the load takes longer than a packet.
+pub(super) const PREFETCH_AHEAD: usize = 4;
+
+/// Start loading the client's buffer that descriptor `d` names (if it names one at all).
+pub(super) fn prefetch_buffer(conn: &Connection, d: Desc) {
+    if let Some(reg) = conn.regions.get(d.region as usize) {
+        reg.prefetch(d.offset as usize);
+    }
 }
