@@ -45,7 +45,7 @@ use crate::buffer::{BufferPool, STRIDE};
 use arc_swap::ArcSwapOption;
 use connection::{Connection, Role, Settings};
 use control::{control_loop, ControlThread};
-use rings::RingLink;
+use rings::{CopyCounts, RingLink};
 use rx::{MemifRx, Partial};
 use socket::Channel;
 use std::path::PathBuf;
@@ -90,6 +90,8 @@ pub struct Shared {
     ring_size: u32,
     /// What peers did wrong, by kind; each one cost that peer its connection.
     violations: violation::Counters,
+    /// Every queue's copied and zero-copy frame counts.
+    copy_counts: Mutex<Vec<Arc<CopyCounts>>>,
 }
 
 impl LiveStatus for Shared {
@@ -123,6 +125,15 @@ impl LiveStatus for Shared {
         if !err.is_empty() {
             d.push(("last-error".to_string(), err));
         }
+        let (mut copied, mut zero_copy) = (0, 0);
+        if let Ok(all) = self.copy_counts.lock() {
+            for c in all.iter() {
+                copied += c.copied.load(Ordering::Relaxed);
+                zero_copy += c.zero_copy.load(Ordering::Relaxed);
+            }
+        }
+        d.push(("frames copied".to_string(), copied.to_string()));
+        d.push(("frames zero-copy".to_string(), zero_copy.to_string()));
         for (v, n) in self.violations.nonzero() {
             d.push((format!("violation: {v}"), n.to_string()));
         }
@@ -216,6 +227,7 @@ pub fn open(cfg: &MemifConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
         queues: AtomicU64::new(0),
         ring_size: cfg.ring_size,
         violations: violation::Counters::default(),
+        copy_counts: Mutex::new(Vec::new()),
     });
     let settings = Settings {
         id: cfg.id,

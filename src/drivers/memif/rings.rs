@@ -6,7 +6,7 @@ use super::shm::Desc;
 use super::violation::Violation;
 use super::Shared;
 use crate::buffer::{WorkerBuffers, NO_BUFFER, STRIDE};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The rings a queue works on, while a connection lasts.
@@ -29,11 +29,18 @@ pub(super) struct RingLink {
     pub(super) next: u16,
     /// The shared generation `att` was taken at (`u64::MAX`: never synced).
     seen: u64,
+    /// Frames this queue moved, copied or not (`show hardware`).
+    pub(super) copies: Arc<CopyCounts>,
 }
 
 impl RingLink {
     pub(super) fn new(shared: Arc<Shared>, index: usize, c2s: bool) -> RingLink {
+        let copies = Arc::new(CopyCounts::default());
+        if let Ok(mut all) = shared.copy_counts.lock() {
+            all.push(copies.clone());
+        }
         RingLink {
+            copies,
             shared,
             index,
             c2s,
@@ -98,8 +105,29 @@ impl RingLink {
     }
 }
 
+/// Frames one queue moved, by whether their bytes were copied (a server copies in and out of
+/// the client's buffers; a client's peer reads and writes our pool). Only the queue's own
+/// thread writes them: a load and a store per burst, no locked instruction.
+#[derive(Default)]
+pub(super) struct CopyCounts {
+    pub(super) copied: AtomicU64,
+    pub(super) zero_copy: AtomicU64,
+}
+
+impl CopyCounts {
+    pub(super) fn add(&self, copied: bool, frames: usize) {
+        let c = if copied {
+            &self.copied
+        } else {
+            &self.zero_copy
+        };
+        c.store(c.load(Ordering::Relaxed) + frames as u64, Ordering::Relaxed);
+    }
+}
+
 /// Per-slot owners of a client's rings: the pool buffer each descriptor points at, and how
-/// many buffers hang off it (a chained packet is owned by its last slot).
+/// many buffers hang off it (a chained packet is owned by its last slot). The size is the
+/// ring's, a power of two, so a slot number is masked (a division per packet costs more).
 pub(super) struct Slots {
     pub(super) bufs: Vec<u32>,
     pub(super) segs: Vec<u16>,
@@ -108,6 +136,7 @@ pub(super) struct Slots {
 
 impl Slots {
     pub(super) fn new(size: usize) -> Slots {
+        debug_assert!(size.is_power_of_two());
         Slots {
             bufs: vec![NO_BUFFER; size],
             segs: vec![0; size],
@@ -116,14 +145,19 @@ impl Slots {
     }
 
     pub(super) fn put(&mut self, slot: u16, bi: u32, segments: usize) {
-        let i = slot as usize % self.bufs.len();
+        let i = slot as usize & (self.bufs.len() - 1);
         self.bufs[i] = bi;
         self.segs[i] = segments as u16;
         self.held += segments;
     }
 
+    /// The buffer in `slot`, left there.
+    pub(super) fn peek(&self, slot: u16) -> u32 {
+        self.bufs[slot as usize & (self.bufs.len() - 1)]
+    }
+
     pub(super) fn take(&mut self, slot: u16) -> u32 {
-        let i = slot as usize % self.bufs.len();
+        let i = slot as usize & (self.bufs.len() - 1);
         let bi = std::mem::replace(&mut self.bufs[i], NO_BUFFER);
         self.held -= std::mem::take(&mut self.segs[i]) as usize;
         bi

@@ -47,6 +47,14 @@ impl Partial {
         out: &mut [u32],
         r: &mut RxBurst,
     ) {
+        if self.head.is_none() && flags & DESC_FLAG_NEXT == 0 {
+            // A whole packet in one descriptor, the common case: no chain to keep.
+            bufs.meta_mut(bi).next = NO_BUFFER;
+            out[r.packets] = bi;
+            r.packets += 1;
+            r.bytes += length as u64;
+            return;
+        }
         self.add(bufs, bi, length);
         if flags & DESC_FLAG_NEXT != 0 {
             if self.segments >= MAX_SEGMENTS {
@@ -125,9 +133,22 @@ impl MemifRx {
             self.link.violated(Violation::TailPastHead);
             return;
         }
+        // The server wrote these buffers from another core: start loading the ones a few
+        // slots ahead (data and metadata), for us and for ethernet-input after us.
+        let filled = tail.wrapping_sub(self.link.next) as usize;
+        for k in 0..PREFETCH_AHEAD.min(filled) {
+            bufs.prefetch(self.link.slots.peek(self.link.next.wrapping_add(k as u16)));
+        }
         while self.link.next != tail && r.packets < out.len() {
             let slot = self.link.next;
             self.link.next = self.link.next.wrapping_add(1);
+            let ahead = slot.wrapping_add(PREFETCH_AHEAD as u16);
+            // Slots from `ahead` up to the tail, or (past the tail) a wrapped large number.
+            let left = tail.wrapping_sub(ahead) as usize;
+            if left > 0 && left <= filled {
+                ring.prefetch_desc(ahead.wrapping_add(PREFETCH_AHEAD as u16));
+                bufs.prefetch(self.link.slots.peek(ahead));
+            }
             let d = ring.desc(slot);
             let bi = self.link.slots.take(slot);
             if bi == NO_BUFFER {
@@ -254,16 +275,6 @@ impl MemifRx {
             used += 1;
             let len = d.length as usize;
             reg.read(d.offset as usize, &mut bufs.raw_mut(bi)[HEADROOM..HEADROOM + len]);
-            if d.flags & DESC_FLAG_NEXT == 0 && self.partial.head.is_none() {
-                // A whole packet in one descriptor: the common case, no chain to keep.
-                let m = bufs.meta_mut(bi);
-                m.len = len as u16;
-                m.total_len = len as u32;
-                out[r.packets] = bi;
-                r.packets += 1;
-                r.bytes += len as u64;
-                continue;
-            }
             segment_meta(bufs, bi, d.length);
             self.partial.take(bufs, bi, d.length, d.flags, out, r);
         }
@@ -286,6 +297,7 @@ impl RxQueue for MemifRx {
             Role::Client => self.rx_client(bufs, out, &mut r),
             Role::Server => self.rx_server(bufs, out, &mut r),
         }
+        self.link.copies.add(self.role == Role::Server, r.packets);
         r
     }
 

@@ -266,6 +266,7 @@ impl TxQueue for MemifTx {
             Role::Client => self.tx_client(bufs, pkts, &mut r),
             Role::Server => self.tx_server(bufs, pkts, &mut r),
         }
+        self.link.copies.add(self.role == Role::Server, r.sent);
         r
     }
 
