@@ -335,6 +335,15 @@ fn sluice_to_sluice_both_roles_both_ways() {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+    // Both ways, the client (b) moved every frame without a copy; the server (a) copied each.
+    let moved = (a_frames.len() + b_frames.len()).to_string();
+    let copies = |ctl: &Path| {
+        let m0 = interface(ctl, "m0");
+        let d = &m0["details"];
+        (d["frames copied"].clone(), d["frames zero-copy"].clone())
+    };
+    assert_eq!(copies(&b_ctl), ("0".into(), moved.clone().into()), "client");
+    assert_eq!(copies(&a_ctl), (moved.into(), "0".into()), "server");
     assert!(a.stop() && b.stop());
     assert_eq!(read_pcap(&b_out), a_frames, "server -> client (copied in)");
     assert_eq!(
