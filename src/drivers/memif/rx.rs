@@ -274,7 +274,10 @@ impl MemifRx {
             let bi = fresh[used];
             used += 1;
             let len = d.length as usize;
-            reg.read(d.offset as usize, &mut bufs.raw_mut(bi)[HEADROOM..HEADROOM + len]);
+            reg.read(
+                d.offset as usize,
+                &mut bufs.raw_mut(bi)[HEADROOM..HEADROOM + len],
+            );
             segment_meta(bufs, bi, d.length);
             self.partial.take(bufs, bi, d.length, d.flags, out, r);
         }

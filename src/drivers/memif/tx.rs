@@ -179,13 +179,10 @@ impl MemifTx {
         let ring = &conn.s2c[self.link.index];
         let d = ring.desc(self.link.next);
         let fits = (d.length as usize) >= data.len()
-            && conn
-                .regions
-                .get(d.region as usize)
-                .is_some_and(|reg| {
-                    reg.contains(d.offset as usize, d.length as usize)
-                        && reg.write(d.offset as usize, data)
-                });
+            && conn.regions.get(d.region as usize).is_some_and(|reg| {
+                reg.contains(d.offset as usize, d.length as usize)
+                    && reg.write(d.offset as usize, data)
+            });
         if fits {
             ring.set_length(self.link.next, data.len() as u32, 0);
         }
@@ -251,7 +248,6 @@ impl MemifTx {
         Ok(used as u16)
     }
 }
-
 
 impl TxQueue for MemifTx {
     fn tx_burst(&mut self, bufs: &mut WorkerBuffers, pkts: &[u32]) -> TxBurst {
