@@ -1,7 +1,8 @@
 //! memif: sluice against itself and against DPDK's net_memif (testpmd), in both roles and
 //! both directions; frames arrive byte-identical (jumbo frames chained across descriptors
 //! included) and counts match. A peer killed mid-traffic takes the link down, every buffer
-//! comes back to the pool, and traffic resumes when the peer returns.
+//! comes back to the pool, and traffic resumes when the peer returns. The generator can
+//! serve a client DUT, which copies nothing (its `show hardware` counters say so).
 
 mod common;
 use common::*;
@@ -335,6 +336,15 @@ fn sluice_to_sluice_both_roles_both_ways() {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+    // Both ways, the client (b) moved every frame without a copy; the server (a) copied each.
+    let moved = (a_frames.len() + b_frames.len()).to_string();
+    let copies = |ctl: &Path| {
+        let m0 = interface(ctl, "m0");
+        let d = &m0["details"];
+        (d["frames copied"].clone(), d["frames zero-copy"].clone())
+    };
+    assert_eq!(copies(&b_ctl), ("0".into(), moved.clone().into()), "client");
+    assert_eq!(copies(&a_ctl), (moved.into(), "0".into()), "server");
     assert!(a.stop() && b.stop());
     assert_eq!(read_pcap(&b_out), a_frames, "server -> client (copied in)");
     assert_eq!(
@@ -631,5 +641,63 @@ fn malformed_control_messages_are_refused() {
     let mut b = start_daemon(&b_cfg, &b_ctl);
     wait_for("a good peer", 10, || interface(&ctl, "m0")["link"] == "up");
     assert!(b.stop() && daemon.stop());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `sluice gen` as the memif server of both ports (server:PATH) and sluice as a client
+/// cross-connecting them: every frame goes through, and the client's counters show that it
+/// copied none of them.
+#[test]
+fn the_generator_serves_a_client_dut_that_copies_nothing() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmpdir("memif-gs");
+    let (m0, m1) = (dir.join("m0.sock"), dir.join("m1.sock"));
+    let ctl = dir.join("dut.sock");
+    let cfg = dir.join("dut.toml");
+    let port = |name: &str, socket: &Path| {
+        format!(
+            "[[interface]]\nname = \"{name}\"\ndriver = \"memif\"\nsocket = \"{}\"\nrole = \"client\"\n",
+            socket.display()
+        )
+    };
+    std::fs::write(
+        &cfg,
+        format!(
+            "[dataplane]\nworkers = 1\nhugepages = \"never\"\n[control]\nsocket = \"{}\"\n{}{}\
+             [[xconnect]]\nrx = \"d0\"\ntx = \"d1\"\n[[xconnect]]\nrx = \"d1\"\ntx = \"d0\"\n",
+            ctl.display(),
+            port("d0", &m0),
+            port("d1", &m1)
+        ),
+    )
+    .unwrap();
+    // The generator listens first; the DUT's clients connect (and retry) after.
+    let gen = Command::new(BIN)
+        .args(["gen", "--io", "memif", "--count", "2000", "--rate", "20000"])
+        .args(["--json", "--quiet", "--tx"])
+        .arg(format!("server:{}", m0.display()))
+        .arg("--rx")
+        .arg(format!("server:{}", m1.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut dut = start_daemon(&cfg, &ctl);
+    let out = gen.wait_with_output().unwrap();
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "gen gave no report ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(r["rx_packets"], 2000, "{r}");
+    for (name, dir) in [("d0", "received"), ("d1", "sent")] {
+        let i = interface(&ctl, name);
+        let d = &i["details"];
+        assert_eq!(d["role"], "client", "{i}");
+        assert_eq!(d["frames zero-copy"], "2000", "{name} {dir}: {i}");
+        assert_eq!(d["frames copied"], "0", "{name}: {i}");
+    }
+    assert!(dut.stop());
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -53,7 +53,8 @@ pub struct GenArgs {
     /// af_packet (packet socket, TPACKET ring with kernel receive timestamps), af_xdp
     /// (AF_XDP sockets through sluice's own driver; frames up to 2044 bytes, jumbo MTUs
     /// lowered for the run) or memif (--tx and --rx are memif socket paths; the generator is
-    /// the client and waits up to 15 s for the DUT's server)
+    /// the client and waits up to 15 s for the DUT's server; a path written server:PATH
+    /// makes the generator that port's server, for a DUT that is a memif client)
     #[arg(long, value_name = "IO", default_value = "af_packet", value_parser = io_arg())]
     io: Io,
     /// Pin the sender to CPU N (the receiver too, unless --rx-cpu)

@@ -205,11 +205,16 @@ impl Ports {
             }
         };
         if self.io == Io::Memif {
+            // `server:PATH` listens at PATH (to measure a DUT that is a memif client).
+            let (role, socket) = match name.strip_prefix("server:") {
+                Some(path) => (Role::Server, path),
+                None => (Role::Client, name),
+            };
             let ports = memif::open(
                 &MemifConfig {
                     name: format!("gen{}", self.opened.len()),
-                    socket: name.into(),
-                    role: Role::Client,
+                    socket: socket.into(),
+                    role,
                     id: 0,
                     secret: None,
                     ring_size: 2048,

@@ -2,9 +2,9 @@
 //!
 //! A control thread per interface runs the protocol (listening as server, or connecting and
 //! retrying once a second as client), and publishes each established connection to the
-//! queues with an atomic swap. A worker compares the published connection with its own at
-//! every burst; when they differ it gives back what it held in the old rings and takes up the
-//! new ones. No lock is taken per packet, and the old shared memory is unmapped only when the
+//! queues with an atomic swap and a generation counter. A worker reads the counter at every
+//! burst; when it moved and the published connection differs from its own, it gives back what
+//! it held in the old rings and takes up the new ones. No lock is taken per packet, and the old shared memory is unmapped only when the
 //! last queue has let go of it.
 //!
 //! Who copies: as **client**, the regions are ours, and region 1 *is* the buffer pool, so
@@ -45,7 +45,7 @@ use crate::buffer::{BufferPool, STRIDE};
 use arc_swap::ArcSwapOption;
 use connection::{Connection, Role, Settings};
 use control::{control_loop, ControlThread};
-use rings::RingLink;
+use rings::{CopyCounts, RingLink};
 use rx::{MemifRx, Partial};
 use socket::Channel;
 use std::path::PathBuf;
@@ -74,8 +74,11 @@ const MAX_SEGMENTS: usize = 8;
 
 /// What the control thread shares with the queues and `show interface`.
 pub struct Shared {
-    /// The current connection; queues compare it with the one they work on at every burst.
+    /// The current connection; queues look at it again when `generation` moved.
     conn: ArcSwapOption<Connection>,
+    /// Bumped after every change a queue must act on (a connection published or gone, a
+    /// violation found): one plain load per burst instead of loading `conn`.
+    generation: AtomicU64,
     connected: AtomicBool,
     stop: AtomicBool,
     peer: Mutex<String>,
@@ -87,6 +90,8 @@ pub struct Shared {
     ring_size: u32,
     /// What peers did wrong, by kind; each one cost that peer its connection.
     violations: violation::Counters,
+    /// Every queue's copied and zero-copy frame counts.
+    copy_counts: Mutex<Vec<Arc<CopyCounts>>>,
 }
 
 impl LiveStatus for Shared {
@@ -120,6 +125,15 @@ impl LiveStatus for Shared {
         if !err.is_empty() {
             d.push(("last-error".to_string(), err));
         }
+        let (mut copied, mut zero_copy) = (0, 0);
+        if let Ok(all) = self.copy_counts.lock() {
+            for c in all.iter() {
+                copied += c.copied.load(Ordering::Relaxed);
+                zero_copy += c.zero_copy.load(Ordering::Relaxed);
+            }
+        }
+        d.push(("frames copied".to_string(), copied.to_string()));
+        d.push(("frames zero-copy".to_string(), zero_copy.to_string()));
         for (v, n) in self.violations.nonzero() {
             d.push((format!("violation: {v}"), n.to_string()));
         }
@@ -139,6 +153,7 @@ impl Shared {
             self.connects.fetch_add(1, Ordering::Relaxed);
         }
         self.conn.store(c);
+        self.generation.fetch_add(1, Ordering::Release);
         self.connected.store(up, Ordering::Relaxed);
     }
 
@@ -147,6 +162,7 @@ impl Shared {
     fn count_violation(&self, conn: &Connection, v: Violation) {
         if conn.verdict.set(v) {
             self.violations.add(v);
+            self.generation.fetch_add(1, Ordering::Release);
         }
     }
 
@@ -200,6 +216,7 @@ pub fn open(cfg: &MemifConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
     let queues = cfg.workers.max(1);
     let shared = Arc::new(Shared {
         conn: ArcSwapOption::empty(),
+        generation: AtomicU64::new(0),
         connected: AtomicBool::new(false),
         stop: AtomicBool::new(false),
         peer: Mutex::new(String::new()),
@@ -210,6 +227,7 @@ pub fn open(cfg: &MemifConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
         queues: AtomicU64::new(0),
         ring_size: cfg.ring_size,
         violations: violation::Counters::default(),
+        copy_counts: Mutex::new(Vec::new()),
     });
     let settings = Settings {
         id: cfg.id,

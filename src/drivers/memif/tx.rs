@@ -2,7 +2,7 @@
 //! the buffers the client posted.
 
 use super::connection::{self, Connection, Role, POOL_REGION};
-use super::rings::{pool_offset, RingLink};
+use super::rings::{pool_offset, prefetch_buffer, RingLink, PREFETCH_AHEAD};
 use super::shm::{Desc, DESC_FLAG_NEXT};
 use super::violation::Violation;
 use super::MAX_SEGMENTS;
@@ -44,7 +44,7 @@ impl MemifTx {
     /// Client: put the packets' own buffers on the ring.
     pub(super) fn tx_client(&mut self, bufs: &mut WorkerBuffers, pkts: &[u32], r: &mut TxBurst) {
         let Some(att) = &self.link.att else { return };
-        let conn = att.conn.clone();
+        let conn = &*att.conn;
         let ring = &conn.c2s[self.link.index];
         let size = ring.size() as u16;
         // Free what the server has consumed: never beyond what we posted.
@@ -113,11 +113,15 @@ impl MemifTx {
         let Some(att) = &self.link.att else {
             return;
         };
-        let conn = att.conn.clone();
+        let conn = &*att.conn;
         let ring = &conn.s2c[self.link.index];
         let mut posted = ring.head().wrapping_sub(self.link.next);
         if posted > ring.size() as u16 {
             return self.give_up(bufs, pkts, r, Violation::HeadPastRing);
+        }
+        let first = self.link.next;
+        for k in 0..PREFETCH_AHEAD.min(posted as usize) {
+            prefetch_buffer(conn, ring.desc(first.wrapping_add(k as u16)));
         }
         for (k, &bi) in pkts.iter().enumerate() {
             let len = bufs.packet_len(bi);
@@ -126,7 +130,16 @@ impl MemifTx {
                 bufs.free(bi);
                 continue;
             }
-            match self.copy_out(bufs, &conn, bi, posted) {
+            if posted as usize > PREFETCH_AHEAD {
+                let ahead = self.link.next.wrapping_add(PREFETCH_AHEAD as u16);
+                ring.prefetch_desc(ahead.wrapping_add(PREFETCH_AHEAD as u16));
+                prefetch_buffer(conn, ring.desc(ahead));
+            }
+            let done = match self.copy_one(bufs, conn, bi, posted) {
+                true => Ok(1),
+                false => self.copy_out(bufs, conn, bi, posted),
+            };
+            match done {
                 Ok(used) => {
                     self.link.next = self.link.next.wrapping_add(used);
                     posted -= used;
@@ -142,10 +155,38 @@ impl MemifTx {
             }
             bufs.free(bi);
         }
-        ring.set_tail(self.link.next);
+        if self.link.next != first {
+            ring.set_tail(self.link.next);
+        }
         if r.sent > 0 && !connection::notify(ring, &conn.s2c_irq[self.link.index]) {
             self.link.violated(Violation::BadInterrupt);
         }
+    }
+
+    /// The common case: a one-buffer packet that fits the client's buffer in slot `next`.
+    /// False (nothing written) for anything else; `copy_out` then handles it, errors too.
+    pub(super) fn copy_one(
+        &self,
+        bufs: &WorkerBuffers,
+        conn: &Connection,
+        bi: u32,
+        posted: u16,
+    ) -> bool {
+        let data = bufs.data(bi);
+        if posted == 0 || data.is_empty() || bufs.meta(bi).next != NO_BUFFER {
+            return false;
+        }
+        let ring = &conn.s2c[self.link.index];
+        let d = ring.desc(self.link.next);
+        let fits = (d.length as usize) >= data.len()
+            && conn.regions.get(d.region as usize).is_some_and(|reg| {
+                reg.contains(d.offset as usize, d.length as usize)
+                    && reg.write(d.offset as usize, data)
+            });
+        if fits {
+            ring.set_length(self.link.next, data.len() as u32, 0);
+        }
+        fits
     }
 
     /// Copy packet `bi` into the client's buffers from slot `next` on, using at most `posted`
@@ -221,6 +262,7 @@ impl TxQueue for MemifTx {
             Role::Client => self.tx_client(bufs, pkts, &mut r),
             Role::Server => self.tx_server(bufs, pkts, &mut r),
         }
+        self.link.copies.add(self.role == Role::Server, r.sent);
         r
     }
 
