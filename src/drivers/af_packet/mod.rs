@@ -9,6 +9,7 @@
 //! its next burst (the rings hold no pool buffers, so nothing is lost in the swap).
 
 pub mod netdev;
+mod rx_ring;
 pub mod socket;
 
 use super::host_device;
