@@ -523,34 +523,13 @@ fn auto_driver_prefers_af_xdp_and_falls_back_to_af_packet() {
     );
 
     let count = 5_000u64;
-    let out = l
-        .tester
-        .exec(
-            BIN,
-            &[
-                "gen",
-                "--tx",
-                "t0",
-                "--rx",
-                "t1",
-                "--size",
-                "64,1514",
-                "--count",
-                &count.to_string(),
-                "--rate",
-                "20000",
-                "--json",
-                "--quiet",
-            ],
-        )
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "gen: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let n = count.to_string();
+    let gen = gen_json(
+        &l.tester,
+        &[
+            "--tx", "t0", "--rx", "t1", "--size", "64,1514", "--count", &n, "--rate", "20000",
+        ],
     );
-    let gen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let seen = gen["rx_packets"].as_u64().unwrap() + gen["rx_ring_drops"].as_u64().unwrap();
     assert_eq!(seen, count, "af_xdp in, af_packet out: {gen}");
     assert_eq!(gen["rx_corrupt"], 0, "{gen}");

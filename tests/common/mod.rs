@@ -216,3 +216,19 @@ pub fn tmpdir(tag: &str) -> PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// Run `sluice gen ARGS --json --quiet` in `ns`, require it to succeed and return its
+/// summary.
+#[allow(dead_code)] // not every test binary sends with the generator
+pub fn gen_json(ns: &Netns, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["gen"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--json", "--quiet"]);
+    let out = ns.exec(BIN, &all).output().unwrap();
+    assert!(
+        out.status.success(),
+        "gen: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
