@@ -4,7 +4,7 @@
 //! `BenchArgs` declares its options for clap, from the option groups of `args`.
 
 use super::dut::DutKind;
-use super::report::RunResult;
+use super::report::{self, fmt_latency, RunResult};
 use super::{args, netns, one_run, RunOptions};
 use crate::bench::linerate::{fmt_bps, fmt_pps, percent_of_line};
 use crate::gen::port::Io;
@@ -353,8 +353,18 @@ pub fn table(o: &BenchOptions, duts: &[DutKind], baseline: DutKind, trials: &[Tr
         );
         let _ = writeln!(
             s,
-            "{:<22}{:<16}{:>13}{:>13}{:>11}{:>9}  {:>22}{:>w$}",
-            "Type", "Uni/BiDir", "Packets/Sec", "L2 Bits/Sec", "Line Rate", "Loss", "min-max", vs,
+            "{:<22}{:<16}{:>13}{:>13}{:>11}{:>9}{:>10}{:>10}  {:<11}{:>22}{:>w$}",
+            "Type",
+            "Uni/BiDir",
+            "Packets/Sec",
+            "L2 Bits/Sec",
+            "Line Rate",
+            "Loss",
+            "p50",
+            "p99",
+            "Limit",
+            "min-max",
+            vs,
         );
         for lt in &o.loadtests {
             let runs = cell(trials, d, &lt.name);
@@ -372,15 +382,22 @@ pub fn table(o: &BenchOptions, duts: &[DutKind], baseline: DutKind, trials: &[Tr
                 Some(b) if b > 0.0 => format!("{:.2}x", sum.median / b),
                 _ => "-".into(),
             };
+            // Latency and limit of the median run, as `lab run` shows them.
+            let m = report::median_run(&runs);
+            let latency = |which| fmt_latency(m.latency(which));
+            let limit = report::limit(m, o.rate.is_some()).name();
             let _ = writeln!(
                 s,
-                "{:<22}{:<16}{:>13}{:>13}{:>10.1}%{:>8.3}%  {:>22}{:>w$}",
+                "{:<22}{:<16}{:>13}{:>13}{:>10.1}%{:>8.3}%{:>10}{:>10}  {:<11}{:>22}{:>w$}",
                 lt.type_label(),
                 lt.direction(),
                 fmt_pps(sum.median),
                 fmt_bps(sum.median * size * 8.0),
                 percent_of_line(sum.median, size, o.link_bps),
                 loss.map(|l| l.median * 100.0).unwrap_or(0.0),
+                latency("median"),
+                latency("p99"),
+                limit,
                 format!("{}-{}", fmt_pps(sum.min), fmt_pps(sum.max)),
                 ratio
             );
@@ -450,8 +467,16 @@ pub fn results_json(
         .flat_map(|lt| duts.iter().map(move |&d| (lt, d)))
         .map(|(lt, d)| {
             let runs = cell(trials, d, &lt.name);
-            json!({"dut": d.name(), "loadtest": lt.name, "type": lt.type_label(),
-                   "direction": lt.direction(), "rx_pps": summary(&runs)})
+            let mut c = json!({"dut": d.name(), "loadtest": lt.name, "type": lt.type_label(),
+                   "direction": lt.direction(), "rx_pps": summary(&runs)});
+            if !runs.is_empty() {
+                let m = report::median_run(&runs);
+                let us = |which| m.latency(which).map(|n| n as f64 / 1e3);
+                c["latency_p50_us"] = json!(us("median"));
+                c["latency_p99_us"] = json!(us("p99"));
+                c["limit"] = json!(report::limit(m, o.rate.is_some()).name());
+            }
+            c
         })
         .collect();
     let all: Vec<Value> = trials
@@ -548,6 +573,61 @@ mod tests {
             .unwrap_or_else(|| panic!("{t}"));
         let head = t.lines().find(|l| l.contains("vs sluice-router")).unwrap();
         assert_eq!(row.len(), head.len(), "{t}");
+    }
+
+    #[test]
+    fn cells_show_the_median_runs_latency_and_limit() {
+        let o = parse("--dut sluice,linux-bridge").unwrap();
+        let trial = |dut: &str, run: usize, pps: f64, lost: u64, p50: u64| Trial {
+            loadtest: "64b".into(),
+            run,
+            result: RunResult::from_gen(
+                dut,
+                &json!({"tx_packets": 1000, "rx_packets": 1000 - lost, "lost": lost, "rx_pps": pps,
+                        "l2_bps": pps * 512.0,
+                        "latency_ns": {"samples": 9, "median": p50, "p99": 3 * p50}}),
+                None,
+                None,
+            ),
+        };
+        let trials = [
+            trial("sluice", 1, 1e5, 500, 4_000_000),
+            trial("sluice", 2, 2e5, 500, 5_000_000),
+            trial("sluice", 3, 3e5, 500, 6_000_000),
+            trial("linux-bridge", 1, 6e5, 0, 30_000),
+        ];
+        let t = table(
+            &o,
+            &[DutKind::Sluice, DutKind::LinuxBridge],
+            DutKind::LinuxBridge,
+            &trials,
+        );
+        let head = t.lines().find(|l| l.starts_with("Type")).unwrap();
+        assert!(
+            head.contains("p50") && head.contains("p99") && head.contains("Limit"),
+            "{t}"
+        );
+        // sluice's median run (2e5) lost half: 5 ms, 15 ms, the DUT's limit.
+        let sluice = t
+            .lines()
+            .find(|l| l.contains("200.00Kpps"))
+            .unwrap_or_else(|| panic!("{t}"));
+        assert!(
+            sluice.contains("5.00ms") && sluice.contains("15.00ms"),
+            "{sluice}"
+        );
+        assert!(sluice.contains("DUT"), "{sluice}");
+        let bridge = t
+            .lines()
+            .find(|l| l.contains("600.00Kpps"))
+            .unwrap_or_else(|| panic!("{t}"));
+        assert!(
+            bridge.contains("30.0µs") && bridge.contains("generator"),
+            "{bridge}"
+        );
+        let v = results_json(&o, &[DutKind::Sluice], &[], &trials);
+        assert_eq!(v["cells"][0]["latency_p50_us"], 5000.0, "{v}");
+        assert_eq!(v["cells"][0]["limit"], "DUT", "{v}");
     }
 
     #[test]

@@ -227,7 +227,7 @@ fn load_median(runs: &[&RunResult]) -> Option<Summary> {
 }
 
 /// The run with the median rx rate (the lower middle for an even count).
-fn median_run<'a>(runs: &[&'a RunResult]) -> &'a RunResult {
+pub(crate) fn median_run<'a>(runs: &[&'a RunResult]) -> &'a RunResult {
     let mut v = runs.to_vec();
     v.sort_by(|a, b| a.rx_pps.total_cmp(&b.rx_pps));
     v[(v.len() - 1) / 2]
