@@ -17,6 +17,8 @@ pub struct IfCounters {
     pub drops: Counter,
     /// Packets the driver could not transmit (ring full, send error).
     pub tx_errors: Counter,
+    /// Of those, packets the peer had no room for (its receiver is behind, not us).
+    pub tx_peer_full: Counter,
     /// Packets the kernel or NIC dropped before we saw them (e.g. rx ring full).
     pub rx_miss: Counter,
 }
@@ -30,6 +32,7 @@ pub struct IfTotals {
     pub tx_bytes: u64,
     pub drops: u64,
     pub tx_errors: u64,
+    pub tx_peer_full: u64,
     pub rx_miss: u64,
 }
 
@@ -42,6 +45,7 @@ impl IfTotals {
             tx_bytes: self.tx_bytes.wrapping_sub(b.tx_bytes),
             drops: self.drops.wrapping_sub(b.drops),
             tx_errors: self.tx_errors.wrapping_sub(b.tx_errors),
+            tx_peer_full: self.tx_peer_full.wrapping_sub(b.tx_peer_full),
             rx_miss: self.rx_miss.wrapping_sub(b.rx_miss),
         }
     }
@@ -151,6 +155,7 @@ impl Interface {
             t.tx_bytes += c.tx_bytes.get();
             t.drops += c.drops.get();
             t.tx_errors += c.tx_errors.get();
+            t.tx_peer_full += c.tx_peer_full.get();
             t.rx_miss += c.rx_miss.get();
         }
         t

@@ -66,6 +66,7 @@ fn show_interface(ctl: &Control, name: Option<&str>) -> Result<Output, String> {
             ("tx bytes", c.tx_bytes),
             ("drops", c.drops),
             ("tx-error", c.tx_errors),
+            ("tx-peer-full", c.tx_peer_full),
             ("rx-miss", c.rx_miss),
         ];
         let mut first = true;
@@ -115,7 +116,8 @@ fn show_interface(ctl: &Control, name: Option<&str>) -> Result<Output, String> {
             "link": i.link_state(),
             "rx_packets": c.rx_packets, "rx_bytes": c.rx_bytes,
             "tx_packets": c.tx_packets, "tx_bytes": c.tx_bytes,
-            "drops": c.drops, "tx_errors": c.tx_errors, "rx_miss": c.rx_miss,
+            "drops": c.drops, "tx_errors": c.tx_errors, "tx_peer_full": c.tx_peer_full,
+            "rx_miss": c.rx_miss,
             "details": details,
         });
         // Link counters as numbers: link_changes, tx_dropped_link_down, ...

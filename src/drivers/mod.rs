@@ -69,6 +69,9 @@ pub struct TxBurst {
     pub too_long: usize,
     /// Dropped without trying because the host link is down or its device is gone.
     pub link_down: usize,
+    /// Dropped because the peer had no room for them (a memif client that has not posted
+    /// receive buffers): the receiver's limit, not this one's.
+    pub peer_full: usize,
 }
 
 /// The transmit side of one queue.

@@ -148,11 +148,14 @@ pub const PUSHBACK_SHARE: f64 = 0.01;
 /// its CPU in a run).
 pub fn limit(r: &RunResult, rate_asked: bool) -> Limit {
     let sent = r.tx_packets.max(1) as f64;
-    let dut_lost = r.lost.saturating_sub(r.rx_ring_drops) as f64;
+    // Frames the DUT had no room for at the tester's receiving port (a memif client that
+    // posted no buffers) were lost by the tester's receiver, as its own ring's are.
+    let tester_lost = r.rx_ring_drops + peer_full(r);
+    let dut_lost = r.lost.saturating_sub(tester_lost) as f64;
     if dut_lost / sent > LOSS_SHARE {
         return Limit::Dut;
     }
-    if r.rx_ring_drops as f64 / sent > LOSS_SHARE {
+    if tester_lost as f64 / sent > LOSS_SHARE {
         return Limit::Generator;
     }
     if rate_asked && r.rate_reached {
@@ -165,6 +168,19 @@ pub fn limit(r: &RunResult, rate_asked: bool) -> Limit {
     } else {
         Limit::Generator
     }
+}
+
+/// Frames the DUT's ports could not hand to the tester for want of room at its end.
+fn peer_full(r: &RunResult) -> u64 {
+    r.dut_interfaces
+        .as_ref()
+        .and_then(Value::as_array)
+        .map_or(0, |ports| {
+            ports
+                .iter()
+                .filter_map(|p| p["tx_peer_full"].as_u64())
+                .sum()
+        })
 }
 
 /// The seed's "Type" column: `size=64`, or `flows=N,size=64` for many flows.
@@ -406,7 +422,8 @@ fn footnotes(o: &RunOptions, results: &[RunResult], cal: &Result<Calibration, St
         (
             Limit::Dut,
             format!(
-                "DUT: it lost over {}% of the frames (beyond the tester's ring), or pushed back \
+                "DUT: it lost over {}% of the frames (beyond the tester's ring and what the \
+                 tester's port had no room for), or pushed back \
                  (a full queue turned back over {}% as many frames as were sent)",
                 pct(LOSS_SHARE),
                 pct(PUSHBACK_SHARE),
@@ -415,7 +432,8 @@ fn footnotes(o: &RunOptions, results: &[RunResult], cal: &Result<Calibration, St
         (
             Limit::Generator,
             "generator: the DUT lost nothing and never pushed back, so it took all the \
-             generator could offer (or the generator's own receive ring lost frames): the \
+             generator could offer (or the tester's receiving side lost frames: its ring, or \
+             a memif receiver that posted no buffers): the \
              DUT's limit is higher than its row says"
                 .to_string(),
         ),
@@ -548,6 +566,15 @@ mod tests {
             limit(&run("d", 6e5, 0, 5_000, 0, true), false),
             Limit::Generator
         );
+        // Lost at the DUT's egress because the tester's memif receiver posted no buffers:
+        // the tester's side, like its own ring.
+        let mut behind = run("f", 6e5, 5_000, 0, 0, true);
+        behind.dut_interfaces = Some(json!([{"name": "d0", "tx_peer_full": 0},
+                                            {"name": "d1", "tx_peer_full": 4_990}]));
+        assert_eq!(limit(&behind, false), Limit::Generator);
+        // ...unless the DUT lost more than that.
+        behind.dut_interfaces = Some(json!([{"name": "d1", "tx_peer_full": 2_000}]));
+        assert_eq!(limit(&behind, false), Limit::Dut);
         // An asked rate carried without loss: neither; missed without push-back: generator.
         assert_eq!(limit(&free, true), Limit::Neither);
         assert_eq!(

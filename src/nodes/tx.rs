@@ -12,12 +12,14 @@ enum Error {
     DeviceRefused,
     TooLong,
     LinkDown,
+    PeerFull,
 }
-const ERRORS: [&str; 4] = [
+const ERRORS: [&str; 5] = [
     "transmit queue full",
     "transmit error from the device",
     "packet larger than the interface MTU",
     "link down or device gone",
+    "peer had no room (its receiver is behind)",
 ];
 
 pub struct TxNode {
@@ -53,9 +55,11 @@ impl Node for TxNode {
         let c = self.interface.counters(cx.thread);
         c.tx_packets.add(r.sent as u64);
         c.tx_bytes.add(r.bytes);
-        let failed = r.queue_full + r.errors + r.too_long + r.link_down;
+        let failed = r.queue_full + r.errors + r.too_long + r.link_down + r.peer_full;
         if failed > 0 {
             c.tx_errors.add(failed as u64);
+            c.tx_peer_full.add(r.peer_full as u64);
+            cx.count_error(Error::PeerFull as usize, r.peer_full as u64);
             cx.count_error(Error::QueueFull as usize, r.queue_full as u64);
             cx.count_error(Error::DeviceRefused as usize, r.errors as u64);
             cx.count_error(Error::TooLong as usize, r.too_long as u64);

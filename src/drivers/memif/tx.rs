@@ -147,7 +147,7 @@ impl MemifTx {
                     r.bytes += len as u64;
                 }
                 // Nothing of the packet is published.
-                Err(CopyFail::NoRoom) => r.queue_full += 1,
+                Err(CopyFail::NoRoom) => r.peer_full += 1,
                 Err(CopyFail::Bad) => {
                     ring.set_tail(self.link.next);
                     return self.give_up(bufs, &pkts[k..], r, Violation::BadDescriptor);
