@@ -131,6 +131,7 @@ fn open_interface(
                 secret: d.secret.clone(),
                 ring_size: d.ring_size,
                 workers,
+                log: true,
             },
             pool,
         )

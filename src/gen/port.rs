@@ -219,6 +219,7 @@ impl Ports {
                     secret: None,
                     ring_size: 2048,
                     workers: 1,
+                    log: true,
                 },
                 &pool,
             )

@@ -159,16 +159,16 @@ pub(super) fn control_loop(
         };
         match setup {
             Ok(conn) => {
-                eprintln!(
-                    "sluice: memif {name}: connected to {} ({} queue pairs)",
-                    conn.peer_name,
-                    conn.c2s.len().min(conn.s2c.len())
+                let pairs = conn.c2s.len().min(conn.s2c.len());
+                shared.say(
+                    name,
+                    &format!("connected to {} ({pairs} queue pairs)", conn.peer_name),
                 );
                 let conn = Arc::new(conn);
                 shared.publish(Some(conn.clone()));
                 watch(&ch, listener.as_ref(), &shared, name, &conn);
                 shared.publish(None);
-                eprintln!("sluice: memif {name}: disconnected");
+                shared.say(name, "disconnected");
             }
             Err(f) => {
                 if let Some(v) = f.violation {

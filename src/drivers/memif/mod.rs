@@ -66,6 +66,9 @@ pub struct MemifConfig {
     /// Descriptors per ring (power of two).
     pub ring_size: u32,
     pub workers: usize,
+    /// Say on stderr when a peer connects, leaves or is refused (a daemon does; the lab's
+    /// own short-lived servers do not).
+    pub log: bool,
 }
 
 pub const DEFAULT_RING_SIZE: u32 = 1024;
@@ -92,6 +95,8 @@ pub struct Shared {
     violations: violation::Counters,
     /// Every queue's copied and zero-copy frame counts.
     copy_counts: Mutex<Vec<Arc<CopyCounts>>>,
+    /// `MemifConfig::log`.
+    log: bool,
 }
 
 impl LiveStatus for Shared {
@@ -142,6 +147,13 @@ impl LiveStatus for Shared {
 }
 
 impl Shared {
+    /// A line about the connection on stderr, when this interface logs.
+    fn say(&self, name: &str, what: &str) {
+        if self.log {
+            eprintln!("sluice: memif {name}: {what}");
+        }
+    }
+
     fn publish(&self, c: Option<Arc<Connection>>) {
         let up = c.is_some();
         if let Some(c) = &c {
@@ -167,7 +179,7 @@ impl Shared {
     }
 
     fn note_error(&self, name: &str, e: &str) {
-        eprintln!("sluice: memif {name}: {e}");
+        self.say(name, e);
         if let Ok(mut l) = self.last_error.lock() {
             e.clone_into(&mut l);
         }
@@ -228,6 +240,7 @@ pub fn open(cfg: &MemifConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
         ring_size: cfg.ring_size,
         violations: violation::Counters::default(),
         copy_counts: Mutex::new(Vec::new()),
+        log: cfg.log,
     });
     let settings = Settings {
         id: cfg.id,
