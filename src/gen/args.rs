@@ -146,8 +146,10 @@ pub struct Options {
     pub dst_mac_reverse: Option<crate::wire::MacAddress>,
     /// Source MAC of the reverse direction (default: the forward destination MAC).
     pub src_mac_reverse: Option<crate::wire::MacAddress>,
-    /// The receiver compares the bytes of one frame in this many (1: all).
-    pub verify_every: u64,
+    /// The receiver compares the bytes of the frames whose sequence number has these bits
+    /// clear: one in 16 (`VERIFY_SAMPLE - 1`), or all (0). A mask, not a modulus: the check
+    /// runs per frame.
+    pub verify_mask: u64,
 }
 
 /// `--size`: a size, a list or a named mix, checked; kept as written.
@@ -264,7 +266,7 @@ impl GenArgs {
             io: self.io,
             dst_mac_reverse: self.dst_mac_reverse,
             src_mac_reverse: self.src_mac_reverse,
-            verify_every: self.verify,
+            verify_mask: self.verify - 1,
         };
         check(&o)?;
         let rate = match self.rate {

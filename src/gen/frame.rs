@@ -161,6 +161,8 @@ pub fn verify(profile: &Profile, frame: &[u8], st: Stamp, scratch: &mut Vec<u8>)
 /// comparing every frame costs the generator a good part of its receive rate, and a path that
 /// corrupts frames corrupts more than one in sixteen.
 pub const VERIFY_SAMPLE: u64 = 16;
+// The receiver samples by mask.
+const _: () = assert!(VERIFY_SAMPLE.is_power_of_two());
 
 /// The check every frame gets: its length is the one its sequence number was sent with; and,
 /// when `full`, every byte is what was sent (`verify`).

@@ -223,10 +223,6 @@ impl RxRing {
         Ok(ring)
     }
 
-    pub fn layout(&self) -> RingLayout {
-        self.layout
-    }
-
     pub fn socket(&self) -> &PacketSocket {
         &self.socket
     }
