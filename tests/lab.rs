@@ -171,6 +171,40 @@ fn lab_up_down_is_idempotent_and_clean() {
     let carried = sluice["runs"][0]["rate_reached"] == true;
     let want = if carried { "neither" } else { "generator" };
     assert_eq!(sluice["limit"], want, "{sluice}");
+    // An independent tester: DPDK's testpmd sends (txonly), t1's counter counts; the same
+    // row shape as the other engines, with no latency (it reads no frame).
+    if testpmd {
+        let o = lab(&[
+            "run",
+            "--dut",
+            "sluice",
+            "--engine",
+            "testpmd",
+            "--duration",
+            "1",
+            "--json",
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(r["io"], "testpmd-af_packet", "{r}");
+        let (tx, rx) = (
+            r["tx_packets"].as_u64().unwrap(),
+            r["rx_packets"].as_u64().unwrap(),
+        );
+        assert!(tx > 1000 && rx > 0 && rx <= tx, "{r}");
+        assert!(r["latency_p50_us"].is_null(), "{r}");
+        assert!(
+            r["generator_max_pps"].as_f64().is_some_and(|p| p > 0.0),
+            "{r}"
+        );
+        let d0 = &r["dut_interfaces"].as_array().unwrap()[0];
+        assert!(d0["rx_packets"].as_u64().is_some_and(|n| n >= rx), "{d0}");
+        // What testpmd's txonly cannot do is refused before anything starts.
+        let o = lab(&[
+            "run", "--dut", "sluice", "--engine", "testpmd", "--flows", "var2",
+        ]);
+        assert_eq!(o.status.code(), Some(2));
+    }
     // The kernel DUTs have no memif ports: a clear refusal.
     let o = lab(&["run", "--dut", "linux-bridge", "--io", "memif"]);
     assert_eq!(o.status.code(), Some(2));

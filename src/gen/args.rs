@@ -44,12 +44,16 @@ pub struct GenArgs {
     /// Send for SECS first (at most 600), at the same rate, without counting it
     #[arg(long, value_name = "SECS", default_value = "0", value_parser = warmup_seconds)]
     warmup: Duration,
-    /// af_packet, or xdp: the kernel's XDP live-frames mode, many times faster on a veth,
-    /// paced by the XDP program itself; single flow or var2, any size mix, one thread per
-    /// direction; the receiver counts with the interface's counter (no per-frame checks;
-    /// --count may overshoot by a few frames when paced)
-    #[arg(long = "engine", value_name = "E", default_value = "af_packet", value_parser = engine_arg(), action = clap::ArgAction::Set)]
-    xdp: bool,
+    /// af_packet (sluice's own sender and checking receiver on the --io ports), xdp (the
+    /// kernel's XDP live-frames mode, many times faster on a veth, paced by the XDP program
+    /// itself; single flow or var2, any size mix, one thread per direction; the receiver
+    /// counts with the interface's counter, no per-frame checks; --count may overshoot by a
+    /// few frames when paced) or testpmd (DPDK's testpmd in txonly mode on the --io port,
+    /// an independent tester: one frame size, single flow, one way, full speed, --duration
+    /// only; what arrives is counted by the rx interface's counter, or on memif by a second
+    /// testpmd in rxonly mode pinned to --rx-cpu)
+    #[arg(long = "engine", value_name = "E", default_value = "af_packet", value_parser = engine_arg())]
+    engine: Engine,
     /// af_packet (packet socket, TPACKET ring with kernel receive timestamps), af_xdp
     /// (AF_XDP sockets through sluice's own driver; frames up to 2044 bytes, jumbo MTUs
     /// lowered for the run) or memif (--tx and --rx are memif socket paths; the generator is
@@ -138,8 +142,8 @@ pub struct Options {
     pub bi: bool,
     /// Traffic sent before the measured period and not counted by the receiver.
     pub warmup: Duration,
-    /// Send with the kernel's XDP live-frames mode instead of AF_PACKET.
-    pub xdp: bool,
+    /// Who sends: sluice's ports, the kernel's XDP live frames or DPDK's testpmd.
+    pub engine: Engine,
     /// How the ports are reached.
     pub io: Io,
     /// Destination MAC of the reverse direction (default: the forward source MAC).
@@ -217,9 +221,40 @@ fn net16(v: &str) -> Result<[u8; 2], String> {
         .ok_or_else(|| "not a /16 such as 198.18 or 16.0.0.0/16".into())
 }
 
-/// `--engine af_packet|xdp`: whether to send with XDP live frames.
-pub fn engine_arg() -> impl TypedValueParser<Value = bool> {
-    PossibleValuesParser::new(["af_packet", "xdp"]).map(|e| e == "xdp")
+/// Who sends the frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// sluice's own sender and checking receiver on the --io ports (af_packet by default).
+    Ports,
+    /// The kernel's XDP live-frames mode on a veth.
+    Xdp,
+    /// DPDK's testpmd in txonly mode: a tester nobody here wrote.
+    Testpmd,
+}
+
+impl Engine {
+    /// The --engine word.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Ports => "af_packet",
+            Engine::Xdp => "xdp",
+            Engine::Testpmd => "testpmd",
+        }
+    }
+
+    /// The engine counts arrivals without reading frames (no latency, no checks).
+    pub fn counts_only(self) -> bool {
+        self != Engine::Ports
+    }
+}
+
+/// `--engine af_packet|xdp|testpmd`.
+pub fn engine_arg() -> impl TypedValueParser<Value = Engine> {
+    PossibleValuesParser::new(["af_packet", "xdp", "testpmd"]).map(|e| match e.as_str() {
+        "xdp" => Engine::Xdp,
+        "testpmd" => Engine::Testpmd,
+        _ => Engine::Ports,
+    })
 }
 
 /// `--io af_packet|af_xdp|memif`.
@@ -262,13 +297,16 @@ impl GenArgs {
             rx_pcap: self.rx_pcap,
             bi: self.bi,
             warmup: self.warmup,
-            xdp: self.xdp,
+            engine: self.engine,
             io: self.io,
             dst_mac_reverse: self.dst_mac_reverse,
             src_mac_reverse: self.src_mac_reverse,
             verify_mask: self.verify - 1,
         };
         check(&o)?;
+        if o.engine == Engine::Testpmd && self.rate.is_some() {
+            return Err("--engine testpmd sends as fast as it can: no --rate".into());
+        }
         let rate = match self.rate {
             None => None,
             Some(Rate::Pps(r)) => Some(r),
@@ -285,7 +323,32 @@ impl GenArgs {
 
 /// The checks across options.
 fn check(o: &Options) -> Result<(), String> {
-    if o.xdp {
+    if o.engine == Engine::Testpmd {
+        if o.profile.flows != 1 || o.profile.sizes.len() != 1 {
+            return Err("--engine testpmd sends one frame size, single flow".into());
+        }
+        if o.count.is_some() || o.bi || !o.warmup.is_zero() || o.rx_pcap.is_some() {
+            return Err(
+                "--engine testpmd sends one way for --duration: no --count, --bi, --warmup or --rx-pcap"
+                    .into(),
+            );
+        }
+        if o.io == Io::Memif
+            && o.rx.is_some()
+            && o.rx_cpu.unwrap_or(o.cpu.unwrap_or(0)) == o.cpu.unwrap_or(0)
+        {
+            return Err(
+                "--engine testpmd on memif receives with a second testpmd: give it a CPU of its \
+                 own with --rx-cpu (sharing the sender's, it would lose most frames itself)"
+                    .into(),
+            );
+        }
+        if o.tx.starts_with("server:") || o.rx.as_deref().is_some_and(|r| r.starts_with("server:"))
+        {
+            return Err("--engine testpmd is a memif client only".into());
+        }
+    }
+    if o.engine == Engine::Xdp {
         if o.profile.flows != 1 && !o.profile.var2 {
             return Err("--engine xdp sends single flow or var2".into());
         }
@@ -296,7 +359,7 @@ fn check(o: &Options) -> Result<(), String> {
             return Err("--engine xdp does not combine with --warmup or --rx-pcap".into());
         }
     }
-    if o.xdp && o.io != Io::AfPacket {
+    if o.engine == Engine::Xdp && o.io != Io::AfPacket {
         return Err("--engine xdp sends by itself: it does not combine with --io".into());
     }
     let biggest = o.profile.sizes.iter().max().copied().unwrap_or(64) - 4;
@@ -321,9 +384,14 @@ fn check(o: &Options) -> Result<(), String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use clap::Parser;
+
+    /// The options `sluice gen ARGS` would run with.
+    pub(crate) fn options(s: &str) -> Result<Options, String> {
+        parse_args(s)
+    }
 
     fn parse_args(s: &str) -> Result<Options, String> {
         let words = std::iter::once("gen").chain(s.split_whitespace());

@@ -1,12 +1,13 @@
-//! `sluice gen`: a packet generator on an af_packet, af_xdp or memif port (or XDP live frames),
-//! with an optional receive side on a second port that checks every frame it gets (loss,
-//! duplicates, reordering, corruption, latency). Prints a pkt-gen style line once a second
-//! and a summary, or JSON.
+//! `sluice gen`: a packet generator on an af_packet, af_xdp or memif port (or XDP live
+//! frames, or DPDK's testpmd), with an optional receive side on a second port that checks
+//! every frame it gets (loss, duplicates, reordering, corruption, latency). Prints a pkt-gen
+//! style line once a second and a summary, or JSON.
 //!
 //! Layout: `args` declares the command line (clap) and checks it, `engine` runs the
 //! af_packet, af_xdp and memif ports (`port`) with a sender thread per direction and the
-//! receiver of `check`, `xdp` is the XDP live-frames engine, `frame` builds and verifies the
-//! frames, and `report` prints the once-a-second lines and the summary.
+//! receiver of `check`, `xdp` is the XDP live-frames engine, `testpmd` drives DPDK's testpmd,
+//! `frame` builds and verifies the frames, and `report` prints the once-a-second lines and
+//! the summary.
 
 mod args;
 mod check;
@@ -14,9 +15,10 @@ mod engine;
 pub mod frame;
 pub mod port;
 mod report;
+pub mod testpmd;
 mod xdp;
 
-pub use args::{engine_arg, flows_arg, io_arg, size_arg, GenArgs, Options};
+pub use args::{engine_arg, flows_arg, io_arg, size_arg, Engine, GenArgs, Options};
 pub use report::Report;
 pub use xdp::xdp_frames;
 
@@ -49,10 +51,20 @@ pub fn main(args: GenArgs) -> i32 {
 
 /// Run the engine the options ask for.
 fn run(opts: &Options) -> Result<Report, String> {
-    if opts.xdp {
-        return xdp::run_xdp(opts);
+    match opts.engine {
+        Engine::Xdp => xdp::run_xdp(opts),
+        Engine::Testpmd => testpmd::run_testpmd(opts),
+        Engine::Ports => engine::run_ports(opts),
     }
-    engine::run_ports(opts)
+}
+
+/// How the frames were sent, for reports: the io, or the engine that sends by itself.
+pub fn io_label(opts: &Options) -> String {
+    match opts.engine {
+        Engine::Xdp => "xdp-live-frames".into(),
+        Engine::Testpmd => format!("testpmd-{}", opts.io.name()),
+        Engine::Ports => opts.io.name().into(),
+    }
 }
 
 /// One direction: a sender on one port and, optionally, a receiver on the other.

@@ -120,7 +120,7 @@ impl Report {
             "flows": if opts.profile.var2 { json!("var2") } else { json!(opts.profile.flows) },
             "rate_asked": opts.rate, "rate_reached": self.rate_reached(opts),
             "tx_cpu": opts.cpu,
-            "io": if opts.xdp { "xdp-live-frames" } else { opts.io.name() },
+            "io": super::io_label(opts),
         });
         if let Some(rx) = &self.rx {
             let mut lat = rx.latencies.clone();

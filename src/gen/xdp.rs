@@ -8,7 +8,7 @@ use crate::drivers::af_packet::netdev;
 use crate::drivers::cpu;
 use std::time::{Duration, Instant};
 
-fn rx_counter(name: &str) -> Result<u64, String> {
+pub(super) fn rx_counter(name: &str) -> Result<u64, String> {
     let p = format!("/sys/class/net/{name}/statistics/rx_packets");
     std::fs::read_to_string(&p)
         .map_err(|e| format!("{p}: {e}"))?

@@ -6,6 +6,7 @@ use super::bench::Loadtest;
 use super::dut::DutKind;
 use super::table::TableSpec;
 use crate::gen::port::Io;
+use crate::gen::Engine;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 
 /// `sluice lab`: a tester | DUT lab of two network namespaces on one machine.
@@ -95,10 +96,13 @@ pub struct CpuArgs {
 /// How generator and DUT reach the lab's ports.
 #[derive(clap::Args, Debug, Clone)]
 pub struct PortArgs {
-    /// Generator engine: af_packet, or xdp (kernel XDP live frames, several times faster;
-    /// single flow or var2, counted by the receiving port's interface counter)
-    #[arg(long = "engine", value_name = "E", default_value = "af_packet", value_parser = crate::gen::engine_arg(), action = clap::ArgAction::Set)]
-    pub xdp: bool,
+    /// Generator engine: af_packet (sluice's generator on the --io ports), xdp (kernel XDP
+    /// live frames, several times faster; single flow or var2, counted by the receiving
+    /// port's interface counter) or testpmd (DPDK's testpmd in txonly mode on the --io port:
+    /// an independent tester; single flow, one size, one way, full speed, counted by the
+    /// receiving port's counter or, on memif, by a testpmd in rxonly mode)
+    #[arg(long = "engine", value_name = "E", default_value = "af_packet", value_parser = crate::gen::engine_arg())]
+    pub engine: Engine,
     /// The path between generator and DUT: af_packet, af_xdp (both the generator's ports and
     /// sluice's or testpmd's use AF_XDP; the veths run at MTU 1500 so XDP can run natively)
     /// or memif (no kernel in the path: the DUT's d0/d1 are memif servers, the generator

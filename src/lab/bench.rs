@@ -83,7 +83,7 @@ pub struct BenchOptions {
     pub out: PathBuf,
     pub gen_cpu: usize,
     pub dut_cpu: usize,
-    pub xdp: bool,
+    pub engine: crate::gen::Engine,
     pub napi_on_dut: bool,
     pub io: Io,
 }
@@ -134,7 +134,7 @@ impl BenchArgs {
             out: self.out,
             gen_cpu: self.cpus.gen_cpu,
             dut_cpu: self.cpus.dut_cpu,
-            xdp: self.ports.xdp,
+            engine: self.ports.engine,
             napi_on_dut: self.cpus.napi_on_dut,
             io: self.ports.io,
         };
@@ -143,9 +143,21 @@ impl BenchArgs {
     }
 }
 
+impl super::Placement for BenchOptions {
+    fn engine(&self) -> crate::gen::Engine {
+        self.engine
+    }
+    fn io(&self) -> Io {
+        self.io
+    }
+    fn cpus(&self) -> (usize, usize) {
+        (self.gen_cpu, self.dut_cpu)
+    }
+}
+
 /// The checks across options.
 fn check(o: &BenchOptions) -> Result<(), String> {
-    if o.xdp
+    if o.engine == crate::gen::Engine::Xdp
         && (o.rate.is_some()
             || o.loadtests
                 .iter()
@@ -155,7 +167,10 @@ fn check(o: &BenchOptions) -> Result<(), String> {
             "--engine xdp runs single-flow or var2 loadtests at full speed (no --rate)".into(),
         );
     }
-    super::check_io(o.io, o.xdp, &o.duts)?;
+    super::check_io(o.io, o.engine, &o.duts)?;
+    for l in &o.loadtests {
+        super::check_testpmd_engine(o, &l.flows, &l.size, o.rate.is_some(), l.bi)?;
+    }
     if o.duts.is_empty() || o.loadtests.is_empty() {
         return Err("need at least one DUT and one loadtest".into());
     }
@@ -285,7 +300,7 @@ fn run_matrix(
             dut_cpu: o.dut_cpu,
             json: true,
             bi: lt.bi,
-            xdp: o.xdp,
+            engine: o.engine,
             napi_on_dut: o.napi_on_dut,
             io: o.io,
             tables: vec![super::table::TableSpec::Small],
@@ -492,7 +507,7 @@ pub fn results_json(
         .collect();
     json!({
         "config": {"duts": duts.iter().map(|d| d.name()).collect::<Vec<_>>(),
-                   "engine": if o.xdp { "xdp" } else { "af_packet" },
+                   "engine": o.engine.name(),
                    "io": o.io.name(),
                    "napi": if o.napi_on_dut { "dut" } else { "sender" },
                    "loadtests": o.loadtests.iter().map(|l| &l.name).collect::<Vec<_>>(),

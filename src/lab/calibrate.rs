@@ -16,6 +16,7 @@ use crate::buffer::{BufferPool, HugePages};
 use crate::drivers::cpu;
 use crate::drivers::memif::{self, connection::Role, MemifConfig};
 use crate::gen::port::Io;
+use crate::gen::Engine;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -41,11 +42,11 @@ pub struct Calibration {
 }
 
 /// How the lab sends: the generator's io or engine.
-pub fn io_label(o: &RunOptions) -> &'static str {
-    if o.xdp {
-        "xdp-live-frames"
-    } else {
-        o.io.name()
+pub fn io_label(o: &RunOptions) -> String {
+    match o.engine {
+        Engine::Xdp => "xdp-live-frames".into(),
+        Engine::Testpmd => format!("testpmd-{}", o.io.name()),
+        Engine::Ports => o.io.name().into(),
     }
 }
 
@@ -83,8 +84,8 @@ impl Cache {
 /// One calibration run: the generator at full speed for `SECONDS`, nothing forwarding.
 pub fn measure(o: &RunOptions) -> Result<Calibration, String> {
     let _mtu = netns::PortMtu::set(port_mtu(o.io))?;
-    netns::dut_napi(o.napi_on_dut, o.xdp, o.dut_cpu)?;
-    let memif = o.io == Io::Memif && !o.xdp;
+    netns::dut_napi(o.napi_on_dut, o.engine == Engine::Xdp, o.dut_cpu)?;
+    let memif = o.io == Io::Memif && o.engine != Engine::Xdp;
     // Dropped (stopped, sockets removed) when the generator is done.
     let _servers = if memif {
         Some(DrainServers::start(if o.bi { 2 } else { 1 }, o.dut_cpu)?)
@@ -101,7 +102,7 @@ pub fn measure(o: &RunOptions) -> Result<Calibration, String> {
     // port named (it sends too); its receiver finds nothing.
     let g = generate_with(&c, o.bi, &[])?;
     Ok(Calibration {
-        io: io_label(o).into(),
+        io: io_label(o),
         frame_size: o.size.clone(),
         flows: o.flows.clone(),
         direction: direction(o),

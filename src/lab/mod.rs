@@ -18,6 +18,7 @@ pub mod rfc2544;
 pub mod table;
 
 use crate::gen::port::Io;
+use crate::gen::Engine;
 use dut::DutKind;
 use netns::{LabLock, TESTER};
 use report::RunResult;
@@ -42,8 +43,8 @@ pub struct RunOptions {
     pub json: bool,
     /// Both directions at once.
     pub bi: bool,
-    /// The generator's sending engine: af_packet, or xdp (live frames, full speed only).
-    pub xdp: bool,
+    /// The generator's sending engine: sluice's ports, xdp live frames or testpmd.
+    pub engine: Engine,
     /// Receive work of the DUT's ports on the DUT's CPU (NAPI threads pinned there), or in
     /// the sender's context as a veth does by default.
     pub napi_on_dut: bool,
@@ -70,13 +71,14 @@ impl args::RunArgs {
             dut_cpu: self.cpus.dut_cpu,
             json: self.json,
             bi: self.bi,
-            xdp: self.ports.xdp,
+            engine: self.ports.engine,
             napi_on_dut: self.cpus.napi_on_dut,
             io: self.ports.io,
             tables: self.tables,
             calibrate: !self.no_calibrate,
         };
-        check_io(o.io, o.xdp, &o.duts)?;
+        check_io(o.io, o.engine, &o.duts)?;
+        check_testpmd_engine(&o, &o.flows, &o.size, o.rate.is_some(), o.bi)?;
         if o.tables.iter().any(|t| *t != TableSpec::Small) && !o.duts.iter().any(|d| d.routes()) {
             return Err("--table is for the router DUTs (linux-router, sluice-router)".into());
         }
@@ -128,14 +130,80 @@ pub fn main(command: args::LabCommand) -> i32 {
 
 /// `--io` with the rest: a DUT with no driver for the io cannot take part. (With the XDP
 /// live-frames engine the io is the DUT's alone: the engine sends by itself.)
-pub fn check_io(io: Io, xdp: bool, duts: &[DutKind]) -> Result<(), String> {
-    if xdp && io == Io::Memif {
+pub fn check_io(io: Io, engine: Engine, duts: &[DutKind]) -> Result<(), String> {
+    if engine == Engine::Xdp && io == Io::Memif {
         return Err("--engine xdp sends into a veth; it has no memif ports".into());
     }
     if let Some(d) = duts.iter().find(|d| !d.supports(io)) {
         return Err(format!("DUT {} has no {} ports", d.name(), io.name()));
     }
     Ok(())
+}
+
+/// What testpmd's txonly mode can send: one flow, one frame size, one way, at full speed.
+pub fn check_testpmd_engine(
+    o: &impl Placement,
+    flows: &str,
+    size: &str,
+    rate: bool,
+    bi: bool,
+) -> Result<(), String> {
+    if o.engine() != Engine::Testpmd {
+        return Ok(());
+    }
+    let one_size = crate::gen::frame::parse_sizes(size).is_ok_and(|s| s.len() == 1);
+    if flows != "single" || !one_size || rate || bi {
+        return Err(
+            "--engine testpmd sends one flow of one frame size, one way, at full speed \
+             (no var2, size mixes, --rate or --bi)"
+                .into(),
+        );
+    }
+    if let Some(why) = crate::gen::testpmd::unavailable() {
+        return Err(format!("--engine testpmd: {why}"));
+    }
+    if o.io() == Io::Memif && testpmd_rx_cpu(o).is_none() {
+        return Err(format!(
+            "--engine testpmd on memif needs a CPU of its own for its rxonly receiver, besides \
+             the generator's ({}) and the DUT's ({}); this machine has {}",
+            o.cpus().0,
+            o.cpus().1,
+            online_cpus()
+        ));
+    }
+    Ok(())
+}
+
+/// What the checks and the generator's command line need of a command's options.
+pub trait Placement {
+    fn engine(&self) -> Engine;
+    fn io(&self) -> Io;
+    /// The generator's CPU and the DUT's.
+    fn cpus(&self) -> (usize, usize);
+}
+
+impl Placement for RunOptions {
+    fn engine(&self) -> Engine {
+        self.engine
+    }
+    fn io(&self) -> Io {
+        self.io
+    }
+    fn cpus(&self) -> (usize, usize) {
+        (self.gen_cpu, self.dut_cpu)
+    }
+}
+
+fn online_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The CPU of testpmd's memif receiver: one that neither the generator nor the DUT runs on.
+/// (Sharing the sender's CPU, it would poll only in its scheduler slices and lose most frames
+/// in its own ring: a figure of the tester, not the DUT.)
+pub fn testpmd_rx_cpu(o: &impl Placement) -> Option<usize> {
+    let (gen, dut) = o.cpus();
+    (0..online_cpus()).find(|&c| c != gen && c != dut)
 }
 
 /// MTU of the lab's veths for an io: AF_XDP frames fit one buffer, and native XDP on a veth
@@ -176,7 +244,7 @@ fn with_lock(f: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
 /// The generator's port k: t0/t1, or the DUT's memif socket.
 fn port_name(o: &RunOptions, k: usize) -> String {
     match o.io {
-        Io::Memif if !o.xdp => memif_socket(k).display().to_string(),
+        Io::Memif if o.engine != Engine::Xdp => memif_socket(k).display().to_string(),
         _ => format!("t{k}"),
     }
 }
@@ -221,9 +289,13 @@ pub(crate) fn generate_with(o: &RunOptions, rx: bool, extra: &[String]) -> Resul
     if o.bi {
         args.push("--bi".into());
     }
-    if o.xdp {
-        args.extend(["--engine".into(), "xdp".into()]);
-    } else {
+    args.extend(["--engine".into(), o.engine.name().into()]);
+    if o.engine == Engine::Testpmd && o.io == Io::Memif {
+        if let Some(c) = testpmd_rx_cpu(o) {
+            args.extend(["--rx-cpu".into(), c.to_string()]);
+        }
+    }
+    if o.engine != Engine::Xdp {
         args.extend(["--io".into(), o.io.name().into()]);
     }
     args.extend(extra.iter().cloned());
@@ -247,7 +319,7 @@ pub(crate) fn one_run(
     table: Option<&TableFiles>,
 ) -> Result<RunResult, String> {
     let _mtu = netns::PortMtu::set(run_mtu(kind, o.io, &o.size))?;
-    netns::dut_napi(o.napi_on_dut, o.xdp, o.dut_cpu)?;
+    netns::dut_napi(o.napi_on_dut, o.engine == Engine::Xdp, o.dut_cpu)?;
     let mut d = dut::start(kind, o.dut_cpu, o.io, table)?;
     if kind.routes() {
         warm_up(o, &d)?;
@@ -277,7 +349,7 @@ pub(crate) fn warm_up(o: &RunOptions, d: &dut::RunningDut) -> Result<(), String>
         count: Some("200".into()),
         rate: Some("20000".into()),
         bi: true,
-        xdp: false,
+        engine: Engine::Ports,
         io: Io::AfPacket,
         ..o.clone()
     };
@@ -449,7 +521,7 @@ mod tests {
         assert_eq!(o.count.as_deref(), Some("1000"));
         assert!(o.json);
         let o = parse_run("--napi sender --engine xdp --gen-cpu 2 --dut-cpu 3").unwrap();
-        assert!(!o.napi_on_dut && o.xdp);
+        assert!(!o.napi_on_dut && o.engine == Engine::Xdp);
         assert_eq!((o.gen_cpu, o.dut_cpu), (2, 3));
     }
 

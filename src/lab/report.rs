@@ -383,9 +383,9 @@ fn footnotes(o: &RunOptions, results: &[RunResult], cal: &Result<Calibration, St
     let _ = writeln!(
         s,
         "p50, p99: latency of the median run, from a frame's build to its receipt{}",
-        if o.xdp {
-            "; '-': the XDP engine counts arrivals on the receiving port's counter and reads \
-             no frame, so it measures no latency"
+        if o.engine.counts_only() {
+            "; '-': the XDP and testpmd engines count arrivals on the receiving port's counter \
+             and read no frame, so they measure no latency"
         } else if medians.iter().any(|r| r.latency("median").is_none()) {
             "; '-': no frame arrived"
         } else {
@@ -466,7 +466,7 @@ pub fn json(o: &RunOptions, results: &[RunResult], cal: &Result<Calibration, Str
             let sum = Summary::of(&runs.iter().map(|r| r.rx_pps).collect::<Vec<_>>());
             json!({
                 "dut": dut, "type": type_label(o), "frame_size": m.frame_size, "flows": m.flows,
-                "io": if o.xdp { "xdp-live-frames" } else { o.io.name() },
+                "io": super::calibrate::io_label(o),
                 "tx_packets": m.tx_packets, "rx_packets": m.rx_packets, "lost": m.lost,
                 "rx_ring_drops": m.rx_ring_drops,
                 "rx_pps": m.rx_pps, "l2_bps": m.l2_bps, "rx_pps_summary": sum,
@@ -642,7 +642,7 @@ mod tests {
         let xdp = super::super::tests::parse_run("--engine xdp").unwrap();
         let t = table(&xdp, &[run("sluice", 6e5, 0, 0, 0, true)], &no_cal());
         assert!(
-            t.contains("the XDP engine") && t.contains("no latency"),
+            t.contains("the XDP and testpmd engines") && t.contains("no latency"),
             "{t}"
         );
     }

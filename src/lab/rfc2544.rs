@@ -87,7 +87,7 @@ pub struct Options {
     pub search: SearchConfig,
     pub repeat: usize,
     pub json: bool,
-    pub xdp: bool,
+    pub engine: crate::gen::Engine,
     pub io: Io,
 }
 
@@ -107,7 +107,7 @@ impl SearchArgs {
             },
             repeat: self.repeat,
             json: self.json,
-            xdp: self.ports.xdp,
+            engine: self.ports.engine,
             io: self.ports.io,
         };
         check(&o)?;
@@ -117,10 +117,18 @@ impl SearchArgs {
 
 /// The checks across options.
 fn check(o: &Options) -> Result<(), String> {
-    if o.xdp && !["single", "var2"].contains(&o.loadtest.flows.as_str()) {
+    if o.engine == crate::gen::Engine::Testpmd {
+        return Err(
+            "--engine testpmd sends at full speed only: it cannot search rates (use sluice lab run)"
+                .into(),
+        );
+    }
+    if o.engine == crate::gen::Engine::Xdp
+        && !["single", "var2"].contains(&o.loadtest.flows.as_str())
+    {
         return Err("--engine xdp searches single-flow or var2 loadtests".into());
     }
-    super::check_io(o.io, o.xdp, &[o.dut])?;
+    super::check_io(o.io, o.engine, &[o.dut])?;
     if o.search.max_rate <= o.search.min_rate {
         return Err("--max-rate must be above --min-rate".into());
     }
@@ -255,14 +263,18 @@ fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
         dut_cpu: 1,
         json: true,
         bi: o.loadtest.bi,
-        xdp: o.xdp,
+        engine: o.engine,
         napi_on_dut: true,
         io: o.io,
         tables: vec![super::table::TableSpec::Small],
         calibrate: false,
     };
     let _mtu = netns::PortMtu::set(super::run_mtu(o.dut, o.io, &base.size))?;
-    netns::dut_napi(base.napi_on_dut, base.xdp, base.dut_cpu)?;
+    netns::dut_napi(
+        base.napi_on_dut,
+        base.engine == crate::gen::Engine::Xdp,
+        base.dut_cpu,
+    )?;
     let running = dut::start(o.dut, base.dut_cpu, o.io, None)?;
     if o.dut.routes() {
         super::warm_up(&base, &running)?;

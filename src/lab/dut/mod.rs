@@ -160,7 +160,7 @@ pub fn start(
 }
 
 /// Whether `bin` is on the PATH.
-fn on_path(bin: &str) -> bool {
+pub fn on_path(bin: &str) -> bool {
     Command::new("sh")
         .args(["-c", &format!("command -v {bin}")])
         .output()

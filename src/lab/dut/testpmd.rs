@@ -2,25 +2,13 @@
 //! d0 and d1 (each port's frames go out of the other unchanged), no huge pages, no PCI
 //! devices, the forwarding core on the DUT CPU.
 
-use super::{on_path, stop_child, Dut};
+use super::{stop_child, Dut};
 use crate::gen::port::Io;
+pub use crate::gen::testpmd::{unavailable, TESTPMD};
 use crate::lab::netns::{run, DUT};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// DPDK's forwarding test program, as Debian installs it.
-pub const TESTPMD: &str = "dpdk-testpmd";
-
-/// Why testpmd cannot run here, if it cannot.
-pub fn unavailable() -> Option<String> {
-    if on_path(TESTPMD) {
-        return None;
-    }
-    Some(format!(
-        "{TESTPMD} is not installed (apt-get install dpdk-dev)"
-    ))
-}
 
 /// A running testpmd.
 pub struct Testpmd {
