@@ -264,7 +264,11 @@ impl Dataplane {
             let shared = graph.shared().clone();
             let cpu = cores.as_ref().map(|c| c[w]);
             let tid = Arc::new(AtomicI32::new(0));
-            let handle = spawn_worker(w, cpu, graph, pool.clone(), stop.clone(), tid.clone())?;
+            let place = Placement {
+                cpu,
+                nice: d.worker_nice,
+            };
+            let handle = spawn_worker(w, place, graph, pool.clone(), stop.clone(), tid.clone())?;
             infos.push(WorkerInfo {
                 index: w,
                 name: format!("sluice_wk_{w}"),
@@ -467,9 +471,15 @@ fn worker_graph(
     decls
 }
 
+/// Where a worker runs and at what scheduler weight.
+struct Placement {
+    cpu: Option<usize>,
+    nice: i32,
+}
+
 fn spawn_worker(
     index: usize,
-    cpu_index: Option<usize>,
+    place: Placement,
     mut graph: Graph,
     pool: Arc<BufferPool>,
     stop: Arc<AtomicBool>,
@@ -480,11 +490,16 @@ fn spawn_worker(
         .name(format!("sluice_wk_{index}"))
         .spawn(move || {
             tid.store(cpu::current_thread_id(), Ordering::Relaxed);
-            if let Some(c) = cpu_index {
+            if let Some(c) = place.cpu {
                 if let Err(e) = cpu::pin_current_thread(c) {
                     let _ = ready_tx.send(Err(e));
                     return;
                 }
+            }
+            if let Err(e) = cpu::set_current_thread_nice(place.nice) {
+                // Not fatal: the worker forwards, only on equal terms with the kernel's
+                // receive threads (show threads shows the nice it has).
+                eprintln!("sluice: worker {index}: {e} (config key worker-nice)");
             }
             let _ = ready_tx.send(Ok(()));
             let mut bufs = pool.worker_handle();

@@ -258,6 +258,28 @@ fn cli_commands_and_errors() {
         assert!(c.handle_line(good).is_ok(), "{good}");
     }
     assert_eq!(iface(&mut c, "p0")["rx_packets"], 0, "clear interfaces");
+    // The workers run at the configured scheduler weight (lowering nice needs root; others
+    // keep theirs and the daemon says so).
+    let threads = json(&mut c, "show threads");
+    let worker = threads
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["type"] == "workers")
+        .unwrap()
+        .clone();
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if root {
+        assert_eq!(
+            worker["nice"],
+            sluice::config::DEFAULT_WORKER_NICE,
+            "{threads}"
+        );
+    }
+    assert!(worker["nice"].is_i64(), "{threads}");
     c.dp.stop();
 
     // Trace: a looping replay, so there are packets after the trace is armed.

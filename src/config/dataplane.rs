@@ -19,7 +19,16 @@ pub struct Dataplane {
     pub hugepages: HugePages,
     /// Frames shorter than this are runts.
     pub min_frame: usize,
+    /// The workers' nice value (-20..=19).
+    pub worker_nice: i32,
 }
+
+/// The workers' default nice value. A worker shares its CPU with the kernel threads that
+/// fill its rings (a veth's NAPI thread); on equal terms the scheduler halves the CPU between
+/// them in overload, and the kernel thread spends its half on frames that the full rings then
+/// drop. A higher weight gives the worker the CPU it needs to drain them (3:1 here), and costs
+/// the kernel thread nothing at lower load: an idle worker yields the CPU at once.
+pub const DEFAULT_WORKER_NICE: i32 = -5;
 
 /// The [dataplane] section as written.
 #[derive(Debug, Deserialize)]
@@ -37,6 +46,8 @@ pub(super) struct DataplaneKeys {
     hugepages: Spanned<String>,
     #[serde(default = "default_min_frame")]
     min_frame: Spanned<usize>,
+    #[serde(default = "default_worker_nice")]
+    worker_nice: Spanned<i32>,
 }
 
 impl Default for DataplaneKeys {
@@ -48,8 +59,13 @@ impl Default for DataplaneKeys {
             buffers: default_buffers(),
             hugepages: default_hugepages(),
             min_frame: default_min_frame(),
+            worker_nice: default_worker_nice(),
         }
     }
+}
+
+fn default_worker_nice() -> Spanned<i32> {
+    Spanned::new(0..0, DEFAULT_WORKER_NICE)
 }
 
 fn one() -> Spanned<usize> {
@@ -109,6 +125,16 @@ impl DataplaneKeys {
                 ));
             }
         }
+        if !(-20..=19).contains(self.worker_nice.get_ref()) {
+            return Err(c.err(
+                self.worker_nice.span(),
+                "worker-nice",
+                format!(
+                    "must be a nice value in -20..=19, not {}",
+                    self.worker_nice.get_ref()
+                ),
+            ));
+        }
         if *self.buffers.get_ref() < 1024 {
             return Err(c.err(
                 self.buffers.span(),
@@ -132,6 +158,7 @@ impl DataplaneKeys {
             buffers: self.buffers.into_inner(),
             hugepages,
             min_frame: self.min_frame.into_inner(),
+            worker_nice: self.worker_nice.into_inner(),
         })
     }
 }
@@ -161,6 +188,8 @@ mod tests {
             => "t.toml:2: key 'buffers': must be at least 1024";
         unknown_hugepages_choice: "[dataplane]\nhugepages = \"maybe\"\n"
             => "t.toml:2: key 'hugepages': 'maybe' is not one of auto, require, never";
+        nice_out_of_range: "[dataplane]\nworker-nice = -21\n"
+            => "t.toml:2: key 'worker-nice': must be a nice value in -20..=19, not -21";
     }
 
     #[test]
@@ -172,13 +201,15 @@ mod tests {
             (c.workers, c.buffers, c.hugepages),
             (1, 32768, HugePages::Auto)
         );
-        let src = "[dataplane]\nworkers = 2\nhugepages = \"never\"\nmin-frame = 64\n";
+        assert_eq!(c.worker_nice, DEFAULT_WORKER_NICE);
+        let src =
+            "[dataplane]\nworkers = 2\nhugepages = \"never\"\nmin-frame = 64\nworker-nice = 0\n";
         let c = crate::config::Config::parse(src, "t.toml")
             .unwrap()
             .dataplane;
         assert_eq!(
-            (c.workers, c.hugepages, c.min_frame),
-            (2, HugePages::Never, 64)
+            (c.workers, c.hugepages, c.min_frame, c.worker_nice),
+            (2, HugePages::Never, 64, 0)
         );
     }
 }

@@ -8,6 +8,7 @@
 //! buffers = 16384          # packet buffers in the pool
 //! hugepages = "auto"       # auto | require | never
 //! min-frame = 60           # frames shorter than this are runts
+//! worker-nice = -5         # the workers' nice value: weight against the kernel's receive threads
 //!
 //! [control]
 //! socket = "/run/sluice/cli.sock"
@@ -63,6 +64,7 @@ macro_rules! error_tests {
 }
 
 mod dataplane;
+pub use dataplane::DEFAULT_WORKER_NICE;
 mod driver;
 mod interface;
 mod route;

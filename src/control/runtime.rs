@@ -306,9 +306,11 @@ fn show_buffers(c: &Control) -> Output {
 
 fn show_threads(c: &Control) -> Output {
     let mut t = format!(
-        "{:<4}{:<16}{:<10}{:>8}{:>8}\n",
-        "ID", "Name", "Type", "LWP", "lcore"
+        "{:<4}{:<16}{:<10}{:>8}{:>8}{:>6}\n",
+        "ID", "Name", "Type", "LWP", "lcore", "nice"
     );
+    let nice = |tid: i32| crate::drivers::cpu::thread_nice(tid);
+    let show_nice = |n: Option<i32>| n.map_or("-".to_string(), |n| n.to_string());
     let main_cpu =
         c.dp.main_cpu
             .map(|c| c.to_string())
@@ -316,26 +318,32 @@ fn show_threads(c: &Control) -> Output {
     let main_tid = crate::drivers::cpu::current_thread_id();
     let _ = writeln!(
         t,
-        "{:<4}{:<16}{:<10}{:>8}{:>8}",
-        0, "sluice_main", "main", main_tid, main_cpu
+        "{:<4}{:<16}{:<10}{:>8}{:>8}{:>6}",
+        0,
+        "sluice_main",
+        "main",
+        main_tid,
+        main_cpu,
+        show_nice(nice(main_tid))
     );
     let mut arr = vec![
-        json!({"id": 0, "name": "sluice_main", "type": "main", "lwp": main_tid, "cpu": c.dp.main_cpu}),
+        json!({"id": 0, "name": "sluice_main", "type": "main", "lwp": main_tid, "cpu": c.dp.main_cpu, "nice": nice(main_tid)}),
     ];
     for w in &c.dp.workers {
         let cpu = w.cpu.map(|c| c.to_string()).unwrap_or_else(|| "any".into());
         let tid = w.tid.load(std::sync::atomic::Ordering::Relaxed);
         let _ = writeln!(
             t,
-            "{:<4}{:<16}{:<10}{:>8}{:>8}",
+            "{:<4}{:<16}{:<10}{:>8}{:>8}{:>6}",
             w.index + 1,
             w.name,
             "workers",
             tid,
-            cpu
+            cpu,
+            show_nice(nice(tid))
         );
         arr.push(
-            json!({"id": w.index + 1, "name": w.name, "type": "workers", "lwp": tid, "cpu": w.cpu}),
+            json!({"id": w.index + 1, "name": w.name, "type": "workers", "lwp": tid, "cpu": w.cpu, "nice": nice(tid)}),
         );
     }
     Output::Shown(t, Value::Array(arr))

@@ -20,6 +20,34 @@ pub fn pin_current_thread(cpu: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// Give the calling thread the nice value `nice` (its scheduler weight against the other
+/// threads on its CPU). Lowering it below 0 needs CAP_SYS_NICE.
+pub fn set_current_thread_nice(nice: i32) -> Result<(), String> {
+    // SAFETY: setpriority takes plain integers; PRIO_PROCESS with a thread id applies to that
+    // thread alone on Linux, and the id is the caller's own.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, current_thread_id() as u32, nice) };
+    if rc != 0 {
+        return Err(format!(
+            "cannot set nice {nice}: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
+/// The nice value of this process's thread `tid`, from /proc (None if it is gone).
+pub fn thread_nice(tid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+    // The name (field 2) may hold spaces: count fields after its closing parenthesis, where
+    // field 3 (state) comes first and field 19 is the nice value.
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(16)?
+        .parse()
+        .ok()
+}
+
 /// The kernel's id of the calling thread (the LWP column of `show threads`).
 pub fn current_thread_id() -> i32 {
     // SAFETY: gettid has no arguments and cannot fail.
