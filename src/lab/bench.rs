@@ -359,6 +359,8 @@ pub fn table(o: &BenchOptions, duts: &[DutKind], baseline: DutKind, trials: &[Tr
     // The ratio column fits its heading, however long the baseline's name.
     let vs = format!("vs {}", baseline.name());
     let w = (vs.len() + 2).max(12);
+    // Whether some row's DUT took all the generator offered (its limit is then unknown).
+    let mut generator_bound = false;
     for &d in duts {
         let _ = writeln!(
             s,
@@ -400,7 +402,9 @@ pub fn table(o: &BenchOptions, duts: &[DutKind], baseline: DutKind, trials: &[Tr
             // Latency and limit of the median run, as `lab run` shows them.
             let m = report::median_run(&runs);
             let latency = |which| fmt_latency(m.latency(which));
-            let limit = report::limit(m, o.rate.is_some()).name();
+            let limit = report::limit(m, o.rate.is_some());
+            generator_bound |= limit == report::Limit::Generator;
+            let limit = limit.name();
             let _ = writeln!(
                 s,
                 "{:<22}{:<16}{:>13}{:>13}{:>10.1}%{:>8.3}%{:>10}{:>10}  {:<11}{:>22}{:>w$}",
@@ -418,10 +422,10 @@ pub fn table(o: &BenchOptions, duts: &[DutKind], baseline: DutKind, trials: &[Tr
             );
         }
     }
-    if o.rate.is_none() {
+    if generator_bound {
         s.push_str(
-            "\nA DUT with no loss forwarded all the generator could send: its own limit is higher \
-             than its row says.\n",
+            "\nLimit generator: the DUT lost nothing and never pushed back, so it forwarded all \
+             the generator could send: its own limit is higher than its row says.\n",
         );
     }
     s
