@@ -14,6 +14,8 @@ command -v ministat >/dev/null || need+=(ministat)
 command -v ping >/dev/null || need+=(iputils-ping)
 # scapy crafts the router conformance cases (tests/conformance), run by Debian's python3.
 /usr/bin/python3 -c 'import scapy' 2>/dev/null || need+=(python3-scapy)
+# perf samples the DUT's CPU for the lab's --profile flame graphs.
+command -v perf >/dev/null || need+=(linux-perf)
 # DPDK's testpmd, a DUT the lab compares against.
 command -v dpdk-testpmd >/dev/null || need+=(dpdk-dev)
 # ...and the port drivers the tests give it (memif, pcap, af_packet, af_xdp, null). Debian

@@ -205,6 +205,68 @@ fn lab_up_down_is_idempotent_and_clean() {
         ]);
         assert_eq!(o.status.code(), Some(2));
     }
+    // --profile: perf samples the DUT's CPU during each run; sluice's nodes and the kernel's
+    // veth work both show, in a flame graph that parses as XML, and a profile compared with
+    // itself differs nowhere.
+    let dir = tmpdir("lab-profile");
+    let o = lab(&[
+        "run",
+        "--dut",
+        "sluice,linux-bridge",
+        "--duration",
+        "1",
+        "--profile",
+        "--profile-dir",
+        dir.to_str().unwrap(),
+        "--no-calibrate",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    for r in &rows {
+        let p = &r["runs"][0]["profile"];
+        assert!(p["cpu_ns"].as_u64().is_some_and(|n| n > 0), "{r}");
+        assert_eq!(p["top"].as_array().map(Vec::len), Some(10), "{p}");
+        let svg = std::fs::read_to_string(p["svg"].as_str().unwrap()).unwrap();
+        let mut xml = quick_xml::Reader::from_str(&svg);
+        loop {
+            match xml.read_event() {
+                Ok(quick_xml::events::Event::Eof) => break,
+                Ok(_) => {}
+                Err(e) => panic!("{}: not XML: {e}", p["svg"]),
+            }
+        }
+    }
+    let folded = |dut: &str| {
+        let p = &rows.iter().find(|r| r["dut"] == dut).unwrap()["runs"][0]["profile"];
+        std::fs::read_to_string(p["folded"].as_str().unwrap()).unwrap()
+    };
+    let ns_in = |folded: &str, frame: &str| -> u64 {
+        folded
+            .lines()
+            .filter(|l| l.split(';').any(|f| f.contains(frame)))
+            .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
+            .sum()
+    };
+    let s = folded("sluice");
+    assert!(
+        ns_in(&s, "ethernet_input::EthernetInput") > 0,
+        "no ethernet-input"
+    );
+    assert!(ns_in(&s, "veth_xmit_[k]") > 0, "no veth transmit");
+    assert!(ns_in(&folded("linux-bridge"), "br_handle_frame_[k]") > 0);
+    let a = dir.join("flame-sluice-1.folded");
+    let o = lab(&[
+        "flamediff",
+        a.to_str().unwrap(),
+        a.to_str().unwrap(),
+        "--out",
+        dir.join("same.svg").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(dir.join("same.svg").exists());
+    std::fs::remove_dir_all(&dir).ok();
+
     // The kernel DUTs have no memif ports: a clear refusal.
     let o = lab(&["run", "--dut", "linux-bridge", "--io", "memif"]);
     assert_eq!(o.status.code(), Some(2));

@@ -20,6 +20,21 @@ pub enum LabCommand {
     Run(RunArgs),
     /// A matrix of loadtests x DUTs x repeats
     Bench(super::bench::BenchArgs),
+    /// Draw the difference of two folded profiles (from --profile) as a flame graph: red
+    /// where AFTER has more samples, blue where fewer
+    Flamediff(FlamediffArgs),
+}
+
+/// `sluice lab flamediff`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct FlamediffArgs {
+    /// The reference profile (a .folded file)
+    pub before: std::path::PathBuf,
+    /// The profile compared with it
+    pub after: std::path::PathBuf,
+    /// The SVG to write
+    #[arg(long, value_name = "FILE", default_value = "flamediff.svg")]
+    pub out: std::path::PathBuf,
 }
 
 /// `sluice lab run`.
@@ -63,6 +78,14 @@ pub struct RunArgs {
     /// the table's Gen max column is then '-'
     #[arg(long)]
     pub no_calibrate: bool,
+    /// Sample the DUT's CPU with perf during each run and write a flame graph per DUT and
+    /// run (flame-DUT-N.svg and .folded) into --profile-dir; the table lists each DUT's top
+    /// functions
+    #[arg(long)]
+    pub profile: bool,
+    /// Where --profile writes
+    #[arg(long, value_name = "DIR", default_value = "lab-profile")]
+    pub profile_dir: std::path::PathBuf,
     #[command(flatten)]
     pub cpus: CpuArgs,
     #[command(flatten)]

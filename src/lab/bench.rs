@@ -86,6 +86,8 @@ pub struct BenchOptions {
     pub engine: crate::gen::Engine,
     pub napi_on_dut: bool,
     pub io: Io,
+    /// Flame graphs of every run into `out` (flame-DUT-N.svg).
+    pub profile: bool,
 }
 
 /// `sluice lab bench`.
@@ -114,6 +116,10 @@ pub struct BenchArgs {
     /// Where results.json, results.csv and chart.svg go
     #[arg(long, value_name = "DIR", default_value = "lab-bench")]
     out: PathBuf,
+    /// Sample the DUT's CPU with perf during each run: a flame graph per DUT and run
+    /// (flame-DUT-N.svg and .folded) in --out, each DUT's top functions in the table
+    #[arg(long)]
+    profile: bool,
     #[command(flatten)]
     cpus: args::CpuArgs,
     #[command(flatten)]
@@ -137,6 +143,7 @@ impl BenchArgs {
             engine: self.ports.engine,
             napi_on_dut: self.cpus.napi_on_dut,
             io: self.ports.io,
+            profile: self.profile,
         };
         check(&o)?;
         Ok(o)
@@ -168,6 +175,7 @@ fn check(o: &BenchOptions) -> Result<(), String> {
         );
     }
     super::check_io(o.io, o.engine, &o.duts)?;
+    super::check_profile(o.profile)?;
     for l in &o.loadtests {
         super::check_testpmd_engine(o, &l.flows, &l.size, o.rate.is_some(), l.bi)?;
     }
@@ -305,6 +313,7 @@ fn run_matrix(
             io: o.io,
             tables: vec![super::table::TableSpec::Small],
             calibrate: false,
+            profile: o.profile.then(|| o.out.clone()),
         };
         for r in 0..o.repeat {
             let mut order = duts.to_vec();
@@ -420,6 +429,12 @@ pub fn table(o: &BenchOptions, duts: &[DutKind], baseline: DutKind, trials: &[Tr
                 format!("{}-{}", fmt_pps(sum.min), fmt_pps(sum.max)),
                 ratio
             );
+            if let Some(p) = &m.profile {
+                s.push_str(&super::profile::report_lines(
+                    &format!("{} {}", d.name(), lt.name),
+                    p,
+                ));
+            }
         }
     }
     if generator_bound {

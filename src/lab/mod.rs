@@ -13,6 +13,7 @@ pub mod chart;
 pub mod dut;
 pub mod netns;
 pub mod plan;
+pub mod profile;
 pub mod report;
 pub mod rfc2544;
 pub mod table;
@@ -54,6 +55,8 @@ pub struct RunOptions {
     pub tables: Vec<TableSpec>,
     /// Measure first what the generator sends alone (`calibrate`).
     pub calibrate: bool,
+    /// Sample the DUT's CPU in each run and write its flame graphs into this directory.
+    pub profile: Option<std::path::PathBuf>,
 }
 
 impl args::RunArgs {
@@ -76,8 +79,10 @@ impl args::RunArgs {
             io: self.ports.io,
             tables: self.tables,
             calibrate: !self.no_calibrate,
+            profile: self.profile.then_some(self.profile_dir),
         };
         check_io(o.io, o.engine, &o.duts)?;
+        check_profile(o.profile.is_some())?;
         check_testpmd_engine(&o, &o.flows, &o.size, o.rate.is_some(), o.bi)?;
         if o.tables.iter().any(|t| *t != TableSpec::Small) && !o.duts.iter().any(|d| d.routes()) {
             return Err("--table is for the router DUTs (linux-router, sluice-router)".into());
@@ -111,6 +116,11 @@ pub fn main(command: args::LabCommand) -> i32 {
                 return 2;
             }
         },
+        args::LabCommand::Flamediff(a) => {
+            profile::flamediff(&a.before, &a.after, &a.out).map(|_| {
+                eprintln!("wrote {}", a.out.display());
+            })
+        }
         args::LabCommand::Run(a) => match a.options() {
             Ok(o) => with_lock(|| run(&o)),
             Err(e) => {
@@ -138,6 +148,14 @@ pub fn check_io(io: Io, engine: Engine, duts: &[DutKind]) -> Result<(), String> 
         return Err(format!("DUT {} has no {} ports", d.name(), io.name()));
     }
     Ok(())
+}
+
+/// `--profile` needs perf.
+pub fn check_profile(profile: bool) -> Result<(), String> {
+    match profile.then(profile::unavailable).flatten() {
+        Some(why) => Err(format!("--profile: {why}")),
+        None => Ok(()),
+    }
 }
 
 /// What testpmd's txonly mode can send: one flow, one frame size, one way, at full speed.
@@ -326,12 +344,38 @@ pub(crate) fn one_run(
     }
     d.ctl("clear runtime");
     d.ctl("clear interfaces");
+    let recording = match &o.profile {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            Some(profile::start(o.dut_cpu, &dir.join(".perf.data"))?)
+        }
+        None => None,
+    };
     let gen = generate(o, &d.gen_args());
+    let profile = match (recording, &o.profile) {
+        (Some(rec), Some(dir)) => {
+            let stem = profile::next_stem(dir, kind.name());
+            let title = format!(
+                "{} on CPU {}: {} frames of {}, {} flows",
+                kind.name(),
+                o.dut_cpu,
+                calibrate::io_label(o),
+                o.size,
+                o.flows
+            );
+            // A profile that fails costs the run its flame graph, not its figures.
+            rec.finish(&stem, &title)
+                .map_err(|e| eprintln!("profile of {}: {e}", kind.name()))
+                .ok()
+        }
+        _ => None,
+    };
     let runtime = d.ctl_json("show runtime");
     let interfaces = d.ctl_json("show interface");
     let load_s = d.table_load_s();
     d.stop();
     let mut r = RunResult::from_gen(kind.name(), &gen?, runtime, interfaces);
+    r.profile = profile;
     if kind.routes() {
         r.table = Some(table.map_or(TableSpec::Small, |t| t.spec).label());
         r.table_load_s = load_s;
@@ -351,6 +395,7 @@ pub(crate) fn warm_up(o: &RunOptions, d: &dut::RunningDut) -> Result<(), String>
         bi: true,
         engine: Engine::Ports,
         io: Io::AfPacket,
+        profile: None,
         ..o.clone()
     };
     let g = generate(&w, &d.gen_args())?;

@@ -38,6 +38,9 @@ pub struct RunResult {
     /// Seconds the router took to load the synthetic table.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub table_load_s: Option<f64>,
+    /// Where the DUT's CPU spent the run (--profile).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<super::profile::Profile>,
 }
 
 impl RunResult {
@@ -82,6 +85,7 @@ impl RunResult {
             dut_interfaces: interfaces,
             table: None,
             table_load_s: None,
+            profile: None,
         }
     }
 }
@@ -362,6 +366,12 @@ pub fn table(o: &RunOptions, results: &[RunResult], cal: &Result<Calibration, St
         );
         for (n, c) in &m.node_clocks {
             let _ = writeln!(s, "  {n:<24}{c:>10.1}");
+        }
+    }
+    for k in rows_in_order(results) {
+        let m = median_run(&runs_of(results, &k));
+        if let Some(p) = &m.profile {
+            s.push_str(&super::profile::report_lines(&k.0, p));
         }
     }
     if results.iter().any(|r| r.rx_ring_drops > 0) {

@@ -268,6 +268,7 @@ fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
         io: o.io,
         tables: vec![super::table::TableSpec::Small],
         calibrate: false,
+        profile: None,
     };
     let _mtu = netns::PortMtu::set(super::run_mtu(o.dut, o.io, &base.size))?;
     netns::dut_napi(

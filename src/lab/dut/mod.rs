@@ -255,7 +255,7 @@ fn tester_addresses(add: bool) -> Result<(), String> {
 }
 
 /// SIGINT, then SIGKILL if the process has not exited within `grace`.
-fn stop_child(child: &mut Child, grace: Duration) {
+pub(crate) fn stop_child(child: &mut Child, grace: Duration) {
     signal_child(child, "INT", grace);
 }
 
