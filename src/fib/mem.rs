@@ -42,9 +42,9 @@ pub(crate) fn resize_nodes(nodes: &mut Vec<u32>, len: usize, fill: u32) {
 }
 
 /// A copy of a node area, advised like `resize_nodes`.
-pub(crate) fn copy_nodes(src: &[u32]) -> Vec<u32> {
-    let mut v: Vec<u32> = Vec::with_capacity(src.len());
-    advise_huge(v.as_mut_ptr() as usize, src.len() * 4);
+pub(crate) fn copy_nodes<T: Copy>(src: &[T]) -> Vec<T> {
+    let mut v: Vec<T> = Vec::with_capacity(src.len());
+    advise_huge(v.as_mut_ptr() as usize, std::mem::size_of_val(src));
     v.extend_from_slice(src);
     v
 }
