@@ -249,10 +249,10 @@ fn lab_up_down_is_idempotent_and_clean() {
             .sum()
     };
     let s = folded("sluice");
-    assert!(
-        ns_in(&s, "ethernet_input::EthernetInput") > 0,
-        "no ethernet-input"
-    );
+    // sluice's nodes (the tx node at least: its kicks take a third of the CPU) and the
+    // kernel's veth transmit under them.
+    assert!(ns_in(&s, "sluice::nodes::") > 0, "no sluice node");
+    assert!(ns_in(&s, "sluice::graph::") > 0, "no graph dispatch");
     assert!(ns_in(&s, "veth_xmit_[k]") > 0, "no veth transmit");
     assert!(ns_in(&folded("linux-bridge"), "br_handle_frame_[k]") > 0);
     let a = dir.join("flame-sluice-1.folded");

@@ -103,8 +103,11 @@ impl Recording {
     pub fn finish(mut self, stem: &Path, title: &str) -> Result<Profile, String> {
         // perf writes its file when interrupted, as after Ctrl-C.
         super::dut::stop_child(&mut self.child, Duration::from_secs(20));
+        // --no-inline: resolving inlined frames runs addr2line over every sampled binary,
+        // minutes for a large one (a compiler that shared the CPU); a frame's own function
+        // is enough to read the graph.
         let script = Command::new("perf")
-            .args(["script", "-i"])
+            .args(["script", "--no-inline", "-i"])
             .arg(&self.data)
             .stderr(Stdio::null())
             .output()
