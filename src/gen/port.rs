@@ -108,12 +108,15 @@ impl FrameSink for QueueSink {
             }
         }
         let t = self.tx.tx_burst(&mut self.bufs, &self.idx);
-        // Frames we had no buffer for count as a full queue too: sent again next time.
+        // Frames we had no buffer for count as a full queue too: sent again next time. So do
+        // frames a memif client had posted no buffers for (the generator as server): the
+        // peer is not ready or not keeping up, and a tester waits for it rather than losing
+        // frames that no counter would show.
         let unbuilt = frames.len() - self.idx.len();
         SendResult {
             sent: t.sent,
-            queue_full: t.queue_full + unbuilt,
-            errors: t.errors + t.too_long,
+            queue_full: t.queue_full + t.peer_full + unbuilt,
+            errors: t.errors + t.too_long + t.link_down,
         }
     }
 }
