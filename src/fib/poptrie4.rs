@@ -6,11 +6,12 @@
 //! a node is 24 bytes whatever its fan-out, and a full table fits in a few MiB instead of
 //! DIR-24-8's 64 MiB.
 //!
-//! This is the structure and its full build from the route table; `sluice fib bench` measures
-//! it beside DIR-24-8. The dataplane still looks up in DIR-24-8 (`ip4`): incremental updates
-//! and publication come next.
+//! Built from the route table in one pass, and updated slot by slot (`update`); `sluice fib
+//! bench` measures it beside DIR-24-8. The dataplane still looks up in DIR-24-8 (`ip4`):
+//! publication of one copy comes next.
 
 use super::mem::{copy_nodes, prefetch};
+use super::prefix::Prefix4;
 use super::routes::RouteTable;
 use super::{CHILD, NO_ROUTE};
 
@@ -43,7 +44,15 @@ pub struct Poptrie4 {
     top: Vec<u32>,
     nodes: Vec<Node>,
     leaves: Vec<u32>,
+    /// Nodes and leaves no longer reachable (subtrees replaced by `update`): reclaimed by a
+    /// full rebuild once they outweigh the live ones.
+    dead_nodes: usize,
+    dead_leaves: usize,
 }
+
+/// Top-level slots an update may rebuild one by one; a change of a shorter prefix than this
+/// covers (a /8 covers 1 024 slots) rebuilds the whole table instead.
+const MAX_SLOTS_PER_UPDATE: usize = 1 << 10;
 
 /// The bits of `mask` at and below bit `i`.
 #[inline]
@@ -67,6 +76,8 @@ impl Poptrie4 {
             top: vec![NO_ROUTE; 1 << TOP_BITS],
             nodes: Vec::new(),
             leaves: Vec::new(),
+            dead_nodes: 0,
+            dead_leaves: 0,
         }
     }
 
@@ -102,6 +113,76 @@ impl Poptrie4 {
         t.nodes = copy_nodes(&t.nodes);
         t.leaves = copy_nodes(&t.leaves);
         t
+    }
+
+    /// Bring the table up to date after `changed` was added to, replaced in or removed from
+    /// `routes` (which already holds the change): the top-level slots under `changed` are
+    /// rebuilt from `routes`, each one's subtree built anew at the end of the arrays and the
+    /// old one left dead; a prefix shorter than /8, or dead entries outweighing live ones,
+    /// rebuild everything. Returns whether it rebuilt everything.
+    pub fn update(&mut self, routes: &RouteTable<u32>, changed: Prefix4) -> bool {
+        let len = changed.len() as u32;
+        let first = (changed.addr() >> TOP_SHIFT) as usize;
+        let slots = if len >= TOP_BITS {
+            1
+        } else {
+            1usize << (TOP_BITS - len)
+        };
+        if slots > MAX_SLOTS_PER_UPDATE {
+            *self = Poptrie4::build(routes);
+            return true;
+        }
+        for slot in first..first + slots {
+            self.rebuild_slot(routes, slot);
+        }
+        if self.dead_nodes > self.nodes.len() / 2 || self.dead_leaves > self.leaves.len() / 2 {
+            *self = Poptrie4::build(routes);
+            return true;
+        }
+        false
+    }
+
+    /// Rebuild one top-level slot from `routes`.
+    fn rebuild_slot(&mut self, routes: &RouteTable<u32>, slot: usize) {
+        let old = self.top[slot];
+        if old & CHILD != 0 {
+            let (n, l) = self.subtree_size(old & !CHILD);
+            self.dead_nodes += n;
+            self.dead_leaves += l;
+        }
+        let block = Prefix4::containing((slot as u32) << TOP_SHIFT, TOP_BITS as u8);
+        // What the routes of /18 or shorter give the whole slot.
+        let default = routes
+            .get(block)
+            .or_else(|| routes.covering(block).map(|(_, nh)| nh))
+            .unwrap_or(NO_ROUTE);
+        let long: Vec<Route> = routes
+            .within(block)
+            .filter(|(p, _)| p.len() as u32 > TOP_BITS)
+            .map(|(p, nh)| (p.addr(), p.len(), nh))
+            .collect();
+        if long.is_empty() {
+            self.top[slot] = default;
+            return;
+        }
+        let at = self.nodes.len();
+        self.nodes.push(Node::default());
+        self.fill(at, &long, TOP_BITS, default);
+        self.top[slot] = CHILD | at as u32;
+    }
+
+    /// Nodes and leaves of the subtree under node `i`.
+    fn subtree_size(&self, i: u32) -> (usize, usize) {
+        let Some(n) = self.nodes.get(i as usize) else {
+            return (0, 0);
+        };
+        let children = n.vector.count_ones();
+        let mut size = (1, n.leafvec.count_ones() as usize);
+        for k in 0..children {
+            let (a, b) = self.subtree_size(n.base_node + k);
+            size = (size.0 + a, size.1 + b);
+        }
+        size
     }
 
     /// Fill node `at` for the addresses whose first `depth` bits `routes` share: `routes` are
@@ -352,9 +433,85 @@ mod tests {
         }
 
         #[test]
+        fn updates_match_the_reference(
+            initial in prop::collection::vec((0x0a00_0000u32..0x0a40_0000, 8u8..=32, 0u32..50), 0..100),
+            changes in prop::collection::vec((0x0a00_0000u32..0x0a40_0000, 6u8..=32, prop::option::of(0u32..50)), 1..60),
+        ) {
+            check_updates(&initial, &changes);
+        }
+
+        #[test]
         fn matches_the_reference_when_dense(routes in prop::collection::vec((0x0a00_0000u32..0x0a00_4000, 14u8..=32, 0u32..4), 0..300)) {
             check(&routes);
         }
+    }
+
+    /// Apply `changes` (insert when a next hop is given, else delete) one by one, updating
+    /// the trie after each; then it must answer as the reference and as a fresh build.
+    fn check_updates(initial: &[(u32, u8, u32)], changes: &[(u32, u8, Option<u32>)]) {
+        let mut t = table(initial);
+        let mut p = Poptrie4::build(&t);
+        for &(a, l, nh) in changes {
+            let q = Prefix4::containing(a, l);
+            match nh {
+                Some(nh) => {
+                    t.insert(q, nh);
+                }
+                None => {
+                    t.remove(q);
+                }
+            }
+            p.update(&t, q);
+        }
+        let mut addrs = probes(&t);
+        addrs.extend(changes.iter().map(|c| c.0));
+        let fresh = Poptrie4::build(&t);
+        for &a in &addrs {
+            let want = reference(&t, a);
+            assert_eq!(p.lookup(a), want, "{a:#x}");
+            assert_eq!(fresh.lookup(a), want, "{a:#x}");
+        }
+    }
+
+    #[test]
+    fn updates_match_a_fresh_build() {
+        // A host route in and out under a /16, a /12 over it replaced, a default route.
+        check_updates(
+            &[(0xc0a8_0000, 16, 1), (0xc0a8_1000, 20, 2)],
+            &[
+                (0xc0a8_1234, 32, Some(3)),
+                (0xc0a0_0000, 12, Some(4)),
+                (0xc0a8_1234, 32, None),
+                (0xc0a0_0000, 12, Some(5)),
+                (0, 0, Some(6)),
+                (0xc0a8_1000, 20, None),
+                (0xc0a8_0000, 16, None),
+            ],
+        );
+    }
+
+    #[test]
+    fn dead_subtrees_are_reclaimed() {
+        let mut t = table(&[(0x0a00_0000, 24, 1)]);
+        let mut p = Poptrie4::build(&t);
+        for i in 0..1000u32 {
+            let q = Prefix4::containing(0x0a00_0000 | (i % 256), 32);
+            t.insert(q, i);
+            p.update(&t, q);
+        }
+        // 1000 rebuilds of one slot leave at most as many dead nodes and leaves as live ones
+        // (then everything is rebuilt), so the trie stays within twice a fresh build's size.
+        let (nodes, leaves) = p.counts();
+        let (fresh_nodes, fresh_leaves) = Poptrie4::build(&t).counts();
+        assert!(
+            nodes <= 2 * fresh_nodes + 4,
+            "{nodes} nodes, {fresh_nodes} fresh"
+        );
+        assert!(
+            leaves <= 2 * fresh_leaves + 64,
+            "{leaves} leaves, {fresh_leaves} fresh"
+        );
+        check_updates(&[(0x0a00_0000, 24, 1)], &[(0x0a00_0007, 32, Some(9))]);
     }
 
     #[test]
