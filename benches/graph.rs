@@ -11,8 +11,8 @@ use sluice::drivers::{TxBurst, TxQueue};
 use sluice::graph::{Graph, Node, NodeCx, NodeDecl, NodeKind};
 use sluice::interface::{Interface, L2Modes};
 use sluice::nodes::{
-    error_drop::ErrorDrop, ethernet_input::EthernetInput, interface_output::InterfaceOutput,
-    l2_xconnect::L2Xconnect, tx::TxNode,
+    error_drop::ErrorDrop, interface_output::InterfaceOutput, l2::ethernet_input::EthernetInput,
+    l2::xconnect::L2Xconnect, tx::TxNode,
 };
 use sluice::router::{NeighborLearn, Router};
 use sluice::wire::MacAddress;

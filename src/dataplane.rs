@@ -13,10 +13,10 @@ use crate::graph::{Graph, GraphShared, NodeDecl};
 use crate::interface::{Interface, Interfaces, L2Modes, SharedL2Modes};
 use crate::nodes::{
     error_drop::ErrorDrop,
-    ethernet_input::EthernetInput,
     input::{InputNode, PlacedQueue},
     interface_output::InterfaceOutput,
-    l2_xconnect::L2Xconnect,
+    l2::ethernet_input::EthernetInput,
+    l2::xconnect::L2Xconnect,
     tx::TxNode,
 };
 use crate::router::adjacency::SharedL3View;

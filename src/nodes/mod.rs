@@ -1,23 +1,15 @@
 //! Graph nodes, one file each: the node, its next nodes, its error counters and its trace.
+//! Grouped by layer: `l2/` (ethernet-input, the cross-connect), `ip4/` and `ip6/` (input,
+//! lookup, rewrite, local delivery, ICMP errors, ARP / ND); the device nodes (input, tx,
+//! interface-output, error-drop) and what several layers share (neighbour hold, rate limits)
+//! stay here.
 
-pub mod arp_input;
 pub mod error_drop;
-pub mod ethernet_input;
-pub mod icmp4_error;
-pub mod icmp6_error;
 pub mod input;
 pub mod interface_output;
-pub mod ip4_arp;
-pub mod ip4_input;
-pub mod ip4_local;
-pub mod ip4_lookup;
-pub mod ip4_rewrite;
-pub mod ip6_input;
-pub mod ip6_local;
-pub mod ip6_lookup;
-pub mod ip6_nd;
-pub mod ip6_rewrite;
-pub mod l2_xconnect;
+pub mod ip4;
+pub mod ip6;
+pub mod l2;
 pub mod neighbor_hold;
 pub mod rate_limit;
 pub mod tx;
@@ -48,19 +40,19 @@ pub fn routing_decls(
     learn: &crate::router::LearnSender,
 ) -> Vec<crate::graph::NodeDecl> {
     vec![
-        ip4_input::Ip4Input::decl(),
-        ip4_lookup::Ip4Lookup::decl(fib.clone(), view.clone()),
-        arp_input::ArpInput::decl(view.clone(), learn.clone()),
-        ip4_arp::Ip4Arp::decl(view.clone()),
-        ip4_rewrite::Ip4Rewrite::decl(view.clone()),
-        ip4_local::Ip4Local::decl(view.clone()),
-        icmp4_error::Icmp4Error::decl(view.clone()),
-        ip6_input::Ip6Input::decl(),
-        ip6_lookup::Ip6Lookup::decl(fib.clone(), view.clone()),
-        ip6_nd::Ip6Nd::decl(view.clone(), Some(learn.clone())),
-        ip6_rewrite::Ip6Rewrite::decl(view.clone()),
-        ip6_local::Ip6Local::decl(view.clone()),
-        icmp6_error::Icmp6Error::decl(view.clone()),
+        ip4::input::Ip4Input::decl(),
+        ip4::lookup::Ip4Lookup::decl(fib.clone(), view.clone()),
+        ip4::arp_input::ArpInput::decl(view.clone(), learn.clone()),
+        ip4::arp::Ip4Arp::decl(view.clone()),
+        ip4::rewrite::Ip4Rewrite::decl(view.clone()),
+        ip4::local::Ip4Local::decl(view.clone()),
+        ip4::icmp_error::Icmp4Error::decl(view.clone()),
+        ip6::input::Ip6Input::decl(),
+        ip6::lookup::Ip6Lookup::decl(fib.clone(), view.clone()),
+        ip6::nd::Ip6Nd::decl(view.clone(), Some(learn.clone())),
+        ip6::rewrite::Ip6Rewrite::decl(view.clone()),
+        ip6::local::Ip6Local::decl(view.clone()),
+        ip6::icmp_error::Icmp6Error::decl(view.clone()),
     ]
 }
 
@@ -213,7 +205,7 @@ mod trim_tests {
 #[cfg(test)]
 mod l3_offset_tests {
     use crate::buffer::{BufferPool, HugePages};
-    use crate::nodes::{ip4_local, ip4_rewrite, ip6_input, ip6_local, ip6_rewrite};
+    use crate::nodes::{ip4, ip6};
     use proptest::prelude::*;
 
     proptest::proptest! {
@@ -227,8 +219,8 @@ mod l3_offset_tests {
             let pool = BufferPool::new(64, HugePages::Never).unwrap();
             let mut bufs = pool.worker_handle();
             let (view4, view6) = (
-                ip4_rewrite::test_support::view().load_full(),
-                ip6_input::test_support::view().load_full(),
+                ip4::rewrite::test_support::view().load_full(),
+                ip6::input::test_support::view().load_full(),
             );
             for step in 0..3 {
                 let Some(bi) = bufs.packet_from_bytes(&bytes) else {
@@ -238,20 +230,20 @@ mod l3_offset_tests {
                 (m.l3_offset, m.adj, m.rx_if) = (l3, adj, 0);
                 match (step, v6) {
                     (0, false) => {
-                        let _ = ip4_rewrite::Ip4Rewrite::rewrite(&view4, &mut bufs, bi);
+                        let _ = ip4::rewrite::Ip4Rewrite::rewrite(&view4, &mut bufs, bi);
                     }
                     (1, false) => {
-                        let _ = ip4_local::Ip4Local::local(&view4, &mut bufs, bi);
+                        let _ = ip4::local::Ip4Local::local(&view4, &mut bufs, bi);
                     }
                     (0, true) => {
-                        let _ = ip6_rewrite::Ip6Rewrite::rewrite(&view6, &mut bufs, bi);
+                        let _ = ip6::rewrite::Ip6Rewrite::rewrite(&view6, &mut bufs, bi);
                     }
                     (1, true) => {
-                        let _ = ip6_local::Ip6Local::handle(&view6, &mut bufs, bi);
+                        let _ = ip6::local::Ip6Local::handle(&view6, &mut bufs, bi);
                     }
                     _ => {
                         let ip = super::l3_header(&bufs, bi, crate::wire::EtherType::IPV6);
-                        let _ = ip6_input::Ip6Input::check(ip, super::l3_len(&bufs, bi));
+                        let _ = ip6::input::Ip6Input::check(ip, super::l3_len(&bufs, bi));
                     }
                 }
                 bufs.free(bi);

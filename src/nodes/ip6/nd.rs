@@ -17,9 +17,9 @@
 //! Counters: first one per `NdError` (why a message is malformed, named in wire::icmp6),
 //! then this node's own outcomes, `Error`.
 
-use super::icmp6_error::v6_towards;
-use super::ip6_rewrite::Ip6Rewrite;
+use super::icmp_error::v6_towards;
 use super::neighbor_hold::{HoldSlots, HoldTable, Resolver, Schedule};
+use super::rewrite::Ip6Rewrite;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::router::adjacency::{ethernet_rewrite, AdjKind, L3View, SharedL3View};
@@ -365,7 +365,7 @@ impl Node for Ip6Nd {
 mod tests {
     use super::*;
     use crate::buffer::{BufferPool, HugePages};
-    use crate::nodes::ip6_input::test_support::*;
+    use crate::nodes::ip6::input::test_support::*;
     use crate::nodes::neighbor_hold::MAX_NEIGHBORS;
     use crate::nodes::testing::{Captured, TestGraph};
     use crate::router::adjacency::ADJ_LOCAL;

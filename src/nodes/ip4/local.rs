@@ -92,7 +92,7 @@ impl Ip4Local {
             name: super::IP4_LOCAL.to_string(),
             kind: NodeKind::Internal,
             next: vec![
-                super::ip4_input::IP4_LOOKUP.to_string(),
+                super::input::IP4_LOOKUP.to_string(),
                 super::ICMP4_ERROR.to_string(),
                 super::ERROR_DROP.to_string(),
             ],
@@ -199,7 +199,7 @@ impl Node for Ip4Local {
 mod tests {
     use super::*;
     use crate::buffer::{BufferPool, HugePages};
-    use crate::nodes::ip4_rewrite::test_support::*;
+    use crate::nodes::ip4::rewrite::test_support::*;
     use crate::nodes::testing::Harness;
     use crate::wire::ipv4::checksum;
 

@@ -11,7 +11,7 @@
 //! set, and otherwise leaves in fragments, each in a buffer of its own (a slow path: it
 //! copies).
 
-use super::ip4_lookup::IP4_REWRITE;
+use super::lookup::IP4_REWRITE;
 use super::IcmpErrorRequest;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
 use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};

@@ -6,7 +6,7 @@
 //! 4, RFC 4443 3.4). Everything else is a counted drop: the router runs no other service in
 //! the dataplane.
 
-use super::icmp6_error::v6_towards;
+use super::icmp_error::v6_towards;
 use super::IcmpErrorRequest;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
@@ -197,7 +197,7 @@ impl Node for Ip6Local {
 mod tests {
     use super::*;
     use crate::buffer::{BufferPool, HugePages};
-    use crate::nodes::ip6_input::test_support::*;
+    use crate::nodes::ip6::input::test_support::*;
     use crate::nodes::testing::Harness;
 
     fn handle_one(frame: &[u8]) -> (Verdict, Vec<u8>, u8) {

@@ -56,7 +56,7 @@ impl EthernetInput {
             kind: NodeKind::Internal,
             next: vec![
                 super::L2_XCONNECT.to_string(),
-                super::ip4_input::IP4_INPUT.to_string(),
+                crate::nodes::ip4::input::IP4_INPUT.to_string(),
                 super::ARP_INPUT.to_string(),
                 super::IP6_INPUT.to_string(),
                 super::ERROR_DROP.to_string(),

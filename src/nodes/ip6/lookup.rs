@@ -274,7 +274,7 @@ impl Node for Ip6Lookup {
 mod tests {
     use super::*;
     use crate::fib::{FibWriter, Prefix6};
-    use crate::nodes::ip6_input::test_support::*;
+    use crate::nodes::ip6::input::test_support::*;
     use crate::nodes::testing::Harness;
     use crate::router::adjacency::ADJ_DROP;
 

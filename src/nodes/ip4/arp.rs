@@ -3,7 +3,7 @@
 //! neighbour (learnt by arp-input), the held packets go back to ip4-rewrite. A neighbour
 //! that never answers costs its packets, each counted.
 
-use super::ip4_lookup::IP4_REWRITE;
+use super::lookup::IP4_REWRITE;
 use super::neighbor_hold::{HoldSlots, HoldTable, Resolver};
 use crate::buffer::FLAG_LOCAL_ORIGIN;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};

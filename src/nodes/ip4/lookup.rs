@@ -11,7 +11,7 @@
 //! source is a martian (RFC 1812 5.3.7), and a unicast packet that came in a link-layer
 //! broadcast or multicast frame is not forwarded (5.3.4). Our own packets skip both.
 
-use super::ip4_input::IP4_LOOKUP;
+use super::input::IP4_LOOKUP;
 use crate::buffer::WorkerBuffers;
 use crate::buffer::FLAG_LOCAL_ORIGIN;
 use crate::fib::{FibReader, NO_ROUTE};

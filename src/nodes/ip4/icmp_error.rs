@@ -82,7 +82,7 @@ impl Icmp4Error {
             name: super::ICMP4_ERROR.to_string(),
             kind: NodeKind::Internal,
             next: vec![
-                super::ip4_input::IP4_LOOKUP.to_string(),
+                super::input::IP4_LOOKUP.to_string(),
                 super::ERROR_DROP.to_string(),
             ],
             errors: ERRORS.to_vec(),
@@ -171,7 +171,7 @@ impl Node for Icmp4Error {
 mod tests {
     use super::*;
     use crate::buffer::{BufferPool, HugePages, FLAG_LOCAL_ORIGIN};
-    use crate::nodes::ip4_rewrite::test_support::*;
+    use crate::nodes::ip4::rewrite::test_support::*;
     use crate::nodes::testing::{Harness, Outcome};
     use crate::wire::ipv4::{checksum, Ipv4Header};
 
@@ -368,7 +368,7 @@ mod tests {
     #[test]
     fn errors_asked_for_by_rewrite_and_local_come_out_right() {
         use crate::graph::Graph;
-        use crate::nodes::{ip4_local::Ip4Local, ip4_rewrite::Ip4Rewrite};
+        use crate::nodes::ip4::{local::Ip4Local, rewrite::Ip4Rewrite};
         let pool = BufferPool::new(256, HugePages::Never).unwrap();
         let mut bufs = pool.worker_handle();
         let expiring = udp([192, 0, 2, 1], 1, false, 100);
@@ -400,7 +400,7 @@ mod tests {
             NodeDecl {
                 name: "feed-rewrite".into(),
                 kind: NodeKind::Input,
-                next: vec![crate::nodes::ip4_lookup::IP4_REWRITE.into()],
+                next: vec![crate::nodes::ip4::lookup::IP4_REWRITE.into()],
                 errors: vec![],
                 node: Box::new(Feed(to_rewrite)),
             },

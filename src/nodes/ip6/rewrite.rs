@@ -6,10 +6,10 @@
 //! the packet to interface-output. A neighbour not known yet sends the packet to ip6-nd,
 //! unchanged; ip6-nd brings it back here once the neighbour answers.
 
-use super::ip4_rewrite::{neighbor_header, write_header, NoHeader};
 use super::IcmpErrorRequest;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
 use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
+use crate::nodes::ip4::rewrite::{neighbor_header, write_header, NoHeader};
 use crate::router::adjacency::{AdjKind, L3View, SharedL3View};
 use crate::wire::icmp6;
 use crate::wire::ipv6::{self, Ipv6View};
@@ -215,7 +215,7 @@ impl TracedLoop for Ip6Rewrite {
 mod tests {
     use super::*;
     use crate::buffer::{BufferPool, HugePages};
-    use crate::nodes::ip6_input::test_support::*;
+    use crate::nodes::ip6::input::test_support::*;
     use crate::nodes::testing::Harness;
     use crate::router::adjacency::ethernet_rewrite;
     use crate::wire::ipv6::Ipv6Header;

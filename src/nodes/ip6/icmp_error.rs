@@ -199,7 +199,7 @@ impl Node for Icmp6Error {
 mod tests {
     use super::*;
     use crate::buffer::{BufferPool, HugePages, FLAG_LOCAL_ORIGIN};
-    use crate::nodes::ip6_input::test_support::*;
+    use crate::nodes::ip6::input::test_support::*;
     use crate::nodes::testing::{Harness, Outcome};
     use crate::wire::ipv6::next_header;
 
