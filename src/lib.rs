@@ -12,6 +12,7 @@ pub mod fib;
 pub mod gen;
 pub mod graph;
 pub mod interface;
+pub mod l2;
 pub mod lab;
 pub mod nodes;
 pub mod router;
