@@ -1,6 +1,7 @@
 //! Graph overhead without I/O: a synthetic input node makes 64-byte frames (in place, reusing
 //! the same buffers' bytes), and they go through ethernet-input → l2-xconnect →
-//! interface-output → a tx node that frees them; and, routed, through ethernet-input →
+//! interface-output → a tx node that frees them; bridged, through ethernet-input → l2-learn →
+//! l2-fwd → interface-output → tx; and, routed, through ethernet-input →
 //! ip4-input → ip4-lookup → ip4-rewrite → interface-output → tx. Prints Mpps and clocks per
 //! packet per node, median of 5 runs each, and checks that the dispatch loop allocates nothing
 //! on the heap (frames are made once and reused).  Run: cargo bench --bench graph
@@ -10,9 +11,13 @@ use sluice::buffer::{BufferPool, HugePages, WorkerBuffers};
 use sluice::drivers::{TxBurst, TxQueue};
 use sluice::graph::{Graph, Node, NodeCx, NodeDecl, NodeKind};
 use sluice::interface::{Interface, L2Modes};
+use sluice::l2::bridge::{Bridges, DomainSettings};
 use sluice::nodes::{
-    error_drop::ErrorDrop, interface_output::InterfaceOutput, l2::ethernet_input::EthernetInput,
-    l2::xconnect::L2Xconnect, tx::TxNode,
+    error_drop::ErrorDrop,
+    interface_output::InterfaceOutput,
+    l2::ethernet_input::EthernetInput,
+    l2::{flood::L2Flood, fwd::L2Fwd, learn::L2Learn, learn::LearnParts, xconnect::L2Xconnect},
+    tx::TxNode,
 };
 use sluice::router::{NeighborLearn, Router};
 use sluice::wire::MacAddress;
@@ -92,6 +97,8 @@ enum Path {
     Xconnect,
     /// IPv4 from 10.0.0.2 on if0 to 10.1.0.2, a static neighbour on if1.
     Routed,
+    /// if0 and if1 in one bridge domain.
+    Bridged,
 }
 
 /// The 60-byte frame the synthetic input makes for `path`.
@@ -135,9 +142,30 @@ fn run_once(path: Path, packets: u64) -> Run {
         .collect();
     let xconnect = match path {
         Path::Xconnect => vec![Some(1), Some(0)],
-        Path::Routed => vec![None, None],
+        Path::Routed | Path::Bridged => vec![None, None],
     };
-    let modes = Arc::new(ArcSwap::from_pointee(L2Modes { xconnect }));
+    // Bridged: both in domain 1, the frames' source known behind if0 and their destination
+    // behind if1, so every frame is a learn hit and a forward hit.
+    let mut bridges = Bridges::default();
+    if path == Path::Bridged {
+        bridges.create(1, DomainSettings::default()).unwrap();
+        for i in 0..2 {
+            bridges.set_member(i, Some((1, 0))).unwrap();
+        }
+        let (src, dst) = (
+            MacAddress([2, 0, 0, 0, 0, 9]),
+            MacAddress([2, 0, 0, 0, 0, 1]),
+        );
+        bridges.add_mac(1, src, 0, false).unwrap();
+        bridges.add_mac(1, dst, 1, false).unwrap();
+    }
+    let (bridge, domains) = bridges.view(2);
+    let modes = Arc::new(ArcSwap::from_pointee(L2Modes {
+        xconnect,
+        bridge,
+        domains,
+    }));
+    let (mac_learns, _macs_learnt) = std::sync::mpsc::sync_channel(16);
     // Cross-connected, the routing nodes are in the graph but see no traffic.
     let mut router = Router::new(&[
         ("if0".into(), MacAddress([2, 0, 0, 0, 0, 1]), 1500),
@@ -160,7 +188,18 @@ fn run_once(path: Path, packets: u64) -> Run {
             }),
         },
         EthernetInput::decl(modes.clone(), router.view(), 60),
-        L2Xconnect::decl(modes),
+        L2Xconnect::decl(modes.clone()),
+        L2Learn::decl(
+            modes.clone(),
+            LearnParts {
+                fib: bridges.reader(),
+                clock: bridges.clock(),
+                learns: mac_learns,
+                lost: Arc::default(),
+            },
+        ),
+        L2Fwd::decl(modes.clone(), bridges.reader()),
+        L2Flood::decl(modes),
         InterfaceOutput::decl(interfaces.clone()),
         TxNode::decl(interfaces[0].clone(), Box::new(NullTx)),
         TxNode::decl(interfaces[1].clone(), Box::new(NullTx)),
@@ -200,7 +239,12 @@ fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let (packets, repeats) = if full { (20_000_000, 5) } else { (100_000, 1) };
     let mut allocations = 0;
-    for (path, name) in [(Path::Xconnect, "xconnect"), (Path::Routed, "ip4 routed")] {
+    let paths = [
+        (Path::Xconnect, "xconnect"),
+        (Path::Bridged, "bridged (learn + forward hits)"),
+        (Path::Routed, "ip4 routed"),
+    ];
+    for (path, name) in paths {
         let mut runs: Vec<Run> = (0..repeats).map(|_| run_once(path, packets)).collect();
         allocations += runs.iter().map(|r| r.2).sum::<u64>();
         runs.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
@@ -219,6 +263,17 @@ fn main() {
             nodes.iter().any(|(n, _)| n == "if1-tx"),
             "{name}: nothing sent"
         );
+        if path == Path::Bridged {
+            assert!(nodes.iter().any(|(n, _)| n == "l2-fwd"), "not bridged");
+        }
+        if path != Path::Xconnect {
+            assert!(
+                !nodes
+                    .iter()
+                    .any(|(n, _)| n == "error-drop" || n == "l2-flood"),
+                "{name}: frames dropped or flooded"
+            );
+        }
         if path == Path::Routed {
             assert!(nodes.iter().any(|(n, _)| n == "ip4-rewrite"), "not routed");
             assert!(

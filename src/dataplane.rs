@@ -11,11 +11,15 @@ use crate::drivers::{cpu, tsc, DriverPorts, NoTx, RxQueue, TxQueue};
 use crate::fib::FibReader;
 use crate::graph::{Graph, GraphShared, NodeDecl};
 use crate::interface::{Interface, Interfaces, L2Modes, SharedL2Modes};
+use crate::l2::bridge::{Bridges, MacLearn};
 use crate::nodes::{
     error_drop::ErrorDrop,
     input::{InputNode, PlacedQueue},
     interface_output::InterfaceOutput,
     l2::ethernet_input::EthernetInput,
+    l2::flood::L2Flood,
+    l2::fwd::L2Fwd,
+    l2::learn::{L2Learn, LearnParts},
     l2::xconnect::L2Xconnect,
     tx::TxNode,
 };
@@ -32,6 +36,10 @@ use std::time::{Duration, Instant};
 
 /// Neighbour learns waiting for the control plane at most; workers drop (and count) more.
 const LEARN_QUEUE: usize = 4096;
+/// MAC learn batches (one per frame at most) waiting for the control plane.
+const MAC_LEARN_QUEUE: usize = 256;
+/// How often learnt MAC addresses are checked for age.
+const MAC_AGE_SCAN: Duration = Duration::from_secs(1);
 
 /// Empty passes in a row before an idle worker starts napping.
 const IDLE_PASSES_BEFORE_NAP: u32 = 1024;
@@ -56,9 +64,12 @@ pub struct Dataplane {
     pub modes: SharedL2Modes,
     /// The routing control plane; the CLI and the learner thread lock it, workers never do.
     pub router: Arc<Mutex<Router>>,
+    /// The bridge domains and their MAC table; the CLI and the MAC learner lock it.
+    pub bridges: Arc<Mutex<Bridges>>,
     /// Neighbour learns the control plane refused (not on a connected network, table full).
     pub learns_refused: Arc<AtomicU64>,
     learner: Option<JoinHandle<()>>,
+    mac_learner: Option<JoinHandle<()>>,
     /// Keeps the host devices' link states current (af_packet, af_xdp).
     link_monitor: Option<JoinHandle<()>>,
     pub workers: Vec<WorkerInfo>,
@@ -212,21 +223,33 @@ impl Dataplane {
             opened.push(o);
         }
 
-        let mut modes = L2Modes {
-            xconnect: vec![None; opened.len()],
-        };
+        let find = |n: &str| opened.iter().position(|o| o.interface.name == n);
+        let mut xconnect = vec![None; opened.len()];
         for x in &cfg.xconnects {
-            let find = |n: &str| opened.iter().position(|o| o.interface.name == n);
             if let (Some(rx), Some(tx)) = (find(x.rx.get_ref()), find(x.tx.get_ref())) {
-                modes.xconnect[rx] = Some(tx as u32);
+                xconnect[rx] = Some(tx as u32);
             }
         }
+        let bridges = build_bridges(cfg, &find)?;
+        let (bridge, domains) = bridges.view(opened.len());
+        let modes = L2Modes {
+            xconnect,
+            bridge,
+            domains,
+        };
         let modes: SharedL2Modes = Arc::new(ArcSwap::from_pointee(modes));
         let router = build_router(cfg, &opened)?;
         let fib = router.fib_reader();
         let view = router.view();
         let router = Arc::new(Mutex::new(router));
         let (learn_tx, learn_rx) = std::sync::mpsc::sync_channel(LEARN_QUEUE);
+        let (mac_tx, mac_rx) = std::sync::mpsc::sync_channel(MAC_LEARN_QUEUE);
+        let (l2fib, l2clock, learns_lost) = (
+            bridges.reader(),
+            bridges.clock(),
+            bridges.learns_lost.clone(),
+        );
+        let bridges = Arc::new(Mutex::new(bridges));
 
         // Hand out queues: rx queue k of an interface goes to worker k mod workers; tx queue
         // w to worker w, and the last one to the main thread.
@@ -259,7 +282,13 @@ impl Dataplane {
                 fib: fib.clone(),
                 learn: learn_tx.clone(),
             };
-            let decls = worker_graph(&interfaces, &modes, &l3, rxs, txs, min_frame);
+            let l2 = LearnParts {
+                fib: l2fib.clone(),
+                clock: l2clock,
+                learns: mac_tx.clone(),
+                lost: learns_lost.clone(),
+            };
+            let decls = worker_graph(&interfaces, &modes, l2, &l3, rxs, txs, min_frame);
             let graph = Graph::build(decls, w)?;
             let shared = graph.shared().clone();
             let cpu = cores.as_ref().map(|c| c[w]);
@@ -279,6 +308,8 @@ impl Dataplane {
             });
         }
         drop(learn_tx);
+        drop(mac_tx);
+        let mac_learner = spawn_mac_learner(bridges.clone(), mac_rx, stop.clone())?;
         let host_links: Vec<_> = interfaces.iter().filter_map(|i| i.host_link()).collect();
         let link_monitor = if host_links.is_empty() {
             None
@@ -300,8 +331,10 @@ impl Dataplane {
             interfaces: Interfaces { list: interfaces },
             modes,
             router,
+            bridges,
             learns_refused,
             learner: Some(learner),
+            mac_learner: Some(mac_learner),
             link_monitor,
             workers: infos,
             main_cpu,
@@ -314,10 +347,30 @@ impl Dataplane {
         })
     }
 
-    /// Publish a new cross-connect for `rx` (or remove it with `None`).
-    pub fn set_xconnect(&self, rx: u32, tx: Option<u32>) {
+    /// Make `interface` a routed (L3) port, a cross-connect to another, or a bridge port,
+    /// and publish the new modes.
+    pub fn set_l2_mode(&self, interface: u32, mode: L2Mode) -> Result<(), String> {
+        let mut bridges = self.bridges.lock().unwrap_or_else(|p| p.into_inner());
+        let member = match mode {
+            L2Mode::Bridge { bd, shg } => Some((bd, shg)),
+            _ => None,
+        };
+        bridges.set_member(interface, member)?;
         let mut m = (**self.modes.load()).clone();
-        m.xconnect[rx as usize] = tx;
+        m.xconnect[interface as usize] = match mode {
+            L2Mode::Xconnect(tx) => Some(tx),
+            _ => None,
+        };
+        (m.bridge, m.domains) = bridges.view(self.interfaces.list.len());
+        self.modes.store(Arc::new(m));
+        Ok(())
+    }
+
+    /// Publish the bridge domains after a change that did not move a port (`create
+    /// bridge-domain`, a new setting).
+    pub fn publish_bridges(&self, bridges: &Bridges) {
+        let mut m = (**self.modes.load()).clone();
+        (m.bridge, m.domains) = bridges.view(self.interfaces.list.len());
         self.modes.store(Arc::new(m));
     }
 
@@ -340,7 +393,10 @@ impl Dataplane {
                 let _ = h.join();
             }
         }
-        if let Some(h) = self.learner.take() {
+        for h in [self.learner.take(), self.mac_learner.take()]
+            .into_iter()
+            .flatten()
+        {
             let _ = h.join();
         }
         if let Some(h) = self.link_monitor.take() {
@@ -389,6 +445,68 @@ fn build_router(cfg: &Config, opened: &[Opened]) -> Result<Router, String> {
     Ok(router)
 }
 
+/// What an interface does with the frames it receives, apart from routing by its addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum L2Mode {
+    /// No L2 mode: it routes if it has addresses.
+    L3,
+    Xconnect(u32),
+    Bridge {
+        bd: u32,
+        shg: u8,
+    },
+}
+
+/// The bridge domains of the config, their members and static entries.
+fn build_bridges(cfg: &Config, find: &dyn Fn(&str) -> Option<usize>) -> Result<Bridges, String> {
+    let mut bridges = Bridges::default();
+    let index = |name: &str| {
+        find(name)
+            .map(|i| i as u32)
+            .ok_or(format!("no interface {name}"))
+    };
+    for d in &cfg.bridge_domains {
+        bridges.create(d.id, d.settings)?;
+        for (name, shg) in &d.members {
+            bridges.set_member(index(name)?, Some((d.id, *shg)))?;
+        }
+    }
+    for m in &cfg.static_macs {
+        bridges.add_mac(m.bd, m.mac, index(&m.interface)?, true)?;
+    }
+    Ok(bridges)
+}
+
+/// Takes the workers' MAC learns and applies them, and ages the learnt entries once a
+/// second.
+fn spawn_mac_learner(
+    bridges: Arc<Mutex<Bridges>>,
+    learns: Receiver<Vec<MacLearn>>,
+    stop: Arc<AtomicBool>,
+) -> Result<JoinHandle<()>, String> {
+    std::thread::Builder::new()
+        .name("sluice_l2learn".into())
+        .spawn(move || {
+            let mut aged_at = Instant::now();
+            while !stop.load(Ordering::Relaxed) {
+                let first = match learns.recv_timeout(MAC_AGE_SCAN) {
+                    Ok(batch) => Some(batch),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => return,
+                };
+                let mut b = bridges.lock().unwrap_or_else(|p| p.into_inner());
+                for batch in first.into_iter().chain(learns.try_iter()) {
+                    b.learn(&batch);
+                }
+                if aged_at.elapsed() >= MAC_AGE_SCAN {
+                    b.age();
+                    aged_at = Instant::now();
+                }
+            }
+        })
+        .map_err(|e| format!("cannot start the MAC learner: {e}"))
+}
+
 /// Takes neighbour learns from the workers and applies them, one commit per batch.
 fn spawn_learner(
     router: Arc<Mutex<Router>>,
@@ -428,6 +546,7 @@ struct L3Parts {
 fn worker_graph(
     interfaces: &[Arc<Interface>],
     modes: &SharedL2Modes,
+    l2: LearnParts,
     l3: &L3Parts,
     rxs: Vec<RxPlacement>,
     txs: Vec<Box<dyn TxQueue>>,
@@ -462,6 +581,10 @@ fn worker_graph(
         min_frame,
     ));
     decls.push(L2Xconnect::decl(modes.clone()));
+    let l2fib = l2.fib.clone();
+    decls.push(L2Learn::decl(modes.clone(), l2));
+    decls.push(L2Fwd::decl(modes.clone(), l2fib));
+    decls.push(L2Flood::decl(modes.clone()));
     decls.extend(crate::nodes::routing_decls(&l3.view, &l3.fib, &l3.learn));
     decls.push(InterfaceOutput::decl(interfaces.to_vec()));
     for (itf, tx) in interfaces.iter().zip(txs) {

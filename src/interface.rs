@@ -178,6 +178,26 @@ impl Interface {
 pub struct L2Modes {
     /// `xconnect[rx]` is the interface everything received on `rx` is sent out of.
     pub xconnect: Vec<Option<u32>>,
+    /// `bridge[rx]`: the bridge domain `rx` is a port of.
+    pub bridge: Vec<Option<crate::l2::bridge::BridgePort>>,
+    /// The bridge domains, by internal index.
+    pub domains: Vec<Option<crate::l2::bridge::DomainView>>,
+}
+
+impl L2Modes {
+    /// The port `rx` is and its domain, when `rx` is bridged.
+    #[inline(always)]
+    pub fn bridge_port(
+        &self,
+        rx: u32,
+    ) -> Option<(
+        crate::l2::bridge::BridgePort,
+        &crate::l2::bridge::DomainView,
+    )> {
+        let port = self.bridge.get(rx as usize).copied().flatten()?;
+        let domain = self.domains.get(port.bd as usize)?.as_ref()?;
+        Some((port, domain))
+    }
 }
 
 /// The published L2 modes. Workers load it once per frame; the control plane builds a new

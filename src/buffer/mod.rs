@@ -500,13 +500,7 @@ impl WorkerBuffers {
         if segments > idx.len() {
             return None;
         }
-        let got = self.alloc(&mut idx[..segments]);
-        if got < segments {
-            // Give back what a short allocation did hand out.
-            for &bi in &idx[..got] {
-                tags!(self.pool.tags.release(bi, self.id));
-                self.cache.push(bi);
-            }
+        if !self.alloc_all(&mut idx[..segments]) {
             return None;
         }
         for (k, chunk_start) in (0..segments).map(|k| (k, k * DATA_SIZE)) {
@@ -524,6 +518,52 @@ impl WorkerBuffers {
             self.data_mut(bi).copy_from_slice(chunk);
         }
         Some(idx[0])
+    }
+
+    /// Fill all of `out` with fresh buffers, or allocate nothing and say so.
+    fn alloc_all(&mut self, out: &mut [u32]) -> bool {
+        let got = self.alloc(out);
+        if got < out.len() {
+            // Give back what a short allocation did hand out.
+            for &bi in &out[..got] {
+                tags!(self.pool.tags.release(bi, self.id));
+                self.cache.push(bi);
+            }
+            return false;
+        }
+        true
+    }
+
+    /// A copy of packet `bi` in fresh buffers: each segment and its metadata, with the trace
+    /// flag cleared (a trace record follows one packet). Flooding sends a copy to each member
+    /// but the last, which gets the original. `None`, with nothing allocated, when the pool
+    /// runs dry or the chain is longer than a packet can be.
+    pub fn clone_packet(&mut self, bi: u32) -> Option<u32> {
+        let mut segs = [0u32; 8];
+        let mut n = 0;
+        let mut seg = bi;
+        while seg != NO_BUFFER {
+            *segs.get_mut(n)? = seg;
+            n += 1;
+            seg = self.meta(seg).next;
+        }
+        let mut copies = [0u32; 8];
+        if !self.alloc_all(&mut copies[..n]) {
+            return None;
+        }
+        for k in 0..n {
+            let (from, to) = (segs[k], copies[k]);
+            let mut m = *self.meta(from);
+            m.next = if k + 1 < n { copies[k + 1] } else { NO_BUFFER };
+            m.flags &= !FLAG_TRACED;
+            *self.meta_mut(to) = m;
+            // Through the stack: two buffers of one handle cannot both be borrowed.
+            let mut bytes = [0u8; STRIDE];
+            let len = self.data(from).len();
+            bytes[..len].copy_from_slice(self.data(from));
+            self.data_mut(to).copy_from_slice(&bytes[..len]);
+        }
+        Some(copies[0])
     }
 
     /// Copy a packet (all its segments) into `out`, replacing its contents.
@@ -546,6 +586,39 @@ impl Drop for WorkerBuffers {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clone_copies_every_segment_and_frees_independently() {
+        let pool = BufferPool::new(16, HugePages::Never).unwrap();
+        let mut w = pool.worker_handle();
+        for len in [60, 2048, 5000] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 7) as u8).collect();
+            let bi = w.packet_from_bytes(&bytes).unwrap();
+            w.meta_mut(bi).rx_if = 3;
+            w.meta_mut(bi).flags = FLAG_TRACED | FLAG_LOCAL_ORIGIN;
+            let c = w.clone_packet(bi).unwrap();
+            w.free(bi);
+            let mut out = Vec::new();
+            w.copy_packet(c, &mut out);
+            assert_eq!(out, bytes);
+            assert_eq!(w.meta(c).rx_if, 3);
+            assert_eq!(w.meta(c).flags, FLAG_LOCAL_ORIGIN);
+            w.free(c);
+        }
+        w.publish_cache();
+        assert_eq!(pool.report().in_use, 0);
+    }
+
+    #[test]
+    fn clone_with_the_pool_dry_allocates_nothing() {
+        let pool = BufferPool::new(4, HugePages::Never).unwrap();
+        let mut w = pool.worker_handle();
+        let bi = w.packet_from_bytes(&[1u8; 5000]).unwrap(); // 3 segments
+        assert_eq!(w.clone_packet(bi), None);
+        w.free(bi);
+        w.publish_cache();
+        assert_eq!(pool.report().in_use, 0);
+    }
 
     #[test]
     fn alloc_and_free_return_to_idle() {

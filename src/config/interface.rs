@@ -118,19 +118,20 @@ impl InterfaceConfig {
     /// The addresses parse, and only an interface that is not cross-connected has any.
     pub(super) fn check_addresses(
         &self,
-        cross_connected: &[&str],
+        l2_ports: &[(&str, &str)],
         c: &Checker<'_>,
     ) -> Result<(), ConfigError> {
         for a in &self.address {
             crate::router::parse_interface_address(a.get_ref())
                 .map_err(|e| c.err(a.span(), "address", e))?;
         }
-        if !self.address.is_empty() && cross_connected.contains(&self.name.get_ref().as_str()) {
+        let port = l2_ports.iter().find(|(n, _)| n == self.name.get_ref());
+        if let (Some((_, what)), false) = (port, self.address.is_empty()) {
             return Err(c.err(
                 self.name.span(),
                 "address",
                 format!(
-                    "interface '{}' is cross-connected; it cannot also route",
+                    "interface '{}' {what}; it cannot also route",
                     self.name.get_ref()
                 ),
             ));

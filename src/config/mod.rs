@@ -33,6 +33,10 @@
 //! rx = "d0"
 //! tx = "d1"
 //!
+//! [[bridge-domain]]        # keys in bridge.rs
+//! id = 10
+//! members = ["d2", "d3"]
+//!
 //! [[route]]
 //! prefix = "198.19.0.0/16"
 //! via = ["198.51.100.2"]   # one next hop, or several for ECMP
@@ -49,7 +53,8 @@
 //! so an error can name its line), then each section checks its own keys where it is
 //! defined: `dataplane.rs` ([dataplane]), `interface.rs` (the keys every [[interface]] has),
 //! `driver/` (`Driver`, one variant and one file per `driver = ...`, each checking its own
-//! keys and refusing them on other drivers), `xconnect.rs` ([[xconnect]]) and `route.rs`
+//! keys and refusing them on other drivers), `xconnect.rs` ([[xconnect]]), `bridge.rs`
+//! ([[bridge-domain]], [[l2fib]]) and `route.rs`
 //! ([[route]], [fib]). This file holds `Config`, the errors and the order of the checks.
 
 /// One `#[test]` per case: config text and the exact error it gives.
@@ -63,6 +68,7 @@ macro_rules! error_tests {
     )*};
 }
 
+mod bridge;
 mod dataplane;
 pub use dataplane::DEFAULT_WORKER_NICE;
 mod driver;
@@ -70,6 +76,7 @@ mod interface;
 mod route;
 mod xconnect;
 
+pub use bridge::{parse_mac_age, BridgeDomainConfig, StaticMac};
 pub use dataplane::Dataplane;
 pub use driver::{AfPacket, AfXdp, Driver, Memif, Pcap};
 pub use interface::InterfaceConfig;
@@ -92,6 +99,8 @@ pub struct Config {
     pub control: Control,
     pub interfaces: Vec<InterfaceConfig>,
     pub xconnects: Vec<Xconnect>,
+    pub bridge_domains: Vec<BridgeDomainConfig>,
+    pub static_macs: Vec<StaticMac>,
     pub routes: Vec<RouteConfig>,
     pub fib: FibConfig,
 }
@@ -108,6 +117,10 @@ struct ConfigKeys {
     interfaces: Vec<interface::InterfaceKeys>,
     #[serde(default, rename = "xconnect")]
     xconnects: Vec<Xconnect>,
+    #[serde(default, rename = "bridge-domain")]
+    bridge_domains: Vec<bridge::BridgeDomainKeys>,
+    #[serde(default, rename = "l2fib")]
+    static_macs: Vec<bridge::StaticMacKeys>,
     #[serde(default, rename = "route")]
     routes: Vec<route::RouteKeys>,
     #[serde(default)]
@@ -219,8 +232,23 @@ impl Config {
             .map(|i| i.name.get_ref().as_str())
             .collect();
         let cross_connected = xconnect::check(&keys.xconnects, &names, c)?;
+        let bridge_domains = bridge::check_domains(keys.bridge_domains, &names, c)?;
+        let static_macs = bridge::check_macs(keys.static_macs, &bridge_domains, c)?;
+        let mut l2_ports: Vec<(&str, &str)> = Vec::new();
+        for d in &bridge_domains {
+            for (name, _) in &d.members {
+                if cross_connected.contains(&name.as_str()) {
+                    return Err(ConfigError(format!(
+                        "{}: interface '{name}' is both cross-connected and in bridge domain {}",
+                        c.origin, d.id
+                    )));
+                }
+                l2_ports.push((name, "is in a bridge domain"));
+            }
+        }
+        l2_ports.extend(cross_connected.iter().map(|n| (*n, "is cross-connected")));
         for i in &interfaces {
-            i.check_addresses(&cross_connected, c)?;
+            i.check_addresses(&l2_ports, c)?;
         }
         let mut routes = Vec::new();
         for r in keys.routes {
@@ -231,6 +259,8 @@ impl Config {
             control: keys.control,
             interfaces,
             xconnects: keys.xconnects,
+            bridge_domains,
+            static_macs,
             routes,
             fib: keys.fib,
         })

@@ -431,7 +431,7 @@ mod tests {
         assert_eq!(e("trace add x 0"), "trace count must be 1..100000, not '0'");
         assert_eq!(
             e("clear"),
-            "clear what? (interfaces, runtime, errors, trace)"
+            "clear what? (interfaces, l2fib, runtime, errors, trace)"
         );
         assert_eq!(e("sh ip"), "show ip what? (fib, neighbors)");
         assert_eq!(e("ip r"), "ip route what? (add, del)");

@@ -176,6 +176,21 @@ impl MacTable {
         aged
     }
 
+    /// Remove learnt entry `mac` of `bd` because it aged (counted); false when it is not
+    /// there or static.
+    pub fn expire(&mut self, bd: BdId, mac: MacAddress) -> bool {
+        let Some(d) = self.domains.get_mut(&bd) else {
+            return false;
+        };
+        if d.entries.get(&mac).is_none_or(|e| e.is_static) {
+            return false;
+        }
+        d.entries.remove(&mac);
+        d.dynamic -= 1;
+        d.counters.aged += 1;
+        true
+    }
+
     /// Remove every learnt entry of `bd` (`clear l2fib`); static ones stay.
     pub fn flush(&mut self, bd: BdId) -> usize {
         self.age(bd, u64::MAX, 0)

@@ -1,5 +1,8 @@
-//! Layer-2 switching state beside the graph's L2 nodes: `mac_table`, the bridge domains' MAC
-//! tables (learning, moves, limits, ageing, static entries). The bridge domains, their
-//! commands and nodes build on it (issue 15); nothing forwards through it yet.
+//! Layer-2 switching state beside the graph's L2 nodes (`nodes/l2`): `bridge`, the bridge
+//! domains and their members as the control plane keeps them; `mac_table`, their MAC tables
+//! (learning, moves, limits, ageing, static entries); `fib`, the copy of the MAC table the
+//! workers read without a lock.
 
+pub mod bridge;
+pub mod fib;
 pub mod mac_table;

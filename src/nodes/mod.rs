@@ -1,5 +1,6 @@
 //! Graph nodes, one file each: the node, its next nodes, its error counters and its trace.
-//! Grouped by layer: `l2/` (ethernet-input, the cross-connect), `ip4/` and `ip6/` (input,
+//! Grouped by layer: `l2/` (ethernet-input, the cross-connect, the bridge's learn, forward
+//! and flood), `ip4/` and `ip6/` (input,
 //! lookup, rewrite, local delivery, ICMP errors, ARP / ND); the device nodes (input, tx,
 //! interface-output, error-drop) and what several layers share (neighbour hold, rate limits)
 //! stay here.
@@ -20,6 +21,9 @@ pub mod testing;
 /// Names of the fixed nodes, used where other nodes name them as next nodes.
 pub const ETHERNET_INPUT: &str = "ethernet-input";
 pub const L2_XCONNECT: &str = "l2-xconnect";
+pub const L2_LEARN: &str = "l2-learn";
+pub const L2_FWD: &str = "l2-fwd";
+pub const L2_FLOOD: &str = "l2-flood";
 pub const INTERFACE_OUTPUT: &str = "interface-output";
 pub const ERROR_DROP: &str = "error-drop";
 pub const ARP_INPUT: &str = "arp-input";

@@ -154,6 +154,7 @@ impl Harness {
             interfaces,
             modes: Arc::new(ArcSwap::from_pointee(L2Modes {
                 xconnect: vec![None; n as usize],
+                ..Default::default()
             })),
             view: Arc::new(ArcSwap::from_pointee(L3View::new(
                 (0..n)
@@ -183,6 +184,13 @@ impl Harness {
     pub fn set_xconnect(&self, rx: u32, tx: u32) {
         let mut m = (**self.modes.load()).clone();
         m.xconnect[rx as usize] = Some(tx);
+        self.modes.store(Arc::new(m));
+    }
+
+    /// Publish `bridges`' domains and ports, as the dataplane does.
+    pub fn set_bridges(&self, bridges: &crate::l2::bridge::Bridges) {
+        let mut m = (**self.modes.load()).clone();
+        (m.bridge, m.domains) = bridges.view(self.interfaces.len());
         self.modes.store(Arc::new(m));
     }
 

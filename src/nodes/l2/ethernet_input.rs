@@ -1,6 +1,7 @@
 //! ethernet-input: checks the Ethernet header and sends each frame to the feature its
-//! receive interface is configured for. Frames too short to be real are dropped here, each
-//! with its reason counted. It records where the L3 header starts (after any VLAN tags) in
+//! receive interface is configured for: the cross-connect, the bridge (l2-learn, or l2-fwd
+//! when the domain does not learn), or the routing nodes. Frames too short to be real are
+//! dropped here, each with its reason counted. It records where the L3 header starts (after any VLAN tags) in
 //! the buffer's metadata, so no node behind it parses the Ethernet header again.
 
 use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
@@ -15,6 +16,8 @@ const PREFETCH_AHEAD: usize = 4;
 #[derive(Clone, Copy)]
 enum Next {
     L2Xconnect,
+    L2Learn,
+    L2Fwd,
     Ip4Input,
     ArpInput,
     Ip6Input,
@@ -56,6 +59,8 @@ impl EthernetInput {
             kind: NodeKind::Internal,
             next: vec![
                 super::L2_XCONNECT.to_string(),
+                super::L2_LEARN.to_string(),
+                super::L2_FWD.to_string(),
                 crate::nodes::ip4::input::IP4_INPUT.to_string(),
                 super::ARP_INPUT.to_string(),
                 super::IP6_INPUT.to_string(),
@@ -107,6 +112,14 @@ impl TracedLoop for EthernetInput {
                             Err(Error::Runt)
                         } else {
                             Ok(Next::L2Xconnect)
+                        }
+                    } else if let Some((_, domain)) = modes.bridge_port(rx) {
+                        if len < self.min_frame {
+                            Err(Error::Runt)
+                        } else if domain.settings.learn {
+                            Ok(Next::L2Learn)
+                        } else {
+                            Ok(Next::L2Fwd)
                         }
                     } else if let Some(l3) = view.interface(rx).filter(|i| i.routed()) {
                         // Promiscuous drivers see every frame on the wire: a router takes

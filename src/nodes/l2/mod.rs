@@ -1,8 +1,11 @@
-//! Layer 2: ethernet-input (classifies each frame by EtherType and VLAN tags) and the
-//! cross-connect.
+//! Layer 2: ethernet-input (classifies each frame by EtherType and VLAN tags), the
+//! cross-connect, and the bridge: l2-learn, l2-fwd, l2-flood.
 
 // The nodes here name the shared helpers and node names of `nodes` as `super::NAME`.
 use super::*;
 
 pub mod ethernet_input;
+pub mod flood;
+pub mod fwd;
+pub mod learn;
 pub mod xconnect;

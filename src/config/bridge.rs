@@ -1,0 +1,262 @@
+//! [[bridge-domain]] and [[l2fib]]: bridge domains, their members, and static MAC entries.
+//!
+//! ```toml
+//! [[bridge-domain]]
+//! id = 10
+//! learn = true            # learn source addresses
+//! flood = true            # flood broadcast and multicast
+//! uu-flood = true         # flood unicast to unknown addresses
+//! mac-age = 5             # minutes a learnt address lives unseen, or "30s", "5m"; 0: forever
+//! mac-limit = 1048576     # learnt addresses at most
+//! members = ["d0", { interface = "d1", shg = 1 }]
+//!
+//! [[l2fib]]
+//! mac = "02:00:00:00:00:01"
+//! bridge-domain = 10
+//! interface = "d0"        # a static entry: never ages, never moves
+//! ```
+
+use super::{Checker, ConfigError};
+use crate::l2::bridge::{DomainSettings, DEFAULT_MAC_LIMIT, MAX_DOMAINS};
+use crate::wire::MacAddress;
+use serde::Deserialize;
+use toml::Spanned;
+
+/// A checked [[bridge-domain]].
+#[derive(Debug)]
+pub struct BridgeDomainConfig {
+    pub id: u32,
+    pub settings: DomainSettings,
+    /// (interface name, split-horizon group).
+    pub members: Vec<(String, u8)>,
+}
+
+/// A checked [[l2fib]] entry.
+#[derive(Debug)]
+pub struct StaticMac {
+    pub mac: MacAddress,
+    pub bd: u32,
+    pub interface: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum Member {
+    Name(String),
+    Port { interface: String, shg: Option<u8> },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum Age {
+    Minutes(u32),
+    Text(String),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct BridgeDomainKeys {
+    id: Spanned<u32>,
+    learn: Option<bool>,
+    flood: Option<bool>,
+    uu_flood: Option<bool>,
+    mac_age: Option<Spanned<Age>>,
+    mac_limit: Option<Spanned<usize>>,
+    #[serde(default)]
+    members: Vec<Spanned<Member>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct StaticMacKeys {
+    mac: Spanned<String>,
+    bridge_domain: Spanned<u32>,
+    interface: Spanned<String>,
+}
+
+/// `mac-age` as the CLI and the config take it: minutes, or a number with `s` or `m`.
+pub fn parse_mac_age(text: &str) -> Result<u32, String> {
+    let (number, unit) = match text.strip_suffix('s') {
+        Some(n) => (n, 1),
+        None => (text.strip_suffix('m').unwrap_or(text), 60),
+    };
+    number
+        .parse::<u32>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .ok_or_else(|| format!("'{text}' is not an age (minutes, or a number with s or m)"))
+}
+
+/// The domains in order, each id once, each member a defined interface in one domain only.
+pub(super) fn check_domains(
+    keys: Vec<BridgeDomainKeys>,
+    names: &[&str],
+    c: &Checker<'_>,
+) -> Result<Vec<BridgeDomainConfig>, ConfigError> {
+    let mut out: Vec<BridgeDomainConfig> = Vec::new();
+    if keys.len() > MAX_DOMAINS {
+        return Err(ConfigError(format!(
+            "{}: at most {MAX_DOMAINS} bridge domains",
+            c.origin
+        )));
+    }
+    for k in keys {
+        let id = *k.id.get_ref();
+        if out.iter().any(|d| d.id == id) {
+            return Err(c.err(
+                k.id.span(),
+                "id",
+                format!("bridge domain {id} is defined twice"),
+            ));
+        }
+        let mac_age_s = match &k.mac_age {
+            None => 0,
+            Some(a) => match a.get_ref() {
+                Age::Minutes(m) => m.saturating_mul(60),
+                Age::Text(t) => parse_mac_age(t).map_err(|e| c.err(a.span(), "mac-age", e))?,
+            },
+        };
+        let mac_limit = k
+            .mac_limit
+            .as_ref()
+            .map_or(DEFAULT_MAC_LIMIT, |l| *l.get_ref());
+        let mut members = Vec::new();
+        for m in &k.members {
+            let (name, shg) = match m.get_ref() {
+                Member::Name(n) => (n.clone(), 0),
+                Member::Port { interface, shg } => (interface.clone(), shg.unwrap_or(0)),
+            };
+            if !names.contains(&name.as_str()) {
+                return Err(c.err(
+                    m.span(),
+                    "members",
+                    format!(
+                        "no interface named '{name}' (defined: {})",
+                        names.join(", ")
+                    ),
+                ));
+            }
+            let elsewhere = out
+                .iter()
+                .find(|d| d.members.iter().any(|(n, _)| *n == name));
+            if let Some(d) = elsewhere.map(|d| d.id).or_else(|| {
+                members
+                    .iter()
+                    .any(|(n, _): &(String, u8)| *n == name)
+                    .then_some(id)
+            }) {
+                return Err(c.err(
+                    m.span(),
+                    "members",
+                    format!("interface '{name}' is already in bridge domain {d}"),
+                ));
+            }
+            members.push((name, shg));
+        }
+        out.push(BridgeDomainConfig {
+            id,
+            settings: DomainSettings {
+                learn: k.learn.unwrap_or(true),
+                flood: k.flood.unwrap_or(true),
+                uu_flood: k.uu_flood.unwrap_or(true),
+                mac_age_s,
+                mac_limit,
+            },
+            members,
+        });
+    }
+    Ok(out)
+}
+
+/// Each entry a unicast address, in a defined domain, behind one of its members.
+pub(super) fn check_macs(
+    keys: Vec<StaticMacKeys>,
+    domains: &[BridgeDomainConfig],
+    c: &Checker<'_>,
+) -> Result<Vec<StaticMac>, ConfigError> {
+    let mut out = Vec::new();
+    for k in keys {
+        let mac: MacAddress = k
+            .mac
+            .get_ref()
+            .parse()
+            .ok()
+            .filter(|m: &MacAddress| !m.is_multicast())
+            .ok_or_else(|| {
+                c.err(
+                    k.mac.span(),
+                    "mac",
+                    format!("'{}' is not a unicast MAC address", k.mac.get_ref()),
+                )
+            })?;
+        let bd = *k.bridge_domain.get_ref();
+        let domain = domains.iter().find(|d| d.id == bd).ok_or_else(|| {
+            c.err(
+                k.bridge_domain.span(),
+                "bridge-domain",
+                format!("no [[bridge-domain]] with id {bd}"),
+            )
+        })?;
+        let interface = k.interface.get_ref().clone();
+        if !domain.members.iter().any(|(n, _)| *n == interface) {
+            return Err(c.err(
+                k.interface.span(),
+                "interface",
+                format!("interface '{interface}' is not a member of bridge domain {bd}"),
+            ));
+        }
+        out.push(StaticMac { mac, bd, interface });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    const TWO: &str = "[[interface]]\nname = \"a\"\ndriver = \"pcap\"\ntx-file = \"a.pcap\"\n\
+        [[interface]]\nname = \"b\"\ndriver = \"pcap\"\ntx-file = \"b.pcap\"\n";
+
+    #[test]
+    fn a_domain_with_members_and_a_static_entry_parses() {
+        let src = format!(
+            "{TWO}[[bridge-domain]]\nid = 10\nmac-age = \"30s\"\nmembers = [\"a\", {{ interface = \"b\", shg = 2 }}]\n\
+             [[l2fib]]\nmac = \"02:00:00:00:00:01\"\nbridge-domain = 10\ninterface = \"b\"\n"
+        );
+        let c = Config::parse(&src, "t.toml").unwrap();
+        let d = &c.bridge_domains[0];
+        assert_eq!(d.members, vec![("a".to_string(), 0), ("b".to_string(), 2)]);
+        assert_eq!(d.settings.mac_age_s, 30);
+        assert!(d.settings.learn && d.settings.uu_flood);
+        assert_eq!(c.static_macs[0].interface, "b");
+    }
+
+    #[test]
+    fn ages_in_minutes_or_with_a_unit() {
+        assert_eq!(parse_mac_age("5"), Ok(300));
+        assert_eq!(parse_mac_age("5m"), Ok(300));
+        assert_eq!(parse_mac_age("45s"), Ok(45));
+        assert!(parse_mac_age("5h").is_err());
+        assert!(parse_mac_age("-1").is_err());
+    }
+
+    error_tests! {
+        member_unknown: format!("{TWO}[[bridge-domain]]\nid = 1\nmembers = [\"c\"]\n")
+            => "t.toml:11: key 'members': no interface named 'c' (defined: a, b)";
+        member_twice: format!("{TWO}[[bridge-domain]]\nid = 1\nmembers = [\"a\"]\n[[bridge-domain]]\nid = 2\nmembers = [\"a\"]\n")
+            => "t.toml:14: key 'members': interface 'a' is already in bridge domain 1";
+        domain_twice: format!("{TWO}[[bridge-domain]]\nid = 1\n[[bridge-domain]]\nid = 1\n")
+            => "t.toml:12: key 'id': bridge domain 1 is defined twice";
+        bad_age: format!("{TWO}[[bridge-domain]]\nid = 1\nmac-age = \"1h\"\n")
+            => "t.toml:11: key 'mac-age': '1h' is not an age (minutes, or a number with s or m)";
+        static_in_unknown_domain: format!("{TWO}[[l2fib]]\nmac = \"02:00:00:00:00:01\"\nbridge-domain = 3\ninterface = \"a\"\n")
+            => "t.toml:11: key 'bridge-domain': no [[bridge-domain]] with id 3";
+        static_multicast: format!("{TWO}[[bridge-domain]]\nid = 1\nmembers = [\"a\"]\n[[l2fib]]\nmac = \"01:00:5e:00:00:01\"\nbridge-domain = 1\ninterface = \"a\"\n")
+            => "t.toml:13: key 'mac': '01:00:5e:00:00:01' is not a unicast MAC address";
+        static_not_a_member: format!("{TWO}[[bridge-domain]]\nid = 1\nmembers = [\"a\"]\n[[l2fib]]\nmac = \"02:00:00:00:00:01\"\nbridge-domain = 1\ninterface = \"b\"\n")
+            => "t.toml:15: key 'interface': interface 'b' is not a member of bridge domain 1";
+        bridged_and_routed: format!("{TWO}address = [\"192.0.2.1/24\"]\n[[bridge-domain]]\nid = 1\nmembers = [\"b\"]\n")
+            => "t.toml:6: key 'address': interface 'b' is in a bridge domain; it cannot also route";
+    }
+}

@@ -1,0 +1,548 @@
+//! Bridge domains as the control plane keeps them: each domain's settings, its members (an
+//! interface and its split-horizon group), the MAC table, and what the workers read of it
+//! (the published `L2Fib`, and the domains and ports in `L2Modes`).
+//!
+//! Workers learn by sending `MacLearn` batches to the control thread, which applies them
+//! here; the per-packet path reads the published table and never takes this lock.
+
+use super::fib::{key, key_mac, L2FibReader, L2FibWriter};
+use super::mac_table::{BdId, Learnt, MacCounters, MacTable};
+use crate::wire::MacAddress;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Learnt entries a bridge domain holds at most unless configured.
+pub const DEFAULT_MAC_LIMIT: usize = 1 << 20;
+/// Internal indices are 16 bits (they are part of the MAC table's key).
+pub const MAX_DOMAINS: usize = 4096;
+
+/// What `create bridge-domain` and `[[bridge-domain]]` set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct DomainSettings {
+    /// Learn source addresses.
+    pub learn: bool,
+    /// Flood broadcast and multicast frames.
+    pub flood: bool,
+    /// Flood unicast frames to unknown addresses.
+    pub uu_flood: bool,
+    /// Seconds a learnt address lives unseen; 0: forever.
+    pub mac_age_s: u32,
+    /// Learnt addresses at most; sources beyond it are counted, not learnt.
+    pub mac_limit: usize,
+}
+
+impl Default for DomainSettings {
+    fn default() -> Self {
+        DomainSettings {
+            learn: true,
+            flood: true,
+            uu_flood: true,
+            mac_age_s: 0,
+            mac_limit: DEFAULT_MAC_LIMIT,
+        }
+    }
+}
+
+/// One bridge port as the workers see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BridgePort {
+    /// The domain's internal index.
+    pub bd: u16,
+    /// Split-horizon group: frames are not flooded or forwarded between two members of the
+    /// same non-zero group.
+    pub shg: u8,
+}
+
+/// One domain as the workers see it.
+#[derive(Clone, Debug)]
+pub struct DomainView {
+    pub id: BdId,
+    pub settings: DomainSettings,
+    /// (interface, split-horizon group), in interface order.
+    pub members: Vec<(u32, u8)>,
+}
+
+/// A MAC address a worker saw as a source where the table does not have it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MacLearn {
+    pub bd: u16,
+    pub mac: MacAddress,
+    pub interface: u32,
+}
+
+/// Batches of learns on their way from a worker to the control thread.
+pub type MacLearnSender = std::sync::mpsc::SyncSender<Vec<MacLearn>>;
+
+/// The seconds clock of the MAC table: workers stamp entries with it, ageing reads it.
+#[derive(Clone, Copy, Debug)]
+pub struct L2Clock(Instant);
+
+impl L2Clock {
+    pub fn now(&self) -> u32 {
+        self.0.elapsed().as_secs() as u32
+    }
+}
+
+struct Domain {
+    index: u16,
+    settings: DomainSettings,
+}
+
+/// Every bridge domain and the MAC table.
+pub struct Bridges {
+    domains: BTreeMap<BdId, Domain>,
+    /// Interface → (domain, split-horizon group).
+    members: BTreeMap<u32, (BdId, u8)>,
+    macs: MacTable,
+    fib: L2FibWriter,
+    clock: L2Clock,
+    /// Learn batches a worker could not send (the control thread was behind).
+    pub learns_lost: Arc<AtomicU64>,
+}
+
+impl Default for Bridges {
+    fn default() -> Self {
+        Bridges {
+            domains: BTreeMap::new(),
+            members: BTreeMap::new(),
+            macs: MacTable::new(),
+            fib: L2FibWriter::default(),
+            clock: L2Clock(Instant::now()),
+            learns_lost: Arc::default(),
+        }
+    }
+}
+
+/// A row of `show bridge-domain`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct DomainReport {
+    pub id: BdId,
+    pub index: u16,
+    #[serde(flatten)]
+    pub settings: DomainSettings,
+    pub entries: usize,
+    pub learnt_entries: usize,
+    /// (interface, split-horizon group).
+    pub members: Vec<(u32, u8)>,
+    pub learnt: u64,
+    pub moves: u64,
+    pub aged: u64,
+    pub over_limit: u64,
+}
+
+/// A row of `show l2fib`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct MacReport {
+    pub bd: BdId,
+    pub mac: String,
+    pub interface: u32,
+    #[serde(rename = "static")]
+    pub is_static: bool,
+    /// Seconds since it was last seen as a source.
+    pub age_s: u32,
+}
+
+impl Bridges {
+    pub fn reader(&self) -> L2FibReader {
+        self.fib.reader()
+    }
+
+    pub fn clock(&self) -> L2Clock {
+        self.clock
+    }
+
+    pub fn exists(&self, id: BdId) -> bool {
+        self.domains.contains_key(&id)
+    }
+
+    /// Create domain `id`, or change an existing one's settings.
+    pub fn create(&mut self, id: BdId, settings: DomainSettings) -> Result<(), String> {
+        if let Some(d) = self.domains.get_mut(&id) {
+            d.settings = settings;
+        } else {
+            let index = (0..MAX_DOMAINS as u16)
+                .find(|i| self.domains.values().all(|d| d.index != *i))
+                .ok_or_else(|| format!("at most {MAX_DOMAINS} bridge domains"))?;
+            self.domains.insert(id, Domain { index, settings });
+        }
+        self.macs.set_limit(id, settings.mac_limit);
+        Ok(())
+    }
+
+    /// Delete domain `id`; refused while it has members.
+    pub fn delete(&mut self, id: BdId) -> Result<(), String> {
+        let d = self.domain(id)?;
+        let members: Vec<String> = self
+            .members
+            .iter()
+            .filter(|(_, (bd, _))| *bd == id)
+            .map(|(i, _)| i.to_string())
+            .collect();
+        if !members.is_empty() {
+            return Err(format!(
+                "bridge domain {id} has members (interface index {}): take them out first \
+                 (set interface l3 IF)",
+                members.join(", ")
+            ));
+        }
+        let index = d.index;
+        self.fib.retain(|k, _| (k >> 48) as u16 != index + 1);
+        self.macs.remove_domain(id);
+        self.domains.remove(&id);
+        Ok(())
+    }
+
+    fn domain(&self, id: BdId) -> Result<&Domain, String> {
+        self.domains
+            .get(&id)
+            .ok_or_else(|| format!("no bridge domain {id} (create bridge-domain {id})"))
+    }
+
+    /// Put `interface` in domain `id` (out of any other), or take it out with `None`. Its
+    /// learnt addresses are forgotten either way.
+    pub fn set_member(&mut self, interface: u32, to: Option<(BdId, u8)>) -> Result<(), String> {
+        if let Some((id, _)) = to {
+            self.domain(id)?;
+        }
+        if self.members.get(&interface).copied() == to {
+            return Ok(());
+        }
+        self.forget_interface(interface);
+        match to {
+            Some(m) => self.members.insert(interface, m),
+            None => self.members.remove(&interface),
+        };
+        Ok(())
+    }
+
+    /// The domain and split-horizon group `interface` is in.
+    pub fn member_of(&self, interface: u32) -> Option<(BdId, u8)> {
+        self.members.get(&interface).copied()
+    }
+
+    /// Remove the learnt entries behind `interface` (it left its domain or went away).
+    fn forget_interface(&mut self, interface: u32) {
+        let Some((id, _)) = self.members.get(&interface).copied() else {
+            return;
+        };
+        for (mac, e) in self.macs.entries(id) {
+            if e.interface == interface && !e.is_static {
+                self.macs.remove(id, mac);
+                if let Ok(d) = self.domain(id) {
+                    self.fib.remove(key(d.index, &mac.0));
+                }
+            }
+        }
+    }
+
+    /// `l2fib add`: `mac` behind `interface` in domain `id`, static or as if learnt now.
+    pub fn add_mac(
+        &mut self,
+        id: BdId,
+        mac: MacAddress,
+        interface: u32,
+        is_static: bool,
+    ) -> Result<(), String> {
+        let index = self.domain(id)?.index;
+        if mac.is_multicast() {
+            return Err(format!(
+                "{mac} is a group address: only unicast ones are learnt"
+            ));
+        }
+        if self.members.get(&interface).map(|m| m.0) != Some(id) {
+            return Err(format!(
+                "interface index {interface} is not in bridge domain {id}"
+            ));
+        }
+        let now = self.clock.now();
+        self.macs.add(id, mac, interface, is_static, now as u64);
+        self.fib.set(key(index, &mac.0), interface, is_static, now);
+        Ok(())
+    }
+
+    /// `l2fib del`.
+    pub fn remove_mac(&mut self, id: BdId, mac: MacAddress) -> Result<(), String> {
+        let index = self.domain(id)?.index;
+        self.macs
+            .remove(id, mac)
+            .ok_or_else(|| format!("{mac} is not in bridge domain {id}"))?;
+        self.fib.remove(key(index, &mac.0));
+        Ok(())
+    }
+
+    /// `clear l2fib`: forget the learnt entries of `id`, or of every domain.
+    pub fn flush(&mut self, id: Option<BdId>) -> Result<usize, String> {
+        let ids: Vec<BdId> = match id {
+            Some(id) => {
+                self.domain(id)?;
+                vec![id]
+            }
+            None => self.domains.keys().copied().collect(),
+        };
+        let mut n = 0;
+        for id in ids {
+            let index = self.domains[&id].index;
+            n += self.macs.flush(id);
+            self.fib.retain(|k, st| st || (k >> 48) as u16 != index + 1);
+        }
+        Ok(n)
+    }
+
+    /// Apply a worker's learns.
+    pub fn learn(&mut self, batch: &[MacLearn]) {
+        let now = self.clock.now();
+        for l in batch {
+            // The domain may have gone, or the interface left it, since the worker looked.
+            let Some(&(id, _)) = self.members.get(&l.interface) else {
+                continue;
+            };
+            match self.domains.get(&id) {
+                Some(d) if d.index == l.bd => {}
+                _ => continue,
+            }
+            match self.macs.learn(id, l.mac, l.interface, now as u64) {
+                Learnt::Added | Learnt::Moved { .. } => {
+                    self.fib.set(key(l.bd, &l.mac.0), l.interface, false, now);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Forget learnt entries not seen for their domain's age. Returns how many went.
+    pub fn age(&mut self) -> usize {
+        let now = self.clock.now();
+        let mut ages = [0u32; MAX_DOMAINS];
+        let mut ids = [0 as BdId; MAX_DOMAINS];
+        for (id, d) in &self.domains {
+            ages[d.index as usize] = d.settings.mac_age_s;
+            ids[d.index as usize] = *id;
+        }
+        let table = self.fib.table();
+        let expired: Vec<(u64, BdId)> = table
+            .entries()
+            .filter_map(|(k, _, st, seen)| {
+                let index = ((k >> 48) as usize).checked_sub(1)?;
+                let age = *ages.get(index)?;
+                (!st && age > 0 && now.saturating_sub(seen) >= age).then_some((k, ids[index]))
+            })
+            .collect();
+        drop(table);
+        for &(k, id) in &expired {
+            self.macs.expire(id, key_mac(k));
+            self.fib.remove(k);
+        }
+        expired.len()
+    }
+
+    /// The published domains and ports, for `L2Modes`: `(ports by interface, domains by
+    /// index)` for `interfaces` interfaces.
+    pub fn view(&self, interfaces: usize) -> (Vec<Option<BridgePort>>, Vec<Option<DomainView>>) {
+        let mut ports = vec![None; interfaces];
+        let mut views: Vec<Option<DomainView>> = Vec::new();
+        for (id, d) in &self.domains {
+            let i = d.index as usize;
+            if views.len() <= i {
+                views.resize(i + 1, None);
+            }
+            views[i] = Some(DomainView {
+                id: *id,
+                settings: d.settings,
+                members: Vec::new(),
+            });
+        }
+        for (&itf, &(id, shg)) in &self.members {
+            let d = &self.domains[&id];
+            if let Some(p) = ports.get_mut(itf as usize) {
+                *p = Some(BridgePort { bd: d.index, shg });
+            }
+            if let Some(Some(v)) = views.get_mut(d.index as usize) {
+                v.members.push((itf, shg));
+            }
+        }
+        (ports, views)
+    }
+
+    /// `show bridge-domain`.
+    pub fn report(&self, id: Option<BdId>) -> Result<Vec<DomainReport>, String> {
+        if let Some(id) = id {
+            self.domain(id)?;
+        }
+        Ok(self
+            .domains
+            .iter()
+            .filter(|(i, _)| id.is_none_or(|want| **i == want))
+            .map(|(&id, d)| {
+                let (entries, learnt_entries) = self.macs.count(id);
+                let MacCounters {
+                    learnt,
+                    moves,
+                    aged,
+                    over_limit,
+                } = self.macs.counters(id);
+                DomainReport {
+                    id,
+                    index: d.index,
+                    settings: d.settings,
+                    entries,
+                    learnt_entries,
+                    members: self
+                        .members
+                        .iter()
+                        .filter(|(_, m)| m.0 == id)
+                        .map(|(&i, m)| (i, m.1))
+                        .collect(),
+                    learnt,
+                    moves,
+                    aged,
+                    over_limit,
+                }
+            })
+            .collect())
+    }
+
+    /// `show l2fib`: the entries of `id` or of every domain, by domain and address.
+    pub fn entries(&self, id: Option<BdId>) -> Result<Vec<MacReport>, String> {
+        if let Some(id) = id {
+            self.domain(id)?;
+        }
+        let now = self.clock.now();
+        let table = self.fib.table();
+        let mut out = Vec::new();
+        for (&bd, d) in self
+            .domains
+            .iter()
+            .filter(|(i, _)| id.is_none_or(|w| **i == w))
+        {
+            for (mac, e) in self.macs.entries(bd) {
+                let seen = table.seen(key(d.index, &mac.0)).unwrap_or(now);
+                out.push(MacReport {
+                    bd,
+                    mac: mac.to_string(),
+                    interface: e.interface,
+                    is_static: e.is_static,
+                    age_s: now.saturating_sub(seen),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Entries in every domain, and the table's memory.
+    pub fn totals(&self) -> (usize, usize) {
+        let t = self.fib.table();
+        (t.live(), t.memory_bytes())
+    }
+
+    pub fn learns_lost(&self) -> u64 {
+        self.learns_lost.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mac(n: u8) -> MacAddress {
+        MacAddress([2, 0, 0, 0, 0, n])
+    }
+
+    fn bridges() -> Bridges {
+        let mut b = Bridges::default();
+        b.create(10, DomainSettings::default()).unwrap();
+        b.set_member(0, Some((10, 0))).unwrap();
+        b.set_member(1, Some((10, 0))).unwrap();
+        b
+    }
+
+    fn lookup(b: &Bridges, n: u8) -> Option<u32> {
+        b.reader()
+            .load()
+            .lookup(key(0, &mac(n).0))
+            .map(|h| h.interface)
+    }
+
+    #[test]
+    fn learns_reach_the_published_table_and_leaving_forgets_them() {
+        let mut b = bridges();
+        b.learn(&[
+            MacLearn {
+                bd: 0,
+                mac: mac(1),
+                interface: 0,
+            },
+            MacLearn {
+                bd: 0,
+                mac: mac(2),
+                interface: 1,
+            },
+            // Interface 5 is in no domain: ignored.
+            MacLearn {
+                bd: 0,
+                mac: mac(3),
+                interface: 5,
+            },
+        ]);
+        assert_eq!(
+            (lookup(&b, 1), lookup(&b, 2), lookup(&b, 3)),
+            (Some(0), Some(1), None)
+        );
+        b.learn(&[MacLearn {
+            bd: 0,
+            mac: mac(1),
+            interface: 1,
+        }]);
+        assert_eq!(lookup(&b, 1), Some(1));
+        assert_eq!(b.report(Some(10)).unwrap()[0].moves, 1);
+        b.set_member(1, None).unwrap();
+        assert_eq!((lookup(&b, 1), lookup(&b, 2)), (None, None));
+        assert!(b.delete(10).is_err(), "interface 0 is still a member");
+        b.set_member(0, None).unwrap();
+        b.delete(10).unwrap();
+        assert!(b.report(None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn static_entries_survive_flush_and_limit_counts_the_excess() {
+        let mut b = bridges();
+        b.create(
+            10,
+            DomainSettings {
+                mac_limit: 2,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        b.add_mac(10, mac(9), 1, true).unwrap();
+        assert!(b.add_mac(10, mac(8), 7, true).is_err(), "7 is not a member");
+        assert!(b.add_mac(10, MacAddress::BROADCAST, 0, true).is_err());
+        let flood: Vec<MacLearn> = (1..=50)
+            .map(|n| MacLearn {
+                bd: 0,
+                mac: mac(n),
+                interface: 0,
+            })
+            .collect();
+        b.learn(&flood);
+        let r = &b.report(Some(10)).unwrap()[0];
+        assert_eq!((r.entries, r.learnt_entries, r.over_limit), (3, 2, 47));
+        assert_eq!(b.totals().0, 3);
+        assert_eq!(b.flush(Some(10)).unwrap(), 2);
+        assert_eq!(b.totals().0, 1);
+        assert_eq!(lookup(&b, 9), Some(1));
+    }
+
+    #[test]
+    fn view_lists_ports_and_members() {
+        let mut b = bridges();
+        b.create(20, DomainSettings::default()).unwrap();
+        b.set_member(3, Some((20, 2))).unwrap();
+        let (ports, views) = b.view(4);
+        assert_eq!(ports[3], Some(BridgePort { bd: 1, shg: 2 }));
+        assert_eq!(ports[2], None);
+        assert_eq!(views[0].as_ref().unwrap().members, vec![(0, 0), (1, 0)]);
+        assert_eq!(views[1].as_ref().unwrap().id, 20);
+    }
+}

@@ -1,0 +1,175 @@
+//! l2-fwd: sends each bridged frame to the port its destination address was learnt on, or
+//! to l2-flood (broadcast, multicast, and unicast to an address not in the table), or drops
+//! it with the reason: flooding switched off, the destination behind the port it came in by,
+//! or both ports in one split-horizon group.
+
+use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
+use crate::interface::SharedL2Modes;
+use crate::l2::fib::{key, L2FibReader};
+
+#[repr(usize)]
+#[derive(Clone, Copy)]
+enum Next {
+    InterfaceOutput,
+    Flood,
+    Drop,
+}
+
+#[repr(usize)]
+#[derive(Clone, Copy)]
+enum Error {
+    NotBridged,
+    Runt,
+    FloodOff,
+    UnknownUnicastOff,
+    SameInterface,
+    SplitHorizon,
+}
+const ERRORS: [&str; 6] = [
+    "interface is no longer in a bridge domain",
+    "frame shorter than the ethernet header",
+    "broadcast or multicast, and the bridge domain does not flood",
+    "unknown unicast, and the bridge domain does not flood it (uu-flood off)",
+    "destination is behind the interface the frame came in by",
+    "destination is in the input interface's split-horizon group",
+];
+
+pub struct L2Fwd {
+    modes: SharedL2Modes,
+    fib: L2FibReader,
+}
+
+impl L2Fwd {
+    pub fn decl(modes: SharedL2Modes, fib: L2FibReader) -> NodeDecl {
+        NodeDecl {
+            name: super::L2_FWD.to_string(),
+            kind: NodeKind::Internal,
+            next: vec![
+                super::INTERFACE_OUTPUT.to_string(),
+                super::L2_FLOOD.to_string(),
+                super::ERROR_DROP.to_string(),
+            ],
+            errors: ERRORS.to_vec(),
+            node: Box::new(L2Fwd { modes, fib }),
+        }
+    }
+}
+
+impl TracedLoop for L2Fwd {
+    fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
+        let modes = self.modes.load();
+        let table = self.fib.load();
+        for &bi in frame {
+            let rx = cx.bufs.meta(bi).rx_if;
+            let verdict = (|| {
+                let (port, domain) = modes.bridge_port(rx).ok_or(Error::NotBridged)?;
+                let dst = cx.bufs.data(bi).get(..6).ok_or(Error::Runt)?;
+                if dst[0] & 1 != 0 {
+                    return if domain.settings.flood {
+                        Ok((Next::Flood, rx))
+                    } else {
+                        Err(Error::FloodOff)
+                    };
+                }
+                // An entry for a port that has left this domain is as good as none.
+                let out = table
+                    .lookup(key(port.bd, dst))
+                    .map(|h| h.interface)
+                    .and_then(|tx| Some((tx, modes.bridge_port(tx)?.0)))
+                    .filter(|(_, p)| p.bd == port.bd);
+                match out {
+                    Some((tx, _)) if tx == rx => Err(Error::SameInterface),
+                    Some((_, p)) if port.shg != 0 && p.shg == port.shg => Err(Error::SplitHorizon),
+                    Some((tx, _)) => Ok((Next::InterfaceOutput, tx)),
+                    None if domain.settings.uu_flood => Ok((Next::Flood, rx)),
+                    None => Err(Error::UnknownUnicastOff),
+                }
+            })();
+            let next = match verdict {
+                Ok((next, tx)) => {
+                    cx.bufs.meta_mut(bi).tx_if = tx;
+                    if TRACE {
+                        match next {
+                            Next::Flood => cx.trace(bi, "flood"),
+                            _ => cx.trace(bi, format_args!("to tx if {tx}")),
+                        }
+                    }
+                    next
+                }
+                Err(e) => {
+                    cx.count_error(e as usize, 1);
+                    if TRACE {
+                        cx.trace(bi, format_args!("drop: {}", ERRORS[e as usize]));
+                    }
+                    Next::Drop
+                }
+            };
+            cx.enqueue(next as usize, bi);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::l2::bridge::{Bridges, DomainSettings};
+    use crate::nodes::testing::{frame_bytes, Harness};
+    use crate::wire::MacAddress;
+
+    /// Interfaces 0-3 in bridge domain 1; 2 and 3 in split-horizon group 1. 02:..:0a is
+    /// behind 1, 02:..:0b behind 0, 02:..:0c behind 3.
+    fn setup(settings: DomainSettings) -> (Harness, Bridges) {
+        let h = Harness::new(4);
+        let mut b = Bridges::default();
+        b.create(1, settings).unwrap();
+        for (i, shg) in [(0, 0), (1, 0), (2, 1), (3, 1)] {
+            b.set_member(i, Some((1, shg))).unwrap();
+        }
+        for (m, i) in [(0x0a, 1), (0x0b, 0), (0x0c, 3)] {
+            b.add_mac(1, MacAddress([2, 0, 0, 0, 0, m]), i, true)
+                .unwrap();
+        }
+        h.set_bridges(&b);
+        (h, b)
+    }
+
+    fn to(dst: u8) -> Vec<u8> {
+        let mut f = frame_bytes(64);
+        f[..6].copy_from_slice(&[2, 0, 0, 0, 0, dst]);
+        f
+    }
+
+    #[test]
+    fn known_unknown_group_same_port_and_split_horizon() {
+        let (h, b) = setup(DomainSettings::default());
+        let decl = || L2Fwd::decl(h.modes.clone(), b.reader());
+        let out = h.run_node(decl(), &[to(0x0a), to(0x0e), frame_bytes(64), to(0x0b)], 0);
+        assert_eq!(out.to_next(Next::InterfaceOutput as usize), 1);
+        assert_eq!(out.to_next(Next::Flood as usize), 2);
+        assert_eq!(out.errors[Error::SameInterface as usize], 1);
+        // From 2 (group 1) to 0c behind 3 (group 1): split horizon.
+        let out = h.run_node(decl(), &[to(0x0c), to(0x0a)], 2);
+        assert_eq!(out.errors[Error::SplitHorizon as usize], 1);
+        assert_eq!(out.to_next(Next::InterfaceOutput as usize), 1);
+        let sent: Vec<u32> = out.tx_ifs.into_iter().filter(|&t| t != u32::MAX).collect();
+        assert_eq!(sent, vec![1], "the dropped one never got a tx interface");
+    }
+
+    #[test]
+    fn flooding_switched_off_drops_with_reasons() {
+        let off = DomainSettings {
+            flood: false,
+            uu_flood: false,
+            ..Default::default()
+        };
+        let (h, b) = setup(off);
+        let out = h.run_node(
+            L2Fwd::decl(h.modes.clone(), b.reader()),
+            &[to(0x0e), frame_bytes(64), to(0x0a)],
+            0,
+        );
+        assert_eq!(out.errors[Error::UnknownUnicastOff as usize], 1);
+        assert_eq!(out.errors[Error::FloodOff as usize], 1);
+        assert_eq!(out.to_next(Next::InterfaceOutput as usize), 1);
+    }
+}
