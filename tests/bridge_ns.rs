@@ -1,0 +1,339 @@
+//! Bridging real frames, checked against Linux: a tester namespace with ports t0–t3, a DUT
+//! namespace with d0–d3 (veth pairs tK–dK), the DUT a sluice bridge domain or a Linux bridge
+//! over d0–d3. tests/bridge/ports.py sends crafted frames and reports on which ports each
+//! step's frames came out. The learning steps must come out the same from both bridges; the
+//! sluice-only steps (static entries, split horizon, the MAC limit, ageing) check sluice's
+//! counters and that every flood copy went back to the pool.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const PYTHON: &str = "/usr/bin/python3";
+const PORTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/bridge/ports.py");
+const TESTER_PORTS: &str = "t0,t1,t2,t3";
+
+const A: &str = "02:00:00:00:00:0a";
+const B: &str = "02:00:00:00:00:0b";
+const C: &str = "02:00:00:00:00:0c";
+const D: &str = "02:00:00:00:00:0d";
+const BROADCAST: &str = "ff:ff:ff:ff:ff:ff";
+
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+struct Lab {
+    tester: Netns,
+    dut: Netns,
+    dir: PathBuf,
+}
+
+fn lab(tag: &str) -> Lab {
+    let tester = Netns::new(&format!("bt{tag}"));
+    let dut = Netns::new(&format!("bd{tag}"));
+    for k in 0..4 {
+        veth(&tester, &format!("t{k}"), &dut, &format!("d{k}"), 1500);
+    }
+    Lab {
+        tester,
+        dut,
+        dir: tmpdir(&format!("bridge{tag}")),
+    }
+}
+
+fn send(port: &str, src: &str, dst: &str) -> Value {
+    json!({ "port": port, "src": src, "dst": dst })
+}
+
+fn step(name: &str, sends: Vec<Value>) -> Value {
+    json!({ "name": name, "send": sends, "wait_ms": 300 })
+}
+
+/// Run `steps` from the tester; returns each step's name and where its frames came out
+/// ("t1:1 t2:1").
+fn run_steps(lab: &Lab, steps: &[Value]) -> Vec<(String, String)> {
+    let file = lab.dir.join("steps.json");
+    std::fs::write(&file, serde_json::to_string(steps).unwrap()).unwrap();
+    let out = lab
+        .tester
+        .exec(PYTHON, &[PORTS, TESTER_PORTS, file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "ports.py: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            let mut rx: Vec<String> = v["rx"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(p, n)| format!("{p}:{n}"))
+                .collect();
+            rx.sort();
+            (v["name"].as_str().unwrap().to_string(), rx.join(" "))
+        })
+        .collect()
+}
+
+fn sluice_bridge(lab: &Lab) -> (Daemon, PathBuf) {
+    let socket = lab.dir.join("cli.sock");
+    let cfg = lab.dir.join("dut.toml");
+    let mut text = format!(
+        "[dataplane]\nworkers = 1\nhugepages = \"never\"\n[control]\nsocket = \"{}\"\n",
+        socket.display()
+    );
+    for k in 0..4 {
+        text += &format!("[[interface]]\nname = \"d{k}\"\ndriver = \"af_packet\"\n");
+    }
+    text += "[[bridge-domain]]\nid = 10\nmembers = [\"d0\", \"d1\", \"d2\", \"d3\"]\n";
+    std::fs::write(&cfg, text).unwrap();
+    (Daemon::start(&lab.dut, &cfg, &socket), socket)
+}
+
+fn linux_bridge(lab: &Lab) {
+    let d = &lab.dut;
+    d.ip(&["link", "add", "br0", "type", "bridge"]);
+    for k in 0..4 {
+        d.ip(&["link", "set", &format!("d{k}"), "master", "br0"]);
+    }
+    d.ip(&["link", "set", "br0", "up"]);
+    // Ports forward at once: STP is off by default.
+    std::thread::sleep(Duration::from_millis(200));
+}
+
+/// Learning as both bridges do it: (step, where its frames must come out).
+fn learning_steps() -> (Vec<Value>, Vec<(&'static str, &'static str)>) {
+    let steps = vec![
+        step("unknown unicast floods", vec![send("t0", A, B)]),
+        step("the reply goes to the learnt port", vec![send("t1", B, A)]),
+        step("now both are known", vec![send("t0", A, B)]),
+        step("broadcast floods", vec![send("t2", C, BROADCAST)]),
+        step("to the port it came from: dropped", vec![send("t1", B, B)]),
+        step("A moves to t3", vec![send("t3", A, B)]),
+        step("B to A follows the move", vec![send("t1", B, A)]),
+        step("C was learnt from the broadcast", vec![send("t0", A, C)]),
+    ];
+    let want = vec![
+        ("unknown unicast floods", "t1:1 t2:1 t3:1"),
+        ("the reply goes to the learnt port", "t0:1"),
+        ("now both are known", "t1:1"),
+        ("broadcast floods", "t0:1 t1:1 t3:1"),
+        ("to the port it came from: dropped", ""),
+        ("A moves to t3", "t1:1"),
+        ("B to A follows the move", "t3:1"),
+        ("C was learnt from the broadcast", "t2:1"),
+    ];
+    (steps, want)
+}
+
+fn assert_steps(who: &str, got: &[(String, String)], want: &[(&str, &str)]) {
+    let got: Vec<(&str, &str)> = got.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    assert_eq!(got, want, "{who}");
+}
+
+#[test]
+fn learning_floods_and_moves_as_a_linux_bridge_does() {
+    if !needs_root() || !prerequisite(Path::new(PYTHON).exists(), "/usr/bin/python3") {
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (steps, want) = learning_steps();
+
+    let linux = lab("l");
+    linux_bridge(&linux);
+    assert_steps("linux bridge", &run_steps(&linux, &steps), &want);
+    drop(linux);
+
+    let lab = lab("s");
+    let (mut daemon, socket) = sluice_bridge(&lab);
+    let idle = ctl_json(&socket, "show buffers")["in_use"]
+        .as_u64()
+        .unwrap();
+    assert_steps("sluice", &run_steps(&lab, &steps), &want);
+
+    let fib = ctl_json(&socket, "show l2fib bd 10");
+    let entries: Vec<(String, String)> = fib
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let (m, i) = (&e["mac"], &e["interface"]);
+            (m.as_str().unwrap().into(), i.as_str().unwrap().into())
+        })
+        .collect();
+    // A moved to t3 and back to t0 in the last step.
+    let want_fib: Vec<(String, String)> = [(A, "d0"), (B, "d1"), (C, "d2")]
+        .iter()
+        .map(|(m, i)| (m.to_string(), i.to_string()))
+        .collect();
+    assert_eq!(entries, want_fib, "{fib}");
+    let bd = &ctl_json(&socket, "show bridge-domain 10 detail")["bridge_domains"][0];
+    assert_eq!(
+        (bd["learnt"].as_u64(), bd["moves"].as_u64()),
+        (Some(3), Some(2)),
+        "{bd}"
+    );
+    let errors = ctl(&socket, "show errors").unwrap();
+    assert!(
+        errors.contains("destination is behind the interface the frame came in by"),
+        "{errors}"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let in_use = ctl_json(&socket, "show buffers")["in_use"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(in_use, idle, "every flood copy back in the pool");
+    assert!(daemon.stop(), "clean exit");
+}
+
+#[test]
+fn static_entries_split_horizon_mac_limit_and_ageing() {
+    if !needs_root() || !prerequisite(Path::new(PYTHON).exists(), "/usr/bin/python3") {
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = lab("x");
+    let (mut daemon, socket) = sluice_bridge(&lab);
+    let idle = ctl_json(&socket, "show buffers")["in_use"]
+        .as_u64()
+        .unwrap();
+    let cli = |line: &str| ctl(&socket, line).unwrap_or_else(|e| panic!("{line}: {e}"));
+
+    // A static entry: frames to D go to t2 only, and D sending from t3 does not move it.
+    cli(&format!("l2fib add {D} 10 d2 static"));
+    let got = run_steps(
+        &lab,
+        &[
+            step("to the static entry", vec![send("t0", A, D)]),
+            step("D seen elsewhere", vec![send("t3", D, A)]),
+            step("still to the static entry", vec![send("t1", B, D)]),
+        ],
+    );
+    assert_steps(
+        "static",
+        &got,
+        &[
+            ("to the static entry", "t2:1"),
+            ("D seen elsewhere", "t0:1"),
+            ("still to the static entry", "t2:1"),
+        ],
+    );
+
+    // d2 and d3 in one split-horizon group: nothing passes between them.
+    cli("set interface l2 bridge d2 10 shg 1");
+    cli("set interface l2 bridge d3 10 shg 1");
+    let got = run_steps(
+        &lab,
+        &[
+            step(
+                "broadcast from a group member",
+                vec![send("t2", C, BROADCAST)],
+            ),
+            step(
+                "broadcast from outside the group",
+                vec![send("t0", A, BROADCAST)],
+            ),
+        ],
+    );
+    assert_steps(
+        "split horizon",
+        &got,
+        &[
+            ("broadcast from a group member", "t0:1 t1:1"),
+            ("broadcast from outside the group", "t1:1 t2:1 t3:1"),
+        ],
+    );
+
+    // A MAC flood beyond the limit: 50 learnt, the other 150 counted, never stored.
+    cli("create bridge-domain 10 mac-limit 50");
+    cli("clear l2fib");
+    let before = &ctl_json(&socket, "show bridge-domain 10")["bridge_domains"][0];
+    let over_before = before["over_limit"].as_u64().unwrap();
+    let flood = json!({ "name": "MAC flood", "send": [{ "port": "t0", "src": A,
+        "dst": BROADCAST, "count": 200, "vary_src": true }], "wait_ms": 500 });
+    let got = run_steps(&lab, &[flood]);
+    assert_eq!(
+        got[0].1, "t1:200 t2:200 t3:200",
+        "every flood copy delivered"
+    );
+    let after = &ctl_json(&socket, "show bridge-domain 10")["bridge_domains"][0];
+    assert_eq!(after["learnt_entries"], 50, "{after}");
+    assert_eq!(
+        after["over_limit"].as_u64().unwrap() - over_before,
+        150,
+        "{after}"
+    );
+
+    // Ageing: A learnt, then silent for longer than the age, is forgotten and flooded to.
+    cli("create bridge-domain 10 mac-age 2s mac-limit 1000");
+    cli("clear l2fib");
+    run_steps(&lab, &[step("learn A", vec![send("t0", A, BROADCAST)])]);
+    let has_a = || {
+        ctl_json(&socket, "show l2fib bd 10")
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["mac"] == A)
+    };
+    assert!(has_a(), "A learnt");
+    std::thread::sleep(Duration::from_millis(4500));
+    assert!(!has_a(), "A aged out");
+    let bd = &ctl_json(&socket, "show bridge-domain 10 detail")["bridge_domains"][0];
+    assert!(bd["aged"].as_u64().unwrap() >= 1, "{bd}");
+    let got = run_steps(&lab, &[step("to A again", vec![send("t1", B, A)])]);
+    assert_eq!(got[0].1, "t0:1 t2:1 t3:1", "unknown again: flooded");
+
+    std::thread::sleep(Duration::from_millis(200));
+    let in_use = ctl_json(&socket, "show buffers")["in_use"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(in_use, idle, "every flood copy back in the pool");
+    assert!(daemon.stop(), "clean exit");
+}
+
+#[test]
+fn bad_bridge_commands_are_refused_with_reasons() {
+    if !needs_root() {
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = lab("e");
+    let (_daemon, socket) = sluice_bridge(&lab);
+    for (line, want) in [
+        ("set interface l2 bridge d0 99", "no bridge domain 99"),
+        (
+            "set interface l2 bridge d0 10 shg 300",
+            "not a split-horizon group",
+        ),
+        (
+            "create bridge-domain 10 learn maybe",
+            "learn takes on or off",
+        ),
+        ("create bridge-domain 10 mac-age 1h", "is not an age"),
+        ("create bridge-domain 10 del", "has members"),
+        ("l2fib add 01:00:5e:00:00:01 10 d0", "group address"),
+        ("l2fib add zz 10 d0", "not a MAC address"),
+        (
+            "l2fib del 02:00:00:00:00:99 10",
+            "is not in bridge domain 10",
+        ),
+        ("show l2fib bd x", "not a bridge domain id"),
+        ("show bridge-domain 11", "no bridge domain 11"),
+    ] {
+        let e = ctl(&socket, line).expect_err(line);
+        assert!(e.contains(want), "{line}: {e}");
+    }
+    // Out of the bridge and back: the domain can go once it is empty.
+    for k in 0..4 {
+        ctl(&socket, &format!("set interface l3 d{k}")).unwrap();
+    }
+    ctl(&socket, "create bridge-domain 10 del").unwrap();
+    let all = ctl_json(&socket, "show bridge-domain");
+    assert_eq!(all["bridge_domains"], json!([]), "{all}");
+}
