@@ -410,6 +410,7 @@ mod tests {
                 routed: false,
                 src_mac: crate::wire::MacAddress([2, 0, 0, 0, 0, 1]),
                 dst_mac: crate::wire::MacAddress([2, 0, 0, 0, 0, 2]),
+                macs: 1,
             };
             let (template, v) = crate::gen::xdp_frames(&profile);
             let mut e = LiveFrames::new(&template, 1, &v).unwrap();

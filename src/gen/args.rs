@@ -71,6 +71,11 @@ pub struct GenArgs {
     src_mac: MacAddress,
     #[arg(long, value_name = "MAC", default_value = "02:00:00:00:00:02")]
     dst_mac: MacAddress,
+    /// Step source and destination MACs through N pairs (their low 24 bits + 2k), so a bridge
+    /// learns N sources; one way, the destinations are first sent from the rx port once, so
+    /// the bridge knows them too
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1 << 23))]
+    macs: u32,
     /// Send both ways at once (tx → rx and rx → tx), addresses mirrored
     #[arg(long)]
     bi: bool,
@@ -283,6 +288,7 @@ impl GenArgs {
                 routed: self.routed,
                 src_mac: self.src_mac,
                 dst_mac: self.dst_mac,
+                macs: self.macs,
             },
             size_name: self.size.parse::<usize>().is_err().then_some(self.size),
             tx: self.tx,
@@ -358,6 +364,16 @@ fn check(o: &Options) -> Result<(), String> {
         if !o.warmup.is_zero() || o.rx_pcap.is_some() {
             return Err("--engine xdp does not combine with --warmup or --rx-pcap".into());
         }
+    }
+    if o.profile.macs_overlap() {
+        return Err(format!(
+            "--macs {}: the source MACs from {} and the destinations from {} (stepping by 2) \
+             meet; choose MACs that differ by an odd number or far apart",
+            o.profile.macs, o.profile.src_mac, o.profile.dst_mac
+        ));
+    }
+    if o.engine != Engine::Ports && o.profile.macs > 1 {
+        return Err("--macs needs the ports engine (not --engine xdp or testpmd)".into());
     }
     if o.engine == Engine::Xdp && o.io != Io::AfPacket {
         return Err("--engine xdp sends by itself: it does not combine with --io".into());

@@ -47,6 +47,9 @@ pub(super) fn run_ports(opts: &Options) -> Result<Report, String> {
         senders.push((ports.sink(&lane.tx)?, done));
     }
     ports.wait_links(Duration::from_secs(15))?;
+    if let (false, true, Some(rx)) = (opts.bi, opts.profile.macs > 1, &opts.rx) {
+        teach_destinations(opts, ports.sink(rx)?.as_mut());
+    }
     let mut handles = Vec::new();
     for (lane, (mut sender, done)) in lanes.into_iter().zip(senders) {
         let o = opts.clone();
@@ -89,6 +92,48 @@ pub(super) fn run_ports(opts: &Options) -> Result<Report, String> {
         all.latencies.extend(r.latencies);
     }
     Ok(report)
+}
+
+/// One way with `--macs N`: send one frame from each of the N destination MACs out of the
+/// rx port (numbered as warm-up frames, which receivers do not count), so that a learning
+/// bridge knows where they are before the run instead of flooding to them throughout.
+fn teach_destinations(opts: &Options, sink: &mut dyn FrameSink) {
+    let reverse = super::reverse_profile(opts);
+    let mut batch: Vec<Vec<u8>> = Vec::with_capacity(MAX_BATCH);
+    let mut seq = 0u64;
+    let n = opts.profile.macs as u64;
+    while seq < n {
+        batch.clear();
+        while batch.len() < MAX_BATCH && seq < n {
+            let mut f = Vec::new();
+            reverse.build(WARMUP_SEQ | seq, now_ns(), &mut f);
+            batch.push(f);
+            seq += 1;
+        }
+        // Paced: the DUT learns from these, it must not drop them.
+        let _ = send_all(sink, &batch);
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    // The DUT's learner applies what it saw.
+    std::thread::sleep(Duration::from_millis(300));
+}
+
+/// Send every frame of `batch`, retrying what a full queue refused for a while; returns
+/// how many went (or were refused for good).
+fn send_all(sink: &mut dyn FrameSink, batch: &[Vec<u8>]) -> usize {
+    let mut sent = 0;
+    for _ in 0..1000 {
+        if sent == batch.len() {
+            break;
+        }
+        let r = sink.send(&batch[sent..]);
+        // A frame the kernel refuses is not retried.
+        sent += r.sent + r.errors;
+        if sent < batch.len() {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+    sent
 }
 
 /// Sequence numbers of warm-up frames carry this bit; receivers do not count them.

@@ -47,9 +47,44 @@ pub struct Profile {
     pub routed: bool,
     pub src_mac: MacAddress,
     pub dst_mac: MacAddress,
+    /// MAC pairs the frames step through (1: the two above only): frame `seq` adds
+    /// `2 * (seq % macs)` to the low 24 bits of both, so a bridge learns `macs` sources and
+    /// forwards to `macs` destinations. Stepping by two keeps the sources and destinations
+    /// apart when the two MACs differ by an odd number, as the defaults do (`macs_overlap`).
+    pub macs: u32,
+}
+
+/// `mac` with `n` added to its low 24 bits (wrapping there: the vendor part stays).
+pub fn mac_plus(mac: MacAddress, n: u32) -> MacAddress {
+    let m = mac.0;
+    let low = u32::from_be_bytes([0, m[3], m[4], m[5]]).wrapping_add(n) & 0xff_ffff;
+    let b = low.to_be_bytes();
+    MacAddress([m[0], m[1], m[2], b[1], b[2], b[3]])
 }
 
 impl Profile {
+    /// The MAC pair of frame `seq` (warm-up frames, numbered from bit 47, included).
+    pub fn macs_of(&self, seq: u64) -> (MacAddress, MacAddress) {
+        if self.macs <= 1 {
+            return (self.src_mac, self.dst_mac);
+        }
+        let k = ((seq & ((1 << 47) - 1)) % self.macs as u64) as u32;
+        (mac_plus(self.src_mac, 2 * k), mac_plus(self.dst_mac, 2 * k))
+    }
+
+    /// Whether some source MAC of the `macs` pairs is also a destination: a bridge would see
+    /// it move between its ports and drop the frames sent to it.
+    pub fn macs_overlap(&self) -> bool {
+        let low = |m: MacAddress| u32::from_be_bytes([0, m.0[3], m.0[4], m.0[5]]);
+        let diff = low(self.dst_mac).wrapping_sub(low(self.src_mac)) & 0xff_ffff;
+        let same_vendor = self.src_mac.0[..3] == self.dst_mac.0[..3];
+        let half = diff / 2;
+        self.macs > 1
+            && same_vendor
+            && diff % 2 == 0
+            && (half < self.macs || (1 << 23) - half < self.macs)
+    }
+
     pub fn size_of(&self, seq: u64) -> usize {
         self.sizes[(seq % self.sizes.len() as u64) as usize]
     }
@@ -65,8 +100,9 @@ impl Profile {
         out.resize(len, 0);
         let flow = (seq % self.flows.max(1) as u64) as u32;
         let f = &mut out[..];
-        f[0..6].copy_from_slice(&self.dst_mac.0);
-        f[6..12].copy_from_slice(&self.src_mac.0);
+        let (src_mac, dst_mac) = self.macs_of(seq);
+        f[0..6].copy_from_slice(&dst_mac.0);
+        f[6..12].copy_from_slice(&src_mac.0);
         f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
         // IPv4: version 4, IHL 5, total length, DF, TTL 64, UDP.
         let ip = &mut f[ETH_LEN..ETH_LEN + IP_LEN];
@@ -250,7 +286,28 @@ mod tests {
             routed: false,
             src_mac: "02:00:00:00:00:01".parse().unwrap(),
             dst_mac: "02:00:00:00:00:02".parse().unwrap(),
+            macs: 1,
         }
+    }
+
+    #[test]
+    fn macs_step_through_the_low_bytes() {
+        let mut p = profile();
+        p.macs = 1000;
+        let mut f = Vec::new();
+        p.build(1001, 0, &mut f);
+        assert_eq!(&f[..12], &[2, 0, 0, 0, 0, 4, 2, 0, 0, 0, 0, 3]);
+        p.build(999, 0, &mut f);
+        assert_eq!(&f[..12], &[2, 0, 0, 0, 0x07, 0xd0, 2, 0, 0, 0, 0x07, 0xcf]);
+        assert!(!p.macs_overlap(), "odd difference: apart");
+        p.dst_mac = MacAddress([2, 0, 0, 0, 0, 9]);
+        assert!(p.macs_overlap(), "01 + 2k meets 09 + 2j");
+        p.dst_mac = MacAddress([2, 0, 0, 0x10, 0, 1]);
+        assert!(!p.macs_overlap(), "far apart");
+        assert_eq!(
+            mac_plus(MacAddress([2, 0, 0, 0xff, 0xff, 0xff]), 2).0,
+            [2, 0, 0, 0, 0, 1]
+        );
     }
 
     #[test]

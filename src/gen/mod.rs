@@ -83,20 +83,24 @@ fn lanes(opts: &Options) -> Vec<Lane> {
         label: "",
     }];
     if let (true, Some(rx)) = (opts.bi, &opts.rx) {
-        // The reverse direction mirrors addresses, so a bridge learns and a router routes.
-        let mut p = opts.profile.clone();
-        p.src_mac = opts.src_mac_reverse.unwrap_or(opts.profile.dst_mac);
-        p.dst_mac = opts.dst_mac_reverse.unwrap_or(opts.profile.src_mac);
-        p.src_net = opts.profile.dst_net;
-        p.dst_net = opts.profile.src_net;
         v.push(Lane {
             tx: rx.clone(),
             rx: Some(opts.tx.clone()),
-            profile: p,
+            profile: reverse_profile(opts),
             label: "reverse ",
         });
     }
     v
+}
+
+/// The reverse direction mirrors addresses, so a bridge learns and a router routes.
+fn reverse_profile(opts: &Options) -> Profile {
+    let mut p = opts.profile.clone();
+    p.src_mac = opts.src_mac_reverse.unwrap_or(opts.profile.dst_mac);
+    p.dst_mac = opts.dst_mac_reverse.unwrap_or(opts.profile.src_mac);
+    p.src_net = opts.profile.dst_net;
+    p.dst_net = opts.profile.src_net;
+    p
 }
 
 fn now_ns() -> u64 {

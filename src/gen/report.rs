@@ -118,6 +118,7 @@ impl Report {
             "tx_pps": self.tx_pps(),
             "frame_size": size,
             "flows": if opts.profile.var2 { json!("var2") } else { json!(opts.profile.flows) },
+            "macs": opts.profile.macs,
             "rate_asked": opts.rate, "rate_reached": self.rate_reached(opts),
             "tx_cpu": opts.cpu,
             "io": super::io_label(opts),

@@ -42,7 +42,8 @@ pub struct FlamediffArgs {
 pub struct RunArgs {
     /// sluice (its default driver `auto` on the veths: AF_XDP where it can run), sluice-af_xdp
     /// (AF_XDP ports whatever --io says), sluice-af_packet (AF_PACKET ports), linux-bridge,
-    /// linux-router, sluice-router (sluice routing, resolving its next hops by ARP), testpmd,
+    /// linux-router, sluice-router (sluice routing, resolving its next hops by ARP),
+    /// sluice-bridge (a learning bridge domain, as linux-bridge is), testpmd,
     /// vpp (l2 xconnect), vpp-router (when vpp and vppctl are on the PATH), or a comma list
     #[arg(long = "dut", value_name = "LIST", value_delimiter = ',', default_value = "sluice", value_parser = dut_arg)]
     pub duts: Vec<DutKind>,
@@ -57,6 +58,10 @@ pub struct RunArgs {
     /// single, var2 (T-Rex) or a number of flows
     #[arg(long, value_name = "F", default_value = "single", value_parser = crate::gen::flows_arg)]
     pub flows: String,
+    /// Step source and destination MACs through N pairs, so a bridge DUT learns N sources
+    /// and forwards to N known destinations (sluice gen --macs)
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1 << 23))]
+    pub macs: u32,
     /// Seconds per run [default: 5] (or --count)
     #[arg(long, value_name = "SECS", value_parser = seconds_arg, conflicts_with = "count")]
     pub duration: Option<String>,

@@ -314,6 +314,7 @@ fn run_matrix(
             tables: vec![super::table::TableSpec::Small],
             calibrate: false,
             profile: o.profile.then(|| o.out.clone()),
+            macs: 1,
         };
         for r in 0..o.repeat {
             let mut order = duts.to_vec();

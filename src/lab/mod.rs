@@ -57,6 +57,8 @@ pub struct RunOptions {
     pub calibrate: bool,
     /// Sample the DUT's CPU in each run and write its flame graphs into this directory.
     pub profile: Option<std::path::PathBuf>,
+    /// MAC pairs the generator steps through (1: one pair).
+    pub macs: u32,
 }
 
 impl args::RunArgs {
@@ -80,6 +82,7 @@ impl args::RunArgs {
             tables: self.tables,
             calibrate: !self.no_calibrate,
             profile: self.profile.then_some(self.profile_dir),
+            macs: self.macs,
         };
         check_io(o.io, o.engine, &o.duts)?;
         check_profile(o.profile.is_some())?;
@@ -242,7 +245,9 @@ pub fn run_mtu(kind: DutKind, io: Io, size: &str) -> u32 {
         crate::gen::frame::parse_sizes(size).is_ok_and(|s| s.iter().all(|&f| f <= 1500 + 18));
     match kind {
         DutKind::SluiceAfXdp => port_mtu(Io::AfXdp),
-        DutKind::Sluice | DutKind::SluiceRouter if io == Io::AfPacket && fits_1500 => {
+        DutKind::Sluice | DutKind::SluiceRouter | DutKind::SluiceBridge
+            if io == Io::AfPacket && fits_1500 =>
+        {
             port_mtu(Io::AfXdp)
         }
         _ => port_mtu(io),
@@ -306,6 +311,9 @@ pub(crate) fn generate_with(o: &RunOptions, rx: bool, extra: &[String]) -> Resul
     }
     if o.bi {
         args.push("--bi".into());
+    }
+    if o.macs > 1 {
+        args.extend(["--macs".into(), o.macs.to_string()]);
     }
     args.extend(["--engine".into(), o.engine.name().into()]);
     if o.engine == Engine::Testpmd && o.io == Io::Memif {
@@ -372,10 +380,14 @@ pub(crate) fn one_run(
     };
     let runtime = d.ctl_json("show runtime");
     let interfaces = d.ctl_json("show interface");
+    let l2fib = d.ctl_json("show l2fib count");
     let load_s = d.table_load_s();
     d.stop();
     let mut r = RunResult::from_gen(kind.name(), &gen?, runtime, interfaces);
     r.profile = profile;
+    if kind == DutKind::SluiceBridge {
+        r.l2fib_entries = l2fib.and_then(|v| v["all_domains"].as_u64());
+    }
     if kind.routes() {
         r.table = Some(table.map_or(TableSpec::Small, |t| t.spec).label());
         r.table_load_s = load_s;

@@ -41,6 +41,11 @@ pub struct RunResult {
     /// Where the DUT's CPU spent the run (--profile).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<super::profile::Profile>,
+    /// MAC pairs the frames stepped through (--macs).
+    pub macs: u32,
+    /// A sluice bridge's learnt and static MAC entries at the end of the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub l2fib_entries: Option<u64>,
 }
 
 impl RunResult {
@@ -95,6 +100,8 @@ impl RunResult {
             table: None,
             table_load_s: None,
             profile: None,
+            macs: gen["macs"].as_u64().unwrap_or(1) as u32,
+            l2fib_entries: None,
         }
     }
 }
@@ -198,12 +205,16 @@ fn peer_full(r: &RunResult) -> u64 {
 
 /// The seed's "Type" column: `size=64`, or `flows=N,size=64` for many flows.
 pub fn type_label(o: &RunOptions) -> String {
-    if o.flows == "single" || o.flows == "1" {
+    let base = if o.flows == "single" || o.flows == "1" {
         format!("size={}", o.size)
     } else if o.flows == "var2" {
         format!("vm=var2,size={}", o.size)
     } else {
         format!("flows={},size={}", o.flows, o.size)
+    };
+    match o.macs {
+        1 => base,
+        n => format!("{base},macs={n}"),
     }
 }
 
@@ -495,6 +506,7 @@ pub fn json(o: &RunOptions, results: &[RunResult], cal: &Result<Calibration, Str
                 "calibration": calibration,
                 "node_clocks": m.node_clocks, "dut_interfaces": m.dut_interfaces,
                 "table": table, "table_load_s": load_median(&runs).map(|l| l.median),
+                "macs": m.macs, "l2fib_entries": m.l2fib_entries,
                 "runs": runs,
             })
         })

@@ -269,6 +269,7 @@ fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
         tables: vec![super::table::TableSpec::Small],
         calibrate: false,
         profile: None,
+        macs: 1,
     };
     let _mtu = netns::PortMtu::set(super::run_mtu(o.dut, o.io, &base.size))?;
     netns::dut_napi(

@@ -10,6 +10,7 @@ pub mod sluice;
 pub mod testpmd;
 pub mod vpp;
 
+use self::sluice::Forwarding;
 use super::netns::{in_ns, run, DUT, TESTER};
 use super::plan;
 use super::table::TableFiles;
@@ -31,6 +32,8 @@ pub enum DutKind {
     LinuxRouter,
     /// sluice routing between d0 and d1 (addresses, static routes, its own ARP).
     SluiceRouter,
+    /// sluice bridging d0 and d1: one learning bridge domain, as linux-bridge is.
+    SluiceBridge,
     Testpmd,
     /// FD.io VPP cross-connecting d0 and d1 (`l2 xconnect`).
     Vpp,
@@ -39,13 +42,14 @@ pub enum DutKind {
 }
 
 impl DutKind {
-    pub const ALL: [DutKind; 9] = [
+    pub const ALL: [DutKind; 10] = [
         DutKind::Sluice,
         DutKind::SluiceAfXdp,
         DutKind::SluiceAfPacket,
         DutKind::LinuxBridge,
         DutKind::LinuxRouter,
         DutKind::SluiceRouter,
+        DutKind::SluiceBridge,
         DutKind::Testpmd,
         DutKind::Vpp,
         DutKind::VppRouter,
@@ -57,7 +61,7 @@ impl DutKind {
             .find(|k| k.name() == s)
             .ok_or_else(|| {
                 format!(
-                    "unknown DUT '{s}' (known: sluice, sluice-af_xdp, sluice-af_packet, linux-bridge, linux-router, sluice-router, testpmd, vpp, vpp-router)"
+                    "unknown DUT '{s}' (known: sluice, sluice-af_xdp, sluice-af_packet, sluice-bridge, linux-bridge, linux-router, sluice-router, testpmd, vpp, vpp-router)"
                 )
             })
     }
@@ -70,6 +74,7 @@ impl DutKind {
             DutKind::LinuxBridge => "linux-bridge",
             DutKind::LinuxRouter => "linux-router",
             DutKind::SluiceRouter => "sluice-router",
+            DutKind::SluiceBridge => "sluice-bridge",
             DutKind::Testpmd => "testpmd",
             DutKind::Vpp => "vpp",
             DutKind::VppRouter => "vpp-router",
@@ -90,6 +95,7 @@ impl DutKind {
         match io {
             Io::AfPacket | Io::AfXdp => true,
             Io::Memif if matches!(self, DutKind::SluiceAfXdp | DutKind::SluiceAfPacket) => false,
+            Io::Memif if self == DutKind::SluiceBridge => true,
             // The routers' next hops are the tester's veths, which a memif never reaches.
             Io::Memif if self.routes() => false,
             // Userspace forwarders only: the kernel has no memif.
@@ -147,9 +153,18 @@ pub fn start(
     table: Option<&TableFiles>,
 ) -> Result<RunningDut, String> {
     Ok(match kind {
-        DutKind::Sluice => Box::new(sluice::start(dut_cpu, (io, None), None)?),
-        DutKind::SluiceAfXdp => Box::new(sluice::start(dut_cpu, (Io::AfXdp, None), None)?),
-        DutKind::SluiceAfPacket => Box::new(sluice::start(dut_cpu, (io, Some("af_packet")), None)?),
+        DutKind::Sluice => Box::new(sluice::start(dut_cpu, (io, None), Forwarding::Xconnect)?),
+        DutKind::SluiceAfXdp => Box::new(sluice::start(
+            dut_cpu,
+            (Io::AfXdp, None),
+            Forwarding::Xconnect,
+        )?),
+        DutKind::SluiceAfPacket => Box::new(sluice::start(
+            dut_cpu,
+            (io, Some("af_packet")),
+            Forwarding::Xconnect,
+        )?),
+        DutKind::SluiceBridge => Box::new(sluice::start(dut_cpu, (io, None), Forwarding::Bridge)?),
         DutKind::SluiceRouter => Box::new(sluice::start_router(dut_cpu, io, table)?),
         DutKind::LinuxBridge => Box::new(linux::start_bridge(io)?),
         DutKind::LinuxRouter => Box::new(linux::start_router(table)?),

@@ -1,6 +1,7 @@
 //! sluice as a lab DUT: cross-connecting d0 and d1 (`sluice`, and `sluice-af_xdp` on AF_XDP
-//! ports whatever the generator uses) or routing between them (`sluice-router`, its own ARP,
-//! with the synthetic table when there is one). It runs as `sluice run` in the DUT namespace
+//! ports whatever the generator uses), bridging them (`sluice-bridge`, a learning bridge
+//! domain as `linux-bridge` is) or routing between them (`sluice-router`, its own ARP, with
+//! the synthetic table when there is one). It runs as `sluice run` in the DUT namespace
 //! and answers the lab's `ctl` lines on its control socket.
 
 use super::{routed_gen_args, stop_child, tester_addresses, Dut};
@@ -12,6 +13,16 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// What sluice does between d0 and d1.
+#[derive(Clone, Copy, Debug)]
+pub enum Forwarding<'a> {
+    Xconnect,
+    /// One learning bridge domain of d0 and d1.
+    Bridge,
+    /// Routing, with the synthetic table if there is one.
+    Router(Option<&'a TableFiles>),
+}
 
 /// A running sluice.
 pub struct Sluice {
@@ -56,7 +67,7 @@ pub fn start_router(dut_cpu: usize, io: Io, table: Option<&TableFiles>) -> Resul
         let _ = tester_addresses(false);
     })?;
     let t = Instant::now();
-    let mut dut = match start(dut_cpu, (io, None), Some(table)) {
+    let mut dut = match start(dut_cpu, (io, None), Forwarding::Router(table)) {
         Ok(d) => d,
         Err(e) => {
             let _ = tester_addresses(false);
@@ -121,12 +132,12 @@ pub fn port_driver(io: Io, forced: Option<&'static str>) -> &'static str {
     }
 }
 
-/// sluice's config on d0 and d1: cross-connecting them, or routing (`router` holds the
-/// synthetic table, if any); `driver` as `port_driver` gives it.
+/// sluice's config on d0 and d1, forwarding as `how` says; `driver` as `port_driver` gives
+/// it.
 pub fn sluice_config(
     dut_cpu: usize,
     (io, driver): (Io, &str),
-    router: Option<Option<&TableFiles>>,
+    how: Forwarding<'_>,
     socket: &std::path::Path,
 ) -> String {
     let main_core = if dut_cpu == 0 { 1 } else { 0 };
@@ -139,14 +150,19 @@ pub fn sluice_config(
         // No MTU: the port keeps the veth's, which the lab set for this run.
         _ => format!("host = \"d{k}\"\n"),
     };
-    let (extra0, extra1, tail) = match router {
-        None => (
+    let (extra0, extra1, tail) = match how {
+        Forwarding::Xconnect => (
             String::new(),
             String::new(),
             "[[xconnect]]\nrx = \"d0\"\ntx = \"d1\"\n[[xconnect]]\nrx = \"d1\"\ntx = \"d0\"\n"
                 .to_string(),
         ),
-        Some(table) => router_parts(table),
+        Forwarding::Bridge => (
+            String::new(),
+            String::new(),
+            "[[bridge-domain]]\nid = 1\nmembers = [\"d0\", \"d1\"]\n".to_string(),
+        ),
+        Forwarding::Router(table) => router_parts(table),
     };
     format!(
         "[dataplane]\nworkers = 1\nworker-cores = [{dut_cpu}]\nmain-core = {main_core}\n\
@@ -159,18 +175,18 @@ pub fn sluice_config(
     )
 }
 
-/// Start sluice on d0 and d1: cross-connecting them, or routing (`router` holds the table);
-/// `forced` names the veth ports' driver instead of `auto`.
+/// Start sluice on d0 and d1, forwarding as `how` says; `forced` names the veth ports' driver
+/// instead of `auto`.
 pub fn start(
     dut_cpu: usize,
     (io, forced): (Io, Option<&'static str>),
-    router: Option<Option<&TableFiles>>,
+    how: Forwarding<'_>,
 ) -> Result<Sluice, String> {
     let dir = std::env::temp_dir().join(format!("sluice-lab-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let socket = dut_socket();
     let cfg = dir.join("dut.toml");
-    let text = sluice_config(dut_cpu, (io, port_driver(io, forced)), router, &socket);
+    let text = sluice_config(dut_cpu, (io, port_driver(io, forced)), how, &socket);
     std::fs::write(&cfg, text).map_err(|e| format!("{}: {e}", cfg.display()))?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let log = std::fs::File::create(dir.join("dut.log")).map_err(|e| e.to_string())?;
@@ -192,7 +208,7 @@ pub fn start(
     };
     // A full table may be read before the control socket opens.
     let deadline = Instant::now()
-        + Duration::from_secs(if matches!(router, Some(Some(_))) {
+        + Duration::from_secs(if matches!(how, Forwarding::Router(Some(_))) {
             300
         } else {
             10
@@ -281,9 +297,15 @@ mod tests {
             v4: 1,
             v6: 1,
         };
-        for (router, routes) in [(None, 0), (Some(None), 2), (Some(Some(&table)), 2)] {
+        let cases = [
+            (Forwarding::Xconnect, 0),
+            (Forwarding::Bridge, 0),
+            (Forwarding::Router(None), 2),
+            (Forwarding::Router(Some(&table)), 2),
+        ];
+        for (how, routes) in cases {
             let text: String =
-                sluice_config(1, (Io::AfPacket, "auto"), router, "/tmp/s.sock".as_ref())
+                sluice_config(1, (Io::AfPacket, "auto"), how, "/tmp/s.sock".as_ref())
                     .lines()
                     .filter(|l| !l.starts_with("worker-cores") && !l.starts_with("main-core"))
                     .map(|l| format!("{l}\n"))
@@ -294,10 +316,18 @@ mod tests {
             assert_eq!(cfg.interfaces.len(), 2);
             assert_eq!(
                 cfg.fib.route_file.is_some(),
-                matches!(router, Some(Some(_))),
+                matches!(how, Forwarding::Router(Some(_))),
                 "{text}"
             );
-            let want = if router.is_some() { 2 } else { 0 };
+            assert_eq!(
+                cfg.bridge_domains.len(),
+                matches!(how, Forwarding::Bridge) as usize
+            );
+            let want = if matches!(how, Forwarding::Router(_)) {
+                2
+            } else {
+                0
+            };
             for i in &cfg.interfaces {
                 assert_eq!(i.address.len(), want, "{text}");
             }
