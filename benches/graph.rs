@@ -20,6 +20,7 @@ use sluice::nodes::{
     tx::TxNode,
 };
 use sluice::router::{NeighborLearn, Router};
+use sluice::subif::SubIfs;
 use sluice::wire::MacAddress;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::net::{IpAddr, Ipv4Addr};
@@ -166,6 +167,7 @@ fn run_once(path: Path, packets: u64) -> Run {
         domains,
     }));
     let (mac_learns, _macs_learnt) = std::sync::mpsc::sync_channel(16);
+    let subifs = Arc::new(ArcSwap::from_pointee(SubIfs::new(2)));
     // Cross-connected, the routing nodes are in the graph but see no traffic.
     let mut router = Router::new(&[
         ("if0".into(), MacAddress([2, 0, 0, 0, 0, 1]), 1500),
@@ -187,7 +189,7 @@ fn run_once(path: Path, packets: u64) -> Run {
                 bis: vec![0; 256],
             }),
         },
-        EthernetInput::decl(modes.clone(), router.view(), 60),
+        EthernetInput::decl(modes.clone(), router.view(), subifs.clone(), 60),
         L2Xconnect::decl(modes.clone()),
         L2Learn::decl(
             modes.clone(),
@@ -200,10 +202,10 @@ fn run_once(path: Path, packets: u64) -> Run {
         ),
         L2Fwd::decl(modes.clone(), bridges.reader()),
         L2Flood::decl(modes),
-        InterfaceOutput::decl(interfaces.clone()),
+        InterfaceOutput::decl(interfaces.clone(), subifs.clone()),
         TxNode::decl(interfaces[0].clone(), Box::new(NullTx)),
         TxNode::decl(interfaces[1].clone(), Box::new(NullTx)),
-        ErrorDrop::decl(interfaces.clone()),
+        ErrorDrop::decl(interfaces.clone(), subifs),
     ];
     let mut decls = decls;
     decls.extend(sluice::nodes::routing_decls(

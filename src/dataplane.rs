@@ -25,6 +25,7 @@ use crate::nodes::{
 };
 use crate::router::adjacency::SharedL3View;
 use crate::router::{LearnSender, NeighborLearn, Router};
+use crate::subif::{SharedSubIfs, SubIf, SubIfs, TagMatch};
 use arc_swap::ArcSwap;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -62,6 +63,10 @@ pub struct Dataplane {
     pub pool: Arc<BufferPool>,
     pub interfaces: Interfaces,
     pub modes: SharedL2Modes,
+    /// The sub-interfaces, as the workers read them.
+    pub subifs: SharedSubIfs,
+    /// Interfaces with a driver of their own come first: this many.
+    pub hardware: usize,
     /// The routing control plane; the CLI and the learner thread lock it, workers never do.
     pub router: Arc<Mutex<Router>>,
     /// The bridge domains and their MAC table; the CLI and the MAC learner lock it.
@@ -223,22 +228,37 @@ impl Dataplane {
             opened.push(o);
         }
 
-        let find = |n: &str| opened.iter().position(|o| o.interface.name == n);
-        let mut xconnect = vec![None; opened.len()];
+        // Sub-interfaces follow the hardware interfaces, in config order.
+        let hardware = opened.len();
+        let sub_names: Vec<String> = cfg.subinterfaces.iter().map(|s| s.name()).collect();
+        let find = |n: &str| {
+            opened
+                .iter()
+                .position(|o| o.interface.name == n)
+                .or_else(|| sub_names.iter().position(|s| s == n).map(|k| hardware + k))
+        };
+        let total = hardware + sub_names.len();
+        let mut xconnect = vec![None; total];
         for x in &cfg.xconnects {
             if let (Some(rx), Some(tx)) = (find(x.rx.get_ref()), find(x.tx.get_ref())) {
                 xconnect[rx] = Some(tx as u32);
             }
         }
         let bridges = build_bridges(cfg, &find)?;
-        let (bridge, domains) = bridges.view(opened.len());
+        let (bridge, domains) = bridges.view(total);
         let modes = L2Modes {
             xconnect,
             bridge,
             domains,
         };
         let modes: SharedL2Modes = Arc::new(ArcSwap::from_pointee(modes));
-        let router = build_router(cfg, &opened)?;
+        let subs = sub_interfaces(cfg, &opened, workers + 1);
+        let mut table = SubIfs::new(hardware as u32);
+        for s in &subs {
+            table.insert(s.clone());
+        }
+        let subifs: SharedSubIfs = Arc::new(ArcSwap::from_pointee(table));
+        let router = build_router(cfg, &opened, &subs)?;
         let fib = router.fib_reader();
         let view = router.view();
         let router = Arc::new(Mutex::new(router));
@@ -288,7 +308,11 @@ impl Dataplane {
                 learns: mac_tx.clone(),
                 lost: learns_lost.clone(),
             };
-            let decls = worker_graph(&interfaces, &modes, l2, &l3, rxs, txs, min_frame);
+            let shared = Shared {
+                modes: modes.clone(),
+                subifs: subifs.clone(),
+            };
+            let decls = worker_graph(&interfaces, &shared, l2, &l3, (rxs, txs), min_frame);
             let graph = Graph::build(decls, w)?;
             let shared = graph.shared().clone();
             let cpu = cores.as_ref().map(|c| c[w]);
@@ -328,8 +352,15 @@ impl Dataplane {
         )?;
         Ok(Dataplane {
             pool,
-            interfaces: Interfaces { list: interfaces },
+            interfaces: Interfaces {
+                list: interfaces
+                    .into_iter()
+                    .chain(subs.into_iter().map(|s| s.interface))
+                    .collect(),
+            },
             modes,
+            subifs,
+            hardware,
             router,
             bridges,
             learns_refused,
@@ -357,12 +388,105 @@ impl Dataplane {
         };
         bridges.set_member(interface, member)?;
         let mut m = (**self.modes.load()).clone();
+        m.xconnect.resize(self.interfaces.list.len(), None);
         m.xconnect[interface as usize] = match mode {
             L2Mode::Xconnect(tx) => Some(tx),
             _ => None,
         };
         (m.bridge, m.domains) = bridges.view(self.interfaces.list.len());
         self.modes.store(Arc::new(m));
+        Ok(())
+    }
+
+    /// Create sub-interface `PARENT.ID` matching `tags`, up or down; returns its index. It
+    /// exists for the workers (and can take traffic) when this returns.
+    pub fn create_subif(
+        &mut self,
+        parent: &str,
+        id: u32,
+        tags: TagMatch,
+        up: bool,
+    ) -> Result<u32, String> {
+        let p = self
+            .interfaces
+            .by_name(parent)
+            .ok_or_else(|| format!("no interface named '{parent}'"))?
+            .clone();
+        if p.index as usize >= self.hardware {
+            return Err(format!(
+                "{parent} is a sub-interface: sub-interfaces sit on a hardware interface"
+            ));
+        }
+        let name = format!("{parent}.{id}");
+        if self.interfaces.by_name(&name).is_some() {
+            return Err(format!("{name} exists already"));
+        }
+        let mut table = (**self.subifs.load()).clone();
+        if let Some(other) = table.conflict(p.index, tags) {
+            return Err(format!(
+                "{} already takes {} frames on {parent}",
+                other.interface.name, other.tags
+            ));
+        }
+        let index = self.interfaces.list.len() as u32;
+        let mut itf = Interface::new(index, &name, "sub-interface", self.workers.len() + 1);
+        itf.mac = p.mac;
+        itf.mtu = p.mtu;
+        itf.details = vec![
+            ("parent".into(), parent.to_string()),
+            ("match".into(), tags.to_string()),
+        ];
+        itf.set_up(up);
+        let itf = Arc::new(itf);
+        {
+            let mut r = self.router.lock().unwrap_or_else(|p| p.into_inner());
+            let at = r.add_interface(&name, p.mac, p.mtu);
+            debug_assert_eq!(
+                at, index,
+                "the router numbers interfaces as the dataplane does"
+            );
+            r.commit();
+        }
+        self.interfaces.list.push(itf.clone());
+        // The modes cover every index before a frame can arrive on the new one.
+        let mut m = (**self.modes.load()).clone();
+        m.xconnect.resize(self.interfaces.list.len(), None);
+        m.bridge.resize(self.interfaces.list.len(), None);
+        self.modes.store(Arc::new(m));
+        table.insert(SubIf::new(itf, p.index, tags));
+        self.subifs.store(Arc::new(table));
+        Ok(index)
+    }
+
+    /// Delete sub-interface `name`; refused while it has a mode or addresses.
+    pub fn delete_subif(&mut self, name: &str) -> Result<(), String> {
+        let itf = self
+            .interfaces
+            .by_name(name)
+            .ok_or_else(|| format!("no interface named '{name}'"))?
+            .clone();
+        let i = itf.index;
+        if (i as usize) < self.hardware {
+            return Err(format!(
+                "{name} is a hardware interface, not a sub-interface"
+            ));
+        }
+        let modes = self.modes.load();
+        let xc = modes.xconnect.get(i as usize).copied().flatten().is_some()
+            || modes.xconnect.contains(&Some(i));
+        if xc || modes.bridge_port(i).is_some() {
+            return Err(format!(
+                "{name} is cross-connected or bridged: set interface l3 {name} first"
+            ));
+        }
+        let routed = self.router.lock().unwrap_or_else(|p| p.into_inner()).view();
+        if routed.load().interface(i).is_some_and(|l3| l3.routed()) {
+            return Err(format!("{name} has IP addresses: delete them first"));
+        }
+        let mut table = (**self.subifs.load()).clone();
+        table.remove(i);
+        self.subifs.store(Arc::new(table));
+        itf.set_deleted();
         Ok(())
     }
 
@@ -413,22 +537,25 @@ impl Drop for Dataplane {
 }
 
 /// Build the router from the config: interface addresses, the route file, static routes.
-fn build_router(cfg: &Config, opened: &[Opened]) -> Result<Router, String> {
+fn build_router(cfg: &Config, opened: &[Opened], subs: &[SubIf]) -> Result<Router, String> {
     let itfs: Vec<_> = opened
         .iter()
-        .map(|o| (o.interface.name.clone(), o.interface.mac, o.interface.mtu))
+        .map(|o| &o.interface)
+        .chain(subs.iter().map(|s| &*s.interface))
+        .map(|i| (i.name.clone(), i.mac, i.mtu))
         .collect();
     let mut router = Router::new(&itfs);
-    for (i, icfg) in cfg.interfaces.iter().enumerate() {
-        for a in &icfg.address {
+    let addresses = cfg
+        .interfaces
+        .iter()
+        .map(|i| (i.name.get_ref().clone(), &i.address))
+        .chain(cfg.subinterfaces.iter().map(|s| (s.name(), &s.address)));
+    for (i, (name, address)) in addresses.enumerate() {
+        for a in address {
             let (addr, len) = crate::router::parse_interface_address(a.get_ref())?;
-            router.add_address(i as u32, addr, len).map_err(|e| {
-                format!(
-                    "interface {}: address {}: {e}",
-                    icfg.name.get_ref(),
-                    a.get_ref()
-                )
-            })?;
+            router
+                .add_address(i as u32, addr, len)
+                .map_err(|e| format!("interface {name}: address {}: {e}", a.get_ref()))?;
         }
     }
     for r in &cfg.routes {
@@ -455,6 +582,29 @@ pub enum L2Mode {
         bd: u32,
         shg: u8,
     },
+}
+
+/// The config's sub-interfaces, numbered after the hardware interfaces.
+fn sub_interfaces(cfg: &Config, opened: &[Opened], threads: usize) -> Vec<SubIf> {
+    let mut out = Vec::new();
+    for (k, s) in cfg.subinterfaces.iter().enumerate() {
+        // The config checked that the parent is a hardware interface.
+        let Some(parent) = opened.iter().find(|o| o.interface.name == s.parent) else {
+            continue;
+        };
+        let p = &parent.interface;
+        let index = (opened.len() + k) as u32;
+        let mut itf = Interface::new(index, &s.name(), "sub-interface", threads);
+        itf.mac = p.mac;
+        itf.mtu = p.mtu;
+        itf.details = vec![
+            ("parent".into(), p.name.clone()),
+            ("match".into(), s.tags.to_string()),
+        ];
+        itf.set_up(s.up);
+        out.push(SubIf::new(Arc::new(itf), p.index, s.tags));
+    }
+    out
 }
 
 /// The bridge domains of the config, their members and static entries.
@@ -542,16 +692,22 @@ struct L3Parts {
     learn: LearnSender,
 }
 
+/// The tables every worker reads that the L2 and output nodes share.
+struct Shared {
+    modes: SharedL2Modes,
+    subifs: SharedSubIfs,
+}
+
 /// The nodes of one worker's graph.
 fn worker_graph(
     interfaces: &[Arc<Interface>],
-    modes: &SharedL2Modes,
+    shared: &Shared,
     l2: LearnParts,
     l3: &L3Parts,
-    rxs: Vec<RxPlacement>,
-    txs: Vec<Box<dyn TxQueue>>,
+    (rxs, txs): (Vec<RxPlacement>, Vec<Box<dyn TxQueue>>),
     min_frame: usize,
 ) -> Vec<NodeDecl> {
+    let Shared { modes, subifs } = shared;
     let mut decls = Vec::new();
     // One input node per driver: af-packet-input, af-xdp-input, pcap-input.
     let mut by_driver: Vec<(String, Vec<PlacedQueue>)> = Vec::new();
@@ -578,6 +734,7 @@ fn worker_graph(
     decls.push(EthernetInput::decl(
         modes.clone(),
         l3.view.clone(),
+        subifs.clone(),
         min_frame,
     ));
     decls.push(L2Xconnect::decl(modes.clone()));
@@ -586,11 +743,11 @@ fn worker_graph(
     decls.push(L2Fwd::decl(modes.clone(), l2fib));
     decls.push(L2Flood::decl(modes.clone()));
     decls.extend(crate::nodes::routing_decls(&l3.view, &l3.fib, &l3.learn));
-    decls.push(InterfaceOutput::decl(interfaces.to_vec()));
+    decls.push(InterfaceOutput::decl(interfaces.to_vec(), subifs.clone()));
     for (itf, tx) in interfaces.iter().zip(txs) {
         decls.push(TxNode::decl(itf.clone(), tx));
     }
-    decls.push(ErrorDrop::decl(interfaces.to_vec()));
+    decls.push(ErrorDrop::decl(interfaces.to_vec(), subifs.clone()));
     decls
 }
 

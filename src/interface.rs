@@ -66,6 +66,8 @@ pub struct Interface {
     pub rx_queues: usize,
     pub tx_queues: usize,
     admin_up: AtomicBool,
+    /// A deleted sub-interface: its index is not reused, nothing shows or finds it.
+    deleted: AtomicBool,
     /// The driver's view of the link, when it has one that changes.
     pub live: Option<Arc<dyn crate::drivers::LiveStatus>>,
     /// One set per thread: workers first, the main thread last.
@@ -85,6 +87,7 @@ impl Interface {
             rx_queues: 1,
             tx_queues: 1,
             admin_up: AtomicBool::new(false),
+            deleted: AtomicBool::new(false),
             live: None,
             counters: (0..threads).map(|_| CacheAligned::default()).collect(),
             baseline: Default::default(),
@@ -138,6 +141,16 @@ impl Interface {
 
     pub fn set_up(&self, up: bool) {
         self.admin_up.store(up, Ordering::Relaxed);
+    }
+
+    pub fn is_deleted(&self) -> bool {
+        self.deleted.load(Ordering::Relaxed)
+    }
+
+    /// Mark a sub-interface deleted (and down).
+    pub fn set_deleted(&self) {
+        self.set_up(false);
+        self.deleted.store(true, Ordering::Relaxed);
     }
 
     /// The counters thread `thread` writes.
@@ -204,17 +217,23 @@ impl L2Modes {
 /// table and swaps it in, so the fast path never takes a lock.
 pub type SharedL2Modes = Arc<ArcSwap<L2Modes>>;
 
-/// All interfaces, by index.
+/// All interfaces, by index: the hardware ones, then sub-interfaces in the order they were
+/// created (a deleted one keeps its slot, marked deleted).
 pub struct Interfaces {
     pub list: Vec<Arc<Interface>>,
 }
 
 impl Interfaces {
     pub fn by_name(&self, name: &str) -> Option<&Arc<Interface>> {
-        self.list.iter().find(|i| i.name == name)
+        self.live().find(|i| i.name == name)
     }
 
     pub fn names(&self) -> Vec<&str> {
-        self.list.iter().map(|i| i.name.as_str()).collect()
+        self.live().map(|i| i.name.as_str()).collect()
+    }
+
+    /// Every interface not deleted.
+    pub fn live(&self) -> impl Iterator<Item = &Arc<Interface>> {
+        self.list.iter().filter(|i| !i.is_deleted())
     }
 }

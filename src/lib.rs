@@ -17,4 +17,5 @@ pub mod lab;
 pub mod nodes;
 pub mod router;
 pub mod stats;
+pub mod subif;
 pub mod wire;

@@ -451,6 +451,24 @@ impl WorkerBuffers {
         true
     }
 
+    /// Make room for `n` more bytes in front of the packet starting at `bi` (tags an
+    /// output pushes), out of the headroom. Refused, with nothing changed, when the headroom
+    /// is shorter than `n`.
+    pub fn prepend(&mut self, bi: u32, n: usize) -> bool {
+        let m = self.meta_mut(bi);
+        let Ok(n16) = u16::try_from(n) else {
+            return false;
+        };
+        if n16 > m.offset || m.len as usize + n > u16::MAX as usize {
+            return false;
+        }
+        m.offset -= n16;
+        m.len += n16;
+        m.total_len += n as u32;
+        m.l3_offset = m.l3_offset.saturating_add(n.min(u8::MAX as usize) as u8);
+        true
+    }
+
     /// The first segment's bytes from the L3 header on, where ethernet-input found it.
     /// Empty when the recorded offset lies past the segment's end.
     #[inline(always)]

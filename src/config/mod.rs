@@ -74,6 +74,7 @@ pub use dataplane::DEFAULT_WORKER_NICE;
 mod driver;
 mod interface;
 mod route;
+mod subif;
 mod xconnect;
 
 pub use bridge::{parse_mac_age, BridgeDomainConfig, StaticMac};
@@ -81,6 +82,7 @@ pub use dataplane::Dataplane;
 pub use driver::{AfPacket, AfXdp, Driver, Memif, Pcap};
 pub use interface::InterfaceConfig;
 pub use route::{FibConfig, RouteConfig};
+pub use subif::SubIfConfig;
 pub use xconnect::Xconnect;
 
 use serde::Deserialize;
@@ -98,6 +100,7 @@ pub struct Config {
     pub dataplane: Dataplane,
     pub control: Control,
     pub interfaces: Vec<InterfaceConfig>,
+    pub subinterfaces: Vec<SubIfConfig>,
     pub xconnects: Vec<Xconnect>,
     pub bridge_domains: Vec<BridgeDomainConfig>,
     pub static_macs: Vec<StaticMac>,
@@ -115,6 +118,8 @@ struct ConfigKeys {
     control: Control,
     #[serde(default, rename = "interface")]
     interfaces: Vec<interface::InterfaceKeys>,
+    #[serde(default, rename = "subinterface")]
+    subinterfaces: Vec<subif::SubIfKeys>,
     #[serde(default, rename = "xconnect")]
     xconnects: Vec<Xconnect>,
     #[serde(default, rename = "bridge-domain")]
@@ -227,10 +232,18 @@ impl Config {
             let checked = i.check(&interfaces, c)?;
             interfaces.push(checked);
         }
-        let names: Vec<&str> = interfaces
+        let hardware: Vec<&str> = interfaces
             .iter()
             .map(|i| i.name.get_ref().as_str())
             .collect();
+        let mut subinterfaces: Vec<SubIfConfig> = Vec::new();
+        for s in keys.subinterfaces {
+            let checked = s.check(&hardware, &subinterfaces, c)?;
+            subinterfaces.push(checked);
+        }
+        let sub_names: Vec<String> = subinterfaces.iter().map(|s| s.name()).collect();
+        let mut names = hardware.clone();
+        names.extend(sub_names.iter().map(String::as_str));
         let cross_connected = xconnect::check(&keys.xconnects, &names, c)?;
         let bridge_domains = bridge::check_domains(keys.bridge_domains, &names, c)?;
         let static_macs = bridge::check_macs(keys.static_macs, &bridge_domains, c)?;
@@ -250,6 +263,18 @@ impl Config {
         for i in &interfaces {
             i.check_addresses(&l2_ports, c)?;
         }
+        for s in &subinterfaces {
+            if let (Some((_, what)), Some(a)) = (
+                l2_ports.iter().find(|(n, _)| *n == s.name()),
+                s.address.first(),
+            ) {
+                return Err(c.err(
+                    a.span(),
+                    "address",
+                    format!("interface '{}' {what}; it cannot also route", s.name()),
+                ));
+            }
+        }
         let mut routes = Vec::new();
         for r in keys.routes {
             routes.push(r.check(&names, c)?);
@@ -258,6 +283,7 @@ impl Config {
             dataplane,
             control: keys.control,
             interfaces,
+            subinterfaces,
             xconnects: keys.xconnects,
             bridge_domains,
             static_macs,

@@ -60,7 +60,7 @@ impl Control {
     pub(super) fn interfaces(&self, name: Option<&str>) -> Result<Vec<Arc<Interface>>, String> {
         match name {
             Some(n) => Ok(vec![self.interface(n)?.clone()]),
-            None => Ok(self.dp.interfaces.list.clone()),
+            None => Ok(self.dp.interfaces.live().cloned().collect()),
         }
     }
 }

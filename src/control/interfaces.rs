@@ -1,5 +1,5 @@
 //! The interface commands: `show interface`, `show hardware`, `set interface state`,
-//! `clear interfaces`.
+//! `clear interfaces`, `create sub-interface`, `delete sub-interface`.
 
 use super::cli::{Arg, Args, Command, Output};
 use super::exec::Control;
@@ -41,7 +41,39 @@ pub const COMMANDS: &[Command] = &[
             Output::done()
         },
     },
+    Command {
+        words: &["create", "sub-interface"],
+        syntax: "<IF> <ID> [dot1q <VID> [exact-match] | dot1q|dot1ad <VID> inner-dot1q <VID> \
+                 | default | untagged]",
+        help: "a VLAN sub-interface IF.ID (no tags named: dot1q ID exact-match), up",
+        args: &[Arg::Value("IF"), Arg::Value("ID"), Arg::Rest],
+        run: create_subif,
+    },
+    Command {
+        words: &["delete", "sub-interface"],
+        syntax: "<IF.ID>",
+        help: "delete a sub-interface (out of its bridge or cross-connect, without addresses)",
+        args: &[Arg::Value("IF")],
+        run: |c, a| {
+            c.dp.delete_subif(a.value("IF"))?;
+            Output::done()
+        },
+    },
 ];
+
+fn create_subif(c: &mut Control, a: &Args) -> Result<Output, String> {
+    let id: u32 = a
+        .value("ID")
+        .parse()
+        .map_err(|_| format!("'{}' is not a sub-interface id", a.value("ID")))?;
+    let tags = crate::subif::parse_tags(id, &a.rest())?;
+    let index = c.dp.create_subif(a.value("IF"), id, tags, true)?;
+    let name = format!("{}.{id}", a.value("IF"));
+    Ok(Output::Shown(
+        format!("{name}\n"),
+        json!({ "name": name, "index": index }),
+    ))
+}
 
 fn set_state(c: &mut Control, a: &Args) -> Result<Output, String> {
     c.interface(a.value("IF"))?.set_up(a.value("state") == "up");

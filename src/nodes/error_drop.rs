@@ -3,29 +3,36 @@
 
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::interface::Interface;
+use crate::subif::SharedSubIfs;
 use std::sync::Arc;
 
 pub struct ErrorDrop {
     interfaces: Vec<Arc<Interface>>,
+    subifs: SharedSubIfs,
 }
 
 impl ErrorDrop {
-    pub fn decl(interfaces: Vec<Arc<Interface>>) -> NodeDecl {
+    pub fn decl(interfaces: Vec<Arc<Interface>>, subifs: SharedSubIfs) -> NodeDecl {
         NodeDecl {
             name: super::ERROR_DROP.to_string(),
             kind: NodeKind::Drop,
             next: vec![],
             errors: vec![],
-            node: Box::new(ErrorDrop { interfaces }),
+            node: Box::new(ErrorDrop { interfaces, subifs }),
         }
     }
 }
 
 impl Node for ErrorDrop {
     fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+        let subifs = self.subifs.load();
         for &bi in frame {
-            let rx = cx.bufs.meta(bi).rx_if as usize;
-            if let Some(i) = self.interfaces.get(rx) {
+            let rx = cx.bufs.meta(bi).rx_if;
+            let counted = match self.interfaces.get(rx as usize) {
+                Some(i) => Some(i),
+                None => subifs.get(rx).map(|s| &s.interface),
+            };
+            if let Some(i) = counted {
                 i.counters(cx.thread).drops.add(1);
             }
             cx.trace(bi, "drop");

@@ -1,24 +1,33 @@
 //! interface-output: sends each packet to the tx node of the interface a forwarding node
-//! chose (`tx_if`), or drops it when that interface is down or unknown.
+//! chose (`tx_if`), or drops it when that interface is down or unknown. A packet for a
+//! sub-interface is counted there, gets the sub-interface's VLAN tags and leaves by the
+//! parent's tx node.
 
 use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
 use crate::interface::Interface;
+use crate::subif::{push_tags, SharedSubIfs};
 use std::sync::Arc;
 
 #[repr(usize)]
 enum Error {
     InterfaceDown,
     NoInterface,
+    NoHeadroom,
 }
-const ERRORS: [&str; 2] = ["output interface is down", "no such output interface"];
+const ERRORS: [&str; 3] = [
+    "output interface is down",
+    "no such output interface",
+    "no headroom for the sub-interface's VLAN tags",
+];
 
 /// Next slots: one per interface, in interface index order, then the drop node.
 pub struct InterfaceOutput {
     interfaces: Vec<Arc<Interface>>,
+    subifs: SharedSubIfs,
 }
 
 impl InterfaceOutput {
-    pub fn decl(interfaces: Vec<Arc<Interface>>) -> NodeDecl {
+    pub fn decl(interfaces: Vec<Arc<Interface>>, subifs: SharedSubIfs) -> NodeDecl {
         let mut next: Vec<String> = interfaces
             .iter()
             .map(|i| super::tx_node_name(&i.name))
@@ -29,7 +38,7 @@ impl InterfaceOutput {
             kind: NodeKind::Internal,
             next,
             errors: ERRORS.to_vec(),
-            node: Box::new(InterfaceOutput { interfaces }),
+            node: Box::new(InterfaceOutput { interfaces, subifs }),
         }
     }
 }
@@ -37,8 +46,34 @@ impl InterfaceOutput {
 impl TracedLoop for InterfaceOutput {
     fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
         let drop = self.interfaces.len();
+        let subifs = self.subifs.load();
         for &bi in frame {
-            let tx = cx.bufs.meta(bi).tx_if as usize;
+            let mut tx = cx.bufs.meta(bi).tx_if as usize;
+            if let Some(sub) = subifs.get(tx as u32) {
+                let verdict = if !sub.interface.is_up() {
+                    Err(Error::InterfaceDown)
+                } else if !push_tags(cx.bufs, bi, sub.push_bytes()) {
+                    Err(Error::NoHeadroom)
+                } else {
+                    Ok(())
+                };
+                if let Err(e) = verdict {
+                    cx.count_error(e as usize, 1);
+                    if TRACE {
+                        cx.trace(bi, format_args!("drop: {}", sub.interface.name));
+                    }
+                    cx.enqueue(drop, bi);
+                    continue;
+                }
+                let c = sub.interface.counters(cx.thread);
+                c.tx_packets.add(1);
+                c.tx_bytes.add(cx.bufs.packet_len(bi) as u64);
+                if TRACE {
+                    cx.trace(bi, format_args!("{}: tags pushed", sub.interface.name));
+                }
+                tx = sub.parent as usize;
+                cx.bufs.meta_mut(bi).tx_if = sub.parent;
+            }
             let next = match self.interfaces.get(tx) {
                 Some(i) if i.is_up() => tx,
                 Some(_) => {
@@ -72,7 +107,7 @@ mod tests {
         h.interfaces[1].set_up(false);
         let pkts = [frame_bytes(64), frame_bytes(64)];
         let out = h.run_node_with(
-            InterfaceOutput::decl(h.interfaces.clone()),
+            InterfaceOutput::decl(h.interfaces.clone(), h.subifs.clone()),
             &pkts,
             0,
             |m, k| m.tx_if = k as u32,

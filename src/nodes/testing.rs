@@ -34,6 +34,8 @@ pub struct Harness {
     pub pool: Arc<BufferPool>,
     pub interfaces: Vec<Arc<Interface>>,
     pub modes: SharedL2Modes,
+    /// No sub-interfaces unless a test adds them.
+    pub subifs: crate::subif::SharedSubIfs,
     /// Interface i has MAC 02:00:00:00:00:i and MTU 1500, and no addresses until given.
     pub view: SharedL3View,
 }
@@ -156,6 +158,7 @@ impl Harness {
                 xconnect: vec![None; n as usize],
                 ..Default::default()
             })),
+            subifs: Arc::new(ArcSwap::from_pointee(crate::subif::SubIfs::new(n))),
             view: Arc::new(ArcSwap::from_pointee(L3View::new(
                 (0..n)
                     .map(|i| L3Interface {

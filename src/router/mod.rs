@@ -172,6 +172,18 @@ impl Router {
         &self.view
     }
 
+    /// A new interface (a sub-interface), at the next index.
+    pub fn add_interface(&mut self, name: &str, mac: MacAddress, mtu: u32) -> u32 {
+        self.names.push(name.to_string());
+        self.view.interfaces.push(L3Interface {
+            mac,
+            mtu,
+            ..Default::default()
+        });
+        self.view_dirty = true;
+        (self.names.len() - 1) as u32
+    }
+
     pub fn interface_index(&self, name: &str) -> Result<u32, String> {
         self.names
             .iter()

@@ -5,8 +5,9 @@
 //! the buffer's metadata, so no node behind it parses the Ethernet header again.
 
 use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
-use crate::interface::SharedL2Modes;
-use crate::router::adjacency::SharedL3View;
+use crate::interface::{L2Modes, SharedL2Modes};
+use crate::router::adjacency::{L3View, SharedL3View};
+use crate::subif::{pop_tags, Classified, SharedSubIfs, SubIfs};
 use crate::wire::ethernet::{EtherType, ParseError, Repr};
 
 /// How many packets ahead the data is prefetched.
@@ -34,8 +35,10 @@ enum Error {
     NoMode,
     NotOurMac,
     L3Protocol,
+    NoSubInterface,
+    SubInterfaceDown,
 }
-const ERRORS: [&str; 7] = [
+const ERRORS: [&str; 9] = [
     "frame shorter than the ethernet header",
     "runt frame (shorter than the 60-byte minimum)",
     "truncated VLAN tag",
@@ -43,17 +46,25 @@ const ERRORS: [&str; 7] = [
     "interface has no L2 or L3 mode (unhandled)",
     "routed interface: destination MAC is not ours",
     "routed interface: ethertype not routed",
+    "no sub-interface for the frame's VLAN tags",
+    "sub-interface is down",
 ];
 
 pub struct EthernetInput {
     modes: SharedL2Modes,
     view: SharedL3View,
+    subifs: SharedSubIfs,
     /// Frames shorter than this are runts. 60 (IEEE 802.3 without FCS) unless configured.
     min_frame: usize,
 }
 
 impl EthernetInput {
-    pub fn decl(modes: SharedL2Modes, view: SharedL3View, min_frame: usize) -> NodeDecl {
+    pub fn decl(
+        modes: SharedL2Modes,
+        view: SharedL3View,
+        subifs: SharedSubIfs,
+        min_frame: usize,
+    ) -> NodeDecl {
         NodeDecl {
             name: super::ETHERNET_INPUT.to_string(),
             kind: NodeKind::Internal,
@@ -70,6 +81,7 @@ impl EthernetInput {
             node: Box::new(EthernetInput {
                 modes,
                 view,
+                subifs,
                 min_frame,
             }),
         }
@@ -86,10 +98,85 @@ impl EthernetInput {
     }
 }
 
+/// What ethernet-input decides by, loaded once per frame.
+type Tables<'a> = (&'a L2Modes, &'a L3View, &'a SubIfs);
+
+impl EthernetInput {
+    /// Where a well-formed frame goes: its sub-interface (tags matched, counted), then that
+    /// interface's mode. An L2 sub-interface's frames lose their matched tags here.
+    #[inline(always)]
+    fn dispatch(
+        &self,
+        cx: &mut NodeCx<'_>,
+        bi: u32,
+        repr: &Repr,
+        len: usize,
+        (modes, view, subifs): Tables<'_>,
+    ) -> Result<Next, Error> {
+        let meta = cx.bufs.meta_mut(bi);
+        // Recorded once here: the L3 nodes read their header at this offset.
+        meta.l3_offset = repr.l3_offset as u8;
+        let mut rx = meta.rx_if;
+        let mut pop = 0;
+        match subifs.classify(rx, &repr.vlans[..repr.vlan_count as usize]) {
+            Classified::Parent => {}
+            Classified::NoMatch => return Err(Error::NoSubInterface),
+            Classified::Sub { index, pop: p } => {
+                let sub = subifs.get(index).ok_or(Error::NoSubInterface)?;
+                if !sub.interface.is_up() {
+                    return Err(Error::SubInterfaceDown);
+                }
+                let c = sub.interface.counters(cx.thread);
+                c.rx_packets.add(1);
+                c.rx_bytes.add(len as u64);
+                cx.bufs.meta_mut(bi).rx_if = index;
+                (rx, pop) = (index, p as usize);
+            }
+        }
+        let l2 = if modes.xconnect.get(rx as usize).copied().flatten().is_some() {
+            Next::L2Xconnect
+        } else if let Some((_, domain)) = modes.bridge_port(rx) {
+            if domain.settings.learn {
+                Next::L2Learn
+            } else {
+                Next::L2Fwd
+            }
+        } else if let Some(l3) = view.interface(rx).filter(|i| i.routed()) {
+            // Promiscuous drivers see every frame on the wire: a router takes only its own,
+            // broadcast and multicast ones. An L3 sub-interface keeps its tags: the L3 nodes
+            // read past them and the rewrite replaces the whole header.
+            let dst = &cx.bufs.data(bi)[..6];
+            if dst != l3.mac.0 && dst[0] & 1 == 0 {
+                return Err(Error::NotOurMac);
+            }
+            return match repr.ethertype {
+                EtherType::IPV4 => Ok(Next::Ip4Input),
+                EtherType::ARP => Ok(Next::ArpInput),
+                EtherType::IPV6 => Ok(Next::Ip6Input),
+                _ => Err(Error::L3Protocol),
+            };
+        } else {
+            return Err(Error::NoMode);
+        };
+        // A switch must not pass runts on to a wire that would reject them (checked before
+        // the tags come off: they come back on output); a router reads lengths from the
+        // headers and checks those instead (virtual links such as veth carry unpadded
+        // 42-byte ARP frames).
+        if len < self.min_frame {
+            return Err(Error::Runt);
+        }
+        if pop > 0 && !pop_tags(cx.bufs, bi, pop) {
+            return Err(Error::TruncatedVlan);
+        }
+        Ok(l2)
+    }
+}
+
 impl TracedLoop for EthernetInput {
     fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
         let modes = self.modes.load();
         let view = self.view.load();
+        let subifs = self.subifs.load();
         for (k, &bi) in frame.iter().enumerate() {
             // Frames written by the device (or another core) are not in our cache yet: start
             // loading a few packets ahead while this one is classified.
@@ -99,46 +186,7 @@ impl TracedLoop for EthernetInput {
             let len = cx.bufs.packet_len(bi);
             let verdict = Self::classify(cx.bufs.data(bi));
             let next = match verdict {
-                Ok(repr) => {
-                    let meta = cx.bufs.meta_mut(bi);
-                    // Recorded once here: the L3 nodes read their header at this offset.
-                    meta.l3_offset = repr.l3_offset as u8;
-                    let rx = meta.rx_if;
-                    if modes.xconnect.get(rx as usize).copied().flatten().is_some() {
-                        // A switch must not pass runts on to a wire that would reject them;
-                        // a router reads lengths from the headers and checks those instead
-                        // (virtual links such as veth carry unpadded 42-byte ARP frames).
-                        if len < self.min_frame {
-                            Err(Error::Runt)
-                        } else {
-                            Ok(Next::L2Xconnect)
-                        }
-                    } else if let Some((_, domain)) = modes.bridge_port(rx) {
-                        if len < self.min_frame {
-                            Err(Error::Runt)
-                        } else if domain.settings.learn {
-                            Ok(Next::L2Learn)
-                        } else {
-                            Ok(Next::L2Fwd)
-                        }
-                    } else if let Some(l3) = view.interface(rx).filter(|i| i.routed()) {
-                        // Promiscuous drivers see every frame on the wire: a router takes
-                        // only its own, broadcast and multicast ones.
-                        let dst = &cx.bufs.data(bi)[..6];
-                        if dst != l3.mac.0 && dst[0] & 1 == 0 {
-                            Err(Error::NotOurMac)
-                        } else {
-                            match repr.ethertype {
-                                EtherType::IPV4 => Ok(Next::Ip4Input),
-                                EtherType::ARP => Ok(Next::ArpInput),
-                                EtherType::IPV6 => Ok(Next::Ip6Input),
-                                _ => Err(Error::L3Protocol),
-                            }
-                        }
-                    } else {
-                        Err(Error::NoMode)
-                    }
-                }
+                Ok(repr) => self.dispatch(cx, bi, &repr, len, (&modes, &view, &subifs)),
                 Err(e) => Err(e),
             };
             if TRACE {
@@ -175,7 +223,7 @@ mod tests {
     fn good_frame_goes_to_xconnect() {
         let h = harness();
         let out = h.run_node(
-            EthernetInput::decl(h.modes.clone(), h.view.clone(), 60),
+            EthernetInput::decl(h.modes.clone(), h.view.clone(), h.subifs.clone(), 60),
             &[frame_bytes(64)],
             0,
         );
@@ -190,7 +238,7 @@ mod tests {
         tagged_short[12..14].copy_from_slice(&[0x81, 0x00]);
         tagged_short.truncate(16);
         let out = h.run_node(
-            EthernetInput::decl(h.modes.clone(), h.view.clone(), 60),
+            EthernetInput::decl(h.modes.clone(), h.view.clone(), h.subifs.clone(), 60),
             &[
                 frame_bytes(10),
                 frame_bytes(40),
@@ -209,7 +257,7 @@ mod tests {
     fn interface_without_mode_drops_with_reason() {
         let h = harness();
         let out = h.run_node(
-            EthernetInput::decl(h.modes.clone(), h.view.clone(), 60),
+            EthernetInput::decl(h.modes.clone(), h.view.clone(), h.subifs.clone(), 60),
             &[frame_bytes(64)],
             1,
         );
@@ -233,7 +281,7 @@ mod tests {
         let mut other_type = to_us.clone();
         other_type[12..14].copy_from_slice(&[0x88, 0xcc]);
         let out = h.run_node(
-            EthernetInput::decl(h.modes.clone(), h.view.clone(), 60),
+            EthernetInput::decl(h.modes.clone(), h.view.clone(), h.subifs.clone(), 60),
             &[to_us, other, arp, v6, other_type],
             1,
         );
@@ -243,5 +291,79 @@ mod tests {
         assert_eq!(out.to_next(Next::Drop as usize), 2);
         assert_eq!(out.errors[Error::NotOurMac as usize], 1);
         assert_eq!(out.errors[Error::L3Protocol as usize], 1);
+    }
+}
+
+#[cfg(test)]
+mod sub_interface_tests {
+    use super::*;
+    use crate::interface::Interface;
+    use crate::nodes::testing::{frame_bytes, Captured, Harness};
+    use crate::subif::{SubIf, TagMatch};
+    use std::sync::Arc;
+
+    fn tagged(vids: &[u16]) -> Vec<u8> {
+        let mut f = frame_bytes(64);
+        let mut tags = Vec::new();
+        for &v in vids {
+            tags.extend_from_slice(&[0x81, 0x00]);
+            tags.extend_from_slice(&v.to_be_bytes());
+        }
+        f.splice(12..12, tags);
+        f
+    }
+
+    /// Interfaces 0 and 1; sub-interface 2 = 0.100 (dot1q 100) cross-connected to 1.
+    fn harness() -> (Harness, Arc<Interface>) {
+        let h = Harness::new(2);
+        let sub = Arc::new(Interface::new(2, "p0.100", "sub-interface", 1));
+        sub.set_up(true);
+        let mut t = (**h.subifs.load()).clone();
+        t.insert(SubIf::new(
+            sub.clone(),
+            0,
+            TagMatch::Dot1q {
+                vid: 100,
+                exact: true,
+            },
+        ));
+        h.subifs.store(Arc::new(t));
+        let mut m = (**h.modes.load()).clone();
+        m.xconnect = vec![Some(1), None, Some(1)];
+        h.modes.store(Arc::new(m));
+        (h, sub)
+    }
+
+    #[test]
+    fn tagged_frames_go_to_their_sub_interface_untagged() {
+        let (h, sub) = harness();
+        let captured = Captured::default();
+        let decl = EthernetInput::decl(h.modes.clone(), h.view.clone(), h.subifs.clone(), 60);
+        let out = h.run_node_capture(
+            decl,
+            &[
+                tagged(&[100]),
+                tagged(&[200]),
+                tagged(&[100, 5]),
+                frame_bytes(64),
+            ],
+            0,
+            captured.clone(),
+        );
+        // 100: popped, to the cross-connect; 200: no sub-interface; 100+5: exact-match says
+        // no; untagged: the parent's own cross-connect.
+        assert_eq!(out.to_next(Next::L2Xconnect as usize), 2);
+        assert_eq!(out.errors[Error::NoSubInterface as usize], 2);
+        let frames = captured.lock().unwrap();
+        assert_eq!(frames[0], frame_bytes(64), "the tag came off");
+        assert_eq!(sub.totals().rx_packets, 1);
+        sub.set_up(false);
+        drop(frames);
+        let out = h.run_node(
+            EthernetInput::decl(h.modes.clone(), h.view.clone(), h.subifs.clone(), 60),
+            &[tagged(&[100])],
+            0,
+        );
+        assert_eq!(out.errors[Error::SubInterfaceDown as usize], 1);
     }
 }
