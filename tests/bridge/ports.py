@@ -11,8 +11,9 @@ STEPS.json is a list of steps; each sends frames and then listens on every port:
 
 Only frames of the test's EtherType (0x88b5, IEEE local experimental) carrying the step's tag
 are counted, so the kernel's own chatter on the ports never counts. Prints one JSON line per
-step: {"name": "flood", "rx": {"t1": 1, "t2": 1}}. (Received tags are not reported: the
-kernel hands them to AF_PACKET apart from the frame.)
+step: {"name": "flood", "rx": {"t1": 1, "t2": 1}, "tags": {"t1": ["200"]}}: per port, the
+VLAN ids of the frames that arrived tagged ("10.20" for QinQ), outermost first. The kernel may
+hand the outer tag apart from the frame (PACKET_AUXDATA): it is put back in front.
 """
 
 import json
@@ -23,6 +24,9 @@ import sys
 import time
 
 ETH_P_ALL = 0x0003
+SOL_PACKET = 263
+PACKET_AUXDATA = 8
+TP_STATUS_VLAN_VALID = 1 << 4
 ETHERTYPE = 0x88B5
 PACKET_OUTGOING = 4
 TPIDS = {0x8100, 0x88A8}
@@ -42,13 +46,25 @@ def frame(src, dst, vlans, tag, seq):
 
 
 def parse(data):
-    """The step tag of one of our frames, or None."""
-    at = 12
+    """(step tag, VLAN ids in the frame) of one of our frames, or None."""
+    at, vids = 12, []
     while len(data) >= at + 4 and struct.unpack("!H", data[at:at + 2])[0] in TPIDS:
+        vids.append(struct.unpack("!H", data[at + 2:at + 4])[0] & 0x0FFF)
         at += 4
     if len(data) < at + 10 or struct.unpack("!H", data[at:at + 2])[0] != ETHERTYPE:
         return None
-    return struct.unpack("!I", data[at + 2:at + 6])[0]
+    return struct.unpack("!I", data[at + 2:at + 6])[0], vids
+
+
+def aux_vlan(ancdata):
+    """The VLAN id the kernel kept apart from the frame, if any."""
+    for level, kind, blob in ancdata:
+        if level == SOL_PACKET and kind == PACKET_AUXDATA and len(blob) >= 20:
+            status = struct.unpack("I", blob[0:4])[0]
+            tci = struct.unpack("H", blob[16:18])[0]
+            if status & TP_STATUS_VLAN_VALID:
+                return tci & 0x0FFF
+    return None
 
 
 def main():
@@ -60,6 +76,7 @@ def main():
         s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
         s.bind((p, 0))
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        s.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
         s.setblocking(False)
         socks[p] = s
     by_fd = {s.fileno(): p for p, s in socks.items()}
@@ -79,7 +96,7 @@ def main():
                     src = "02:%02x:%02x:%02x:00:01" % (seq >> 16 & 255, seq >> 8 & 255, seq & 255)
                 socks[send["port"]].send(frame(src, send["dst"], send.get("vlan", []), tag, seq))
                 seq += 1
-        rx = {}
+        rx, tags = {}, {}
         deadline = time.monotonic() + step.get("wait_ms", 300) / 1000
         while True:
             left = deadline - time.monotonic()
@@ -90,14 +107,24 @@ def main():
                 port = by_fd[s.fileno()]
                 while True:
                     try:
-                        data, addr = s.recvfrom(65536)
+                        data, anc, _, addr = s.recvmsg(65536, socket.CMSG_SPACE(64))
                     except BlockingIOError:
                         break
                     if addr[2] == PACKET_OUTGOING:
                         continue
-                    if parse(data) == tag:
-                        rx[port] = rx.get(port, 0) + 1
-        print(json.dumps({"name": step["name"], "rx": rx}), flush=True)
+                    got = parse(data)
+                    if got is None or got[0] != tag:
+                        continue
+                    rx[port] = rx.get(port, 0) + 1
+                    vids = got[1]
+                    outer = aux_vlan(anc)
+                    if outer is not None:
+                        vids = [outer] + vids
+                    if vids:
+                        stack = ".".join(str(v) for v in vids)
+                        if stack not in tags.setdefault(port, []):
+                            tags[port].append(stack)
+        print(json.dumps({"name": step["name"], "rx": rx, "tags": tags}), flush=True)
 
 
 main()
