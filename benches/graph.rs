@@ -20,7 +20,7 @@ use sluice::nodes::{
     tx::TxNode,
 };
 use sluice::router::{NeighborLearn, Router};
-use sluice::subif::SubIfs;
+use sluice::subif::{SubIf, SubIfs, TagMatch};
 use sluice::wire::MacAddress;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::net::{IpAddr, Ipv4Addr};
@@ -58,6 +58,16 @@ static GLOBAL: Counting = Counting;
 struct Synthetic {
     frame: [u8; 60],
     bis: Vec<u32>,
+    /// Bridged: MAC pairs the frames step through (source 02:..:01 + 2k behind if0,
+    /// destination 02:..:02 + 2k behind if1), 0 for the fixed frame.
+    macs: u32,
+    next_mac: u32,
+}
+
+/// The low bytes of MAC pair `k`'s source (`odd`) or destination.
+fn mac_of(k: u32, source: bool) -> MacAddress {
+    let v = 2 * k + if source { 1 } else { 2 };
+    MacAddress([2, 0, 0, (v >> 16) as u8, (v >> 8) as u8, v as u8])
 }
 
 impl Node for Synthetic {
@@ -69,6 +79,13 @@ impl Node for Synthetic {
             m.total_len = 60;
             m.rx_if = 0;
             cx.bufs.data_mut(bi).copy_from_slice(&self.frame);
+            if self.macs > 0 {
+                let k = self.next_mac;
+                self.next_mac = (k + 1) % self.macs;
+                let d = cx.bufs.data_mut(bi);
+                d[..6].copy_from_slice(&mac_of(k, false).0);
+                d[6..12].copy_from_slice(&mac_of(k, true).0);
+            }
         }
         cx.enqueue_all(0, &self.bis[..n]);
         n
@@ -98,14 +115,22 @@ enum Path {
     Xconnect,
     /// IPv4 from 10.0.0.2 on if0 to 10.1.0.2, a static neighbour on if1.
     Routed,
-    /// if0 and if1 in one bridge domain.
-    Bridged,
+    /// if0 and if1 in one bridge domain; the frames step through this many MAC pairs
+    /// (sources behind if0, destinations behind if1, all in the table).
+    Bridged(u32),
+    /// 802.1Q 100 frames into sub-interface if0.100, cross-connected to if1.100: the tag
+    /// comes off on input and goes back on output (CSIT's dot1q l2xc).
+    Dot1qXconnect,
 }
 
 /// The 60-byte frame the synthetic input makes for `path`.
 fn frame(path: Path) -> [u8; 60] {
     let mut frame = [0u8; 60];
     frame[..14].copy_from_slice(&[2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 9, 8, 0]);
+    if path == Path::Dot1qXconnect {
+        // 60 bytes with the tag, as a 64-byte tagged frame is on the wire.
+        frame[12..18].copy_from_slice(&[0x81, 0, 0, 100, 8, 0]);
+    }
     if path == Path::Routed {
         let ip = &mut frame[14..34];
         ip[..12].copy_from_slice(&[0x45, 0, 0, 46, 0, 0, 0, 0, 64, 17, 0, 0]);
@@ -143,31 +168,44 @@ fn run_once(path: Path, packets: u64) -> Run {
         .collect();
     let xconnect = match path {
         Path::Xconnect => vec![Some(1), Some(0)],
-        Path::Routed | Path::Bridged => vec![None, None],
+        Path::Routed | Path::Bridged(_) => vec![None, None],
+        Path::Dot1qXconnect => vec![None, None, Some(3), Some(2)],
     };
-    // Bridged: both in domain 1, the frames' source known behind if0 and their destination
-    // behind if1, so every frame is a learn hit and a forward hit.
+    // Bridged: both in domain 1, the frames' sources known behind if0 and their
+    // destinations behind if1, so every frame is a learn hit and a forward hit.
     let mut bridges = Bridges::default();
-    if path == Path::Bridged {
+    let mut macs = 0;
+    if let Path::Bridged(n) = path {
+        macs = n;
         bridges.create(1, DomainSettings::default()).unwrap();
         for i in 0..2 {
             bridges.set_member(i, Some((1, 0))).unwrap();
         }
-        let (src, dst) = (
-            MacAddress([2, 0, 0, 0, 0, 9]),
-            MacAddress([2, 0, 0, 0, 0, 1]),
-        );
-        bridges.add_mac(1, src, 0, false).unwrap();
-        bridges.add_mac(1, dst, 1, false).unwrap();
+        for k in 0..n {
+            bridges.add_mac(1, mac_of(k, true), 0, false).unwrap();
+            bridges.add_mac(1, mac_of(k, false), 1, false).unwrap();
+        }
     }
-    let (bridge, domains) = bridges.view(2);
+    let (bridge, domains) = bridges.view(4);
     let modes = Arc::new(ArcSwap::from_pointee(L2Modes {
         xconnect,
         bridge,
         domains,
     }));
     let (mac_learns, _macs_learnt) = std::sync::mpsc::sync_channel(16);
-    let subifs = Arc::new(ArcSwap::from_pointee(SubIfs::new(2)));
+    let mut table = SubIfs::new(2);
+    if path == Path::Dot1qXconnect {
+        for (index, parent) in [(2, 0), (3, 1)] {
+            let itf = Interface::new(index, &format!("if{parent}.100"), "sub-interface", 1);
+            itf.set_up(true);
+            let tags = TagMatch::Dot1q {
+                vid: 100,
+                exact: true,
+            };
+            table.insert(SubIf::new(Arc::new(itf), parent, tags));
+        }
+    }
+    let subifs = Arc::new(ArcSwap::from_pointee(table));
     // Cross-connected, the routing nodes are in the graph but see no traffic.
     let mut router = Router::new(&[
         ("if0".into(), MacAddress([2, 0, 0, 0, 0, 1]), 1500),
@@ -187,6 +225,8 @@ fn run_once(path: Path, packets: u64) -> Run {
             node: Box::new(Synthetic {
                 frame,
                 bis: vec![0; 256],
+                macs,
+                next_mac: 0,
             }),
         },
         EthernetInput::decl(modes.clone(), router.view(), subifs.clone(), 60),
@@ -243,7 +283,9 @@ fn main() {
     let mut allocations = 0;
     let paths = [
         (Path::Xconnect, "xconnect"),
-        (Path::Bridged, "bridged (learn + forward hits)"),
+        (Path::Bridged(1), "bridged (learn + forward hits)"),
+        (Path::Bridged(100_000), "bridged, 100 000 MAC pairs"),
+        (Path::Dot1qXconnect, "dot1q sub-interfaces cross-connected"),
         (Path::Routed, "ip4 routed"),
     ];
     for (path, name) in paths {
@@ -265,7 +307,7 @@ fn main() {
             nodes.iter().any(|(n, _)| n == "if1-tx"),
             "{name}: nothing sent"
         );
-        if path == Path::Bridged {
+        if let Path::Bridged(_) = path {
             assert!(nodes.iter().any(|(n, _)| n == "l2-fwd"), "not bridged");
         }
         if path != Path::Xconnect {

@@ -41,6 +41,15 @@ pub(crate) fn resize_nodes(nodes: &mut Vec<u32>, len: usize, fill: u32) {
     nodes.resize(len, fill);
 }
 
+/// `n` values made by `make`, in memory advised for huge pages before first touched (the
+/// L2 MAC table: a random probe per packet into megabytes).
+pub(crate) fn huge_vec<T>(n: usize, make: impl FnMut() -> T) -> Vec<T> {
+    let mut v: Vec<T> = Vec::with_capacity(n);
+    advise_huge(v.as_mut_ptr() as usize, n * std::mem::size_of::<T>());
+    v.extend(std::iter::repeat_with(make).take(n));
+    v
+}
+
 /// A copy of a node area, advised like `resize_nodes`.
 pub(crate) fn copy_nodes<T: Copy>(src: &[T]) -> Vec<T> {
     let mut v: Vec<T> = Vec::with_capacity(src.len());

@@ -22,7 +22,7 @@ pub mod destinations;
 pub mod ip4;
 pub mod ip6;
 pub mod measure;
-mod mem;
+pub(crate) mod mem;
 pub mod parse;
 pub mod poptrie4;
 pub mod prefix;

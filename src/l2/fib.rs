@@ -68,7 +68,7 @@ impl L2Fib {
     pub fn with_capacity(entries: usize) -> L2Fib {
         let n = (entries * 2).next_power_of_two().max(MIN_SLOTS);
         L2Fib {
-            slots: (0..n).map(|_| Slot::default()).collect(),
+            slots: crate::fib::mem::huge_vec(n, Slot::default).into_boxed_slice(),
             mask: n - 1,
             used: AtomicU64::new(0),
             live: AtomicU64::new(0),
@@ -102,6 +102,14 @@ impl L2Fib {
                 _ => i = (i + 1) & self.mask,
             }
         }
+    }
+
+    /// Start loading the slot where a lookup of `k` begins: a frame's lookups prefetch a few
+    /// packets ahead, so a table larger than the cache costs one miss per frame, not per
+    /// packet.
+    #[inline(always)]
+    pub fn prefetch(&self, k: u64) {
+        crate::fib::mem::prefetch(&self.slots[hash(k) as usize & self.mask]);
     }
 
     /// Record that the entry `hit` found was seen at `now` (a store only when it changed).
@@ -238,8 +246,9 @@ impl L2FibWriter {
     fn rebuild(&self, more: usize) {
         let old = self.reader.load_full();
         let live = old.live() + more;
-        // Grow when live entries alone would be over a third full: rebuilds stay rare.
-        let fresh = L2Fib::with_capacity(live.max(old.slots.len() / 4) * 3 / 2);
+        // At most half full after a rebuild (small enough to stay in cache longer, probes
+        // short), and never smaller than before: rebuilds stay rare.
+        let fresh = L2Fib::with_capacity(live.max(old.slots.len() / 2));
         for (k, i, st, seen) in old.entries() {
             fresh.set(k, i, st, seen);
         }

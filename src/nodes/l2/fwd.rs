@@ -34,6 +34,9 @@ const ERRORS: [&str; 6] = [
     "destination is in the input interface's split-horizon group",
 ];
 
+/// Packets ahead whose table slot is prefetched.
+const PREFETCH_AHEAD: usize = 16;
+
 pub struct L2Fwd {
     modes: SharedL2Modes,
     fib: L2FibReader,
@@ -59,7 +62,15 @@ impl TracedLoop for L2Fwd {
     fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
         let modes = self.modes.load();
         let table = self.fib.load();
-        for &bi in frame {
+        for (i, &bi) in frame.iter().enumerate() {
+            if let Some(&ahead) = frame.get(i + PREFETCH_AHEAD) {
+                let rx = cx.bufs.meta(ahead).rx_if;
+                if let (Some((port, _)), Some(dst)) =
+                    (modes.bridge_port(rx), cx.bufs.data(ahead).get(..6))
+                {
+                    table.prefetch(key(port.bd, dst));
+                }
+            }
             let rx = cx.bufs.meta(bi).rx_if;
             let verdict = (|| {
                 let (port, domain) = modes.bridge_port(rx).ok_or(Error::NotBridged)?;

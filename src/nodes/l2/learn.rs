@@ -12,6 +12,9 @@ use crate::wire::MacAddress;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+/// Packets ahead whose table slot is prefetched.
+const PREFETCH_AHEAD: usize = 16;
+
 /// Addresses remembered as sent this second (direct-mapped; a collision only resends).
 const RECENT_SLOTS: usize = 4096;
 
@@ -78,7 +81,15 @@ impl TracedLoop for L2Learn {
             self.recent.fill(0);
             self.recent_second = now;
         }
-        for &bi in frame {
+        for (i, &bi) in frame.iter().enumerate() {
+            if let Some(&ahead) = frame.get(i + PREFETCH_AHEAD) {
+                let rx = cx.bufs.meta(ahead).rx_if;
+                if let (Some((port, _)), Some(src)) =
+                    (modes.bridge_port(rx), cx.bufs.data(ahead).get(6..12))
+                {
+                    table.prefetch(key(port.bd, src));
+                }
+            }
             let rx = cx.bufs.meta(bi).rx_if;
             // l2-fwd drops (and counts) frames whose interface left its bridge meanwhile.
             let Some((port, _)) = modes.bridge_port(rx) else {
