@@ -411,6 +411,7 @@ mod tests {
                 src_mac: crate::wire::MacAddress([2, 0, 0, 0, 0, 1]),
                 dst_mac: crate::wire::MacAddress([2, 0, 0, 0, 0, 2]),
                 macs: 1,
+                vlans: Vec::new(),
             };
             let (template, v) = crate::gen::xdp_frames(&profile);
             let mut e = LiveFrames::new(&template, 1, &v).unwrap();

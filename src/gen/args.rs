@@ -72,10 +72,16 @@ pub struct GenArgs {
     #[arg(long, value_name = "MAC", default_value = "02:00:00:00:00:02")]
     dst_mac: MacAddress,
     /// Step source and destination MACs through N pairs (their low 24 bits + 2k), so a bridge
-    /// learns N sources; one way, the destinations are first sent from the rx port once, so
-    /// the bridge knows them too
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1 << 23))]
-    macs: u32,
+    /// learns N sources; one way, the destinations (even with N = 1) are first sent from the
+    /// rx port once, so a learning bridge knows them too
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1 << 23))]
+    macs: Option<u32>,
+    /// Tag every frame 802.1Q VLAN ID (4 bytes more than --size says)
+    #[arg(long, value_name = "ID", value_parser = clap::value_parser!(u16).range(1..=4094), conflicts_with = "qinq")]
+    vlan: Option<u16>,
+    /// Tag every frame QinQ: 802.1ad OUTER, 802.1Q INNER (8 bytes more than --size says)
+    #[arg(long, value_name = "OUTER,INNER", value_parser = qinq_arg)]
+    qinq: Option<(u16, u16)>,
     /// Send both ways at once (tx → rx and rx → tx), addresses mirrored
     #[arg(long)]
     bi: bool,
@@ -130,6 +136,8 @@ enum Rate {
 /// The generator's settings.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Options {
+    /// One way, send each destination MAC from the rx port first (`--macs` given).
+    pub teach: bool,
     pub tx: String,
     pub rx: Option<String>,
     pub profile: Profile,
@@ -166,6 +174,19 @@ pub fn size_arg(v: &str) -> Result<String, String> {
     // clap names the option in its message already.
     frame::parse_sizes(v).map_err(|e| e.trim_start_matches("--size: ").to_string())?;
     Ok(v.to_string())
+}
+
+/// `--qinq OUTER,INNER`: two VLAN ids.
+pub fn qinq_arg(v: &str) -> Result<(u16, u16), String> {
+    let id = |s: &str| {
+        s.trim()
+            .parse::<u16>()
+            .ok()
+            .filter(|n| (1..=4094).contains(n))
+            .ok_or_else(|| format!("'{s}' is not a VLAN id (1-4094)"))
+    };
+    let (o, i) = v.split_once(',').ok_or("expected OUTER,INNER")?;
+    Ok((id(o)?, id(i)?))
 }
 
 /// `--flows`: single, var2 or a number of flows; kept as written.
@@ -288,7 +309,12 @@ impl GenArgs {
                 routed: self.routed,
                 src_mac: self.src_mac,
                 dst_mac: self.dst_mac,
-                macs: self.macs,
+                macs: self.macs.unwrap_or(1),
+                vlans: match (self.vlan, self.qinq) {
+                    (Some(v), _) => vec![(0x8100, v)],
+                    (None, Some((o, i))) => vec![(0x88a8, o), (0x8100, i)],
+                    (None, None) => Vec::new(),
+                },
             },
             size_name: self.size.parse::<usize>().is_err().then_some(self.size),
             tx: self.tx,
@@ -308,6 +334,7 @@ impl GenArgs {
             dst_mac_reverse: self.dst_mac_reverse,
             src_mac_reverse: self.src_mac_reverse,
             verify_mask: self.verify - 1,
+            teach: self.macs.is_some(),
         };
         check(&o)?;
         if o.engine == Engine::Testpmd && self.rate.is_some() {
@@ -374,6 +401,9 @@ fn check(o: &Options) -> Result<(), String> {
     }
     if o.engine != Engine::Ports && o.profile.macs > 1 {
         return Err("--macs needs the ports engine (not --engine xdp or testpmd)".into());
+    }
+    if o.engine != Engine::Ports && !o.profile.vlans.is_empty() {
+        return Err("--vlan and --qinq need the ports engine (not --engine xdp or testpmd)".into());
     }
     if o.engine == Engine::Xdp && o.io != Io::AfPacket {
         return Err("--engine xdp sends by itself: it does not combine with --io".into());

@@ -47,7 +47,7 @@ pub(super) fn run_ports(opts: &Options) -> Result<Report, String> {
         senders.push((ports.sink(&lane.tx)?, done));
     }
     ports.wait_links(Duration::from_secs(15))?;
-    if let (false, true, Some(rx)) = (opts.bi, opts.profile.macs > 1, &opts.rx) {
+    if let (false, true, Some(rx)) = (opts.bi, opts.teach, &opts.rx) {
         teach_destinations(opts, ports.sink(rx)?.as_mut());
     }
     let mut handles = Vec::new();

@@ -52,6 +52,22 @@ pub struct Profile {
     /// forwards to `macs` destinations. Stepping by two keeps the sources and destinations
     /// apart when the two MACs differ by an odd number, as the defaults do (`macs_overlap`).
     pub macs: u32,
+    /// VLAN tags after the MAC addresses, outermost first: (TPID, VLAN id). They add 4 bytes
+    /// each to the stated size: the IPv4/UDP/test headers of a 64-byte frame stay whole.
+    pub vlans: Vec<(u16, u16)>,
+}
+
+/// Bytes of VLAN tags at the front of a received frame (after the MACs), at most two.
+fn tags_len(frame: &[u8]) -> usize {
+    let mut at = 12;
+    while at < 20
+        && frame
+            .get(at..at + 2)
+            .is_some_and(|t| t == [0x81, 0] || t == [0x88, 0xa8])
+    {
+        at += 4;
+    }
+    at - 12
 }
 
 /// `mac` with `n` added to its low 24 bits (wrapping there: the vendor part stays).
@@ -91,12 +107,12 @@ impl Profile {
 
     /// Bytes on the socket for sequence number `seq`.
     pub fn frame_len(&self, seq: u64) -> usize {
-        self.size_of(seq) - FCS_LEN
+        self.size_of(seq) - FCS_LEN + 4 * self.vlans.len()
     }
 
     /// Write frame `seq` into `out` (resized to the frame length).
     pub fn build(&self, seq: u64, tx_ns: u64, out: &mut Vec<u8>) {
-        let len = self.frame_len(seq);
+        let len = self.size_of(seq) - FCS_LEN;
         out.resize(len, 0);
         let flow = (seq % self.flows.max(1) as u64) as u32;
         let f = &mut out[..];
@@ -143,6 +159,15 @@ impl Profile {
         for (i, b) in f[FILL_AT..].iter_mut().enumerate() {
             *b = (i as u8).wrapping_add(k);
         }
+        if !self.vlans.is_empty() {
+            let t = 4 * self.vlans.len();
+            out.resize(len + t, 0);
+            out.copy_within(12..len, 12 + t);
+            for (i, (tpid, vid)) in self.vlans.iter().enumerate() {
+                out[12 + 4 * i..14 + 4 * i].copy_from_slice(&tpid.to_be_bytes());
+                out[14 + 4 * i..16 + 4 * i].copy_from_slice(&vid.to_be_bytes());
+            }
+        }
     }
 }
 
@@ -155,16 +180,20 @@ pub struct Stamp {
 
 /// Read the test header; `None` for frames that are not ours.
 pub fn stamp(frame: &[u8]) -> Option<Stamp> {
-    if frame.len() < FILL_AT || frame[12..14] != [0x08, 0x00] || frame[ETH_LEN + 9] != 17 {
+    let v = tags_len(frame);
+    if frame.len() < FILL_AT + v
+        || frame[12 + v..14 + v] != [0x08, 0x00]
+        || frame[ETH_LEN + v + 9] != 17
+    {
         return None;
     }
-    if frame[TEST_AT..TEST_AT + 2] != MAGIC.to_be_bytes() {
+    if frame[TEST_AT + v..TEST_AT + v + 2] != MAGIC.to_be_bytes() {
         return None;
     }
     let mut s = [0u8; 8];
-    s[2..].copy_from_slice(&frame[TEST_AT + 2..TS_AT]);
+    s[2..].copy_from_slice(&frame[TEST_AT + v + 2..TS_AT + v]);
     let mut t = [0u8; 8];
-    t.copy_from_slice(&frame[TS_AT..FILL_AT]);
+    t.copy_from_slice(&frame[TS_AT + v..FILL_AT + v]);
     Some(Stamp {
         seq: u64::from_be_bytes(s),
         tx_ns: u64::from_be_bytes(t),
@@ -184,13 +213,15 @@ pub fn verify(profile: &Profile, frame: &[u8], st: Stamp, scratch: &mut Vec<u8>)
     if !profile.routed {
         return scratch.as_slice() == frame;
     }
+    let v = 4 * profile.vlans.len();
+    let (ttl, csum) = (TTL_AT + v, CSUM.start + v..CSUM.end + v);
     frame.len() == scratch.len()
-        && frame[MACS.end..TTL_AT] == scratch[MACS.end..TTL_AT]
-        && frame[TTL_AT + 1..CSUM.start] == scratch[TTL_AT + 1..CSUM.start]
-        && frame[CSUM.end..] == scratch[CSUM.end..]
-        && frame[TTL_AT] < scratch[TTL_AT]
-        && frame[TTL_AT] > 0
-        && checksum(&frame[ETH_LEN..ETH_LEN + IP_LEN]) == 0
+        && frame[MACS.end..ttl] == scratch[MACS.end..ttl]
+        && frame[ttl + 1..csum.start] == scratch[ttl + 1..csum.start]
+        && frame[csum.end..] == scratch[csum.end..]
+        && frame[ttl] < scratch[ttl]
+        && frame[ttl] > 0
+        && checksum(&frame[ETH_LEN + v..ETH_LEN + v + IP_LEN]) == 0
 }
 
 /// The receiver compares the bytes of one frame in this many by default: rebuilding and
@@ -287,7 +318,22 @@ mod tests {
             src_mac: "02:00:00:00:00:01".parse().unwrap(),
             dst_mac: "02:00:00:00:00:02".parse().unwrap(),
             macs: 1,
+            vlans: Vec::new(),
         }
+    }
+
+    #[test]
+    fn vlan_tags_add_to_the_size_and_stamps_read_through_them() {
+        let mut p = profile();
+        p.vlans = vec![(0x88a8, 10), (0x8100, 20)];
+        let mut f = Vec::new();
+        p.build(3, 77, &mut f);
+        assert_eq!(f.len(), p.frame_len(3));
+        assert_eq!(f.len(), 60 + 8);
+        assert_eq!(&f[12..22], &[0x88, 0xa8, 0, 10, 0x81, 0, 0, 20, 8, 0]);
+        assert_eq!(stamp(&f), Some(Stamp { seq: 3, tx_ns: 77 }));
+        let mut scratch = Vec::new();
+        assert!(verify(&p, &f, Stamp { seq: 3, tx_ns: 77 }, &mut scratch));
     }
 
     #[test]

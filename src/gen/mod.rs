@@ -18,7 +18,7 @@ mod report;
 pub mod testpmd;
 mod xdp;
 
-pub use args::{engine_arg, flows_arg, io_arg, size_arg, Engine, GenArgs, Options};
+pub use args::{engine_arg, flows_arg, io_arg, qinq_arg, size_arg, Engine, GenArgs, Options};
 pub use report::Report;
 pub use xdp::xdp_frames;
 

@@ -62,6 +62,13 @@ pub struct RunArgs {
     /// and forwards to N known destinations (sluice gen --macs)
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1 << 23))]
     pub macs: u32,
+    /// Tag the frames 802.1Q VLAN ID; the sluice DUTs take them on sub-interfaces of d0
+    /// and d1 (cross-connected or bridged), popping and pushing the tag
+    #[arg(long, value_name = "ID", value_parser = clap::value_parser!(u16).range(1..=4094), conflicts_with = "qinq")]
+    pub vlan: Option<u16>,
+    /// Tag the frames QinQ (802.1ad OUTER, 802.1Q INNER), as --vlan does
+    #[arg(long, value_name = "OUTER,INNER", value_parser = crate::gen::qinq_arg)]
+    pub qinq: Option<(u16, u16)>,
     /// Seconds per run [default: 5] (or --count)
     #[arg(long, value_name = "SECS", value_parser = seconds_arg, conflicts_with = "count")]
     pub duration: Option<String>,

@@ -315,6 +315,7 @@ fn run_matrix(
             calibrate: false,
             profile: o.profile.then(|| o.out.clone()),
             macs: 1,
+            vlans: Vec::new(),
         };
         for r in 0..o.repeat {
             let mut order = duts.to_vec();

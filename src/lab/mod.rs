@@ -59,6 +59,8 @@ pub struct RunOptions {
     pub profile: Option<std::path::PathBuf>,
     /// MAC pairs the generator steps through (1: one pair).
     pub macs: u32,
+    /// VLAN tags on the frames: none, one 802.1Q id, or 802.1ad outer and 802.1Q inner.
+    pub vlans: Vec<u16>,
 }
 
 impl args::RunArgs {
@@ -83,7 +85,23 @@ impl args::RunArgs {
             calibrate: !self.no_calibrate,
             profile: self.profile.then_some(self.profile_dir),
             macs: self.macs,
+            vlans: match (self.vlan, self.qinq) {
+                (Some(v), _) => vec![v],
+                (None, Some((o, i))) => vec![o, i],
+                (None, None) => Vec::new(),
+            },
         };
+        if let Some(d) = o
+            .duts
+            .iter()
+            .find(|d| !o.vlans.is_empty() && !d.takes_vlans())
+        {
+            return Err(format!(
+                "--vlan and --qinq are for the sluice DUTs; {} does not take them (the kernel \
+                 here has no 802.1Q devices for linux-bridge)",
+                d.name()
+            ));
+        }
         check_io(o.io, o.engine, &o.duts)?;
         check_profile(o.profile.is_some())?;
         check_testpmd_engine(&o, &o.flows, &o.size, o.rate.is_some(), o.bi)?;
@@ -315,6 +333,11 @@ pub(crate) fn generate_with(o: &RunOptions, rx: bool, extra: &[String]) -> Resul
     if o.macs > 1 {
         args.extend(["--macs".into(), o.macs.to_string()]);
     }
+    match o.vlans.as_slice() {
+        [] => {}
+        [v] => args.extend(["--vlan".into(), v.to_string()]),
+        [outer, inner, ..] => args.extend(["--qinq".into(), format!("{outer},{inner}")]),
+    }
     args.extend(["--engine".into(), o.engine.name().into()]);
     if o.engine == Engine::Testpmd && o.io == Io::Memif {
         if let Some(c) = testpmd_rx_cpu(o) {
@@ -346,7 +369,7 @@ pub(crate) fn one_run(
 ) -> Result<RunResult, String> {
     let _mtu = netns::PortMtu::set(run_mtu(kind, o.io, &o.size))?;
     netns::dut_napi(o.napi_on_dut, o.engine == Engine::Xdp, o.dut_cpu)?;
-    let mut d = dut::start(kind, o.dut_cpu, o.io, table)?;
+    let mut d = dut::start(kind, o.dut_cpu, o.io, table, &o.vlans)?;
     if kind.routes() {
         warm_up(o, &d)?;
     }
@@ -359,7 +382,12 @@ pub(crate) fn one_run(
         }
         None => None,
     };
-    let gen = generate(o, &d.gen_args());
+    let mut extra = d.gen_args();
+    if o.macs == 1 && matches!(kind, DutKind::SluiceBridge | DutKind::LinuxBridge) {
+        // A learning bridge is measured forwarding to a destination it knows.
+        extra.extend(["--macs".to_string(), "1".to_string()]);
+    }
+    let gen = generate(o, &extra);
     let profile = match (recording, &o.profile) {
         (Some(rec), Some(dir)) => {
             let stem = profile::next_stem(dir, kind.name());

@@ -212,9 +212,14 @@ pub fn type_label(o: &RunOptions) -> String {
     } else {
         format!("flows={},size={}", o.flows, o.size)
     };
-    match o.macs {
+    let base = match o.macs {
         1 => base,
         n => format!("{base},macs={n}"),
+    };
+    match o.vlans.as_slice() {
+        [] => base,
+        [v] => format!("{base},vlan={v}"),
+        [outer, inner, ..] => format!("{base},qinq={outer}.{inner}"),
     }
 }
 

@@ -89,6 +89,18 @@ impl DutKind {
         )
     }
 
+    /// Whether the DUT forwards VLAN-tagged traffic through sub-interfaces of d0 and d1
+    /// (`--vlan`, `--qinq`).
+    pub fn takes_vlans(self) -> bool {
+        matches!(
+            self,
+            DutKind::Sluice
+                | DutKind::SluiceAfXdp
+                | DutKind::SluiceAfPacket
+                | DutKind::SluiceBridge
+        )
+    }
+
     /// Whether the DUT can use `io` for its ports (the kernel's DUTs forward whatever the
     /// veths bring, so any io on the veths suits them).
     pub fn supports(self, io: Io) -> bool {
@@ -151,20 +163,21 @@ pub fn start(
     dut_cpu: usize,
     io: Io,
     table: Option<&TableFiles>,
+    vlans: &[u16],
 ) -> Result<RunningDut, String> {
+    if !vlans.is_empty() && !kind.takes_vlans() {
+        return Err(format!("{} does not take --vlan or --qinq", kind.name()));
+    }
+    let xc = Forwarding::Xconnect(vlans);
     Ok(match kind {
-        DutKind::Sluice => Box::new(sluice::start(dut_cpu, (io, None), Forwarding::Xconnect)?),
-        DutKind::SluiceAfXdp => Box::new(sluice::start(
+        DutKind::Sluice => Box::new(sluice::start(dut_cpu, (io, None), xc)?),
+        DutKind::SluiceAfXdp => Box::new(sluice::start(dut_cpu, (Io::AfXdp, None), xc)?),
+        DutKind::SluiceAfPacket => Box::new(sluice::start(dut_cpu, (io, Some("af_packet")), xc)?),
+        DutKind::SluiceBridge => Box::new(sluice::start(
             dut_cpu,
-            (Io::AfXdp, None),
-            Forwarding::Xconnect,
+            (io, None),
+            Forwarding::Bridge(vlans),
         )?),
-        DutKind::SluiceAfPacket => Box::new(sluice::start(
-            dut_cpu,
-            (io, Some("af_packet")),
-            Forwarding::Xconnect,
-        )?),
-        DutKind::SluiceBridge => Box::new(sluice::start(dut_cpu, (io, None), Forwarding::Bridge)?),
         DutKind::SluiceRouter => Box::new(sluice::start_router(dut_cpu, io, table)?),
         DutKind::LinuxBridge => Box::new(linux::start_bridge(io)?),
         DutKind::LinuxRouter => Box::new(linux::start_router(table)?),

@@ -17,9 +17,10 @@ use std::time::{Duration, Instant};
 /// What sluice does between d0 and d1.
 #[derive(Clone, Copy, Debug)]
 pub enum Forwarding<'a> {
-    Xconnect,
-    /// One learning bridge domain of d0 and d1.
-    Bridge,
+    /// d0 and d1 cross-connected; with VLAN ids, their sub-interfaces of those tags are.
+    Xconnect(&'a [u16]),
+    /// One learning bridge domain of d0 and d1 (or of their sub-interfaces of `vlans`).
+    Bridge(&'a [u16]),
     /// Routing, with the synthetic table if there is one.
     Router(Option<&'a TableFiles>),
 }
@@ -151,17 +152,25 @@ pub fn sluice_config(
         _ => format!("host = \"d{k}\"\n"),
     };
     let (extra0, extra1, tail) = match how {
-        Forwarding::Xconnect => (
-            String::new(),
-            String::new(),
-            "[[xconnect]]\nrx = \"d0\"\ntx = \"d1\"\n[[xconnect]]\nrx = \"d1\"\ntx = \"d0\"\n"
-                .to_string(),
-        ),
-        Forwarding::Bridge => (
-            String::new(),
-            String::new(),
-            "[[bridge-domain]]\nid = 1\nmembers = [\"d0\", \"d1\"]\n".to_string(),
-        ),
+        Forwarding::Xconnect(vlans) => {
+            let (subs, p0, p1) = vlan_ports(vlans);
+            (
+                String::new(),
+                String::new(),
+                format!(
+                    "{subs}[[xconnect]]\nrx = \"{p0}\"\ntx = \"{p1}\"\n\
+                     [[xconnect]]\nrx = \"{p1}\"\ntx = \"{p0}\"\n"
+                ),
+            )
+        }
+        Forwarding::Bridge(vlans) => {
+            let (subs, p0, p1) = vlan_ports(vlans);
+            (
+                String::new(),
+                String::new(),
+                format!("{subs}[[bridge-domain]]\nid = 1\nmembers = [\"{p0}\", \"{p1}\"]\n"),
+            )
+        }
         Forwarding::Router(table) => router_parts(table),
     };
     format!(
@@ -173,6 +182,27 @@ pub fn sluice_config(
         port(0),
         port(1)
     )
+}
+
+/// The ports traffic tagged `vlans` (none, one 802.1Q id, or 802.1ad outer and 802.1Q inner)
+/// arrives on: d0 and d1 themselves, or sub-interfaces of theirs taking those tags (`[[sub
+/// interface]]` lines, and the two names).
+fn vlan_ports(vlans: &[u16]) -> (String, String, String) {
+    let tags = match vlans {
+        [] => return (String::new(), "d0".into(), "d1".into()),
+        [v] => format!("dot1q = {v}\nexact-match = true\n"),
+        [o, i, ..] => format!("outer-dot1ad = {o}\ninner-dot1q = {i}\n"),
+    };
+    let subs = ["d0", "d1"]
+        .iter()
+        .map(|p| {
+            format!(
+                "[[subinterface]]\nparent = \"{p}\"\nid = {}\n{tags}",
+                vlans[0]
+            )
+        })
+        .collect();
+    (subs, format!("d0.{}", vlans[0]), format!("d1.{}", vlans[0]))
 }
 
 /// Start sluice on d0 and d1, forwarding as `how` says; `forced` names the veth ports' driver
@@ -298,8 +328,10 @@ mod tests {
             v6: 1,
         };
         let cases = [
-            (Forwarding::Xconnect, 0),
-            (Forwarding::Bridge, 0),
+            (Forwarding::Xconnect(&[]), 0),
+            (Forwarding::Xconnect(&[100]), 0),
+            (Forwarding::Bridge(&[]), 0),
+            (Forwarding::Bridge(&[10, 20]), 0),
             (Forwarding::Router(None), 2),
             (Forwarding::Router(Some(&table)), 2),
         ];
@@ -321,8 +353,10 @@ mod tests {
             );
             assert_eq!(
                 cfg.bridge_domains.len(),
-                matches!(how, Forwarding::Bridge) as usize
+                matches!(how, Forwarding::Bridge(_)) as usize
             );
+            let tagged = matches!(how, Forwarding::Xconnect([_]) | Forwarding::Bridge([_, _]));
+            assert_eq!(cfg.subinterfaces.len(), 2 * tagged as usize, "{text}");
             let want = if matches!(how, Forwarding::Router(_)) {
                 2
             } else {
