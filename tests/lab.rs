@@ -111,18 +111,21 @@ fn lab_up_down_is_idempotent_and_clean() {
 
     // Both learning bridges over 1000 MAC pairs: nothing lost at 50 kpps, and sluice's
     // table holds the 1000 sources and the 1000 destinations the generator taught it.
-    let rows = run_rows(&[
+    let bridge_rows = run_rows(&[
         "--dut",
         "sluice-bridge,linux-bridge",
         "--macs",
         "1000",
         "--no-calibrate",
     ]);
-    for r in &rows {
+    for r in &bridge_rows {
         assert_eq!(r["macs"], 1000, "{r}");
         assert_eq!(r["lost"], r["rx_ring_drops"], "{r}");
     }
-    let bridge = rows.iter().find(|r| r["dut"] == "sluice-bridge").unwrap();
+    let bridge = bridge_rows
+        .iter()
+        .find(|r| r["dut"] == "sluice-bridge")
+        .unwrap();
     assert_eq!(bridge["l2fib_entries"], 2000, "{bridge}");
     let packet = rows
         .iter()
