@@ -230,7 +230,13 @@ impl Dataplane {
 
         // Sub-interfaces follow the hardware interfaces, in config order.
         let hardware = opened.len();
-        let sub_names: Vec<String> = cfg.subinterfaces.iter().map(|s| s.name()).collect();
+        // Then the BVIs.
+        let sub_names: Vec<String> = cfg
+            .subinterfaces
+            .iter()
+            .map(|s| s.name())
+            .chain(cfg.bvis.iter().map(|b| b.name()))
+            .collect();
         let find = |n: &str| {
             opened
                 .iter()
@@ -244,7 +250,8 @@ impl Dataplane {
                 xconnect[rx] = Some(tx as u32);
             }
         }
-        let bridges = build_bridges(cfg, &find)?;
+        let subs = sub_interfaces(cfg, &opened, workers + 1);
+        let bridges = build_bridges(cfg, &find, &subs)?;
         let (bridge, domains) = bridges.view(total);
         let modes = L2Modes {
             xconnect,
@@ -252,7 +259,6 @@ impl Dataplane {
             domains,
         };
         let modes: SharedL2Modes = Arc::new(ArcSwap::from_pointee(modes));
-        let subs = sub_interfaces(cfg, &opened, workers + 1);
         let mut table = SubIfs::new(hardware as u32);
         for s in &subs {
             table.insert(s.clone());
@@ -381,12 +387,30 @@ impl Dataplane {
     /// Make `interface` a routed (L3) port, a cross-connect to another, or a bridge port,
     /// and publish the new modes.
     pub fn set_l2_mode(&self, interface: u32, mode: L2Mode) -> Result<(), String> {
+        let itf = self
+            .interfaces
+            .list
+            .get(interface as usize)
+            .ok_or_else(|| format!("no interface index {interface}"))?
+            .clone();
+        let is_bvi = itf.driver == BVI_DRIVER;
         let mut bridges = self.bridges.lock().unwrap_or_else(|p| p.into_inner());
-        let member = match mode {
-            L2Mode::Bridge { bd, shg } => Some((bd, shg)),
-            _ => None,
-        };
-        bridges.set_member(interface, member)?;
+        match mode {
+            L2Mode::Bridge { bd, bvi: true, .. } if is_bvi => {
+                bridges.set_bvi(interface, bd, itf.mac)?
+            }
+            L2Mode::Bridge { bvi: true, .. } => {
+                return Err(format!("{} is not a BVI (bvi create makes one)", itf.name))
+            }
+            L2Mode::Bridge { .. } | L2Mode::Xconnect(_) if is_bvi => {
+                return Err(format!(
+                "{} is a BVI: it joins a bridge domain as one (set interface l2 bridge {} BD bvi)",
+                itf.name, itf.name
+            ))
+            }
+            L2Mode::Bridge { bd, shg, .. } => bridges.set_member(interface, Some((bd, shg)))?,
+            _ => bridges.set_member(interface, None)?,
+        }
         let mut m = (**self.modes.load()).clone();
         m.xconnect.resize(self.interfaces.list.len(), None);
         m.xconnect[interface as usize] = match mode {
@@ -458,7 +482,45 @@ impl Dataplane {
         Ok(index)
     }
 
-    /// Delete sub-interface `name`; refused while it has a mode or addresses.
+    /// Create BVI `bviN` (a bridge domain's routed interface), with `mac` or one of sluice's
+    /// own; returns its index.
+    pub fn create_bvi(
+        &mut self,
+        instance: u32,
+        mac: Option<crate::wire::MacAddress>,
+    ) -> Result<u32, String> {
+        let name = format!("bvi{instance}");
+        if self.interfaces.by_name(&name).is_some() {
+            return Err(format!("{name} exists already"));
+        }
+        let index = self.interfaces.list.len() as u32;
+        let mut itf = Interface::new(index, &name, BVI_DRIVER, self.workers.len() + 1);
+        if let Some(m) = mac {
+            itf.mac = m;
+        }
+        itf.set_up(true);
+        let itf = Arc::new(itf);
+        {
+            let mut r = self.router.lock().unwrap_or_else(|p| p.into_inner());
+            let at = r.add_interface(&name, itf.mac, itf.mtu);
+            debug_assert_eq!(
+                at, index,
+                "the router numbers interfaces as the dataplane does"
+            );
+            r.commit();
+        }
+        self.interfaces.list.push(itf.clone());
+        let mut m = (**self.modes.load()).clone();
+        m.xconnect.resize(self.interfaces.list.len(), None);
+        m.bridge.resize(self.interfaces.list.len(), None);
+        self.modes.store(Arc::new(m));
+        let mut table = (**self.subifs.load()).clone();
+        table.insert(SubIf::bvi(itf));
+        self.subifs.store(Arc::new(table));
+        Ok(index)
+    }
+
+    /// Delete sub-interface or BVI `name`; refused while it has a mode or addresses.
     pub fn delete_subif(&mut self, name: &str) -> Result<(), String> {
         let itf = self
             .interfaces
@@ -468,7 +530,7 @@ impl Dataplane {
         let i = itf.index;
         if (i as usize) < self.hardware {
             return Err(format!(
-                "{name} is a hardware interface, not a sub-interface"
+                "{name} is a hardware interface, not a sub-interface or BVI"
             ));
         }
         let modes = self.modes.load();
@@ -549,7 +611,8 @@ fn build_router(cfg: &Config, opened: &[Opened], subs: &[SubIf]) -> Result<Route
         .interfaces
         .iter()
         .map(|i| (i.name.get_ref().clone(), &i.address))
-        .chain(cfg.subinterfaces.iter().map(|s| (s.name(), &s.address)));
+        .chain(cfg.subinterfaces.iter().map(|s| (s.name(), &s.address)))
+        .chain(cfg.bvis.iter().map(|b| (b.name(), &b.address)));
     for (i, (name, address)) in addresses.enumerate() {
         for a in address {
             let (addr, len) = crate::router::parse_interface_address(a.get_ref())?;
@@ -572,19 +635,24 @@ fn build_router(cfg: &Config, opened: &[Opened], subs: &[SubIf]) -> Result<Route
     Ok(router)
 }
 
+/// The driver name of a BVI interface.
+pub const BVI_DRIVER: &str = "bvi";
+
 /// What an interface does with the frames it receives, apart from routing by its addresses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum L2Mode {
     /// No L2 mode: it routes if it has addresses.
     L3,
     Xconnect(u32),
+    /// A port of bridge domain `bd`; `bvi`: its routed interface (a BVI interface only).
     Bridge {
         bd: u32,
         shg: u8,
+        bvi: bool,
     },
 }
 
-/// The config's sub-interfaces, numbered after the hardware interfaces.
+/// The config's sub-interfaces, numbered after the hardware interfaces, then its BVIs.
 fn sub_interfaces(cfg: &Config, opened: &[Opened], threads: usize) -> Vec<SubIf> {
     let mut out = Vec::new();
     for (k, s) in cfg.subinterfaces.iter().enumerate() {
@@ -604,11 +672,24 @@ fn sub_interfaces(cfg: &Config, opened: &[Opened], threads: usize) -> Vec<SubIf>
         itf.set_up(s.up);
         out.push(SubIf::new(Arc::new(itf), p.index, s.tags));
     }
+    for (k, b) in cfg.bvis.iter().enumerate() {
+        let index = (opened.len() + cfg.subinterfaces.len() + k) as u32;
+        let mut itf = Interface::new(index, &b.name(), BVI_DRIVER, threads);
+        if let Some(m) = b.mac {
+            itf.mac = m;
+        }
+        itf.set_up(true);
+        out.push(SubIf::bvi(Arc::new(itf)));
+    }
     out
 }
 
 /// The bridge domains of the config, their members and static entries.
-fn build_bridges(cfg: &Config, find: &dyn Fn(&str) -> Option<usize>) -> Result<Bridges, String> {
+fn build_bridges(
+    cfg: &Config,
+    find: &dyn Fn(&str) -> Option<usize>,
+    soft: &[SubIf],
+) -> Result<Bridges, String> {
     let mut bridges = Bridges::default();
     let index = |name: &str| {
         find(name)
@@ -623,6 +704,14 @@ fn build_bridges(cfg: &Config, find: &dyn Fn(&str) -> Option<usize>) -> Result<B
     }
     for m in &cfg.static_macs {
         bridges.add_mac(m.bd, m.mac, index(&m.interface)?, true)?;
+    }
+    for b in &cfg.bvis {
+        let name = b.name();
+        let bvi = soft
+            .iter()
+            .find(|s| s.interface.name == name)
+            .ok_or(format!("no interface {name}"))?;
+        bridges.set_bvi(bvi.interface.index, b.bd, bvi.interface.mac)?;
     }
     Ok(bridges)
 }

@@ -1,9 +1,10 @@
-//! Sub-interfaces: software interfaces on a hardware one, each matching frames by their VLAN
-//! tags (802.1Q, QinQ, a default for unmatched tags, or untagged frames), with its own index,
-//! counters, admin state and L2/L3 mode. The workers read them from a table the control plane
-//! publishes whole: ethernet-input classifies each frame to its sub-interface in one lookup
-//! and removes the matched tags; interface-output puts them back on the way out and sends
-//! the frame by the parent.
+//! Software interfaces: sub-interfaces on a hardware one, each matching frames by their VLAN
+//! tags (802.1Q, QinQ, a default for unmatched tags, or untagged frames), and bridge-virtual
+//! interfaces (BVIs, a bridge domain's routed port). Each has its own index, counters, admin
+//! state and mode. The workers read them from a table the control plane publishes whole:
+//! ethernet-input classifies each frame to its sub-interface in one lookup and removes the
+//! matched tags; interface-output puts them back on the way out and sends the frame by the
+//! parent, or hands a BVI's packet to its bridge domain.
 
 use crate::buffer::WorkerBuffers;
 use crate::interface::Interface;
@@ -93,12 +94,14 @@ impl std::fmt::Display for TagMatch {
     }
 }
 
-/// One sub-interface as the workers see it.
+/// One software interface as the workers see it: a sub-interface, or a BVI (`bvi`; its
+/// parent is itself and it matches no tags).
 #[derive(Clone)]
 pub struct SubIf {
     pub interface: Arc<Interface>,
     pub parent: u32,
     pub tags: TagMatch,
+    pub bvi: bool,
     /// What interface-output writes after the MACs, and how many bytes of it.
     push: [u8; 8],
     push_len: u8,
@@ -111,8 +114,18 @@ impl SubIf {
             interface,
             parent,
             tags,
+            bvi: false,
             push,
             push_len,
+        }
+    }
+
+    /// A bridge domain's routed interface.
+    pub fn bvi(interface: Arc<Interface>) -> SubIf {
+        let index = interface.index;
+        SubIf {
+            bvi: true,
+            ..SubIf::new(interface, index, TagMatch::Untagged)
         }
     }
 
@@ -318,7 +331,8 @@ impl SubIfs {
     /// The sub-interface of `parent` already matching `tags`, if any.
     pub fn conflict(&self, parent: u32, tags: TagMatch) -> Option<&SubIf> {
         self.all().find(|s| {
-            s.parent == parent
+            !s.bvi
+                && s.parent == parent
                 && match (s.tags, tags) {
                     (TagMatch::Dot1q { vid: a, .. }, TagMatch::Dot1q { vid: b, .. }) => a == b,
                     (
@@ -354,7 +368,7 @@ impl SubIfs {
 
     fn rebuild_parents(&mut self) {
         let mut parents: Vec<Option<ParentTable>> = Vec::new();
-        for s in self.by_index.iter().flatten() {
+        for s in self.by_index.iter().flatten().filter(|s| !s.bvi) {
             let p = s.parent as usize;
             if parents.len() <= p {
                 parents.resize(p + 1, None);

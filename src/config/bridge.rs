@@ -14,6 +14,12 @@
 //! mac = "02:00:00:00:00:01"
 //! bridge-domain = 10
 //! interface = "d0"        # a static entry: never ages, never moves
+//!
+//! [[bvi]]                 # the domain's routed interface, named bvi10
+//! instance = 10
+//! bridge-domain = 10
+//! mac = "02:fe:00:00:00:0a"   # optional
+//! address = ["192.0.2.1/24", "2001:db8::1/64"]
 //! ```
 
 use super::{Checker, ConfigError};
@@ -29,6 +35,92 @@ pub struct BridgeDomainConfig {
     pub settings: DomainSettings,
     /// (interface name, split-horizon group).
     pub members: Vec<(String, u8)>,
+}
+
+/// A checked [[bvi]].
+#[derive(Debug)]
+pub struct BviConfig {
+    pub instance: u32,
+    pub bd: u32,
+    pub mac: Option<MacAddress>,
+    pub address: Vec<Spanned<String>>,
+}
+
+impl BviConfig {
+    pub fn name(&self) -> String {
+        format!("bvi{}", self.instance)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct BviKeys {
+    instance: Spanned<u32>,
+    bridge_domain: Spanned<u32>,
+    mac: Option<Spanned<String>>,
+    #[serde(default)]
+    address: Vec<Spanned<String>>,
+}
+
+/// Each BVI once, in a defined domain, one per domain, its addresses well formed.
+pub(super) fn check_bvis(
+    keys: Vec<BviKeys>,
+    domains: &[BridgeDomainConfig],
+    c: &Checker<'_>,
+) -> Result<Vec<BviConfig>, ConfigError> {
+    let mut out: Vec<BviConfig> = Vec::new();
+    for k in keys {
+        let instance = *k.instance.get_ref();
+        if out.iter().any(|b| b.instance == instance) {
+            return Err(c.err(
+                k.instance.span(),
+                "instance",
+                format!("bvi{instance} is defined twice"),
+            ));
+        }
+        let bd = *k.bridge_domain.get_ref();
+        if !domains.iter().any(|d| d.id == bd) {
+            return Err(c.err(
+                k.bridge_domain.span(),
+                "bridge-domain",
+                format!("no [[bridge-domain]] with id {bd}"),
+            ));
+        }
+        if out.iter().any(|b| b.bd == bd) {
+            return Err(c.err(
+                k.bridge_domain.span(),
+                "bridge-domain",
+                format!("bridge domain {bd} has a BVI already"),
+            ));
+        }
+        let mac = match &k.mac {
+            None => None,
+            Some(m) => Some(
+                m.get_ref()
+                    .parse::<MacAddress>()
+                    .ok()
+                    .filter(|a| !a.is_multicast())
+                    .ok_or_else(|| {
+                        c.err(
+                            m.span(),
+                            "mac",
+                            format!("'{}' is not a unicast MAC address", m.get_ref()),
+                        )
+                    })?,
+            ),
+        };
+        for a in &k.address {
+            crate::router::parse_interface_address(a.get_ref())
+                .map_err(|e| c.err(a.span(), "address", e))?;
+        }
+        out.push(BviConfig {
+            instance,
+            bd,
+            mac,
+            address: k.address,
+        });
+    }
+    Ok(out)
 }
 
 /// A checked [[l2fib]] entry.
@@ -256,6 +348,8 @@ mod tests {
             => "t.toml:13: key 'mac': '01:00:5e:00:00:01' is not a unicast MAC address";
         static_not_a_member: format!("{TWO}[[bridge-domain]]\nid = 1\nmembers = [\"a\"]\n[[l2fib]]\nmac = \"02:00:00:00:00:01\"\nbridge-domain = 1\ninterface = \"b\"\n")
             => "t.toml:15: key 'interface': interface 'b' is not a member of bridge domain 1";
+        bvi_in_unknown_domain: format!("{TWO}[[bvi]]\ninstance = 1\nbridge-domain = 4\n")
+            => "t.toml:11: key 'bridge-domain': no [[bridge-domain]] with id 4";
         bridged_and_routed: format!("{TWO}address = [\"192.0.2.1/24\"]\n[[bridge-domain]]\nid = 1\nmembers = [\"b\"]\n")
             => "t.toml:6: key 'address': interface 'b' is in a bridge domain; it cannot also route";
     }

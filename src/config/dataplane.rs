@@ -17,7 +17,7 @@ pub struct Dataplane {
     /// Packet buffers in the pool.
     pub buffers: u32,
     pub hugepages: HugePages,
-    /// Frames shorter than this are runts.
+    /// Switched (cross-connected, bridged) frames shorter than this are padded to it.
     pub min_frame: usize,
     /// The workers' nice value (-20..=19).
     pub worker_nice: i32,

@@ -7,7 +7,7 @@
 //! main-core = 0            # CPU of the main thread (optional)
 //! buffers = 16384          # packet buffers in the pool
 //! hugepages = "auto"       # auto | require | never
-//! min-frame = 60           # frames shorter than this are runts
+//! min-frame = 60           # switched frames shorter than this are padded to it
 //! worker-nice = -5         # the workers' nice value: weight against the kernel's receive threads
 //!
 //! [control]
@@ -77,7 +77,7 @@ mod route;
 mod subif;
 mod xconnect;
 
-pub use bridge::{parse_mac_age, BridgeDomainConfig, StaticMac};
+pub use bridge::{parse_mac_age, BridgeDomainConfig, BviConfig, StaticMac};
 pub use dataplane::Dataplane;
 pub use driver::{AfPacket, AfXdp, Driver, Memif, Pcap};
 pub use interface::InterfaceConfig;
@@ -104,6 +104,7 @@ pub struct Config {
     pub xconnects: Vec<Xconnect>,
     pub bridge_domains: Vec<BridgeDomainConfig>,
     pub static_macs: Vec<StaticMac>,
+    pub bvis: Vec<BviConfig>,
     pub routes: Vec<RouteConfig>,
     pub fib: FibConfig,
 }
@@ -126,6 +127,8 @@ struct ConfigKeys {
     bridge_domains: Vec<bridge::BridgeDomainKeys>,
     #[serde(default, rename = "l2fib")]
     static_macs: Vec<bridge::StaticMacKeys>,
+    #[serde(default, rename = "bvi")]
+    bvis: Vec<bridge::BviKeys>,
     #[serde(default, rename = "route")]
     routes: Vec<route::RouteKeys>,
     #[serde(default)]
@@ -247,6 +250,11 @@ impl Config {
         let cross_connected = xconnect::check(&keys.xconnects, &names, c)?;
         let bridge_domains = bridge::check_domains(keys.bridge_domains, &names, c)?;
         let static_macs = bridge::check_macs(keys.static_macs, &bridge_domains, c)?;
+        let bvis = bridge::check_bvis(keys.bvis, &bridge_domains, c)?;
+        // A route may leave by a BVI; a BVI joins its domain by [[bvi]], not as a member.
+        let bvi_names: Vec<String> = bvis.iter().map(|b| b.name()).collect();
+        let mut route_names = names.clone();
+        route_names.extend(bvi_names.iter().map(String::as_str));
         let mut l2_ports: Vec<(&str, &str)> = Vec::new();
         for d in &bridge_domains {
             for (name, _) in &d.members {
@@ -277,7 +285,7 @@ impl Config {
         }
         let mut routes = Vec::new();
         for r in keys.routes {
-            routes.push(r.check(&names, c)?);
+            routes.push(r.check(&route_names, c)?);
         }
         Ok(Config {
             dataplane,
@@ -287,6 +295,7 @@ impl Config {
             xconnects: keys.xconnects,
             bridge_domains,
             static_macs,
+            bvis,
             routes,
             fib: keys.fib,
         })

@@ -19,11 +19,33 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["set", "interface", "l2", "bridge"],
-        syntax: "<IF> <BD> [shg <N>]",
+        syntax: "<IF> <BD> [shg <N> | bvi]",
         help: "make IF a port of bridge domain BD (split-horizon group N: no forwarding \
-               between ports of one group)",
+               between ports of one group; bvi: IF, a BVI, is the domain's routed interface)",
         args: &[Arg::Value("IF"), Arg::Value("BD"), Arg::Rest],
         run: set_bridge,
+    },
+    Command {
+        words: &["bvi", "create"],
+        syntax: "[instance <N>] [mac <MAC>]",
+        help: "a bridge-virtual interface bviN: a bridge domain's routed interface",
+        args: &[Arg::Rest],
+        run: create_bvi,
+    },
+    Command {
+        words: &["bvi", "delete"],
+        syntax: "<bviN>",
+        help: "delete a BVI (out of its bridge domain, without addresses)",
+        args: &[Arg::Value("IF")],
+        run: |c, a| {
+            let name = a.value("IF");
+            let itf = c.interface(name)?;
+            if itf.driver != crate::dataplane::BVI_DRIVER {
+                return Err(format!("{name} is not a BVI"));
+            }
+            c.dp.delete_subif(name)?;
+            Output::done()
+        },
     },
     Command {
         words: &["set", "interface", "l3"],
@@ -104,19 +126,24 @@ fn set_xconnect(c: &mut Control, a: &Args) -> Result<Output, String> {
 fn set_bridge(c: &mut Control, a: &Args) -> Result<Output, String> {
     let itf = c.interface(a.value("IF"))?.clone();
     let bd = bd_id(a.value("BD"))?;
-    let shg = match a.rest().as_slice() {
-        [] => 0,
-        ["shg", n] => n
-            .parse::<u8>()
-            .map_err(|_| format!("'{n}' is not a split-horizon group (0-255)"))?,
+    let (shg, bvi) = match a.rest().as_slice() {
+        [] => (0, false),
+        ["bvi"] => (0, true),
+        ["shg", n] => (
+            n.parse::<u8>()
+                .map_err(|_| format!("'{n}' is not a split-horizon group (0-255)"))?,
+            false,
+        ),
         other => {
             return Err(format!(
-                "unexpected '{}': expected shg <N>",
+                "unexpected '{}': expected shg <N> or bvi",
                 other.join(" ")
             ))
         }
     };
-    if lock(c).exists(bd) {
+    // A BVI routes by design; any other port must stop routing first.
+    let is_bvi = itf.driver == crate::dataplane::BVI_DRIVER;
+    if lock(c).exists(bd) && !bvi && !is_bvi {
         let routed = c.dp.router.lock().unwrap_or_else(|p| p.into_inner()).view();
         if routed
             .load()
@@ -129,8 +156,40 @@ fn set_bridge(c: &mut Control, a: &Args) -> Result<Output, String> {
             ));
         }
     }
-    c.dp.set_l2_mode(itf.index, L2Mode::Bridge { bd, shg })?;
+    c.dp.set_l2_mode(itf.index, L2Mode::Bridge { bd, shg, bvi })?;
     Output::done()
+}
+
+fn create_bvi(c: &mut Control, a: &Args) -> Result<Output, String> {
+    let mut instance = None;
+    let mut address = None;
+    let rest = a.rest();
+    let mut words = rest.iter();
+    while let Some(&w) = words.next() {
+        let v = words.next().ok_or_else(|| format!("{w} takes a value"))?;
+        match w {
+            "instance" => {
+                instance = Some(
+                    v.parse::<u32>()
+                        .map_err(|_| format!("'{v}' is not an instance number"))?,
+                )
+            }
+            "mac" => address = Some(mac(v)?),
+            other => return Err(format!("unexpected '{other}': expected instance or mac")),
+        }
+    }
+    let instance = match instance {
+        Some(n) => n,
+        None => (0..)
+            .find(|n| c.dp.interfaces.by_name(&format!("bvi{n}")).is_none())
+            .unwrap_or(0),
+    };
+    let index = c.dp.create_bvi(instance, address)?;
+    let name = format!("bvi{instance}");
+    Ok(Output::Shown(
+        format!("{name}\n"),
+        json!({ "name": name, "index": index }),
+    ))
 }
 
 fn set_l3(c: &mut Control, a: &Args) -> Result<Output, String> {

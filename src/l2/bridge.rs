@@ -53,6 +53,9 @@ pub struct BridgePort {
     /// Split-horizon group: frames are not flooded or forwarded between two members of the
     /// same non-zero group.
     pub shg: u8,
+    /// The domain's routed interface: frames to it go to the routing nodes, and what the
+    /// router sends out of it goes into the domain.
+    pub bvi: bool,
 }
 
 /// One domain as the workers see it.
@@ -62,6 +65,8 @@ pub struct DomainView {
     pub settings: DomainSettings,
     /// (interface, split-horizon group), in interface order.
     pub members: Vec<(u32, u8)>,
+    /// The domain's routed interface, one of the members.
+    pub bvi: Option<u32>,
 }
 
 /// A MAC address a worker saw as a source where the table does not have it.
@@ -95,6 +100,8 @@ pub struct Bridges {
     domains: BTreeMap<BdId, Domain>,
     /// Interface → (domain, split-horizon group).
     members: BTreeMap<u32, (BdId, u8)>,
+    /// Domain → its BVI and the BVI's MAC (a static entry of the domain).
+    bvis: BTreeMap<BdId, (u32, MacAddress)>,
     macs: MacTable,
     fib: L2FibWriter,
     clock: L2Clock,
@@ -107,6 +114,7 @@ impl Default for Bridges {
         Bridges {
             domains: BTreeMap::new(),
             members: BTreeMap::new(),
+            bvis: BTreeMap::new(),
             macs: MacTable::new(),
             fib: L2FibWriter::default(),
             clock: L2Clock(Instant::now()),
@@ -210,11 +218,39 @@ impl Bridges {
             return Ok(());
         }
         self.forget_interface(interface);
+        // A BVI leaving its domain takes its address entry along.
+        let was_bvi = self
+            .bvis
+            .iter()
+            .find(|(_, b)| b.0 == interface)
+            .map(|(d, b)| (*d, b.1));
+        if let Some((bd, mac)) = was_bvi {
+            self.bvis.remove(&bd);
+            let _ = self.remove_mac(bd, mac);
+        }
         match to {
             Some(m) => self.members.insert(interface, m),
             None => self.members.remove(&interface),
         };
         Ok(())
+    }
+
+    /// Make `interface` (with address `mac`) the routed interface of domain `id`: a port of it
+    /// whose address is a static entry.
+    pub fn set_bvi(&mut self, interface: u32, id: BdId, mac: MacAddress) -> Result<(), String> {
+        if let Some((other, _)) = self.bvis.get(&id).filter(|b| b.0 != interface) {
+            return Err(format!(
+                "bridge domain {id} has a BVI already (interface index {other})"
+            ));
+        }
+        self.set_member(interface, Some((id, 0)))?;
+        self.bvis.insert(id, (interface, mac));
+        self.add_mac(id, mac, interface, true)
+    }
+
+    /// The BVI of domain `id`, if it has one.
+    pub fn bvi_of(&self, id: BdId) -> Option<u32> {
+        self.bvis.get(&id).map(|b| b.0)
     }
 
     /// The domain and split-horizon group `interface` is in.
@@ -351,12 +387,18 @@ impl Bridges {
                 id: *id,
                 settings: d.settings,
                 members: Vec::new(),
+                bvi: self.bvi_of(*id),
             });
         }
         for (&itf, &(id, shg)) in &self.members {
             let d = &self.domains[&id];
+            let bvi = self.bvis.get(&id).is_some_and(|b| b.0 == itf);
             if let Some(p) = ports.get_mut(itf as usize) {
-                *p = Some(BridgePort { bd: d.index, shg });
+                *p = Some(BridgePort {
+                    bd: d.index,
+                    shg,
+                    bvi,
+                });
             }
             if let Some(Some(v)) = views.get_mut(d.index as usize) {
                 v.members.push((itf, shg));
@@ -535,12 +577,34 @@ mod tests {
     }
 
     #[test]
+    fn a_bvi_is_a_port_with_a_static_entry_that_leaves_with_it() {
+        let mut b = bridges();
+        let mac = MacAddress([2, 0xfe, 0, 0, 0, 9]);
+        b.set_bvi(9, 10, mac).unwrap();
+        assert!(b.set_bvi(8, 10, mac).is_err(), "one BVI per domain");
+        assert_eq!(b.bvi_of(10), Some(9));
+        assert!(b.view(10).0[9].unwrap().bvi);
+        let k = key(0, &mac.0);
+        assert_eq!(b.reader().load().lookup(k).map(|h| h.interface), Some(9));
+        b.set_member(9, None).unwrap();
+        assert_eq!(b.bvi_of(10), None);
+        assert!(b.reader().load().lookup(k).is_none());
+    }
+
+    #[test]
     fn view_lists_ports_and_members() {
         let mut b = bridges();
         b.create(20, DomainSettings::default()).unwrap();
         b.set_member(3, Some((20, 2))).unwrap();
         let (ports, views) = b.view(4);
-        assert_eq!(ports[3], Some(BridgePort { bd: 1, shg: 2 }));
+        assert_eq!(
+            ports[3],
+            Some(BridgePort {
+                bd: 1,
+                shg: 2,
+                bvi: false
+            })
+        );
         assert_eq!(ports[2], None);
         assert_eq!(views[0].as_ref().unwrap().members, vec![(0, 0), (1, 0)]);
         assert_eq!(views[1].as_ref().unwrap().id, 20);

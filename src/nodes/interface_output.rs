@@ -20,7 +20,8 @@ const ERRORS: [&str; 3] = [
     "no headroom for the sub-interface's VLAN tags",
 ];
 
-/// Next slots: one per interface, in interface index order, then the drop node.
+/// Next slots: one per interface, in interface index order, then the drop node, then l2-fwd
+/// (for BVIs).
 pub struct InterfaceOutput {
     interfaces: Vec<Arc<Interface>>,
     subifs: SharedSubIfs,
@@ -33,6 +34,8 @@ impl InterfaceOutput {
             .map(|i| super::tx_node_name(&i.name))
             .collect();
         next.push(super::ERROR_DROP.to_string());
+        // After the drop: what a BVI sends goes into its bridge domain.
+        next.push(super::L2_FWD.to_string());
         NodeDecl {
             name: super::INTERFACE_OUTPUT.to_string(),
             kind: NodeKind::Internal,
@@ -49,6 +52,26 @@ impl TracedLoop for InterfaceOutput {
         let subifs = self.subifs.load();
         for &bi in frame {
             let mut tx = cx.bufs.meta(bi).tx_if as usize;
+            if let Some(bvi) = subifs.get(tx as u32).filter(|s| s.bvi) {
+                // Routed out of a BVI: into its bridge domain, as if received on the BVI.
+                if !bvi.interface.is_up() {
+                    cx.count_error(Error::InterfaceDown as usize, 1);
+                    cx.enqueue(drop, bi);
+                    continue;
+                }
+                let c = bvi.interface.counters(cx.thread);
+                c.tx_packets.add(1);
+                c.tx_bytes.add(cx.bufs.packet_len(bi) as u64);
+                cx.bufs.meta_mut(bi).rx_if = tx as u32;
+                if TRACE {
+                    cx.trace(
+                        bi,
+                        format_args!("{}: into its bridge domain", bvi.interface.name),
+                    );
+                }
+                cx.enqueue(drop + 1, bi);
+                continue;
+            }
             if let Some(sub) = subifs.get(tx as u32) {
                 let verdict = if !sub.interface.is_up() {
                     Err(Error::InterfaceDown)

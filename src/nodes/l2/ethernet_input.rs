@@ -29,7 +29,6 @@ enum Next {
 #[derive(Clone, Copy)]
 enum Error {
     TruncatedHeader,
-    Runt,
     TruncatedVlan,
     TooManyVlans,
     NoMode,
@@ -38,9 +37,8 @@ enum Error {
     NoSubInterface,
     SubInterfaceDown,
 }
-const ERRORS: [&str; 9] = [
+const ERRORS: [&str; 8] = [
     "frame shorter than the ethernet header",
-    "runt frame (shorter than the 60-byte minimum)",
     "truncated VLAN tag",
     "more than two VLAN tags",
     "interface has no L2 or L3 mode (unhandled)",
@@ -98,6 +96,23 @@ impl EthernetInput {
     }
 }
 
+/// Pad a one-segment frame shorter than `min` with zeros up to `min`.
+#[inline(always)]
+fn pad(bufs: &mut crate::buffer::WorkerBuffers, bi: u32, min: usize) {
+    let len = bufs.packet_len(bi);
+    let m = bufs.meta(bi);
+    if len >= min || m.next != crate::buffer::NO_BUFFER || m.len as usize != len {
+        return;
+    }
+    if m.offset as usize + min > crate::buffer::STRIDE {
+        return;
+    }
+    let m = bufs.meta_mut(bi);
+    m.len = min as u16;
+    m.total_len = min as u32;
+    bufs.data_mut(bi)[len..].fill(0);
+}
+
 /// What ethernet-input decides by, loaded once per frame.
 type Tables<'a> = (&'a L2Modes, &'a L3View, &'a SubIfs);
 
@@ -133,9 +148,16 @@ impl EthernetInput {
                 (rx, pop) = (index, p as usize);
             }
         }
+        let port = modes.bridge_port(rx);
+        if let Some(bvi) = subifs.get(rx).filter(|s| s.bvi) {
+            // From its bridge domain (l2-fwd, l2-flood) to the router.
+            let c = bvi.interface.counters(cx.thread);
+            c.rx_packets.add(1);
+            c.rx_bytes.add(len as u64);
+        }
         let l2 = if modes.xconnect.get(rx as usize).copied().flatten().is_some() {
             Next::L2Xconnect
-        } else if let Some((_, domain)) = modes.bridge_port(rx) {
+        } else if let Some((_, domain)) = port.filter(|(p, _)| !p.bvi) {
             if domain.settings.learn {
                 Next::L2Learn
             } else {
@@ -158,16 +180,13 @@ impl EthernetInput {
         } else {
             return Err(Error::NoMode);
         };
-        // A switch must not pass runts on to a wire that would reject them (checked before
-        // the tags come off: they come back on output); a router reads lengths from the
-        // headers and checks those instead (virtual links such as veth carry unpadded
-        // 42-byte ARP frames).
-        if len < self.min_frame {
-            return Err(Error::Runt);
-        }
         if pop > 0 && !pop_tags(cx.bufs, bi, pop) {
             return Err(Error::TruncatedVlan);
         }
+        // Virtual links (veth, tap) carry unpadded frames, such as 42-byte ARP requests: a
+        // switch passes them on padded, as a NIC pads what it sends, so they are legal on any
+        // wire (a router reads lengths from the headers instead).
+        pad(cx.bufs, bi, self.min_frame);
         Ok(l2)
     }
 }
@@ -247,10 +266,28 @@ mod tests {
             ],
             0,
         );
-        assert_eq!(out.to_next(Next::Drop as usize), 4);
+        assert_eq!(out.to_next(Next::Drop as usize), 3);
         assert_eq!(out.errors[Error::TruncatedHeader as usize], 2);
-        assert_eq!(out.errors[Error::Runt as usize], 1);
         assert_eq!(out.errors[Error::TruncatedVlan as usize], 1);
+        // The 40-byte frame was cross-connected, padded to 60.
+        assert_eq!(out.to_next(Next::L2Xconnect as usize), 1);
+    }
+
+    #[test]
+    fn short_l2_frames_are_padded_with_zeros() {
+        let h = harness();
+        let captured = crate::nodes::testing::Captured::default();
+        let short = frame_bytes(42);
+        h.run_node_capture(
+            EthernetInput::decl(h.modes.clone(), h.view.clone(), h.subifs.clone(), 60),
+            std::slice::from_ref(&short),
+            0,
+            captured.clone(),
+        );
+        let got = &captured.lock().unwrap()[0];
+        assert_eq!(got.len(), 60);
+        assert_eq!(&got[..42], &short[..]);
+        assert!(got[42..].iter().all(|&b| b == 0));
     }
 
     #[test]

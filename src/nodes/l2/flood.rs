@@ -10,6 +10,8 @@ use crate::interface::SharedL2Modes;
 enum Next {
     InterfaceOutput,
     Drop,
+    /// A copy for the domain's BVI: the routing nodes, through ethernet-input.
+    Bvi,
 }
 
 #[repr(usize)]
@@ -39,6 +41,7 @@ impl L2Flood {
             next: vec![
                 super::INTERFACE_OUTPUT.to_string(),
                 super::ERROR_DROP.to_string(),
+                super::ETHERNET_INPUT.to_string(),
             ],
             errors: ERRORS.to_vec(),
             node: Box::new(L2Flood {
@@ -78,23 +81,30 @@ impl TracedLoop for L2Flood {
                 cx.enqueue(Next::Drop as usize, bi);
                 continue;
             };
+            let bvi = domain.bvi;
+            // The BVI's copy goes to the router as if received there; the others out.
+            let send = |cx: &mut NodeCx<'_>, p: u32, to: u32| {
+                if Some(to) == bvi {
+                    cx.bufs.meta_mut(p).rx_if = to;
+                    cx.enqueue(Next::Bvi as usize, p);
+                } else {
+                    cx.bufs.meta_mut(p).tx_if = to;
+                    cx.enqueue(Next::InterfaceOutput as usize, p);
+                }
+            };
             for &tx in rest {
                 match cx.bufs.clone_packet(bi) {
-                    Some(copy) => {
-                        cx.bufs.meta_mut(copy).tx_if = tx;
-                        cx.enqueue(Next::InterfaceOutput as usize, copy);
-                    }
+                    Some(copy) => send(cx, copy, tx),
                     None => cx.count_error(Error::NoBuffer as usize, 1),
                 }
             }
-            cx.bufs.meta_mut(bi).tx_if = last;
             if TRACE {
                 cx.trace(
                     bi,
-                    format_args!("to {} members, this one to tx if {last}", rest.len() + 1),
+                    format_args!("to {} members, this one to if {last}", rest.len() + 1),
                 );
             }
-            cx.enqueue(Next::InterfaceOutput as usize, bi);
+            send(cx, bi, last);
         }
     }
 }

@@ -13,6 +13,8 @@ enum Next {
     InterfaceOutput,
     Flood,
     Drop,
+    /// To the domain's BVI: the routing nodes, through ethernet-input.
+    Bvi,
 }
 
 #[repr(usize)]
@@ -51,6 +53,7 @@ impl L2Fwd {
                 super::INTERFACE_OUTPUT.to_string(),
                 super::L2_FLOOD.to_string(),
                 super::ERROR_DROP.to_string(),
+                super::ETHERNET_INPUT.to_string(),
             ],
             errors: ERRORS.to_vec(),
             node: Box::new(L2Fwd { modes, fib }),
@@ -91,12 +94,21 @@ impl TracedLoop for L2Fwd {
                 match out {
                     Some((tx, _)) if tx == rx => Err(Error::SameInterface),
                     Some((_, p)) if port.shg != 0 && p.shg == port.shg => Err(Error::SplitHorizon),
+                    Some((tx, p)) if p.bvi => Ok((Next::Bvi, tx)),
                     Some((tx, _)) => Ok((Next::InterfaceOutput, tx)),
                     None if domain.settings.uu_flood => Ok((Next::Flood, rx)),
                     None => Err(Error::UnknownUnicastOff),
                 }
             })();
             let next = match verdict {
+                Ok((Next::Bvi, bvi)) => {
+                    // The router sees the frame arrive on the BVI.
+                    cx.bufs.meta_mut(bi).rx_if = bvi;
+                    if TRACE {
+                        cx.trace(bi, format_args!("to the BVI, if {bvi}"));
+                    }
+                    Next::Bvi
+                }
                 Ok((next, tx)) => {
                     cx.bufs.meta_mut(bi).tx_if = tx;
                     if TRACE {
