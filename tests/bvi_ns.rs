@@ -1,4 +1,4 @@
-//! A bridge domain's routed interface (BVI): hosts A and B on one bridged LAN (d0, d1 in
+//! Routing to hosts on L2 segments. A bridge domain's routed interface (BVI): hosts A and B on one bridged LAN (d0, d1 in
 //! bridge domain 10, bvi10 192.0.2.1/24 and 2001:db8:a::1/64), a far host F behind a routed
 //! port (d2). Each host has a namespace of its own, so only sluice can carry packets between
 //! them. A pings F through the BVI in both families, B through the bridge, and the BVI itself;
@@ -6,6 +6,9 @@
 
 mod common;
 use common::*;
+
+const PYTHON: &str = "/usr/bin/python3";
+const L3SUB: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/bridge/l3sub.py");
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -192,5 +195,77 @@ fn hosts_on_a_bridge_are_routed_through_its_bvi() {
         .as_u64()
         .unwrap();
     assert_eq!(in_use, idle, "every buffer back in the pool");
+    assert!(daemon.stop(), "clean exit");
+}
+
+/// An L3 sub-interface: d0.100 routes 192.0.2.0/24 on VLAN 100, d1 routes to a far host. The
+/// host on VLAN 100 is raw frames (tests/bridge/l3sub.py: the kernels here have no 802.1Q
+/// devices): sluice answers its tagged ARP, resolves it with tagged ARP, and routes its tagged
+/// pings, to itself and to the far host, with the replies tagged 100.
+#[test]
+fn an_l3_sub_interface_routes_tagged_traffic() {
+    if !needs_root() || !prerequisite(std::path::Path::new(PYTHON).exists(), PYTHON) {
+        return;
+    }
+    ensure_ping();
+    let h = Netns::new("l3sh");
+    let f = Netns::new("l3sf");
+    let dut = Netns::new("l3sd");
+    veth(&h, "t0", &dut, "d0", 1500);
+    veth(&f, "t2", &dut, "d1", 1500);
+    host(
+        &f,
+        "t2",
+        "198.51.100.2/24",
+        "2001:db8:f::2/64",
+        "198.51.100.1",
+        "2001:db8:f::1",
+    );
+    dut.sysctl("net.ipv4.ip_forward", "0");
+    let dir = tmpdir("l3sub");
+    let socket = dir.join("cli.sock");
+    let cfg = dir.join("dut.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[dataplane]\nworkers = 1\nhugepages = \"never\"\n[control]\nsocket = \"{}\"\n\
+             [[interface]]\nname = \"d0\"\ndriver = \"af_packet\"\n\
+             [[interface]]\nname = \"d1\"\ndriver = \"af_packet\"\n\
+             address = [\"198.51.100.1/24\"]\n\
+             [[subinterface]]\nparent = \"d0\"\nid = 100\ndot1q = 100\n\
+             address = [\"192.0.2.1/24\"]\n",
+            socket.display()
+        ),
+    )
+    .unwrap();
+    let mut daemon = Daemon::start(&dut, &cfg, &socket);
+    let o = h
+        .exec(
+            PYTHON,
+            &[L3SUB, "t0", "100", "192.0.2.2", "192.0.2.1", "198.51.100.2"],
+        )
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let got: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let errors = ctl(&socket, "show errors").unwrap_or_default();
+    assert_eq!(
+        got["arp"]["vlans"],
+        serde_json::json!([100]),
+        "{got}\n{errors}"
+    );
+    assert_eq!(
+        got["ping_router"]["vlans"],
+        serde_json::json!([100]),
+        "{got}\n{errors}"
+    );
+    assert_eq!(
+        got["ping_far"]["vlans"],
+        serde_json::json!([100]),
+        "{got}\n{errors}"
+    );
+    let sub = &ctl_json(&socket, "show interface d0.100")[0];
+    assert!(sub["rx_packets"].as_u64().unwrap() >= 3, "{sub}");
+    assert!(sub["tx_packets"].as_u64().unwrap() >= 3, "{sub}");
     assert!(daemon.stop(), "clean exit");
 }

@@ -71,22 +71,39 @@ impl FrameSink for Sender {
     }
 }
 
-impl FrameSource for RxRing {
+/// An AF_PACKET receive ring as the generator reads it: a VLAN tag the kernel took off a
+/// frame is put back, so tagged frames compare equal to what was sent.
+pub struct RingSource {
+    ring: RxRing,
+    scratch: Vec<u8>,
+}
+
+impl FrameSource for RingSource {
     fn poll(&mut self, f: &mut dyn FnMut(u64, &[u8])) -> usize {
         let mut n = 0;
-        while let Some(fr) = self.next_frame() {
-            f(fr.timestamp_ns, fr.data);
+        while let Some(fr) = self.ring.next_frame() {
+            match fr.vlan {
+                Some((tpid, tci)) if fr.data.len() >= 12 => {
+                    self.scratch.clear();
+                    self.scratch.extend_from_slice(&fr.data[..12]);
+                    self.scratch.extend_from_slice(&tpid.to_be_bytes());
+                    self.scratch.extend_from_slice(&tci.to_be_bytes());
+                    self.scratch.extend_from_slice(&fr.data[12..]);
+                    f(fr.timestamp_ns, &self.scratch);
+                }
+                _ => f(fr.timestamp_ns, fr.data),
+            }
             n += 1;
         }
         n
     }
 
     fn wait(&mut self, ms: i32) {
-        RxRing::wait(self, ms)
+        self.ring.wait(ms)
     }
 
     fn drops(&mut self) -> u64 {
-        self.socket().take_drops()
+        self.ring.socket().take_drops()
     }
 }
 
@@ -297,16 +314,18 @@ impl Ports {
     pub fn source(&mut self, name: &str) -> Result<Box<dyn FrameSource>, String> {
         if self.io == Io::AfPacket {
             let idx = netdev::index(name).ok_or_else(|| format!("interface '{name}' not found"))?;
-            return Ok(Box::new(
-                RxRing::open(
-                    idx,
-                    &RxOptions {
-                        promiscuous: true,
-                        ..RxOptions::default()
-                    },
-                )
-                .map_err(|e| format!("{name}: {e}"))?,
-            ));
+            let ring = RxRing::open(
+                idx,
+                &RxOptions {
+                    promiscuous: true,
+                    ..RxOptions::default()
+                },
+            )
+            .map_err(|e| format!("{name}: {e}"))?;
+            return Ok(Box::new(RingSource {
+                ring,
+                scratch: Vec::with_capacity(9018 + 4),
+            }));
         }
         let ports = self.driver_ports(name)?;
         let rx = std::mem::take(&mut ports.rx);

@@ -137,7 +137,8 @@ impl ArpInput {
                     target_mac: arp.sender_mac,
                     target_ip: arp.sender_ip,
                 };
-                // Any VLAN tags stay: the reply goes back on the same (sub)interface.
+                // Tags a sub-interface matched are off already (interface-output puts them
+                // back); tags on a parent without sub-interfaces stay.
                 let data = cx.bufs.data_mut(bi);
                 data[0..6].copy_from_slice(&arp.sender_mac.0);
                 data[6..12].copy_from_slice(&our_mac.0);

@@ -165,18 +165,23 @@ impl EthernetInput {
             }
         } else if let Some(l3) = view.interface(rx).filter(|i| i.routed()) {
             // Promiscuous drivers see every frame on the wire: a router takes only its own,
-            // broadcast and multicast ones. An L3 sub-interface keeps its tags: the L3 nodes
-            // read past them and the rewrite replaces the whole header.
+            // broadcast and multicast ones.
             let dst = &cx.bufs.data(bi)[..6];
             if dst != l3.mac.0 && dst[0] & 1 == 0 {
                 return Err(Error::NotOurMac);
             }
-            return match repr.ethertype {
-                EtherType::IPV4 => Ok(Next::Ip4Input),
-                EtherType::ARP => Ok(Next::ArpInput),
-                EtherType::IPV6 => Ok(Next::Ip6Input),
-                _ => Err(Error::L3Protocol),
+            let next = match repr.ethertype {
+                EtherType::IPV4 => Next::Ip4Input,
+                EtherType::ARP => Next::ArpInput,
+                EtherType::IPV6 => Next::Ip6Input,
+                _ => return Err(Error::L3Protocol),
             };
+            // An L3 sub-interface's tags come off too: what the L3 nodes answer in place
+            // (ARP, ND) or route gets the tags of the sub-interface it leaves by, once.
+            if pop > 0 && !pop_tags(cx.bufs, bi, pop) {
+                return Err(Error::TruncatedVlan);
+            }
+            return Ok(next);
         } else {
             return Err(Error::NoMode);
         };
