@@ -42,6 +42,8 @@ const PREFETCH_AHEAD: usize = 16;
 pub struct L2Fwd {
     modes: SharedL2Modes,
     fib: L2FibReader,
+    /// The frame's destination keys, reused between frames.
+    keys: Vec<u64>,
 }
 
 impl L2Fwd {
@@ -56,7 +58,11 @@ impl L2Fwd {
                 super::ETHERNET_INPUT.to_string(),
             ],
             errors: ERRORS.to_vec(),
-            node: Box::new(L2Fwd { modes, fib }),
+            node: Box::new(L2Fwd {
+                modes,
+                fib,
+                keys: Vec::with_capacity(256),
+            }),
         }
     }
 }
@@ -65,15 +71,22 @@ impl TracedLoop for L2Fwd {
     fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
         let modes = self.modes.load();
         let table = self.fib.load();
+        // First each frame's destination key (the headers are in cache), 0 where there is
+        // nothing to look up; the lookups then prefetch from these.
+        self.keys.clear();
+        for &bi in frame {
+            let rx = cx.bufs.meta(bi).rx_if;
+            let k = match (modes.bridge_port(rx), cx.bufs.data(bi).get(..6)) {
+                (Some((port, _)), Some(dst)) if dst[0] & 1 == 0 => key(port.bd, dst),
+                _ => 0,
+            };
+            self.keys.push(k);
+        }
         for (i, &bi) in frame.iter().enumerate() {
-            if let Some(&ahead) = frame.get(i + PREFETCH_AHEAD) {
-                let rx = cx.bufs.meta(ahead).rx_if;
-                if let (Some((port, _)), Some(dst)) =
-                    (modes.bridge_port(rx), cx.bufs.data(ahead).get(..6))
-                {
-                    table.prefetch(key(port.bd, dst));
-                }
+            if let Some(&ahead) = self.keys.get(i + PREFETCH_AHEAD) {
+                table.prefetch(ahead);
             }
+            let k = self.keys[i];
             let rx = cx.bufs.meta(bi).rx_if;
             let verdict = (|| {
                 let (port, domain) = modes.bridge_port(rx).ok_or(Error::NotBridged)?;
@@ -87,7 +100,7 @@ impl TracedLoop for L2Fwd {
                 }
                 // An entry for a port that has left this domain is as good as none.
                 let out = table
-                    .lookup(key(port.bd, dst))
+                    .lookup(k)
                     .map(|h| h.interface)
                     .and_then(|tx| Some((tx, modes.bridge_port(tx)?.0)))
                     .filter(|(_, p)| p.bd == port.bd);

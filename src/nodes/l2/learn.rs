@@ -7,8 +7,7 @@
 use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
 use crate::interface::SharedL2Modes;
 use crate::l2::bridge::{L2Clock, MacLearn, MacLearnSender};
-use crate::l2::fib::{key, L2FibReader};
-use crate::wire::MacAddress;
+use crate::l2::fib::{key, key_mac, L2FibReader};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -30,6 +29,8 @@ pub struct L2Learn {
     learns: MacLearnSender,
     lost: Arc<AtomicU64>,
     pending: Vec<MacLearn>,
+    /// The frame's source keys, reused between frames.
+    keys: Vec<u64>,
     /// Tags of (address, interface) sent during `recent_second`.
     recent: Box<[u64]>,
     recent_second: u32,
@@ -58,6 +59,7 @@ impl L2Learn {
                 learns: parts.learns,
                 lost: parts.lost,
                 pending: Vec::new(),
+                keys: Vec::with_capacity(256),
                 recent: vec![0; RECENT_SLOTS].into_boxed_slice(),
                 recent_second: u32::MAX,
             }),
@@ -81,28 +83,27 @@ impl TracedLoop for L2Learn {
             self.recent.fill(0);
             self.recent_second = now;
         }
+        // First each frame's key (the headers are in cache): the lookups then prefetch from
+        // these. 0: nothing to learn — the interface left its bridge meanwhile (l2-fwd drops
+        // and counts it), or the source is a group address, never learnt.
+        self.keys.clear();
+        for &bi in frame {
+            let rx = cx.bufs.meta(bi).rx_if;
+            let k = match (modes.bridge_port(rx), cx.bufs.data(bi).get(6..12)) {
+                (Some((port, _)), Some(src)) if src[0] & 1 == 0 => key(port.bd, src),
+                _ => 0,
+            };
+            self.keys.push(k);
+        }
         for (i, &bi) in frame.iter().enumerate() {
-            if let Some(&ahead) = frame.get(i + PREFETCH_AHEAD) {
-                let rx = cx.bufs.meta(ahead).rx_if;
-                if let (Some((port, _)), Some(src)) =
-                    (modes.bridge_port(rx), cx.bufs.data(ahead).get(6..12))
-                {
-                    table.prefetch(key(port.bd, src));
-                }
+            if let Some(&ahead) = self.keys.get(i + PREFETCH_AHEAD) {
+                table.prefetch(ahead);
+            }
+            let k = self.keys[i];
+            if k == 0 {
+                continue;
             }
             let rx = cx.bufs.meta(bi).rx_if;
-            // l2-fwd drops (and counts) frames whose interface left its bridge meanwhile.
-            let Some((port, _)) = modes.bridge_port(rx) else {
-                continue;
-            };
-            let Some(src) = cx.bufs.data(bi).get(6..12) else {
-                continue;
-            };
-            if src[0] & 1 != 0 {
-                // Group addresses are never sources to learn.
-                continue;
-            }
-            let k = key(port.bd, src);
             let verdict = match table.lookup(k) {
                 Some(h) if h.interface == rx => {
                     table.touch(h, now);
@@ -111,10 +112,9 @@ impl TracedLoop for L2Learn {
                 Some(h) if h.is_static => "static elsewhere, kept",
                 found => {
                     if !self.sent_recently(k, rx) {
-                        let mac = MacAddress::from_slice(src).unwrap_or_default();
                         self.pending.push(MacLearn {
-                            bd: port.bd,
-                            mac,
+                            bd: ((k >> 48) - 1) as u16,
+                            mac: key_mac(k),
                             interface: rx,
                         });
                     }
@@ -126,8 +126,7 @@ impl TracedLoop for L2Learn {
                 }
             };
             if TRACE {
-                let src = MacAddress::from_slice(src).unwrap_or_default();
-                cx.trace(bi, format_args!("src {src}: {verdict}"));
+                cx.trace(bi, format_args!("src {}: {verdict}", key_mac(k)));
             }
         }
         if !self.pending.is_empty() {
