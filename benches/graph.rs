@@ -16,7 +16,10 @@ use sluice::nodes::{
     error_drop::ErrorDrop,
     interface_output::InterfaceOutput,
     l2::ethernet_input::EthernetInput,
-    l2::{flood::L2Flood, fwd::L2Fwd, learn::L2Learn, learn::LearnParts, xconnect::L2Xconnect},
+    l2::{
+        arp_term::L2ArpTerm, flood::L2Flood, fwd::L2Fwd, learn::L2Learn, learn::LearnParts,
+        xconnect::L2Xconnect,
+    },
     tx::TxNode,
 };
 use sluice::router::{NeighborLearn, Router};
@@ -241,7 +244,8 @@ fn run_once(path: Path, packets: u64) -> Run {
             },
         ),
         L2Fwd::decl(modes.clone(), bridges.reader()),
-        L2Flood::decl(modes),
+        L2Flood::decl(modes.clone()),
+        L2ArpTerm::decl(modes),
         InterfaceOutput::decl(interfaces.clone(), subifs.clone()),
         TxNode::decl(interfaces[0].clone(), Box::new(NullTx)),
         TxNode::decl(interfaces[1].clone(), Box::new(NullTx)),

@@ -16,6 +16,7 @@ use crate::nodes::{
     error_drop::ErrorDrop,
     input::{InputNode, PlacedQueue},
     interface_output::InterfaceOutput,
+    l2::arp_term::L2ArpTerm,
     l2::ethernet_input::EthernetInput,
     l2::flood::L2Flood,
     l2::fwd::L2Fwd,
@@ -701,6 +702,9 @@ fn build_bridges(
         for (name, shg) in &d.members {
             bridges.set_member(index(name)?, Some((d.id, *shg)))?;
         }
+        for (ip, mac) in &d.arp_entries {
+            bridges.set_arp_entry(d.id, u32::from(*ip), Some(*mac))?;
+        }
     }
     for m in &cfg.static_macs {
         bridges.add_mac(m.bd, m.mac, index(&m.interface)?, true)?;
@@ -831,6 +835,7 @@ fn worker_graph(
     decls.push(L2Learn::decl(modes.clone(), l2));
     decls.push(L2Fwd::decl(modes.clone(), l2fib));
     decls.push(L2Flood::decl(modes.clone()));
+    decls.push(L2ArpTerm::decl(modes.clone()));
     decls.extend(crate::nodes::routing_decls(&l3.view, &l3.fib, &l3.learn));
     decls.push(InterfaceOutput::decl(interfaces.to_vec(), subifs.clone()));
     for (itf, tx) in interfaces.iter().zip(txs) {

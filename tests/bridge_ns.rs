@@ -77,12 +77,20 @@ fn run_steps(lab: &Lab, steps: &[Value]) -> Vec<(String, String)> {
                 .as_object()
                 .unwrap()
                 .iter()
-                .map(|(p, n)| match v["tags"][p].as_array() {
-                    Some(t) => {
-                        let t: Vec<&str> = t.iter().filter_map(|x| x.as_str()).collect();
-                        format!("{p}:{n}[{}]", t.join(","))
+                .map(|(p, n)| {
+                    let list = |k: &str| -> Option<String> {
+                        let t: Vec<&str> = v[k][p]
+                            .as_array()?
+                            .iter()
+                            .filter_map(|x| x.as_str())
+                            .collect();
+                        Some(t.join(","))
+                    };
+                    match (list("tags"), list("arp")) {
+                        (Some(t), _) => format!("{p}:{n}[{t}]"),
+                        (None, Some(a)) => format!("{p}:{n}({a})"),
+                        (None, None) => format!("{p}:{n}"),
                     }
-                    None => format!("{p}:{n}"),
                 })
                 .collect();
             rx.sort();
@@ -267,6 +275,40 @@ fn static_entries_split_horizon_mac_limit_and_ageing() {
             ("broadcast from outside the group", "t1:1 t2:1 t3:1"),
         ],
     );
+
+    // ARP termination: a request for an address the domain knows is answered on the port it
+    // came in by and flooded nowhere; one for an unknown address is flooded as usual.
+    cli("create bridge-domain 10 arp-term on");
+    cli("set bridge-domain arp entry 10 192.0.2.9 02:00:00:00:00:09");
+    let arp = |target: &str| json!({ "port": "t0", "src": A, "arp_target": target });
+    let got = run_steps(
+        &lab,
+        &[
+            step("ARP for a known address", vec![arp("192.0.2.9")]),
+            step("ARP for another", vec![arp("192.0.2.77")]),
+        ],
+    );
+    assert_steps(
+        "arp-term",
+        &got,
+        &[
+            (
+                "ARP for a known address",
+                "t0:1(reply 192.0.2.9 02:00:00:00:00:09)",
+            ),
+            (
+                "ARP for another",
+                "t1:1(request) t2:1(request) t3:1(request)",
+            ),
+        ],
+    );
+    let errors = ctl(&socket, "show errors").unwrap();
+    assert!(
+        errors.contains("ARP requests answered by the bridge domain"),
+        "{errors}"
+    );
+    cli("set bridge-domain arp entry del 10 192.0.2.9");
+    cli("create bridge-domain 10 arp-term off");
 
     // A MAC flood beyond the limit: 50 learnt, the other 150 counted, never stored.
     cli("create bridge-domain 10 mac-limit 50");

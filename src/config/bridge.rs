@@ -9,6 +9,8 @@
 //! mac-age = 5             # minutes a learnt address lives unseen, or "30s", "5m"; 0: forever
 //! mac-limit = 1048576     # learnt addresses at most
 //! members = ["d0", { interface = "d1", shg = 1 }]
+//! arp-term = true         # answer ARP requests for these addresses instead of flooding
+//! arp-entries = [{ ip = "192.0.2.9", mac = "02:00:00:00:00:09" }]
 //!
 //! [[l2fib]]
 //! mac = "02:00:00:00:00:01"
@@ -35,6 +37,8 @@ pub struct BridgeDomainConfig {
     pub settings: DomainSettings,
     /// (interface name, split-horizon group).
     pub members: Vec<(String, u8)>,
+    /// (IPv4 address, MAC) the domain answers ARP requests for.
+    pub arp_entries: Vec<(std::net::Ipv4Addr, MacAddress)>,
 }
 
 /// A checked [[bvi]].
@@ -156,6 +160,16 @@ pub(super) struct BridgeDomainKeys {
     mac_limit: Option<Spanned<usize>>,
     #[serde(default)]
     members: Vec<Spanned<Member>>,
+    arp_term: Option<bool>,
+    #[serde(default)]
+    arp_entries: Vec<Spanned<ArpEntryKeys>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ArpEntryKeys {
+    ip: String,
+    mac: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -245,6 +259,22 @@ pub(super) fn check_domains(
             }
             members.push((name, shg));
         }
+        let mut arp_entries = Vec::new();
+        for e in &k.arp_entries {
+            let (ip, mac) = (&e.get_ref().ip, &e.get_ref().mac);
+            let parsed = ip.parse().ok().zip(
+                mac.parse::<MacAddress>()
+                    .ok()
+                    .filter(|m: &MacAddress| !m.is_multicast()),
+            );
+            arp_entries.push(parsed.ok_or_else(|| {
+                c.err(
+                    e.span(),
+                    "arp-entries",
+                    format!("'{ip}' '{mac}' is not an IPv4 address and a unicast MAC"),
+                )
+            })?);
+        }
         out.push(BridgeDomainConfig {
             id,
             settings: DomainSettings {
@@ -253,8 +283,10 @@ pub(super) fn check_domains(
                 uu_flood: k.uu_flood.unwrap_or(true),
                 mac_age_s,
                 mac_limit,
+                arp_term: k.arp_term.unwrap_or(false),
             },
             members,
+            arp_entries,
         });
     }
     Ok(out)
@@ -314,13 +346,15 @@ mod tests {
     fn a_domain_with_members_and_a_static_entry_parses() {
         let src = format!(
             "{TWO}[[bridge-domain]]\nid = 10\nmac-age = \"30s\"\nmembers = [\"a\", {{ interface = \"b\", shg = 2 }}]\n\
+             arp-term = true\narp-entries = [{{ ip = \"192.0.2.9\", mac = \"02:00:00:00:00:09\" }}]\n\
              [[l2fib]]\nmac = \"02:00:00:00:00:01\"\nbridge-domain = 10\ninterface = \"b\"\n"
         );
         let c = Config::parse(&src, "t.toml").unwrap();
         let d = &c.bridge_domains[0];
         assert_eq!(d.members, vec![("a".to_string(), 0), ("b".to_string(), 2)]);
         assert_eq!(d.settings.mac_age_s, 30);
-        assert!(d.settings.learn && d.settings.uu_flood);
+        assert!(d.settings.learn && d.settings.uu_flood && d.settings.arp_term);
+        assert_eq!(d.arp_entries[0].0, std::net::Ipv4Addr::new(192, 0, 2, 9));
         assert_eq!(c.static_macs[0].interface, "b");
     }
 

@@ -56,11 +56,23 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["create", "bridge-domain"],
-        syntax: "<BD> [learn on|off] [flood on|off] [uu-flood on|off] [mac-age <MIN>|<N>s] \
-                 [mac-limit <N>] [del]",
+        syntax: "<BD> [learn on|off] [flood on|off] [uu-flood on|off] [arp-term on|off] \
+                 [mac-age <MIN>|<N>s] [mac-limit <N>] [del]",
         help: "create or change a bridge domain (del: delete it)",
         args: &[Arg::Value("BD"), Arg::Rest],
         run: create_bridge_domain,
+    },
+    Command {
+        words: &["set", "bridge-domain", "arp", "entry"],
+        syntax: "<BD> <IP> <MAC> [del]",
+        help: "an IPv4 address the domain answers ARP requests for (with arp-term on)",
+        args: &[
+            Arg::Flag("del"),
+            Arg::Value("BD"),
+            Arg::Value("IP"),
+            Arg::Optional("MAC"),
+        ],
+        run: set_arp_entry,
     },
     Command {
         words: &["show", "bridge-domain"],
@@ -224,6 +236,7 @@ fn create_bridge_domain(c: &mut Control, a: &Args) -> Result<Output, String> {
                 "learn" => s.learn = on_off(w, words.next())?,
                 "flood" => s.flood = on_off(w, words.next())?,
                 "uu-flood" => s.uu_flood = on_off(w, words.next())?,
+                "arp-term" => s.arp_term = on_off(w, words.next())?,
                 "mac-age" => {
                     let v = words.next().ok_or("mac-age takes minutes, or <N>s")?;
                     s.mac_age_s = crate::config::parse_mac_age(v)?;
@@ -236,8 +249,8 @@ fn create_bridge_domain(c: &mut Control, a: &Args) -> Result<Output, String> {
                 }
                 other => {
                     return Err(format!(
-                        "unexpected '{other}': expected learn, flood, uu-flood, mac-age, \
-                         mac-limit or del"
+                        "unexpected '{other}': expected learn, flood, uu-flood, arp-term, \
+                         mac-age, mac-limit or del"
                     ))
                 }
             }
@@ -304,6 +317,15 @@ fn show_bridge_domain(c: &mut Control, a: &Args) -> Result<Output, String> {
                 "    learnt {}  moves {}  aged {}  over limit {}  learnt entries {}",
                 r.learnt, r.moves, r.aged, r.over_limit, r.learnt_entries
             );
+            let _ = writeln!(
+                t,
+                "    arp-term {}, {} ARP entries",
+                onoff(r.settings.arp_term),
+                r.arp_entries.len()
+            );
+            for (ip, m) in &r.arp_entries {
+                let _ = writeln!(t, "      {ip:<16} {m}");
+            }
         }
         let mut v = serde_json::to_value(r).unwrap_or_default();
         v["members"] = r
@@ -320,6 +342,23 @@ fn show_bridge_domain(c: &mut Control, a: &Args) -> Result<Output, String> {
         t,
         json!({ "bridge_domains": arr, "learn_batches_lost": lost }),
     ))
+}
+
+fn set_arp_entry(c: &mut Control, a: &Args) -> Result<Output, String> {
+    let bd = bd_id(a.value("BD"))?;
+    let ip: std::net::Ipv4Addr = a
+        .value("IP")
+        .parse()
+        .map_err(|_| format!("'{}' is not an IPv4 address", a.value("IP")))?;
+    let m = match (a.flag("del"), a.get("MAC")) {
+        (true, _) => None,
+        (false, Some(m)) => Some(mac(m)?),
+        (false, None) => return Err("a MAC address is missing (or del)".into()),
+    };
+    let mut b = lock(c);
+    b.set_arp_entry(bd, u32::from(ip), m)?;
+    c.dp.publish_bridges(&b);
+    Output::done()
 }
 
 fn mac(text: &str) -> Result<MacAddress, String> {

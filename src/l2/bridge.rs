@@ -31,6 +31,8 @@ pub struct DomainSettings {
     pub mac_age_s: u32,
     /// Learnt addresses at most; sources beyond it are counted, not learnt.
     pub mac_limit: usize,
+    /// Answer ARP requests for the domain's ARP entries instead of flooding them.
+    pub arp_term: bool,
 }
 
 impl Default for DomainSettings {
@@ -41,6 +43,7 @@ impl Default for DomainSettings {
             uu_flood: true,
             mac_age_s: 0,
             mac_limit: DEFAULT_MAC_LIMIT,
+            arp_term: false,
         }
     }
 }
@@ -67,6 +70,8 @@ pub struct DomainView {
     pub members: Vec<(u32, u8)>,
     /// The domain's routed interface, one of the members.
     pub bvi: Option<u32>,
+    /// IPv4 address → MAC, for ARP termination.
+    pub arp: Arc<std::collections::HashMap<u32, MacAddress>>,
 }
 
 /// A MAC address a worker saw as a source where the table does not have it.
@@ -102,6 +107,8 @@ pub struct Bridges {
     members: BTreeMap<u32, (BdId, u8)>,
     /// Domain → its BVI and the BVI's MAC (a static entry of the domain).
     bvis: BTreeMap<BdId, (u32, MacAddress)>,
+    /// Domain → its ARP entries (IPv4 address → MAC), for ARP termination.
+    arp: BTreeMap<BdId, BTreeMap<u32, MacAddress>>,
     macs: MacTable,
     fib: L2FibWriter,
     clock: L2Clock,
@@ -115,6 +122,7 @@ impl Default for Bridges {
             domains: BTreeMap::new(),
             members: BTreeMap::new(),
             bvis: BTreeMap::new(),
+            arp: BTreeMap::new(),
             macs: MacTable::new(),
             fib: L2FibWriter::default(),
             clock: L2Clock(Instant::now()),
@@ -138,6 +146,8 @@ pub struct DomainReport {
     pub moves: u64,
     pub aged: u64,
     pub over_limit: u64,
+    /// (IPv4 address, MAC) of the ARP entries.
+    pub arp_entries: Vec<(String, String)>,
 }
 
 /// A row of `show l2fib`.
@@ -198,6 +208,7 @@ impl Bridges {
         let index = d.index;
         self.fib.retain(|k, _| (k >> 48) as u16 != index + 1);
         self.macs.remove_domain(id);
+        self.arp.remove(&id);
         self.domains.remove(&id);
         Ok(())
     }
@@ -246,6 +257,30 @@ impl Bridges {
         self.set_member(interface, Some((id, 0)))?;
         self.bvis.insert(id, (interface, mac));
         self.add_mac(id, mac, interface, true)
+    }
+
+    /// `set bridge-domain arp entry`: `ip` is at `mac` in domain `id` (or no longer, `None`).
+    pub fn set_arp_entry(
+        &mut self,
+        id: BdId,
+        ip: u32,
+        mac: Option<MacAddress>,
+    ) -> Result<(), String> {
+        self.domain(id)?;
+        let entries = self.arp.entry(id).or_default();
+        match mac {
+            Some(m) if m.is_multicast() => Err(format!("{m} is not a unicast MAC address")),
+            Some(m) => {
+                entries.insert(ip, m);
+                Ok(())
+            }
+            None => entries.remove(&ip).map(|_| ()).ok_or_else(|| {
+                format!(
+                    "{} has no ARP entry in bridge domain {id}",
+                    std::net::Ipv4Addr::from(ip)
+                )
+            }),
+        }
     }
 
     /// The BVI of domain `id`, if it has one.
@@ -388,6 +423,12 @@ impl Bridges {
                 settings: d.settings,
                 members: Vec::new(),
                 bvi: self.bvi_of(*id),
+                arp: Arc::new(
+                    self.arp
+                        .get(id)
+                        .map(|m| m.iter().map(|(ip, mac)| (*ip, *mac)).collect())
+                        .unwrap_or_default(),
+                ),
             });
         }
         for (&itf, &(id, shg)) in &self.members {
@@ -440,6 +481,17 @@ impl Bridges {
                     moves,
                     aged,
                     over_limit,
+                    arp_entries: self
+                        .arp
+                        .get(&id)
+                        .map(|m| {
+                            m.iter()
+                                .map(|(ip, mac)| {
+                                    (std::net::Ipv4Addr::from(*ip).to_string(), mac.to_string())
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default(),
                 }
             })
             .collect())

@@ -24,6 +24,7 @@ pub const L2_XCONNECT: &str = "l2-xconnect";
 pub const L2_LEARN: &str = "l2-learn";
 pub const L2_FWD: &str = "l2-fwd";
 pub const L2_FLOOD: &str = "l2-flood";
+pub const L2_ARP_TERM: &str = "l2-arp-term";
 pub const INTERFACE_OUTPUT: &str = "interface-output";
 pub const ERROR_DROP: &str = "error-drop";
 pub const ARP_INPUT: &str = "arp-input";

@@ -45,6 +45,32 @@ def frame(src, dst, vlans, tag, seq):
     return head + struct.pack("!H", ETHERTYPE) + payload
 
 
+def arp_request(src, target_ip, tag):
+    """A broadcast ARP request for `target_ip` from 198.18.0.TAG (the step's tag)."""
+    body = struct.pack("!HHBBH", 1, 0x0800, 6, 4, 1) + mac(src) + bytes([198, 18, 0, tag])
+    body += bytes(6) + bytes(int(x) for x in target_ip.split("."))
+    return mac("ff:ff:ff:ff:ff:ff") + mac(src) + struct.pack("!H", 0x0806) + body + bytes(18)
+
+
+def parse_arp(data, tag):
+    """'request' or 'reply IP MAC' for an ARP frame of this step (sender or target
+    198.18.0.TAG), else None."""
+    at = 12
+    while len(data) >= at + 4 and struct.unpack("!H", data[at:at + 2])[0] in TPIDS:
+        at += 4
+    if len(data) < at + 30 or struct.unpack("!H", data[at:at + 2])[0] != 0x0806:
+        return None
+    body = data[at + 2:]
+    op = struct.unpack("!H", body[6:8])[0]
+    ours = bytes([198, 18, 0, tag])
+    if op == 1 and body[14:18] == ours:
+        return "request"
+    if op == 2 and body[24:28] == ours:
+        ip = ".".join(str(b) for b in body[14:18])
+        return "reply %s %s" % (ip, ":".join("%02x" % b for b in body[8:14]))
+    return None
+
+
 def parse(data):
     """(step tag, VLAN ids in the frame) of one of our frames, or None."""
     at, vids = 12, []
@@ -90,13 +116,16 @@ def main():
                 pass
         seq = 0
         for send in step["send"]:
+            if "arp_target" in send:
+                socks[send["port"]].send(arp_request(send["src"], send["arp_target"], tag))
+                continue
             for _ in range(send.get("count", 1)):
                 src = send["src"]
                 if send.get("vary_src"):
                     src = "02:%02x:%02x:%02x:00:01" % (seq >> 16 & 255, seq >> 8 & 255, seq & 255)
                 socks[send["port"]].send(frame(src, send["dst"], send.get("vlan", []), tag, seq))
                 seq += 1
-        rx, tags = {}, {}
+        rx, tags, arp = {}, {}, {}
         deadline = time.monotonic() + step.get("wait_ms", 300) / 1000
         while True:
             left = deadline - time.monotonic()
@@ -112,6 +141,11 @@ def main():
                         break
                     if addr[2] == PACKET_OUTGOING:
                         continue
+                    kind = parse_arp(data, tag)
+                    if kind is not None:
+                        rx[port] = rx.get(port, 0) + 1
+                        arp.setdefault(port, []).append(kind)
+                        continue
                     got = parse(data)
                     if got is None or got[0] != tag:
                         continue
@@ -124,7 +158,7 @@ def main():
                         stack = ".".join(str(v) for v in vids)
                         if stack not in tags.setdefault(port, []):
                             tags[port].append(stack)
-        print(json.dumps({"name": step["name"], "rx": rx, "tags": tags}), flush=True)
+        print(json.dumps({"name": step["name"], "rx": rx, "tags": tags, "arp": arp}), flush=True)
 
 
 main()

@@ -15,6 +15,8 @@ enum Next {
     Drop,
     /// To the domain's BVI: the routing nodes, through ethernet-input.
     Bvi,
+    /// A broadcast ARP request the domain answers itself.
+    ArpTerm,
 }
 
 #[repr(usize)]
@@ -56,6 +58,7 @@ impl L2Fwd {
                 super::L2_FLOOD.to_string(),
                 super::ERROR_DROP.to_string(),
                 super::ETHERNET_INPUT.to_string(),
+                super::L2_ARP_TERM.to_string(),
             ],
             errors: ERRORS.to_vec(),
             node: Box::new(L2Fwd {
@@ -92,6 +95,13 @@ impl TracedLoop for L2Fwd {
                 let (port, domain) = modes.bridge_port(rx).ok_or(Error::NotBridged)?;
                 let dst = cx.bufs.data(bi).get(..6).ok_or(Error::Runt)?;
                 if dst[0] & 1 != 0 {
+                    let frame = cx.bufs.data(bi);
+                    if domain.settings.arp_term
+                        && super::arp_term::request_target(frame)
+                            .is_some_and(|ip| domain.arp.contains_key(&ip))
+                    {
+                        return Ok((Next::ArpTerm, rx));
+                    }
                     return if domain.settings.flood {
                         Ok((Next::Flood, rx))
                     } else {
@@ -127,6 +137,7 @@ impl TracedLoop for L2Fwd {
                     if TRACE {
                         match next {
                             Next::Flood => cx.trace(bi, "flood"),
+                            Next::ArpTerm => cx.trace(bi, "ARP request the domain answers"),
                             _ => cx.trace(bi, format_args!("to tx if {tx}")),
                         }
                     }

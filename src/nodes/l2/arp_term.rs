@@ -1,0 +1,100 @@
+//! l2-arp-term: ARP termination in a bridge domain. l2-fwd sends here the broadcast ARP
+//! requests whose target the domain has an ARP entry for (`set bridge-domain arp entry`);
+//! the request is turned into the reply in place and goes back out of the port it came in
+//! by, so it is never flooded. A request whose entry went away meanwhile is flooded as usual.
+
+use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
+use crate::interface::SharedL2Modes;
+use crate::wire::arp::{ArpPacket, OP_REPLY, OP_REQUEST};
+use crate::wire::ethernet::HEADER_LEN;
+
+#[repr(usize)]
+#[derive(Clone, Copy)]
+enum Next {
+    InterfaceOutput,
+    Flood,
+}
+
+#[repr(usize)]
+#[derive(Clone, Copy)]
+enum Counter {
+    Answered,
+    Flooded,
+}
+const COUNTERS: [&str; 2] = [
+    "ARP requests answered by the bridge domain",
+    "ARP request flooded: no entry (or no longer a request)",
+];
+
+pub struct L2ArpTerm {
+    modes: SharedL2Modes,
+}
+
+impl L2ArpTerm {
+    pub fn decl(modes: SharedL2Modes) -> NodeDecl {
+        NodeDecl {
+            name: super::L2_ARP_TERM.to_string(),
+            kind: NodeKind::Internal,
+            next: vec![
+                super::INTERFACE_OUTPUT.to_string(),
+                super::L2_FLOOD.to_string(),
+            ],
+            errors: COUNTERS.to_vec(),
+            node: Box::new(L2ArpTerm { modes }),
+        }
+    }
+}
+
+/// The target of the ARP request in `frame` (untagged: a sub-interface's tags are off), if
+/// it is one.
+pub fn request_target(frame: &[u8]) -> Option<u32> {
+    if frame.get(12..14)? != [0x08, 0x06] {
+        return None;
+    }
+    let arp = ArpPacket::parse(frame.get(HEADER_LEN..)?).ok()?;
+    (arp.op == OP_REQUEST).then_some(arp.target_ip)
+}
+
+impl TracedLoop for L2ArpTerm {
+    fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
+        let modes = self.modes.load();
+        for &bi in frame {
+            let rx = cx.bufs.meta(bi).rx_if;
+            let data = cx.bufs.data(bi);
+            let answer = modes.bridge_port(rx).and_then(|(_, domain)| {
+                let arp = ArpPacket::parse(data.get(HEADER_LEN..)?).ok()?;
+                let mac = *domain.arp.get(&arp.target_ip)?;
+                (arp.op == OP_REQUEST).then_some((arp, mac))
+            });
+            let Some((req, mac)) = answer else {
+                cx.count_error(Counter::Flooded as usize, 1);
+                cx.enqueue(Next::Flood as usize, bi);
+                continue;
+            };
+            let reply = ArpPacket {
+                op: OP_REPLY,
+                sender_mac: mac,
+                sender_ip: req.target_ip,
+                target_mac: req.sender_mac,
+                target_ip: req.sender_ip,
+            };
+            let data = cx.bufs.data_mut(bi);
+            data[0..6].copy_from_slice(&req.sender_mac.0);
+            data[6..12].copy_from_slice(&mac.0);
+            // The request parsed, so the 28 bytes are there.
+            let _ = reply.emit(&mut data[HEADER_LEN..]);
+            cx.bufs.meta_mut(bi).tx_if = rx;
+            cx.count_error(Counter::Answered as usize, 1);
+            if TRACE {
+                cx.trace(
+                    bi,
+                    format_args!(
+                        "{} is at {mac}: answered on if {rx}",
+                        std::net::Ipv4Addr::from(req.target_ip)
+                    ),
+                );
+            }
+            cx.enqueue(Next::InterfaceOutput as usize, bi);
+        }
+    }
+}
