@@ -186,5 +186,26 @@ fn fib_bench_command_reports_every_figure() {
     // Nearly all of 2^128 is outside the table.
     assert!(line("IPv6 uniform ").contains(" 0.0 % matched"), "{out}");
     assert!(line("updates ").contains("route changes/s"));
+
+    // The same figures as one JSON document.
+    let o = sluice(&["fib", "bench", "--routes", f, "--seconds", "0.02", "--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["v4"]["routes"], 2000, "{doc}");
+    assert_eq!(doc["v4"]["longer_than_24"], 100, "{doc}");
+    assert_eq!(doc["v6"]["routes"], 500, "{doc}");
+    for family in ["v4", "v6"] {
+        assert!(doc[family]["memory_bytes"].as_u64().unwrap() > 0, "{doc}");
+        for set in ["hit", "hot", "announced", "uniform"] {
+            let rate = doc[family]["lookups_per_s"][set].as_f64().unwrap_or(0.0);
+            assert!(rate > 0.0, "{family} {set}: {doc}");
+        }
+    }
+    assert!(doc["route_table_bytes"].as_u64().unwrap() > 0, "{doc}");
+    assert!(doc["updates_per_s"].as_f64().unwrap() > 0.0, "{doc}");
+    assert_eq!(
+        doc["v4_poptrie"]["answers_differing_from_dir24"], 0,
+        "{doc}"
+    );
     let _ = std::fs::remove_file(&file);
 }

@@ -35,6 +35,11 @@ pub enum FibCommand {
         /// Seconds per figure, 0.01 to 3600
         #[arg(long, value_name = "S", default_value = "1")]
         seconds: f64,
+        /// One JSON document instead of the text: per family the routes, the memory of the
+        /// lookup structure (all copies), the build time and the lookup rate of each set of
+        /// destinations; the route changes per second
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -74,7 +79,11 @@ pub fn main(command: FibCommand) -> i32 {
     let r = match command {
         FibCommand::Synth(a) => synth_cmd(&a),
         FibCommand::Lookup { routes } => lookup_cmd(&routes),
-        FibCommand::Bench { routes, seconds } => bench_cmd(&routes, seconds),
+        FibCommand::Bench {
+            routes,
+            seconds,
+            json,
+        } => bench_cmd(&routes, seconds, json),
     };
     match r {
         Ok(()) => 0,
@@ -349,16 +358,25 @@ fn mib(bytes: usize) -> f64 {
 /// Addresses per measured set (the `hot` set has `destinations::HOT`).
 const SET_SIZE: usize = 1 << 20;
 
-fn bench_cmd(file: &str, seconds: f64) -> Result<(), Error> {
+fn bench_cmd(file: &str, seconds: f64, json: bool) -> Result<(), Error> {
     if !(0.01..=3600.0).contains(&seconds) {
         return Err(Error::Usage("--seconds must be 0.01 to 3600".into()));
     }
+    // The text, unless JSON is asked for; the JSON collects the same figures.
+    macro_rules! say {
+        ($($t:tt)*) => {
+            if !json {
+                println!($($t)*);
+            }
+        };
+    }
+    let mut doc = serde_json::Map::new();
     let mut loaded = load(file)?;
     let mem = loaded.writer.memory();
     let (n4, n6) = loaded.writer.live_nodes();
     let long4 = loaded.v4.iter().filter(|p| p.len() > 24).count();
     let long6 = loaded.v6.iter().filter(|p| p.len() > 48).count();
-    println!(
+    say!(
         "routes: {} IPv4 ({long4} longer than /24), {} IPv6 ({long6} longer than /48) \
          (read in {:.3} s, FIB built in {:.3} s)",
         loaded.v4.len(),
@@ -366,7 +384,7 @@ fn bench_cmd(file: &str, seconds: f64) -> Result<(), Error> {
         loaded.read_time.as_secs_f64(),
         loaded.build_time.as_secs_f64()
     );
-    println!(
+    say!(
         "memory: IPv4 lookup table {:.1} MiB ({n4} second-level groups of 256 cells, for \
          routes longer than /24), IPv6 lookup table {:.1} MiB ({n6} nodes of 256 cells), each \
          held twice (left-right); writer depths {:.1} + {:.1} MiB; route tables ~{:.1} MiB; \
@@ -379,7 +397,7 @@ fn bench_cmd(file: &str, seconds: f64) -> Result<(), Error> {
         mib(mem.total())
     );
     if let Some(grew) = loaded.resident_growth {
-        println!(
+        say!(
             "resident memory grew by {:.1} MiB while the FIB was built (VmRSS; a check on the \
              total above), {} in transparent huge pages",
             mib(grew),
@@ -388,7 +406,7 @@ fn bench_cmd(file: &str, seconds: f64) -> Result<(), Error> {
                 .map_or("unknown".into(), |h| format!("{:.1} MiB", mib(h)))
         );
     }
-    println!(
+    say!(
         "lookups: 1 core, batches of {}, {SET_SIZE} addresses per set (hot: {}), {seconds} s \
          per figure; matched: the share that finds a route (a default route counts); \
          last-level cache {}",
@@ -397,10 +415,34 @@ fn bench_cmd(file: &str, seconds: f64) -> Result<(), Error> {
         measure::last_level_cache_bytes()
             .map_or("unknown".to_string(), |b| format!("{:.0} MiB", mib(b)))
     );
+    doc.insert(
+        "v4".into(),
+        serde_json::json!({
+            "routes": loaded.v4.len(), "longer_than_24": long4,
+            "memory_bytes": 2 * mem.v4_table, "copies": 2, "writer_bytes": mem.v4_builder,
+        }),
+    );
+    doc.insert(
+        "v6".into(),
+        serde_json::json!({
+            "routes": loaded.v6.len(), "longer_than_48": long6,
+            "memory_bytes": 2 * mem.v6_table, "copies": 2, "writer_bytes": mem.v6_builder,
+        }),
+    );
+    doc.insert("route_table_bytes".into(), mem.routes.into());
+    doc.insert("build_s".into(), loaded.build_time.as_secs_f64().into());
+    doc.insert("total_bytes".into(), mem.total().into());
+    doc.insert(
+        "resident_growth_bytes".into(),
+        serde_json::json!(loaded.resident_growth),
+    );
     let time = Duration::from_secs_f64(seconds);
     let mut rng = Rng::new(42);
     let fib = loaded.writer.reader().load_full();
     let print = |family: &str, set: &str, what: &str, matched: f64, rate: f64| {
+        if json {
+            return;
+        }
         println!(
             "{family} {set:<10} {:>7.1} M/s {:>6.1} ns {:>6.1} % matched  {what}",
             rate / 1e6,
@@ -412,17 +454,24 @@ fn bench_cmd(file: &str, seconds: f64) -> Result<(), Error> {
     let pop = Poptrie4::build(loaded.writer.routes4());
     let pop_build = t.elapsed();
     let (nodes, leaves) = pop.counts();
-    println!(
+    say!(
         "IPv4 poptrie (not yet the dataplane's): {:.1} MiB ({nodes} nodes, {leaves} leaves), \
          built in {:.3} s; DIR-24-8 {:.1} MiB per copy",
         mib(pop.memory_bytes()),
         pop_build.as_secs_f64(),
         mib(fib.v4().memory_bytes())
     );
+    let (mut rates4, mut rates6, mut pop_rates) = (
+        serde_json::Map::new(),
+        serde_json::Map::new(),
+        serde_json::Map::new(),
+    );
+    let mut pop_differ = 0;
     for set in destinations::sets(&loaded.v4, SET_SIZE, &mut rng) {
         let matched = measure::matched_v4(&fib, &set.addrs);
         let rate = measure::rate_v4(&fib, &set.addrs, time);
         print("IPv4", set.name, &set.what, matched, rate);
+        rates4.insert(set.name.into(), rate.into());
         let pop_rate = measure::rate_batches(&set.addrs, time, |d, o| pop.lookup_batch(d, o));
         // The same answers as DIR-24-8 for every address of the set, or the figure is void.
         let differ = set
@@ -430,7 +479,9 @@ fn bench_cmd(file: &str, seconds: f64) -> Result<(), Error> {
             .iter()
             .filter(|&&a| pop.lookup(a) != fib.v4().lookup(a))
             .count();
-        println!(
+        pop_rates.insert(set.name.into(), pop_rate.into());
+        pop_differ += differ;
+        say!(
             "  poptrie  {:>7.1} M/s {:>6.1} ns  {:.2}x DIR-24-8, {differ} answers differ",
             pop_rate / 1e6,
             1e9 / pop_rate.max(1.0),
@@ -441,7 +492,10 @@ fn bench_cmd(file: &str, seconds: f64) -> Result<(), Error> {
         let matched = measure::matched_v6(&fib, &set.addrs);
         let rate = measure::rate_v6(&fib, &set.addrs, time);
         print("IPv6", set.name, &set.what, matched, rate);
+        rates6.insert(set.name.into(), rate.into());
     }
+    doc["v4"]["lookups_per_s"] = rates4.into();
+    doc["v6"]["lookups_per_s"] = rates6.into();
     drop(fib);
     let v4: Vec<(Prefix4, u32)> = loaded
         .v4
@@ -454,7 +508,12 @@ fn bench_cmd(file: &str, seconds: f64) -> Result<(), Error> {
         .map(|&p| (p, loaded.writer.routes6().get(p).unwrap_or(0)))
         .collect();
     let updates = measure::update_rate(&mut loaded.writer, &v4, &v6, 20_000, 64, &mut rng);
-    println!(
+    doc.insert("updates_per_s".into(), updates.into());
+    let mut poptrie = serde_json::json!({
+        "memory_bytes": pop.memory_bytes(), "build_s": pop_build.as_secs_f64(),
+        "lookups_per_s": pop_rates, "answers_differing_from_dir24": pop_differ,
+    });
+    say!(
         "updates {:>8.0} route changes/s (random routes of the table deleted and re-added, a \
          commit every 64)",
         updates
@@ -473,11 +532,17 @@ fn bench_cmd(file: &str, seconds: f64) -> Result<(), Error> {
             full += pop.update(&routes, p) as u32;
             changes += 2;
         }
-        println!(
+        say!(
             "  poptrie {:>8.0} IPv4 route changes/s ({full} of {changes} rebuilt everything: \
              prefixes shorter than /8, or dead subtrees reclaimed)",
             changes as f64 / t.elapsed().as_secs_f64()
         );
+        poptrie["updates_per_s"] = (changes as f64 / t.elapsed().as_secs_f64()).into();
+        poptrie["full_rebuilds"] = full.into();
+    }
+    doc.insert("v4_poptrie".into(), poptrie);
+    if json {
+        println!("{}", serde_json::Value::Object(doc));
     }
     Ok(())
 }
