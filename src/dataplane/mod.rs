@@ -1,17 +1,22 @@
 //! Builds the running dataplane from a config: the buffer pool, the interfaces and their
-//! drivers, one graph per worker, and the worker threads.
+//! drivers, one graph per worker, and the worker threads. `open` opens one interface; `l2`
+//! holds the layer-2 control (modes, sub-interfaces, BVIs, bridge domains, the MAC learner).
+
+mod l2;
+mod open;
+
+use l2::{build_bridges, spawn_mac_learner, sub_interfaces, MAC_LEARN_QUEUE};
+pub use l2::{L2Mode, BVI_DRIVER};
+use open::{open_interface, Opened};
 
 use crate::buffer::BufferPool;
-use crate::config::{AfXdp, Config, Driver, InterfaceConfig};
-use crate::drivers::af_packet::{self, AfPacketConfig};
-use crate::drivers::af_xdp::{self, AfXdpConfig};
-use crate::drivers::memif::{self, MemifConfig};
-use crate::drivers::pcap::{self, PcapConfig, ReplayProgress};
-use crate::drivers::{cpu, tsc, DriverPorts, NoTx, RxQueue, TxQueue};
+use crate::config::Config;
+use crate::drivers::pcap::ReplayProgress;
+use crate::drivers::{cpu, tsc, NoTx, RxQueue, TxQueue};
 use crate::fib::FibReader;
 use crate::graph::{Graph, GraphShared, NodeDecl};
 use crate::interface::{Interface, Interfaces, L2Modes, SharedL2Modes};
-use crate::l2::bridge::{Bridges, MacLearn};
+use crate::l2::bridge::Bridges;
 use crate::nodes::{
     error_drop::ErrorDrop,
     input::{InputNode, PlacedQueue},
@@ -26,7 +31,7 @@ use crate::nodes::{
 };
 use crate::router::adjacency::SharedL3View;
 use crate::router::{LearnSender, NeighborLearn, Router};
-use crate::subif::{SharedSubIfs, SubIf, SubIfs, TagMatch};
+use crate::subif::{SharedSubIfs, SubIf, SubIfs};
 use arc_swap::ArcSwap;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -38,10 +43,6 @@ use std::time::{Duration, Instant};
 
 /// Neighbour learns waiting for the control plane at most; workers drop (and count) more.
 const LEARN_QUEUE: usize = 4096;
-/// MAC learn batches (one per frame at most) waiting for the control plane.
-const MAC_LEARN_QUEUE: usize = 256;
-/// How often learnt MAC addresses are checked for age.
-const MAC_AGE_SCAN: Duration = Duration::from_secs(1);
 
 /// Empty passes in a row before an idle worker starts napping.
 const IDLE_PASSES_BEFORE_NAP: u32 = 1024;
@@ -93,118 +94,6 @@ pub struct Dataplane {
 
 /// An rx queue on its way to a worker: (interface index, queue number, queue).
 type RxPlacement = (usize, usize, Box<dyn RxQueue>);
-
-struct Opened {
-    interface: Interface,
-    ports: DriverPorts,
-}
-
-fn open_interface(
-    cfg: &InterfaceConfig,
-    index: u32,
-    workers: usize,
-    pool: &Arc<BufferPool>,
-) -> Result<(Opened, Option<Arc<ReplayProgress>>), String> {
-    let name = cfg.name.get_ref();
-    let mtu = cfg.mtu;
-    let threads = workers + 1;
-    let packet_socket = |host: &str| {
-        af_packet::open(&AfPacketConfig {
-            host: host.to_string(),
-            mtu,
-            rx_queues: workers,
-            tx_queues: threads,
-        })
-    };
-    let xdp_socket = |d: &AfXdp| {
-        let xdp = AfXdpConfig {
-            host: d.host.clone(),
-            mtu,
-            workers,
-            xdp_mode: d.xdp_mode,
-            copy_mode: d.copy_mode,
-            ring_size: d.ring_size,
-            busy_poll: d.busy_poll,
-        };
-        af_xdp::open(&xdp, pool)
-    };
-    let mut driver = cfg.driver.name();
-    let opened = match &cfg.driver {
-        Driver::AfPacket(d) => packet_socket(&d.host).map(|ports| (ports, None)),
-        Driver::AfXdp(d) => xdp_socket(d).map(|ports| (ports, None)),
-        Driver::Auto(d) => {
-            auto_open(d, mtu, xdp_socket, packet_socket).map(|(mut ports, chosen, why)| {
-                driver = chosen;
-                ports.details.insert(0, ("auto".into(), why));
-                (ports, None)
-            })
-        }
-        Driver::Memif(d) => memif::open(
-            &MemifConfig {
-                name: name.clone(),
-                socket: d.socket.clone(),
-                role: d.role,
-                id: d.id,
-                secret: d.secret.clone(),
-                ring_size: d.ring_size,
-                workers,
-                log: true,
-            },
-            pool,
-        )
-        .map(|ports| (ports, None)),
-        Driver::Pcap(d) => pcap::open(
-            &PcapConfig {
-                rx_file: d.rx_file.clone(),
-                tx_file: d.tx_file.clone(),
-                looping: d.looping,
-                mtu: mtu.unwrap_or(crate::config::MAX_MTU),
-            },
-            threads,
-        )
-        // Only an interface that replays a file has progress to wait for.
-        .map(|(ports, progress)| (ports, d.rx_file.is_some().then_some(progress))),
-    };
-    let (ports, progress) = opened.map_err(|e| format!("interface {name}: {e}"))?;
-    let mut interface = Interface::new(index, name, driver, threads);
-    if let Some(host) = cfg.driver.host() {
-        if let Ok(mac) = af_packet::netdev::mac(host) {
-            interface.mac = crate::wire::MacAddress(mac);
-        }
-    }
-    interface.mtu = ports.mtu;
-    interface.rx_queues = ports.rx.len();
-    interface.tx_queues = ports.tx.len();
-    interface.details = ports.details.clone();
-    interface.live = ports.live.clone();
-    interface.set_up(cfg.up);
-    Ok((Opened { interface, ports }, progress))
-}
-
-/// `driver = "auto"`: AF_XDP unless the MTU is too large for it or opening it fails, then
-/// AF_PACKET. Returns the ports, the driver chosen and why, or both drivers' errors.
-fn auto_open(
-    d: &AfXdp,
-    mtu: Option<u32>,
-    xdp: impl FnOnce(&AfXdp) -> Result<DriverPorts, String>,
-    packet: impl FnOnce(&str) -> Result<DriverPorts, String>,
-) -> Result<(DriverPorts, &'static str, String), String> {
-    let refused = match mtu {
-        Some(m) if m > af_xdp::MAX_MTU => format!("MTU {m} is above af_xdp's {}", af_xdp::MAX_MTU),
-        _ => match xdp(d) {
-            Ok(ports) => return Ok((ports, "af_xdp", "chose af_xdp".into())),
-            Err(e) => e,
-        },
-    };
-    match packet(&d.host) {
-        Ok(ports) => Ok((
-            ports,
-            "af_packet",
-            format!("chose af_packet: af_xdp refused: {refused}"),
-        )),
-        Err(e) => Err(format!("driver auto: af_xdp: {refused}; af_packet: {e}")),
-    }
-}
 
 impl Dataplane {
     /// Open every interface, build the graphs and start the workers.
@@ -385,182 +274,6 @@ impl Dataplane {
         })
     }
 
-    /// Make `interface` a routed (L3) port, a cross-connect to another, or a bridge port,
-    /// and publish the new modes.
-    pub fn set_l2_mode(&self, interface: u32, mode: L2Mode) -> Result<(), String> {
-        let itf = self
-            .interfaces
-            .list
-            .get(interface as usize)
-            .ok_or_else(|| format!("no interface index {interface}"))?
-            .clone();
-        let is_bvi = itf.driver == BVI_DRIVER;
-        let mut bridges = self.bridges.lock().unwrap_or_else(|p| p.into_inner());
-        match mode {
-            L2Mode::Bridge { bd, bvi: true, .. } if is_bvi => {
-                bridges.set_bvi(interface, bd, itf.mac)?
-            }
-            L2Mode::Bridge { bvi: true, .. } => {
-                return Err(format!("{} is not a BVI (bvi create makes one)", itf.name))
-            }
-            L2Mode::Bridge { .. } | L2Mode::Xconnect(_) if is_bvi => {
-                return Err(format!(
-                "{} is a BVI: it joins a bridge domain as one (set interface l2 bridge {} BD bvi)",
-                itf.name, itf.name
-            ))
-            }
-            L2Mode::Bridge { bd, shg, .. } => bridges.set_member(interface, Some((bd, shg)))?,
-            _ => bridges.set_member(interface, None)?,
-        }
-        let mut m = (**self.modes.load()).clone();
-        m.xconnect.resize(self.interfaces.list.len(), None);
-        m.xconnect[interface as usize] = match mode {
-            L2Mode::Xconnect(tx) => Some(tx),
-            _ => None,
-        };
-        (m.bridge, m.domains) = bridges.view(self.interfaces.list.len());
-        self.modes.store(Arc::new(m));
-        Ok(())
-    }
-
-    /// Create sub-interface `PARENT.ID` matching `tags`, up or down; returns its index. It
-    /// exists for the workers (and can take traffic) when this returns.
-    pub fn create_subif(
-        &mut self,
-        parent: &str,
-        id: u32,
-        tags: TagMatch,
-        up: bool,
-    ) -> Result<u32, String> {
-        let p = self
-            .interfaces
-            .by_name(parent)
-            .ok_or_else(|| format!("no interface named '{parent}'"))?
-            .clone();
-        if p.index as usize >= self.hardware {
-            return Err(format!(
-                "{parent} is a sub-interface: sub-interfaces sit on a hardware interface"
-            ));
-        }
-        let name = format!("{parent}.{id}");
-        if self.interfaces.by_name(&name).is_some() {
-            return Err(format!("{name} exists already"));
-        }
-        let mut table = (**self.subifs.load()).clone();
-        if let Some(other) = table.conflict(p.index, tags) {
-            return Err(format!(
-                "{} already takes {} frames on {parent}",
-                other.interface.name, other.tags
-            ));
-        }
-        let index = self.interfaces.list.len() as u32;
-        let mut itf = Interface::new(index, &name, "sub-interface", self.workers.len() + 1);
-        itf.mac = p.mac;
-        itf.mtu = p.mtu;
-        itf.details = vec![
-            ("parent".into(), parent.to_string()),
-            ("match".into(), tags.to_string()),
-        ];
-        itf.set_up(up);
-        let itf = Arc::new(itf);
-        {
-            let mut r = self.router.lock().unwrap_or_else(|p| p.into_inner());
-            let at = r.add_interface(&name, p.mac, p.mtu);
-            debug_assert_eq!(
-                at, index,
-                "the router numbers interfaces as the dataplane does"
-            );
-            r.commit();
-        }
-        self.interfaces.list.push(itf.clone());
-        // The modes cover every index before a frame can arrive on the new one.
-        let mut m = (**self.modes.load()).clone();
-        m.xconnect.resize(self.interfaces.list.len(), None);
-        m.bridge.resize(self.interfaces.list.len(), None);
-        self.modes.store(Arc::new(m));
-        table.insert(SubIf::new(itf, p.index, tags));
-        self.subifs.store(Arc::new(table));
-        Ok(index)
-    }
-
-    /// Create BVI `bviN` (a bridge domain's routed interface), with `mac` or one of sluice's
-    /// own; returns its index.
-    pub fn create_bvi(
-        &mut self,
-        instance: u32,
-        mac: Option<crate::wire::MacAddress>,
-    ) -> Result<u32, String> {
-        let name = format!("bvi{instance}");
-        if self.interfaces.by_name(&name).is_some() {
-            return Err(format!("{name} exists already"));
-        }
-        let index = self.interfaces.list.len() as u32;
-        let mut itf = Interface::new(index, &name, BVI_DRIVER, self.workers.len() + 1);
-        if let Some(m) = mac {
-            itf.mac = m;
-        }
-        itf.set_up(true);
-        let itf = Arc::new(itf);
-        {
-            let mut r = self.router.lock().unwrap_or_else(|p| p.into_inner());
-            let at = r.add_interface(&name, itf.mac, itf.mtu);
-            debug_assert_eq!(
-                at, index,
-                "the router numbers interfaces as the dataplane does"
-            );
-            r.commit();
-        }
-        self.interfaces.list.push(itf.clone());
-        let mut m = (**self.modes.load()).clone();
-        m.xconnect.resize(self.interfaces.list.len(), None);
-        m.bridge.resize(self.interfaces.list.len(), None);
-        self.modes.store(Arc::new(m));
-        let mut table = (**self.subifs.load()).clone();
-        table.insert(SubIf::bvi(itf));
-        self.subifs.store(Arc::new(table));
-        Ok(index)
-    }
-
-    /// Delete sub-interface or BVI `name`; refused while it has a mode or addresses.
-    pub fn delete_subif(&mut self, name: &str) -> Result<(), String> {
-        let itf = self
-            .interfaces
-            .by_name(name)
-            .ok_or_else(|| format!("no interface named '{name}'"))?
-            .clone();
-        let i = itf.index;
-        if (i as usize) < self.hardware {
-            return Err(format!(
-                "{name} is a hardware interface, not a sub-interface or BVI"
-            ));
-        }
-        let modes = self.modes.load();
-        let xc = modes.xconnect.get(i as usize).copied().flatten().is_some()
-            || modes.xconnect.contains(&Some(i));
-        if xc || modes.bridge_port(i).is_some() {
-            return Err(format!(
-                "{name} is cross-connected or bridged: set interface l3 {name} first"
-            ));
-        }
-        let routed = self.router.lock().unwrap_or_else(|p| p.into_inner()).view();
-        if routed.load().interface(i).is_some_and(|l3| l3.routed()) {
-            return Err(format!("{name} has IP addresses: delete them first"));
-        }
-        let mut table = (**self.subifs.load()).clone();
-        table.remove(i);
-        self.subifs.store(Arc::new(table));
-        itf.set_deleted();
-        Ok(())
-    }
-
-    /// Publish the bridge domains after a change that did not move a port (`create
-    /// bridge-domain`, a new setting).
-    pub fn publish_bridges(&self, bridges: &Bridges) {
-        let mut m = (**self.modes.load()).clone();
-        (m.bridge, m.domains) = bridges.view(self.interfaces.list.len());
-        self.modes.store(Arc::new(m));
-    }
-
     /// Whether every pcap replay has reached its end (tests wait for this).
     pub fn replays_done(&self) -> bool {
         self.replays
@@ -634,120 +347,6 @@ fn build_router(cfg: &Config, opened: &[Opened], subs: &[SubIf]) -> Result<Route
     }
     router.commit();
     Ok(router)
-}
-
-/// The driver name of a BVI interface.
-pub const BVI_DRIVER: &str = "bvi";
-
-/// What an interface does with the frames it receives, apart from routing by its addresses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum L2Mode {
-    /// No L2 mode: it routes if it has addresses.
-    L3,
-    Xconnect(u32),
-    /// A port of bridge domain `bd`; `bvi`: its routed interface (a BVI interface only).
-    Bridge {
-        bd: u32,
-        shg: u8,
-        bvi: bool,
-    },
-}
-
-/// The config's sub-interfaces, numbered after the hardware interfaces, then its BVIs.
-fn sub_interfaces(cfg: &Config, opened: &[Opened], threads: usize) -> Vec<SubIf> {
-    let mut out = Vec::new();
-    for (k, s) in cfg.subinterfaces.iter().enumerate() {
-        // The config checked that the parent is a hardware interface.
-        let Some(parent) = opened.iter().find(|o| o.interface.name == s.parent) else {
-            continue;
-        };
-        let p = &parent.interface;
-        let index = (opened.len() + k) as u32;
-        let mut itf = Interface::new(index, &s.name(), "sub-interface", threads);
-        itf.mac = p.mac;
-        itf.mtu = p.mtu;
-        itf.details = vec![
-            ("parent".into(), p.name.clone()),
-            ("match".into(), s.tags.to_string()),
-        ];
-        itf.set_up(s.up);
-        out.push(SubIf::new(Arc::new(itf), p.index, s.tags));
-    }
-    for (k, b) in cfg.bvis.iter().enumerate() {
-        let index = (opened.len() + cfg.subinterfaces.len() + k) as u32;
-        let mut itf = Interface::new(index, &b.name(), BVI_DRIVER, threads);
-        if let Some(m) = b.mac {
-            itf.mac = m;
-        }
-        itf.set_up(true);
-        out.push(SubIf::bvi(Arc::new(itf)));
-    }
-    out
-}
-
-/// The bridge domains of the config, their members and static entries.
-fn build_bridges(
-    cfg: &Config,
-    find: &dyn Fn(&str) -> Option<usize>,
-    soft: &[SubIf],
-) -> Result<Bridges, String> {
-    let mut bridges = Bridges::default();
-    let index = |name: &str| {
-        find(name)
-            .map(|i| i as u32)
-            .ok_or(format!("no interface {name}"))
-    };
-    for d in &cfg.bridge_domains {
-        bridges.create(d.id, d.settings)?;
-        for (name, shg) in &d.members {
-            bridges.set_member(index(name)?, Some((d.id, *shg)))?;
-        }
-        for (ip, mac) in &d.arp_entries {
-            bridges.set_arp_entry(d.id, u32::from(*ip), Some(*mac))?;
-        }
-    }
-    for m in &cfg.static_macs {
-        bridges.add_mac(m.bd, m.mac, index(&m.interface)?, true)?;
-    }
-    for b in &cfg.bvis {
-        let name = b.name();
-        let bvi = soft
-            .iter()
-            .find(|s| s.interface.name == name)
-            .ok_or(format!("no interface {name}"))?;
-        bridges.set_bvi(bvi.interface.index, b.bd, bvi.interface.mac)?;
-    }
-    Ok(bridges)
-}
-
-/// Takes the workers' MAC learns and applies them, and ages the learnt entries once a
-/// second.
-fn spawn_mac_learner(
-    bridges: Arc<Mutex<Bridges>>,
-    learns: Receiver<Vec<MacLearn>>,
-    stop: Arc<AtomicBool>,
-) -> Result<JoinHandle<()>, String> {
-    std::thread::Builder::new()
-        .name("sluice_l2learn".into())
-        .spawn(move || {
-            let mut aged_at = Instant::now();
-            while !stop.load(Ordering::Relaxed) {
-                let first = match learns.recv_timeout(MAC_AGE_SCAN) {
-                    Ok(batch) => Some(batch),
-                    Err(RecvTimeoutError::Timeout) => None,
-                    Err(RecvTimeoutError::Disconnected) => return,
-                };
-                let mut b = bridges.lock().unwrap_or_else(|p| p.into_inner());
-                for batch in first.into_iter().chain(learns.try_iter()) {
-                    b.learn(&batch);
-                }
-                if aged_at.elapsed() >= MAC_AGE_SCAN {
-                    b.age();
-                    aged_at = Instant::now();
-                }
-            }
-        })
-        .map_err(|e| format!("cannot start the MAC learner: {e}"))
 }
 
 /// Takes neighbour learns from the workers and applies them, one commit per batch.
