@@ -7,7 +7,7 @@
 //!   per-cell depths, as in DPDK's rte_lpm), and `Cells`, the first level and node area that
 //!   both tables hold.
 //! - `ip4`: `Ip4Lpm`, DIR-24-8. `ip6`: `Ip6Lpm`, a 16-8-8-… multibit trie.
-//! - `poptrie4`: `Poptrie4`, a compressed IPv4 trie (16-bit top level, 6-bit strides found by
+//! - `poptrie`: `Poptrie4` and `Poptrie6`, compressed tries (18-bit top level, 6-bit strides found by
 //!   popcount), built from the route table and measured beside DIR-24-8 by `fib bench`.
 //! - `publish`: `FibWriter` / `FibReader`, lock-free publication by a left-right pair.
 //! - `parse`: route files (`PREFIX NEXTHOP`, `ip route show`, `birdc show route`).
@@ -24,7 +24,7 @@ pub mod ip6;
 pub mod measure;
 pub(crate) mod mem;
 pub mod parse;
-pub mod poptrie4;
+pub mod poptrie;
 pub mod prefix;
 pub mod publish;
 pub mod routes;

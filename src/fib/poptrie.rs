@@ -1,5 +1,6 @@
-//! IPv4 longest-prefix match in a compressed multibit trie, after Poptrie (Asai and Ohara,
-//! SIGCOMM 2015): a direct-indexed top level of 18 bits, then nodes of 6-bit strides. A node
+//! Longest-prefix match in a compressed multibit trie, after Poptrie (Asai and Ohara,
+//! SIGCOMM 2015), for IPv4 (`Poptrie4`) and IPv6 (`Poptrie6`): a direct-indexed top level of
+//! 18 bits, then nodes of 6-bit strides. A node
 //! stores no array of 64 children: one bitmap says which children are nodes, another where a
 //! run of equal leaves begins, and a child or leaf is found by counting the set bits below
 //! its index (one `popcnt`). Children of a node sit next to each other, as do its leaves, so
@@ -7,18 +8,18 @@
 //! DIR-24-8's 64 MiB.
 //!
 //! Built from the route table in one pass, and updated slot by slot (`update`); `sluice fib
-//! bench` measures it beside DIR-24-8. The dataplane still looks up in DIR-24-8 (`ip4`):
-//! publication of one copy comes next.
+//! bench` measures it beside DIR-24-8 and the IPv6 stride trie. The dataplane still looks up
+//! in those (`ip4`, `ip6`): publication of one copy comes next. One generic trie over `Key`
+//! (the top-level index and the 6-bit chunks of a `u32` or a `u128`), monomorphized for
+//! each family.
 
 use super::mem::{copy_nodes, prefetch};
-use super::prefix::Prefix4;
+use super::prefix::{Addr, Prefix};
 use super::routes::RouteTable;
 use super::{CHILD, NO_ROUTE};
 
 /// Address bits the top level indexes: 18, so that a /24 ends in the first node (18 + 6).
 const TOP_BITS: u32 = 18;
-/// Shift that leaves an address's top-level index.
-const TOP_SHIFT: u32 = 32 - TOP_BITS;
 /// Address bits each node consumes.
 const STRIDE: u32 = 6;
 /// Addresses ahead the batched lookup prefetches its top-level entry.
@@ -37,9 +38,55 @@ struct Node {
     base_leaf: u32,
 }
 
-/// The IPv4 lookup table.
+/// An address as the trie walks it.
+pub trait Key: Addr {
+    /// Its first 18 bits: the top-level index.
+    fn top(self) -> usize;
+    /// The 6 bits from bit `depth` (0 = most significant), zeros past the last bit.
+    fn chunk(self, depth: u32) -> u32;
+    /// The address whose first 18 bits are `slot`, the others zero.
+    fn of_slot(slot: usize) -> Self;
+}
+
+impl Key for u32 {
+    #[inline(always)]
+    fn top(self) -> usize {
+        (self >> (32 - TOP_BITS)) as usize
+    }
+    #[inline(always)]
+    fn chunk(self, depth: u32) -> u32 {
+        ((((self as u64) << 32) << depth) >> (64 - STRIDE)) as u32
+    }
+    fn of_slot(slot: usize) -> u32 {
+        (slot as u32) << (32 - TOP_BITS)
+    }
+}
+
+impl Key for u128 {
+    #[inline(always)]
+    fn top(self) -> usize {
+        (self >> (128 - TOP_BITS)) as usize
+    }
+    #[inline(always)]
+    fn chunk(self, depth: u32) -> u32 {
+        match self.checked_shl(depth) {
+            Some(v) if depth < 128 => (v >> (128 - STRIDE)) as u32,
+            _ => 0,
+        }
+    }
+    fn of_slot(slot: usize) -> u128 {
+        (slot as u128) << (128 - TOP_BITS)
+    }
+}
+
+/// The IPv4 trie.
+pub type Poptrie4 = Poptrie<u32>;
+/// The IPv6 trie: /48s end in the fifth node (18 + 5 × 6), host routes in the nineteenth.
+pub type Poptrie6 = Poptrie<u128>;
+
+/// The lookup table of one family.
 #[derive(Clone, Debug)]
-pub struct Poptrie4 {
+pub struct Poptrie<A: Key> {
     /// 2^18 entries: a next hop, or `CHILD | node index`.
     top: Vec<u32>,
     nodes: Vec<Node>,
@@ -48,6 +95,7 @@ pub struct Poptrie4 {
     /// full rebuild once they outweigh the live ones.
     dead_nodes: usize,
     dead_leaves: usize,
+    _family: std::marker::PhantomData<A>,
 }
 
 /// Top-level slots an update may rebuild one by one; a change of a shorter prefix than this
@@ -60,47 +108,42 @@ fn upto(mask: u64, i: u32) -> u32 {
     (mask & ((2u64 << i).wrapping_sub(1))).count_ones()
 }
 
-/// The 6 bits of `dst` from bit `depth` (0 = most significant), zeros past bit 31.
-#[inline]
-fn chunk(dst: u32, depth: u32) -> u32 {
-    ((((dst as u64) << 32) << depth) >> (64 - STRIDE)) as u32
-}
-
 /// A route as the builder takes it: address, length, next hop.
-type Route = (u32, u8, u32);
+type Route<A> = (A, u8, u32);
 
-impl Poptrie4 {
+impl<A: Key> Poptrie<A> {
     /// Every lookup gives `NO_ROUTE`.
-    pub fn new() -> Poptrie4 {
-        Poptrie4 {
+    pub fn new() -> Poptrie<A> {
+        Poptrie {
             top: vec![NO_ROUTE; 1 << TOP_BITS],
             nodes: Vec::new(),
             leaves: Vec::new(),
             dead_nodes: 0,
             dead_leaves: 0,
+            _family: std::marker::PhantomData,
         }
     }
 
     /// Built from every route of `routes`.
-    pub fn build(routes: &RouteTable<u32>) -> Poptrie4 {
-        let all: Vec<Route> = routes
+    pub fn build(routes: &RouteTable<A>) -> Poptrie<A> {
+        let all: Vec<Route<A>> = routes
             .iter()
             .map(|(p, nh)| (p.addr(), p.len(), nh))
             .collect();
-        let mut t = Poptrie4::new();
+        let mut t = Poptrie::new();
         // Routes of /18 or shorter are painted over the top level, shortest first, so that a
         // longer one overwrites the part of a shorter one it covers.
-        let mut short: Vec<&Route> = all.iter().filter(|r| r.1 <= TOP_BITS as u8).collect();
+        let mut short: Vec<&Route<A>> = all.iter().filter(|r| r.1 <= TOP_BITS as u8).collect();
         short.sort_by_key(|r| r.1);
         for &&(addr, len, nh) in &short {
-            let first = (addr >> TOP_SHIFT) as usize;
+            let first = addr.top();
             let n = 1usize << (TOP_BITS - len as u32);
             t.top[first..first + n].fill(nh);
         }
         // Longer routes, grouped by top-level slot (they are sorted by address).
-        let long: Vec<Route> = all.into_iter().filter(|r| r.1 > TOP_BITS as u8).collect();
-        for group in long.chunk_by(|a, b| a.0 >> TOP_SHIFT == b.0 >> TOP_SHIFT) {
-            let slot = (group[0].0 >> TOP_SHIFT) as usize;
+        let long: Vec<Route<A>> = all.into_iter().filter(|r| r.1 > TOP_BITS as u8).collect();
+        for group in long.chunk_by(|a, b| a.0.top() == b.0.top()) {
+            let slot = group[0].0.top();
             let at = t.nodes.len();
             t.nodes.push(Node::default());
             let default = t.top[slot];
@@ -120,43 +163,43 @@ impl Poptrie4 {
     /// rebuilt from `routes`, each one's subtree built anew at the end of the arrays and the
     /// old one left dead; a prefix shorter than /8, or dead entries outweighing live ones,
     /// rebuild everything. Returns whether it rebuilt everything.
-    pub fn update(&mut self, routes: &RouteTable<u32>, changed: Prefix4) -> bool {
+    pub fn update(&mut self, routes: &RouteTable<A>, changed: Prefix<A>) -> bool {
         let len = changed.len() as u32;
-        let first = (changed.addr() >> TOP_SHIFT) as usize;
+        let first = changed.addr().top();
         let slots = if len >= TOP_BITS {
             1
         } else {
             1usize << (TOP_BITS - len)
         };
         if slots > MAX_SLOTS_PER_UPDATE {
-            *self = Poptrie4::build(routes);
+            *self = Poptrie::build(routes);
             return true;
         }
         for slot in first..first + slots {
             self.rebuild_slot(routes, slot);
         }
         if self.dead_nodes > self.nodes.len() / 2 || self.dead_leaves > self.leaves.len() / 2 {
-            *self = Poptrie4::build(routes);
+            *self = Poptrie::build(routes);
             return true;
         }
         false
     }
 
     /// Rebuild one top-level slot from `routes`.
-    fn rebuild_slot(&mut self, routes: &RouteTable<u32>, slot: usize) {
+    fn rebuild_slot(&mut self, routes: &RouteTable<A>, slot: usize) {
         let old = self.top[slot];
         if old & CHILD != 0 {
             let (n, l) = self.subtree_size(old & !CHILD);
             self.dead_nodes += n;
             self.dead_leaves += l;
         }
-        let block = Prefix4::containing((slot as u32) << TOP_SHIFT, TOP_BITS as u8);
+        let block = Prefix::containing(A::of_slot(slot), TOP_BITS as u8);
         // What the routes of /18 or shorter give the whole slot.
         let default = routes
             .get(block)
             .or_else(|| routes.covering(block).map(|(_, nh)| nh))
             .unwrap_or(NO_ROUTE);
-        let long: Vec<Route> = routes
+        let long: Vec<Route<A>> = routes
             .within(block)
             .filter(|(p, _)| p.len() as u32 > TOP_BITS)
             .map(|(p, nh)| (p.addr(), p.len(), nh))
@@ -188,31 +231,31 @@ impl Poptrie4 {
     /// Fill node `at` for the addresses whose first `depth` bits `routes` share: `routes` are
     /// the routes longer than `depth` among them, sorted by address; `default` is what the
     /// shorter routes give there.
-    fn fill(&mut self, at: usize, routes: &[Route], depth: u32, default: u32) {
+    fn fill(&mut self, at: usize, routes: &[Route<A>], depth: u32, default: u32) {
         // What each child gets from routes ending within this stride, shortest painted first.
         let mut value = [default; 64];
-        let mut ending: Vec<&Route> = routes
+        let mut ending: Vec<&Route<A>> = routes
             .iter()
             .filter(|r| r.1 as u32 <= depth + STRIDE)
             .collect();
         ending.sort_by_key(|r| r.1);
         for &&(addr, len, nh) in &ending {
-            let first = chunk(addr, depth) as usize;
+            let first = addr.chunk(depth) as usize;
             let n = 1usize << (depth + STRIDE - len as u32);
             value[first..first + n].fill(nh);
         }
         // Children with longer routes become nodes, in child order.
-        let deeper: Vec<Route> = routes
+        let deeper: Vec<Route<A>> = routes
             .iter()
             .filter(|r| r.1 as u32 > depth + STRIDE)
             .copied()
             .collect();
-        let groups: Vec<&[Route]> = deeper
-            .chunk_by(|a, b| chunk(a.0, depth) == chunk(b.0, depth))
+        let groups: Vec<&[Route<A>]> = deeper
+            .chunk_by(|a, b| a.0.chunk(depth) == b.0.chunk(depth))
             .collect();
         let mut vector = 0u64;
         for g in &groups {
-            vector |= 1 << chunk(g[0].0, depth);
+            vector |= 1 << g[0].0.chunk(depth);
         }
         // Leaves: one entry per run of equal values among the children that are not nodes.
         let base_leaf = self.leaves.len() as u32;
@@ -239,28 +282,29 @@ impl Poptrie4 {
             base_leaf,
         };
         for (i, g) in groups.iter().enumerate() {
-            let c = chunk(g[0].0, depth) as usize;
+            let c = g[0].0.chunk(depth) as usize;
             self.fill(base_node as usize + i, g, depth + STRIDE, value[c]);
         }
     }
 
     /// The next hop of the longest route containing `dst`, or `NO_ROUTE`.
     #[inline]
-    pub fn lookup(&self, dst: u32) -> u32 {
-        // `dst >> 14` < 2^18 = top.len().
-        let e = self.top[(dst >> TOP_SHIFT) as usize];
+    pub fn lookup(&self, dst: A) -> u32 {
+        // `top()` < 2^18 = top.len().
+        let e = self.top[dst.top()];
         if e & CHILD == 0 {
             return e;
         }
         let mut node = e & !CHILD;
         let mut depth = TOP_BITS;
-        // At most three nodes: 18 + 3 × 6 ≥ 32. A well-formed trie ends in a leaf before a
-        // lookup runs off its arrays; `get` keeps a malformed one from reading past them.
-        loop {
+        // At most 3 nodes for IPv4 (18 + 3 × 6 ≥ 32), 19 for IPv6. A well-formed trie ends
+        // in a leaf before a lookup runs off its arrays; `get` keeps a malformed one from
+        // reading past them, and the depth bound from looping.
+        while depth < A::BITS as u32 + STRIDE {
             let Some(n) = self.nodes.get(node as usize) else {
                 return NO_ROUTE;
             };
-            let c = chunk(dst, depth);
+            let c = dst.chunk(depth);
             if n.vector & (1 << c) != 0 {
                 node = n.base_node + upto(n.vector, c) - 1;
                 depth += STRIDE;
@@ -269,10 +313,11 @@ impl Poptrie4 {
                 return self.leaves.get(i as usize).copied().unwrap_or(NO_ROUTE);
             }
         }
+        NO_ROUTE
     }
 
     /// `out[i] = lookup(dst[i])` for `i < min(dst.len(), out.len())`, a frame at a time.
-    pub fn lookup_batch(&self, dst: &[u32], out: &mut [u32]) {
+    pub fn lookup_batch(&self, dst: &[A], out: &mut [u32]) {
         let n = dst.len().min(out.len());
         for start in (0..n).step_by(FRAME) {
             let end = (start + FRAME).min(n);
@@ -283,16 +328,16 @@ impl Poptrie4 {
     /// One frame, level by level: each pass over the frame takes every address one step down
     /// the trie and prefetches where it goes next, so the frame's cache misses of one level
     /// are in flight together instead of one lookup waiting on each of its own in turn.
-    fn lookup_frame(&self, dst: &[u32], out: &mut [u32]) {
+    fn lookup_frame(&self, dst: &[A], out: &mut [u32]) {
         const NONE: u32 = u32::MAX;
         // The leaf each address ends at, once known.
         let mut leaf = [NONE; FRAME];
         let mut at_node = 0;
         for (i, o) in out.iter_mut().enumerate() {
             if let Some(&ahead) = dst.get(i + AHEAD) {
-                prefetch(&self.top[(ahead >> TOP_SHIFT) as usize]);
+                prefetch(&self.top[ahead.top()]);
             }
-            let e = self.top[(dst[i] >> TOP_SHIFT) as usize];
+            let e = self.top[dst[i].top()];
             if e & CHILD != 0 {
                 if let Some(n) = self.nodes.get((e & !CHILD) as usize) {
                     prefetch(n);
@@ -302,9 +347,9 @@ impl Poptrie4 {
             *o = e;
         }
         let mut depth = TOP_BITS;
-        // At most three levels of nodes (18 + 3 × 6 ≥ 32); the bound also stops a malformed
+        // At most 3 levels of nodes for IPv4, 19 for IPv6; the bound also stops a malformed
         // trie from looping.
-        while at_node > 0 && depth < 32 {
+        while at_node > 0 && depth < A::BITS as u32 + STRIDE {
             at_node = 0;
             for (i, o) in out.iter_mut().enumerate() {
                 if *o & CHILD == 0 {
@@ -314,7 +359,7 @@ impl Poptrie4 {
                     *o = NO_ROUTE;
                     continue;
                 };
-                let c = chunk(dst[i], depth);
+                let c = dst[i].chunk(depth);
                 if n.vector & (1 << c) != 0 {
                     let next = n.base_node + upto(n.vector, c) - 1;
                     if let Some(x) = self.nodes.get(next as usize) {
@@ -353,9 +398,9 @@ impl Poptrie4 {
     }
 }
 
-impl Default for Poptrie4 {
-    fn default() -> Poptrie4 {
-        Poptrie4::new()
+impl<A: Key> Default for Poptrie<A> {
+    fn default() -> Poptrie<A> {
+        Poptrie::new()
     }
 }
 
@@ -363,6 +408,7 @@ impl Default for Poptrie4 {
 mod tests {
     use super::*;
     use crate::fib::prefix::Prefix4;
+    use crate::fib::prefix::Prefix6;
     use proptest::prelude::*;
 
     fn table(routes: &[(u32, u8, u32)]) -> RouteTable<u32> {
@@ -538,5 +584,113 @@ mod tests {
             assert_eq!(a[..chunk.len()], b[..chunk.len()]);
         }
         assert!(p.memory_bytes() < fib.v4().memory_bytes() / 4);
+    }
+
+    fn table6(routes: &[(u128, u8, u32)]) -> RouteTable<u128> {
+        let mut t = RouteTable::new();
+        for &(a, l, nh) in routes {
+            t.insert(Prefix6::containing(a, l), nh);
+        }
+        t
+    }
+
+    /// IPv6: every route's ends and neighbours, and some fixed addresses, against the
+    /// reference, one by one and batched.
+    fn check6(routes: &[(u128, u8, u32)]) {
+        let t = table6(routes);
+        let p = Poptrie6::build(&t);
+        let mut addrs = vec![0, 1, u128::MAX, 1 << 127];
+        for (q, _) in t.iter() {
+            let (a, z) = (q.addr(), q.last());
+            addrs.extend([a, z, a.wrapping_sub(1), z.wrapping_add(1), a | 0x5555]);
+        }
+        let mut out = vec![0; addrs.len()];
+        p.lookup_batch(&addrs, &mut out);
+        for (&a, &got) in addrs.iter().zip(&out) {
+            let want = t.lookup(a).map_or(NO_ROUTE, |(_, nh)| nh);
+            assert_eq!(got, want, "{a:#x}");
+            assert_eq!(p.lookup(a), want, "{a:#x}");
+        }
+    }
+
+    const DOC6: u128 = 0x2001_0db8 << 96;
+
+    #[test]
+    fn ipv6_edge_cases() {
+        check6(&[]);
+        check6(&[(0, 0, 7)]);
+        // Host routes, a /127, routes at every stride edge (18, 24, ... 120, 126) under a /32.
+        let mut r: Vec<_> = (33..=128u8)
+            .map(|l| (DOC6 | (1u128 << (128 - l as u32)), l, l as u32))
+            .collect();
+        r.push((DOC6, 32, 100));
+        r.push((u128::MAX, 128, 1));
+        r.push((0, 128, 2));
+        check6(&r);
+    }
+
+    proptest! {
+        #[test]
+        fn ipv6_matches_the_reference(
+            routes in prop::collection::vec((any::<u64>(), any::<u32>(), 16u8..=128, 0u32..1000), 0..150),
+        ) {
+            // Under 2001:db8::/32, so that routes overlap and nest.
+            let r: Vec<_> = routes
+                .iter()
+                .map(|&(hi, lo, l, nh)| (DOC6 | (hi as u128) << 32 | lo as u128, l, nh))
+                .collect();
+            check6(&r);
+        }
+
+        #[test]
+        fn ipv6_updates_match_a_fresh_build(
+            changes in prop::collection::vec((any::<u16>(), 20u8..=128, prop::option::of(0u32..50)), 1..60),
+        ) {
+            let mut t = table6(&[(DOC6, 32, 1)]);
+            let mut p = Poptrie6::build(&t);
+            for &(x, l, nh) in &changes {
+                let q = Prefix6::containing(DOC6 | (x as u128) << 80 | x as u128, l);
+                match nh {
+                    Some(nh) => t.insert(q, nh),
+                    None => t.remove(q),
+                };
+                p.update(&t, q);
+            }
+            let fresh = Poptrie6::build(&t);
+            for &(x, _, _) in &changes {
+                let a = DOC6 | (x as u128) << 80 | x as u128;
+                let want = t.lookup(a).map_or(NO_ROUTE, |(_, nh)| nh);
+                prop_assert_eq!(p.lookup(a), want);
+                prop_assert_eq!(fresh.lookup(a), want);
+            }
+        }
+    }
+
+    #[test]
+    fn an_ipv6_table_against_the_stride_trie() {
+        let mut rng = crate::fib::synth::Rng::new(9);
+        let mut routes = crate::fib::synth::v6_prefixes(50_000, &mut rng);
+        let long = crate::fib::synth::v6_long_prefixes(&routes, 2_000, &mut rng);
+        routes.extend(long);
+        let t = table6(
+            &routes
+                .iter()
+                .enumerate()
+                .map(|(i, q)| (q.addr(), q.len(), i as u32 % 5000))
+                .collect::<Vec<_>>(),
+        );
+        let p = Poptrie6::build(&t);
+        let w = crate::fib::FibWriter::with_routes(std::iter::empty(), t.iter()).unwrap();
+        let fib = w.reader().load_full();
+        // Addresses inside the routes, and some anywhere.
+        let mut addrs: Vec<u128> = routes.iter().map(|q| q.addr() | 0x1234).collect();
+        addrs.extend((0..20_000).map(|_| (rng.next_u32() as u128) << 96 | rng.next_u32() as u128));
+        let (mut a, mut b) = (vec![0; 256], vec![0; 256]);
+        for chunk in addrs.chunks(256) {
+            p.lookup_batch(chunk, &mut a);
+            fib.v6().lookup_batch(chunk, &mut b);
+            assert_eq!(a[..chunk.len()], b[..chunk.len()]);
+        }
+        assert!(p.memory_bytes() < fib.v6().memory_bytes() / 4);
     }
 }
