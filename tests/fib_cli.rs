@@ -207,5 +207,6 @@ fn fib_bench_command_reports_every_figure() {
         doc["v4_poptrie"]["answers_differing_from_dir24"], 0,
         "{doc}"
     );
+    assert_eq!(doc["v6_poptrie"]["answers_differing_from_trie"], 0, "{doc}");
     let _ = std::fs::remove_file(&file);
 }
