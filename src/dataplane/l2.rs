@@ -13,12 +13,29 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// Sub-interfaces and BVIs made since start, at most: an index is never reused (a frame in
+/// flight may still name a deleted one), so a controller creating and deleting in a loop
+/// meets this limit instead of growing the tables forever.
+pub const MAX_SOFT_INTERFACES: usize = 65_536;
+
 /// MAC learn batches (one per frame at most) waiting for the control plane.
 pub(super) const MAC_LEARN_QUEUE: usize = 256;
 /// How often learnt MAC addresses are checked for age.
 const MAC_AGE_SCAN: Duration = Duration::from_secs(1);
 
 impl Dataplane {
+    /// The index the next sub-interface or BVI gets, or why there is none.
+    fn next_soft_index(&self) -> Result<u32, String> {
+        let made = self.interfaces.list.len() - self.hardware;
+        if made >= MAX_SOFT_INTERFACES {
+            return Err(format!(
+                "{made} sub-interfaces and BVIs made since start: the limit (indices are not \
+                 reused while sluice runs; restart to reclaim them)"
+            ));
+        }
+        Ok(self.interfaces.list.len() as u32)
+    }
+
     /// Make `interface` a routed (L3) port, a cross-connect to another, or a bridge port,
     /// and publish the new modes.
     pub fn set_l2_mode(&self, interface: u32, mode: L2Mode) -> Result<(), String> {
@@ -87,7 +104,7 @@ impl Dataplane {
                 other.interface.name, other.tags
             ));
         }
-        let index = self.interfaces.list.len() as u32;
+        let index = self.next_soft_index()?;
         let mut itf = Interface::new(index, &name, "sub-interface", self.workers.len() + 1);
         itf.mac = p.mac;
         itf.mtu = p.mtu;
@@ -128,7 +145,7 @@ impl Dataplane {
         if self.interfaces.by_name(&name).is_some() {
             return Err(format!("{name} exists already"));
         }
-        let index = self.interfaces.list.len() as u32;
+        let index = self.next_soft_index()?;
         let mut itf = Interface::new(index, &name, BVI_DRIVER, self.workers.len() + 1);
         if let Some(m) = mac {
             itf.mac = m;
