@@ -18,8 +18,15 @@ use super::prefix::{Addr, Prefix};
 use super::routes::RouteTable;
 use super::{CHILD, NO_ROUTE};
 
-/// Address bits the top level indexes: 18, so that a /24 ends in the first node (18 + 6).
+/// Address bits the top level of a full table indexes: 18, so that a /24 ends in the first
+/// node (18 + 6).
 const TOP_BITS: u32 = 18;
+/// The top level of a small table: 1 024 entries, 4 KiB, so that an empty table (a VRF with a
+/// few routes) costs next to nothing. An IPv4 /24 then ends in the third node.
+const SMALL_TOP_BITS: u32 = 10;
+/// Routes a small table holds at most before it is rebuilt with the full top level (and
+/// half of it for the way back, so that a table near the line does not flip at each change).
+const SMALL_ROUTES: usize = 1024;
 /// Address bits each node consumes.
 const STRIDE: u32 = 6;
 /// Addresses ahead the batched lookup prefetches its top-level entry.
@@ -40,32 +47,32 @@ struct Node {
 
 /// An address as the trie walks it.
 pub trait Key: Addr {
-    /// Its first 18 bits: the top-level index.
-    fn top(self) -> usize;
+    /// Its first `bits` bits: the top-level index.
+    fn top(self, bits: u32) -> usize;
     /// The 6 bits from bit `depth` (0 = most significant), zeros past the last bit.
     fn chunk(self, depth: u32) -> u32;
-    /// The address whose first 18 bits are `slot`, the others zero.
-    fn of_slot(slot: usize) -> Self;
+    /// The address whose first `bits` bits are `slot`, the others zero.
+    fn of_slot(slot: usize, bits: u32) -> Self;
 }
 
 impl Key for u32 {
     #[inline(always)]
-    fn top(self) -> usize {
-        (self >> (32 - TOP_BITS)) as usize
+    fn top(self, bits: u32) -> usize {
+        (self >> (32 - bits)) as usize
     }
     #[inline(always)]
     fn chunk(self, depth: u32) -> u32 {
         ((((self as u64) << 32) << depth) >> (64 - STRIDE)) as u32
     }
-    fn of_slot(slot: usize) -> u32 {
-        (slot as u32) << (32 - TOP_BITS)
+    fn of_slot(slot: usize, bits: u32) -> u32 {
+        (slot as u32) << (32 - bits)
     }
 }
 
 impl Key for u128 {
     #[inline(always)]
-    fn top(self) -> usize {
-        (self >> (128 - TOP_BITS)) as usize
+    fn top(self, bits: u32) -> usize {
+        (self >> (128 - bits)) as usize
     }
     #[inline(always)]
     fn chunk(self, depth: u32) -> u32 {
@@ -74,8 +81,8 @@ impl Key for u128 {
             _ => 0,
         }
     }
-    fn of_slot(slot: usize) -> u128 {
-        (slot as u128) << (128 - TOP_BITS)
+    fn of_slot(slot: usize, bits: u32) -> u128 {
+        (slot as u128) << (128 - bits)
     }
 }
 
@@ -87,6 +94,8 @@ pub type Poptrie6 = Poptrie<u128>;
 /// The lookup table of one family.
 #[derive(Clone, Debug)]
 pub struct Poptrie<A: Key> {
+    /// Bits the top level indexes: `SMALL_TOP_BITS` or `TOP_BITS`.
+    top_bits: u32,
     /// 2^18 entries: a next hop, or `CHILD | node index`.
     top: Vec<u32>,
     nodes: Vec<Node>,
@@ -112,10 +121,15 @@ fn upto(mask: u64, i: u32) -> u32 {
 type Route<A> = (A, u8, u32);
 
 impl<A: Key> Poptrie<A> {
-    /// Every lookup gives `NO_ROUTE`.
+    /// Every lookup gives `NO_ROUTE`; a small table (4 KiB).
     pub fn new() -> Poptrie<A> {
+        Poptrie::with_top_bits(SMALL_TOP_BITS)
+    }
+
+    fn with_top_bits(top_bits: u32) -> Poptrie<A> {
         Poptrie {
-            top: vec![NO_ROUTE; 1 << TOP_BITS],
+            top_bits,
+            top: vec![NO_ROUTE; 1 << top_bits],
             nodes: Vec::new(),
             leaves: Vec::new(),
             dead_nodes: 0,
@@ -124,30 +138,41 @@ impl<A: Key> Poptrie<A> {
         }
     }
 
-    /// Built from every route of `routes`.
+    /// Built from every route of `routes`: a small top level for up to `SMALL_ROUTES` routes,
+    /// the full one above.
     pub fn build(routes: &RouteTable<A>) -> Poptrie<A> {
+        let bits = if routes.len() <= SMALL_ROUTES {
+            SMALL_TOP_BITS
+        } else {
+            TOP_BITS
+        };
+        Poptrie::build_with(routes, bits)
+    }
+
+    fn build_with(routes: &RouteTable<A>, top_bits: u32) -> Poptrie<A> {
         let all: Vec<Route<A>> = routes
             .iter()
             .map(|(p, nh)| (p.addr(), p.len(), nh))
             .collect();
-        let mut t = Poptrie::new();
+        let mut t = Poptrie::with_top_bits(top_bits);
+        let bits = top_bits;
         // Routes of /18 or shorter are painted over the top level, shortest first, so that a
         // longer one overwrites the part of a shorter one it covers.
-        let mut short: Vec<&Route<A>> = all.iter().filter(|r| r.1 <= TOP_BITS as u8).collect();
+        let mut short: Vec<&Route<A>> = all.iter().filter(|r| r.1 <= bits as u8).collect();
         short.sort_by_key(|r| r.1);
         for &&(addr, len, nh) in &short {
-            let first = addr.top();
-            let n = 1usize << (TOP_BITS - len as u32);
+            let first = addr.top(bits);
+            let n = 1usize << (bits - len as u32);
             t.top[first..first + n].fill(nh);
         }
         // Longer routes, grouped by top-level slot (they are sorted by address).
-        let long: Vec<Route<A>> = all.into_iter().filter(|r| r.1 > TOP_BITS as u8).collect();
-        for group in long.chunk_by(|a, b| a.0.top() == b.0.top()) {
-            let slot = group[0].0.top();
+        let long: Vec<Route<A>> = all.into_iter().filter(|r| r.1 > bits as u8).collect();
+        for group in long.chunk_by(|a, b| a.0.top(bits) == b.0.top(bits)) {
+            let slot = group[0].0.top(bits);
             let at = t.nodes.len();
             t.nodes.push(Node::default());
             let default = t.top[slot];
-            t.fill(at, group, TOP_BITS, default);
+            t.fill(at, group, bits, default);
             t.top[slot] = CHILD | at as u32;
         }
         // Final homes advised for 2 MiB pages: lookups touch them at random, and a TLB miss
@@ -164,14 +189,19 @@ impl<A: Key> Poptrie<A> {
     /// old one left dead; a prefix shorter than /8, or dead entries outweighing live ones,
     /// rebuild everything. Returns whether it rebuilt everything.
     pub fn update(&mut self, routes: &RouteTable<A>, changed: Prefix<A>) -> bool {
+        let (bits, n) = (self.top_bits, routes.len());
+        // A small table grown past its size, or a full one shrunk well below it, is built
+        // again with the other top level.
+        let resize = (bits == SMALL_TOP_BITS && n > SMALL_ROUTES)
+            || (bits == TOP_BITS && n < SMALL_ROUTES / 2);
         let len = changed.len() as u32;
-        let first = changed.addr().top();
-        let slots = if len >= TOP_BITS {
+        let first = changed.addr().top(bits);
+        let slots = if len >= bits {
             1
         } else {
-            1usize << (TOP_BITS - len)
+            1usize << (bits - len)
         };
-        if slots > MAX_SLOTS_PER_UPDATE {
+        if resize || slots > MAX_SLOTS_PER_UPDATE {
             *self = Poptrie::build(routes);
             return true;
         }
@@ -193,7 +223,8 @@ impl<A: Key> Poptrie<A> {
             self.dead_nodes += n;
             self.dead_leaves += l;
         }
-        let block = Prefix::containing(A::of_slot(slot), TOP_BITS as u8);
+        let bits = self.top_bits;
+        let block = Prefix::containing(A::of_slot(slot, bits), bits as u8);
         // What the routes of /18 or shorter give the whole slot.
         let default = routes
             .get(block)
@@ -201,7 +232,7 @@ impl<A: Key> Poptrie<A> {
             .unwrap_or(NO_ROUTE);
         let long: Vec<Route<A>> = routes
             .within(block)
-            .filter(|(p, _)| p.len() as u32 > TOP_BITS)
+            .filter(|(p, _)| p.len() as u32 > bits)
             .map(|(p, nh)| (p.addr(), p.len(), nh))
             .collect();
         if long.is_empty() {
@@ -210,7 +241,7 @@ impl<A: Key> Poptrie<A> {
         }
         let at = self.nodes.len();
         self.nodes.push(Node::default());
-        self.fill(at, &long, TOP_BITS, default);
+        self.fill(at, &long, bits, default);
         self.top[slot] = CHILD | at as u32;
     }
 
@@ -291,12 +322,12 @@ impl<A: Key> Poptrie<A> {
     #[inline]
     pub fn lookup(&self, dst: A) -> u32 {
         // `top()` < 2^18 = top.len().
-        let e = self.top[dst.top()];
+        let e = self.top[dst.top(self.top_bits)];
         if e & CHILD == 0 {
             return e;
         }
         let mut node = e & !CHILD;
-        let mut depth = TOP_BITS;
+        let mut depth = self.top_bits;
         // At most 3 nodes for IPv4 (18 + 3 × 6 ≥ 32), 19 for IPv6. A well-formed trie ends
         // in a leaf before a lookup runs off its arrays; `get` keeps a malformed one from
         // reading past them, and the depth bound from looping.
@@ -335,9 +366,9 @@ impl<A: Key> Poptrie<A> {
         let mut at_node = 0;
         for (i, o) in out.iter_mut().enumerate() {
             if let Some(&ahead) = dst.get(i + AHEAD) {
-                prefetch(&self.top[ahead.top()]);
+                prefetch(&self.top[ahead.top(self.top_bits)]);
             }
-            let e = self.top[dst[i].top()];
+            let e = self.top[dst[i].top(self.top_bits)];
             if e & CHILD != 0 {
                 if let Some(n) = self.nodes.get((e & !CHILD) as usize) {
                     prefetch(n);
@@ -346,7 +377,7 @@ impl<A: Key> Poptrie<A> {
             }
             *o = e;
         }
-        let mut depth = TOP_BITS;
+        let mut depth = self.top_bits;
         // At most 3 levels of nodes for IPv4, 19 for IPv6; the bound also stops a malformed
         // trie from looping.
         while at_node > 0 && depth < A::BITS as u32 + STRIDE {
@@ -434,15 +465,45 @@ mod tests {
         v
     }
 
+    /// Both top levels (the small one `build` takes for so few routes, and the full one).
     fn check(routes: &[(u32, u8, u32)]) {
         let t = table(routes);
-        let p = Poptrie4::build(&t);
-        let addrs = probes(&t);
-        let mut out = vec![0; addrs.len()];
-        p.lookup_batch(&addrs, &mut out);
-        for (&a, &got) in addrs.iter().zip(&out) {
-            assert_eq!(got, reference(&t, a), "{a:#x} in {routes:?}");
-            assert_eq!(p.lookup(a), got);
+        for p in [Poptrie4::build(&t), Poptrie4::build_with(&t, TOP_BITS)] {
+            let addrs = probes(&t);
+            let mut out = vec![0; addrs.len()];
+            p.lookup_batch(&addrs, &mut out);
+            for (&a, &got) in addrs.iter().zip(&out) {
+                assert_eq!(got, reference(&t, a), "{a:#x} in {routes:?}");
+                assert_eq!(p.lookup(a), got);
+            }
+        }
+    }
+
+    #[test]
+    fn empty_tables_are_cheap() {
+        let both = Poptrie4::new().memory_bytes() + Poptrie6::new().memory_bytes();
+        assert!(both <= 64 * 1024, "{both} bytes");
+        assert_eq!(Poptrie4::build(&table(&[])).memory_bytes(), 4096);
+    }
+
+    #[test]
+    fn a_table_changes_top_level_as_it_grows_and_shrinks() {
+        let mut t = table(&[(0x0a00_0000, 8, 1)]);
+        let mut p = Poptrie4::build(&t);
+        assert_eq!(p.top_bits, SMALL_TOP_BITS);
+        let host = |i: u32| Prefix4::containing(0x0a00_0000 | i << 8, 24);
+        for i in 0..(SMALL_ROUTES as u32 + 10) {
+            t.insert(host(i), i);
+            p.update(&t, host(i));
+        }
+        assert_eq!(p.top_bits, TOP_BITS);
+        for i in 0..(SMALL_ROUTES as u32) {
+            t.remove(host(i));
+            p.update(&t, host(i));
+        }
+        assert_eq!(p.top_bits, SMALL_TOP_BITS);
+        for a in probes(&t) {
+            assert_eq!(p.lookup(a), reference(&t, a), "{a:#x}");
         }
     }
 
@@ -598,7 +659,12 @@ mod tests {
     /// reference, one by one and batched.
     fn check6(routes: &[(u128, u8, u32)]) {
         let t = table6(routes);
-        let p = Poptrie6::build(&t);
+        for p in [Poptrie6::build(&t), Poptrie6::build_with(&t, TOP_BITS)] {
+            check6_one(&t, &p);
+        }
+    }
+
+    fn check6_one(t: &RouteTable<u128>, p: &Poptrie6) {
         let mut addrs = vec![0, 1, u128::MAX, 1 << 127];
         for (q, _) in t.iter() {
             let (a, z) = (q.addr(), q.last());
