@@ -64,7 +64,7 @@ fn main() {
     let mut legend4: Vec<(&'static str, String)> = Vec::new();
     let mut legend6: Vec<(&'static str, String)> = Vec::new();
 
-    header("IPv4 table", "tbl8");
+    header("IPv4 table", "nodes");
     for (name, routes) in [
         (
             "1 route, a /24".to_string(),
@@ -82,7 +82,7 @@ fn main() {
     ] {
         let huge = measure::huge_page_bytes();
         let t = Instant::now();
-        let mut w = FibWriter::with_routes(routes.iter().copied(), []).unwrap();
+        let w = FibWriter::with_routes(routes.iter().copied(), []).unwrap();
         let build = t.elapsed().as_secs_f64();
         let huge = huge
             .zip(measure::huge_page_bytes())
@@ -91,7 +91,8 @@ fn main() {
         let sets = destinations::sets(&prefixes, run.n, &mut rng);
         let fib = w.reader().load_full();
         let rates = rates(&sets, &run, |d| measure::rate_v4(&fib, d, run.time));
-        let (bytes, nodes) = (w.memory().v4_table, w.live_nodes().0);
+        let m = w.memory().v4;
+        let (bytes, nodes) = (m.bytes, m.nodes);
         row(&name, build, bytes, huge, nodes, &rates);
         legend4 = sets.iter().map(|s| (s.name, s.what.clone())).collect();
     }
@@ -113,7 +114,7 @@ fn main() {
     ] {
         let huge = measure::huge_page_bytes();
         let t = Instant::now();
-        let mut w = FibWriter::with_routes([], routes.iter().copied()).unwrap();
+        let w = FibWriter::with_routes([], routes.iter().copied()).unwrap();
         let build = t.elapsed().as_secs_f64();
         let huge = huge
             .zip(measure::huge_page_bytes())
@@ -122,7 +123,8 @@ fn main() {
         let sets = destinations::sets(&prefixes, run.n, &mut rng);
         let fib = w.reader().load_full();
         let rates = rates(&sets, &run, |d| measure::rate_v6(&fib, d, run.time));
-        let (bytes, nodes) = (w.memory().v6_table, w.live_nodes().1);
+        let m = w.memory().v6;
+        let (bytes, nodes) = (m.bytes, m.nodes);
         row(&name, build, bytes, huge, nodes, &rates);
         legend6 = sets.iter().map(|s| (s.name, s.what.clone())).collect();
     }
@@ -137,9 +139,8 @@ fn main() {
          reads the same few cells; uniform still spreads over the whole first level"
     );
     println!(
-        "  MiB/inst: one instance of the lookup table (there are two); THP MiB: how much of \
-         the build's memory (both instances and the writer's) got transparent huge pages; \
-         tbl8: IPv4 second-level groups of 256 cells; nodes: IPv6 nodes of 256 cells"
+        "  MiB: the trie (one copy, room for updates included); THP MiB: how much of the \
+         build's memory got transparent huge pages; nodes: trie nodes (24 bytes each)"
     );
 
     publication(full);
@@ -148,7 +149,7 @@ fn main() {
 fn header(table: &str, nodes: &str) {
     println!(
         "{table:<38}{:>8}{:>10}{:>9}{nodes:>9}{:>9}{:>9}{:>11}{:>9}",
-        "build s", "MiB/inst", "THP MiB", "hit", "hot", "announced", "uniform"
+        "build s", "MiB", "THP MiB", "hit", "hot", "announced", "uniform"
     );
 }
 
@@ -172,7 +173,7 @@ fn rates<A>(sets: &[DestinationSet<A>], run: &Run, rate: impl Fn(&[A]) -> f64) -
         .collect()
 }
 
-/// What the left-right publication costs: a reader's pin per frame, a commit, route changes.
+/// What publication costs: a reader's pin per frame, a commit, route changes.
 fn publication(full: bool) {
     let (v4, v6) = synth(&SynthSpec {
         v4: if full { 1_000_000 } else { 5_000 },
@@ -188,7 +189,7 @@ fn publication(full: bool) {
     let t = Instant::now();
     for _ in 0..pins {
         let fib = reader.load();
-        std::hint::black_box(fib.generation());
+        std::hint::black_box(fib.v4().lookup(0));
     }
     let pin_ns = t.elapsed().as_nanos() as f64 / pins as f64;
     let commits = if full { 2_000 } else { 20 };

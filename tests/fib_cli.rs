@@ -167,15 +167,23 @@ fn fib_bench_command_reports_every_figure() {
         line("routes: ").starts_with("routes: 2000 IPv4 (100 longer than /24), 500 IPv6 ("),
         "{out}"
     );
-    // The long IPv4 routes need DIR-24-8's second level.
-    let memory = line("memory: IPv4 lookup table ");
-    let groups: usize = memory
-        .split(" second-level groups")
-        .next()
-        .and_then(|s| s.rsplit('(').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{memory}"));
-    assert!((20..=100).contains(&groups), "{memory}");
+    // One copy of a trie per family, and the previous FIB beside it.
+    let memory = line("poptrie (the dataplane's FIB), one copy");
+    assert!(memory.contains("an empty FIB"), "{memory}");
+    assert!(
+        line("dir24 (the previous FIB)").contains("each held twice"),
+        "{out}"
+    );
+    // Both FIBs give the same answers on every set.
+    let differ: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("answers differ"))
+        .collect();
+    assert_eq!(differ.len(), 8, "{out}");
+    assert!(
+        differ.iter().all(|l| l.contains(" 0 answers differ")),
+        "{out}"
+    );
     for family in ["IPv4", "IPv6"] {
         // Every figure names what it measures; the hit sets always find a route.
         assert!(line(&format!("{family} hit ")).contains("100.0 % matched  a route of the table"));
@@ -203,10 +211,46 @@ fn fib_bench_command_reports_every_figure() {
     }
     assert!(doc["route_table_bytes"].as_u64().unwrap() > 0, "{doc}");
     assert!(doc["updates_per_s"].as_f64().unwrap() > 0.0, "{doc}");
-    assert_eq!(
-        doc["v4_poptrie"]["answers_differing_from_dir24"], 0,
+    assert!(
+        doc["lookups_per_s_during_updates"].as_f64().unwrap() > 0.0,
         "{doc}"
     );
-    assert_eq!(doc["v6_poptrie"]["answers_differing_from_trie"], 0, "{doc}");
+    assert_eq!(doc["fib"], "poptrie", "{doc}");
+    // An empty FIB (both families) costs at most 64 KiB.
+    assert!(
+        doc["empty_fib_bytes"].as_u64().unwrap() <= 64 << 10,
+        "{doc}"
+    );
+    for family in ["v4", "v6"] {
+        assert_eq!(doc[family]["copies"], 1, "{doc}");
+        assert_eq!(doc["dir24"][family]["copies"], 2, "{doc}");
+        let (new, old) = (
+            doc[family]["memory_bytes"].as_u64().unwrap(),
+            doc["dir24"][family]["memory_bytes"].as_u64().unwrap(),
+        );
+        assert!(new < old, "{family}: {new} vs {old}");
+    }
+    assert_eq!(doc["dir24"]["answers_differing"], 0, "{doc}");
+    // --fib picks one.
+    let o = sluice(&[
+        "fib",
+        "bench",
+        "--routes",
+        f,
+        "--seconds",
+        "0.02",
+        "--json",
+        "--fib",
+        "dir24",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        doc.get("v4").is_none()
+            && doc["dir24"]["v4"]["lookups_per_s"]["hit"].as_f64().unwrap() > 0.0,
+        "{doc}"
+    );
+    let o = sluice(&["fib", "bench", "--routes", f, "--fib", "frob"]);
+    assert_eq!(o.status.code(), Some(2));
     let _ = std::fs::remove_file(&file);
 }

@@ -242,12 +242,16 @@ fn show_fib(dp: &Dataplane, v6: bool, query: Option<&str>) -> Result<Output, Str
             let m = s.memory;
             let _ = writeln!(
                 t,
-                "memory: {:.1} MiB (IPv4 table {:.1} MiB x2, IPv6 table {:.1} MiB x2, builders {:.1} MiB, route tables {:.1} MiB)",
+                "memory: {:.1} MiB (IPv4 trie {:.1} MiB: {} nodes, {} leaves; IPv6 trie {:.1} MiB: {} nodes, {} leaves; route tables {:.1} MiB; replaced tables still read {:.1} MiB)",
                 mib(m.total()),
-                mib(m.v4_table),
-                mib(m.v6_table),
-                mib(m.v4_builder + m.v6_builder),
-                mib(m.routes)
+                mib(m.v4.bytes),
+                m.v4.nodes,
+                m.v4.leaves,
+                mib(m.v6.bytes),
+                m.v6.nodes,
+                m.v6.leaves,
+                mib(m.routes),
+                mib(m.retired)
             );
             if let Some(f) = &s.route_file {
                 let _ = writeln!(

@@ -5,7 +5,7 @@
 
 use super::prefix::{Prefix4, Prefix6};
 use super::synth::Rng;
-use super::{Fib, FibWriter, NO_ROUTE};
+use super::{Fib, FibError, FibWriter, StrideFibWriter, NO_ROUTE};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -51,7 +51,7 @@ pub fn rate_v6(fib: &Fib, dst: &[u128], time: Duration) -> f64 {
 }
 
 /// The share of `dst` (0 to 1) for which `batch` finds a route.
-fn matched<T>(dst: &[T], mut batch: impl FnMut(&[T], &mut [u32])) -> f64 {
+pub fn matched_batches<T>(dst: &[T], mut batch: impl FnMut(&[T], &mut [u32])) -> f64 {
     let mut out = [0u32; BATCH];
     let mut found = 0usize;
     for chunk in dst.chunks(BATCH) {
@@ -65,11 +65,11 @@ fn matched<T>(dst: &[T], mut batch: impl FnMut(&[T], &mut [u32])) -> f64 {
 }
 
 pub fn matched_v4(fib: &Fib, dst: &[u32]) -> f64 {
-    matched(dst, |d, o| fib.v4().lookup_batch(d, o))
+    matched_batches(dst, |d, o| fib.v4().lookup_batch(d, o))
 }
 
 pub fn matched_v6(fib: &Fib, dst: &[u128]) -> f64 {
-    matched(dst, |d, o| fib.v6().lookup_batch(d, o))
+    matched_batches(dst, |d, o| fib.v6().lookup_batch(d, o))
 }
 
 /// The median of `runs` measurements by `one` (one at least).
@@ -123,11 +123,44 @@ fn proc_kib(file: &str, name: &str) -> Option<usize> {
     Some(kib << 10)
 }
 
-/// Route changes per second through `FibWriter`, commits included: `n` times, delete a random
-/// route of `routes` and add it back with another next hop, committing every `per_commit`
-/// changes. Both families' routes must already be in `w`.
+/// A FIB the update benchmark can change: today's and the previous one.
+pub trait RouteWriter {
+    fn add4(&mut self, p: Prefix4, nh: u32) -> Result<Option<u32>, FibError>;
+    fn del4(&mut self, p: Prefix4) -> Option<u32>;
+    fn add6(&mut self, p: Prefix6, nh: u32) -> Result<Option<u32>, FibError>;
+    fn del6(&mut self, p: Prefix6) -> Option<u32>;
+    fn commit(&mut self) -> u64;
+}
+
+macro_rules! route_writer {
+    ($t:ty) => {
+        impl RouteWriter for $t {
+            fn add4(&mut self, p: Prefix4, nh: u32) -> Result<Option<u32>, FibError> {
+                <$t>::add4(self, p, nh)
+            }
+            fn del4(&mut self, p: Prefix4) -> Option<u32> {
+                <$t>::del4(self, p)
+            }
+            fn add6(&mut self, p: Prefix6, nh: u32) -> Result<Option<u32>, FibError> {
+                <$t>::add6(self, p, nh)
+            }
+            fn del6(&mut self, p: Prefix6) -> Option<u32> {
+                <$t>::del6(self, p)
+            }
+            fn commit(&mut self) -> u64 {
+                <$t>::commit(self)
+            }
+        }
+    };
+}
+route_writer!(FibWriter);
+route_writer!(StrideFibWriter);
+
+/// Route changes per second, commits included: `n` times, delete a random route of `v4` or
+/// `v6` and add it back with another next hop, committing every `per_commit` changes. Both
+/// families' routes must already be in `w`.
 pub fn update_rate(
-    w: &mut FibWriter,
+    w: &mut impl RouteWriter,
     v4: &[(Prefix4, u32)],
     v6: &[(Prefix6, u32)],
     n: usize,

@@ -6,10 +6,14 @@
 //! - `stride`: the incremental update algorithm shared by both tables (prefix expansion with
 //!   per-cell depths, as in DPDK's rte_lpm), and `Cells`, the first level and node area that
 //!   both tables hold.
-//! - `ip4`: `Ip4Lpm`, DIR-24-8. `ip6`: `Ip6Lpm`, a 16-8-8-… multibit trie.
-//! - `poptrie`: `Poptrie4` and `Poptrie6`, compressed tries (18-bit top level, 6-bit strides found by
-//!   popcount), built from the route table and measured beside DIR-24-8 by `fib bench`.
-//! - `publish`: `FibWriter` / `FibReader`, lock-free publication by a left-right pair.
+//! - `ip4`: `Ip4Lpm`, DIR-24-8. `ip6`: `Ip6Lpm`, a 16-8-8-… multibit trie (`stride_fib`'s).
+//! - `poptrie`: `Poptrie4` and `Poptrie6`, the compressed tries the dataplane looks up in
+//!   (18-bit top level, 6-bit strides found by popcount); `poptrie_build` builds subtrees from
+//!   the route table, `poptrie_writer` changes a trie in place while workers read it.
+//! - `publish`: `FibWriter` / `FibReader`, one copy of each trie, lock-free for readers, old
+//!   tables freed after the readers' quiescent point.
+//! - `stride_fib`: the previous FIB (DIR-24-8 and the IPv6 stride trie, left-right), kept
+//!   for one release so that the benchmarks measure both side by side.
 //! - `parse`: route files (`PREFIX NEXTHOP`, `ip route show`, `birdc show route`).
 //! - `synth`: deterministic synthetic full tables. `cli`: `sluice fib ...`.
 //! - `destinations` and `measure`: address sets and lookup rates for the benchmarks.
@@ -17,6 +21,7 @@
 //! Leaves are `u32` next-hop (adjacency) indices chosen by the caller, at most `MAX_NEXT_HOP`;
 //! a lookup that matches nothing gives `NO_ROUTE`. Figures are in docs/fib.md.
 
+mod bench_cmd;
 pub mod cli;
 pub mod destinations;
 pub mod ip4;
@@ -25,17 +30,22 @@ pub mod measure;
 pub(crate) mod mem;
 pub mod parse;
 pub mod poptrie;
+mod poptrie_build;
+pub mod poptrie_writer;
 pub mod prefix;
 pub mod publish;
 pub mod routes;
 mod stride;
+pub mod stride_fib;
 pub mod synth;
 
 pub use ip4::Ip4Lpm;
 pub use ip6::Ip6Lpm;
+pub use poptrie::{Poptrie4, Poptrie6};
 pub use prefix::{Prefix, Prefix4, Prefix6};
 pub use publish::{Fib, FibError, FibMemory, FibReader, FibWriter};
 pub use routes::RouteTable;
+pub use stride_fib::{StrideFib, StrideFibReader, StrideFibWriter};
 
 /// The lookup result when no route matches.
 pub const NO_ROUTE: u32 = 0x7fff_ffff;
@@ -44,5 +54,7 @@ pub const MAX_NEXT_HOP: u32 = NO_ROUTE - 1;
 /// A cell with this bit links to a node instead of holding a leaf.
 const CHILD: u32 = 0x8000_0000;
 
+#[cfg(test)]
+mod poptrie_tests;
 #[cfg(test)]
 mod tests;

@@ -1,68 +1,44 @@
-//! Publication: how workers read the FIB without locks while the control plane changes it.
+//! Publication: how workers read the FIB without locks while the control plane changes it,
+//! with one copy of each lookup structure.
 //!
-//! Left-right over `ArcSwap`. There are two instances of the lookup tables, `active` (published
-//! in an `ArcSwap`, read by workers) and `standby` (owned by the writer). The writer applies
-//! updates to the standby, recording every cell it writes; `commit` swaps the two with one
-//! atomic pointer store, waits until no reader still holds the old active instance, then
-//! replays the recorded writes on it so that it becomes the new, identical standby.
+//! Workers take the current `Fib` (both families' tries) from an `ArcSwap` once per frame and
+//! drop it at the end of the frame: the end of a graph pass is their quiescent point. Most
+//! commits change the tries in place (`PoptrieWriter`: new subtrees written into spare room,
+//! then one store per changed top-level entry), so the `Fib` stays the same and nothing is
+//! copied. When a trie is rebuilt whole (its room ran out, dead entries outweighed live ones, a
+//! short prefix changed, the table grew past or shrank below the small size), `commit`
+//! publishes a new `Fib` with one pointer swap and keeps the old one on a retired list; the
+//! writer frees it once no reader holds it any more (`Arc::strong_count`: arc-swap turns
+//! every guard still outstanding at the swap into a count), so a worker never reads freed
+//! memory and never frees a table itself.
 //!
-//! Why it is safe, in safe Rust: a reader's `load` pins the instance it got for as long as it
-//! holds the guard (arc-swap turns any pin still outstanding at `swap` time into a strong
-//! count), so `Arc::get_mut` on the old instance succeeds only after every reader has dropped
-//! it, and only then is it written. Readers therefore only ever see a complete table that no one
-//! is writing, and never wait: a load is a few atomic operations on the reader's own slot.
-//! The writer waits for readers, never the reverse; a reader must not keep a guard across
-//! frames (load once per frame, drop it at the end).
-//!
-//! Costs, chosen over arc-swapped copy-on-write shards: lookups pay no extra indirection (the
-//! first-level cell is one load away from the `Fib`), an update costs its own cell writes twice
-//! and never a table copy, and the price is memory: two instances of the lookup tables (2 ×
-//! 64 MiB for IPv4) plus one copy of the writer-side depths.
-//!
-//! Measured (`cargo bench --bench fib`, 1 M IPv4 + 200 k IPv6 routes, 2-vCPU VM): a reader's
-//! pin and unpin cost 16 ns per frame, under 0.1 ns per lookup of a 256-address frame; a
-//! one-route change plus commit takes 2.2 µs when no reader holds the old table; 380 k–410 k
-//! route changes/s with a commit every 64 changes.
+//! What a reader sees: every commit up to the generation it read before loading the table;
+//! a frame that overlaps a commit may see some of that commit's top-level entries and not
+//! others, each lookup walking a complete subtree (old or new).
 
-use super::ip4::Ip4Lpm;
-use super::ip6::Ip6Lpm;
-use super::prefix::{Addr, Prefix4, Prefix6};
+use super::poptrie::{Poptrie4, Poptrie6};
+use super::poptrie_writer::{PoptrieWriter, TrieMemory};
+use super::prefix::{Prefix4, Prefix6};
 use super::routes::RouteTable;
-use super::stride::{replay, StrideBuilder};
-use super::{MAX_NEXT_HOP, NO_ROUTE};
+use super::MAX_NEXT_HOP;
 use arc_swap::{ArcSwap, Guard};
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::Arc;
-use std::time::Duration;
 
-/// One consistent FIB: both families' lookup tables as of one commit.
-#[derive(Clone)]
+/// Both families' lookup tables.
 pub struct Fib {
-    v4: Ip4Lpm,
-    v6: Ip6Lpm,
-    generation: u64,
+    v4: Arc<Poptrie4>,
+    v6: Arc<Poptrie6>,
 }
 
 impl Fib {
-    fn new() -> Fib {
-        Fib {
-            v4: Ip4Lpm::new(),
-            v6: Ip6Lpm::new(),
-            generation: 0,
-        }
-    }
-
-    pub fn v4(&self) -> &Ip4Lpm {
+    pub fn v4(&self) -> &Poptrie4 {
         &self.v4
     }
 
-    pub fn v6(&self) -> &Ip6Lpm {
+    pub fn v6(&self) -> &Poptrie6 {
         &self.v6
-    }
-
-    /// How many commits this table reflects (0 for the first table published).
-    pub fn generation(&self) -> u64 {
-        self.generation
     }
 }
 
@@ -84,22 +60,28 @@ impl fmt::Display for FibError {
 
 impl std::error::Error for FibError {}
 
+pub(super) fn check_next_hop(nh: u32) -> Result<(), FibError> {
+    if nh > MAX_NEXT_HOP {
+        Err(FibError::NextHopTooLarge(nh))
+    } else {
+        Ok(())
+    }
+}
+
 /// Bytes used, by structure.
 #[derive(Debug, Clone, Copy, Default, serde::Serialize)]
 pub struct FibMemory {
-    /// One instance of the IPv4 lookup table (there are two).
-    pub v4_table: usize,
-    pub v6_table: usize,
-    /// Writer-side prefix depths and free lists.
-    pub v4_builder: usize,
-    pub v6_builder: usize,
+    pub v4: TrieMemory,
+    pub v6: TrieMemory,
     /// Estimated size of the route tables (control-plane truth).
     pub routes: usize,
+    /// Replaced tables some reader still held at the last commit.
+    pub retired: usize,
 }
 
 impl FibMemory {
     pub fn total(&self) -> usize {
-        2 * (self.v4_table + self.v6_table) + self.v4_builder + self.v6_builder + self.routes
+        self.v4.bytes + self.v6.bytes + self.routes + self.retired
     }
 }
 
@@ -108,11 +90,12 @@ impl FibMemory {
 pub struct FibWriter {
     routes4: RouteTable<u32>,
     routes6: RouteTable<u128>,
-    build4: StrideBuilder,
-    build6: StrideBuilder,
-    standby: Arc<Fib>,
+    trie4: PoptrieWriter<u32>,
+    trie6: PoptrieWriter<u128>,
     shared: Arc<ArcSwap<Fib>>,
-    generation: u64,
+    generation: Arc<AtomicU64>,
+    /// Replaced tables, freed once no reader holds them.
+    retired: Vec<Arc<Fib>>,
     dirty: bool,
 }
 
@@ -120,6 +103,7 @@ pub struct FibWriter {
 #[derive(Clone)]
 pub struct FibReader {
     shared: Arc<ArcSwap<Fib>>,
+    generation: Arc<AtomicU64>,
 }
 
 impl FibReader {
@@ -128,10 +112,15 @@ impl FibReader {
         self.shared.load()
     }
 
-    /// The current table as an owned `Arc`, for offline tools. While it is held, the writer's
-    /// next `commit` after this one waits.
+    /// The current table as an owned `Arc`, for offline tools. While it is held, a table it
+    /// replaces stays allocated.
     pub fn load_full(&self) -> Arc<Fib> {
         self.shared.load_full()
+    }
+
+    /// Commits so far. A table loaded after reading `g` reflects at least commit `g`.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Acquire)
     }
 
     pub fn lookup4_batch(&self, dst: &[u32], out: &mut [u32]) {
@@ -140,32 +129,6 @@ impl FibReader {
 
     pub fn lookup6_batch(&self, dst: &[u128], out: &mut [u32]) {
         self.load().v6.lookup_batch(dst, out)
-    }
-}
-
-/// The standby instance for writing, once the last reader of it is gone.
-fn exclusive(standby: &mut Arc<Fib>) -> &mut Fib {
-    let mut tries = 0u32;
-    while Arc::get_mut(standby).is_none() {
-        // Readers hold a table for one frame (microseconds): spin briefly, then back off.
-        tries += 1;
-        if tries < 100 {
-            std::hint::spin_loop();
-        } else if tries < 1000 {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(Duration::from_micros(50));
-        }
-    }
-    // Unique now, so this never clones.
-    Arc::make_mut(standby)
-}
-
-fn check_next_hop(nh: u32) -> Result<(), FibError> {
-    if nh > MAX_NEXT_HOP {
-        Err(FibError::NextHopTooLarge(nh))
-    } else {
-        Ok(())
     }
 }
 
@@ -178,22 +141,11 @@ impl Default for FibWriter {
 impl FibWriter {
     /// An empty FIB, already published (every lookup gives `NO_ROUTE`).
     pub fn new() -> FibWriter {
-        let standby = Fib::new();
-        let active = standby.clone();
-        FibWriter {
-            routes4: RouteTable::new(),
-            routes6: RouteTable::new(),
-            build4: StrideBuilder::new(Ip4Lpm::TOP_BITS),
-            build6: StrideBuilder::new(Ip6Lpm::TOP_BITS),
-            standby: Arc::new(standby),
-            shared: Arc::new(ArcSwap::from_pointee(active)),
-            generation: 0,
-            dirty: false,
-        }
+        FibWriter::from_tables(RouteTable::new(), RouteTable::new())
     }
 
     /// A FIB loaded with these routes and published; later duplicates replace earlier ones.
-    /// Faster than `add` + `commit` for a full table: one build, then one copy.
+    /// Faster than `add` + `commit` for a full table: one build.
     pub fn with_routes(
         v4: impl IntoIterator<Item = (Prefix4, u32)>,
         v6: impl IntoIterator<Item = (Prefix6, u32)>,
@@ -208,36 +160,32 @@ impl FibWriter {
             check_next_hop(nh)?;
             routes6.insert(p, nh);
         }
-        let mut fib = Fib::new();
-        let mut build4 = StrideBuilder::new(Ip4Lpm::TOP_BITS);
-        let mut build6 = StrideBuilder::new(Ip6Lpm::TOP_BITS);
-        build4.set_logging(false);
-        build6.set_logging(false);
-        let (cells4, cells6) = (&mut fib.v4.cells, &mut fib.v6.cells);
-        for (p, nh) in routes4.iter() {
-            build4.paint(cells4, p.addr().to_left_u128(), p.len(), nh, p.len());
-        }
-        for (p, nh) in routes6.iter() {
-            build6.paint(cells6, p.addr().to_left_u128(), p.len(), nh, p.len());
-        }
-        build4.set_logging(true);
-        build6.set_logging(true);
-        let active = fib.clone();
-        Ok(FibWriter {
+        Ok(FibWriter::from_tables(routes4, routes6))
+    }
+
+    fn from_tables(routes4: RouteTable<u32>, routes6: RouteTable<u128>) -> FibWriter {
+        let trie4 = PoptrieWriter::build(&routes4);
+        let trie6 = PoptrieWriter::build(&routes6);
+        let fib = Fib {
+            v4: trie4.trie().clone(),
+            v6: trie6.trie().clone(),
+        };
+        FibWriter {
             routes4,
             routes6,
-            build4,
-            build6,
-            standby: Arc::new(fib),
-            shared: Arc::new(ArcSwap::from_pointee(active)),
-            generation: 0,
+            trie4,
+            trie6,
+            shared: Arc::new(ArcSwap::from_pointee(fib)),
+            generation: Arc::new(AtomicU64::new(0)),
+            retired: Vec::new(),
             dirty: false,
-        })
+        }
     }
 
     pub fn reader(&self) -> FibReader {
         FibReader {
             shared: self.shared.clone(),
+            generation: self.generation.clone(),
         }
     }
 
@@ -246,9 +194,7 @@ impl FibWriter {
         check_next_hop(next_hop)?;
         let old = self.routes4.insert(p, next_hop);
         if old != Some(next_hop) {
-            let cells = &mut exclusive(&mut self.standby).v4.cells;
-            let a = p.addr().to_left_u128();
-            self.build4.paint(cells, a, p.len(), next_hop, p.len());
+            self.trie4.update(&self.routes4, p);
             self.dirty = true;
         }
         Ok(old)
@@ -258,14 +204,7 @@ impl FibWriter {
     /// removed next hop, `None` if there was no such route. Visible after `commit`.
     pub fn del4(&mut self, p: Prefix4) -> Option<u32> {
         let old = self.routes4.remove(p)?;
-        let (nh, depth) = self
-            .routes4
-            .covering(p)
-            .map_or((NO_ROUTE, 0), |(c, nh)| (nh, c.len()));
-        let cells = &mut exclusive(&mut self.standby).v4.cells;
-        let a = p.addr().to_left_u128();
-        self.build4.paint(cells, a, p.len(), nh, depth);
-        self.build4.collapse(cells, a, p.len());
+        self.trie4.update(&self.routes4, p);
         self.dirty = true;
         Some(old)
     }
@@ -275,9 +214,7 @@ impl FibWriter {
         check_next_hop(next_hop)?;
         let old = self.routes6.insert(p, next_hop);
         if old != Some(next_hop) {
-            let cells = &mut exclusive(&mut self.standby).v6.cells;
-            self.build6
-                .paint(cells, p.addr(), p.len(), next_hop, p.len());
+            self.trie6.update(&self.routes6, p);
             self.dirty = true;
         }
         Ok(old)
@@ -286,35 +223,40 @@ impl FibWriter {
     /// IPv6 `del4`.
     pub fn del6(&mut self, p: Prefix6) -> Option<u32> {
         let old = self.routes6.remove(p)?;
-        let (nh, depth) = self
-            .routes6
-            .covering(p)
-            .map_or((NO_ROUTE, 0), |(c, nh)| (nh, c.len()));
-        let cells = &mut exclusive(&mut self.standby).v6.cells;
-        self.build6.paint(cells, p.addr(), p.len(), nh, depth);
-        self.build6.collapse(cells, p.addr(), p.len());
+        self.trie6.update(&self.routes6, p);
         self.dirty = true;
         Some(old)
     }
 
-    /// Publishes the changes made since the last commit, then brings the instance the readers
-    /// just left up to date. Returns the generation now visible to readers. Blocks while a
-    /// reader still holds the previous table.
+    /// Publishes the changes made since the last commit and returns the generation now
+    /// visible to readers. Never waits for readers.
     pub fn commit(&mut self) -> u64 {
+        let generation = self.generation.load(Relaxed);
         if !self.dirty {
-            return self.generation;
+            self.reclaim();
+            return generation;
         }
-        self.generation += 1;
-        exclusive(&mut self.standby).generation = self.generation;
-        let old = self.shared.swap(self.standby.clone());
-        self.standby = old;
-        let log4 = self.build4.take_log();
-        let log6 = self.build6.take_log();
-        let fib = exclusive(&mut self.standby);
-        replay(&mut fib.v4.cells, &log4);
-        replay(&mut fib.v6.cells, &log6);
+        let new4 = self.trie4.commit();
+        let new6 = self.trie6.commit();
+        if new4 || new6 {
+            let fib = Fib {
+                v4: self.trie4.trie().clone(),
+                v6: self.trie6.trie().clone(),
+            };
+            let old = self.shared.swap(Arc::new(fib));
+            self.retired.push(old);
+        }
         self.dirty = false;
-        self.generation
+        // After the entries and the swap: a reader that sees this generation sees them.
+        self.generation.store(generation + 1, Release);
+        self.reclaim();
+        generation + 1
+    }
+
+    /// Frees the replaced tables no reader holds any more; returns how many are still held.
+    pub fn reclaim(&mut self) -> usize {
+        self.retired.retain(|f| Arc::strong_count(f) > 1);
+        self.retired.len()
     }
 
     /// The routes as the writer knows them (including changes not yet committed).
@@ -326,26 +268,22 @@ impl FibWriter {
         &self.routes6
     }
 
-    /// The writer's own instance, which holds every change so far, committed or not.
-    pub fn pending(&mut self) -> &Fib {
-        exclusive(&mut self.standby)
-    }
-
-    pub fn memory(&mut self) -> FibMemory {
-        let routes = self.routes4.approx_memory_bytes() + self.routes6.approx_memory_bytes();
-        let (v4_builder, v6_builder) = (self.build4.memory_bytes(), self.build6.memory_bytes());
-        let fib = exclusive(&mut self.standby);
+    pub fn memory(&self) -> FibMemory {
+        let retired = self
+            .retired
+            .iter()
+            .map(|f| {
+                // A trie the current table still shares is counted there.
+                let v4 = !Arc::ptr_eq(&f.v4, self.trie4.trie());
+                let v6 = !Arc::ptr_eq(&f.v6, self.trie6.trie());
+                v4 as usize * f.v4.memory_bytes() + v6 as usize * f.v6.memory_bytes()
+            })
+            .sum();
         FibMemory {
-            v4_table: fib.v4.memory_bytes(),
-            v6_table: fib.v6.memory_bytes(),
-            v4_builder,
-            v6_builder,
-            routes,
+            v4: self.trie4.memory(),
+            v6: self.trie6.memory(),
+            routes: self.routes4.approx_memory_bytes() + self.routes6.approx_memory_bytes(),
+            retired,
         }
-    }
-
-    /// Second-level nodes in use, IPv4 and IPv6.
-    pub fn live_nodes(&self) -> (usize, usize) {
-        (self.build4.live_nodes(), self.build6.live_nodes())
     }
 }

@@ -1,0 +1,367 @@
+//! The tries against the reference longest match (`RouteTable::lookup`), against a fresh
+//! build after updates, and against the previous FIB on full synthetic tables.
+
+use super::poptrie::{Poptrie4, Poptrie6};
+use super::poptrie_writer::{PoptrieWriter, SMALL_ROUTES, SMALL_TOP_BITS, TOP_BITS};
+use super::prefix::{Prefix4, Prefix6};
+use super::routes::RouteTable;
+use super::NO_ROUTE;
+use proptest::prelude::*;
+
+type Writer4 = PoptrieWriter<u32>;
+type Writer6 = PoptrieWriter<u128>;
+
+/// Apply a change to the trie and publish it.
+fn apply<A: super::poptrie::Key>(w: &mut PoptrieWriter<A>, t: &RouteTable<A>, q: super::Prefix<A>) {
+    w.update(t, q);
+    w.commit();
+}
+
+fn table(routes: &[(u32, u8, u32)]) -> RouteTable<u32> {
+    let mut t = RouteTable::new();
+    for &(a, l, nh) in routes {
+        t.insert(Prefix4::containing(a, l), nh);
+    }
+    t
+}
+
+fn reference(t: &RouteTable<u32>, a: u32) -> u32 {
+    t.lookup(a).map_or(NO_ROUTE, |(_, nh)| nh)
+}
+
+/// Addresses worth asking about: each route's first and last address and their
+/// neighbours, and some fixed ones.
+fn probes(t: &RouteTable<u32>) -> Vec<u32> {
+    let mut v = vec![0, 1, u32::MAX, 0x8000_0000, 0x7fff_ffff];
+    for (p, _) in t.iter() {
+        let (a, z) = (p.addr(), p.last());
+        v.extend([a, z, a.wrapping_sub(1), z.wrapping_add(1), a | 0x55]);
+    }
+    v
+}
+
+/// Both top levels (the small one `build` takes for so few routes, and the full one).
+fn check(routes: &[(u32, u8, u32)]) {
+    let t = table(routes);
+    for w in [Writer4::build(&t), Writer4::build_with(&t, TOP_BITS)] {
+        let p: &Poptrie4 = w.trie();
+        let addrs = probes(&t);
+        let mut out = vec![0; addrs.len()];
+        p.lookup_batch(&addrs, &mut out);
+        for (&a, &got) in addrs.iter().zip(&out) {
+            assert_eq!(got, reference(&t, a), "{a:#x} in {routes:?}");
+            assert_eq!(p.lookup(a), got);
+        }
+    }
+}
+
+#[test]
+fn empty_tables_are_cheap() {
+    let both = Writer4::default().memory().bytes + Writer6::default().memory().bytes;
+    assert!(both <= 64 * 1024, "{both} bytes");
+    let one = Writer4::build(&table(&[])).memory();
+    assert_eq!(one.bytes_used, 4096);
+    // A thousand VRFs of a few routes each cost less than one full IPv4 table (~20 MiB).
+    let few = table(&[
+        (0x0a00_0000, 8, 1),
+        (0x0a01_0000, 16, 2),
+        (0xc0a8_0100, 24, 3),
+    ]);
+    let vrf = Writer4::build(&few).memory().bytes + Writer6::default().memory().bytes;
+    assert!(1000 * vrf < 20 << 20, "{vrf} bytes per VRF");
+}
+
+#[test]
+fn a_table_changes_top_level_as_it_grows_and_shrinks() {
+    let mut t = table(&[(0x0a00_0000, 8, 1)]);
+    let mut w = Writer4::build(&t);
+    assert_eq!(w.top_bits(), SMALL_TOP_BITS);
+    let host = |i: u32| Prefix4::containing(0x0a00_0000 | i << 8, 24);
+    for i in 0..(SMALL_ROUTES as u32 + 10) {
+        t.insert(host(i), i);
+        apply(&mut w, &t, host(i));
+    }
+    assert_eq!(w.top_bits(), TOP_BITS);
+    for i in 0..(SMALL_ROUTES as u32) {
+        t.remove(host(i));
+        apply(&mut w, &t, host(i));
+    }
+    assert_eq!(w.top_bits(), SMALL_TOP_BITS);
+    for a in probes(&t) {
+        assert_eq!(w.trie().lookup(a), reference(&t, a), "{a:#x}");
+    }
+}
+
+#[test]
+fn edge_cases() {
+    check(&[]);
+    check(&[(0, 0, 7)]);
+    check(&[(0x0a00_0000, 8, 1), (0x0a01_0203, 32, 2), (0, 0, 3)]);
+    // Every length around the strides' edges (18, 24, 30) under one /8.
+    let mut r: Vec<_> = (9..=32u8)
+        .map(|l| (0x0a80_0000u32 | (1 << (32 - l as u32)), l, l as u32))
+        .collect();
+    r.push((0x0a00_0000, 8, 100));
+    check(&r);
+    // Host routes at both ends of the address space.
+    check(&[(0, 32, 1), (u32::MAX, 32, 2), (0xffff_0000, 16, 3)]);
+}
+
+#[test]
+fn a_route_over_a_node_leaves_the_node_alone() {
+    // A /20 inside a /16 and a /12 over both: the /16's slot holds a node; lookups
+    // outside the /20 but inside the /16 find the /16.
+    check(&[
+        (0xc0a8_0000, 16, 1),
+        (0xc0a8_1000, 20, 2),
+        (0xc0a0_0000, 12, 3),
+    ]);
+}
+
+proptest! {
+    #[test]
+    fn matches_the_reference(routes in prop::collection::vec((any::<u32>(), 0u8..=32, 0u32..1000), 0..200)) {
+        check(&routes);
+    }
+
+    #[test]
+    fn updates_match_the_reference(
+        initial in prop::collection::vec((0x0a00_0000u32..0x0a40_0000, 8u8..=32, 0u32..50), 0..100),
+        changes in prop::collection::vec((0x0a00_0000u32..0x0a40_0000, 6u8..=32, prop::option::of(0u32..50)), 1..60),
+    ) {
+        check_updates(&initial, &changes);
+    }
+
+    #[test]
+    fn matches_the_reference_when_dense(routes in prop::collection::vec((0x0a00_0000u32..0x0a00_4000, 14u8..=32, 0u32..4), 0..300)) {
+        check(&routes);
+    }
+}
+
+/// Apply `changes` (insert when a next hop is given, else delete) one by one, updating
+/// the trie after each and committing after every second one (so that a change also meets
+/// one not yet committed); then it must answer as the reference and as a fresh build.
+fn check_updates(initial: &[(u32, u8, u32)], changes: &[(u32, u8, Option<u32>)]) {
+    let mut t = table(initial);
+    let mut w = Writer4::build(&t);
+    for (i, &(a, l, nh)) in changes.iter().enumerate() {
+        let q = Prefix4::containing(a, l);
+        match nh {
+            Some(nh) => {
+                t.insert(q, nh);
+            }
+            None => {
+                t.remove(q);
+            }
+        }
+        w.update(&t, q);
+        if i % 2 == 1 {
+            w.commit();
+        }
+    }
+    w.commit();
+    let mut addrs = probes(&t);
+    addrs.extend(changes.iter().map(|c| c.0));
+    let fresh = Writer4::build(&t);
+    // In place or rebuilt, the bookkeeping of what is live is exact: nothing leaks. (The trie
+    // may have more nodes and leaves than a fresh build: a change keeps a node with nothing
+    // longer under it, or a run a fresh build would merge, so that it is published in one
+    // word.)
+    let (m, f) = (w.memory(), fresh.memory());
+    assert_eq!((m.nodes, m.leaves), w.reachable(), "{changes:?}");
+    assert!(m.nodes >= f.nodes && m.leaves >= f.leaves, "{changes:?}");
+    for &a in &addrs {
+        let want = reference(&t, a);
+        assert_eq!(w.trie().lookup(a), want, "{a:#x}");
+        assert_eq!(fresh.trie().lookup(a), want, "{a:#x}");
+    }
+}
+
+#[test]
+fn updates_match_a_fresh_build() {
+    // A host route in and out under a /16, a /12 over it replaced, a default route.
+    check_updates(
+        &[(0xc0a8_0000, 16, 1), (0xc0a8_1000, 20, 2)],
+        &[
+            (0xc0a8_1234, 32, Some(3)),
+            (0xc0a0_0000, 12, Some(4)),
+            (0xc0a8_1234, 32, None),
+            (0xc0a0_0000, 12, Some(5)),
+            (0, 0, Some(6)),
+            (0xc0a8_1000, 20, None),
+            (0xc0a8_0000, 16, None),
+        ],
+    );
+}
+
+#[test]
+fn dead_subtrees_are_reclaimed() {
+    let mut t = table(&[(0x0a00_0000, 24, 1)]);
+    let mut w = Writer4::build(&t);
+    for i in 0..1000u32 {
+        let q = Prefix4::containing(0x0a00_0000 | (i % 256), 32);
+        t.insert(q, i);
+        apply(&mut w, &t, q);
+    }
+    // 1000 rebuilds of one slot leave at most as many dead nodes and leaves as live ones
+    // (then everything is rebuilt), so the trie stays within twice a fresh build's size.
+    let m = w.memory();
+    let (nodes, leaves) = (m.nodes + m.dead_nodes, m.leaves + m.dead_leaves);
+    assert!(m.full_rebuilds > 0);
+    let fresh = Writer4::build(&t).memory();
+    let (fresh_nodes, fresh_leaves) = (fresh.nodes, fresh.leaves);
+    assert!(
+        nodes <= 2 * fresh_nodes + 4,
+        "{nodes} nodes, {fresh_nodes} fresh"
+    );
+    assert!(
+        leaves <= 2 * fresh_leaves + 64,
+        "{leaves} leaves, {fresh_leaves} fresh"
+    );
+    check_updates(&[(0x0a00_0000, 24, 1)], &[(0x0a00_0007, 32, Some(9))]);
+}
+
+#[test]
+fn a_full_table_against_dir_24_8() {
+    let mut rng = crate::fib::synth::Rng::new(7);
+    let mut routes = crate::fib::synth::v4_prefixes(200_000, &mut rng);
+    let long = crate::fib::synth::v4_long_prefixes(&routes, 6_000, &mut rng);
+    routes.extend(long);
+    let t = table(
+        &routes
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.addr(), p.len(), i as u32 % 5000))
+            .collect::<Vec<_>>(),
+    );
+    let pw = Writer4::build(&t);
+    let p = pw.trie();
+    let w = crate::fib::StrideFibWriter::with_routes(t.iter(), std::iter::empty()).unwrap();
+    let fib = w.reader().load_full();
+    let addrs: Vec<u32> = (0..1_000_000).map(|_| rng.next_u32()).collect();
+    let (mut a, mut b) = (vec![0; 256], vec![0; 256]);
+    for chunk in addrs.chunks(256) {
+        p.lookup_batch(chunk, &mut a);
+        fib.v4().lookup_batch(chunk, &mut b);
+        assert_eq!(a[..chunk.len()], b[..chunk.len()]);
+    }
+    assert!(p.memory_bytes() < fib.v4().memory_bytes() / 4);
+}
+
+fn table6(routes: &[(u128, u8, u32)]) -> RouteTable<u128> {
+    let mut t = RouteTable::new();
+    for &(a, l, nh) in routes {
+        t.insert(Prefix6::containing(a, l), nh);
+    }
+    t
+}
+
+/// IPv6: every route's ends and neighbours, and some fixed addresses, against the
+/// reference, one by one and batched.
+fn check6(routes: &[(u128, u8, u32)]) {
+    let t = table6(routes);
+    for w in [Writer6::build(&t), Writer6::build_with(&t, TOP_BITS)] {
+        check6_one(&t, w.trie());
+    }
+}
+
+fn check6_one(t: &RouteTable<u128>, p: &Poptrie6) {
+    let mut addrs = vec![0, 1, u128::MAX, 1 << 127];
+    for (q, _) in t.iter() {
+        let (a, z) = (q.addr(), q.last());
+        addrs.extend([a, z, a.wrapping_sub(1), z.wrapping_add(1), a | 0x5555]);
+    }
+    let mut out = vec![0; addrs.len()];
+    p.lookup_batch(&addrs, &mut out);
+    for (&a, &got) in addrs.iter().zip(&out) {
+        let want = t.lookup(a).map_or(NO_ROUTE, |(_, nh)| nh);
+        assert_eq!(got, want, "{a:#x}");
+        assert_eq!(p.lookup(a), want, "{a:#x}");
+    }
+}
+
+const DOC6: u128 = 0x2001_0db8 << 96;
+
+#[test]
+fn ipv6_edge_cases() {
+    check6(&[]);
+    check6(&[(0, 0, 7)]);
+    // Host routes, a /127, routes at every stride edge (18, 24, ... 120, 126) under a /32.
+    let mut r: Vec<_> = (33..=128u8)
+        .map(|l| (DOC6 | (1u128 << (128 - l as u32)), l, l as u32))
+        .collect();
+    r.push((DOC6, 32, 100));
+    r.push((u128::MAX, 128, 1));
+    r.push((0, 128, 2));
+    check6(&r);
+}
+
+proptest! {
+    #[test]
+    fn ipv6_matches_the_reference(
+        routes in prop::collection::vec((any::<u64>(), any::<u32>(), 16u8..=128, 0u32..1000), 0..150),
+    ) {
+        // Under 2001:db8::/32, so that routes overlap and nest.
+        let r: Vec<_> = routes
+            .iter()
+            .map(|&(hi, lo, l, nh)| (DOC6 | (hi as u128) << 32 | lo as u128, l, nh))
+            .collect();
+        check6(&r);
+    }
+
+    #[test]
+    fn ipv6_updates_match_a_fresh_build(
+        changes in prop::collection::vec((any::<u16>(), 20u8..=128, prop::option::of(0u32..50)), 1..60),
+    ) {
+        let mut t = table6(&[(DOC6, 32, 1)]);
+        let mut w = Writer6::build(&t);
+        for &(x, l, nh) in &changes {
+            let q = Prefix6::containing(DOC6 | (x as u128) << 80 | x as u128, l);
+            match nh {
+                Some(nh) => t.insert(q, nh),
+                None => t.remove(q),
+            };
+            apply(&mut w, &t, q);
+        }
+        let fresh = Writer6::build(&t);
+        let (m, f) = (w.memory(), fresh.memory());
+        prop_assert_eq!((m.nodes, m.leaves), w.reachable());
+        prop_assert!(m.nodes >= f.nodes && m.leaves >= f.leaves);
+        let (p, fresh) = (w.trie(), fresh.trie());
+        for &(x, _, _) in &changes {
+            let a = DOC6 | (x as u128) << 80 | x as u128;
+            let want = t.lookup(a).map_or(NO_ROUTE, |(_, nh)| nh);
+            prop_assert_eq!(p.lookup(a), want);
+            prop_assert_eq!(fresh.lookup(a), want);
+        }
+    }
+}
+
+#[test]
+fn an_ipv6_table_against_the_stride_trie() {
+    let mut rng = crate::fib::synth::Rng::new(9);
+    let mut routes = crate::fib::synth::v6_prefixes(50_000, &mut rng);
+    let long = crate::fib::synth::v6_long_prefixes(&routes, 2_000, &mut rng);
+    routes.extend(long);
+    let t = table6(
+        &routes
+            .iter()
+            .enumerate()
+            .map(|(i, q)| (q.addr(), q.len(), i as u32 % 5000))
+            .collect::<Vec<_>>(),
+    );
+    let pw = Writer6::build(&t);
+    let p = pw.trie();
+    let w = crate::fib::StrideFibWriter::with_routes(std::iter::empty(), t.iter()).unwrap();
+    let fib = w.reader().load_full();
+    // Addresses inside the routes, and some anywhere.
+    let mut addrs: Vec<u128> = routes.iter().map(|q| q.addr() | 0x1234).collect();
+    addrs.extend((0..20_000).map(|_| (rng.next_u32() as u128) << 96 | rng.next_u32() as u128));
+    let (mut a, mut b) = (vec![0; 256], vec![0; 256]);
+    for chunk in addrs.chunks(256) {
+        p.lookup_batch(chunk, &mut a);
+        fib.v6().lookup_batch(chunk, &mut b);
+        assert_eq!(a[..chunk.len()], b[..chunk.len()]);
+    }
+    assert!(p.memory_bytes() < fib.v6().memory_bytes() / 4);
+}

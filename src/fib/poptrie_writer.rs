@@ -1,0 +1,402 @@
+//! The one writer of a `Poptrie`: keeps it equal to the route table, in place, while workers
+//! look up in it.
+//!
+//! A change remakes only what it touches. In the node whose stride the changed prefix ends
+//! in, the children under the prefix are made anew from the route table (the others are kept,
+//! their subtrees shared), into a new children array and leaves written in the room past
+//! everything written so far. Then one word makes the change visible at `commit`: the node's
+//! bases (where its children and leaves start) when its shape — which children are nodes,
+//! where runs of leaves start — did not change; else its parent's bases, pointing at a copy of
+//! the parent's children array holding the new node; or, for a slot's root, the top-level
+//! entry. Each such word is stored with release ordering and read with acquire ordering, and
+//! a node's shape never changes in place, so a reader walks either the old subtree or the new
+//! one, both complete (see `poptrie.rs`). What was replaced is dead but stays where it is: a
+//! reader may still be walking it.
+//!
+//! Dead space is reclaimed by building the whole trie again into a new one, which `commit`
+//! reports so that the caller publishes it with one pointer swap; the old one is freed once
+//! the last reader has let go of it. That happens when the room runs out (the room is half
+//! the live size again), when dead entries outweigh live ones, when the table crosses between
+//! small and full (see below), or for a change of a prefix that covers too many top-level
+//! slots to remake one by one.
+
+use super::poptrie::{upto, Key, Poptrie, STRIDE};
+use super::poptrie_build::{build_all, build_slot, Node, Subtrees};
+use super::prefix::Prefix;
+use super::routes::RouteTable;
+use super::CHILD;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Address bits the top level of a full table indexes: 18, so that an IPv4 /24 ends in the
+/// first node (18 + 6).
+pub(super) const TOP_BITS: u32 = 18;
+/// The top level of a small table: 1 024 entries, 4 KiB, so that an empty table (a VRF with a
+/// few routes) costs next to nothing. An IPv4 /24 then ends in the third node.
+pub(super) const SMALL_TOP_BITS: u32 = 10;
+/// Routes a small table holds at most before it is rebuilt with the full top level (and
+/// half of it for the way back, so that a table near the line does not flip at each change).
+pub(super) const SMALL_ROUTES: usize = 1024;
+/// Top-level slots an update may rebuild one by one; a change of a shorter prefix than this
+/// covers (an IPv4 /8 in a full table covers 1 024 slots) rebuilds the whole trie instead.
+const MAX_SLOTS_PER_UPDATE: usize = 1 << 10;
+
+/// Room for `used` entries and the updates that follow: half as many again, and some.
+fn room(used: usize) -> usize {
+    used + used / 2 + 64
+}
+
+/// What a trie holds and costs.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct TrieMemory {
+    /// Bytes of the arrays (the room for updates included): what the trie occupies.
+    pub bytes: usize,
+    /// Bytes of the top level and of the nodes and leaves written so far.
+    pub bytes_used: usize,
+    /// Nodes and leaves a lookup can reach.
+    pub nodes: usize,
+    pub leaves: usize,
+    /// Nodes and leaves left by updates, reclaimed by the next full rebuild.
+    pub dead_nodes: usize,
+    pub dead_leaves: usize,
+    /// Whole-trie rebuilds since the writer was made.
+    pub full_rebuilds: u64,
+}
+
+pub struct PoptrieWriter<A: Key> {
+    trie: Arc<Poptrie<A>>,
+    /// Nodes and leaves written so far, reachable or dead: new subtrees go after them.
+    nodes_used: usize,
+    leaves_used: usize,
+    dead_nodes: usize,
+    dead_leaves: usize,
+    /// Top-level entries to store at the next commit, by slot.
+    pending: BTreeMap<usize, u32>,
+    /// Node bases to store at the next commit, by node.
+    pending_bases: BTreeMap<u32, u64>,
+    /// `trie` is a new trie that readers do not have yet.
+    replaced: bool,
+    full_rebuilds: u64,
+}
+
+impl<A: Key> Default for PoptrieWriter<A> {
+    fn default() -> PoptrieWriter<A> {
+        PoptrieWriter::build(&RouteTable::new())
+    }
+}
+
+impl<A: Key> PoptrieWriter<A> {
+    /// A trie of every route of `routes`: a small top level for up to `SMALL_ROUTES` routes,
+    /// the full one above.
+    pub fn build(routes: &RouteTable<A>) -> PoptrieWriter<A> {
+        let bits = if routes.len() <= SMALL_ROUTES {
+            SMALL_TOP_BITS
+        } else {
+            TOP_BITS
+        };
+        PoptrieWriter::build_with(routes, bits)
+    }
+
+    pub(super) fn build_with(routes: &RouteTable<A>, top_bits: u32) -> PoptrieWriter<A> {
+        let (top, built) = build_all(routes, top_bits);
+        let (nodes, leaves) = (built.nodes.len(), built.leaves.len());
+        let trie = Poptrie::with_room(top_bits, &top, &built, room(nodes), room(leaves));
+        PoptrieWriter {
+            trie: Arc::new(trie),
+            nodes_used: nodes,
+            leaves_used: leaves,
+            dead_nodes: 0,
+            dead_leaves: 0,
+            pending: BTreeMap::new(),
+            pending_bases: BTreeMap::new(),
+            replaced: false,
+            full_rebuilds: 0,
+        }
+    }
+
+    /// The trie as the writer has it: what readers see, plus changes not yet committed if it
+    /// was replaced.
+    pub fn trie(&self) -> &Arc<Poptrie<A>> {
+        &self.trie
+    }
+
+    /// Bring the trie up to date after `changed` was added to, replaced in or removed from
+    /// `routes` (which already holds the change). Visible to readers after `commit`. Returns
+    /// whether it rebuilt the whole trie.
+    pub fn update(&mut self, routes: &RouteTable<A>, changed: Prefix<A>) -> bool {
+        let (bits, n) = (self.trie.top_bits(), routes.len());
+        // A small table grown past its size, or a full one shrunk well below it, is built
+        // again with the other top level.
+        let resize = (bits == SMALL_TOP_BITS && n > SMALL_ROUTES)
+            || (bits == TOP_BITS && n < SMALL_ROUTES / 2);
+        let len = changed.len() as u32;
+        let first = changed.addr().top(bits);
+        let slots = if len >= bits {
+            1
+        } else {
+            1usize << (bits - len)
+        };
+        if resize || slots > MAX_SLOTS_PER_UPDATE {
+            self.rebuild(routes);
+            return true;
+        }
+        let fits = if slots == 1 {
+            self.update_path(routes, changed)
+        } else {
+            (first..first + slots).all(|slot| self.update_slot(routes, slot))
+        };
+        if !fits || routes.is_empty() {
+            self.rebuild(routes);
+            return true;
+        }
+        if self.dead_nodes * 2 > self.nodes_used || self.dead_leaves * 2 > self.leaves_used {
+            self.rebuild(routes);
+            return true;
+        }
+        false
+    }
+
+    /// The slot's entry as the writer has it: pending if changed since the last commit.
+    fn entry(&self, slot: usize) -> u32 {
+        match self.pending.get(&slot) {
+            Some(&e) => e,
+            None => self.trie.top_value(slot),
+        }
+    }
+
+    /// Node `i` as the writer has it: with its pending bases, if any.
+    fn node(&self, i: u32) -> Option<Node> {
+        let mut n = self.trie.node(i)?;
+        if let Some(&b) = self.pending_bases.get(&i) {
+            (n.base_node, n.base_leaf) = (b as u32, (b >> 32) as u32);
+        }
+        Some(n)
+    }
+
+    /// The nodes and leaves of a subtree being replaced, forgetting the bases pending in it: a
+    /// reader still on the old path must find it as of the last commit, not as of a change
+    /// that a later change of this commit has undone.
+    fn retire(&mut self, entry: u32) -> (usize, usize) {
+        let mut gone = Vec::new();
+        let size = self.walk(entry, |i| gone.push(i));
+        for i in gone {
+            self.pending_bases.remove(&i);
+        }
+        size
+    }
+
+    /// Visits every node of the subtree `entry` leads to; its nodes and leaves.
+    fn walk(&self, entry: u32, mut visit: impl FnMut(u32)) -> (usize, usize) {
+        if entry & CHILD == 0 {
+            return (0, 0);
+        }
+        // Iterative, and bounded by the arrays, so a malformed trie cannot loop.
+        let (mut nodes, mut leaves) = (0, 0);
+        let mut stack = vec![entry & !CHILD];
+        while let Some(i) = stack.pop() {
+            let Some(n) = self.node(i) else { continue };
+            visit(i);
+            nodes += 1;
+            leaves += n.leafvec.count_ones() as usize;
+            if nodes > self.nodes_used {
+                break;
+            }
+            stack.extend((0..n.vector.count_ones()).map(|k| n.base_node + k));
+        }
+        (nodes, leaves)
+    }
+
+    /// Nodes and leaves a lookup can reach, counted by walking the trie (tests compare it
+    /// with the bookkeeping of `memory`).
+    #[cfg(test)]
+    pub(super) fn reachable(&self) -> (usize, usize) {
+        (0..1usize << self.trie.top_bits())
+            .map(|slot| self.walk(self.entry(slot), |_| {}))
+            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+    }
+
+    /// Remakes only what `changed` touches (see the module's comment). False if it does not
+    /// fit in the room.
+    fn update_path(&mut self, routes: &RouteTable<A>, changed: Prefix<A>) -> bool {
+        let bits = self.trie.top_bits();
+        let (addr, len) = (changed.addr(), changed.len() as u32);
+        let slot = addr.top(bits);
+        let root = self.entry(slot);
+        if root & CHILD == 0 || len <= bits {
+            return self.update_slot(routes, slot);
+        }
+        // The nodes (index, node) from the root down to the one the change ends in, or the
+        // deepest there is.
+        let mut path: Vec<(u32, Node)> = Vec::new();
+        let mut at = root & !CHILD;
+        let mut depth = bits;
+        loop {
+            let Some(n) = self.node(at) else {
+                return self.update_slot(routes, slot);
+            };
+            path.push((at, n));
+            let c = addr.chunk(depth);
+            if len <= depth + STRIDE || n.vector & (1 << c) == 0 {
+                break;
+            }
+            at = n.base_node + upto(n.vector, c) - 1;
+            depth += STRIDE;
+        }
+        // A slot with no route longer than the top level left becomes a leaf.
+        if !has_longer(routes, Prefix::containing(addr, bits as u8)) {
+            return self.update_slot(routes, slot);
+        }
+        // What to make anew under the last node: the change, or the child it lies in. The
+        // node stays a node even with no longer route left under it (a fresh build would
+        // make it a leaf of its parent): its shape, and so its parent's, does not change, and
+        // the change is published in one word. Reclaimed at the next whole rebuild.
+        let target = Prefix::containing(addr, len.min(depth + STRIDE) as u8);
+        let Some(&(at, old)) = path.last() else {
+            return self.update_slot(routes, slot);
+        };
+        let mut built = Subtrees::new(self.nodes_used, self.leaves_used);
+        let new = built.remake(
+            old,
+            |k| self.node(k).unwrap_or_default(),
+            |k| self.trie.leaf(k),
+            routes,
+            target,
+            depth,
+        );
+        // Dead: the old node's children array and leaves, and what was under the children
+        // made anew.
+        let kept_children = new.base_node == old.base_node;
+        let (mut dead_nodes, mut dead_leaves) = (
+            (!kept_children as usize) * old.vector.count_ones() as usize,
+            old.leafvec.count_ones() as usize,
+        );
+        let lo = target.addr().chunk(depth);
+        for c in lo..lo + (1 << (depth + STRIDE - target.len() as u32)) {
+            if old.vector & (1 << c) != 0 {
+                let child = old.base_node + upto(old.vector, c) - 1;
+                let (n, l) = self.retire(CHILD | child);
+                dead_nodes += n - 1;
+                dead_leaves += l;
+            }
+        }
+        let bases = |n: &Node| n.base_node as u64 | (n.base_leaf as u64) << 32;
+        // Where the change becomes visible: the node's own bases, its parent's, or the slot.
+        enum Publish {
+            Bases(u32, u64),
+            Entry(u32),
+        }
+        let publish = if (new.vector, new.leafvec) == (old.vector, old.leafvec) {
+            Publish::Bases(at, bases(&new))
+        } else if path.len() >= 2 {
+            let (parent_at, parent) = path[path.len() - 2];
+            let c = addr.chunk(depth - STRIDE);
+            let first = built.next_node() as u32;
+            let rank = upto(parent.vector, c) - 1;
+            for k in 0..parent.vector.count_ones() {
+                let sibling = if k == rank {
+                    new
+                } else {
+                    self.node(parent.base_node + k).unwrap_or_default()
+                };
+                built.nodes.push(sibling);
+            }
+            dead_nodes += parent.vector.count_ones() as usize;
+            let moved = Node {
+                base_node: first,
+                ..parent
+            };
+            Publish::Bases(parent_at, bases(&moved))
+        } else {
+            dead_nodes += 1;
+            Publish::Entry(built.push(new))
+        };
+        if !self.trie.place(&built) {
+            return false;
+        }
+        self.nodes_used += built.nodes.len();
+        self.leaves_used += built.leaves.len();
+        self.dead_nodes += dead_nodes;
+        self.dead_leaves += dead_leaves;
+        match publish {
+            Publish::Bases(node, b) => {
+                if node != at {
+                    // The node moved into its parent's new array.
+                    self.pending_bases.remove(&at);
+                }
+                self.pending_bases.insert(node, b);
+            }
+            Publish::Entry(entry) => {
+                self.pending_bases.remove(&at);
+                self.pending.insert(slot, entry);
+            }
+        }
+        true
+    }
+
+    /// Writes `slot`'s new subtree into the room; false if it does not fit.
+    fn update_slot(&mut self, routes: &RouteTable<A>, slot: usize) -> bool {
+        let mut built = Subtrees::new(self.nodes_used, self.leaves_used);
+        let entry = build_slot(routes, slot, self.trie.top_bits(), &mut built);
+        if !self.trie.place(&built) {
+            return false;
+        }
+        self.nodes_used += built.nodes.len();
+        self.leaves_used += built.leaves.len();
+        // What the slot leads to now (a subtree not yet committed, or the readers' one) is
+        // dead once the new entry is stored.
+        let (n, l) = self.retire(self.entry(slot));
+        self.dead_nodes += n;
+        self.dead_leaves += l;
+        self.pending.insert(slot, entry);
+        true
+    }
+
+    /// A new trie of `routes`, which `commit` hands over for publication.
+    fn rebuild(&mut self, routes: &RouteTable<A>) {
+        let full_rebuilds = self.full_rebuilds + 1;
+        *self = PoptrieWriter::build(routes);
+        self.full_rebuilds = full_rebuilds;
+        self.replaced = true;
+    }
+
+    /// Stores the pending top-level entries. Returns true when the trie was rebuilt since the
+    /// last commit: readers have the old one until the caller publishes `trie()`.
+    pub fn commit(&mut self) -> bool {
+        for (&node, &bases) in &self.pending_bases {
+            self.trie.set_bases(node, bases);
+        }
+        for (&slot, &entry) in &self.pending {
+            self.trie.set_top(slot, entry);
+        }
+        self.pending.clear();
+        self.pending_bases.clear();
+        std::mem::take(&mut self.replaced)
+    }
+
+    pub fn memory(&self) -> TrieMemory {
+        let top = 4usize << self.trie.top_bits();
+        TrieMemory {
+            bytes: self.trie.memory_bytes(),
+            bytes_used: top + self.nodes_used * 24 + self.leaves_used * 4,
+            nodes: self.nodes_used - self.dead_nodes,
+            leaves: self.leaves_used - self.dead_leaves,
+            dead_nodes: self.dead_nodes,
+            dead_leaves: self.dead_leaves,
+            full_rebuilds: self.full_rebuilds,
+        }
+    }
+
+    /// Bits the top level indexes (10 for a small table, 18 for a full one).
+    pub fn top_bits(&self) -> u32 {
+        self.trie.top_bits()
+    }
+}
+
+/// Whether `routes` has a route longer than `block` inside it. The range starts at `block`
+/// itself, then its more-specifics in address order: at most two entries are looked at.
+fn has_longer<A: Key>(routes: &RouteTable<A>, block: Prefix<A>) -> bool {
+    routes
+        .within(block)
+        .take(2)
+        .any(|(p, _)| p.len() > block.len())
+}
