@@ -242,14 +242,17 @@ impl<A: Key> Poptrie<A> {
         }
     }
 
-    /// One frame, level by level: each pass over the frame takes every address one step down
-    /// the trie and prefetches where it goes next, so the frame's cache misses of one level
-    /// are in flight together instead of one lookup waiting on each of its own in turn.
+    /// One frame, level by level: each pass takes every address still walking nodes one step
+    /// down the trie and prefetches where it goes next, so the frame's cache misses of one
+    /// level are in flight together instead of one lookup waiting on each of its own in turn.
+    /// Each pass goes over the lanes still walking only (a list that shrinks as lanes reach
+    /// their leaf), and the leaves are read in a last pass, once their prefetches are done.
     fn lookup_frame(&self, dst: &[A], out: &mut [u32]) {
-        const NONE: u32 = u32::MAX;
-        // The leaf each address ends at, once known.
-        let mut leaf = [NONE; FRAME];
-        let mut at_node = false;
+        debug_assert!(dst.len() <= FRAME && out.len() <= FRAME);
+        // The lanes still walking and the node each is at; the lanes at a leaf and its index.
+        let (mut lane, mut at) = ([0u8; FRAME], [0u32; FRAME]);
+        let (mut leaf_lane, mut leaf_at) = ([0u8; FRAME], [0u32; FRAME]);
+        let (mut walking, mut done) = (0, 0);
         for (i, o) in out.iter_mut().enumerate() {
             if let Some(&ahead) = dst.get(i + AHEAD) {
                 if let Some(t) = self.top.get(ahead.top(self.top_bits)) {
@@ -257,28 +260,28 @@ impl<A: Key> Poptrie<A> {
                 }
             }
             let e = self.top_value(dst[i].top(self.top_bits));
+            *o = e;
             if e & CHILD != 0 {
                 if let Some(n) = self.nodes.get((e & !CHILD) as usize) {
                     prefetch(n);
                 }
-                at_node = true;
+                *o = NO_ROUTE;
+                lane[walking] = i as u8;
+                at[walking] = e & !CHILD;
+                walking += 1;
             }
-            *o = e;
         }
         let mut depth = self.top_bits;
         // At most 3 levels of nodes for IPv4, 19 for IPv6; the bound also stops a malformed
-        // trie from looping.
-        while at_node && depth < A::BITS as u32 + STRIDE {
-            at_node = false;
-            for ((o, l), a) in out.iter_mut().zip(leaf.iter_mut()).zip(dst) {
-                if *o & CHILD == 0 {
-                    continue;
-                }
-                let Some(n) = self.nodes.get((*o & !CHILD) as usize) else {
-                    *o = NO_ROUTE;
+        // trie from looping (a lane still walking then finds no route).
+        while walking > 0 && depth < A::BITS as u32 + STRIDE {
+            let mut still = 0;
+            for k in 0..walking {
+                let i = lane[k];
+                let Some(n) = self.nodes.get(at[k] as usize) else {
                     continue;
                 };
-                let c = a.chunk(depth);
+                let c = dst.get(i as usize).map_or(0, |a| a.chunk(depth));
                 let vector = n.vector.load(Relaxed);
                 let bases = n.bases.load(Acquire);
                 if vector & (1 << c) != 0 {
@@ -286,27 +289,25 @@ impl<A: Key> Poptrie<A> {
                     if let Some(x) = self.nodes.get(next as usize) {
                         prefetch(x);
                     }
-                    *o = CHILD | next;
-                    at_node = true;
+                    lane[still] = i;
+                    at[still] = next;
+                    still += 1;
                 } else {
-                    let at = (bases >> 32) as u32 + upto(n.leafvec.load(Relaxed), c) - 1;
-                    if let Some(x) = self.leaves.get(at as usize) {
+                    let l = (bases >> 32) as u32 + upto(n.leafvec.load(Relaxed), c) - 1;
+                    if let Some(x) = self.leaves.get(l as usize) {
                         prefetch(x);
                     }
-                    *l = at;
-                    *o = NO_ROUTE;
+                    leaf_lane[done] = i;
+                    leaf_at[done] = l;
+                    done += 1;
                 }
             }
+            walking = still;
             depth += STRIDE;
         }
-        for (o, &l) in out.iter_mut().zip(&leaf) {
-            if l != NONE {
-                *o = self
-                    .leaves
-                    .get(l as usize)
-                    .map_or(NO_ROUTE, |x| x.load(Relaxed));
-            } else if *o & CHILD != 0 {
-                *o = NO_ROUTE;
+        for (&i, &l) in leaf_lane[..done].iter().zip(&leaf_at[..done]) {
+            if let Some(o) = out.get_mut(i as usize) {
+                *o = self.leaf(l);
             }
         }
     }
