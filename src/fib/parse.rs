@@ -14,9 +14,11 @@
 //! Parsing never panics: a bad line gives `FILE:LINE: reason`.
 
 use super::prefix::{Prefix4, Prefix6};
+use std::collections::HashMap;
 use std::fmt;
 use std::net::IpAddr;
 use std::path::Path;
+use std::sync::Arc;
 
 /// A prefix of either family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -39,7 +41,24 @@ impl fmt::Display for IpPrefix {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Route {
     pub prefix: IpPrefix,
-    pub next_hop: String,
+    /// Shared by every route with the same next hop: a full table has a handful, and a
+    /// string per route would leave a million small holes in the daemon's heap once freed.
+    pub next_hop: Arc<str>,
+}
+
+/// The next hops of one file, each stored once.
+#[derive(Default)]
+struct Names(HashMap<Box<str>, Arc<str>>);
+
+impl Names {
+    fn get(&mut self, name: &str) -> Arc<str> {
+        if let Some(a) = self.0.get(name) {
+            return a.clone();
+        }
+        let a: Arc<str> = Arc::from(name);
+        self.0.insert(name.into(), a.clone());
+        a
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -162,6 +181,7 @@ type LineResult<T> = Result<T, (usize, String)>;
 
 fn parse_plain(text: &str) -> LineResult<Vec<Route>> {
     let mut out = Vec::new();
+    let mut names = Names::default();
     for (i, line) in text.lines().enumerate() {
         let n = i + 1;
         let content = line.split('#').next().unwrap_or("").trim();
@@ -188,7 +208,7 @@ fn parse_plain(text: &str) -> LineResult<Vec<Route>> {
         }
         out.push(Route {
             prefix,
-            next_hop: next_hop.to_string(),
+            next_hop: names.get(next_hop),
         });
     }
     Ok(out)
@@ -241,6 +261,7 @@ fn ip_route_next_hop(words: &[&str], n: usize) -> LineResult<(Option<String>, Op
 
 fn parse_ip_route(text: &str) -> LineResult<Vec<Route>> {
     let mut out: Vec<Route> = Vec::new();
+    let mut names = Names::default();
     // A multipath route waiting for its first `nexthop` line: (line, prefix or "default").
     let mut pending: Option<(usize, String)> = None;
     let mut seen_v6 = false;
@@ -256,7 +277,7 @@ fn parse_ip_route(text: &str) -> LineResult<Vec<Route>> {
                 let v6 = v6.unwrap_or(seen_v6);
                 out.push(Route {
                     prefix: ip_route_prefix(&dst, v6).map_err(|e| (pn, e))?,
-                    next_hop: hop,
+                    next_hop: names.get(&hop),
                 });
             }
             continue;
@@ -287,7 +308,7 @@ fn parse_ip_route(text: &str) -> LineResult<Vec<Route>> {
         match hop {
             Some(next_hop) => out.push(Route {
                 prefix: ip_route_prefix(dst, v6).map_err(|e| (n, e))?,
-                next_hop,
+                next_hop: names.get(&next_hop),
             }),
             None => pending = Some((n, dst.to_string())),
         }
@@ -330,7 +351,10 @@ fn parse_bird(text: &str) -> LineResult<Vec<Route>> {
     let mut out = Vec::new();
     // The prefix being read, the line it started on, its candidate routes.
     let mut current: Option<(IpPrefix, usize, Vec<Candidate>)> = None;
-    let flush = |cur: Option<(IpPrefix, usize, Vec<Candidate>)>, out: &mut Vec<Route>| {
+    let mut names = Names::default();
+    let flush = |cur: Option<(IpPrefix, usize, Vec<Candidate>)>,
+                 out: &mut Vec<Route>,
+                 names: &mut Names| {
         let Some((prefix, n, cands)) = cur else {
             return Ok(());
         };
@@ -341,7 +365,10 @@ fn parse_bird(text: &str) -> LineResult<Vec<Route>> {
             .find_map(|c| c.next_hop.clone());
         match chosen {
             Some(next_hop) => {
-                out.push(Route { prefix, next_hop });
+                out.push(Route {
+                    prefix,
+                    next_hop: names.get(&next_hop),
+                });
                 Ok(())
             }
             None => Err((n, format!("no next hop for {prefix} (want 'via ADDR')"))),
@@ -364,7 +391,7 @@ fn parse_bird(text: &str) -> LineResult<Vec<Route>> {
         let rest = if indented {
             &words[..]
         } else {
-            flush(current.take(), &mut out)?;
+            flush(current.take(), &mut out, &mut names)?;
             let prefix = parse_prefix(first).map_err(|e| (n, e))?;
             current = Some((prefix, n, Vec::new()));
             &words[1..]
@@ -415,7 +442,7 @@ fn parse_bird(text: &str) -> LineResult<Vec<Route>> {
             _ => {}
         }
     }
-    flush(current.take(), &mut out)?;
+    flush(current.take(), &mut out, &mut names)?;
     Ok(out)
 }
 
@@ -427,7 +454,7 @@ mod tests {
         parse_routes(text, "t")
             .unwrap()
             .into_iter()
-            .map(|r| (r.prefix.to_string(), r.next_hop))
+            .map(|r| (r.prefix.to_string(), r.next_hop.to_string()))
             .collect()
     }
 

@@ -24,7 +24,7 @@ impl Router {
             if self.source_of(r.prefix).is_some() {
                 continue;
             }
-            let adj = match by_text.get(r.next_hop.as_str()) {
+            let adj = match by_text.get(&*r.next_hop) {
                 Some(&a) => a,
                 None => {
                     let a = self.file_next_hop(r)?;
@@ -61,7 +61,7 @@ impl Router {
     }
 
     fn file_next_hop(&mut self, r: &Route) -> Result<u32, String> {
-        let text = r.next_hop.as_str();
+        let text: &str = &r.next_hop;
         if matches!(
             text,
             "blackhole" | "unreachable" | "prohibit" | "throw" | "drop"
