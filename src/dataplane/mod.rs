@@ -362,7 +362,13 @@ fn spawn_learner(
             while !stop.load(Ordering::Relaxed) {
                 let first = match learns.recv_timeout(Duration::from_millis(100)) {
                     Ok(n) => n,
-                    Err(RecvTimeoutError::Timeout) => continue,
+                    Err(RecvTimeoutError::Timeout) => {
+                        // Free FIB tables replaced by a rebuild once the workers have left
+                        // them, even when no further change comes to commit.
+                        let mut r = router.lock().unwrap_or_else(|p| p.into_inner());
+                        r.reclaim_fib();
+                        continue;
+                    }
                     Err(RecvTimeoutError::Disconnected) => return,
                 };
                 let mut r = router.lock().unwrap_or_else(|p| p.into_inner());

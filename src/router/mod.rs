@@ -198,6 +198,11 @@ impl Router {
             .map_or("?", |s| s.as_str())
     }
 
+    /// Frees the FIB tables a rebuild replaced that no worker holds any more.
+    pub fn reclaim_fib(&mut self) -> usize {
+        self.fib.reclaim()
+    }
+
     /// Publish the changes: the view first (new adjacencies), then the FIB.
     pub fn commit(&mut self) {
         if self.view_dirty {
