@@ -201,7 +201,7 @@ mod tests {
                 IpPrefix::V4(p) => assert!(a4.iter().all(|a| !synth::overlaps(*a, p)), "{p}"),
                 IpPrefix::V6(p) => assert!(a6.iter().all(|a| !synth::overlaps(*a, p)), "{p}"),
             }
-            hops.insert(r.next_hop.clone());
+            hops.insert(r.next_hop.to_string());
         }
         let want: std::collections::HashSet<String> =
             [plan::T0_V4, plan::T1_V4, plan::T0_V6, plan::T1_V6]
