@@ -131,14 +131,11 @@ pub(super) fn bench_cmd(
     );
     // The route tables alone, measured: what the control-plane truth really costs.
     let (tables, _, tables_rss, _) = measured(|| {
-        let (mut t4, mut t6) = (RouteTable::new(), RouteTable::new());
-        for &(p, nh) in &v4 {
-            t4.insert(p, nh);
-        }
-        for &(p, nh) in &v6 {
-            t6.insert(p, nh);
-        }
-        (t4, t6)
+        // As `FibWriter::with_routes` builds them.
+        (
+            RouteTable::from_routes(v4.iter().copied()),
+            RouteTable::from_routes(v6.iter().copied()),
+        )
     });
     let estimate = tables.0.approx_memory_bytes() + tables.1.approx_memory_bytes();
     drop(tables);

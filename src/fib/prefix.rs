@@ -15,6 +15,11 @@ pub trait Addr: Copy + Ord + Eq + Hash + fmt::Debug + Send + Sync + 'static {
     fn from_left_u128(v: u128) -> Self;
     /// Formats the address the usual way (dotted quad, RFC 5952 for IPv6).
     fn fmt_addr(self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
+    /// The address as the route table stores it, in the same order: a `u128` is 16-byte
+    /// aligned, which would make a route table entry 32 bytes instead of 24.
+    type Packed: Copy + Ord + fmt::Debug + Send + Sync + 'static;
+    fn pack(self) -> Self::Packed;
+    fn unpack(p: Self::Packed) -> Self;
 }
 
 impl Addr for u32 {
@@ -28,6 +33,13 @@ impl Addr for u32 {
     fn fmt_addr(self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(&Ipv4Addr::from(self), f)
     }
+    type Packed = u32;
+    fn pack(self) -> u32 {
+        self
+    }
+    fn unpack(p: u32) -> u32 {
+        p
+    }
 }
 
 impl Addr for u128 {
@@ -40,6 +52,19 @@ impl Addr for u128 {
     }
     fn fmt_addr(self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(&Ipv6Addr::from(self), f)
+    }
+    /// Most significant word first, so that arrays compare as the numbers do.
+    type Packed = [u32; 4];
+    fn pack(self) -> [u32; 4] {
+        [
+            (self >> 96) as u32,
+            (self >> 64) as u32,
+            (self >> 32) as u32,
+            self as u32,
+        ]
+    }
+    fn unpack(p: [u32; 4]) -> u128 {
+        p.iter().fold(0u128, |v, &w| v << 32 | w as u128)
     }
 }
 

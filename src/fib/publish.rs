@@ -150,16 +150,15 @@ impl FibWriter {
         v4: impl IntoIterator<Item = (Prefix4, u32)>,
         v6: impl IntoIterator<Item = (Prefix6, u32)>,
     ) -> Result<FibWriter, FibError> {
-        let mut routes4 = RouteTable::new();
-        let mut routes6 = RouteTable::new();
-        for (p, nh) in v4 {
+        let (v4, v6): (Vec<_>, Vec<_>) = (v4.into_iter().collect(), v6.into_iter().collect());
+        if let Some(&(_, nh)) = v4.iter().find(|r| r.1 > MAX_NEXT_HOP) {
             check_next_hop(nh)?;
-            routes4.insert(p, nh);
         }
-        for (p, nh) in v6 {
+        if let Some(&(_, nh)) = v6.iter().find(|r| r.1 > MAX_NEXT_HOP) {
             check_next_hop(nh)?;
-            routes6.insert(p, nh);
         }
+        let routes4 = RouteTable::from_routes(v4);
+        let routes6 = RouteTable::from_routes(v6);
         Ok(FibWriter::from_tables(routes4, routes6))
     }
 
