@@ -13,6 +13,7 @@ use super::routes::RouteTable;
 use super::synth::Rng;
 use super::{FibWriter, StrideFibWriter};
 use serde_json::{json, Map, Value};
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
@@ -105,7 +106,8 @@ pub(super) fn bench_cmd(
     macro_rules! say {
         ($($t:tt)*) => {
             if !json {
-                println!($($t)*);
+                // A closed pipe (`| head`) ends the printing, not the process.
+                let _ = writeln!(std::io::stdout(), $($t)*);
             }
         };
     }
@@ -267,7 +269,8 @@ pub(super) fn bench_cmd(
         let (mut rates, mut old_rates, mut differ) = (Map::new(), Map::new(), 0);
         let line = |who: &str, rate: f64, rest: &str| {
             if !json {
-                println!(
+                let _ = writeln!(
+                    std::io::stdout(),
                     "{who:<14} {:>7.1} M/s {:>6.1} ns  {rest}",
                     rate / 1e6,
                     1e9 / rate.max(1.0)
@@ -391,7 +394,7 @@ pub(super) fn bench_cmd(
         doc.insert("dir24".into(), dir24.into());
     }
     if json {
-        println!("{}", Value::Object(doc));
+        let _ = writeln!(std::io::stdout(), "{}", Value::Object(doc));
     }
     Ok(())
 }
