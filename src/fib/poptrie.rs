@@ -42,6 +42,9 @@ pub trait Key: Addr {
     fn chunk(self, depth: u32) -> u32;
     /// The address whose first `bits` bits are `slot`, the others zero.
     fn of_slot(slot: usize, bits: u32) -> Self;
+    /// The 64 bits from bit `depth` on, zeros past the last bit: a batch walks ten levels
+    /// on one such word, shifting it, instead of shifting the whole address at each.
+    fn window(self, depth: u32) -> u64;
 }
 
 impl Key for u32 {
@@ -55,6 +58,10 @@ impl Key for u32 {
     }
     fn of_slot(slot: usize, bits: u32) -> u32 {
         (slot as u32) << (32 - bits)
+    }
+    #[inline(always)]
+    fn window(self, depth: u32) -> u64 {
+        ((self as u64) << 32).checked_shl(depth).unwrap_or(0)
     }
 }
 
@@ -72,6 +79,10 @@ impl Key for u128 {
     }
     fn of_slot(slot: usize, bits: u32) -> u128 {
         (slot as u128) << (128 - bits)
+    }
+    #[inline(always)]
+    fn window(self, depth: u32) -> u64 {
+        (self.checked_shl(depth).unwrap_or(0) >> 64) as u64
     }
 }
 
@@ -249,8 +260,12 @@ impl<A: Key> Poptrie<A> {
     /// their leaf), and the leaves are read in a last pass, once their prefetches are done.
     fn lookup_frame(&self, dst: &[A], out: &mut [u32]) {
         debug_assert!(dst.len() <= FRAME && out.len() <= FRAME);
-        // The lanes still walking and the node each is at; the lanes at a leaf and its index.
-        let (mut lane, mut at) = ([0u8; FRAME], [0u32; FRAME]);
+        // The lanes still walking, the node each is at and its address from the node's
+        // depth on; the lanes at a leaf and its index.
+        let (mut lane, mut at, mut win) = ([0u8; FRAME], [0u32; FRAME], [0u64; FRAME]);
+        // IPv6 walks on the window (a u128 shift per step costs more than the step saves);
+        // IPv4 takes its chunks from the address, one word anyway. Constant per family.
+        let windowed = A::BITS > 64;
         let (mut leaf_lane, mut leaf_at) = ([0u8; FRAME], [0u32; FRAME]);
         let (mut walking, mut done) = (0, 0);
         for (i, o) in out.iter_mut().enumerate() {
@@ -268,20 +283,36 @@ impl<A: Key> Poptrie<A> {
                 *o = NO_ROUTE;
                 lane[walking] = i as u8;
                 at[walking] = e & !CHILD;
+                if windowed {
+                    win[walking] = dst[i].window(self.top_bits);
+                }
                 walking += 1;
             }
         }
         let mut depth = self.top_bits;
         // At most 3 levels of nodes for IPv4, 19 for IPv6; the bound also stops a malformed
         // trie from looping (a lane still walking then finds no route).
+        let mut win_depth = self.top_bits;
         while walking > 0 && depth < A::BITS as u32 + STRIDE {
+            if windowed && depth - win_depth > 64 - STRIDE {
+                // The window's ten chunks are used up (IPv6 past bit 78): the next 64 bits.
+                for k in 0..walking {
+                    win[k] = dst.get(lane[k] as usize).map_or(0, |a| a.window(depth));
+                }
+                win_depth = depth;
+            }
             let mut still = 0;
             for k in 0..walking {
                 let i = lane[k];
                 let Some(n) = self.nodes.get(at[k] as usize) else {
                     continue;
                 };
-                let c = dst.get(i as usize).map_or(0, |a| a.chunk(depth));
+                let w = win[k];
+                let c = if windowed {
+                    (w >> (64 - STRIDE)) as u32
+                } else {
+                    dst.get(i as usize).map_or(0, |a| a.chunk(depth))
+                };
                 let vector = n.vector.load(Relaxed);
                 let bases = n.bases.load(Acquire);
                 if vector & (1 << c) != 0 {
@@ -291,6 +322,9 @@ impl<A: Key> Poptrie<A> {
                     }
                     lane[still] = i;
                     at[still] = next;
+                    if windowed {
+                        win[still] = w << STRIDE;
+                    }
                     still += 1;
                 } else {
                     let l = (bases >> 32) as u32 + upto(n.leafvec.load(Relaxed), c) - 1;
