@@ -1,6 +1,7 @@
 //! sluice: a userspace vector packet processor (software router and switch) with its own
 //! traffic generator and router benchmark lab.
 
+pub mod acl;
 pub mod bench;
 pub mod buffer;
 pub mod config;

@@ -1,0 +1,17 @@
+//! Stateless access control: rules of 5-tuple fields (prefixes, protocol, port or ICMP
+//! type/code ranges, TCP flags) with permit / deny / permit+reflect, and a classifier that
+//! finds a packet's first matching rule without scanning the list.
+//!
+//! - `rule`: `Rule`, `Action`, `FlowKey` (what a packet shows a rule), first-match by a scan
+//!   (`first_match`: the reference the classifier is tested against).
+//! - `classify`: `Classifier`, tuple-space search over merged tuples: rules grouped by a
+//!   coarse shape of their prefixes, one hash probe per group.
+//!
+//! Not yet wired into the dataplane: the ACL nodes and the feature arcs they hang on come
+//! next (issue 17).
+
+pub mod classify;
+pub mod rule;
+
+pub use classify::Classifier;
+pub use rule::{first_match, Action, FlowKey, Rule};
