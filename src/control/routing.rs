@@ -242,16 +242,16 @@ fn show_fib(dp: &Dataplane, v6: bool, query: Option<&str>) -> Result<Output, Str
             let m = s.memory;
             let _ = writeln!(
                 t,
-                "memory: {:.1} MiB (IPv4 trie {:.1} MiB: {} nodes, {} leaves; IPv6 trie {:.1} MiB: {} nodes, {} leaves; route tables {:.1} MiB; replaced tables still read {:.1} MiB)",
-                mib(m.total()),
-                mib(m.v4.bytes),
+                "memory: {} (IPv4 trie {}: {} nodes, {} leaves; IPv6 trie {}: {} nodes, {} leaves; route tables {}; replaced tables still read {})",
+                size(m.total()),
+                size(m.v4.bytes),
                 m.v4.nodes,
                 m.v4.leaves,
-                mib(m.v6.bytes),
+                size(m.v6.bytes),
                 m.v6.nodes,
                 m.v6.leaves,
-                mib(m.routes),
-                mib(m.retired)
+                size(m.routes),
+                size(m.retired)
             );
             if let Some(f) = &s.route_file {
                 let _ = writeln!(
@@ -295,8 +295,13 @@ fn show_fib(dp: &Dataplane, v6: bool, query: Option<&str>) -> Result<Output, Str
     }
 }
 
-fn mib(b: usize) -> f64 {
-    b as f64 / (1024.0 * 1024.0)
+/// Bytes as KiB below 1 MiB (an empty FIB is a few KiB), else MiB.
+fn size(b: usize) -> String {
+    if b < 1 << 20 {
+        format!("{:.1} KiB", b as f64 / 1024.0)
+    } else {
+        format!("{:.1} MiB", b as f64 / (1024.0 * 1024.0))
+    }
 }
 
 /// `show ip neighbors`.
