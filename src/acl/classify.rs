@@ -197,15 +197,17 @@ mod tests {
             0u16..16,
             0u16..16,
             0u8..8,
+            prop::bool::weighted(0.1),
         )
-            .prop_map(|(s, d, proto, sport, dport, tcp_flags)| FlowKey {
+            .prop_map(|(s, d, proto, sport, dport, tcp_flags, frag)| FlowKey {
                 ipv6: false,
                 src: NET | v4(s as u32),
                 dst: NET | v4(d as u32),
                 proto,
-                sport,
-                dport,
-                tcp_flags,
+                sport: if frag { 0 } else { sport },
+                dport: if frag { 0 } else { dport },
+                tcp_flags: if frag { 0 } else { tcp_flags },
+                later_fragment: frag,
             })
     }
 
@@ -286,6 +288,26 @@ mod tests {
             };
             assert_eq!(c.classify(&k), first_match(&rules, &k), "{src:#x}");
         }
+    }
+
+    #[test]
+    fn acl_later_fragments_match_only_rules_without_ports() {
+        let dns = Rule {
+            proto: Some(17),
+            dport: (53, 53),
+            ..Rule::any(false, Action::Deny)
+        };
+        let udp = Rule {
+            proto: Some(17),
+            ..Rule::any(false, Action::Permit)
+        };
+        let c = Classifier::new(&[dns, udp]);
+        let frag = FlowKey {
+            proto: 17,
+            later_fragment: true,
+            ..FlowKey::default()
+        };
+        assert_eq!(c.classify(&frag), Some(1));
     }
 
     #[test]

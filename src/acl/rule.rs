@@ -40,6 +40,9 @@ pub struct FlowKey {
     pub sport: u16,
     pub dport: u16,
     pub tcp_flags: u8,
+    /// A fragment other than the first: no transport header, so ports and flags are 0 and
+    /// only rules that ignore them can match.
+    pub later_fragment: bool,
 }
 
 pub const TCP: u8 = 6;
@@ -74,6 +77,11 @@ impl Rule {
     pub(crate) fn rest_matches(&self, k: &FlowKey) -> bool {
         if self.proto.is_none() {
             return true;
+        }
+        if k.later_fragment {
+            return self.sport == (0, u16::MAX)
+                && self.dport == (0, u16::MAX)
+                && self.tcp_flags.1 == 0;
         }
         (self.sport.0..=self.sport.1).contains(&k.sport)
             && (self.dport.0..=self.dport.1).contains(&k.dport)
