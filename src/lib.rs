@@ -9,6 +9,7 @@ pub mod control;
 pub mod daemon;
 pub mod dataplane;
 pub mod drivers;
+pub mod features;
 pub mod fib;
 pub mod gen;
 pub mod graph;
