@@ -337,7 +337,11 @@ impl Writer {
     /// A zero-padded text field; one byte stays zero so C peers find a terminator.
     fn text(&mut self, s: &str, width: usize) {
         let mut field = vec![0u8; width];
-        let n = s.len().min(width - 1);
+        // Cut at a character boundary: half a character would reach the peer as another.
+        let mut n = s.len().min(width - 1);
+        while !s.is_char_boundary(n) {
+            n -= 1;
+        }
         field[..n].copy_from_slice(&s.as_bytes()[..n]);
         self.put(&field);
     }
@@ -510,6 +514,19 @@ mod tests {
             Msg::decode(&c).unwrap(),
             Msg::Connect {
                 name: "?emif0".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_long_name_is_cut_at_a_character_boundary() {
+        // 30 ASCII bytes and a two-byte character: 32 bytes, one more than the field holds.
+        let name = format!("{}é", "a".repeat(30));
+        let m = Msg::Connect { name };
+        assert_eq!(
+            Msg::decode(&m.encode()).unwrap(),
+            Msg::Connect {
+                name: "a".repeat(30)
             }
         );
     }
