@@ -256,6 +256,7 @@ fn run_once(path: Path, packets: u64) -> Run {
         &router.view(),
         &router.fib_reader(),
         &learn,
+        &sluice::nodes::acl::Filters::none(),
     ));
     let mut g = Graph::build(decls, 0).unwrap();
     let mut bufs = pool.worker_handle();

@@ -8,7 +8,18 @@
 //! is a mask load and a count of trailing zeros; an interface with nothing enabled goes
 //! straight to the end node.
 //!
-//! Not yet used by the graph: the ACL nodes that will be the first features come next.
+//! ip4-input and ip6-input start the unicast arcs; the ACL input nodes are their features.
+
+use arc_swap::ArcSwap;
+use std::sync::Arc;
+
+/// The feature set as the workers read it: republished whole when it changes.
+pub type SharedFeatures = Arc<ArcSwap<FeatureView>>;
+
+/// `view` ready to hand to the workers.
+pub fn shared(view: FeatureView) -> SharedFeatures {
+    Arc::new(ArcSwap::from_pointee(view))
+}
 
 /// One arc: where it starts and ends and its features, in the order a packet visits them.
 #[derive(Debug)]
@@ -41,6 +52,11 @@ pub const IP6_UNICAST: usize = 1;
 /// The arc called `name`.
 pub fn arc_by_name(name: &str) -> Option<usize> {
     ARCS.iter().position(|a| a.name == name)
+}
+
+/// The index of `feature` in `arc`'s list (a feature node's own place, for `next_slot`).
+pub fn feature_index(arc: usize, feature: &str) -> Option<usize> {
+    ARCS.get(arc)?.features.iter().position(|f| *f == feature)
 }
 
 /// The next-node names a node of `arc` declares for it: for the start node (`from` = None)

@@ -5,124 +5,15 @@
 //! astray.
 
 mod common;
+use common::routed::*;
 use common::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-const D0_V4: &str = "192.0.2.1";
-const T0_V4: &str = "192.0.2.2";
-const D1_V4: &str = "198.51.100.1";
-const T1_V4: &str = "198.51.100.2";
-const D0_V6: &str = "2001:db8::1";
-const T0_V6: &str = "2001:db8::2";
-const D1_V6: &str = "2001:db8:1::1";
-const T1_V6: &str = "2001:db8:1::2";
 
 /// One namespace test at a time: each runs a daemon with a busy worker on a small machine.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-/// ping is part of the test; install it as the lab installs ethtool when it is missing.
-fn ensure_ping() {
-    if Command::new("ping").arg("-V").output().is_ok() {
-        return;
-    }
-    let install = || {
-        Command::new("apt-get")
-            .args(["install", "-y", "-qq", "iputils-ping"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if !install() {
-        let _ = Command::new("apt-get").args(["update", "-qq"]).output();
-        assert!(
-            install(),
-            "ping is missing and apt-get cannot install iputils-ping"
-        );
-    }
-}
-
-/// A tester port with IPv4 and IPv6 addresses (the helpers turn IPv6 off; a router needs it
-/// here), answering neighbour solicitations at once (no duplicate address detection).
-fn address_port(ns: &Netns, dev: &str, v4: &str, v6: &str) {
-    for (k, v) in [
-        ("accept_ra", "0"),
-        ("accept_dad", "0"),
-        ("disable_ipv6", "0"),
-    ] {
-        ns.sysctl(&format!("net.ipv6.conf.{dev}.{k}"), v);
-    }
-    ns.ip(&["addr", "add", &format!("{v4}/24"), "dev", dev]);
-    ns.ip(&["addr", "add", &format!("{v6}/64"), "dev", dev, "nodad"]);
-}
-
-fn mac_of(ns: &Netns, dev: &str) -> String {
-    let o = ns
-        .exec("cat", &[&format!("/sys/class/net/{dev}/address")])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
-}
-
-/// sluice routing between d0 and d1 (af_packet on the veths), with `extra` config after.
-fn router_config(dir: &Path, extra: &str) -> (PathBuf, PathBuf) {
-    let socket = dir.join("cli.sock");
-    let cfg = dir.join("router.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "[dataplane]\nworkers = 1\nhugepages = \"never\"\n[control]\nsocket = \"{}\"\n\
-             [[interface]]\nname = \"d0\"\ndriver = \"af_packet\"\nhost = \"d0\"\n\
-             address = [\"{D0_V4}/24\", \"{D0_V6}/64\"]\n\
-             [[interface]]\nname = \"d1\"\ndriver = \"af_packet\"\nhost = \"d1\"\n\
-             address = [\"{D1_V4}/24\", \"{D1_V6}/64\"]\n{extra}",
-            socket.display()
-        ),
-    )
-    .unwrap();
-    (cfg, socket)
-}
-
-/// `ping` in `ns`; its output, and whether it got every reply.
-fn ping(ns: &Netns, args: &[&str]) -> (bool, String) {
-    let o = ns.exec("ping", args).output().unwrap();
-    (o.status.success(), text(&o))
-}
-
-/// Echo requests the namespace's kernel received: (ICMP, ICMPv6).
-fn in_echos(ns: &Netns) -> (u64, u64) {
-    let read = |f: &str| {
-        let o = ns.exec("cat", &[f]).output().unwrap();
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    };
-    // /proc/net/snmp: an "Icmp:" line of names, then one of values.
-    let snmp = read("/proc/net/snmp");
-    let icmp: Vec<Vec<&str>> = snmp
-        .lines()
-        .filter(|l| l.starts_with("Icmp:"))
-        .map(|l| l.split_whitespace().collect())
-        .collect();
-    let v4 = icmp[0]
-        .iter()
-        .position(|k| *k == "InEchos")
-        .map(|i| icmp[1][i].parse().unwrap())
-        .unwrap();
-    let v6 = read("/proc/net/snmp6")
-        .lines()
-        .find_map(|l| l.strip_prefix("Icmp6InEchos"))
-        .map(|v| v.trim().parse().unwrap())
-        .unwrap();
-    (v4, v6)
-}
 
 /// A neighbour in `show ip neighbors --json` (`{"neighbors": [...]}`).
 fn neighbor<'a>(list: &'a Value, itf: &str, ip: &str) -> Option<&'a Value> {

@@ -68,6 +68,8 @@ macro_rules! error_tests {
     )*};
 }
 
+mod acl;
+pub use acl::{AclConfig, AclInput};
 mod bridge;
 mod dataplane;
 pub use dataplane::DEFAULT_WORKER_NICE;
@@ -107,6 +109,8 @@ pub struct Config {
     pub bvis: Vec<BviConfig>,
     pub routes: Vec<RouteConfig>,
     pub fib: FibConfig,
+    pub acls: Vec<AclConfig>,
+    pub acl_inputs: Vec<AclInput>,
 }
 
 /// The file as written, before the checks.
@@ -133,6 +137,10 @@ struct ConfigKeys {
     routes: Vec<route::RouteKeys>,
     #[serde(default)]
     fib: FibConfig,
+    #[serde(default, rename = "acl")]
+    acls: Vec<acl::AclKeys>,
+    #[serde(default, rename = "acl-input")]
+    acl_inputs: Vec<acl::AclInputKeys>,
 }
 
 /// The [control] section.
@@ -287,6 +295,8 @@ impl Config {
         for r in keys.routes {
             routes.push(r.check(&route_names, c)?);
         }
+        let acls = acl::check_acls(keys.acls, c)?;
+        let acl_inputs = acl::check_inputs(keys.acl_inputs, &acls, &names, c)?;
         Ok(Config {
             dataplane,
             control: keys.control,
@@ -298,6 +308,8 @@ impl Config {
             bvis,
             routes,
             fib: keys.fib,
+            acls,
+            acl_inputs,
         })
     }
 }

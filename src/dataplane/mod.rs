@@ -155,6 +155,7 @@ impl Dataplane {
         }
         let subifs: SharedSubIfs = Arc::new(ArcSwap::from_pointee(table));
         let router = build_router(cfg, &opened, &subs)?;
+        let filters = build_filters(cfg, &router)?;
         let fib = router.fib_reader();
         let view = router.view();
         let router = Arc::new(Mutex::new(router));
@@ -197,6 +198,7 @@ impl Dataplane {
                 view: view.clone(),
                 fib: fib.clone(),
                 learn: learn_tx.clone(),
+                filters: filters.clone(),
             };
             let l2 = LearnParts {
                 fib: l2fib.clone(),
@@ -349,6 +351,35 @@ fn build_router(cfg: &Config, opened: &[Opened], subs: &[SubIf]) -> Result<Route
     Ok(router)
 }
 
+/// The configuration's input ACLs: each list compiled once, the ACL features switched on
+/// for the interfaces that have one.
+fn build_filters(cfg: &Config, router: &Router) -> Result<crate::nodes::acl::Filters, String> {
+    use crate::features::{FeatureView, IP4_UNICAST, IP6_UNICAST};
+    use crate::nodes::acl::{AclView, Filters, ACL_IP4_IN, ACL_IP6_IN};
+    let filters = Filters::none();
+    let mut view = AclView::default();
+    let mut features = FeatureView::new();
+    for input in &cfg.acl_inputs {
+        let index = router.interface_index(&input.interface)?;
+        let rules = cfg
+            .acls
+            .iter()
+            .find(|a| a.name == input.acl)
+            .map(|a| a.rules.as_slice())
+            .ok_or_else(|| format!("no ACL named '{}'", input.acl))?;
+        let i = index as usize;
+        if view.input.len() <= i {
+            view.input.resize(i + 1, None);
+        }
+        view.input[i] = Some(Arc::new(crate::acl::Classifier::new(rules)));
+        features.set(IP4_UNICAST, index, ACL_IP4_IN, true)?;
+        features.set(IP6_UNICAST, index, ACL_IP6_IN, true)?;
+    }
+    filters.acls.store(Arc::new(view));
+    filters.features.store(Arc::new(features));
+    Ok(filters)
+}
+
 /// Takes neighbour learns from the workers and applies them, one commit per batch.
 fn spawn_learner(
     router: Arc<Mutex<Router>>,
@@ -388,6 +419,7 @@ struct L3Parts {
     view: SharedL3View,
     fib: FibReader,
     learn: LearnSender,
+    filters: crate::nodes::acl::Filters,
 }
 
 /// The tables every worker reads that the L2 and output nodes share.
@@ -441,7 +473,12 @@ fn worker_graph(
     decls.push(L2Fwd::decl(modes.clone(), l2fib));
     decls.push(L2Flood::decl(modes.clone()));
     decls.push(L2ArpTerm::decl(modes.clone()));
-    decls.extend(crate::nodes::routing_decls(&l3.view, &l3.fib, &l3.learn));
+    decls.extend(crate::nodes::routing_decls(
+        &l3.view,
+        &l3.fib,
+        &l3.learn,
+        &l3.filters,
+    ));
     decls.push(InterfaceOutput::decl(interfaces.to_vec(), subifs.clone()));
     for (itf, tx) in interfaces.iter().zip(txs) {
         decls.push(TxNode::decl(itf.clone(), tx));

@@ -5,6 +5,7 @@
 //! interface-output, error-drop) and what several layers share (neighbour hold, rate limits)
 //! stay here.
 
+pub mod acl;
 pub mod error_drop;
 pub mod input;
 pub mod interface_output;
@@ -43,16 +44,19 @@ pub fn routing_decls(
     view: &crate::router::adjacency::SharedL3View,
     fib: &crate::fib::FibReader,
     learn: &crate::router::LearnSender,
+    filters: &acl::Filters,
 ) -> Vec<crate::graph::NodeDecl> {
     vec![
-        ip4::input::Ip4Input::decl(),
+        ip4::input::Ip4Input::decl(filters.features.clone()),
+        acl::AclIn::decl(false, filters.clone()),
+        acl::AclIn::decl(true, filters.clone()),
         ip4::lookup::Ip4Lookup::decl(fib.clone(), view.clone()),
         ip4::arp_input::ArpInput::decl(view.clone(), learn.clone()),
         ip4::arp::Ip4Arp::decl(view.clone()),
         ip4::rewrite::Ip4Rewrite::decl(view.clone()),
         ip4::local::Ip4Local::decl(view.clone()),
         ip4::icmp_error::Icmp4Error::decl(view.clone()),
-        ip6::input::Ip6Input::decl(),
+        ip6::input::Ip6Input::decl(filters.features.clone()),
         ip6::lookup::Ip6Lookup::decl(fib.clone(), view.clone()),
         ip6::nd::Ip6Nd::decl(view.clone(), Some(learn.clone())),
         ip6::rewrite::Ip6Rewrite::decl(view.clone()),

@@ -2,6 +2,8 @@
 //! makes is removed when its guard drops, whether the test passed or not.
 #![allow(dead_code)]
 
+pub mod routed;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};

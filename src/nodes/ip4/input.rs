@@ -6,6 +6,7 @@
 //! received whatever its TTL (5.3.1), and ip4-rewrite answers an expired one with time
 //! exceeded.
 
+use crate::features::{self, SharedFeatures, IP4_UNICAST};
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::wire::ipv4::{Ipv4Error, Ipv4Header};
 use crate::wire::EtherType;
@@ -67,16 +68,32 @@ fn error_of(e: Ipv4Error) -> Error {
     }
 }
 
-pub struct Ip4Input;
+/// Starts the ip4-unicast feature arc: a packet goes to the first feature enabled on its
+/// interface, or straight to ip4-lookup.
+pub struct Ip4Input {
+    features: SharedFeatures,
+}
 
 impl Ip4Input {
-    pub fn decl() -> NodeDecl {
+    pub fn decl(features: SharedFeatures) -> NodeDecl {
+        let mut next = features::next_names(IP4_UNICAST, None);
+        next.push(super::ERROR_DROP.to_string());
         NodeDecl {
             name: IP4_INPUT.to_string(),
             kind: NodeKind::Internal,
-            next: vec![IP4_LOOKUP.to_string(), super::ERROR_DROP.to_string()],
+            next,
             errors: ERRORS.to_vec(),
-            node: Box::new(Ip4Input),
+            node: Box::new(Ip4Input { features }),
+        }
+    }
+
+    /// The slot of `next` when no feature is on: the lookup after the arc's features, the
+    /// drop after it.
+    pub fn slot(next: Next) -> usize {
+        let end = features::ARCS[IP4_UNICAST].features.len();
+        match next {
+            Next::Lookup => end,
+            Next::Drop => end + 1,
         }
     }
 
@@ -102,6 +119,9 @@ impl Ip4Input {
 impl Node for Ip4Input {
     fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
         let tracing = cx.tracing();
+        let features = self.features.load();
+        // With no feature on anywhere, every good packet goes to the lookup: no mask read.
+        let any = features.any(IP4_UNICAST);
         for &bi in frame {
             let ip = super::l3_header(cx.bufs, bi, EtherType::IPV4);
             let (next, counted) = Self::check(ip, super::l3_len(cx.bufs, bi));
@@ -114,7 +134,13 @@ impl Node for Ip4Input {
                     None => cx.trace(bi, "ip4 ok"),
                 }
             }
-            cx.enqueue(next as usize, bi);
+            let slot = match next {
+                Next::Lookup if any => {
+                    features.next_slot(IP4_UNICAST, cx.bufs.meta(bi).rx_if, None)
+                }
+                n => Self::slot(n),
+            };
+            cx.enqueue(slot, bi);
         }
         frame.len()
     }
@@ -149,10 +175,14 @@ mod tests {
 
     fn run(frames: &[Vec<u8>]) -> (usize, usize, Vec<u64>) {
         let h = Harness::new(1);
-        let out = h.run_node(Ip4Input::decl(), frames, 0);
+        let out = h.run_node(
+            Ip4Input::decl(crate::features::shared(Default::default())),
+            frames,
+            0,
+        );
         (
-            out.to_next(Next::Lookup as usize),
-            out.to_next(Next::Drop as usize),
+            out.to_next(Ip4Input::slot(Next::Lookup)),
+            out.to_next(Ip4Input::slot(Next::Drop)),
             out.errors,
         )
     }

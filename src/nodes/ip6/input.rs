@@ -5,6 +5,7 @@
 //! hop limit is not checked here: a packet for the router is received whatever it is, and
 //! ip6-rewrite answers an expired one with time exceeded (RFC 8200 3, RFC 4443 3.3).
 
+use crate::features::{self, SharedFeatures, IP6_UNICAST};
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::wire::ipv6::{self, Ipv6Error, Ipv6Header};
 use crate::wire::EtherType;
@@ -44,16 +45,32 @@ fn error_of(e: Ipv6Error) -> Error {
     }
 }
 
-pub struct Ip6Input;
+/// Starts the ip6-unicast feature arc: a packet goes to the first feature enabled on its
+/// interface, or straight to ip6-lookup.
+pub struct Ip6Input {
+    features: SharedFeatures,
+}
 
 impl Ip6Input {
-    pub fn decl() -> NodeDecl {
+    pub fn decl(features: SharedFeatures) -> NodeDecl {
+        let mut next = features::next_names(IP6_UNICAST, None);
+        next.push(super::ERROR_DROP.to_string());
         NodeDecl {
             name: super::IP6_INPUT.to_string(),
             kind: NodeKind::Internal,
-            next: vec![super::IP6_LOOKUP.to_string(), super::ERROR_DROP.to_string()],
+            next,
             errors: ERRORS.to_vec(),
-            node: Box::new(Ip6Input),
+            node: Box::new(Ip6Input { features }),
+        }
+    }
+
+    /// The slot of `next` when no feature is on: the lookup after the arc's features, the
+    /// drop after it.
+    pub fn slot(next: Next) -> usize {
+        let end = features::ARCS[IP6_UNICAST].features.len();
+        match next {
+            Next::Lookup => end,
+            Next::Drop => end + 1,
         }
     }
 
@@ -76,6 +93,9 @@ impl Ip6Input {
 impl Node for Ip6Input {
     fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
         let tracing = cx.tracing();
+        let features = self.features.load();
+        // With no feature on anywhere, every good packet goes to the lookup: no mask read.
+        let any = features.any(IP6_UNICAST);
         for &bi in frame {
             let ip = super::l3_header(cx.bufs, bi, EtherType::IPV6);
             let (next, counted) = Self::check(ip, super::l3_len(cx.bufs, bi));
@@ -88,7 +108,13 @@ impl Node for Ip6Input {
                     None => cx.trace(bi, "ip6 ok"),
                 }
             }
-            cx.enqueue(next as usize, bi);
+            let slot = match next {
+                Next::Lookup if any => {
+                    features.next_slot(IP6_UNICAST, cx.bufs.meta(bi).rx_if, None)
+                }
+                n => Self::slot(n),
+            };
+            cx.enqueue(slot, bi);
         }
         frame.len()
     }
@@ -238,10 +264,14 @@ mod tests {
 
     fn run(frames: &[Vec<u8>]) -> (usize, usize, Vec<u64>) {
         let h = Harness::new(1);
-        let out = h.run_node(Ip6Input::decl(), frames, 0);
+        let out = h.run_node(
+            Ip6Input::decl(crate::features::shared(Default::default())),
+            frames,
+            0,
+        );
         (
-            out.to_next(Next::Lookup as usize),
-            out.to_next(Next::Drop as usize),
+            out.to_next(Ip6Input::slot(Next::Lookup)),
+            out.to_next(Ip6Input::slot(Next::Drop)),
             out.errors,
         )
     }
