@@ -47,6 +47,13 @@
 //!
 //! [fib]
 //! route-file = "table.txt" # PREFIX NEXTHOP lines, `ip route show` or `birdc show route`
+//!
+//! [[acl]]
+//! name = "edge"
+//! rules = ["deny proto icmp", "permit"]  # first match decides; no match is denied
+//! [[acl-input]]
+//! interface = "d0"         # what d0 receives is checked by "edge" before routing
+//! acl = "edge"
 //! ```
 //!
 //! The text is read into each section's keys as written (serde structs of `Spanned` values,
@@ -54,8 +61,8 @@
 //! defined: `dataplane.rs` ([dataplane]), `interface.rs` (the keys every [[interface]] has),
 //! `driver/` (`Driver`, one variant and one file per `driver = ...`, each checking its own
 //! keys and refusing them on other drivers), `xconnect.rs` ([[xconnect]]), `bridge.rs`
-//! ([[bridge-domain]], [[l2fib]]) and `route.rs`
-//! ([[route]], [fib]). This file holds `Config`, the errors and the order of the checks.
+//! ([[bridge-domain]], [[l2fib]]), `route.rs` ([[route]], [fib]) and `acl.rs` ([[acl]],
+//! [[acl-input]]). This file holds `Config`, the errors and the order of the checks.
 
 /// One `#[test]` per case: config text and the exact error it gives.
 #[cfg(test)]
