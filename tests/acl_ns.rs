@@ -26,18 +26,7 @@ fn input_acl_denies_what_its_rules_deny_and_counts_it() {
     }
     let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     ensure_ping();
-    let left = Netns::new("al");
-    let right = Netns::new("ar");
-    let dut = Netns::new("ad");
-    veth(&left, "t0", &dut, "d0", 1500);
-    veth(&right, "t1", &dut, "d1", 1500);
-    dut.sysctl("net.ipv4.ip_forward", "0");
-    address_port(&left, "t0", T0_V4, T0_V6);
-    address_port(&right, "t1", T1_V4, T1_V6);
-    for (ns, v4, v6) in [(&left, D0_V4, D0_V6), (&right, D1_V4, D1_V6)] {
-        ns.ip(&["route", "add", "default", "via", v4]);
-        ns.ip(&["-6", "route", "add", "default", "via", v6]);
-    }
+    let (left, right, dut) = routed_lab("a");
     let dir = tmpdir("acl-input");
     // What t0 sends: ICMP to t1's IPv4 address denied, ICMPv6 to the router's far address
     // denied, everything else permitted (a list without a final permit would deny the rest).

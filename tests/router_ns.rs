@@ -31,18 +31,7 @@ fn router_answers_pings_forwards_them_and_reports_ttl_exceeded() {
     let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     ensure_ping();
     // Two tester namespaces, so that a ping from t0 to t1 must cross the router.
-    let left = Netns::new("rl");
-    let right = Netns::new("rr");
-    let dut = Netns::new("rd");
-    veth(&left, "t0", &dut, "d0", 1500);
-    veth(&right, "t1", &dut, "d1", 1500);
-    dut.sysctl("net.ipv4.ip_forward", "0");
-    address_port(&left, "t0", T0_V4, T0_V6);
-    address_port(&right, "t1", T1_V4, T1_V6);
-    for (ns, v4, v6) in [(&left, D0_V4, D0_V6), (&right, D1_V4, D1_V6)] {
-        ns.ip(&["route", "add", "default", "via", v4]);
-        ns.ip(&["-6", "route", "add", "default", "via", v6]);
-    }
+    let (left, right, dut) = routed_lab("r");
     let dir = tmpdir("router-ping");
     let (cfg, socket) = router_config(
         &dir,

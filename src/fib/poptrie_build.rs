@@ -68,31 +68,9 @@ impl Subtrees {
     /// there), its children and leaves appended; the node itself is returned, for the caller
     /// to place.
     pub fn make<A: Key>(&mut self, routes: &[Route<A>], depth: u32, default: u32) -> Node {
-        // What each child gets from routes ending within this stride, shortest painted first.
         let mut value = [default; 64];
-        let mut ending: Vec<&Route<A>> = routes
-            .iter()
-            .filter(|r| r.1 as u32 <= depth + STRIDE)
-            .collect();
-        ending.sort_by_key(|r| r.1);
-        for &&(addr, len, nh) in &ending {
-            let first = addr.chunk(depth) as usize;
-            let n = 1usize << (depth + STRIDE - len as u32);
-            value[first..first + n].fill(nh);
-        }
-        // Children with longer routes become nodes, in child order.
-        let deeper: Vec<Route<A>> = routes
-            .iter()
-            .filter(|r| r.1 as u32 > depth + STRIDE)
-            .copied()
-            .collect();
-        let groups: Vec<&[Route<A>]> = deeper
-            .chunk_by(|a, b| a.0.chunk(depth) == b.0.chunk(depth))
-            .collect();
-        let mut vector = 0u64;
-        for g in &groups {
-            vector |= 1 << g[0].0.chunk(depth);
-        }
+        let (deeper, vector) = split(routes, depth, &mut value);
+        let groups = by_child(&deeper, depth);
         // Leaves: one entry per run of equal values among the children that are not nodes.
         let base_leaf = (self.leaf_base + self.leaves.len()) as u32;
         let leafvec = runs(&value, vector);
@@ -154,28 +132,10 @@ impl Subtrees {
             .filter(|(p, _)| p.len() as u32 > len)
             .map(|(p, nh)| (p.addr(), p.len(), nh))
             .collect();
-        let mut ending: Vec<&Route<A>> = under
-            .iter()
-            .filter(|r| r.1 as u32 <= depth + STRIDE)
-            .collect();
-        ending.sort_by_key(|r| r.1);
-        for &&(addr, l, nh) in &ending {
-            let first = addr.chunk(depth) as usize;
-            value[first..first + (1usize << (depth + STRIDE - l as u32))].fill(nh);
-        }
-        let deeper: Vec<Route<A>> = under
-            .iter()
-            .filter(|r| r.1 as u32 > depth + STRIDE)
-            .copied()
-            .collect();
-        let groups: Vec<&[Route<A>]> = deeper
-            .chunk_by(|a, b| a.0.chunk(depth) == b.0.chunk(depth))
-            .collect();
+        let (deeper, new_nodes) = split(&under, depth, &mut value);
+        let groups = by_child(&deeper, depth);
         let outside_mask = !inside.clone().fold(0u64, |m, c| m | 1 << c);
-        let mut vector = old.vector & outside_mask;
-        for g in &groups {
-            vector |= 1 << g[0].0.chunk(depth);
-        }
+        let vector = old.vector & outside_mask | new_nodes;
         // Leaves: the old runs if the values are still constant on each (so that the node
         // keeps its shape and the change is published in one word, at the price of a run
         // that a fresh build would merge with its neighbour), else runs anew.
@@ -222,6 +182,35 @@ impl Subtrees {
             base_leaf,
         }
     }
+}
+
+/// Paints onto `value` (one entry per child of a node at `depth`) the routes of `routes`
+/// that end within its stride, shortest first so that a longer one overwrites what it
+/// covers; returns the routes that go deeper and the map of the children they make nodes.
+fn split<A: Key>(routes: &[Route<A>], depth: u32, value: &mut [u32; 64]) -> (Vec<Route<A>>, u64) {
+    let mut ending: Vec<&Route<A>> = routes
+        .iter()
+        .filter(|r| r.1 as u32 <= depth + STRIDE)
+        .collect();
+    ending.sort_by_key(|r| r.1);
+    for &&(addr, len, nh) in &ending {
+        let first = addr.chunk(depth) as usize;
+        value[first..first + (1usize << (depth + STRIDE - len as u32))].fill(nh);
+    }
+    let deeper: Vec<Route<A>> = routes
+        .iter()
+        .filter(|r| r.1 as u32 > depth + STRIDE)
+        .copied()
+        .collect();
+    let vector = deeper.iter().fold(0u64, |v, r| v | 1 << r.0.chunk(depth));
+    (deeper, vector)
+}
+
+/// `deeper` (sorted by address) cut into one run per child of a node at `depth`.
+fn by_child<A: Key>(deeper: &[Route<A>], depth: u32) -> Vec<&[Route<A>]> {
+    deeper
+        .chunk_by(|a, b| a.0.chunk(depth) == b.0.chunk(depth))
+        .collect()
 }
 
 /// Where runs of equal values start among the children that are not nodes (`vector`).

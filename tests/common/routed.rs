@@ -114,3 +114,22 @@ pub fn in_echos(ns: &Netns) -> (u64, u64) {
         .unwrap();
     (v4, v6)
 }
+
+/// Tester namespaces `{tag}l` (port t0) and `{tag}r` (port t1) on either side of the DUT
+/// namespace `{tag}d` (ports d0, d1, the kernel's forwarding off), each tester addressed and
+/// routed through the DUT's addresses, so that t0 to t1 must cross the router.
+pub fn routed_lab(tag: &str) -> (Netns, Netns, Netns) {
+    let left = Netns::new(&format!("{tag}l"));
+    let right = Netns::new(&format!("{tag}r"));
+    let dut = Netns::new(&format!("{tag}d"));
+    veth(&left, "t0", &dut, "d0", 1500);
+    veth(&right, "t1", &dut, "d1", 1500);
+    dut.sysctl("net.ipv4.ip_forward", "0");
+    address_port(&left, "t0", T0_V4, T0_V6);
+    address_port(&right, "t1", T1_V4, T1_V6);
+    for (ns, v4, v6) in [(&left, D0_V4, D0_V6), (&right, D1_V4, D1_V6)] {
+        ns.ip(&["route", "add", "default", "via", v4]);
+        ns.ip(&["-6", "route", "add", "default", "via", v6]);
+    }
+    (left, right, dut)
+}
