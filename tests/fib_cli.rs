@@ -208,6 +208,14 @@ fn fib_bench_command_reports_every_figure() {
             let rate = doc[family]["lookups_per_s"][set].as_f64().unwrap_or(0.0);
             assert!(rate > 0.0, "{family} {set}: {doc}");
         }
+        // The names for two of the sets.
+        let rates = &doc[family]["lookups_per_s"];
+        assert_eq!(rates["hitting"], rates["hit"], "{doc}");
+        assert_eq!(rates["random"], rates["uniform"], "{doc}");
+        assert!(
+            doc[family]["route_table_bytes"].as_u64().unwrap() > 0,
+            "{doc}"
+        );
     }
     assert!(doc["route_table_bytes"].as_u64().unwrap() > 0, "{doc}");
     assert!(doc["updates_per_s"].as_f64().unwrap() > 0.0, "{doc}");

@@ -79,6 +79,12 @@ impl Region {
             Some(f) => (libc::MAP_SHARED, f.as_raw_fd()),
             None => (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1),
         };
+        // Huge pages are reserved and faulted in up front (few faults, and a shortage shows
+        // now, not under traffic). Small pages are left to fault in as buffers are first
+        // used: the free lists hand out the same low, warm buffers again and again, so a
+        // daemon holds only what its traffic touches (an AF_XDP socket pins its UMEM, and
+        // with it every page, when it registers).
+        let populate = if huge { libc::MAP_POPULATE } else { 0 };
         // SAFETY: a new mapping with no address hint (of our memfd, at least `len` bytes
         // long, or anonymous) touches no existing memory; the result is checked.
         let p = unsafe {
@@ -86,7 +92,7 @@ impl Region {
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                map_flags | libc::MAP_POPULATE,
+                map_flags | populate,
                 map_fd,
                 0,
             )

@@ -191,16 +191,34 @@ pub(super) fn bench_cmd(
                 pop_huge.map_or("unknown".into(), |h| format!("{:.1} MiB", mib(h)))
             );
         }
-        for (family, t, routes, long, build) in [
-            ("v4", m.v4, v4.len(), ("longer_than_24", long4), build4),
-            ("v6", m.v6, v6.len(), ("longer_than_48", long6), build6),
+        let tables = (
+            w.routes4().approx_memory_bytes(),
+            w.routes6().approx_memory_bytes(),
+        );
+        for (family, t, routes, long, build, table) in [
+            (
+                "v4",
+                m.v4,
+                v4.len(),
+                ("longer_than_24", long4),
+                build4,
+                tables.0,
+            ),
+            (
+                "v6",
+                m.v6,
+                v6.len(),
+                ("longer_than_48", long6),
+                build6,
+                tables.1,
+            ),
         ] {
             doc.insert(
                 family.into(),
                 json!({
                     "routes": routes, long.0: long.1, "memory_bytes": t.bytes,
                     "memory_written_bytes": t.bytes_used, "copies": 1, "nodes": t.nodes,
-                    "leaves": t.leaves, "build_s": build,
+                    "leaves": t.leaves, "build_s": build, "route_table_bytes": table,
                 }),
             );
         }
@@ -345,6 +363,17 @@ pub(super) fn bench_cmd(
         "stride trie",
     );
     drop((new, prev));
+    // The names beside the sets': "hitting" is an address inside a route of the
+    // table (hit), "random" an address drawn from the whole space (uniform).
+    let alias = |mut rates: Map<String, Value>| {
+        for (name, set) in [("hitting", "hit"), ("random", "uniform")] {
+            if let Some(r) = rates.get(set).cloned() {
+                rates.insert(name.into(), r);
+            }
+        }
+        rates
+    };
+    let (r4, r6, o4, o6) = (alias(r4), alias(r6), alias(o4), alias(o6));
     if pop.is_some() {
         doc["v4"]["lookups_per_s"] = r4.into();
         doc["v6"]["lookups_per_s"] = r6.into();
