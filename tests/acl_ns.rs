@@ -67,3 +67,80 @@ fn input_acl_denies_what_its_rules_deny_and_counts_it() {
     assert!(daemon.stop(), "daemon did not exit cleanly");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn acl_made_and_applied_from_the_cli_at_run_time_counts_hits_per_rule() {
+    if !needs_root() {
+        return;
+    }
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    ensure_ping();
+    let (left, right, dut) = routed_lab("c");
+    let dir = tmpdir("acl-cli");
+    let (cfg, socket) = router_config(&dir, "");
+    let mut daemon = Daemon::start(&dut, &cfg, &socket);
+    let pings = |n: &str| ping(&left, &["-c", n, "-i", "0.2", "-W", "1", T1_V4]);
+
+    // No ACL yet: t1 answers.
+    let (ok, out) = pings("2");
+    assert!(ok, "{out}");
+    // Mistakes are refused with the reason, and change nothing.
+    let refused = [
+        ("acl add cli permit src 300.0.0.0/8", "rule 1"),
+        ("acl add cli", "no rule given"),
+        ("acl add bad/name permit", "not an ACL name"),
+        (
+            "set acl-plugin interface d0 input acl nope",
+            "no ACL named 'nope'",
+        ),
+        (
+            "set acl-plugin interface d9 input acl nope",
+            "no interface named 'd9'",
+        ),
+        ("acl del nope", "no ACL named 'nope'"),
+    ];
+    for (line, why) in refused {
+        let e = ctl(&socket, line).expect_err(line);
+        assert!(e.contains(why), "{line}: {e}");
+    }
+    // Made in two steps, then applied to d0's input.
+    ctl(
+        &socket,
+        &format!("acl add cli deny proto icmp dst {T1_V4}/32"),
+    )
+    .unwrap();
+    ctl(&socket, "acl add cli permit, permit ipv6").unwrap();
+    let e = ctl(&socket, "set acl-plugin interface d0 output acl cli").unwrap_err();
+    assert!(e.contains("only input"), "{e}");
+    ctl(&socket, "set acl-plugin interface d0 input acl cli").unwrap();
+    let before = in_echos(&right);
+    let (ok, out) = pings("4");
+    assert!(!ok && out.contains("0 received"), "{out}");
+    assert_eq!(in_echos(&right).0, before.0, "a denied echo reached t1");
+    // IPv6 is permitted by the list's last rule.
+    let (ok, out) = ping(&left, &["-c", "2", "-i", "0.2", "-W", "2", T1_V6]);
+    assert!(ok, "{out}");
+    let doc = ctl_json(&socket, "show acl cli");
+    let list = &doc["acls"][0];
+    assert_eq!(list["name"], "cli", "{doc}");
+    assert_eq!(list["input"][0], "d0", "{doc}");
+    let hits = |i: usize| list["rules"][i]["hits"].as_u64().unwrap();
+    assert_eq!(hits(0), 4, "the four denied echoes: {doc}");
+    assert!(hits(2) >= 2, "the IPv6 echoes (and ND): {doc}");
+    assert_eq!(list["rules"][1]["rule"], "permit", "{doc}");
+    let text = ctl(&socket, "show acl").unwrap();
+    assert!(
+        text.contains("acl cli: 3 rules") && text.contains("input of: d0"),
+        "{text}"
+    );
+    // In use: not deleted. Taken off: t1 answers again, and then it can go.
+    let e = ctl(&socket, "acl del cli").unwrap_err();
+    assert!(e.contains("in use (d0 input)"), "{e}");
+    ctl(&socket, "set acl-plugin interface d0 input acl cli del").unwrap();
+    let (ok, out) = pings("2");
+    assert!(ok, "{out}");
+    ctl(&socket, "acl del cli").unwrap();
+    assert_eq!(ctl_json(&socket, "show acl")["acls"], serde_json::json!([]));
+    assert!(daemon.stop(), "daemon did not exit cleanly");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -10,10 +10,13 @@
 //! - `classify`: `Classifier`, tuple-space search over merged tuples: rules grouped by a
 //!   coarse shape of their prefixes, one hash probe per group.
 //!
-//! Not yet wired into the dataplane: the ACL nodes and the feature arcs they hang on come
-//! next (issue 17).
+//! - `control`: `AclControl`, the lists of a running dataplane (config and CLI alike), which
+//!   interface each checks, per-rule hit counters per worker, publication to the workers.
+//!
+//! The nodes that use them are `acl-ip4-in` / `acl-ip6-in` (`nodes::acl`).
 
 pub mod classify;
+pub mod control;
 pub mod key;
 pub mod parse;
 pub mod rule;

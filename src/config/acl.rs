@@ -38,6 +38,8 @@ pub(super) struct AclInputKeys {
 pub struct AclConfig {
     pub name: String,
     pub rules: Vec<Rule>,
+    /// Each rule as written.
+    pub texts: Vec<String>,
 }
 
 /// An interface's input list, by names.
@@ -57,6 +59,7 @@ pub(super) fn check_acls(
         if name.is_empty() {
             return Err(c.err(a.name.span(), "name", "an ACL needs a name".into()));
         }
+        crate::acl::control::check_name(name).map_err(|e| c.err(a.name.span(), "name", e))?;
         if out.iter().any(|x| &x.name == name) {
             return Err(c.err(
                 a.name.span(),
@@ -72,6 +75,11 @@ pub(super) fn check_acls(
         out.push(AclConfig {
             name: name.clone(),
             rules,
+            texts: a
+                .rules
+                .iter()
+                .map(|r| r.get_ref().trim().to_string())
+                .collect(),
         });
     }
     Ok(out)

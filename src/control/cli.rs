@@ -122,6 +122,7 @@ pub const AREAS: &[&[Command]] = &[
     super::runtime::COMMANDS,
     super::trace::COMMANDS,
     super::routing::COMMANDS,
+    super::acl::COMMANDS,
 ];
 
 fn commands() -> impl Iterator<Item = &'static Command> {

@@ -1,10 +1,11 @@
 //! The control plane: the CLI socket, its commands, and the client that talks to it.
 //!
 //! `cli` holds the command table and its matcher; every area declares its commands next to
-//! their handlers (`interfaces`, `l2`, `runtime`, `trace`, `routing`) in a `COMMANDS` slice
+//! their handlers (`interfaces`, `l2`, `runtime`, `trace`, `routing`, `acl`) in a `COMMANDS` slice
 //! that `cli::AREAS` gathers. `exec` keeps the control plane's state and runs a matched line;
 //! `server` is the socket, `client` is `sluice ctl`.
 
+pub mod acl;
 pub mod cli;
 pub mod client;
 pub mod exec;

@@ -9,6 +9,7 @@ use l2::{build_bridges, spawn_mac_learner, sub_interfaces, MAC_LEARN_QUEUE};
 pub use l2::{L2Mode, BVI_DRIVER};
 use open::{open_interface, Opened};
 
+use crate::acl::control::AclControl;
 use crate::buffer::BufferPool;
 use crate::config::Config;
 use crate::drivers::pcap::ReplayProgress;
@@ -73,6 +74,9 @@ pub struct Dataplane {
     pub router: Arc<Mutex<Router>>,
     /// The bridge domains and their MAC table; the CLI and the MAC learner lock it.
     pub bridges: Arc<Mutex<Bridges>>,
+    /// The ACLs and the interfaces they check; the CLI locks it, workers read what it
+    /// publishes.
+    pub acls: Mutex<AclControl>,
     /// Neighbour learns the control plane refused (not on a connected network, table full).
     pub learns_refused: Arc<AtomicU64>,
     learner: Option<JoinHandle<()>>,
@@ -155,7 +159,8 @@ impl Dataplane {
         }
         let subifs: SharedSubIfs = Arc::new(ArcSwap::from_pointee(table));
         let router = build_router(cfg, &opened, &subs)?;
-        let filters = build_filters(cfg, &router)?;
+        let acls = build_acls(cfg, &router, workers)?;
+        let filters = acls.filters().clone();
         let fib = router.fib_reader();
         let view = router.view();
         let router = Arc::new(Mutex::new(router));
@@ -261,6 +266,7 @@ impl Dataplane {
             hardware,
             router,
             bridges,
+            acls: Mutex::new(acls),
             learns_refused,
             learner: Some(learner),
             mac_learner: Some(mac_learner),
@@ -351,33 +357,24 @@ fn build_router(cfg: &Config, opened: &[Opened], subs: &[SubIf]) -> Result<Route
     Ok(router)
 }
 
-/// The configuration's input ACLs: each list compiled once, the ACL features switched on
-/// for the interfaces that have one.
-fn build_filters(cfg: &Config, router: &Router) -> Result<crate::nodes::acl::Filters, String> {
-    use crate::features::{FeatureView, IP4_UNICAST, IP6_UNICAST};
-    use crate::nodes::acl::{AclView, Filters, ACL_IP4_IN, ACL_IP6_IN};
-    let filters = Filters::none();
-    let mut view = AclView::default();
-    let mut features = FeatureView::new();
+/// The configuration's ACLs, compiled once each, and the interfaces they check.
+fn build_acls(cfg: &Config, router: &Router, threads: usize) -> Result<AclControl, String> {
+    let mut acls = AclControl::new(crate::nodes::acl::Filters::none(), threads);
+    for a in &cfg.acls {
+        let rules = a
+            .texts
+            .iter()
+            .cloned()
+            .zip(a.rules.iter().cloned())
+            .collect();
+        acls.add(&a.name, rules)
+            .map_err(|e| format!("acl {}: {e}", a.name))?;
+    }
     for input in &cfg.acl_inputs {
         let index = router.interface_index(&input.interface)?;
-        let rules = cfg
-            .acls
-            .iter()
-            .find(|a| a.name == input.acl)
-            .map(|a| a.rules.as_slice())
-            .ok_or_else(|| format!("no ACL named '{}'", input.acl))?;
-        let i = index as usize;
-        if view.input.len() <= i {
-            view.input.resize(i + 1, None);
-        }
-        view.input[i] = Some(Arc::new(crate::acl::Classifier::new(rules)));
-        features.set(IP4_UNICAST, index, ACL_IP4_IN, true)?;
-        features.set(IP6_UNICAST, index, ACL_IP6_IN, true)?;
+        acls.set_input(index, Some(&input.acl))?;
     }
-    filters.acls.store(Arc::new(view));
-    filters.features.store(Arc::new(features));
-    Ok(filters)
+    Ok(acls)
 }
 
 /// Takes neighbour learns from the workers and applies them, one commit per batch.

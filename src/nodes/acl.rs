@@ -7,8 +7,9 @@
 //! denied (as VPP does; a list ends with `permit` to pass the rest). A packet whose headers
 //! cannot give a key is a counted drop with its reason.
 
+use crate::acl::control::AppliedList;
 use crate::acl::key::{flow_key4, flow_key6, KeyError};
-use crate::acl::{Action, Classifier};
+use crate::acl::Action;
 use crate::features::{self, SharedFeatures, IP4_UNICAST, IP6_UNICAST};
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::wire::EtherType;
@@ -21,7 +22,7 @@ pub const ACL_IP6_IN: &str = "acl-ip6-in";
 /// Which list checks what each interface receives, by interface index.
 #[derive(Default)]
 pub struct AclView {
-    pub input: Vec<Option<Arc<Classifier>>>,
+    pub input: Vec<Option<Arc<AppliedList>>>,
 }
 
 pub type SharedAclView = Arc<ArcSwap<AclView>>;
@@ -107,8 +108,15 @@ impl AclIn {
         features::next_names(self.arc, Some(self.me)).len()
     }
 
-    /// Where the packet goes: `Ok(next slot)` or `Err(drop reason)`.
-    fn verdict(&self, acls: &AclView, rx_if: u32, ip: Option<&[u8]>) -> Result<(), Error> {
+    /// Whether the packet passes (`Err`: the drop reason); the matching rule's hit counted
+    /// by worker `thread`.
+    fn verdict(
+        &self,
+        acls: &AclView,
+        rx_if: u32,
+        ip: Option<&[u8]>,
+        thread: usize,
+    ) -> Result<(), Error> {
         let Some(list) = acls.input.get(rx_if as usize).and_then(|c| c.as_ref()) else {
             // Enabled without a list (never made so by the dataplane): nothing to check.
             return Ok(());
@@ -120,7 +128,9 @@ impl AclIn {
             flow_key4(ip)
         }
         .map_err(key_error)?;
-        match list.classify(&key).map(|i| list.rules()[i].action) {
+        let rule = list.classifier.classify(&key);
+        list.hits.count(thread, rule);
+        match rule.map(|i| list.classifier.rules()[i].action) {
             Some(Action::Permit | Action::PermitReflect) => Ok(()),
             Some(Action::Deny) => Err(Error::Denied),
             None => Err(Error::NoMatch),
@@ -142,7 +152,7 @@ impl Node for AclIn {
         for &bi in frame {
             let rx_if = cx.bufs.meta(bi).rx_if;
             let ip = super::l3_header(cx.bufs, bi, ethertype);
-            match self.verdict(&acls, rx_if, ip) {
+            match self.verdict(&acls, rx_if, ip, cx.thread) {
                 Ok(()) => {
                     if tracing {
                         cx.trace(bi, "acl: permitted");
@@ -165,7 +175,7 @@ impl Node for AclIn {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::acl::Rule;
+    use crate::acl::control::{parse_rules, AclControl};
     use crate::nodes::testing::Harness;
     use crate::wire::ipv4::checksum;
 
@@ -186,22 +196,18 @@ mod tests {
         f
     }
 
-    fn filters(rules: &[&str], interface: u32) -> Filters {
-        let f = Filters::none();
-        let rules: Vec<Rule> = rules.iter().map(|r| Rule::parse(r).unwrap()).collect();
-        let mut input = vec![None; interface as usize + 1];
-        input[interface as usize] = Some(Arc::new(Classifier::new(&rules)));
-        f.acls.store(Arc::new(AclView { input }));
-        let mut v = features::FeatureView::new();
-        v.set(IP4_UNICAST, interface, ACL_IP4_IN, true).unwrap();
-        f.features.store(Arc::new(v));
-        f
+    fn filters(rules: &[&str], interface: u32) -> AclControl {
+        let mut c = AclControl::new(Filters::none(), 1);
+        c.add("t", parse_rules(&rules.join(",")).unwrap()).unwrap();
+        c.set_input(interface, Some("t")).unwrap();
+        c
     }
 
     #[test]
     fn acl_node_permits_denies_and_counts() {
         let h = Harness::new(1);
-        let f = filters(&["deny src 198.18.0.7/32", "permit proto udp dport 53"], 0);
+        let c = filters(&["deny src 198.18.0.7/32", "permit proto udp dport 53"], 0);
+        let f = c.filters().clone();
         let frames = [
             udp4([198, 18, 0, 7], 53),                // denied by rule 0
             udp4([198, 18, 0, 8], 53),                // permitted by rule 1
@@ -216,6 +222,10 @@ mod tests {
         // The cut frame is too short for its own IPv4 total length too, but the ACL only
         // reads what is there: the UDP header it needs is missing.
         assert_eq!(out.errors[Error::TruncatedTransport as usize], 1);
+        // Each rule's hits, and the packet no rule matched.
+        let r = &c.report(Some("t")).unwrap()[0];
+        let hits: Vec<u64> = r.rules.iter().map(|(_, h)| *h).collect();
+        assert_eq!((hits, r.no_match), (vec![1, 1], 1));
         // Another interface has no list: everything passes.
         let out = h.run_node(AclIn::decl(false, f), &frames[..3], 1);
         assert_eq!(out.to_next(0), 3);

@@ -1,0 +1,157 @@
+//! The ACL commands: named rule lists, the interfaces they check, per-rule hits.
+
+use super::cli::{Arg, Args, Command, Output};
+use super::exec::Control;
+use crate::acl::control::{parse_rules, AclControl};
+use serde_json::json;
+use std::fmt::Write as _;
+use std::sync::MutexGuard;
+
+pub const COMMANDS: &[Command] = &[
+    Command {
+        words: &["acl", "add"],
+        syntax: "<NAME> <RULE> [, <RULE> ...]",
+        help: "append rules to ACL NAME, making it if new; a rule is permit|deny|permit+reflect \
+               [ipv4|ipv6] [src PREFIX|any] [dst PREFIX|any] [proto tcp|udp|icmp|icmpv6|N] \
+               [sport P[-Q]] [dport P[-Q]] [icmp-type T[-U]] [icmp-code C[-D]] [tcp-flags \
+               VALUE MASK]; the first match decides, no match denies (hit counters of a \
+               changed list start again)",
+        args: &[Arg::Value("NAME"), Arg::Rest],
+        run: acl_add,
+    },
+    Command {
+        words: &["acl", "del|delete"],
+        syntax: "<NAME>",
+        help: "delete ACL NAME (refused while an interface uses it)",
+        args: &[Arg::Value("NAME")],
+        run: acl_del,
+    },
+    Command {
+        words: &["set", "acl-plugin", "interface"],
+        syntax: "<IF> input acl <NAME> [del]",
+        help: "check what IF receives against ACL NAME, both families (del: stop checking)",
+        args: &[
+            Arg::Flag("del"),
+            Arg::Value("IF"),
+            Arg::Choice("DIRECTION", &["input", "output"]),
+            Arg::Rest,
+        ],
+        run: set_interface_acl,
+    },
+    Command {
+        words: &["show", "acl"],
+        syntax: "[<NAME>]",
+        help: "ACLs: each rule with its hits, packets no rule matched, the interfaces checked",
+        args: &[Arg::Optional("NAME")],
+        run: show_acl,
+    },
+];
+
+fn lock(c: &Control) -> MutexGuard<'_, AclControl> {
+    c.dp.acls.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn acl_add(c: &mut Control, a: &Args) -> Result<Output, String> {
+    let text = a.rest().join(" ");
+    if text.trim().is_empty() {
+        return Err("acl add NAME RULE [, RULE ...]: no rule given".into());
+    }
+    let rules = parse_rules(&text)?;
+    lock(c).add(a.value("NAME"), rules)?;
+    Output::done()
+}
+
+fn acl_del(c: &mut Control, a: &Args) -> Result<Output, String> {
+    let names: Vec<(u32, String)> =
+        c.dp.interfaces
+            .live()
+            .map(|i| (i.index, i.name.clone()))
+            .collect();
+    let name_of = |i: u32| {
+        names
+            .iter()
+            .find(|(x, _)| *x == i)
+            .map_or_else(|| format!("interface {i}"), |(_, n)| n.clone())
+    };
+    lock(c).delete(a.value("NAME"), name_of)?;
+    Output::done()
+}
+
+fn set_interface_acl(c: &mut Control, a: &Args) -> Result<Output, String> {
+    let itf = c.interface(a.value("IF"))?.clone();
+    if a.value("DIRECTION") == "output" {
+        return Err("output ACLs are not supported yet: only input".into());
+    }
+    let rest = a.rest();
+    let name = match rest.as_slice() {
+        ["acl", name] => *name,
+        _ => {
+            return Err(format!(
+                "expected 'acl NAME' after input, got '{}'",
+                rest.join(" ")
+            ))
+        }
+    };
+    let mut acls = lock(c);
+    if a.flag("del") {
+        match acls.input_of(itf.index) {
+            Some(n) if n == name => acls.set_input(itf.index, None)?,
+            Some(n) => {
+                return Err(format!(
+                    "{} input is checked by ACL {n}, not {name}",
+                    itf.name
+                ))
+            }
+            None => return Err(format!("{} input has no ACL", itf.name)),
+        }
+    } else {
+        acls.set_input(itf.index, Some(name))?;
+    }
+    Output::done()
+}
+
+fn show_acl(c: &mut Control, a: &Args) -> Result<Output, String> {
+    let reports = lock(c).report(a.get("NAME"))?;
+    let name_of = |i: u32| {
+        c.dp.interfaces
+            .live()
+            .find(|x| x.index == i)
+            .map_or_else(|| format!("interface {i}"), |x| x.name.clone())
+    };
+    let mut text = String::new();
+    let mut lists = Vec::new();
+    for r in &reports {
+        let input: Vec<String> = r.input.iter().map(|&i| name_of(i)).collect();
+        let _ = writeln!(
+            text,
+            "acl {}: {} rules, {} classifier groups; input of: {}",
+            r.name,
+            r.rules.len(),
+            r.groups,
+            if input.is_empty() {
+                "none".to_string()
+            } else {
+                input.join(", ")
+            }
+        );
+        for (i, (rule, hits)) in r.rules.iter().enumerate() {
+            let _ = writeln!(text, "  {i:>5}  {hits:>14}  {rule}");
+        }
+        let _ = writeln!(
+            text,
+            "  {:>5}  {:>14}  (no rule matched: denied)",
+            "", r.no_match
+        );
+        lists.push(json!({
+            "name": r.name,
+            "rules": r.rules.iter().map(|(t, h)| json!({"rule": t, "hits": h})).collect::<Vec<_>>(),
+            "no_match": r.no_match,
+            "input": input,
+            "groups": r.groups,
+        }));
+    }
+    if reports.is_empty() {
+        text.push_str("no ACLs\n");
+    }
+    Ok(Output::Shown(text, json!({ "acls": lists })))
+}
