@@ -12,6 +12,8 @@ command -v ps >/dev/null || need+=(procps)
 command -v taskset >/dev/null || need+=(util-linux)
 command -v ministat >/dev/null || need+=(ministat)
 command -v ping >/dev/null || need+=(iputils-ping)
+# nft: the lab's linux-router filters with nftables rules (--acl-rules).
+command -v nft >/dev/null || need+=(nftables)
 # scapy crafts the router conformance cases (tests/conformance), run by Debian's python3.
 /usr/bin/python3 -c 'import scapy' 2>/dev/null || need+=(python3-scapy)
 # perf samples the DUT's CPU for the lab's --profile flame graphs.

@@ -356,6 +356,48 @@ fn lab_up_down_is_idempotent_and_clean() {
     assert_eq!(r["tx_packets"], 20000, "{r}");
     assert_eq!(r["lost"], r["rx_ring_drops"], "{r}");
 
+    // The routers filtering: 100 deny rules the traffic never matches, then a permit
+    // (sluice: an input ACL on d0 and d1; the kernel: nftables rules in its forward hook).
+    // Every frame arrives, sluice's ACL node saw them all, and the kernel's table goes with
+    // the DUT.
+    let rows = run_rows(&[
+        "--dut",
+        "sluice-router,linux-router",
+        "--flows",
+        "var2",
+        "--acl-rules",
+        "100",
+        "--no-calibrate",
+    ]);
+    let v = serde_json::Value::from(rows.clone());
+    assert_eq!(rows.len(), 2, "{v}");
+    for r in &rows {
+        assert_eq!(r["acl_rules"], 100, "{r}");
+        assert!(r["type"].as_str().unwrap().ends_with(",acl=100"), "{r}");
+        assert_eq!(r["tx_packets"], 20000, "{r}");
+        assert_eq!(r["lost"], r["rx_ring_drops"], "{r}");
+    }
+    let s = rows.iter().find(|r| r["dut"] == "sluice-router").unwrap();
+    let acl_node = s["node_clocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n[0] == "acl-ip4-in");
+    assert!(acl_node, "no acl-ip4-in in sluice's runtime: {s}");
+    let tables = sh("ip", &["netns", "exec", "sl-dut", "nft", "list", "tables"]);
+    let tables = String::from_utf8_lossy(&tables.stdout).into_owned();
+    assert!(
+        !tables.contains("sluice_lab"),
+        "nftables table left behind: {tables}"
+    );
+    let o = lab(&["run", "--dut", "sluice", "--acl-rules", "10"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("--acl-rules is for sluice-router and linux-router"),
+        "{e}"
+    );
+
     // The tester's ports are bare again, and so are the DUT's.
     for (netns, dev) in [("sl-tester", "t0"), ("sl-tester", "t1"), ("sl-dut", "d1")] {
         let a = sh("ip", &["-n", netns, "addr", "show", dev]);

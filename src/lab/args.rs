@@ -69,6 +69,11 @@ pub struct RunArgs {
     /// Tag the frames QinQ (802.1ad OUTER, 802.1Q INNER), as --vlan does
     #[arg(long, value_name = "OUTER,INNER", value_parser = crate::gen::qinq_arg)]
     pub qinq: Option<(u16, u16)>,
+    /// The router DUTs filter what they forward: N deny rules the traffic never matches
+    /// (single sources in 100.64.0.0/10), then a permit; sluice-router as an input ACL on
+    /// d0 and d1, linux-router as N nftables rules in its forward hook
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub acl_rules: Option<u32>,
     /// Seconds per run [default: 5] (or --count)
     #[arg(long, value_name = "SECS", value_parser = seconds_arg, conflicts_with = "count")]
     pub duration: Option<String>,

@@ -61,6 +61,8 @@ pub struct RunOptions {
     pub macs: u32,
     /// VLAN tags on the frames: none, one 802.1Q id, or 802.1ad outer and 802.1Q inner.
     pub vlans: Vec<u16>,
+    /// Non-matching deny rules the router DUTs check before a permit (`None`: no filter).
+    pub acl_rules: Option<u32>,
 }
 
 impl args::RunArgs {
@@ -90,7 +92,18 @@ impl args::RunArgs {
                 (None, Some((o, i))) => vec![o, i],
                 (None, None) => Vec::new(),
             },
+            acl_rules: self.acl_rules,
         };
+        if let Some(d) = o
+            .duts
+            .iter()
+            .find(|d| o.acl_rules.is_some() && !d.filters())
+        {
+            return Err(format!(
+                "--acl-rules is for sluice-router and linux-router; {} does not filter",
+                d.name()
+            ));
+        }
         if let Some(d) = o
             .duts
             .iter()
@@ -369,7 +382,7 @@ pub(crate) fn one_run(
 ) -> Result<RunResult, String> {
     let _mtu = netns::PortMtu::set(run_mtu(kind, o.io, &o.size))?;
     netns::dut_napi(o.napi_on_dut, o.engine == Engine::Xdp, o.dut_cpu)?;
-    let mut d = dut::start(kind, o.dut_cpu, o.io, table, &o.vlans)?;
+    let mut d = dut::start(kind, o.dut_cpu, o.io, table, &o.vlans, o.acl_rules)?;
     if kind.routes() {
         warm_up(o, &d)?;
     }

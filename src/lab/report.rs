@@ -216,10 +216,14 @@ pub fn type_label(o: &RunOptions) -> String {
         1 => base,
         n => format!("{base},macs={n}"),
     };
-    match o.vlans.as_slice() {
+    let base = match o.vlans.as_slice() {
         [] => base,
         [v] => format!("{base},vlan={v}"),
         [outer, inner, ..] => format!("{base},qinq={outer}.{inner}"),
+    };
+    match o.acl_rules {
+        None => base,
+        Some(n) => format!("{base},acl={n}"),
     }
 }
 
@@ -299,9 +303,11 @@ pub fn table(o: &RunOptions, results: &[RunResult], cal: &Result<Calibration, St
         .max()
         .unwrap_or(0)
         .max(14);
+    // The Type column fits its label (var2 with an ACL or VLAN tags runs past 22).
+    let t = (type_label(o).len() + 1).max(22);
     let _ = writeln!(
         s,
-        "{:<w$}{}{:<22}{:<16}{:>12}{:>12}{:>10}{:>13}{:>13}{:>10}{:>10}{:>13}{:>13}{:>6}  {:<11}min-max (runs)",
+        "{:<w$}{}{:<t$}{:<16}{:>12}{:>12}{:>10}{:>13}{:>13}{:>10}{:>10}{:>13}{:>13}{:>6}  {:<11}min-max (runs)",
         "DUT",
         table_col("Table"),
         "Type",
@@ -331,7 +337,7 @@ pub fn table(o: &RunOptions, results: &[RunResult], cal: &Result<Calibration, St
             .map_or("-".into(), |g| format!("{:.0}", m.tx_pps / g * 100.0));
         let _ = writeln!(
             s,
-            "{:<w$}{}{:<22}{:<16}{:>12}{:>12}{:>10}{:>13}{:>13}{:>10}{:>10}{:>13}{:>13}{:>6}  {:<11}{}",
+            "{:<w$}{}{:<t$}{:<16}{:>12}{:>12}{:>10}{:>13}{:>13}{:>10}{:>10}{:>13}{:>13}{:>6}  {:<11}{}",
             dut,
             table_col(table.as_deref().unwrap_or("-")),
             type_label(o),
@@ -512,6 +518,7 @@ pub fn json(o: &RunOptions, results: &[RunResult], cal: &Result<Calibration, Str
                 "node_clocks": m.node_clocks, "dut_interfaces": m.dut_interfaces,
                 "table": table, "table_load_s": load_median(&runs).map(|l| l.median),
                 "macs": m.macs, "l2fib_entries": m.l2fib_entries,
+                "acl_rules": o.acl_rules,
                 "runs": runs,
             })
         })

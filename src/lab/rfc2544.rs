@@ -271,6 +271,7 @@ fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
         profile: None,
         macs: 1,
         vlans: Vec::new(),
+        acl_rules: None,
     };
     let _mtu = netns::PortMtu::set(super::run_mtu(o.dut, o.io, &base.size))?;
     netns::dut_napi(
@@ -278,7 +279,7 @@ fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
         base.engine == crate::gen::Engine::Xdp,
         base.dut_cpu,
     )?;
-    let running = dut::start(o.dut, base.dut_cpu, o.io, None, &[])?;
+    let running = dut::start(o.dut, base.dut_cpu, o.io, None, &[], None)?;
     if o.dut.routes() {
         super::warm_up(&base, &running)?;
     }

@@ -60,6 +60,38 @@ impl Drop for LinuxBridge {
     }
 }
 
+/// The nftables table `--acl-rules` makes in the DUT namespace.
+const NFT_TABLE: &str = "sluice_lab";
+
+/// N rules in the forward hook of an `inet` table, each dropping one source the traffic
+/// never has, as many separate rules as an operator's rule list would be (not a set: a set
+/// is one lookup whatever its size, and is not what the rule count measures); what matches
+/// none is accepted by the chain's policy.
+fn nft_rules(n: u32) -> String {
+    let mut s = format!(
+        "table inet {NFT_TABLE} {{\n  chain forward {{\n    type filter hook forward priority 0; \
+         policy accept;\n"
+    );
+    for a in super::lab_deny_sources(n) {
+        s.push_str(&format!("    ip saddr {a} drop\n"));
+    }
+    s.push_str("  }\n}\n");
+    s
+}
+
+/// Load `nft_rules(n)` into the DUT namespace's kernel.
+fn nft_load(n: u32) -> Result<(), String> {
+    if !super::on_path("nft") {
+        return Err("--acl-rules with linux-router needs nft (apt-get install nftables)".into());
+    }
+    let _ = in_ns(DUT, "nft", &["delete", "table", "inet", NFT_TABLE]);
+    let file = std::env::temp_dir().join(format!("sluice-lab-nft-{}.nft", std::process::id()));
+    std::fs::write(&file, nft_rules(n)).map_err(|e| format!("{}: {e}", file.display()))?;
+    let r = in_ns(DUT, "nft", &["-f", &file.display().to_string()]);
+    let _ = std::fs::remove_file(&file);
+    r.map(|_| ())
+}
+
 /// The kernel routing between d0 and d1.
 pub struct LinuxRouter {
     /// What the generator must be told: router MACs, and that frames are routed.
@@ -83,7 +115,10 @@ fn linux_load(table: &TableFiles) -> Result<f64, String> {
 
 /// Address d0 and d1, route the generator's ranges to the tester, fix the neighbours, load
 /// `table` if any, and turn forwarding on.
-pub fn start_router(table: Option<&TableFiles>) -> Result<LinuxRouter, String> {
+pub fn start_router(
+    table: Option<&TableFiles>,
+    acl_rules: Option<u32>,
+) -> Result<LinuxRouter, String> {
     let t0 = mac_of(TESTER, "t0")?;
     let t1 = mac_of(TESTER, "t1")?;
     let mut dut = LinuxRouter {
@@ -134,6 +169,9 @@ pub fn start_router(table: Option<&TableFiles>) -> Result<LinuxRouter, String> {
         }
         dut.load_s = Some(linux_load(t)?);
     }
+    if let Some(n) = acl_rules {
+        nft_load(n)?;
+    }
     for key in [
         "net.ipv4.ip_forward=1",
         "net.ipv4.conf.all.rp_filter=0",
@@ -157,6 +195,9 @@ impl Dut for LinuxRouter {
     /// Forwarding off, routes, addresses and neighbours flushed, IPv6 off again.
     fn stop(&mut self) {
         let _ = in_ns(DUT, "sysctl", &["-qw", "net.ipv4.ip_forward=0"]);
+        if super::on_path("nft") {
+            let _ = in_ns(DUT, "nft", &["delete", "table", "inet", NFT_TABLE]);
+        }
         // A full table's routes go with the addresses their next hops sat on.
         let _ = run("ip", &["-n", DUT, "route", "flush", "table", "main"]);
         let _ = run("ip", &["-n", DUT, "-6", "route", "flush", "table", "main"]);

@@ -101,6 +101,11 @@ impl DutKind {
         )
     }
 
+    /// Whether the DUT filters what it forwards with the lab's rules (`--acl-rules`).
+    pub fn filters(self) -> bool {
+        matches!(self, DutKind::SluiceRouter | DutKind::LinuxRouter)
+    }
+
     /// Whether the DUT can use `io` for its ports (the kernel's DUTs forward whatever the
     /// veths bring, so any io on the veths suits them).
     pub fn supports(self, io: Io) -> bool {
@@ -164,9 +169,13 @@ pub fn start(
     io: Io,
     table: Option<&TableFiles>,
     vlans: &[u16],
+    acl_rules: Option<u32>,
 ) -> Result<RunningDut, String> {
     if !vlans.is_empty() && !kind.takes_vlans() {
         return Err(format!("{} does not take --vlan or --qinq", kind.name()));
+    }
+    if acl_rules.is_some() && !kind.filters() {
+        return Err(format!("{} does not take --acl-rules", kind.name()));
     }
     let xc = Forwarding::Xconnect(vlans);
     Ok(match kind {
@@ -178,13 +187,19 @@ pub fn start(
             (io, None),
             Forwarding::Bridge(vlans),
         )?),
-        DutKind::SluiceRouter => Box::new(sluice::start_router(dut_cpu, io, table)?),
+        DutKind::SluiceRouter => Box::new(sluice::start_router(dut_cpu, io, table, acl_rules)?),
         DutKind::LinuxBridge => Box::new(linux::start_bridge(io)?),
-        DutKind::LinuxRouter => Box::new(linux::start_router(table)?),
+        DutKind::LinuxRouter => Box::new(linux::start_router(table, acl_rules)?),
         DutKind::Testpmd => Box::new(testpmd::start(dut_cpu, io)?),
         DutKind::Vpp => Box::new(vpp::Vpp::start(dut_cpu, io, None, None, Vec::new())?),
         DutKind::VppRouter => Box::new(vpp::start_router(dut_cpu, io, table)?),
     })
+}
+
+/// The sources of the lab's `--acl-rules N` deny rules, one rule each: the first N
+/// addresses of 100.64.0.0/10 (shared address space), which the lab's traffic never uses.
+pub fn lab_deny_sources(n: u32) -> impl Iterator<Item = std::net::Ipv4Addr> {
+    (0..n.min(1 << 22)).map(|i| std::net::Ipv4Addr::from(0x6440_0000u32 + i))
 }
 
 /// Whether `bin` is on the PATH.

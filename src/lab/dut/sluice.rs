@@ -21,8 +21,9 @@ pub enum Forwarding<'a> {
     Xconnect(&'a [u16]),
     /// One learning bridge domain of d0 and d1 (or of their sub-interfaces of `vlans`).
     Bridge(&'a [u16]),
-    /// Routing, with the synthetic table if there is one.
-    Router(Option<&'a TableFiles>),
+    /// Routing, with the synthetic table if there is one, filtering what it receives with
+    /// the lab's ACL of that many non-matching deny rules if asked.
+    Router(Option<&'a TableFiles>, Option<u32>),
 }
 
 /// A running sluice.
@@ -38,9 +39,12 @@ pub struct Sluice {
 }
 
 /// The parts of sluice's config that make it a router between d0 and d1: the plan's
-/// addresses for each port, then a static route per traffic direction and the synthetic
-/// table's route file when there is one.
-pub fn router_parts(table: Option<&TableFiles>) -> (String, String, String) {
+/// addresses for each port, then a static route per traffic direction, the synthetic
+/// table's route file when there is one, and the lab's input ACL on both ports.
+pub fn router_parts(
+    table: Option<&TableFiles>,
+    acl_rules: Option<u32>,
+) -> (String, String, String) {
     let addresses = |v4: &str, v6: &str| format!("address = [\"{v4}\", \"{v6}\"]\n");
     let mut tail = String::new();
     for (prefix, via) in [(plan::TO_T1, plan::T1_V4), (plan::TO_T0, plan::T0_V4)] {
@@ -54,6 +58,21 @@ pub fn router_parts(table: Option<&TableFiles>) -> (String, String, String) {
             t.route_file.display()
         ));
     }
+    if let Some(n) = acl_rules {
+        let mut rules: Vec<String> = super::lab_deny_sources(n)
+            .map(|a| format!("\"deny src {a}/32\""))
+            .collect();
+        rules.extend(["\"permit\"".to_string(), "\"permit ipv6\"".to_string()]);
+        tail.push_str(&format!(
+            "[[acl]]\nname = \"lab\"\nrules = [{}]\n",
+            rules.join(", ")
+        ));
+        for port in ["d0", "d1"] {
+            tail.push_str(&format!(
+                "[[acl-input]]\ninterface = \"{port}\"\nacl = \"lab\"\n"
+            ));
+        }
+    }
     (
         addresses(plan::D0_V4, plan::D0_V6),
         addresses(plan::D1_V4, plan::D1_V6),
@@ -62,13 +81,18 @@ pub fn router_parts(table: Option<&TableFiles>) -> (String, String, String) {
 }
 
 /// Start sluice routing between d0 and d1, with `table`'s synthetic routes if any.
-pub fn start_router(dut_cpu: usize, io: Io, table: Option<&TableFiles>) -> Result<Sluice, String> {
+pub fn start_router(
+    dut_cpu: usize,
+    io: Io,
+    table: Option<&TableFiles>,
+    acl_rules: Option<u32>,
+) -> Result<Sluice, String> {
     let gen_args = routed_gen_args()?;
     tester_addresses(true).inspect_err(|_| {
         let _ = tester_addresses(false);
     })?;
     let t = Instant::now();
-    let mut dut = match start(dut_cpu, (io, None), Forwarding::Router(table)) {
+    let mut dut = match start(dut_cpu, (io, None), Forwarding::Router(table, acl_rules)) {
         Ok(d) => d,
         Err(e) => {
             let _ = tester_addresses(false);
@@ -171,7 +195,7 @@ pub fn sluice_config(
                 format!("{subs}[[bridge-domain]]\nid = 1\nmembers = [\"{p0}\", \"{p1}\"]\n"),
             )
         }
-        Forwarding::Router(table) => router_parts(table),
+        Forwarding::Router(table, acl_rules) => router_parts(table, acl_rules),
     };
     format!(
         "[dataplane]\nworkers = 1\nworker-cores = [{dut_cpu}]\nmain-core = {main_core}\n\
@@ -238,7 +262,7 @@ pub fn start(
     };
     // A full table may be read before the control socket opens.
     let deadline = Instant::now()
-        + Duration::from_secs(if matches!(how, Forwarding::Router(Some(_))) {
+        + Duration::from_secs(if matches!(how, Forwarding::Router(Some(_), _)) {
             300
         } else {
             10
@@ -332,8 +356,10 @@ mod tests {
             (Forwarding::Xconnect(&[100]), 0),
             (Forwarding::Bridge(&[]), 0),
             (Forwarding::Bridge(&[10, 20]), 0),
-            (Forwarding::Router(None), 2),
-            (Forwarding::Router(Some(&table)), 2),
+            (Forwarding::Router(None, None), 2),
+            (Forwarding::Router(Some(&table), None), 2),
+            (Forwarding::Router(None, Some(0)), 2),
+            (Forwarding::Router(None, Some(1000)), 2),
         ];
         for (how, routes) in cases {
             let text: String =
@@ -348,16 +374,23 @@ mod tests {
             assert_eq!(cfg.interfaces.len(), 2);
             assert_eq!(
                 cfg.fib.route_file.is_some(),
-                matches!(how, Forwarding::Router(Some(_))),
+                matches!(how, Forwarding::Router(Some(_), _)),
                 "{text}"
             );
+            // The lab's ACL: N deny rules and the two permits, on both ports.
+            if let Forwarding::Router(_, Some(n)) = how {
+                assert_eq!(cfg.acls[0].rules.len(), n as usize + 2, "{text}");
+                assert_eq!(cfg.acl_inputs.len(), 2, "{text}");
+            } else {
+                assert!(cfg.acls.is_empty() && cfg.acl_inputs.is_empty(), "{text}");
+            }
             assert_eq!(
                 cfg.bridge_domains.len(),
                 matches!(how, Forwarding::Bridge(_)) as usize
             );
             let tagged = matches!(how, Forwarding::Xconnect([_]) | Forwarding::Bridge([_, _]));
             assert_eq!(cfg.subinterfaces.len(), 2 * tagged as usize, "{text}");
-            let want = if matches!(how, Forwarding::Router(_)) {
+            let want = if matches!(how, Forwarding::Router(..)) {
                 2
             } else {
                 0
