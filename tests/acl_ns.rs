@@ -144,3 +144,98 @@ fn acl_made_and_applied_from_the_cli_at_run_time_counts_hits_per_rule() {
     assert!(daemon.stop(), "daemon did not exit cleanly");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+const PYTHON: &str = "/usr/bin/python3";
+
+/// `tcp.py connect HOST PORT` from `ns`: whether the server's answer came back.
+fn tcp_connect(ns: &Netns, host: &str, port: u16) -> (bool, String) {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/acl/tcp.py");
+    let o = ns
+        .exec(PYTHON, &[script, "connect", host, &port.to_string(), "2"])
+        .output()
+        .unwrap();
+    (o.status.success(), text(&o))
+}
+
+/// `tcp.py serve PORT SECONDS` in `ns`, in the background (it ends by itself).
+fn tcp_serve(ns: &Netns, port: u16, seconds: u32) -> std::process::Child {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/acl/tcp.py");
+    let child = ns
+        .exec(
+            PYTHON,
+            &[script, "serve", &port.to_string(), &seconds.to_string()],
+        )
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    child
+}
+
+#[test]
+fn permit_reflect_lets_the_replies_of_what_it_permitted_back_in() {
+    if !needs_root() || !prerequisite(Path::new(PYTHON).exists(), "/usr/bin/python3") {
+        return;
+    }
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    ensure_ping();
+    let (left, right, dut) = routed_lab("s");
+    let dir = tmpdir("acl-sessions");
+    // t0's side may open TCP to port 8080 and ping; t1's side may open nothing over IPv4:
+    // what comes back from t1 passes only as part of a session t0's side opened.
+    let (cfg, socket) = router_config(
+        &dir,
+        "[[acl]]\nname = \"inside\"\nrules = [\"permit+reflect proto tcp dport 8080\", \
+         \"permit+reflect proto icmp\", \"permit ipv6\"]\n\
+         [[acl]]\nname = \"outside\"\nrules = [\"permit ipv6\"]\n\
+         [[acl-input]]\ninterface = \"d0\"\nacl = \"inside\"\n\
+         [[acl-input]]\ninterface = \"d1\"\nacl = \"outside\"\n\
+         [sessions]\nper-worker = 4096\ntcp-transient = 30\n",
+    );
+    let mut daemon = Daemon::start(&dut, &cfg, &socket);
+    let mut servers = vec![tcp_serve(&right, 8080, 20), tcp_serve(&right, 9090, 20)];
+    // Allowed: TCP to 8080 and its replies; pings and their replies.
+    let (ok, out) = tcp_connect(&left, T1_V4, 8080);
+    assert!(ok && out.contains("echo hello"), "t0 -> t1:8080: {out}");
+    let (ok, out) = ping(&left, &["-c", "2", "-i", "0.2", "-W", "2", T1_V4]);
+    assert!(ok, "{out}");
+    // Denied: another port from t0 (no rule), anything t1 opens (no session).
+    let (ok, out) = tcp_connect(&left, T1_V4, 9090);
+    assert!(!ok, "t0 -> t1:9090 got through: {out}");
+    servers.push(tcp_serve(&left, 8080, 20));
+    let (ok, out) = tcp_connect(&right, T0_V4, 8080);
+    assert!(!ok, "t1 -> t0:8080 got through without a session: {out}");
+    let (ok, out) = ping(&right, &["-c", "2", "-i", "0.2", "-W", "1", T0_V4]);
+    assert!(!ok, "t1's pings got through without a session: {out}");
+    // What the sessions and the lists say: the TCP and ICMP sessions t0 opened (closed TCP
+    // sessions linger as transient), the replies they passed, t1's attempts denied.
+    let doc = ctl_json(&socket, "show sessions");
+    let w = &doc["workers"][0];
+    assert!(w["opened"].as_u64().unwrap() >= 2, "{doc}");
+    assert!(w["hits"].as_u64().unwrap() >= 4, "{doc}");
+    assert_eq!(w["table_full"], 0, "{doc}");
+    let sessions = doc["sessions"].as_array().unwrap();
+    let tcp = sessions
+        .iter()
+        .find(|s| s["proto"] == 6 && s["to"] == format!("{T1_V4}:8080"))
+        .unwrap_or_else(|| panic!("no session to {T1_V4}:8080: {doc}"));
+    assert_eq!(tcp["state"], "transient", "closed by FINs: {tcp}");
+    assert!(sessions.iter().any(|s| s["proto"] == 1), "{doc}");
+    assert!(
+        !sessions.iter().any(|s| s["to"] == format!("{T1_V4}:9090")),
+        "a session for a denied flow: {doc}"
+    );
+    let outside = &ctl_json(&socket, "show acl outside")["acls"][0];
+    assert!(outside["no_match"].as_u64().unwrap() >= 3, "{outside}");
+    let summary = ctl(&socket, "show sessions summary").unwrap();
+    assert!(
+        summary.contains("worker 0: ") && summary.contains("opened"),
+        "{summary}"
+    );
+    assert!(ctl(&socket, "show sessions all").is_err());
+    for mut s in servers {
+        let _ = s.kill();
+        let _ = s.wait();
+    }
+    assert!(daemon.stop(), "daemon did not exit cleanly");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -384,6 +384,33 @@ fn lab_up_down_is_idempotent_and_clean() {
         .iter()
         .any(|n| n[0] == "acl-ip4-in");
     assert!(acl_node, "no acl-ip4-in in sluice's runtime: {s}");
+    // Stateful: sluice's last rule is permit+reflect (each flow's first packet opens a
+    // session, the rest skip the rules), the kernel's chain starts with a conntrack rule.
+    let rows = run_rows(&[
+        "--dut",
+        "sluice-router,linux-router",
+        "--flows",
+        "var2",
+        "--acl-rules",
+        "10",
+        "--stateful",
+        "--no-calibrate",
+    ]);
+    let v = serde_json::Value::from(rows.clone());
+    assert_eq!(rows.len(), 2, "{v}");
+    for r in &rows {
+        assert_eq!(
+            (&r["acl_rules"], &r["stateful"]),
+            (&10.into(), &true.into()),
+            "{r}"
+        );
+        assert!(
+            r["type"].as_str().unwrap().ends_with(",acl=10+state"),
+            "{r}"
+        );
+        assert_eq!(r["tx_packets"], 20000, "{r}");
+        assert_eq!(r["lost"], r["rx_ring_drops"], "{r}");
+    }
     let tables = sh("ip", &["netns", "exec", "sl-dut", "nft", "list", "tables"]);
     let tables = String::from_utf8_lossy(&tables.stdout).into_owned();
     assert!(

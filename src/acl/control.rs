@@ -4,7 +4,7 @@
 //! The configuration (`[[acl]]`, `[[acl-input]]`) and the CLI (`acl add`, `set acl-plugin
 //! interface`) both go through `AclControl`, so a list is compiled and applied in one place.
 
-use super::{Classifier, Rule};
+use super::{Action, Classifier, Rule};
 use crate::features::{IP4_UNICAST, IP6_UNICAST};
 use crate::nodes::acl::{AclView, Filters, ACL_IP4_IN, ACL_IP6_IN};
 use std::collections::BTreeMap;
@@ -64,6 +64,8 @@ pub struct AppliedList {
     pub name: String,
     pub classifier: Classifier,
     pub hits: RuleHits,
+    /// It has a permit+reflect rule.
+    pub reflects: bool,
 }
 
 struct List {
@@ -155,6 +157,7 @@ impl AclControl {
             name: name.to_string(),
             classifier: Classifier::new(&all),
             hits: RuleHits::new(self.threads, all.len()),
+            reflects: all.iter().any(|r| r.action == Action::PermitReflect),
         });
         self.lists.insert(
             name.to_string(),
@@ -272,6 +275,11 @@ impl AclControl {
                 view.input.resize(i + 1, None);
             }
             view.input[i] = Some(l.applied.clone());
+        }
+        view.stateful = view.input.iter().flatten().any(|l| l.reflects);
+        if view.stateful {
+            // The tables before the view that sends packets to them.
+            self.filters.sessions.enable();
         }
         self.filters.acls.store(Arc::new(view));
     }

@@ -13,6 +13,9 @@
 //! - `control`: `AclControl`, the lists of a running dataplane (config and CLI alike), which
 //!   interface each checks, per-rule hit counters per worker, publication to the workers.
 //!
+//! - `session`: `Sessions`, the per-worker tables of flows a permit+reflect rule let through
+//!   (both directions pass every input ACL while the session lives).
+//!
 //! The nodes that use them are `acl-ip4-in` / `acl-ip6-in` (`nodes::acl`).
 
 pub mod classify;
@@ -20,6 +23,7 @@ pub mod control;
 pub mod key;
 pub mod parse;
 pub mod rule;
+pub mod session;
 
 pub use classify::Classifier;
 pub use rule::{first_match, Action, FlowKey, Rule};

@@ -5,7 +5,8 @@
 pub enum Action {
     Deny,
     Permit,
-    /// Permit, and let the reply direction through (a session, once sessions exist).
+    /// Permit, and open a session that lets the rest of the flow through, both ways
+    /// (`session.rs`).
     PermitReflect,
 }
 

@@ -9,12 +9,17 @@
 //! [[acl-input]]
 //! interface = "e0"
 //! acl = "edge"
+//!
+//! [sessions]          # the tables permit+reflect rules fill (per worker; timeouts in s)
+//! per-worker = 65536
+//! udp = 120
 //! ```
 //!
 //! A packet no rule matches is denied, as in VPP's ACL plugin (end a list with `permit` to
 //! pass the rest). Each rule is checked by `Rule::parse`, errors on its line.
 
 use super::{Checker, ConfigError};
+use crate::acl::session::Timeouts;
 use crate::acl::Rule;
 use serde::Deserialize;
 use toml::Spanned;
@@ -47,6 +52,82 @@ pub struct AclConfig {
 pub struct AclInput {
     pub interface: String,
     pub acl: String,
+}
+
+/// `[sessions]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct SessionsKeys {
+    per_worker: Option<Spanned<u64>>,
+    tcp_established: Option<Spanned<u64>>,
+    tcp_transient: Option<Spanned<u64>>,
+    udp: Option<Spanned<u64>>,
+    icmp: Option<Spanned<u64>>,
+    other: Option<Spanned<u64>>,
+}
+
+/// The session tables permit+reflect rules fill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionsConfig {
+    pub per_worker: usize,
+    pub timeouts: Timeouts,
+}
+
+impl Default for SessionsConfig {
+    fn default() -> Self {
+        SessionsConfig {
+            per_worker: DEFAULT_SESSIONS,
+            timeouts: Timeouts::default(),
+        }
+    }
+}
+
+/// Sessions per worker unless `[sessions] per-worker` says otherwise.
+pub const DEFAULT_SESSIONS: usize = 65_536;
+const MAX_SESSIONS: u64 = 1 << 24;
+/// The longest timeout: 30 days.
+const MAX_TIMEOUT: u64 = 30 * 86_400;
+
+impl SessionsKeys {
+    pub(super) fn check(self, c: &Checker<'_>) -> Result<SessionsConfig, ConfigError> {
+        let mut out = SessionsConfig::default();
+        if let Some(n) = &self.per_worker {
+            let v = *n.get_ref();
+            if !(1024..=MAX_SESSIONS).contains(&v) {
+                return Err(c.err(
+                    n.span(),
+                    "per-worker",
+                    format!("{v} sessions: from 1024 to {MAX_SESSIONS} per worker"),
+                ));
+            }
+            out.per_worker = v as usize;
+        }
+        let t = &mut out.timeouts;
+        for (key, value, field) in [
+            (
+                "tcp-established",
+                &self.tcp_established,
+                &mut t.tcp_established,
+            ),
+            ("tcp-transient", &self.tcp_transient, &mut t.tcp_transient),
+            ("udp", &self.udp, &mut t.udp),
+            ("icmp", &self.icmp, &mut t.icmp),
+            ("other", &self.other, &mut t.other),
+        ] {
+            if let Some(s) = value {
+                let v = *s.get_ref();
+                if !(1..=MAX_TIMEOUT).contains(&v) {
+                    return Err(c.err(
+                        s.span(),
+                        key,
+                        format!("{v} s: a timeout is from 1 s to {MAX_TIMEOUT} s (30 days)"),
+                    ));
+                }
+                *field = v;
+            }
+        }
+        Ok(out)
+    }
 }
 
 pub(super) fn check_acls(
@@ -153,5 +234,28 @@ mod tests {
             => "t.toml:23: key 'acl': no ACL named 'core' (defined: edge)";
         acl_input_twice: format!("{GOOD}{ACL}[[acl-input]]\ninterface = \"p0\"\nacl = \"edge\"\n[[acl-input]]\ninterface = \"p0\"\nacl = \"edge\"\n")
             => "t.toml:25: key 'interface': interface 'p0' has an input ACL already";
+        acl_bad_name: format!("{GOOD}[[acl]]\nname = \"a b\"\nrules = [\"permit\"]\n")
+            => "t.toml:19: key 'name': 'a b' is not an ACL name (1 to 64 letters, digits, '-', '_' or '.')";
+        sessions_too_few: format!("{GOOD}[sessions]\nper-worker = 10\n")
+            => "t.toml:19: key 'per-worker': 10 sessions: from 1024 to 16777216 per worker";
+        sessions_zero_timeout: format!("{GOOD}[sessions]\nudp = 0\n")
+            => "t.toml:19: key 'udp': 0 s: a timeout is from 1 s to 2592000 s (30 days)";
+        sessions_unknown_key: format!("{GOOD}[sessions]\ntcp = 5\n")
+            => "t.toml:19: unknown field `tcp`, expected one of `per-worker`, `tcp-established`, `tcp-transient`, `udp`, `icmp`, `other`";
+    }
+
+    #[test]
+    fn sessions_config_is_read() {
+        let c = crate::config::Config::parse(
+            &format!("{GOOD}[sessions]\nper-worker = 2000000\ntcp-established = 600\nicmp = 5\n"),
+            "t.toml",
+        )
+        .unwrap();
+        assert_eq!(c.sessions.per_worker, 2_000_000);
+        assert_eq!(c.sessions.timeouts.tcp_established, 600);
+        assert_eq!(c.sessions.timeouts.icmp, 5);
+        assert_eq!(c.sessions.timeouts.udp, 120);
+        let d = crate::config::Config::parse(GOOD, "t.toml").unwrap();
+        assert_eq!(d.sessions, super::SessionsConfig::default());
     }
 }

@@ -54,6 +54,14 @@
 //! [[acl-input]]
 //! interface = "d0"         # what d0 receives is checked by "edge" before routing
 //! acl = "edge"
+//!
+//! [sessions]               # what permit+reflect rules open; timeouts in seconds
+//! per-worker = 65536       # sessions each worker's table holds (about 64 bytes each)
+//! tcp-established = 7200   # SYN seen both ways, no FIN or RST
+//! tcp-transient = 120      # opening, or closing (a FIN each way, or a RST)
+//! udp = 120
+//! icmp = 30
+//! other = 60
 //! ```
 //!
 //! The text is read into each section's keys as written (serde structs of `Spanned` values,
@@ -62,7 +70,7 @@
 //! `driver/` (`Driver`, one variant and one file per `driver = ...`, each checking its own
 //! keys and refusing them on other drivers), `xconnect.rs` ([[xconnect]]), `bridge.rs`
 //! ([[bridge-domain]], [[l2fib]]), `route.rs` ([[route]], [fib]) and `acl.rs` ([[acl]],
-//! [[acl-input]]). This file holds `Config`, the errors and the order of the checks.
+//! [[acl-input]], [sessions]). This file holds `Config`, the errors and the order of the checks.
 
 /// One `#[test]` per case: config text and the exact error it gives.
 #[cfg(test)]
@@ -76,7 +84,7 @@ macro_rules! error_tests {
 }
 
 mod acl;
-pub use acl::{AclConfig, AclInput};
+pub use acl::{AclConfig, AclInput, SessionsConfig, DEFAULT_SESSIONS};
 mod bridge;
 mod dataplane;
 pub use dataplane::DEFAULT_WORKER_NICE;
@@ -118,6 +126,7 @@ pub struct Config {
     pub fib: FibConfig,
     pub acls: Vec<AclConfig>,
     pub acl_inputs: Vec<AclInput>,
+    pub sessions: SessionsConfig,
 }
 
 /// The file as written, before the checks.
@@ -148,6 +157,8 @@ struct ConfigKeys {
     acls: Vec<acl::AclKeys>,
     #[serde(default, rename = "acl-input")]
     acl_inputs: Vec<acl::AclInputKeys>,
+    #[serde(default)]
+    sessions: acl::SessionsKeys,
 }
 
 /// The [control] section.
@@ -304,6 +315,7 @@ impl Config {
         }
         let acls = acl::check_acls(keys.acls, c)?;
         let acl_inputs = acl::check_inputs(keys.acl_inputs, &acls, &names, c)?;
+        let sessions = keys.sessions.check(c)?;
         Ok(Config {
             dataplane,
             control: keys.control,
@@ -317,6 +329,7 @@ impl Config {
             fib: keys.fib,
             acls,
             acl_inputs,
+            sessions,
         })
     }
 }

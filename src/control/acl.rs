@@ -3,8 +3,10 @@
 use super::cli::{Arg, Args, Command, Output};
 use super::exec::Control;
 use crate::acl::control::{parse_rules, AclControl};
+use crate::acl::session::SessionTable;
 use serde_json::json;
 use std::fmt::Write as _;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::MutexGuard;
 
 pub const COMMANDS: &[Command] = &[
@@ -37,6 +39,14 @@ pub const COMMANDS: &[Command] = &[
             Arg::Rest,
         ],
         run: set_interface_acl,
+    },
+    Command {
+        words: &["show", "sessions"],
+        syntax: "[summary]",
+        help: "the sessions permit+reflect rules opened: per worker, how many, the table's \
+               size and what it did; without summary also the first 100 sessions",
+        args: &[Arg::Rest],
+        run: show_sessions,
     },
     Command {
         words: &["show", "acl"],
@@ -154,4 +164,108 @@ fn show_acl(c: &mut Control, a: &Args) -> Result<Output, String> {
         text.push_str("no ACLs\n");
     }
     Ok(Output::Shown(text, json!({ "acls": lists })))
+}
+
+/// Sessions `show sessions` lists at most.
+const SESSIONS_SHOWN: usize = 100;
+
+fn show_sessions(c: &mut Control, a: &Args) -> Result<Output, String> {
+    let summary = match a.rest().as_slice() {
+        [] => false,
+        ["summary"] => true,
+        other => {
+            return Err(format!(
+                "show sessions [summary]: not '{}'",
+                other.join(" ")
+            ))
+        }
+    };
+    let sessions = lock(c).filters().sessions.clone();
+    let now = crate::acl::session::now_ms();
+    let t = &sessions.timeouts;
+    let tables = sessions.tables();
+    let mut text = String::new();
+    if tables.is_empty() {
+        let _ = writeln!(
+            text,
+            "no session tables: no permit+reflect rule has been applied (each worker's \
+             will hold {} sessions, {:.1} MiB)",
+            sessions.per_worker(),
+            SessionTable::memory_for(sessions.per_worker()) as f64 / (1 << 20) as f64
+        );
+    }
+    let mut workers = Vec::new();
+    let mut listed = Vec::new();
+    for (w, table) in tables.iter().enumerate() {
+        let limit = if summary {
+            0
+        } else {
+            SESSIONS_SHOWN.saturating_sub(listed.len())
+        };
+        let (live, some) = table.live(now, t, limit);
+        let s = &table.stats;
+        let (created, expired, full, hits) = (
+            s.created.load(Relaxed),
+            s.expired.load(Relaxed),
+            s.table_full.load(Relaxed),
+            s.hits.load(Relaxed),
+        );
+        let _ = writeln!(
+            text,
+            "worker {w}: {live} sessions of {} ({:.1} MiB), {created} opened, {expired} \
+             expired, {full} not opened (table full), {hits} packets passed by a session",
+            table.capacity(),
+            table.memory_bytes() as f64 / (1 << 20) as f64
+        );
+        workers.push(json!({
+            "worker": w, "sessions": live, "capacity": table.capacity(),
+            "memory_bytes": table.memory_bytes(), "opened": created, "expired": expired,
+            "table_full": full, "hits": hits,
+        }));
+        listed.extend(some.into_iter().map(|v| (w, v)));
+    }
+    let _ = writeln!(
+        text,
+        "timeouts (s): tcp established {}, tcp transient {}, udp {}, icmp {}, other {}",
+        t.tcp_established, t.tcp_transient, t.udp, t.icmp, t.other
+    );
+    let mut shown = Vec::new();
+    for (w, v) in &listed {
+        let addr = |a: u128| {
+            if v.key.ipv6 {
+                std::net::Ipv6Addr::from(a).to_string()
+            } else {
+                std::net::Ipv4Addr::from((a >> 96) as u32).to_string()
+            }
+        };
+        let (a, b) = (
+            format!("{}:{}", addr(v.key.a), v.key.pa),
+            format!("{}:{}", addr(v.key.b), v.key.pb),
+        );
+        let (from, to) = if v.from_a { (a, b) } else { (b, a) };
+        let _ = writeln!(
+            text,
+            "  w{w} proto {:<3} {from} -> {to}  {}  idle {:.1} s, expires in {:.1} s",
+            v.key.proto,
+            v.state(),
+            v.idle_ms as f64 / 1000.0,
+            v.expires_in_ms as f64 / 1000.0
+        );
+        shown.push(json!({
+            "worker": w, "proto": v.key.proto, "from": from, "to": to, "state": v.state(),
+            "idle_ms": v.idle_ms, "expires_in_ms": v.expires_in_ms,
+        }));
+    }
+    Ok(Output::Shown(
+        text,
+        json!({
+            "workers": workers,
+            "per_worker": sessions.per_worker(),
+            "sessions": shown,
+            "timeouts": {
+                "tcp_established": t.tcp_established, "tcp_transient": t.tcp_transient,
+                "udp": t.udp, "icmp": t.icmp, "other": t.other,
+            },
+        }),
+    ))
 }

@@ -359,7 +359,9 @@ fn build_router(cfg: &Config, opened: &[Opened], subs: &[SubIf]) -> Result<Route
 
 /// The configuration's ACLs, compiled once each, and the interfaces they check.
 fn build_acls(cfg: &Config, router: &Router, threads: usize) -> Result<AclControl, String> {
-    let mut acls = AclControl::new(crate::nodes::acl::Filters::none(), threads);
+    let sessions =
+        crate::acl::session::Sessions::new(threads, cfg.sessions.per_worker, cfg.sessions.timeouts);
+    let mut acls = AclControl::new(crate::nodes::acl::Filters::new(sessions), threads);
     for a in &cfg.acls {
         let rules = a
             .texts

@@ -74,6 +74,11 @@ pub struct RunArgs {
     /// d0 and d1, linux-router as N nftables rules in its forward hook
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100_000))]
     pub acl_rules: Option<u32>,
+    /// With --acl-rules (0 if not given): the final rule keeps state — sluice's is
+    /// permit+reflect (a session per flow; later packets skip the rules), the kernel's chain
+    /// starts with 'ct state established,related accept' (conntrack on)
+    #[arg(long)]
+    pub stateful: bool,
     /// Seconds per run [default: 5] (or --count)
     #[arg(long, value_name = "SECS", value_parser = seconds_arg, conflicts_with = "count")]
     pub duration: Option<String>,

@@ -316,7 +316,7 @@ fn run_matrix(
             profile: o.profile.then(|| o.out.clone()),
             macs: 1,
             vlans: Vec::new(),
-            acl_rules: None,
+            acl: None,
         };
         for r in 0..o.repeat {
             let mut order = duts.to_vec();

@@ -61,13 +61,14 @@ pub struct RunOptions {
     pub macs: u32,
     /// VLAN tags on the frames: none, one 802.1Q id, or 802.1ad outer and 802.1Q inner.
     pub vlans: Vec<u16>,
-    /// Non-matching deny rules the router DUTs check before a permit (`None`: no filter).
-    pub acl_rules: Option<u32>,
+    /// The router DUTs' filter (`None`: none).
+    pub acl: Option<dut::LabAcl>,
 }
 
 impl args::RunArgs {
     /// The settings, after the checks across options.
     pub fn options(self) -> Result<RunOptions, String> {
+        let sessions = dut::LabAcl::sessions_for(&self.flows);
         let o = RunOptions {
             duts: self.duts,
             size: self.size,
@@ -92,15 +93,19 @@ impl args::RunArgs {
                 (None, Some((o, i))) => vec![o, i],
                 (None, None) => Vec::new(),
             },
-            acl_rules: self.acl_rules,
+            acl: match (self.acl_rules, self.stateful) {
+                (None, false) => None,
+                (rules, stateful) => Some(dut::LabAcl {
+                    rules: rules.unwrap_or(0),
+                    stateful,
+                    sessions,
+                }),
+            },
         };
-        if let Some(d) = o
-            .duts
-            .iter()
-            .find(|d| o.acl_rules.is_some() && !d.filters())
-        {
+        if let Some(d) = o.duts.iter().find(|d| o.acl.is_some() && !d.filters()) {
             return Err(format!(
-                "--acl-rules is for sluice-router and linux-router; {} does not filter",
+                "--acl-rules and --stateful are for sluice-router and linux-router; {} does \
+                 not filter",
                 d.name()
             ));
         }
@@ -382,7 +387,7 @@ pub(crate) fn one_run(
 ) -> Result<RunResult, String> {
     let _mtu = netns::PortMtu::set(run_mtu(kind, o.io, &o.size))?;
     netns::dut_napi(o.napi_on_dut, o.engine == Engine::Xdp, o.dut_cpu)?;
-    let mut d = dut::start(kind, o.dut_cpu, o.io, table, &o.vlans, o.acl_rules)?;
+    let mut d = dut::start(kind, o.dut_cpu, o.io, table, &o.vlans, o.acl)?;
     if kind.routes() {
         warm_up(o, &d)?;
     }

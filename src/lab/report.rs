@@ -221,9 +221,10 @@ pub fn type_label(o: &RunOptions) -> String {
         [v] => format!("{base},vlan={v}"),
         [outer, inner, ..] => format!("{base},qinq={outer}.{inner}"),
     };
-    match o.acl_rules {
+    match o.acl {
         None => base,
-        Some(n) => format!("{base},acl={n}"),
+        Some(a) if a.stateful => format!("{base},acl={}+state", a.rules),
+        Some(a) => format!("{base},acl={}", a.rules),
     }
 }
 
@@ -518,7 +519,8 @@ pub fn json(o: &RunOptions, results: &[RunResult], cal: &Result<Calibration, Str
                 "node_clocks": m.node_clocks, "dut_interfaces": m.dut_interfaces,
                 "table": table, "table_load_s": load_median(&runs).map(|l| l.median),
                 "macs": m.macs, "l2fib_entries": m.l2fib_entries,
-                "acl_rules": o.acl_rules,
+                "acl_rules": o.acl.map(|a| a.rules),
+                "stateful": o.acl.map(|a| a.stateful),
                 "runs": runs,
             })
         })

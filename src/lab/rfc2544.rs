@@ -271,7 +271,7 @@ fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
         profile: None,
         macs: 1,
         vlans: Vec::new(),
-        acl_rules: None,
+        acl: None,
     };
     let _mtu = netns::PortMtu::set(super::run_mtu(o.dut, o.io, &base.size))?;
     netns::dut_napi(

@@ -9,6 +9,7 @@
 
 use crate::acl::control::AppliedList;
 use crate::acl::key::{flow_key4, flow_key6, KeyError};
+use crate::acl::session::{now_ms, Lookup, Sessions, Timeouts};
 use crate::acl::Action;
 use crate::features::{self, SharedFeatures, IP4_UNICAST, IP6_UNICAST};
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
@@ -23,6 +24,9 @@ pub const ACL_IP6_IN: &str = "acl-ip6-in";
 #[derive(Default)]
 pub struct AclView {
     pub input: Vec<Option<Arc<AppliedList>>>,
+    /// A list in use has a permit+reflect rule: packets look for their flow's session
+    /// before they are classified, and reflect rules open sessions.
+    pub stateful: bool,
 }
 
 pub type SharedAclView = Arc<ArcSwap<AclView>>;
@@ -32,15 +36,23 @@ pub type SharedAclView = Arc<ArcSwap<AclView>>;
 pub struct Filters {
     pub features: SharedFeatures,
     pub acls: SharedAclView,
+    /// The workers' session tables (made when a reflect rule is first applied).
+    pub sessions: Arc<Sessions>,
 }
 
 impl Filters {
-    /// No feature on, no ACL.
-    pub fn none() -> Filters {
+    /// No feature on, no ACL; room for `sessions` sessions per worker once needed.
+    pub fn new(sessions: Sessions) -> Filters {
         Filters {
             features: features::shared(features::FeatureView::new()),
             acls: Arc::new(ArcSwap::from_pointee(AclView::default())),
+            sessions: Arc::new(sessions),
         }
+    }
+
+    /// No feature on, no ACL, one worker's small session table once needed (tests).
+    pub fn none() -> Filters {
+        Filters::new(Sessions::new(1, 1024, Timeouts::default()))
     }
 }
 
@@ -115,7 +127,7 @@ impl AclIn {
         acls: &AclView,
         rx_if: u32,
         ip: Option<&[u8]>,
-        thread: usize,
+        (thread, now): (usize, u64),
     ) -> Result<(), Error> {
         let Some(list) = acls.input.get(rx_if as usize).and_then(|c| c.as_ref()) else {
             // Enabled without a list (never made so by the dataplane): nothing to check.
@@ -128,10 +140,22 @@ impl AclIn {
             flow_key4(ip)
         }
         .map_err(key_error)?;
+        let sessions = &self.filters.sessions;
+        if acls.stateful && sessions.lookup(thread, &key, now) == Lookup::Hit {
+            return Ok(());
+        }
         let rule = list.classifier.classify(&key);
         list.hits.count(thread, rule);
         match rule.map(|i| list.classifier.rules()[i].action) {
-            Some(Action::Permit | Action::PermitReflect) => Ok(()),
+            Some(Action::Permit) => Ok(()),
+            Some(Action::PermitReflect) => {
+                // Permitted whether or not there was room for its session (a full table
+                // is counted by the table).
+                if acls.stateful {
+                    sessions.open(thread, &key, now);
+                }
+                Ok(())
+            }
             Some(Action::Deny) => Err(Error::Denied),
             None => Err(Error::NoMatch),
         }
@@ -149,10 +173,11 @@ impl Node for AclIn {
         };
         let drop = self.drop_slot();
         let tracing = cx.tracing();
+        let now = if acls.stateful { now_ms() } else { 0 };
         for &bi in frame {
             let rx_if = cx.bufs.meta(bi).rx_if;
             let ip = super::l3_header(cx.bufs, bi, ethertype);
-            match self.verdict(&acls, rx_if, ip, cx.thread) {
+            match self.verdict(&acls, rx_if, ip, (cx.thread, now)) {
                 Ok(()) => {
                     if tracing {
                         cx.trace(bi, "acl: permitted");
@@ -167,6 +192,9 @@ impl Node for AclIn {
                     cx.enqueue(drop, bi);
                 }
             }
+        }
+        if acls.stateful {
+            self.filters.sessions.sweep(cx.thread, now);
         }
         frame.len()
     }

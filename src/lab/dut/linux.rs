@@ -67,26 +67,30 @@ const NFT_TABLE: &str = "sluice_lab";
 /// never has, as many separate rules as an operator's rule list would be (not a set: a set
 /// is one lookup whatever its size, and is not what the rule count measures); what matches
 /// none is accepted by the chain's policy.
-fn nft_rules(n: u32) -> String {
+fn nft_rules(acl: super::LabAcl) -> String {
     let mut s = format!(
         "table inet {NFT_TABLE} {{\n  chain forward {{\n    type filter hook forward priority 0; \
          policy accept;\n"
     );
-    for a in super::lab_deny_sources(n) {
+    if acl.stateful {
+        // Conntrack on: a packet of a flow conntrack has seen both ways skips the rules.
+        s.push_str("    ct state established,related accept\n");
+    }
+    for a in super::lab_deny_sources(acl.rules) {
         s.push_str(&format!("    ip saddr {a} drop\n"));
     }
     s.push_str("  }\n}\n");
     s
 }
 
-/// Load `nft_rules(n)` into the DUT namespace's kernel.
-fn nft_load(n: u32) -> Result<(), String> {
+/// Load `nft_rules(acl)` into the DUT namespace's kernel.
+fn nft_load(acl: super::LabAcl) -> Result<(), String> {
     if !super::on_path("nft") {
         return Err("--acl-rules with linux-router needs nft (apt-get install nftables)".into());
     }
     let _ = in_ns(DUT, "nft", &["delete", "table", "inet", NFT_TABLE]);
     let file = std::env::temp_dir().join(format!("sluice-lab-nft-{}.nft", std::process::id()));
-    std::fs::write(&file, nft_rules(n)).map_err(|e| format!("{}: {e}", file.display()))?;
+    std::fs::write(&file, nft_rules(acl)).map_err(|e| format!("{}: {e}", file.display()))?;
     let r = in_ns(DUT, "nft", &["-f", &file.display().to_string()]);
     let _ = std::fs::remove_file(&file);
     r.map(|_| ())
@@ -117,7 +121,7 @@ fn linux_load(table: &TableFiles) -> Result<f64, String> {
 /// `table` if any, and turn forwarding on.
 pub fn start_router(
     table: Option<&TableFiles>,
-    acl_rules: Option<u32>,
+    acl: Option<super::LabAcl>,
 ) -> Result<LinuxRouter, String> {
     let t0 = mac_of(TESTER, "t0")?;
     let t1 = mac_of(TESTER, "t1")?;
@@ -169,8 +173,8 @@ pub fn start_router(
         }
         dut.load_s = Some(linux_load(t)?);
     }
-    if let Some(n) = acl_rules {
-        nft_load(n)?;
+    if let Some(acl) = acl {
+        nft_load(acl)?;
     }
     for key in [
         "net.ipv4.ip_forward=1",

@@ -169,12 +169,12 @@ pub fn start(
     io: Io,
     table: Option<&TableFiles>,
     vlans: &[u16],
-    acl_rules: Option<u32>,
+    acl: Option<LabAcl>,
 ) -> Result<RunningDut, String> {
     if !vlans.is_empty() && !kind.takes_vlans() {
         return Err(format!("{} does not take --vlan or --qinq", kind.name()));
     }
-    if acl_rules.is_some() && !kind.filters() {
+    if acl.is_some() && !kind.filters() {
         return Err(format!("{} does not take --acl-rules", kind.name()));
     }
     let xc = Forwarding::Xconnect(vlans);
@@ -187,13 +187,32 @@ pub fn start(
             (io, None),
             Forwarding::Bridge(vlans),
         )?),
-        DutKind::SluiceRouter => Box::new(sluice::start_router(dut_cpu, io, table, acl_rules)?),
+        DutKind::SluiceRouter => Box::new(sluice::start_router(dut_cpu, io, table, acl)?),
         DutKind::LinuxBridge => Box::new(linux::start_bridge(io)?),
-        DutKind::LinuxRouter => Box::new(linux::start_router(table, acl_rules)?),
+        DutKind::LinuxRouter => Box::new(linux::start_router(table, acl)?),
         DutKind::Testpmd => Box::new(testpmd::start(dut_cpu, io)?),
         DutKind::Vpp => Box::new(vpp::Vpp::start(dut_cpu, io, None, None, Vec::new())?),
         DutKind::VppRouter => Box::new(vpp::start_router(dut_cpu, io, table)?),
     })
+}
+
+/// What the router DUTs filter with (`--acl-rules`, `--stateful`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LabAcl {
+    /// Deny rules the traffic never matches, before the final permit.
+    pub rules: u32,
+    /// The final permit keeps state (sluice: permit+reflect; the kernel: conntrack).
+    pub stateful: bool,
+    /// Sessions per worker sluice's table must hold (every flow of the run, with room).
+    pub sessions: usize,
+}
+
+impl LabAcl {
+    /// Room for every flow of `--flows` (at least the default table).
+    pub fn sessions_for(flows: &str) -> usize {
+        let n: usize = flows.parse().unwrap_or(0);
+        (n + n / 4).max(crate::config::DEFAULT_SESSIONS)
+    }
 }
 
 /// The sources of the lab's `--acl-rules N` deny rules, one rule each: the first N

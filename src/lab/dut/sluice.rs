@@ -23,7 +23,7 @@ pub enum Forwarding<'a> {
     Bridge(&'a [u16]),
     /// Routing, with the synthetic table if there is one, filtering what it receives with
     /// the lab's ACL of that many non-matching deny rules if asked.
-    Router(Option<&'a TableFiles>, Option<u32>),
+    Router(Option<&'a TableFiles>, Option<super::LabAcl>),
 }
 
 /// A running sluice.
@@ -43,7 +43,7 @@ pub struct Sluice {
 /// table's route file when there is one, and the lab's input ACL on both ports.
 pub fn router_parts(
     table: Option<&TableFiles>,
-    acl_rules: Option<u32>,
+    acl: Option<super::LabAcl>,
 ) -> (String, String, String) {
     let addresses = |v4: &str, v6: &str| format!("address = [\"{v4}\", \"{v6}\"]\n");
     let mut tail = String::new();
@@ -58,11 +58,19 @@ pub fn router_parts(
             t.route_file.display()
         ));
     }
-    if let Some(n) = acl_rules {
-        let mut rules: Vec<String> = super::lab_deny_sources(n)
+    if let Some(acl) = acl {
+        let mut rules: Vec<String> = super::lab_deny_sources(acl.rules)
             .map(|a| format!("\"deny src {a}/32\""))
             .collect();
-        rules.extend(["\"permit\"".to_string(), "\"permit ipv6\"".to_string()]);
+        let last = if acl.stateful {
+            "permit+reflect"
+        } else {
+            "permit"
+        };
+        rules.extend([format!("\"{last}\""), "\"permit ipv6\"".to_string()]);
+        if acl.stateful {
+            tail.push_str(&format!("[sessions]\nper-worker = {}\n", acl.sessions));
+        }
         tail.push_str(&format!(
             "[[acl]]\nname = \"lab\"\nrules = [{}]\n",
             rules.join(", ")
@@ -85,14 +93,14 @@ pub fn start_router(
     dut_cpu: usize,
     io: Io,
     table: Option<&TableFiles>,
-    acl_rules: Option<u32>,
+    acl: Option<super::LabAcl>,
 ) -> Result<Sluice, String> {
     let gen_args = routed_gen_args()?;
     tester_addresses(true).inspect_err(|_| {
         let _ = tester_addresses(false);
     })?;
     let t = Instant::now();
-    let mut dut = match start(dut_cpu, (io, None), Forwarding::Router(table, acl_rules)) {
+    let mut dut = match start(dut_cpu, (io, None), Forwarding::Router(table, acl)) {
         Ok(d) => d,
         Err(e) => {
             let _ = tester_addresses(false);
@@ -195,7 +203,7 @@ pub fn sluice_config(
                 format!("{subs}[[bridge-domain]]\nid = 1\nmembers = [\"{p0}\", \"{p1}\"]\n"),
             )
         }
-        Forwarding::Router(table, acl_rules) => router_parts(table, acl_rules),
+        Forwarding::Router(table, acl) => router_parts(table, acl),
     };
     format!(
         "[dataplane]\nworkers = 1\nworker-cores = [{dut_cpu}]\nmain-core = {main_core}\n\
@@ -342,6 +350,14 @@ mod tests {
 
     /// The config sluice-router gets is one sluice accepts (CPU numbers left out: they
     /// depend on the machine).
+    fn acl(rules: u32, stateful: bool) -> super::super::LabAcl {
+        super::super::LabAcl {
+            rules,
+            stateful,
+            sessions: 200_000,
+        }
+    }
+
     #[test]
     fn router_config_is_valid() {
         let table = TableFiles {
@@ -358,8 +374,9 @@ mod tests {
             (Forwarding::Bridge(&[10, 20]), 0),
             (Forwarding::Router(None, None), 2),
             (Forwarding::Router(Some(&table), None), 2),
-            (Forwarding::Router(None, Some(0)), 2),
-            (Forwarding::Router(None, Some(1000)), 2),
+            (Forwarding::Router(None, Some(acl(0, false))), 2),
+            (Forwarding::Router(None, Some(acl(1000, false))), 2),
+            (Forwarding::Router(None, Some(acl(10, true))), 2),
         ];
         for (how, routes) in cases {
             let text: String =
@@ -378,9 +395,17 @@ mod tests {
                 "{text}"
             );
             // The lab's ACL: N deny rules and the two permits, on both ports.
-            if let Forwarding::Router(_, Some(n)) = how {
-                assert_eq!(cfg.acls[0].rules.len(), n as usize + 2, "{text}");
+            if let Forwarding::Router(_, Some(a)) = how {
+                let rules = &cfg.acls[0].rules;
+                assert_eq!(rules.len(), a.rules as usize + 2, "{text}");
                 assert_eq!(cfg.acl_inputs.len(), 2, "{text}");
+                let reflect = rules
+                    .iter()
+                    .any(|r| r.action == crate::acl::Action::PermitReflect);
+                assert_eq!(reflect, a.stateful, "{text}");
+                if a.stateful {
+                    assert_eq!(cfg.sessions.per_worker, a.sessions, "{text}");
+                }
             } else {
                 assert!(cfg.acls.is_empty() && cfg.acl_inputs.is_empty(), "{text}");
             }
