@@ -8,7 +8,9 @@
 //! is a mask load and a count of trailing zeros; an interface with nothing enabled goes
 //! straight to the end node.
 //!
-//! ip4-input and ip6-input start the unicast arcs; the ACL input nodes are their features.
+//! ip4-input and ip6-input start the unicast arcs, whose features are the ACL input nodes;
+//! ip4-rewrite and ip6-rewrite start the output arcs (ending at interface-output), whose
+//! features are the ACL output nodes.
 
 use arc_swap::ArcSwap;
 use std::sync::Arc;
@@ -31,7 +33,7 @@ pub struct ArcDef {
 }
 
 /// The arcs, by index (`IP4_UNICAST` …).
-pub static ARCS: [ArcDef; 2] = [
+pub static ARCS: [ArcDef; 4] = [
     ArcDef {
         name: "ip4-unicast",
         start: "ip4-input",
@@ -44,10 +46,42 @@ pub static ARCS: [ArcDef; 2] = [
         end: "ip6-lookup",
         features: &["acl-ip6-in"],
     },
+    ArcDef {
+        name: "ip4-output",
+        start: "ip4-rewrite",
+        end: "interface-output",
+        features: &["acl-ip4-out"],
+    },
+    ArcDef {
+        name: "ip6-output",
+        start: "ip6-rewrite",
+        end: "interface-output",
+        features: &["acl-ip6-out"],
+    },
 ];
 
 pub const IP4_UNICAST: usize = 0;
 pub const IP6_UNICAST: usize = 1;
+pub const IP4_OUTPUT: usize = 2;
+pub const IP6_OUTPUT: usize = 3;
+
+/// The slot of a start node whose next list begins with the arc's end and has the arc's
+/// features from slot `base` on (the rewrite nodes: interface-output first, as before the
+/// arc): where a packet leaving for `interface` goes.
+#[inline(always)]
+pub fn start_slot(view: &FeatureView, arc: usize, interface: u32, base: usize) -> usize {
+    let s = view.next_slot(arc, interface, None);
+    if s >= ARCS[arc].features.len() {
+        0
+    } else {
+        base + s
+    }
+}
+
+/// The features of `arc` as next names, for a start node that lists the end itself.
+pub fn feature_names(arc: usize) -> Vec<String> {
+    ARCS[arc].features.iter().map(|s| s.to_string()).collect()
+}
 
 /// The arc called `name`.
 pub fn arc_by_name(name: &str) -> Option<usize> {
@@ -221,6 +255,16 @@ mod tests {
         assert_eq!(
             v.next_slot(IP6_UNICAST, 3, None),
             ARCS[IP6_UNICAST].features.len()
+        );
+        // The output arc, from a start node that lists its end first.
+        assert_eq!(start_slot(&v, IP4_OUTPUT, 3, 4), 0);
+        v.set(IP4_OUTPUT, 3, "acl-ip4-out", true).unwrap();
+        assert_eq!(start_slot(&v, IP4_OUTPUT, 3, 4), 4);
+        assert_eq!(feature_names(IP4_OUTPUT), ["acl-ip4-out"]);
+        assert_eq!(
+            next_names(IP4_OUTPUT, Some(0)),
+            ["interface-output"],
+            "the output feature goes on to interface-output"
         );
         v.set(IP4_UNICAST, 3, "acl-ip4-in", false).unwrap();
         assert_eq!(v.next_slot(IP4_UNICAST, 3, None), n);

@@ -110,8 +110,8 @@ fn acl_made_and_applied_from_the_cli_at_run_time_counts_hits_per_rule() {
     )
     .unwrap();
     ctl(&socket, "acl add cli permit, permit ipv6").unwrap();
-    let e = ctl(&socket, "set acl-plugin interface d0 output acl cli").unwrap_err();
-    assert!(e.contains("only input"), "{e}");
+    let e = ctl(&socket, "set acl-plugin interface d0 sideways acl cli").unwrap_err();
+    assert!(e.contains("input") && e.contains("output"), "{e}");
     ctl(&socket, "set acl-plugin interface d0 input acl cli").unwrap();
     let before = in_echos(&right);
     let (ok, out) = pings("4");
@@ -236,6 +236,60 @@ fn permit_reflect_lets_the_replies_of_what_it_permitted_back_in() {
         let _ = s.kill();
         let _ = s.wait();
     }
+    assert!(daemon.stop(), "daemon did not exit cleanly");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn output_acl_filters_what_an_interface_sends_after_routing() {
+    if !needs_root() {
+        return;
+    }
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    ensure_ping();
+    let (left, right, dut) = routed_lab("o");
+    let dir = tmpdir("acl-output");
+    // d1 may not send echo requests to t1; everything else leaves.
+    let (cfg, socket) = router_config(
+        &dir,
+        &format!(
+            "[[acl]]\nname = \"egress\"\nrules = [\"deny proto icmp dst {T1_V4}/32 icmp-type 8\", \
+             \"permit\", \"permit ipv6\"]\n\
+             [[acl-output]]\ninterface = \"d1\"\nacl = \"egress\"\n"
+        ),
+    );
+    let mut daemon = Daemon::start(&dut, &cfg, &socket);
+    let denied = || error_count(&socket, "acl-ip4-out", "acl: denied by a rule");
+    let before = in_echos(&right);
+    let (ok, out) = ping(&left, &["-c", "3", "-i", "0.2", "-W", "1", T1_V4]);
+    assert!(!ok && out.contains("0 received"), "{out}");
+    assert_eq!(
+        in_echos(&right).0,
+        before.0,
+        "an echo left d1 despite its output ACL"
+    );
+    assert!(
+        denied() >= 3,
+        "{}",
+        ctl(&socket, "show errors").unwrap_or_default()
+    );
+    // Not filtered: the router's own address, IPv6, the other direction (t1's pings
+    // leave by d0, whose output has no list; their replies leave d1 as type 0).
+    let (ok, out) = ping(&left, &["-c", "2", "-i", "0.2", "-W", "2", D1_V4]);
+    assert!(ok, "{out}");
+    let (ok, out) = ping(&left, &["-c", "2", "-i", "0.2", "-W", "2", T1_V6]);
+    assert!(ok, "{out}");
+    let (ok, out) = ping(&right, &["-c", "2", "-i", "0.2", "-W", "2", T0_V4]);
+    assert!(ok, "{out}");
+    let list = &ctl_json(&socket, "show acl egress")["acls"][0];
+    assert_eq!(list["output"][0], "d1", "{list}");
+    assert!(list["rules"][0]["hits"].as_u64().unwrap() >= 3, "{list}");
+    // Taken off from the CLI: the pings go through.
+    ctl(&socket, "set acl-plugin interface d1 output acl egress del").unwrap();
+    let (ok, out) = ping(&left, &["-c", "2", "-i", "0.2", "-W", "2", T1_V4]);
+    assert!(ok, "{out}");
+    let e = ctl(&socket, "set acl-plugin interface d1 output acl egress del").unwrap_err();
+    assert!(e.contains("d1 output has no ACL"), "{e}");
     assert!(daemon.stop(), "daemon did not exit cleanly");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -5,8 +5,8 @@
 //! interface`) both go through `AclControl`, so a list is compiled and applied in one place.
 
 use super::{Action, Classifier, Rule};
-use crate::features::{IP4_UNICAST, IP6_UNICAST};
-use crate::nodes::acl::{AclView, Filters, ACL_IP4_IN, ACL_IP6_IN};
+use crate::features::{IP4_OUTPUT, IP4_UNICAST, IP6_OUTPUT, IP6_UNICAST};
+use crate::nodes::acl::{AclView, Filters, ACL_IP4_IN, ACL_IP4_OUT, ACL_IP6_IN, ACL_IP6_OUT};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -85,6 +85,8 @@ pub struct ListReport {
     pub no_match: u64,
     /// Interface indices it checks the input of.
     pub input: Vec<u32>,
+    /// Interface indices it checks the output of.
+    pub output: Vec<u32>,
     /// Classifier groups (probes per packet at most).
     pub groups: usize,
 }
@@ -93,6 +95,8 @@ pub struct AclControl {
     lists: BTreeMap<String, List>,
     /// Interface index -> the list checking what it receives.
     input: BTreeMap<u32, String>,
+    /// Interface index -> the list checking what it sends.
+    output: BTreeMap<u32, String>,
     filters: Filters,
     threads: usize,
 }
@@ -119,6 +123,7 @@ impl AclControl {
         AclControl {
             lists: BTreeMap::new(),
             input: BTreeMap::new(),
+            output: BTreeMap::new(),
             filters,
             threads,
         }
@@ -180,11 +185,14 @@ impl AclControl {
         if !self.lists.contains_key(name) {
             return Err(self.unknown(name));
         }
-        let users: Vec<String> = self
-            .input
-            .iter()
-            .filter(|(_, l)| l.as_str() == name)
-            .map(|(&i, _)| format!("{} input", interface_name(i)))
+        let users: Vec<String> = [("input", &self.input), ("output", &self.output)]
+            .into_iter()
+            .flat_map(|(dir, m)| {
+                m.iter()
+                    .filter(|(_, l)| l.as_str() == name)
+                    .map(move |(&i, _)| (i, dir))
+            })
+            .map(|(i, dir)| format!("{} {dir}", interface_name(i)))
             .collect();
         if !users.is_empty() {
             return Err(format!(
@@ -198,21 +206,41 @@ impl AclControl {
 
     /// Makes list `name` check what `interface` receives (`None`: no list).
     pub fn set_input(&mut self, interface: u32, name: Option<&str>) -> Result<(), String> {
+        self.set(false, interface, name)
+    }
+
+    /// Makes list `name` check what `interface` sends (`None`: no list).
+    pub fn set_output(&mut self, interface: u32, name: Option<&str>) -> Result<(), String> {
+        self.set(true, interface, name)
+    }
+
+    fn set(&mut self, output: bool, interface: u32, name: Option<&str>) -> Result<(), String> {
+        let map = if output {
+            &mut self.output
+        } else {
+            &mut self.input
+        };
         if let Some(n) = name {
             if !self.lists.contains_key(n) {
                 return Err(self.unknown(n));
             }
-            self.input.insert(interface, n.to_string());
+            map.insert(interface, n.to_string());
         } else {
-            self.input.remove(&interface);
+            map.remove(&interface);
         }
         // The list before the features that lead to it: a packet sent to the ACL node finds
         // its list (the node passes what it finds no list for).
         self.publish();
         let mut features = (**self.filters.features.load()).clone();
         let on = name.is_some();
-        features.set(IP4_UNICAST, interface, ACL_IP4_IN, on)?;
-        features.set(IP6_UNICAST, interface, ACL_IP6_IN, on)?;
+        let arcs = if output {
+            [(IP4_OUTPUT, ACL_IP4_OUT), (IP6_OUTPUT, ACL_IP6_OUT)]
+        } else {
+            [(IP4_UNICAST, ACL_IP4_IN), (IP6_UNICAST, ACL_IP6_IN)]
+        };
+        for (arc, feature) in arcs {
+            features.set(arc, interface, feature, on)?;
+        }
         self.filters.features.store(Arc::new(features));
         if !on {
             self.publish();
@@ -223,6 +251,11 @@ impl AclControl {
     /// The list checking what `interface` receives.
     pub fn input_of(&self, interface: u32) -> Option<&str> {
         self.input.get(&interface).map(String::as_str)
+    }
+
+    /// The list checking what `interface` sends.
+    pub fn output_of(&self, interface: u32) -> Option<&str> {
+        self.output.get(&interface).map(String::as_str)
     }
 
     /// Every list (or the one named), with its rules, hits and interfaces.
@@ -248,6 +281,12 @@ impl AclControl {
                         .filter(|(_, u)| *u == n)
                         .map(|(&i, _)| i)
                         .collect(),
+                    output: self
+                        .output
+                        .iter()
+                        .filter(|(_, u)| *u == n)
+                        .map(|(&i, _)| i)
+                        .collect(),
                     groups: l.applied.classifier.groups(),
                 }
             })
@@ -266,17 +305,27 @@ impl AclControl {
     /// Hands the workers a view of the lists as they are now.
     fn publish(&self) {
         let mut view = AclView::default();
-        for (&i, name) in &self.input {
-            let Some(l) = self.lists.get(name) else {
-                continue;
-            };
-            let i = i as usize;
-            if view.input.len() <= i {
-                view.input.resize(i + 1, None);
+        for (map, lists) in [
+            (&self.input, &mut view.input),
+            (&self.output, &mut view.output),
+        ] {
+            for (&i, name) in map {
+                let Some(l) = self.lists.get(name) else {
+                    continue;
+                };
+                let i = i as usize;
+                if lists.len() <= i {
+                    lists.resize(i + 1, None);
+                }
+                lists[i] = Some(l.applied.clone());
             }
-            view.input[i] = Some(l.applied.clone());
         }
-        view.stateful = view.input.iter().flatten().any(|l| l.reflects);
+        view.stateful = view
+            .input
+            .iter()
+            .chain(&view.output)
+            .flatten()
+            .any(|l| l.reflects);
         if view.stateful {
             // The tables before the view that sends packets to them.
             self.filters.sessions.enable();
@@ -329,6 +378,18 @@ mod tests {
         assert_eq!(f.enabled(IP6_UNICAST, 1), vec![ACL_IP6_IN]);
         let e = c.delete("edge", |i| format!("if{i}")).unwrap_err();
         assert!(e.contains("in use (if1 input)"), "{e}");
+        // The same list on another interface's output.
+        c.set_output(2, Some("edge")).unwrap();
+        assert_eq!(
+            c.filters().features.load().enabled(IP4_OUTPUT, 2),
+            vec![ACL_IP4_OUT]
+        );
+        assert_eq!(c.output_of(2), Some("edge"));
+        assert_eq!(c.report(Some("edge")).unwrap()[0].output, vec![2]);
+        let e = c.delete("edge", |i| format!("if{i}")).unwrap_err();
+        assert!(e.contains("in use (if1 input, if2 output)"), "{e}");
+        c.set_output(2, None).unwrap();
+        assert!(c.filters().acls.load().output.iter().all(Option::is_none));
         c.set_input(1, None).unwrap();
         assert!(c.filters().acls.load().input.iter().all(Option::is_none));
         assert!(c

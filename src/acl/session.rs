@@ -13,18 +13,24 @@
 //! Every field is an atomic, so this is safe code.
 //!
 //! Expiry needs no sweep of the whole table: a lookup treats a session past its timeout as
-//! gone (its owner frees the slot when it meets it), and each worker frees the expired
-//! sessions of a few buckets after every frame, going round its table.
+//! gone (its owner frees the slot when it meets it, and so does an insert that finds its
+//! buckets full), and each worker frees the expired sessions of one bucket per 16 packets it
+//! handles, going round its table.
 
 use super::rule::FlowKey;
+use crate::fib::mem::prefetch;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::OnceLock;
 use std::time::Instant;
 
 /// Slots per bucket.
 const SLOTS: usize = 8;
-/// Buckets each worker frees the expired sessions of after a frame.
-pub const SWEEP_BUCKETS: usize = 4;
+/// Packets a worker handles per bucket it sweeps: the sweep reads memory the packets do not
+/// need, so it keeps to their pace (a round of a 65 536-session table every 260 000
+/// packets); an insert that finds its buckets full frees an expired slot there itself.
+pub const PACKETS_PER_SWEPT_BUCKET: usize = 16;
+#[cfg(test)]
+const SWEEP_BUCKETS: usize = 4;
 /// Reads of a bucket a reader tries while its owner keeps changing it (after the first few
 /// it yields: the owner may have been preempted in the middle of a change).
 const READ_TRIES: usize = 256;
@@ -244,7 +250,6 @@ pub struct SessionStats {
 /// One worker's sessions.
 pub struct SessionTable {
     buckets: Box<[Bucket]>,
-    seed: u64,
     /// The next bucket the owner's sweep frees expired sessions in.
     cursor: AtomicUsize,
     pub stats: SessionStats,
@@ -295,13 +300,8 @@ impl SessionTable {
     /// room to spare: about 64 bytes a slot).
     pub fn new(sessions: usize) -> SessionTable {
         let n = Self::buckets_for(sessions);
-        let seed = {
-            use std::hash::BuildHasher;
-            std::collections::hash_map::RandomState::new().hash_one(0x5e55_u64)
-        };
         SessionTable {
             buckets: (0..n).map(|_| Bucket::default()).collect(),
-            seed,
             cursor: AtomicUsize::new(0),
             stats: SessionStats::default(),
         }
@@ -397,13 +397,30 @@ impl SessionTable {
         b.seq.store(s.wrapping_add(2), Release);
     }
 
-    /// Makes a session of `k`. Owner only. False when neither of its buckets has room.
-    fn insert(&self, k: &SessionKey, h: u64, now: u64, flags: u64) -> bool {
+    /// Frees the expired sessions of `bucket`. Owner only.
+    fn free_expired(&self, bucket: usize, now: u64, t: &Timeouts) {
+        let tags = self.buckets[bucket].tags.load(Relaxed);
+        for slot in 0..SLOTS {
+            let f = Found { bucket, slot };
+            if (tags >> (8 * slot)) as u8 != 0 && self.expired(f, now, t) {
+                self.remove(f);
+                self.stats.expired.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    /// Makes a session of `k`. Owner only. False when neither of its buckets has room, even
+    /// after freeing their expired sessions.
+    fn insert(&self, k: &SessionKey, h: u64, now: u64, flags: u64, t: &Timeouts) -> bool {
         let (b1, b2, tag) = self.places(h);
         let free = |i: usize| {
             let t = self.buckets[i].tags.load(Relaxed);
             (0..SLOTS).filter(|&s| (t >> (8 * s)) as u8 == 0).count()
         };
+        if free(b1) == 0 && free(b2) == 0 {
+            self.free_expired(b1, now, t);
+            self.free_expired(b2, now, t);
+        }
         let bucket = if free(b2) > free(b1) { b2 } else { b1 };
         let b = &self.buckets[bucket];
         let tags = b.tags.load(Relaxed);
@@ -431,15 +448,7 @@ impl SessionTable {
         let n = self.buckets.len();
         let start = self.cursor.load(Relaxed);
         for i in 0..buckets.min(n) {
-            let bucket = (start + i) & (n - 1);
-            let tags = self.buckets[bucket].tags.load(Relaxed);
-            for slot in 0..SLOTS {
-                let f = Found { bucket, slot };
-                if (tags >> (8 * slot)) as u8 != 0 && self.expired(f, now, t) {
-                    self.remove(f);
-                    self.stats.expired.fetch_add(1, Relaxed);
-                }
-            }
+            self.free_expired((start + i) & (n - 1), now, t);
         }
         self.cursor.store((start + buckets) & (n - 1), Relaxed);
     }
@@ -501,10 +510,21 @@ pub enum Lookup {
     Miss,
 }
 
+/// A packet's session key and hash, computed (and its buckets prefetched) in a first pass
+/// over a frame.
+#[derive(Clone, Copy, Debug)]
+pub struct Prepared {
+    key: SessionKey,
+    from_a: bool,
+    hash: u64,
+}
+
 /// Every worker's table, made when the first reflect rule is applied (a daemon without
 /// one pays nothing for them).
 pub struct Sessions {
     tables: OnceLock<Box<[SessionTable]>>,
+    /// The hash seed of every table (one, so that a key is hashed once for all of them).
+    seed: u64,
     workers: usize,
     per_worker: usize,
     pub timeouts: Timeouts,
@@ -513,8 +533,13 @@ pub struct Sessions {
 impl Sessions {
     /// `workers` tables of `per_worker` sessions each, once `enable` makes them.
     pub fn new(workers: usize, per_worker: usize, timeouts: Timeouts) -> Sessions {
+        let seed = {
+            use std::hash::BuildHasher;
+            std::collections::hash_map::RandomState::new().hash_one(0x5e55_u64)
+        };
         Sessions {
             tables: OnceLock::new(),
+            seed,
             workers: workers.max(1),
             per_worker,
             timeouts,
@@ -545,32 +570,72 @@ impl Sessions {
         t.get(worker).or(t.last())
     }
 
+    /// `k`'s session key and hash; its buckets in the worker's table are prefetched.
+    /// None for a fragment that cannot be told, or before the tables are made.
+    pub fn prepare(&self, worker: usize, k: &FlowKey) -> Option<Prepared> {
+        let own = self.own(worker)?;
+        let (key, from_a) = SessionKey::of(k)?;
+        let hash = key.hash(self.seed);
+        let (b1, b2, _) = own.places(hash);
+        for b in [b1, b2] {
+            if let Some(b) = own.buckets.get(b) {
+                prefetch(b);
+            }
+        }
+        Some(Prepared { key, from_a, hash })
+    }
+
+    /// Prefetches the slots of the worker's table whose tag is `p`'s (its buckets should be
+    /// in cache by now).
+    pub fn prefetch_slots(&self, worker: usize, p: &Prepared) {
+        let Some(own) = self.own(worker) else {
+            return;
+        };
+        let (b1, b2, tag) = own.places(p.hash);
+        for b in [b1, b2] {
+            let Some(b) = own.buckets.get(b) else {
+                continue;
+            };
+            let tags = b.tags.load(Relaxed);
+            for (i, slot) in b.slots.iter().enumerate() {
+                if (tags >> (8 * i)) as u8 == tag {
+                    prefetch(slot);
+                }
+            }
+        }
+    }
+
     /// Whether `k`'s flow has a live session (worker `worker`'s table first, then the
     /// others'); a hit updates the session's last use and TCP state.
     pub fn lookup(&self, worker: usize, k: &FlowKey, now: u64) -> Lookup {
-        let Some((key, from_a)) = SessionKey::of(k) else {
-            return Lookup::Miss;
-        };
+        match self.prepare(worker, k) {
+            Some(p) => self.lookup_prepared(worker, &p, k.tcp_flags, now),
+            None => Lookup::Miss,
+        }
+    }
+
+    /// `lookup` of a prepared key; `tcp_flags` are the packet's.
+    pub fn lookup_prepared(&self, worker: usize, p: &Prepared, tcp_flags: u8, now: u64) -> Lookup {
         let Some(own) = self.own(worker) else {
             return Lookup::Miss;
         };
-        let h = key.hash(own.seed);
-        if let Some(f) = own.find(&key, h) {
+        let bits = tcp_bits(p.key.proto, tcp_flags, p.from_a);
+        if let Some(f) = own.find(&p.key, p.hash) {
             if own.expired(f, now, &self.timeouts) {
                 own.remove(f);
                 own.stats.expired.fetch_add(1, Relaxed);
                 return Lookup::Miss;
             }
-            own.touch(f, now, tcp_bits(key.proto, k.tcp_flags, from_a));
+            own.touch(f, now, bits);
             own.stats.hits.fetch_add(1, Relaxed);
             return Lookup::Hit;
         }
         for t in self.tables().iter().filter(|t| !std::ptr::eq(*t, own)) {
-            if let Some(f) = t.find(&key, key.hash(t.seed)) {
+            if let Some(f) = t.find(&p.key, p.hash) {
                 if t.expired(f, now, &self.timeouts) {
                     continue;
                 }
-                t.touch(f, now, tcp_bits(key.proto, k.tcp_flags, from_a));
+                t.touch(f, now, bits);
                 own.stats.hits.fetch_add(1, Relaxed);
                 return Lookup::Hit;
             }
@@ -581,17 +646,22 @@ impl Sessions {
     /// Opens a session for `k`'s flow in worker `worker`'s table (a reflect rule permitted
     /// it, and `lookup` found none). False, and counted, when the table has no room.
     pub fn open(&self, worker: usize, k: &FlowKey, now: u64) -> bool {
-        let Some((key, from_a)) = SessionKey::of(k) else {
-            return false;
-        };
+        match self.prepare(worker, k) {
+            Some(p) => self.open_prepared(worker, &p, k.tcp_flags, now),
+            None => false,
+        }
+    }
+
+    /// `open` of a prepared key; `tcp_flags` are the packet's.
+    pub fn open_prepared(&self, worker: usize, p: &Prepared, tcp_flags: u8, now: u64) -> bool {
         let Some(own) = self.own(worker) else {
             return false;
         };
-        let mut flags = tcp_bits(key.proto, k.tcp_flags, from_a);
-        if !from_a {
+        let mut flags = tcp_bits(p.key.proto, tcp_flags, p.from_a);
+        if !p.from_a {
             flags |= FROM_B;
         }
-        if own.insert(&key, key.hash(own.seed), now, flags) {
+        if own.insert(&p.key, p.hash, now, flags, &self.timeouts) {
             own.stats.created.fetch_add(1, Relaxed);
             true
         } else {
@@ -600,10 +670,10 @@ impl Sessions {
         }
     }
 
-    /// After a frame: frees the expired sessions of a few buckets of the worker's table.
-    pub fn sweep(&self, worker: usize, now: u64) {
+    /// Frees the expired sessions of the next `buckets` buckets of the worker's table.
+    pub fn sweep(&self, worker: usize, buckets: usize, now: u64) {
         if let Some(t) = self.own(worker) {
-            t.sweep(SWEEP_BUCKETS, now, &self.timeouts);
+            t.sweep(buckets, now, &self.timeouts);
         }
     }
 }
@@ -756,7 +826,7 @@ mod tests {
         assert_eq!(found, made);
         let later = 1_000_000;
         for _ in 0..t.buckets.len() / SWEEP_BUCKETS {
-            s.sweep(0, later);
+            s.sweep(0, SWEEP_BUCKETS, later);
         }
         assert_eq!(t.live(later, &s.timeouts, 0).0, 0);
         assert_eq!(t.stats.expired.load(Relaxed) as usize, made);
@@ -794,7 +864,7 @@ mod tests {
                 model.insert(sk, now);
             }
             if step % 8 == 0 {
-                s.sweep(0, now);
+                s.sweep(0, SWEEP_BUCKETS, now);
             }
         }
     }
@@ -835,7 +905,7 @@ mod tests {
                 s.open(0, &key(100 + i, 7, 3, 3, 47, 0), round * 10_000);
             }
             for _ in 0..s.tables()[0].buckets.len() / SWEEP_BUCKETS {
-                s.sweep(0, round * 10_000 + 5_000);
+                s.sweep(0, SWEEP_BUCKETS, round * 10_000 + 5_000);
             }
             assert_eq!(s.tables()[0].live(round * 10_000 + 5_000, &t, 0).0, 1);
         }

@@ -10,6 +10,10 @@
 //! interface = "e0"
 //! acl = "edge"
 //!
+//! [[acl-output]]      # what e1 sends, after the rewrite
+//! interface = "e1"
+//! acl = "edge"
+//!
 //! [sessions]          # the tables permit+reflect rules fill (per worker; timeouts in s)
 //! per-worker = 65536
 //! udp = 120
@@ -47,7 +51,7 @@ pub struct AclConfig {
     pub texts: Vec<String>,
 }
 
-/// An interface's input list, by names.
+/// An interface's input (or output) list, by names.
 #[derive(Debug, Clone)]
 pub struct AclInput {
     pub interface: String,
@@ -166,11 +170,12 @@ pub(super) fn check_acls(
     Ok(out)
 }
 
+/// `[[acl-input]]` or (`direction` "output") `[[acl-output]]`.
 pub(super) fn check_inputs(
     keys: Vec<AclInputKeys>,
     acls: &[AclConfig],
     interfaces: &[&str],
-    c: &Checker<'_>,
+    (c, direction): (&Checker<'_>, &str),
 ) -> Result<Vec<AclInput>, ConfigError> {
     let mut out: Vec<AclInput> = Vec::new();
     for k in keys {
@@ -197,7 +202,7 @@ pub(super) fn check_inputs(
             return Err(c.err(
                 k.interface.span(),
                 "interface",
-                format!("interface '{iface}' has an input ACL already"),
+                format!("interface '{iface}' has an {direction} ACL already"),
             ));
         }
         out.push(AclInput {
@@ -234,6 +239,8 @@ mod tests {
             => "t.toml:23: key 'acl': no ACL named 'core' (defined: edge)";
         acl_input_twice: format!("{GOOD}{ACL}[[acl-input]]\ninterface = \"p0\"\nacl = \"edge\"\n[[acl-input]]\ninterface = \"p0\"\nacl = \"edge\"\n")
             => "t.toml:25: key 'interface': interface 'p0' has an input ACL already";
+        acl_output_twice: format!("{GOOD}{ACL}[[acl-output]]\ninterface = \"p1\"\nacl = \"edge\"\n[[acl-output]]\ninterface = \"p1\"\nacl = \"edge\"\n")
+            => "t.toml:25: key 'interface': interface 'p1' has an output ACL already";
         acl_bad_name: format!("{GOOD}[[acl]]\nname = \"a b\"\nrules = [\"permit\"]\n")
             => "t.toml:19: key 'name': 'a b' is not an ACL name (1 to 64 letters, digits, '-', '_' or '.')";
         sessions_too_few: format!("{GOOD}[sessions]\nper-worker = 10\n")

@@ -54,6 +54,9 @@
 //! [[acl-input]]
 //! interface = "d0"         # what d0 receives is checked by "edge" before routing
 //! acl = "edge"
+//! [[acl-output]]
+//! interface = "d1"         # what d1 sends is checked by "edge" after the rewrite
+//! acl = "edge"
 //!
 //! [sessions]               # what permit+reflect rules open; timeouts in seconds
 //! per-worker = 65536       # sessions each worker's table holds (about 64 bytes each)
@@ -70,7 +73,7 @@
 //! `driver/` (`Driver`, one variant and one file per `driver = ...`, each checking its own
 //! keys and refusing them on other drivers), `xconnect.rs` ([[xconnect]]), `bridge.rs`
 //! ([[bridge-domain]], [[l2fib]]), `route.rs` ([[route]], [fib]) and `acl.rs` ([[acl]],
-//! [[acl-input]], [sessions]). This file holds `Config`, the errors and the order of the checks.
+//! [[acl-input]], [[acl-output]], [sessions]). This file holds `Config`, the errors and the order of the checks.
 
 /// One `#[test]` per case: config text and the exact error it gives.
 #[cfg(test)]
@@ -126,6 +129,7 @@ pub struct Config {
     pub fib: FibConfig,
     pub acls: Vec<AclConfig>,
     pub acl_inputs: Vec<AclInput>,
+    pub acl_outputs: Vec<AclInput>,
     pub sessions: SessionsConfig,
 }
 
@@ -157,6 +161,8 @@ struct ConfigKeys {
     acls: Vec<acl::AclKeys>,
     #[serde(default, rename = "acl-input")]
     acl_inputs: Vec<acl::AclInputKeys>,
+    #[serde(default, rename = "acl-output")]
+    acl_outputs: Vec<acl::AclInputKeys>,
     #[serde(default)]
     sessions: acl::SessionsKeys,
 }
@@ -314,7 +320,8 @@ impl Config {
             routes.push(r.check(&route_names, c)?);
         }
         let acls = acl::check_acls(keys.acls, c)?;
-        let acl_inputs = acl::check_inputs(keys.acl_inputs, &acls, &names, c)?;
+        let acl_inputs = acl::check_inputs(keys.acl_inputs, &acls, &names, (c, "input"))?;
+        let acl_outputs = acl::check_inputs(keys.acl_outputs, &acls, &names, (c, "output"))?;
         let sessions = keys.sessions.check(c)?;
         Ok(Config {
             dataplane,
@@ -329,6 +336,7 @@ impl Config {
             fib: keys.fib,
             acls,
             acl_inputs,
+            acl_outputs,
             sessions,
         })
     }

@@ -30,8 +30,9 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["set", "acl-plugin", "interface"],
-        syntax: "<IF> input acl <NAME> [del]",
-        help: "check what IF receives against ACL NAME, both families (del: stop checking)",
+        syntax: "<IF> input|output acl <NAME> [del]",
+        help: "check what IF receives (input, before routing) or sends (output, after the \
+               rewrite) against ACL NAME, both families (del: stop checking)",
         args: &[
             Arg::Flag("del"),
             Arg::Value("IF"),
@@ -89,33 +90,42 @@ fn acl_del(c: &mut Control, a: &Args) -> Result<Output, String> {
 
 fn set_interface_acl(c: &mut Control, a: &Args) -> Result<Output, String> {
     let itf = c.interface(a.value("IF"))?.clone();
-    if a.value("DIRECTION") == "output" {
-        return Err("output ACLs are not supported yet: only input".into());
-    }
+    let dir = a.value("DIRECTION");
+    let output = dir == "output";
     let rest = a.rest();
     let name = match rest.as_slice() {
         ["acl", name] => *name,
         _ => {
             return Err(format!(
-                "expected 'acl NAME' after input, got '{}'",
+                "expected 'acl NAME' after {dir}, got '{}'",
                 rest.join(" ")
             ))
         }
     };
     let mut acls = lock(c);
-    if a.flag("del") {
-        match acls.input_of(itf.index) {
-            Some(n) if n == name => acls.set_input(itf.index, None)?,
+    let current = if output {
+        acls.output_of(itf.index)
+    } else {
+        acls.input_of(itf.index)
+    };
+    let change = if a.flag("del") {
+        match current {
+            Some(n) if n == name => None,
             Some(n) => {
                 return Err(format!(
-                    "{} input is checked by ACL {n}, not {name}",
+                    "{} {dir} is checked by ACL {n}, not {name}",
                     itf.name
                 ))
             }
-            None => return Err(format!("{} input has no ACL", itf.name)),
+            None => return Err(format!("{} {dir} has no ACL", itf.name)),
         }
     } else {
-        acls.set_input(itf.index, Some(name))?;
+        Some(name)
+    };
+    if output {
+        acls.set_output(itf.index, change)?;
+    } else {
+        acls.set_input(itf.index, change)?;
     }
     Output::done()
 }
@@ -132,17 +142,22 @@ fn show_acl(c: &mut Control, a: &Args) -> Result<Output, String> {
     let mut lists = Vec::new();
     for r in &reports {
         let input: Vec<String> = r.input.iter().map(|&i| name_of(i)).collect();
+        let output: Vec<String> = r.output.iter().map(|&i| name_of(i)).collect();
+        let or_none = |v: &[String]| {
+            if v.is_empty() {
+                "none".to_string()
+            } else {
+                v.join(", ")
+            }
+        };
         let _ = writeln!(
             text,
-            "acl {}: {} rules, {} classifier groups; input of: {}",
+            "acl {}: {} rules, {} classifier groups; input of: {}; output of: {}",
             r.name,
             r.rules.len(),
             r.groups,
-            if input.is_empty() {
-                "none".to_string()
-            } else {
-                input.join(", ")
-            }
+            or_none(&input),
+            or_none(&output)
         );
         for (i, (rule, hits)) in r.rules.iter().enumerate() {
             let _ = writeln!(text, "  {i:>5}  {hits:>14}  {rule}");
@@ -157,6 +172,7 @@ fn show_acl(c: &mut Control, a: &Args) -> Result<Output, String> {
             "rules": r.rules.iter().map(|(t, h)| json!({"rule": t, "hits": h})).collect::<Vec<_>>(),
             "no_match": r.no_match,
             "input": input,
+            "output": output,
             "groups": r.groups,
         }));
     }

@@ -376,6 +376,10 @@ fn build_acls(cfg: &Config, router: &Router, threads: usize) -> Result<AclContro
         let index = router.interface_index(&input.interface)?;
         acls.set_input(index, Some(&input.acl))?;
     }
+    for output in &cfg.acl_outputs {
+        let index = router.interface_index(&output.interface)?;
+        acls.set_output(index, Some(&output.acl))?;
+    }
     Ok(acls)
 }
 

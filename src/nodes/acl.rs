@@ -1,5 +1,7 @@
 //! acl-ip4-in and acl-ip6-in: the input ACL of the interface a packet came in on, as a
-//! feature of the ip4-unicast / ip6-unicast arcs (between ip*-input and ip*-lookup).
+//! feature of the ip4-unicast / ip6-unicast arcs (between ip*-input and ip*-lookup);
+//! acl-ip4-out and acl-ip6-out: the output ACL of the interface it leaves by, as a feature
+//! of the ip4-output / ip6-output arcs (between ip*-rewrite and interface-output).
 //!
 //! Each packet's flow key is read from its IP header on and classified by the interface's
 //! list; a permit (or permit+reflect: sessions come later) sends it to the next feature of
@@ -9,9 +11,10 @@
 
 use crate::acl::control::AppliedList;
 use crate::acl::key::{flow_key4, flow_key6, KeyError};
-use crate::acl::session::{now_ms, Lookup, Sessions, Timeouts};
+use crate::acl::session::{now_ms, Lookup, Prepared, Sessions, Timeouts, PACKETS_PER_SWEPT_BUCKET};
 use crate::acl::Action;
-use crate::features::{self, SharedFeatures, IP4_UNICAST, IP6_UNICAST};
+use crate::acl::FlowKey;
+use crate::features::{self, SharedFeatures, IP4_OUTPUT, IP4_UNICAST, IP6_OUTPUT, IP6_UNICAST};
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::wire::EtherType;
 use arc_swap::ArcSwap;
@@ -19,11 +22,15 @@ use std::sync::Arc;
 
 pub const ACL_IP4_IN: &str = "acl-ip4-in";
 pub const ACL_IP6_IN: &str = "acl-ip6-in";
+pub const ACL_IP4_OUT: &str = "acl-ip4-out";
+pub const ACL_IP6_OUT: &str = "acl-ip6-out";
 
 /// Which list checks what each interface receives, by interface index.
 #[derive(Default)]
 pub struct AclView {
     pub input: Vec<Option<Arc<AppliedList>>>,
+    /// Which list checks what each interface sends, by interface index.
+    pub output: Vec<Option<Arc<AppliedList>>>,
     /// A list in use has a permit+reflect rule: packets look for their flow's session
     /// before they are classified, and reflect rules open sessions.
     pub stateful: bool,
@@ -84,18 +91,35 @@ fn key_error(e: KeyError) -> Error {
 
 pub struct AclIn {
     ipv6: bool,
+    /// An output ACL (the list of the interface a packet leaves by), else input.
+    output: bool,
     arc: usize,
     /// This node's place among the arc's features.
     me: usize,
     filters: Filters,
+    /// Packets handled since the session sweep last ran.
+    sweep_credit: usize,
+    /// The frame between passes (kept to reuse its memory).
+    preps: Vec<(u32, Prep)>,
 }
 
 impl AclIn {
+    /// The input node of a family.
     pub fn decl(ipv6: bool, filters: Filters) -> NodeDecl {
-        let (name, arc) = if ipv6 {
-            (ACL_IP6_IN, IP6_UNICAST)
-        } else {
-            (ACL_IP4_IN, IP4_UNICAST)
+        Self::decl_for(ipv6, false, filters)
+    }
+
+    /// The output node of a family.
+    pub fn decl_output(ipv6: bool, filters: Filters) -> NodeDecl {
+        Self::decl_for(ipv6, true, filters)
+    }
+
+    fn decl_for(ipv6: bool, output: bool, filters: Filters) -> NodeDecl {
+        let (name, arc) = match (ipv6, output) {
+            (false, false) => (ACL_IP4_IN, IP4_UNICAST),
+            (true, false) => (ACL_IP6_IN, IP6_UNICAST),
+            (false, true) => (ACL_IP4_OUT, IP4_OUTPUT),
+            (true, true) => (ACL_IP6_OUT, IP6_OUTPUT),
         };
         // The arc lists this node; a missing entry would be caught by the graph build.
         let me = features::feature_index(arc, name).unwrap_or(0);
@@ -108,9 +132,12 @@ impl AclIn {
             errors: ERRORS.to_vec(),
             node: Box::new(AclIn {
                 ipv6,
+                output,
                 arc,
                 me,
                 filters,
+                sweep_credit: 0,
+                preps: Vec::new(),
             }),
         }
     }
@@ -120,39 +147,75 @@ impl AclIn {
         features::next_names(self.arc, Some(self.me)).len()
     }
 
-    /// Whether the packet passes (`Err`: the drop reason); the matching rule's hit counted
-    /// by worker `thread`.
-    fn verdict(
-        &self,
-        acls: &AclView,
-        rx_if: u32,
-        ip: Option<&[u8]>,
-        (thread, now): (usize, u64),
-    ) -> Result<(), Error> {
-        let Some(list) = acls.input.get(rx_if as usize).and_then(|c| c.as_ref()) else {
-            // Enabled without a list (never made so by the dataplane): nothing to check.
-            return Ok(());
+    /// What the first pass finds of a packet: pass it (no list), drop it (its headers give
+    /// no key), or check its key (with its session lookup prepared when state is kept).
+    fn prepare(&self, acls: &AclView, interface: u32, ip: Option<&[u8]>, thread: usize) -> Prep {
+        let lists = if self.output {
+            &acls.output
+        } else {
+            &acls.input
         };
-        let ip = ip.ok_or(Error::BadIpHeader)?;
+        if lists
+            .get(interface as usize)
+            .and_then(|c| c.as_ref())
+            .is_none()
+        {
+            // Enabled without a list (never made so by the dataplane): nothing to check.
+            return Prep::Pass;
+        }
+        let Some(ip) = ip else {
+            return Prep::Drop(Error::BadIpHeader);
+        };
         let key = if self.ipv6 {
             flow_key6(ip)
         } else {
             flow_key4(ip)
+        };
+        match key {
+            Err(e) => Prep::Drop(key_error(e)),
+            Ok(k) => {
+                let session = if acls.stateful {
+                    self.filters.sessions.prepare(thread, &k)
+                } else {
+                    None
+                };
+                Prep::Check(k, session)
+            }
         }
-        .map_err(key_error)?;
-        let sessions = &self.filters.sessions;
-        if acls.stateful && sessions.lookup(thread, &key, now) == Lookup::Hit {
+    }
+
+    /// Whether a packet to check passes (`Err`: the drop reason); the matching rule's hit
+    /// counted by worker `thread`.
+    fn verdict(
+        &self,
+        acls: &AclView,
+        interface: u32,
+        (key, session): (&FlowKey, Option<&Prepared>),
+        (thread, now): (usize, u64),
+    ) -> Result<(), Error> {
+        let lists = if self.output {
+            &acls.output
+        } else {
+            &acls.input
+        };
+        let Some(list) = lists.get(interface as usize).and_then(|c| c.as_ref()) else {
             return Ok(());
+        };
+        let sessions = &self.filters.sessions;
+        if let Some(p) = session {
+            if sessions.lookup_prepared(thread, p, key.tcp_flags, now) == Lookup::Hit {
+                return Ok(());
+            }
         }
-        let rule = list.classifier.classify(&key);
+        let rule = list.classifier.classify(key);
         list.hits.count(thread, rule);
         match rule.map(|i| list.classifier.rules()[i].action) {
             Some(Action::Permit) => Ok(()),
             Some(Action::PermitReflect) => {
                 // Permitted whether or not there was room for its session (a full table
                 // is counted by the table).
-                if acls.stateful {
-                    sessions.open(thread, &key, now);
+                if let Some(p) = session {
+                    sessions.open_prepared(thread, p, key.tcp_flags, now);
                 }
                 Ok(())
             }
@@ -162,7 +225,17 @@ impl AclIn {
     }
 }
 
+/// A packet between the passes of `AclIn::process`.
+enum Prep {
+    Pass,
+    Drop(Error),
+    Check(FlowKey, Option<Prepared>),
+}
+
 impl Node for AclIn {
+    /// Three passes when state is kept, so that a frame's session-table misses overlap: keys
+    /// and hashes (prefetching each key's buckets), then the slots the buckets' tags point
+    /// at (prefetched), then the verdicts.
     fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
         let acls = self.filters.acls.load();
         let features = self.filters.features.load();
@@ -174,15 +247,35 @@ impl Node for AclIn {
         let drop = self.drop_slot();
         let tracing = cx.tracing();
         let now = if acls.stateful { now_ms() } else { 0 };
+        let thread = cx.thread;
+        let mut preps = std::mem::take(&mut self.preps);
+        preps.clear();
         for &bi in frame {
-            let rx_if = cx.bufs.meta(bi).rx_if;
+            let meta = cx.bufs.meta(bi);
+            let interface = if self.output { meta.tx_if } else { meta.rx_if };
             let ip = super::l3_header(cx.bufs, bi, ethertype);
-            match self.verdict(&acls, rx_if, ip, (cx.thread, now)) {
+            preps.push((interface, self.prepare(&acls, interface, ip, thread)));
+        }
+        if acls.stateful {
+            for (_, p) in &preps {
+                if let Prep::Check(_, Some(s)) = p {
+                    self.filters.sessions.prefetch_slots(thread, s);
+                }
+            }
+        }
+        for (&bi, (interface, prep)) in frame.iter().zip(&preps) {
+            let interface = *interface;
+            let verdict = match prep {
+                Prep::Pass => Ok(()),
+                Prep::Drop(e) => Err(*e),
+                Prep::Check(k, s) => self.verdict(&acls, interface, (k, s.as_ref()), (thread, now)),
+            };
+            match verdict {
                 Ok(()) => {
                     if tracing {
                         cx.trace(bi, "acl: permitted");
                     }
-                    cx.enqueue(features.next_slot(self.arc, rx_if, Some(self.me)), bi);
+                    cx.enqueue(features.next_slot(self.arc, interface, Some(self.me)), bi);
                 }
                 Err(e) => {
                     cx.count_error(e as usize, 1);
@@ -193,8 +286,15 @@ impl Node for AclIn {
                 }
             }
         }
+        self.preps = preps;
         if acls.stateful {
-            self.filters.sessions.sweep(cx.thread, now);
+            // Expired sessions go at the packets' pace (the sweep's reads are not theirs).
+            self.sweep_credit += frame.len();
+            let buckets = self.sweep_credit / PACKETS_PER_SWEPT_BUCKET;
+            if buckets > 0 {
+                self.sweep_credit %= PACKETS_PER_SWEPT_BUCKET;
+                self.filters.sessions.sweep(thread, buckets, now);
+            }
         }
         frame.len()
     }

@@ -415,7 +415,13 @@ mod tests {
             Ip4Local::decl(v.clone()),
             Icmp4Error::decl(v.clone()),
         ];
-        for name in ["interface-output", "ip4-arp", "error-drop", "ip4-lookup"] {
+        for name in [
+            "interface-output",
+            "ip4-arp",
+            "error-drop",
+            "ip4-lookup",
+            "acl-ip4-out",
+        ] {
             decls.push(NodeDecl {
                 name: name.into(),
                 kind: NodeKind::Output,

@@ -14,6 +14,7 @@
 use super::lookup::IP4_REWRITE;
 use super::IcmpErrorRequest;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
+use crate::features::{self, FeatureView, SharedFeatures, IP4_OUTPUT};
 use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
 use crate::router::adjacency::{ethernet_rewrite, AdjKind, Adjacency, L3View, SharedL3View};
 use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
@@ -24,6 +25,8 @@ use std::net::{IpAddr, Ipv4Addr};
 
 /// How many packets ahead the data is prefetched.
 const PREFETCH_AHEAD: usize = 4;
+/// The first next slot of the ip4-output arc's features (after the `Next` slots).
+pub const OUTPUT_FEATURES: usize = 4;
 
 #[repr(usize)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,6 +152,8 @@ pub(crate) fn write_header(
 
 pub struct Ip4Rewrite {
     view: SharedL3View,
+    /// The ip4-output arc's features on each interface (an output ACL).
+    features: SharedFeatures,
     /// Fragmentation's scratch: the whole packet, one fragment's datagram and frame, the
     /// fragments' buffers.
     whole: Vec<u8>,
@@ -158,19 +163,29 @@ pub struct Ip4Rewrite {
 }
 
 impl Ip4Rewrite {
+    /// With no output feature on any interface.
     pub fn decl(view: SharedL3View) -> NodeDecl {
+        Self::decl_with(view, features::shared(FeatureView::new()))
+    }
+
+    /// Packets leave for interface-output, or for the ip4-output arc's first feature on
+    /// their interface (its features are this node's nexts from `OUTPUT_FEATURES` on).
+    pub fn decl_with(view: SharedL3View, features: SharedFeatures) -> NodeDecl {
+        let mut next = vec![
+            super::INTERFACE_OUTPUT.to_string(),
+            super::IP4_ARP.to_string(),
+            super::ICMP4_ERROR.to_string(),
+            super::ERROR_DROP.to_string(),
+        ];
+        next.extend(features::feature_names(IP4_OUTPUT));
         NodeDecl {
             name: IP4_REWRITE.to_string(),
             kind: NodeKind::Internal,
-            next: vec![
-                super::INTERFACE_OUTPUT.to_string(),
-                super::IP4_ARP.to_string(),
-                super::ICMP4_ERROR.to_string(),
-                super::ERROR_DROP.to_string(),
-            ],
+            next,
             errors: ERRORS.to_vec(),
             node: Box::new(Ip4Rewrite {
                 view,
+                features,
                 whole: Vec::new(),
                 piece: Vec::new(),
                 frame: Vec::new(),
@@ -290,7 +305,10 @@ impl Ip4Rewrite {
         });
         match done {
             Ok(n) => {
-                cx.enqueue_all(Next::InterfaceOutput as usize, out);
+                // Fragments take the output arc too: an output ACL sees each of them.
+                let features = self.features.load();
+                let slot = features::start_slot(&features, IP4_OUTPUT, meta.tx_if, OUTPUT_FEATURES);
+                cx.enqueue_all(slot, out);
                 cx.bufs.free(bi);
                 Ok(n)
             }
@@ -345,6 +363,8 @@ impl Ip4Rewrite {
 impl TracedLoop for Ip4Rewrite {
     fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
         let view = self.view.load();
+        let features = self.features.load();
+        let output_features = features.any(IP4_OUTPUT);
         for (k, &bi) in frame.iter().enumerate() {
             if let Some(&ahead) = frame.get(k + PREFETCH_AHEAD) {
                 cx.bufs.prefetch(ahead);
@@ -371,7 +391,13 @@ impl TracedLoop for Ip4Rewrite {
             if let Some(e) = verdict.counted() {
                 cx.count_error(e as usize, 1);
             }
-            cx.enqueue(verdict.next() as usize, bi);
+            let slot = match verdict {
+                Verdict::Forward { tx_if } if output_features => {
+                    features::start_slot(&features, IP4_OUTPUT, tx_if, OUTPUT_FEATURES)
+                }
+                v => v.next() as usize,
+            };
+            cx.enqueue(slot, bi);
         }
     }
 }
@@ -694,7 +720,8 @@ mod tests {
         ];
         let out = run(&frames, &adjs);
         // The 1200-byte packet without DF leaves as two fragments.
-        assert_eq!(out.per_next, vec![4, 1, 2, 3]);
+        // (The last slot is the output ACL, off here.)
+        assert_eq!(out.per_next, vec![4, 1, 2, 3, 0]);
         let e = &out.errors;
         assert_eq!(e[Error::Unresolved as usize], 1);
         assert_eq!(e[Error::TtlExpired as usize], 1);

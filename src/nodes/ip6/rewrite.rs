@@ -8,6 +8,7 @@
 
 use super::IcmpErrorRequest;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
+use crate::features::{self, FeatureView, SharedFeatures, IP6_OUTPUT};
 use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
 use crate::nodes::ip4::rewrite::{neighbor_header, write_header, NoHeader};
 use crate::router::adjacency::{AdjKind, L3View, SharedL3View};
@@ -82,21 +83,35 @@ impl Verdict {
 
 pub struct Ip6Rewrite {
     view: SharedL3View,
+    /// The ip6-output arc's features on each interface (an output ACL).
+    features: SharedFeatures,
 }
 
+/// The first next slot of the ip6-output arc's features (after the `Next` slots).
+pub const OUTPUT_FEATURES: usize = 4;
+
 impl Ip6Rewrite {
+    /// With no output feature on any interface.
     pub fn decl(view: SharedL3View) -> NodeDecl {
+        Self::decl_with(view, features::shared(FeatureView::new()))
+    }
+
+    /// Packets leave for interface-output, or for the ip6-output arc's first feature on
+    /// their interface (its features are this node's nexts from `OUTPUT_FEATURES` on).
+    pub fn decl_with(view: SharedL3View, features: SharedFeatures) -> NodeDecl {
+        let mut next = vec![
+            super::INTERFACE_OUTPUT.to_string(),
+            super::IP6_ND.to_string(),
+            super::ICMP6_ERROR.to_string(),
+            super::ERROR_DROP.to_string(),
+        ];
+        next.extend(features::feature_names(IP6_OUTPUT));
         NodeDecl {
             name: super::IP6_REWRITE.to_string(),
             kind: NodeKind::Internal,
-            next: vec![
-                super::INTERFACE_OUTPUT.to_string(),
-                super::IP6_ND.to_string(),
-                super::ICMP6_ERROR.to_string(),
-                super::ERROR_DROP.to_string(),
-            ],
+            next,
             errors: ERRORS.to_vec(),
-            node: Box::new(Ip6Rewrite { view }),
+            node: Box::new(Ip6Rewrite { view, features }),
         }
     }
 
@@ -173,6 +188,8 @@ impl Ip6Rewrite {
 impl TracedLoop for Ip6Rewrite {
     fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
         let view = self.view.load();
+        let features = self.features.load();
+        let output_features = features.any(IP6_OUTPUT);
         for (k, &bi) in frame.iter().enumerate() {
             if let Some(&ahead) = frame.get(k + PREFETCH_AHEAD) {
                 cx.bufs.prefetch(ahead);
@@ -206,7 +223,13 @@ impl TracedLoop for Ip6Rewrite {
                     }
                 }
             }
-            cx.enqueue(verdict.next() as usize, bi);
+            let slot = match verdict {
+                Verdict::Forward { tx_if } if output_features => {
+                    features::start_slot(&features, IP6_OUTPUT, tx_if, OUTPUT_FEATURES)
+                }
+                v => v.next() as usize,
+            };
+            cx.enqueue(slot, bi);
         }
     }
 }
@@ -361,7 +384,8 @@ mod tests {
         ];
         let h = Harness::new(3);
         let out = h.run_node_with(Ip6Rewrite::decl(view()), &frames, 0, |m, k| m.adj = adjs[k]);
-        assert_eq!(out.per_next, vec![2, 1, 2, 4]);
+        // (The last slot is the output ACL, off here.)
+        assert_eq!(out.per_next, vec![2, 1, 2, 4, 0]);
         let e = &out.errors;
         assert_eq!(e[Error::Unresolved as usize], 1);
         assert_eq!(e[Error::HopLimitExpired as usize], 1);
