@@ -356,60 +356,43 @@ fn lab_up_down_is_idempotent_and_clean() {
     assert_eq!(r["tx_packets"], 20000, "{r}");
     assert_eq!(r["lost"], r["rx_ring_drops"], "{r}");
 
-    // The routers filtering: 100 deny rules the traffic never matches, then a permit
-    // (sluice: an input ACL on d0 and d1; the kernel: nftables rules in its forward hook).
+    // The routers filtering: N deny rules the traffic never matches, then a permit
+    // (sluice: an input ACL on d0 and d1; the kernel: nftables rules in its forward hook);
+    // stateful, sluice's last rule is permit+reflect (each flow's first packet opens a
+    // session, the rest skip the rules) and the kernel's chain starts with a conntrack rule.
     // Every frame arrives, sluice's ACL node saw them all, and the kernel's table goes with
     // the DUT.
-    let rows = run_rows(&[
-        "--dut",
-        "sluice-router,linux-router",
-        "--flows",
-        "var2",
-        "--acl-rules",
-        "100",
-        "--no-calibrate",
-    ]);
-    let v = serde_json::Value::from(rows.clone());
-    assert_eq!(rows.len(), 2, "{v}");
-    for r in &rows {
-        assert_eq!(r["acl_rules"], 100, "{r}");
-        assert!(r["type"].as_str().unwrap().ends_with(",acl=100"), "{r}");
-        assert_eq!(r["tx_packets"], 20000, "{r}");
-        assert_eq!(r["lost"], r["rx_ring_drops"], "{r}");
-    }
-    let s = rows.iter().find(|r| r["dut"] == "sluice-router").unwrap();
-    let acl_node = s["node_clocks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|n| n[0] == "acl-ip4-in");
-    assert!(acl_node, "no acl-ip4-in in sluice's runtime: {s}");
-    // Stateful: sluice's last rule is permit+reflect (each flow's first packet opens a
-    // session, the rest skip the rules), the kernel's chain starts with a conntrack rule.
-    let rows = run_rows(&[
-        "--dut",
-        "sluice-router,linux-router",
-        "--flows",
-        "var2",
-        "--acl-rules",
-        "10",
-        "--stateful",
-        "--no-calibrate",
-    ]);
-    let v = serde_json::Value::from(rows.clone());
-    assert_eq!(rows.len(), 2, "{v}");
-    for r in &rows {
-        assert_eq!(
-            (&r["acl_rules"], &r["stateful"]),
-            (&10.into(), &true.into()),
-            "{r}"
-        );
-        assert!(
-            r["type"].as_str().unwrap().ends_with(",acl=10+state"),
-            "{r}"
-        );
-        assert_eq!(r["tx_packets"], 20000, "{r}");
-        assert_eq!(r["lost"], r["rx_ring_drops"], "{r}");
+    for (rules, state, label) in [
+        ("100", None, ",acl=100"),
+        ("10", Some("--stateful"), ",acl=10+state"),
+    ] {
+        let mut args = vec![
+            "--dut",
+            "sluice-router,linux-router",
+            "--flows",
+            "var2",
+            "--acl-rules",
+            rules,
+            "--no-calibrate",
+        ];
+        args.extend(state);
+        let rows = run_rows(&args);
+        let v = serde_json::Value::from(rows.clone());
+        assert_eq!(rows.len(), 2, "{v}");
+        for r in &rows {
+            assert_eq!(r["acl_rules"].to_string(), rules, "{r}");
+            assert_eq!(r["stateful"], state.is_some(), "{r}");
+            assert!(r["type"].as_str().unwrap().ends_with(label), "{r}");
+            assert_eq!(r["tx_packets"], 20000, "{r}");
+            assert_eq!(r["lost"], r["rx_ring_drops"], "{r}");
+        }
+        let s = rows.iter().find(|r| r["dut"] == "sluice-router").unwrap();
+        let acl_node = s["node_clocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n[0] == "acl-ip4-in");
+        assert!(acl_node, "no acl-ip4-in in sluice's runtime: {s}");
     }
     let tables = sh("ip", &["netns", "exec", "sl-dut", "nft", "list", "tables"]);
     let tables = String::from_utf8_lossy(&tables.stdout).into_owned();
@@ -421,7 +404,7 @@ fn lab_up_down_is_idempotent_and_clean() {
     assert_eq!(o.status.code(), Some(2));
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(
-        e.contains("--acl-rules is for sluice-router and linux-router"),
+        e.contains("--acl-rules and --stateful are for sluice-router and linux-router"),
         "{e}"
     );
 
