@@ -254,7 +254,7 @@ fn run_once(path: Path, packets: u64) -> Run {
     let mut decls = decls;
     decls.extend(sluice::nodes::routing_decls(
         &router.view(),
-        &router.fib_reader(),
+        &router.tables(),
         &learn,
         &sluice::nodes::acl::Filters::none(),
     ));

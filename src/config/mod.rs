@@ -37,10 +37,16 @@
 //! id = 10
 //! members = ["d2", "d3"]
 //!
+//! [[ip-table]]            # a routing table (VRF) besides table 0; keys in table.rs
+//! id = 10
+//! interfaces = ["d2"]      # their IPv4 and IPv6 route in table 10
+//!
 //! [[route]]
 //! prefix = "198.19.0.0/16"
 //! via = ["198.51.100.2"]   # one next hop, or several for ECMP
 //! interface = "d1"         # optional: the next hops' interface (else found by address)
+//! table = 0                # optional: the table the route is in (default 0)
+//! next-hop-table = 10      # optional: the table whose connected networks hold the next hops
 //! [[route]]
 //! prefix = "203.0.113.0/24"
 //! drop = true              # blackhole
@@ -72,7 +78,7 @@
 //! defined: `dataplane.rs` ([dataplane]), `interface.rs` (the keys every [[interface]] has),
 //! `driver/` (`Driver`, one variant and one file per `driver = ...`, each checking its own
 //! keys and refusing them on other drivers), `xconnect.rs` ([[xconnect]]), `bridge.rs`
-//! ([[bridge-domain]], [[l2fib]]), `route.rs` ([[route]], [fib]) and `acl.rs` ([[acl]],
+//! ([[bridge-domain]], [[l2fib]]), `table.rs` ([[ip-table]]), `route.rs` ([[route]], [fib]) and `acl.rs` ([[acl]],
 //! [[acl-input]], [[acl-output]], [sessions]). This file holds `Config`, the errors and the order of the checks.
 
 /// One `#[test]` per case: config text and the exact error it gives.
@@ -95,6 +101,7 @@ mod driver;
 mod interface;
 mod route;
 mod subif;
+mod table;
 mod xconnect;
 
 pub use bridge::{parse_mac_age, BridgeDomainConfig, BviConfig, StaticMac};
@@ -103,6 +110,7 @@ pub use driver::{AfPacket, AfXdp, Driver, Memif, Pcap};
 pub use interface::InterfaceConfig;
 pub use route::{FibConfig, RouteConfig};
 pub use subif::SubIfConfig;
+pub use table::TableConfig;
 pub use xconnect::Xconnect;
 
 use serde::Deserialize;
@@ -125,6 +133,7 @@ pub struct Config {
     pub bridge_domains: Vec<BridgeDomainConfig>,
     pub static_macs: Vec<StaticMac>,
     pub bvis: Vec<BviConfig>,
+    pub tables: Vec<TableConfig>,
     pub routes: Vec<RouteConfig>,
     pub fib: FibConfig,
     pub acls: Vec<AclConfig>,
@@ -153,6 +162,8 @@ struct ConfigKeys {
     static_macs: Vec<bridge::StaticMacKeys>,
     #[serde(default, rename = "bvi")]
     bvis: Vec<bridge::BviKeys>,
+    #[serde(default, rename = "ip-table")]
+    tables: Vec<table::TableKeys>,
     #[serde(default, rename = "route")]
     routes: Vec<route::RouteKeys>,
     #[serde(default)]
@@ -315,9 +326,11 @@ impl Config {
                 ));
             }
         }
+        let tables = table::check(keys.tables, &route_names, c)?;
+        let table_ids: Vec<u32> = tables.iter().map(|t| t.id).collect();
         let mut routes = Vec::new();
         for r in keys.routes {
-            routes.push(r.check(&route_names, c)?);
+            routes.push(r.check(&route_names, &table_ids, c)?);
         }
         let acls = acl::check_acls(keys.acls, c)?;
         let acl_inputs = acl::check_inputs(keys.acl_inputs, &acls, &names, (c, "input"))?;
@@ -332,6 +345,7 @@ impl Config {
             bridge_domains,
             static_macs,
             bvis,
+            tables,
             routes,
             fib: keys.fib,
             acls,

@@ -10,6 +10,8 @@ use toml::Spanned;
 /// A static route, checked.
 #[derive(Debug)]
 pub struct RouteConfig {
+    /// The table (id) the route is in.
+    pub table: u32,
     pub prefix: IpPrefix,
     /// The next hops, or one `Drop`.
     pub hops: Vec<NextHopSpec>,
@@ -17,9 +19,11 @@ pub struct RouteConfig {
 
 /// A [[route]] as written.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub(super) struct RouteKeys {
     prefix: Spanned<String>,
+    table: Option<Spanned<u32>>,
+    next_hop_table: Option<Spanned<u32>>,
     #[serde(default)]
     via: Vec<Spanned<String>>,
     interface: Option<Spanned<String>>,
@@ -38,8 +42,35 @@ pub struct FibConfig {
 
 impl RouteKeys {
     /// The prefix parses, the next hops are addresses of its family (or it drops), and its
-    /// interface is one of `names`.
-    pub(super) fn check(self, names: &[&str], c: &Checker<'_>) -> Result<RouteConfig, ConfigError> {
+    /// interface is one of `names`, and its tables are 0 or among `tables`.
+    pub(super) fn check(
+        self,
+        names: &[&str],
+        tables: &[u32],
+        c: &Checker<'_>,
+    ) -> Result<RouteConfig, ConfigError> {
+        for (key, t) in [
+            ("table", &self.table),
+            ("next-hop-table", &self.next_hop_table),
+        ] {
+            if let Some(t) = t {
+                let id = *t.get_ref();
+                if id != 0 && !tables.contains(&id) {
+                    return Err(c.err(
+                        t.span(),
+                        key,
+                        format!("no table {id} (define it with [[ip-table]])"),
+                    ));
+                }
+            }
+        }
+        if let (Some(t), true) = (&self.next_hop_table, self.drop) {
+            return Err(c.err(
+                t.span(),
+                "next-hop-table",
+                "a drop route has no next hop to find in another table".into(),
+            ));
+        }
         let prefix = crate::fib::parse::parse_prefix(self.prefix.get_ref())
             .map_err(|e| c.err(self.prefix.span(), "prefix", e))?;
         if self.drop != self.via.is_empty() {
@@ -81,6 +112,7 @@ impl RouteKeys {
             }
         }
         let interface = self.interface.map(Spanned::into_inner);
+        let next_hop_table = self.next_hop_table.map(Spanned::into_inner);
         let hops = if self.drop {
             vec![NextHopSpec::Drop]
         } else {
@@ -88,10 +120,15 @@ impl RouteKeys {
                 .map(|addr| NextHopSpec::Via {
                     addr,
                     interface: interface.clone(),
+                    table: next_hop_table,
                 })
                 .collect()
         };
-        Ok(RouteConfig { prefix, hops })
+        Ok(RouteConfig {
+            table: self.table.map_or(0, Spanned::into_inner),
+            prefix,
+            hops,
+        })
     }
 }
 
@@ -122,6 +159,12 @@ mod tests {
             => "t.toml:7: key 'via': 2001:db8::1 is not of the family of 10.0.0.0/8";
         route_through_an_unknown_interface: route("prefix = \"10.0.0.0/8\"\nvia = [\"192.0.2.2\"]\ninterface = \"zz\"\n")
             => "t.toml:8: key 'interface': no interface named 'zz'";
+        route_in_an_unknown_table: route("prefix = \"10.0.0.0/8\"\nvia = [\"192.0.2.2\"]\ntable = 3\n")
+            => "t.toml:8: key 'table': no table 3 (define it with [[ip-table]])";
+        route_via_an_unknown_table: route("prefix = \"10.0.0.0/8\"\nvia = [\"192.0.2.2\"]\nnext-hop-table = 4\n")
+            => "t.toml:8: key 'next-hop-table': no table 4 (define it with [[ip-table]])";
+        drop_route_with_a_next_hop_table: route("prefix = \"10.0.0.0/8\"\ndrop = true\nnext-hop-table = 0\n")
+            => "t.toml:8: key 'next-hop-table': a drop route has no next hop to find in another table";
     }
 
     #[test]
@@ -176,7 +219,8 @@ mod tests {
             c.routes[0].hops,
             [NextHopSpec::Via {
                 addr: "fe80::1".parse().unwrap(),
-                interface: Some("a".into())
+                interface: Some("a".into()),
+                table: None
             }]
         );
         assert_eq!(c.routes[1].hops, [NextHopSpec::Drop]);

@@ -348,12 +348,21 @@ mod tests {
     #[test]
     fn routing_commands() {
         let (c, a) = cmd("sh ip fib 10.0.0.1");
+        assert_eq!((c.as_str(), a.rest()), ("show ip fib", vec!["10.0.0.1"]));
+        let (c, a) = cmd("sh ip fib table 3 summary");
         assert_eq!(
-            (c.as_str(), a.get("QUERY")),
-            ("show ip fib", Some("10.0.0.1"))
+            (c.as_str(), a.rest()),
+            ("show ip fib", vec!["table", "3", "summary"])
         );
         let (c, a) = cmd("show ip6 fib");
-        assert_eq!((c.as_str(), a.get("QUERY")), ("show ip6 fib", None));
+        assert_eq!((c.as_str(), a.rest().len()), ("show ip6 fib", 0));
+        assert_eq!(named("sh ip table"), "show ip table");
+        assert_eq!(named("ip6 table add 5"), "ip table add");
+        assert_eq!(named("ip table del 5"), "ip table del");
+        let (c, a) = cmd("set int ip table d0 7");
+        assert_eq!(c, "set interface ip table");
+        assert_eq!((a.value("IF"), a.value("ID")), ("d0", "7"));
+        assert_eq!(named("set int ip6 table d0 7"), "set interface ip6 table");
         assert_eq!(named("sh ip neigh"), "show ip neighbors");
         assert_eq!(named("show ip6 arp"), "show ip neighbors");
         let (c, a) = cmd("set int ip addr del d0 192.0.2.1/24");
@@ -368,7 +377,7 @@ mod tests {
             named("set ip neighbor d0 192.0.2.2 02:00:00:00:00:01"),
             "set ip neighbor"
         );
-        for bad in ["set int ip addr d0", "show ip fib a b", "ip route frob"] {
+        for bad in ["set int ip addr d0", "show ip table a", "ip route frob"] {
             assert!(parse(bad).is_err(), "{bad}");
         }
     }
@@ -418,8 +427,8 @@ mod tests {
             "unexpected 'extra' after 'show runtime' (try: help)"
         );
         assert_eq!(
-            e("sh ip fib a b"),
-            "unexpected 'b' after 'sh ip fib a' (try: help)"
+            e("sh ip table a"),
+            "unexpected 'a' after 'sh ip table' (try: help)"
         );
         assert_eq!(
             e("set interface state d0 sideways"),
@@ -434,7 +443,7 @@ mod tests {
             e("clear"),
             "clear what? (interfaces, l2fib, runtime, errors, trace)"
         );
-        assert_eq!(e("sh ip"), "show ip what? (fib, neighbors)");
+        assert_eq!(e("sh ip"), "show ip what? (fib, table, neighbors)");
         assert_eq!(e("ip r"), "ip route what? (add, del)");
         assert_eq!(
             e("s"),

@@ -12,22 +12,57 @@ use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::sync::MutexGuard;
 
-const FIB_SYNTAX: &str = "[<ADDR>|<PREFIX>|summary]";
+const FIB_SYNTAX: &str = "[table <ID>] [<ADDR>|<PREFIX>|summary]";
 
 pub const COMMANDS: &[Command] = &[
     Command {
         words: &["show", "ip", "fib"],
         syntax: FIB_SYNTAX,
         help: "IPv4 routes (first 1000), the route an address takes, or counts, memory, load time",
-        args: &[Arg::Optional("QUERY")],
-        run: |c, a| show_fib(&c.dp, false, a.get("QUERY")),
+        args: &[Arg::Rest],
+        run: |c, a| show_fib(&c.dp, false, &a.rest()),
     },
     Command {
         words: &["show", "ip6", "fib"],
         syntax: FIB_SYNTAX,
         help: "IPv6 routes",
-        args: &[Arg::Optional("QUERY")],
-        run: |c, a| show_fib(&c.dp, true, a.get("QUERY")),
+        args: &[Arg::Rest],
+        run: |c, a| show_fib(&c.dp, true, &a.rest()),
+    },
+    Command {
+        words: &["show", "ip|ip6", "table|tables"],
+        syntax: "",
+        help: "routing tables (VRFs): routes, interfaces, memory",
+        args: &[],
+        run: |c, _| Ok(show_tables(&c.dp)),
+    },
+    Command {
+        words: &["ip|ip6", "table", "add"],
+        syntax: "<ID>",
+        help: "make routing table ID (a VRF, both families; no error if it exists)",
+        args: &[Arg::Value("ID")],
+        run: |c, a| commit(&c.dp, |r| r.add_table(table_id(a.value("ID"))?)),
+    },
+    Command {
+        words: &["ip|ip6", "table", "del|delete"],
+        syntax: "<ID>",
+        help: "remove routing table ID and its routes (not while an interface is in it)",
+        args: &[Arg::Value("ID")],
+        run: |c, a| commit(&c.dp, |r| r.del_table(table_id(a.value("ID"))?)),
+    },
+    Command {
+        words: &["set", "interface", "ip", "table"],
+        syntax: "<IF> <ID>",
+        help: "route the interface's IPv4 in table ID (it must have no IPv4 address)",
+        args: &[Arg::Value("IF"), Arg::Value("ID")],
+        run: |c, a| set_table(c, a, false),
+    },
+    Command {
+        words: &["set", "interface", "ip6", "table"],
+        syntax: "<IF> <ID>",
+        help: "route the interface's IPv6 in table ID (it must have no IPv6 address)",
+        args: &[Arg::Value("IF"), Arg::Value("ID")],
+        run: |c, a| set_table(c, a, true),
     },
     Command {
         words: &["show", "ip|ip6", "neighbors|neighbours|arp"],
@@ -45,14 +80,14 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["ip|ip6", "route", "add"],
-        syntax: "<PREFIX> via <ADDR> [<IF>] [via ...]",
-        help: "static route; several via: ECMP; 'drop' instead of via: blackhole",
+        syntax: "<PREFIX> [table <ID>] via <ADDR> [<IF>] [next-hop-table <ID>] [via ...]",
+        help: "static route; several via: ECMP; 'drop' instead of via: blackhole; next-hop-table: the next hop is in another table",
         args: &[Arg::Rest],
         run: route_add,
     },
     Command {
         words: &["ip|ip6", "route", "del|delete"],
-        syntax: "<PREFIX>",
+        syntax: "<PREFIX> [table <ID>]",
         help: "delete a static route",
         args: &[Arg::Rest],
         run: route_del,
@@ -107,7 +142,13 @@ fn set_address(c: &mut Control, a: &Args) -> Result<Output, String> {
 }
 
 const ROUTE_USAGE: &str =
-    "usage: ip route add <PREFIX> via <ADDR> [<IF>] [via <ADDR> [<IF>]]... | ip route add <PREFIX> drop | ip route del <PREFIX>";
+    "usage: ip route add <PREFIX> [table <ID>] via <ADDR> [<IF>] [next-hop-table <ID>] [via ...]... | ip route add <PREFIX> [table <ID>] drop | ip route del <PREFIX> [table <ID>]";
+
+/// A table id as typed.
+fn table_id(w: &str) -> Result<u32, String> {
+    w.parse()
+        .map_err(|_| format!("'{w}' is not a table id (0 to 4294967295)"))
+}
 
 /// One next hop of `ip route add`, as typed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -115,22 +156,46 @@ enum RouteHop<'a> {
     Via {
         addr: &'a str,
         interface: Option<&'a str>,
+        table: Option<u32>,
     },
     Drop,
 }
 
-/// `PREFIX via ADDR [IF] [via ADDR [IF]]...` or `PREFIX drop`.
-fn parse_route_add<'a>(w: &[&'a str]) -> Result<(&'a str, Vec<RouteHop<'a>>), String> {
+/// Takes `table ID` off the front of `rest`, if it is there.
+fn take_table(rest: &mut &[&str], word: &str) -> Result<Option<u32>, String> {
+    if rest.first() != Some(&word) {
+        return Ok(None);
+    }
+    let id = rest
+        .get(1)
+        .ok_or_else(|| format!("'{word}' needs a table id ({ROUTE_USAGE})"))?;
+    let id = table_id(id)?;
+    *rest = &rest[2..];
+    Ok(Some(id))
+}
+
+/// `PREFIX [table ID] via ADDR [IF] [next-hop-table ID] [via ...]...` or
+/// `PREFIX [table ID] drop`: the prefix, the table (0 when not given) and the hops.
+fn parse_route_add<'a>(w: &[&'a str]) -> Result<(&'a str, u32, Vec<RouteHop<'a>>), String> {
     let Some((&prefix, mut rest)) = w.split_first() else {
         return Err(ROUTE_USAGE.into());
     };
+    let table = take_table(&mut rest, "table")?.unwrap_or(0);
     let mut hops = Vec::new();
     while let Some(&word) = rest.first() {
         if word == "via" {
             let addr = *rest.get(1).ok_or(ROUTE_USAGE)?;
-            let interface = rest.get(2).filter(|x| **x != "via").copied();
+            let interface = rest
+                .get(2)
+                .filter(|x| !["via", "next-hop-table"].contains(*x))
+                .copied();
             rest = &rest[2 + interface.is_some() as usize..];
-            hops.push(RouteHop::Via { addr, interface });
+            let table = take_table(&mut rest, "next-hop-table")?;
+            hops.push(RouteHop::Via {
+                addr,
+                interface,
+                table,
+            });
         } else if ["drop", "blackhole"].contains(&word) {
             hops.push(RouteHop::Drop);
             rest = &rest[1..];
@@ -141,35 +206,76 @@ fn parse_route_add<'a>(w: &[&'a str]) -> Result<(&'a str, Vec<RouteHop<'a>>), St
     if hops.is_empty() {
         return Err(ROUTE_USAGE.into());
     }
-    Ok((prefix, hops))
+    Ok((prefix, table, hops))
 }
 
 fn route_add(c: &mut Control, a: &Args) -> Result<Output, String> {
     let rest = a.rest();
-    let (prefix, hops) = parse_route_add(&rest)?;
+    let (prefix, table, hops) = parse_route_add(&rest)?;
     commit(&c.dp, |r| {
         let prefix = parse_prefix(prefix)?;
         let hops = hops
             .iter()
             .map(|h| match *h {
                 RouteHop::Drop => Ok(NextHopSpec::Drop),
-                RouteHop::Via { addr, interface } => Ok(NextHopSpec::Via {
+                RouteHop::Via {
+                    addr,
+                    interface,
+                    table,
+                } => Ok(NextHopSpec::Via {
                     addr: addr
                         .parse()
                         .map_err(|_| format!("'{addr}' is not an address"))?,
                     interface: interface.map(str::to_string),
+                    table,
                 }),
             })
             .collect::<Result<Vec<_>, String>>()?;
-        r.add_route(prefix, &hops)
+        r.add_route(table, prefix, &hops)
     })
 }
 
 fn route_del(c: &mut Control, a: &Args) -> Result<Output, String> {
-    let [prefix] = a.rest()[..] else {
+    let rest = a.rest();
+    let Some((&prefix, mut more)) = rest.split_first() else {
         return Err(ROUTE_USAGE.into());
     };
-    commit(&c.dp, |r| r.del_route(parse_prefix(prefix)?))
+    let table = take_table(&mut more, "table")?.unwrap_or(0);
+    if !more.is_empty() {
+        return Err(ROUTE_USAGE.into());
+    }
+    commit(&c.dp, |r| r.del_route(table, parse_prefix(prefix)?))
+}
+
+/// `set interface ip table IF ID` / `set interface ip6 table IF ID`.
+fn set_table(c: &mut Control, a: &Args, v6: bool) -> Result<Output, String> {
+    let dp = &c.dp;
+    commit(dp, |r| {
+        let itf = index(r, dp, a.value("IF"))?;
+        r.set_interface_table(itf, v6, table_id(a.value("ID"))?)
+    })
+}
+
+/// `show ip table`.
+fn show_tables(dp: &Dataplane) -> Output {
+    let tables = lock(dp).table_views();
+    let mut t = format!(
+        "{:<10} {:>10} {:>10} {:>10}  {}\n",
+        "Table", "IPv4", "IPv6", "Memory", "Interfaces (ip4 / ip6)"
+    );
+    for v in &tables {
+        let _ = writeln!(
+            t,
+            "{:<10} {:>10} {:>10} {:>10}  {} / {}",
+            v.id,
+            v.v4_routes,
+            v.v6_routes,
+            size(v.memory_bytes),
+            v.ip4_interfaces.join(","),
+            v.ip6_interfaces.join(",")
+        );
+    }
+    Output::Shown(t, json!({ "tables": tables }))
 }
 
 /// `[del] IF ADDR [MAC]`: a MAC to set, none to delete. Returns (interface, address, mac).
@@ -218,13 +324,34 @@ fn route_line(t: &mut String, v: &RouteView) {
     );
 }
 
-/// `show ip fib` / `show ip6 fib`.
-fn show_fib(dp: &Dataplane, v6: bool, query: Option<&str>) -> Result<Output, String> {
+/// `show ip fib` / `show ip6 fib`: `[table ID] [QUERY]`.
+fn show_fib(dp: &Dataplane, v6: bool, words: &[&str]) -> Result<Output, String> {
+    let mut rest = words;
+    let table = take_table(&mut rest, "table")?.unwrap_or(0);
+    let query = match rest {
+        [] => None,
+        [q] => Some(*q),
+        _ => {
+            return Err(format!(
+                "usage: show ip fib {FIB_SYNTAX} (unexpected '{}')",
+                rest[1..].join(" ")
+            ))
+        }
+    };
     let mut r = lock(dp);
     match query {
         Some("summary") => {
-            let s = r.summary();
+            let s = r.summary(table)?;
             let mut t = String::new();
+            if s.tables > 1 {
+                let _ = writeln!(
+                    t,
+                    "table {} of {} (all tables: {})",
+                    s.table,
+                    s.tables,
+                    size(s.all_tables_bytes)
+                );
+            }
             let _ = writeln!(
                 t,
                 "IPv4 routes: {}   IPv6 routes: {}",
@@ -265,7 +392,7 @@ fn show_fib(dp: &Dataplane, v6: bool, query: Option<&str>) -> Result<Output, Str
             Ok(Output::Shown(t, v))
         }
         Some(q) => {
-            let found = r.route_for(q)?;
+            let found = r.route_for(table, q)?;
             let mut t = String::new();
             match &found {
                 Some(v) => route_line(&mut t, v),
@@ -274,7 +401,7 @@ fn show_fib(dp: &Dataplane, v6: bool, query: Option<&str>) -> Result<Output, Str
             Ok(Output::Shown(t, json!({ "route": found })))
         }
         None => {
-            let (routes, total) = r.routes(v6, SHOW_LIMIT);
+            let (routes, total) = r.routes(table, v6, SHOW_LIMIT)?;
             let mut t = String::new();
             let _ = writeln!(t, "{:<44} {:<10} Paths", "Prefix", "Source");
             for v in &routes {
@@ -338,22 +465,53 @@ mod tests {
             parse_route_add(&["10.0.0.0/8", "via", "192.0.2.2", "d0", "via", "192.0.2.3"]),
             Ok((
                 "10.0.0.0/8",
+                0,
                 vec![
                     RouteHop::Via {
                         addr: "192.0.2.2",
-                        interface: Some("d0")
+                        interface: Some("d0"),
+                        table: None
                     },
                     RouteHop::Via {
                         addr: "192.0.2.3",
-                        interface: None
+                        interface: None,
+                        table: None
                     },
                 ]
             ))
         );
         assert_eq!(
             parse_route_add(&["10.0.0.0/8", "drop"]),
-            Ok(("10.0.0.0/8", vec![RouteHop::Drop]))
+            Ok(("10.0.0.0/8", 0, vec![RouteHop::Drop]))
         );
+        // A route of table 7 whose first next hop is in table 2 (inter-VRF).
+        let w = "10.0.0.0/8 table 7 via 192.0.2.2 next-hop-table 2 via 192.0.2.3 d1";
+        let w: Vec<&str> = w.split(' ').collect();
+        assert_eq!(
+            parse_route_add(&w),
+            Ok((
+                "10.0.0.0/8",
+                7,
+                vec![
+                    RouteHop::Via {
+                        addr: "192.0.2.2",
+                        interface: None,
+                        table: Some(2)
+                    },
+                    RouteHop::Via {
+                        addr: "192.0.2.3",
+                        interface: Some("d1"),
+                        table: None
+                    },
+                ]
+            ))
+        );
+        assert_eq!(
+            parse_route_add(&["10.0.0.0/8", "table", "x", "drop"]),
+            Err("'x' is not a table id (0 to 4294967295)".into())
+        );
+        assert!(parse_route_add(&["10.0.0.0/8", "table"]).is_err());
+        assert!(parse_route_add(&["10.0.0.0/8", "via", "1.2.3.4", "next-hop-table"]).is_err());
         for bad in [&["10.0.0.0/8"][..], &["10.0.0.0/8", "via"], &[]] {
             assert_eq!(
                 parse_route_add(bad),

@@ -14,7 +14,6 @@ use crate::buffer::BufferPool;
 use crate::config::Config;
 use crate::drivers::pcap::ReplayProgress;
 use crate::drivers::{cpu, tsc, NoTx, RxQueue, TxQueue};
-use crate::fib::FibReader;
 use crate::graph::{Graph, GraphShared, NodeDecl};
 use crate::interface::{Interface, Interfaces, L2Modes, SharedL2Modes};
 use crate::l2::bridge::Bridges;
@@ -31,6 +30,7 @@ use crate::nodes::{
     tx::TxNode,
 };
 use crate::router::adjacency::SharedL3View;
+use crate::router::SharedTables;
 use crate::router::{LearnSender, NeighborLearn, Router};
 use crate::subif::{SharedSubIfs, SubIf, SubIfs};
 use arc_swap::ArcSwap;
@@ -161,7 +161,7 @@ impl Dataplane {
         let router = build_router(cfg, &opened, &subs)?;
         let acls = build_acls(cfg, &router, workers)?;
         let filters = acls.filters().clone();
-        let fib = router.fib_reader();
+        let tables = router.tables();
         let view = router.view();
         let router = Arc::new(Mutex::new(router));
         let (learn_tx, learn_rx) = std::sync::mpsc::sync_channel(LEARN_QUEUE);
@@ -201,7 +201,7 @@ impl Dataplane {
         for (w, (rxs, txs)) in rx_by_worker.into_iter().zip(tx_by_thread).enumerate() {
             let l3 = L3Parts {
                 view: view.clone(),
-                fib: fib.clone(),
+                tables: tables.clone(),
                 learn: learn_tx.clone(),
                 filters: filters.clone(),
             };
@@ -329,6 +329,18 @@ fn build_router(cfg: &Config, opened: &[Opened], subs: &[SubIf]) -> Result<Route
         .map(|i| (i.name.clone(), i.mac, i.mtu))
         .collect();
     let mut router = Router::new(&itfs);
+    // Tables and their interfaces first: an address's routes go into its interface's table.
+    for t in &cfg.tables {
+        router.add_table(t.id)?;
+        for name in &t.interfaces {
+            let itf = router.interface_index(name)?;
+            for v6 in [false, true] {
+                router
+                    .set_interface_table(itf, v6, t.id)
+                    .map_err(|e| format!("ip-table {}: {e}", t.id))?;
+            }
+        }
+    }
     let addresses = cfg
         .interfaces
         .iter()
@@ -345,7 +357,7 @@ fn build_router(cfg: &Config, opened: &[Opened], subs: &[SubIf]) -> Result<Route
     }
     for r in &cfg.routes {
         router
-            .add_route(r.prefix, &r.hops)
+            .add_route(r.table, r.prefix, &r.hops)
             .map_err(|e| format!("route {}: {e}", r.prefix))?;
     }
     if let Some(file) = &cfg.fib.route_file {
@@ -420,7 +432,7 @@ fn spawn_learner(
 /// What every worker routes with.
 struct L3Parts {
     view: SharedL3View,
-    fib: FibReader,
+    tables: SharedTables,
     learn: LearnSender,
     filters: crate::nodes::acl::Filters,
 }
@@ -478,7 +490,7 @@ fn worker_graph(
     decls.push(L2ArpTerm::decl(modes.clone()));
     decls.extend(crate::nodes::routing_decls(
         &l3.view,
-        &l3.fib,
+        &l3.tables,
         &l3.learn,
         &l3.filters,
     ));

@@ -14,6 +14,7 @@ pub mod ip6;
 pub mod l2;
 pub mod neighbor_hold;
 pub mod rate_limit;
+pub mod table_lookup;
 pub mod tx;
 
 #[cfg(test)]
@@ -42,7 +43,7 @@ pub const ICMP6_ERROR: &str = "icmp6-error";
 /// The routing nodes of one worker's graph (ethernet-input sends them IPv4, ARP and IPv6).
 pub fn routing_decls(
     view: &crate::router::adjacency::SharedL3View,
-    fib: &crate::fib::FibReader,
+    tables: &crate::router::SharedTables,
     learn: &crate::router::LearnSender,
     filters: &acl::Filters,
 ) -> Vec<crate::graph::NodeDecl> {
@@ -50,7 +51,7 @@ pub fn routing_decls(
         ip4::input::Ip4Input::decl(filters.features.clone()),
         acl::AclIn::decl(false, filters.clone()),
         acl::AclIn::decl(true, filters.clone()),
-        ip4::lookup::Ip4Lookup::decl(fib.clone(), view.clone()),
+        ip4::lookup::Ip4Lookup::decl(tables.clone(), view.clone()),
         ip4::arp_input::ArpInput::decl(view.clone(), learn.clone()),
         ip4::arp::Ip4Arp::decl(view.clone()),
         ip4::rewrite::Ip4Rewrite::decl_with(view.clone(), filters.features.clone()),
@@ -58,7 +59,7 @@ pub fn routing_decls(
         ip4::local::Ip4Local::decl(view.clone()),
         ip4::icmp_error::Icmp4Error::decl(view.clone()),
         ip6::input::Ip6Input::decl(filters.features.clone()),
-        ip6::lookup::Ip6Lookup::decl(fib.clone(), view.clone()),
+        ip6::lookup::Ip6Lookup::decl(tables.clone(), view.clone()),
         ip6::nd::Ip6Nd::decl(view.clone(), Some(learn.clone())),
         ip6::rewrite::Ip6Rewrite::decl_with(view.clone(), filters.features.clone()),
         acl::AclIn::decl_output(true, filters.clone()),

@@ -17,11 +17,12 @@ impl Router {
         if itf >= self.view.interfaces.len() {
             return Err(format!("no interface {interface}"));
         }
-        if self.is_ours(addr) {
+        let t = self.table_of(interface, addr.is_ipv6());
+        if self.is_ours(t, addr) {
             return Err(format!("{addr} is already an address of this router"));
         }
         let net = network(addr, len);
-        if let Some(other) = self.connected_owner(net) {
+        if let Some(other) = self.connected_owner(t, net) {
             return Err(format!(
                 "{net} is already connected on {}",
                 self.name(other)
@@ -31,27 +32,28 @@ impl Router {
             IpAddr::V4(a) => self.view.interfaces[itf].v4.push((u32::from(a), len)),
             IpAddr::V6(a) => self.view.interfaces[itf].v6.push((u128::from(a), len)),
         }
-        self.set(host_prefix(addr), ADJ_LOCAL, RouteSource::Local);
+        self.set(t, host_prefix(addr), ADJ_LOCAL, RouteSource::Local);
         if len < host_len(addr) {
             let glean = self.adj_for(AdjKey::Glean(interface));
             self.view.interfaces[itf].glean = glean;
-            self.set(net, glean, RouteSource::Connected);
+            self.set(t, net, glean, RouteSource::Connected);
         }
         for edge in subnet_edges(net) {
-            self.set(edge, ADJ_DROP, RouteSource::Special);
+            self.set(t, edge, ADJ_DROP, RouteSource::Special);
         }
         self.view_dirty = true;
         Ok(())
     }
 
-    /// The interface a connected prefix belongs to, if it is connected.
-    fn connected_owner(&self, p: IpPrefix) -> Option<u32> {
-        if self.source_of(p) != Some(RouteSource::Connected) {
+    /// The interface a connected prefix of table `t` belongs to, if it is connected.
+    fn connected_owner(&self, t: usize, p: IpPrefix) -> Option<u32> {
+        if self.source_in(t, p) != Some(RouteSource::Connected) {
             return None;
         }
+        let fib = &self.table(t).fib;
         let adj = match p {
-            IpPrefix::V4(p) => self.fib.routes4().get(p)?,
-            IpPrefix::V6(p) => self.fib.routes6().get(p)?,
+            IpPrefix::V4(p) => fib.routes4().get(p)?,
+            IpPrefix::V6(p) => fib.routes6().get(p)?,
         };
         Some(self.view.adj(adj).interface)
     }
@@ -69,12 +71,13 @@ impl Router {
             ));
         }
         let net = network(addr, len);
-        self.unset(host_prefix(addr));
+        let t = self.table_of(interface, addr.is_ipv6());
+        self.unset(t, host_prefix(addr));
         if len < host_len(addr) {
-            self.unset(net);
+            self.unset(t, net);
         }
         for edge in subnet_edges(net) {
-            self.unset(edge);
+            self.unset(t, edge);
         }
         self.view_dirty = true;
         Ok(())

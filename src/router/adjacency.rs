@@ -79,6 +79,9 @@ pub struct L3Interface {
     /// The interface's glean adjacency (its connected networks), `ADJ_DROP` without one: how
     /// the router reaches a link-local address, which no route names, out of this interface.
     pub glean: u32,
+    /// The routing table (index) the interface's IPv4 and IPv6 packets are looked up in.
+    pub table4: u16,
+    pub table6: u16,
 }
 
 impl L3Interface {

@@ -25,11 +25,13 @@ mod neighbors;
 mod route_file;
 mod routes;
 mod show;
+pub mod tables;
 
 pub use show::{FibSummary, NeighborView, RouteView};
+pub use tables::{SharedTables, TableSet, TableView, DEFAULT_TABLE};
 
 use crate::fib::parse::IpPrefix;
-use crate::fib::{FibReader, FibWriter, Prefix, Prefix4, Prefix6};
+use crate::fib::{FibReader, Prefix};
 use crate::wire::MacAddress;
 use adjacency::{L3Interface, L3View, SharedL3View};
 use allocator::AdjKey;
@@ -74,10 +76,12 @@ pub enum RouteSource {
 /// One next hop of a static route, as the user gave it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NextHopSpec {
-    /// A neighbour; the interface is found from the connected networks when not given.
+    /// A neighbour; the interface is found from the connected networks of the route's
+    /// table (or of `table`, VPP's next-hop-table, an inter-VRF route) when not given.
     Via {
         addr: IpAddr,
         interface: Option<String>,
+        table: Option<u32>,
     },
     /// Discard (blackhole).
     Drop,
@@ -85,7 +89,11 @@ pub enum NextHopSpec {
 
 pub struct Router {
     names: Vec<String>,
-    fib: FibWriter,
+    /// Routing tables by index; index 0 is table 0. A removed table leaves a hole that the
+    /// next one made takes.
+    tables: Vec<Option<tables::Table>>,
+    shared_tables: SharedTables,
+    tables_dirty: bool,
     view: L3View,
     shared: SharedL3View,
     view_dirty: bool,
@@ -96,8 +104,6 @@ pub struct Router {
     free: VecDeque<(Instant, u32)>,
     /// Freed since the last commit: they join `free` once the commit is published.
     released: Vec<u32>,
-    special4: HashMap<Prefix4, RouteSource>,
-    special6: HashMap<Prefix6, RouteSource>,
     static_neighbors: std::collections::HashSet<(u32, IpAddr)>,
     route_file: Option<String>,
     route_file_routes: usize,
@@ -139,9 +145,11 @@ impl Router {
                 .collect(),
         );
         let shared = Arc::new(ArcSwap::from_pointee(view.clone()));
-        Router {
+        let mut r = Router {
             names: interfaces.iter().map(|i| i.0.clone()).collect(),
-            fib: FibWriter::new(),
+            tables: vec![Some(tables::Table::new(DEFAULT_TABLE))],
+            shared_tables: Default::default(),
+            tables_dirty: false,
             refs: vec![0; view.adjs.len()],
             key_of: vec![None; view.adjs.len()],
             view,
@@ -150,17 +158,18 @@ impl Router {
             keys: HashMap::new(),
             free: VecDeque::new(),
             released: Vec::new(),
-            special4: HashMap::new(),
-            special6: HashMap::new(),
             static_neighbors: Default::default(),
             route_file: None,
             route_file_routes: 0,
             load_time: Duration::ZERO,
-        }
+        };
+        r.shared_tables = Arc::new(ArcSwap::from_pointee(r.table_set()));
+        r
     }
 
+    /// The default table's FIB (offline tools and tests; the lookup nodes read `tables()`).
     pub fn fib_reader(&self) -> FibReader {
-        self.fib.reader()
+        self.table(0).fib.reader()
     }
 
     pub fn view(&self) -> SharedL3View {
@@ -181,6 +190,7 @@ impl Router {
             ..Default::default()
         });
         self.view_dirty = true;
+        self.tables_dirty = true;
         (self.names.len() - 1) as u32
     }
 
@@ -200,17 +210,28 @@ impl Router {
 
     /// Frees the FIB tables a rebuild replaced that no worker holds any more.
     pub fn reclaim_fib(&mut self) -> usize {
-        self.fib.reclaim()
+        self.tables
+            .iter_mut()
+            .flatten()
+            .map(|t| t.fib.reclaim())
+            .sum()
     }
 
-    /// Publish the changes: the view first (new adjacencies), then the FIB.
+    /// Publish the changes: the view first (new adjacencies), then the FIBs, then the table
+    /// set (new tables, interfaces in other tables).
     pub fn commit(&mut self) {
         if self.view_dirty {
             self.view.generation += 1;
             self.shared.store(Arc::new(self.view.clone()));
             self.view_dirty = false;
         }
-        self.fib.commit();
+        for t in self.tables.iter_mut().flatten() {
+            t.fib.commit();
+        }
+        if self.tables_dirty {
+            self.shared_tables.store(Arc::new(self.table_set()));
+            self.tables_dirty = false;
+        }
         let now = Instant::now();
         for a in self.released.drain(..) {
             // An index may have been taken again before the commit (same key re-made):

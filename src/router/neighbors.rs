@@ -38,7 +38,9 @@ impl Router {
             }
             IpAddr::V4(_) => false,
         };
-        if self.connected_interface(n.ip) != Some(n.interface) && !static_entry && !link_local {
+        let t = self.table_of(n.interface, n.ip.is_ipv6());
+        let connected = self.connected_interface(t, n.ip) == Some(n.interface);
+        if !connected && !static_entry && !link_local {
             return Err(format!(
                 "{} is not on a connected network of {}",
                 n.ip,
@@ -68,11 +70,11 @@ impl Router {
             }
         }
         // A host route, unless something more specific than the connected route is there.
-        if self.connected_interface(n.ip) == Some(n.interface) {
+        if connected {
             let host = host_prefix(n.ip);
-            if self.source_of(host).is_none() {
+            if self.source_in(t, host).is_none() {
                 let adj = self.adj_for(AdjKey::Neighbor(n.interface, n.ip));
-                self.set(host, adj, RouteSource::Host);
+                self.set(t, host, adj, RouteSource::Host);
             }
         }
         Ok(true)
@@ -89,8 +91,9 @@ impl Router {
             self.view.adjs[adj as usize].complete = false;
         }
         let host = host_prefix(ip);
-        if self.source_of(host) == Some(RouteSource::Host) {
-            self.unset(host);
+        let t = self.table_of(interface, ip.is_ipv6());
+        if self.source_in(t, host) == Some(RouteSource::Host) {
+            self.unset(t, host);
         }
         Ok(())
     }

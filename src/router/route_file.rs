@@ -11,7 +11,8 @@ use std::net::IpAddr;
 use std::time::Instant;
 
 impl Router {
-    /// Load routes read from a file (before the workers start: the FIB is built in one go).
+    /// Load routes read from a file into the default table (before the workers start: the
+    /// FIB is built in one go).
     /// A next hop is an address (on a connected network), an interface name (the prefix is
     /// then on-link there), or a dropping type (blackhole, unreachable, prohibit, throw, drop).
     pub fn load_routes(&mut self, file: &str, routes: &[Route]) -> Result<usize, String> {
@@ -46,14 +47,17 @@ impl Router {
         for a in adjs {
             self.hold(a);
         }
-        let existing4: Vec<(Prefix4, u32)> = self.fib.routes4().iter().collect();
-        let existing6: Vec<(Prefix6, u32)> = self.fib.routes6().iter().collect();
+        let fib = &self.table(0).fib;
+        let existing4: Vec<(Prefix4, u32)> = fib.routes4().iter().collect();
+        let existing6: Vec<(Prefix6, u32)> = fib.routes6().iter().collect();
         // The existing routes come last, so that they win over duplicates.
-        self.fib = FibWriter::with_routes(
+        self.table_mut(0).fib = FibWriter::with_routes(
             v4.into_iter().chain(existing4),
             v6.into_iter().chain(existing6),
         )
         .map_err(|e| format!("{file}: {e:?}"))?;
+        // A new writer has new readers: the workers must be given them.
+        self.tables_dirty = true;
         self.route_file = Some(file.to_string());
         self.route_file_routes += n;
         self.load_time += start.elapsed();
@@ -72,10 +76,12 @@ impl Router {
         if let Ok(addr) = text.parse::<IpAddr>() {
             return self
                 .resolve_hop(
+                    0,
                     v4,
                     &NextHopSpec::Via {
                         addr,
                         interface: None,
+                        table: None,
                     },
                 )
                 .map_err(|e| format!("route {} {text}: {e}", r.prefix));

@@ -11,19 +11,20 @@ use std::hash::Hash;
 use std::net::IpAddr;
 
 impl Router {
-    /// Point the route for `p` at `adj` (held), releasing what it pointed at, and remember
-    /// who made it.
-    pub(super) fn set(&mut self, p: IpPrefix, adj: u32, source: RouteSource) {
+    /// Point the route for `p` in table `t` at `adj` (held), releasing what it pointed at,
+    /// and remember who made it.
+    pub(super) fn set(&mut self, t: usize, p: IpPrefix, adj: u32, source: RouteSource) {
         self.hold(adj);
+        let table = self.table_mut(t);
         // Our indices are far below the FIB's reserved values, so this cannot fail.
         let old = match p {
             IpPrefix::V4(p) => {
-                remember(&mut self.special4, p, source);
-                self.fib.add4(p, adj)
+                remember(&mut table.special4, p, source);
+                table.fib.add4(p, adj)
             }
             IpPrefix::V6(p) => {
-                remember(&mut self.special6, p, source);
-                self.fib.add6(p, adj)
+                remember(&mut table.special6, p, source);
+                table.fib.add6(p, adj)
             }
         };
         if let Some(old) = old.ok().flatten() {
@@ -31,15 +32,16 @@ impl Router {
         }
     }
 
-    pub(super) fn unset(&mut self, p: IpPrefix) -> bool {
+    pub(super) fn unset(&mut self, t: usize, p: IpPrefix) -> bool {
+        let table = self.table_mut(t);
         let old = match p {
             IpPrefix::V4(p) => {
-                self.special4.remove(&p);
-                self.fib.del4(p)
+                table.special4.remove(&p);
+                table.fib.del4(p)
             }
             IpPrefix::V6(p) => {
-                self.special6.remove(&p);
-                self.fib.del6(p)
+                table.special6.remove(&p);
+                table.fib.del6(p)
             }
         };
         match old {
@@ -51,17 +53,20 @@ impl Router {
         }
     }
 
-    /// The source of the route for exactly `p`, if there is one.
-    pub fn source_of(&self, p: IpPrefix) -> Option<RouteSource> {
+    /// The source of the route for exactly `p` in table `t`, if there is one.
+    pub(super) fn source_in(&self, t: usize, p: IpPrefix) -> Option<RouteSource> {
+        let table = self.table(t);
         match p {
-            IpPrefix::V4(p) => self.fib.routes4().get(p).map(|_| {
-                self.special4
+            IpPrefix::V4(p) => table.fib.routes4().get(p).map(|_| {
+                table
+                    .special4
                     .get(&p)
                     .copied()
                     .unwrap_or(RouteSource::Static)
             }),
-            IpPrefix::V6(p) => self.fib.routes6().get(p).map(|_| {
-                self.special6
+            IpPrefix::V6(p) => table.fib.routes6().get(p).map(|_| {
+                table
+                    .special6
                     .get(&p)
                     .copied()
                     .unwrap_or(RouteSource::Static)
@@ -69,12 +74,30 @@ impl Router {
         }
     }
 
-    /// The interface whose connected network holds `ip`.
-    pub(super) fn connected_interface(&self, ip: IpAddr) -> Option<u32> {
+    /// The source of the route for exactly `p` in the default table.
+    pub fn source_of(&self, p: IpPrefix) -> Option<RouteSource> {
+        self.source_in(0, p)
+    }
+
+    /// The interfaces routing `ip`'s family in table `t`, with their index.
+    fn in_table(
+        &self,
+        t: usize,
+        ip: IpAddr,
+    ) -> impl Iterator<Item = (u32, &crate::router::adjacency::L3Interface)> {
+        let v6 = ip.is_ipv6();
         self.view
             .interfaces
             .iter()
-            .position(|i| match ip {
+            .enumerate()
+            .filter(move |(_, i)| (if v6 { i.table6 } else { i.table4 }) as usize == t)
+            .map(|(k, i)| (k as u32, i))
+    }
+
+    /// The interface of table `t` whose connected network holds `ip`.
+    pub(super) fn connected_interface(&self, t: usize, ip: IpAddr) -> Option<u32> {
+        self.in_table(t, ip)
+            .find(|(_, i)| match ip {
                 IpAddr::V4(a) => {
                     let a = u32::from(a);
                     i.v4.iter()
@@ -86,37 +109,55 @@ impl Router {
                         .any(|&(x, l)| Prefix6::containing(x, l).contains(a))
                 }
             })
-            .map(|i| i as u32)
+            .map(|(k, _)| k)
     }
 
-    pub(super) fn is_ours(&self, ip: IpAddr) -> bool {
-        self.view.interfaces.iter().any(|i| match ip {
+    /// Whether `ip` is an address of an interface in table `t`.
+    pub(super) fn is_ours(&self, t: usize, ip: IpAddr) -> bool {
+        self.in_table(t, ip).any(|(_, i)| match ip {
             IpAddr::V4(a) => i.has_v4(a.into()),
             IpAddr::V6(a) => i.has_v6(a.into()),
         })
     }
 
-    /// The adjacency (unheld) for one next hop of a static route.
+    /// The adjacency (unheld) for one next hop of a static route in table `t`.
     pub(super) fn resolve_hop(
         &mut self,
+        t: usize,
         family_v4: bool,
         hop: &NextHopSpec,
     ) -> Result<u32, String> {
         match hop {
             NextHopSpec::Drop => Ok(ADJ_DROP),
-            NextHopSpec::Via { addr, interface } => {
+            NextHopSpec::Via {
+                addr,
+                interface,
+                table,
+            } => {
                 if addr.is_ipv4() != family_v4 {
                     return Err(format!("next hop {addr} is not of the route's family"));
                 }
-                if self.is_ours(*addr) {
+                // The next hop lives in the next-hop table when one is named (an inter-VRF
+                // route), else in the route's own table.
+                let nt = match table {
+                    Some(id) => self.table_index(*id)?,
+                    None => t,
+                };
+                if self.is_ours(nt, *addr) {
                     return Err(format!("next hop {addr} is an address of this router"));
                 }
                 let itf = match interface {
                     Some(name) => self.interface_index(name)?,
-                    None => self.connected_interface(*addr).ok_or_else(|| {
+                    None => self.connected_interface(nt, *addr).ok_or_else(|| {
+                        let id = self.table(nt).id;
+                        let of = if id == 0 {
+                            String::new()
+                        } else {
+                            format!(" of table {id}")
+                        };
                         format!(
-                            "next hop {addr} is not on a connected network (recursive routes \
-                             are not supported: give the interface)"
+                            "next hop {addr} is not on a connected network{of} (recursive \
+                             routes are not supported: give the interface)"
                         )
                     })?,
                 };
@@ -125,12 +166,19 @@ impl Router {
         }
     }
 
-    /// Add or replace a static route. Several next hops make an ECMP route.
-    pub fn add_route(&mut self, prefix: IpPrefix, hops: &[NextHopSpec]) -> Result<(), String> {
+    /// Add or replace a static route in table `table` (an id). Several next hops make an
+    /// ECMP route.
+    pub fn add_route(
+        &mut self,
+        table: u32,
+        prefix: IpPrefix,
+        hops: &[NextHopSpec],
+    ) -> Result<(), String> {
+        let t = self.table_index(table)?;
         if hops.is_empty() {
             return Err("a route needs a next hop (via ADDRESS, or drop)".into());
         }
-        if let Some(s) = self.source_of(prefix) {
+        if let Some(s) = self.source_in(t, prefix) {
             if matches!(
                 s,
                 RouteSource::Local | RouteSource::Connected | RouteSource::Special
@@ -147,7 +195,7 @@ impl Router {
         let v4 = matches!(prefix, IpPrefix::V4(_));
         let mut members = Vec::with_capacity(hops.len());
         for h in hops {
-            match self.resolve_hop(v4, h) {
+            match self.resolve_hop(t, v4, h) {
                 Ok(a) => members.push(a),
                 Err(e) => {
                     for m in members {
@@ -164,19 +212,21 @@ impl Router {
         } else {
             self.adj_for(AdjKey::Multipath(members))
         };
-        self.set(prefix, adj, RouteSource::Static);
+        self.set(t, prefix, adj, RouteSource::Static);
         Ok(())
     }
 
-    /// Delete a static (or learnt host) route.
-    pub fn del_route(&mut self, prefix: IpPrefix) -> Result<(), String> {
-        match self.source_of(prefix) {
-            None => Err(format!("no route for {prefix}")),
+    /// Delete a static (or learnt host) route of table `table` (an id).
+    pub fn del_route(&mut self, table: u32, prefix: IpPrefix) -> Result<(), String> {
+        let t = self.table_index(table)?;
+        match self.source_in(t, prefix) {
+            None if table == 0 => Err(format!("no route for {prefix}")),
+            None => Err(format!("no route for {prefix} in table {table}")),
             Some(RouteSource::Local | RouteSource::Connected | RouteSource::Special) => Err(
                 format!("{prefix} comes from an interface address: delete the address instead"),
             ),
             Some(_) => {
-                self.unset(prefix);
+                self.unset(t, prefix);
                 Ok(())
             }
         }

@@ -20,12 +20,17 @@ pub struct RouteView {
 /// `show ip fib summary`.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct FibSummary {
+    /// The table summed up, and how many tables there are.
+    pub table: u32,
+    pub tables: usize,
     pub v4_routes: usize,
     pub v6_routes: usize,
     pub by_source: Vec<(RouteSource, usize)>,
     pub adjacencies: usize,
     pub neighbors: usize,
     pub memory: FibMemory,
+    /// Lookup structures and route tables of every table.
+    pub all_tables_bytes: usize,
     pub route_file: Option<String>,
     pub route_file_routes: usize,
     pub load_seconds: f64,
@@ -66,84 +71,107 @@ impl Router {
         }
     }
 
-    fn route_view(&self, p: IpPrefix, adj: u32) -> RouteView {
+    fn route_view(&self, t: usize, p: IpPrefix, adj: u32) -> RouteView {
         RouteView {
             prefix: p.to_string(),
-            source: self.source_of(p).unwrap_or(RouteSource::Static),
+            source: self.source_in(t, p).unwrap_or(RouteSource::Static),
             adjacency: adj,
             paths: self.describe(adj),
         }
     }
 
-    /// Routes of one family in prefix order, at most `limit`, and how many there are.
-    pub fn routes(&self, v6: bool, limit: usize) -> (Vec<RouteView>, usize) {
-        if v6 {
-            let t = self.fib.routes6();
-            let v = t
+    /// Routes of one family of table `table` (an id) in prefix order, at most `limit`, and
+    /// how many there are.
+    pub fn routes(
+        &self,
+        table: u32,
+        v6: bool,
+        limit: usize,
+    ) -> Result<(Vec<RouteView>, usize), String> {
+        let t = self.table_index(table)?;
+        let fib = &self.table(t).fib;
+        Ok(if v6 {
+            let r = fib.routes6();
+            let v = r
                 .iter()
                 .take(limit)
-                .map(|(p, a)| self.route_view(IpPrefix::V6(p), a))
+                .map(|(p, a)| self.route_view(t, IpPrefix::V6(p), a))
                 .collect();
-            (v, t.len())
+            (v, r.len())
         } else {
-            let t = self.fib.routes4();
-            let v = t
+            let r = fib.routes4();
+            let v = r
                 .iter()
                 .take(limit)
-                .map(|(p, a)| self.route_view(IpPrefix::V4(p), a))
+                .map(|(p, a)| self.route_view(t, IpPrefix::V4(p), a))
                 .collect();
-            (v, t.len())
-        }
+            (v, r.len())
+        })
     }
 
-    /// The route an address takes (longest match), or the route for exactly a prefix.
-    pub fn route_for(&self, query: &str) -> Result<Option<RouteView>, String> {
+    /// The route an address takes (longest match) in table `table`, or the route for
+    /// exactly a prefix.
+    pub fn route_for(&self, table: u32, query: &str) -> Result<Option<RouteView>, String> {
+        let t = self.table_index(table)?;
+        let fib = &self.table(t).fib;
         if let Ok(ip) = query.parse::<IpAddr>() {
             return Ok(match ip {
-                IpAddr::V4(a) => self
-                    .fib
+                IpAddr::V4(a) => fib
                     .routes4()
                     .lookup(a.into())
-                    .map(|(p, adj)| self.route_view(IpPrefix::V4(p), adj)),
-                IpAddr::V6(a) => self
-                    .fib
+                    .map(|(p, adj)| self.route_view(t, IpPrefix::V4(p), adj)),
+                IpAddr::V6(a) => fib
                     .routes6()
                     .lookup(a.into())
-                    .map(|(p, adj)| self.route_view(IpPrefix::V6(p), adj)),
+                    .map(|(p, adj)| self.route_view(t, IpPrefix::V6(p), adj)),
             });
         }
         let p = crate::fib::parse::parse_prefix(query)?;
         Ok(match p {
-            IpPrefix::V4(x) => self.fib.routes4().get(x),
-            IpPrefix::V6(x) => self.fib.routes6().get(x),
+            IpPrefix::V4(x) => fib.routes4().get(x),
+            IpPrefix::V6(x) => fib.routes6().get(x),
         }
-        .map(|adj| self.route_view(p, adj)))
+        .map(|adj| self.route_view(t, p, adj)))
     }
 
-    pub fn summary(&mut self) -> FibSummary {
+    /// `show ip fib [table N] summary`: the routes of one table; memory of that table and
+    /// of all of them.
+    pub fn summary(&mut self, table: u32) -> Result<FibSummary, String> {
+        let t = self.table_index(table)?;
         let mut by_source: Vec<(RouteSource, usize)> = Vec::new();
         let mut count = |s: RouteSource| match by_source.iter_mut().find(|x| x.0 == s) {
             Some(x) => x.1 += 1,
             None => by_source.push((s, 1)),
         };
-        for s in self.special4.values().chain(self.special6.values()) {
+        let tb = self.table(t);
+        for s in tb.special4.values().chain(tb.special6.values()) {
             count(*s);
         }
-        let v4 = self.fib.routes4().len();
-        let v6 = self.fib.routes6().len();
-        let statics = v4 + v6 - self.special4.len() - self.special6.len();
+        let v4 = tb.fib.routes4().len();
+        let v6 = tb.fib.routes6().len();
+        let statics = v4 + v6 - tb.special4.len() - tb.special6.len();
         by_source.push((RouteSource::Static, statics));
-        FibSummary {
+        let memory = tb.fib.memory();
+        let all_tables_bytes = self
+            .tables
+            .iter()
+            .flatten()
+            .map(|t| t.fib.memory().total())
+            .sum();
+        Ok(FibSummary {
+            table,
+            tables: self.tables.iter().flatten().count(),
             v4_routes: v4,
             v6_routes: v6,
             by_source,
             adjacencies: self.keys.len() + 2,
             neighbors: self.view.neighbors.len(),
-            memory: self.fib.memory(),
+            memory,
+            all_tables_bytes,
             route_file: self.route_file.clone(),
             route_file_routes: self.route_file_routes,
             load_seconds: self.load_time.as_secs_f64(),
-        }
+        })
     }
 
     pub fn neighbors(&self) -> Vec<NeighborView> {

@@ -39,6 +39,7 @@ fn via(a: &str) -> NextHopSpec {
     NextHopSpec::Via {
         addr: a.parse().unwrap(),
         interface: None,
+        table: None,
     }
 }
 
@@ -61,7 +62,7 @@ fn addresses_make_local_connected_and_edge_routes() {
 #[test]
 fn static_route_waits_for_its_neighbour_then_completes() {
     let mut r = router();
-    r.add_route(p("10.0.0.0/8"), &[via("198.51.100.2")])
+    r.add_route(0, p("10.0.0.0/8"), &[via("198.51.100.2")])
         .unwrap();
     r.commit();
     let a = forward(&r, "10.1.2.3");
@@ -90,34 +91,42 @@ fn static_route_waits_for_its_neighbour_then_completes() {
 fn bad_routes_are_refused_with_reasons() {
     let mut r = router();
     let e = r
-        .add_route(p("10.0.0.0/8"), &[via("203.0.113.1")])
+        .add_route(0, p("10.0.0.0/8"), &[via("203.0.113.1")])
         .unwrap_err();
     assert!(e.contains("not on a connected network"), "{e}");
     let e = r
-        .add_route(p("10.0.0.0/8"), &[via("192.0.2.1")])
+        .add_route(0, p("10.0.0.0/8"), &[via("192.0.2.1")])
         .unwrap_err();
     assert!(e.contains("address of this router"), "{e}");
     let e = r
-        .add_route(p("192.0.2.0/24"), &[via("198.51.100.2")])
+        .add_route(0, p("192.0.2.0/24"), &[via("198.51.100.2")])
         .unwrap_err();
     assert!(e.contains("not replaced"), "{e}");
     let e = r
-        .add_route(p("10.0.0.0/8"), &[via("2001:db8:1::2")])
+        .add_route(0, p("10.0.0.0/8"), &[via("2001:db8:1::2")])
         .unwrap_err();
     assert!(e.contains("family"), "{e}");
-    assert!(r.del_route(p("10.0.0.0/8")).is_err());
-    assert!(r.del_route(p("192.0.2.0/24")).is_err());
+    assert!(r.del_route(0, p("10.0.0.0/8")).is_err());
+    assert!(r.del_route(0, p("192.0.2.0/24")).is_err());
     // Nothing refused left an adjacency behind.
-    assert_eq!(r.summary().adjacencies, 2 + 2);
+    assert_eq!(r.summary(0).unwrap().adjacencies, 2 + 2);
 }
 
 #[test]
 fn ecmp_routes_spread_and_share_members() {
     let mut r = router();
-    r.add_route(p("10.0.0.0/8"), &[via("198.51.100.2"), via("198.51.100.3")])
-        .unwrap();
-    r.add_route(p("11.0.0.0/8"), &[via("198.51.100.3"), via("198.51.100.2")])
-        .unwrap();
+    r.add_route(
+        0,
+        p("10.0.0.0/8"),
+        &[via("198.51.100.2"), via("198.51.100.3")],
+    )
+    .unwrap();
+    r.add_route(
+        0,
+        p("11.0.0.0/8"),
+        &[via("198.51.100.3"), via("198.51.100.2")],
+    )
+    .unwrap();
     r.commit();
     let a = forward(&r, "10.0.0.1");
     assert_eq!((a.kind, a.count), (AdjKind::Multipath, 2));
@@ -137,18 +146,18 @@ fn ecmp_routes_spread_and_share_members() {
 #[test]
 fn deleting_routes_frees_adjacencies_only_after_quarantine() {
     let mut r = router();
-    r.add_route(p("10.0.0.0/8"), &[via("198.51.100.2")])
+    r.add_route(0, p("10.0.0.0/8"), &[via("198.51.100.2")])
         .unwrap();
     r.commit();
-    let before = r.summary().adjacencies;
-    r.del_route(p("10.0.0.0/8")).unwrap();
+    let before = r.summary(0).unwrap().adjacencies;
+    r.del_route(0, p("10.0.0.0/8")).unwrap();
     r.commit();
-    assert_eq!(r.summary().adjacencies, before - 1);
+    assert_eq!(r.summary(0).unwrap().adjacencies, before - 1);
     // The freed index is still readable as it was (a worker may hold the old FIB).
     let view = r.view().load_full();
     assert!(view.adjs.iter().any(|a| a.kind == AdjKind::Neighbor));
     // Re-adding right away takes a new index rather than the quarantined one.
-    r.add_route(p("10.0.0.0/8"), &[via("198.51.100.3")])
+    r.add_route(0, p("10.0.0.0/8"), &[via("198.51.100.3")])
         .unwrap();
     r.commit();
     assert_eq!(r.current().adjs.len(), view.adjs.len() + 1);
@@ -159,7 +168,7 @@ fn deleting_an_address_removes_its_routes() {
     let mut r = router();
     r.del_address(0, "192.0.2.1".parse().unwrap(), 24).unwrap();
     r.commit();
-    assert_eq!(r.route_for("192.0.2.1").unwrap().map(|v| v.prefix), None);
+    assert_eq!(r.route_for(0, "192.0.2.1").unwrap().map(|v| v.prefix), None);
     assert!(r.del_address(0, "192.0.2.1".parse().unwrap(), 24).is_err());
 }
 
@@ -194,7 +203,7 @@ fn link_local_neighbours_are_learnt_on_ipv6_interfaces_without_a_route() {
     assert!(r.learn(ll(1)).unwrap());
     r.commit();
     assert_eq!(r.neighbors().len(), 1);
-    assert_eq!(r.route_for("fe80::1").unwrap().map(|v| v.prefix), None);
+    assert_eq!(r.route_for(0, "fe80::1").unwrap().map(|v| v.prefix), None);
     // The glean adjacency that reaches it is the interface's.
     let glean = r.view().load().interfaces[1].glean;
     assert_eq!(r.view().load().adj(glean).kind, AdjKind::Glean);
@@ -238,7 +247,203 @@ fn route_file_loads_in_one_build_and_keeps_interface_routes() {
     assert_eq!(forward(&r, "2001:db8:9::1").kind, AdjKind::Glean);
     let bad = crate::fib::parse::parse_routes("172.16.0.0/12 192.0.2.7\n", "t").unwrap();
     assert!(r.load_routes("t", &bad).is_err());
-    let s = r.summary();
+    let s = r.summary(0).unwrap();
     assert_eq!(s.route_file_routes, 3);
     let _ = (Ipv4Addr::LOCALHOST, Ipv6Addr::LOCALHOST);
+}
+
+/// The adjacency a worker would get for `ip` arriving on interface `rx`: the table of `rx`,
+/// then its FIB, as ip4-lookup / ip6-lookup do.
+fn forward_from(r: &Router, rx: u32, ip: &str) -> Adjacency {
+    let set = r.tables().load_full();
+    let ip: IpAddr = ip.parse().unwrap();
+    let fib = set.fib(set.table_of(rx, ip.is_ipv6())).unwrap().load_full();
+    let mut out = [0u32; 1];
+    match ip {
+        IpAddr::V4(a) => fib.v4().lookup_batch(&[u32::from(a)], &mut out),
+        IpAddr::V6(a) => fib.v6().lookup_batch(&[u128::from(a)], &mut out),
+    }
+    *r.view().load().adj(out[0])
+}
+
+/// d0, d1 in table 0 and d2, d3 in table 10, each pair with the same addresses.
+fn two_tenants() -> Router {
+    let mut r = Router::new(&[
+        ("d0".into(), mac(0xa0), 1500),
+        ("d1".into(), mac(0xa1), 1500),
+        ("d2".into(), mac(0xa2), 1500),
+        ("d3".into(), mac(0xa3), 1500),
+    ]);
+    r.add_table(10).unwrap();
+    for itf in [2, 3] {
+        r.set_interface_table(itf, false, 10).unwrap();
+        r.set_interface_table(itf, true, 10).unwrap();
+    }
+    for (itf, a) in [(0, "192.0.2.1"), (1, "198.51.100.1")] {
+        r.add_address(itf, a.parse().unwrap(), 24).unwrap();
+        r.add_address(itf + 2, a.parse().unwrap(), 24).unwrap();
+    }
+    r.add_address(1, "2001:db8:1::1".parse().unwrap(), 64)
+        .unwrap();
+    r.add_address(3, "2001:db8:1::1".parse().unwrap(), 64)
+        .unwrap();
+    r.commit();
+    r
+}
+
+fn via_in(a: &str, table: u32) -> NextHopSpec {
+    NextHopSpec::Via {
+        addr: a.parse().unwrap(),
+        interface: None,
+        table: Some(table),
+    }
+}
+
+#[test]
+fn tables_keep_the_same_prefix_apart() {
+    let mut r = two_tenants();
+    // The same address is ours in both tables; its connected network leaves by the
+    // interface of the packet's own table.
+    assert_eq!(forward_from(&r, 0, "192.0.2.1").kind, AdjKind::Local);
+    assert_eq!(forward_from(&r, 2, "192.0.2.1").kind, AdjKind::Local);
+    assert_eq!(forward_from(&r, 0, "198.51.100.9").interface, 1);
+    assert_eq!(forward_from(&r, 2, "198.51.100.9").interface, 3);
+    assert_eq!(forward_from(&r, 2, "2001:db8:1::9").interface, 3);
+    // The same route in both tables, each to its own neighbour.
+    r.add_route(0, p("10.0.0.0/8"), &[via("198.51.100.2")])
+        .unwrap();
+    r.add_route(10, p("10.0.0.0/8"), &[via("198.51.100.2")])
+        .unwrap();
+    r.add_route(10, p("2001:db8:9::/48"), &[via("2001:db8:1::2")])
+        .unwrap();
+    r.commit();
+    let (a, b) = (
+        forward_from(&r, 0, "10.1.2.3"),
+        forward_from(&r, 2, "10.1.2.3"),
+    );
+    assert_eq!((a.kind, a.interface), (AdjKind::Neighbor, 1));
+    assert_eq!((b.kind, b.interface), (AdjKind::Neighbor, 3));
+    assert_eq!(forward_from(&r, 2, "2001:db8:9::1").interface, 3);
+    assert_eq!(forward_from(&r, 0, "2001:db8:9::1").kind, AdjKind::Drop);
+    // A route only in table 10 is not seen from table 0.
+    r.add_route(10, p("172.16.0.0/12"), &[via("198.51.100.3")])
+        .unwrap();
+    r.commit();
+    assert_eq!(forward_from(&r, 2, "172.16.0.1").interface, 3);
+    assert_eq!(
+        r.route_for(0, "172.16.0.1").unwrap().map(|v| v.prefix),
+        None
+    );
+    assert_eq!(
+        r.route_for(10, "172.16.0.1").unwrap().unwrap().prefix,
+        "172.16.0.0/12"
+    );
+    // Deleting table 0's copy leaves table 10's.
+    r.del_route(0, p("10.0.0.0/8")).unwrap();
+    r.commit();
+    assert_eq!(forward_from(&r, 2, "10.1.2.3").interface, 3);
+    assert!(r.del_route(0, p("10.0.0.0/8")).is_err());
+    assert!(r.del_route(7, p("10.0.0.0/8")).is_err());
+}
+
+#[test]
+fn learnt_neighbours_make_host_routes_in_their_table() {
+    let mut r = two_tenants();
+    let ip: IpAddr = "198.51.100.7".parse().unwrap();
+    r.learn(NeighborLearn {
+        interface: 3,
+        ip,
+        mac: mac(7),
+    })
+    .unwrap();
+    r.commit();
+    let host = p("198.51.100.7/32");
+    let t10 = r.table_index(10).unwrap();
+    assert_eq!(r.source_in(t10, host), Some(RouteSource::Host));
+    assert_eq!(r.source_of(host), None);
+    let a = forward_from(&r, 2, "198.51.100.7");
+    assert_eq!(
+        (a.kind, a.interface, a.complete),
+        (AdjKind::Neighbor, 3, true)
+    );
+    // Table 0's d1 has the same subnet: the neighbour on d1 is a different one.
+    assert_eq!(forward_from(&r, 0, "198.51.100.7").kind, AdjKind::Glean);
+}
+
+#[test]
+fn inter_table_routes_find_their_next_hop_in_the_other_table() {
+    let mut r = two_tenants();
+    // Table 0 sends 203.0.113.0/24 to a host on table 10's d3 network.
+    r.add_route(0, p("203.0.113.0/24"), &[via_in("198.51.100.5", 10)])
+        .unwrap();
+    // No interface of table 0 is on 203.0.113.0/24's next hop network in table 10's view.
+    assert!(r
+        .add_route(0, p("203.0.114.0/24"), &[via_in("192.0.3.5", 10)])
+        .unwrap_err()
+        .contains("not on a connected network of table 10"));
+    assert!(r
+        .add_route(0, p("203.0.115.0/24"), &[via_in("192.0.2.5", 99)])
+        .unwrap_err()
+        .contains("no table 99"));
+    r.commit();
+    let a = forward_from(&r, 0, "203.0.113.9");
+    assert_eq!((a.kind, a.interface), (AdjKind::Neighbor, 3));
+}
+
+#[test]
+fn tables_are_made_bound_and_removed_with_checks() {
+    let mut r = two_tenants();
+    // An interface with addresses stays in its table.
+    let e = r.set_interface_table(3, false, 0).unwrap_err();
+    assert!(e.contains("d3 has IPv4 addresses"), "{e}");
+    assert!(r.set_interface_table(0, false, 99).is_err());
+    // A table in use is not removed; table 0 never is.
+    let e = r.del_table(10).unwrap_err();
+    assert!(e.contains("in use by d2, d3"), "{e}");
+    assert!(r.del_table(0).is_err());
+    // Emptied and unbound, it goes, with the adjacencies its routes held.
+    let before = r.summary(0).unwrap().adjacencies;
+    r.add_table(20).unwrap();
+    r.add_table(20).unwrap();
+    r.add_route(20, p("10.0.0.0/8"), &[via_in("192.0.2.44", 0)])
+        .unwrap();
+    r.commit();
+    assert_eq!(r.summary(0).unwrap().adjacencies, before + 1);
+    assert_eq!(r.summary(20).unwrap().tables, 3);
+    r.del_table(20).unwrap();
+    r.commit();
+    assert_eq!(r.summary(0).unwrap().adjacencies, before);
+    assert!(r.summary(20).is_err());
+    let ids: Vec<u32> = r.table_views().iter().map(|t| t.id).collect();
+    assert_eq!(ids, [0, 10]);
+    // Its slot is taken by the next table made.
+    r.add_table(30).unwrap();
+    assert_eq!(r.table_index(30).unwrap(), 2);
+}
+
+/// 1 000 tables of 10 routes each cost less than one full table (about 33 MiB for 1 M IPv4
+/// and 200 k IPv6 routes: docs/fib.md).
+#[test]
+fn a_thousand_small_tables_are_cheap() {
+    let names: Vec<(String, MacAddress, u32)> = (0..1000)
+        .map(|k| (format!("v{k}"), mac(k as u8), 1500))
+        .collect();
+    let mut r = Router::new(&names);
+    for k in 0..1000u32 {
+        let id = k + 1;
+        r.add_table(id).unwrap();
+        r.set_interface_table(k, false, id).unwrap();
+        r.add_address(k, "192.0.2.1".parse().unwrap(), 24).unwrap();
+        for j in 0..10u32 {
+            let prefix = IpPrefix::V4(Prefix::containing(0x0a00_0000 | j << 16, 16));
+            r.add_route(id, prefix, &[via("192.0.2.2")]).unwrap();
+        }
+    }
+    r.commit();
+    let s = r.summary(1000).unwrap();
+    assert_eq!((s.tables, s.v4_routes), (1001, 10 + 4));
+    let mib = s.all_tables_bytes as f64 / (1 << 20) as f64;
+    assert!(mib < 32.0, "1 000 small tables take {mib:.1} MiB");
+    eprintln!("1 000 tables of 10 routes: {mib:.2} MiB");
+    assert_eq!(forward_from(&r, 999, "10.9.0.1").interface, 999);
 }

@@ -14,10 +14,12 @@
 use super::input::IP4_LOOKUP;
 use crate::buffer::WorkerBuffers;
 use crate::buffer::FLAG_LOCAL_ORIGIN;
-use crate::fib::{FibReader, NO_ROUTE};
+use crate::fib::NO_ROUTE;
 use crate::graph::frame::FRAME_SIZE;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::nodes::table_lookup::TableLookup;
 use crate::router::adjacency::{AdjKind, L3View, SharedL3View};
+use crate::router::SharedTables;
 use crate::wire::ipv4::Ipv4View;
 use crate::wire::EtherType;
 
@@ -51,10 +53,11 @@ pub const ERRORS: [&str; 5] = [
     "ip4 unicast in a link-layer broadcast or multicast frame (not forwarded)",
 ];
 
-/// Why a source cannot be a host beside us: one of our addresses, or the broadcast address
-/// of one of our subnets (RFC 1812 4.2.2.11: {net, -1} is never a source).
-fn source_error(view: &L3View, src: u32) -> Option<Error> {
-    for itf in &view.interfaces {
+/// Why a source cannot be a host beside us: one of our addresses in its table, or the
+/// broadcast address of one of that table's subnets (RFC 1812 4.2.2.11: {net, -1} is never a
+/// source). Another table's addresses are another tenant's: they may be anyone's here.
+fn source_error(view: &L3View, table: u16, src: u32) -> Option<Error> {
+    for itf in view.interfaces.iter().filter(|i| i.table4 == table) {
         for &(a, len) in &itf.v4 {
             if a == src {
                 return Some(Error::SourceOurs);
@@ -76,7 +79,8 @@ const NET_UNREACHABLE: IcmpErrorRequest = IcmpErrorRequest {
 };
 
 pub struct Ip4Lookup {
-    fib: FibReader,
+    tables: SharedTables,
+    lookup: TableLookup<u32>,
     view: SharedL3View,
     dst: Box<[u32; FRAME_SIZE]>,
     src: Box<[u32; FRAME_SIZE]>,
@@ -84,7 +88,7 @@ pub struct Ip4Lookup {
 }
 
 impl Ip4Lookup {
-    pub fn decl(fib: FibReader, view: SharedL3View) -> NodeDecl {
+    pub fn decl(tables: SharedTables, view: SharedL3View) -> NodeDecl {
         NodeDecl {
             name: IP4_LOOKUP.to_string(),
             kind: NodeKind::Internal,
@@ -96,7 +100,8 @@ impl Ip4Lookup {
             ],
             errors: ERRORS.to_vec(),
             node: Box::new(Ip4Lookup {
-                fib,
+                tables,
+                lookup: TableLookup::default(),
                 view,
                 dst: Box::new([0; FRAME_SIZE]),
                 src: Box::new([0; FRAME_SIZE]),
@@ -137,13 +142,13 @@ fn header(bufs: &WorkerBuffers, bi: u32) -> Option<Ipv4View<'_>> {
 impl Node for Ip4Lookup {
     fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
         let n = frame.len().min(FRAME_SIZE);
+        let tables = self.tables.load();
         for (k, &bi) in frame[..n].iter().enumerate() {
             (self.src[k], self.dst[k]) = Self::addresses(header(cx.bufs, bi));
+            self.lookup.table[k] = tables.table_of(cx.bufs.meta(bi).rx_if, false);
         }
-        {
-            let fib = self.fib.load();
-            fib.v4().lookup_batch(&self.dst[..n], &mut self.adj[..n]);
-        }
+        self.lookup
+            .lookup(&tables, &self.dst[..n], &mut self.adj[..n], n);
         // Loaded after the FIB: the control plane publishes a view before the FIB that
         // points into it, so every adjacency this FIB names is in this view.
         let view = self.view.load();
@@ -154,7 +159,7 @@ impl Node for Ip4Lookup {
             let refused = if own {
                 None
             } else {
-                source_error(&view, self.src[k]).or_else(|| {
+                source_error(&view, self.lookup.table[k], self.src[k]).or_else(|| {
                     // A group destination MAC on a packet we would forward (RFC 1812 5.3.4).
                     let forwards = adj != NO_ROUTE
                         && !matches!(view.adj(adj).kind, AdjKind::Local | AdjKind::Drop);
@@ -247,7 +252,7 @@ mod tests {
             from([192, 0, 2, 1], [10, 0, 0, 2]),
         ];
         let out = h.run_node_with(
-            Ip4Lookup::decl(w.reader(), h.view.clone()),
+            Ip4Lookup::decl(crate::router::TableSet::only(w.reader()), h.view.clone()),
             &frames,
             0,
             |m, k| {
@@ -272,7 +277,11 @@ mod tests {
         w.commit();
         let h = neighbors(10);
         let frames = vec![to([10, 1, 2, 3]), to([10, 2, 0, 1]), to([192, 0, 2, 1])];
-        let out = h.run_node(Ip4Lookup::decl(w.reader(), h.view.clone()), &frames, 0);
+        let out = h.run_node(
+            Ip4Lookup::decl(crate::router::TableSet::only(w.reader()), h.view.clone()),
+            &frames,
+            0,
+        );
         assert_eq!(out.to_next(Next::Rewrite as usize), 2);
         assert_eq!(out.to_next(Next::IcmpError as usize), 1);
         assert_eq!(out.errors[Error::NoRoute as usize], 1);
@@ -292,14 +301,18 @@ mod tests {
         let r = w.reader();
         let h = neighbors(4);
         let out = h.run_node(
-            Ip4Lookup::decl(r.clone(), h.view.clone()),
+            Ip4Lookup::decl(crate::router::TableSet::only(r.clone()), h.view.clone()),
             &[to([10, 0, 0, 1])],
             0,
         );
         assert_eq!(out.to_next(Next::IcmpError as usize), 1);
         w.add4(Prefix4::new(0, 0).unwrap(), 3).unwrap();
         w.commit();
-        let out = h.run_node(Ip4Lookup::decl(r, h.view.clone()), &[to([10, 0, 0, 1])], 0);
+        let out = h.run_node(
+            Ip4Lookup::decl(crate::router::TableSet::only(r), h.view.clone()),
+            &[to([10, 0, 0, 1])],
+            0,
+        );
         assert_eq!(out.adjs, vec![3]);
     }
 
@@ -337,7 +350,11 @@ mod tests {
         let mut frames: Vec<Vec<u8>> = (0..64).map(|i| to([10, 0, i, 1])).collect();
         frames.push(to([192, 0, 2, 1]));
         frames.push(to([203, 0, 113, 9]));
-        let out = h.run_node(Ip4Lookup::decl(w.reader(), h.view.clone()), &frames, 0);
+        let out = h.run_node(
+            Ip4Lookup::decl(crate::router::TableSet::only(w.reader()), h.view.clone()),
+            &frames,
+            0,
+        );
         assert_eq!(out.to_next(Next::Rewrite as usize), 64);
         assert_eq!(out.to_next(Next::Local as usize), 1);
         assert_eq!(out.to_next(Next::Drop as usize), 1);
@@ -350,7 +367,11 @@ mod tests {
             .collect();
         assert_eq!(used.len(), 2, "both ECMP members carry traffic");
         let same: Vec<Vec<u8>> = (0..8).map(|_| to([10, 0, 7, 1])).collect();
-        let out = h.run_node(Ip4Lookup::decl(w.reader(), h.view.clone()), &same, 0);
+        let out = h.run_node(
+            Ip4Lookup::decl(crate::router::TableSet::only(w.reader()), h.view.clone()),
+            &same,
+            0,
+        );
         assert!(out.adjs.windows(2).all(|p| p[0] == p[1]));
     }
 }

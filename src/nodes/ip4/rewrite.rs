@@ -448,6 +448,7 @@ pub(crate) mod test_support {
                 },
                 v6: vec![],
                 glean: if k == 1 { ADJ_GLEAN } else { 0 },
+                ..Default::default()
             })
             .collect();
         let mut v = L3View::new(interfaces);

@@ -178,6 +178,7 @@ pub(crate) mod test_support {
                 },
                 // The glean adjacency leaves by if1.
                 glean: if k == 1 { ADJ_GLEAN } else { 0 },
+                ..Default::default()
             })
             .collect();
         let mut v = L3View::new(interfaces);

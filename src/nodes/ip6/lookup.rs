@@ -17,10 +17,12 @@
 
 use super::IcmpErrorRequest;
 use crate::buffer::{BufferMeta, FLAG_LOCAL_ORIGIN};
-use crate::fib::{FibReader, NO_ROUTE};
+use crate::fib::NO_ROUTE;
 use crate::graph::frame::FRAME_SIZE;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::nodes::table_lookup::TableLookup;
 use crate::router::adjacency::{AdjKind, L3View, SharedL3View, ADJ_DROP, ADJ_LOCAL};
+use crate::router::SharedTables;
 use crate::wire::icmp6;
 use crate::wire::ipv6;
 use crate::wire::ipv6::Ipv6View;
@@ -115,7 +117,8 @@ struct Key {
 }
 
 pub struct Ip6Lookup {
-    fib: FibReader,
+    tables: SharedTables,
+    lookup: TableLookup<u128>,
     view: SharedL3View,
     keys: Box<[Key; FRAME_SIZE]>,
     dst: Box<[u128; FRAME_SIZE]>,
@@ -123,7 +126,7 @@ pub struct Ip6Lookup {
 }
 
 impl Ip6Lookup {
-    pub fn decl(fib: FibReader, view: SharedL3View) -> NodeDecl {
+    pub fn decl(tables: SharedTables, view: SharedL3View) -> NodeDecl {
         NodeDecl {
             name: super::IP6_LOOKUP.to_string(),
             kind: NodeKind::Internal,
@@ -135,7 +138,8 @@ impl Ip6Lookup {
             ],
             errors: ERRORS.to_vec(),
             node: Box::new(Ip6Lookup {
-                fib,
+                tables,
+                lookup: TableLookup::default(),
                 view,
                 keys: Box::new([Key::default(); FRAME_SIZE]),
                 dst: Box::new([0; FRAME_SIZE]),
@@ -231,14 +235,14 @@ pub fn flow_hash(src: u128, dst: u128, flow: u32) -> u32 {
 impl Node for Ip6Lookup {
     fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
         let n = frame.len().min(FRAME_SIZE);
+        let tables = self.tables.load();
         for (k, &bi) in frame[..n].iter().enumerate() {
             self.keys[k] = Self::key(super::l3_header(cx.bufs, bi, EtherType::IPV6));
             self.dst[k] = self.keys[k].dst;
+            self.lookup.table[k] = tables.table_of(cx.bufs.meta(bi).rx_if, true);
         }
-        {
-            let fib = self.fib.load();
-            fib.v6().lookup_batch(&self.dst[..n], &mut self.adj[..n]);
-        }
+        self.lookup
+            .lookup(&tables, &self.dst[..n], &mut self.adj[..n], n);
         let view = self.view.load();
         let tracing = cx.tracing();
         for (k, &bi) in frame[..n].iter().enumerate() {
@@ -303,7 +307,11 @@ mod tests {
             udp(HOST, 0xff02 << 112 | 1, 64, 60),
             udp(HOST, 0xff0e << 112 | 1, 64, 60),
         ];
-        let out = h.run_node(Ip6Lookup::decl(w.reader(), view()), &frames, 0);
+        let out = h.run_node(
+            Ip6Lookup::decl(crate::router::TableSet::only(w.reader()), view()),
+            &frames,
+            0,
+        );
         assert_eq!(out.per_next, vec![3, 2, 0, 2]);
         assert_eq!(out.errors[Error::DropAdjacency as usize], 1);
         assert_eq!(out.errors[Error::MulticastNotRouted as usize], 1);
@@ -320,7 +328,7 @@ mod tests {
         let w = FibWriter::new();
         let h = Harness::new(1);
         let out = h.run_node(
-            Ip6Lookup::decl(w.reader(), view()),
+            Ip6Lookup::decl(crate::router::TableSet::only(w.reader()), view()),
             &[udp(HOST, FAR, 64, 60), vec![1, 2, 3]],
             0,
         );
@@ -348,11 +356,16 @@ mod tests {
             group_frame,
         ];
         // Packet 2 is the router's own (a reply to a link-local address).
-        let out = h.run_node_with(Ip6Lookup::decl(w.reader(), view()), &frames, 1, |m, k| {
-            if k == 2 {
-                m.flags |= FLAG_LOCAL_ORIGIN;
-            }
-        });
+        let out = h.run_node_with(
+            Ip6Lookup::decl(crate::router::TableSet::only(w.reader()), view()),
+            &frames,
+            1,
+            |m, k| {
+                if k == 2 {
+                    m.flags |= FLAG_LOCAL_ORIGIN;
+                }
+            },
+        );
         assert_eq!(out.per_next, vec![1, 1, 1, 3]);
         // The reply leaves by if1's glean adjacency; the echo to us is local.
         assert!(out.adjs.contains(&ADJ_GLEAN) && out.adjs.contains(&ADJ_LOCAL));
@@ -371,11 +384,19 @@ mod tests {
         let h = Harness::new(2);
         // The same flow eight times: one member.
         let same: Vec<Vec<u8>> = (0..8).map(|_| udp(HOST, FAR, 64, 60)).collect();
-        let out = h.run_node(Ip6Lookup::decl(w.reader(), view()), &same, 0);
+        let out = h.run_node(
+            Ip6Lookup::decl(crate::router::TableSet::only(w.reader()), view()),
+            &same,
+            0,
+        );
         assert!(out.adjs.windows(2).all(|p| p[0] == p[1]), "{:?}", out.adjs);
         // Many sources: both members.
         let many: Vec<Vec<u8>> = (0..64).map(|i| udp(HOST + i, FAR, 64, 60)).collect();
-        let out = h.run_node(Ip6Lookup::decl(w.reader(), view()), &many, 0);
+        let out = h.run_node(
+            Ip6Lookup::decl(crate::router::TableSet::only(w.reader()), view()),
+            &many,
+            0,
+        );
         let complete = out.adjs.iter().filter(|&&a| a == ADJ_COMPLETE).count();
         assert!(complete > 10 && complete < 54, "{complete} of 64");
         assert!(out
