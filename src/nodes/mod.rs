@@ -9,6 +9,7 @@ pub mod acl;
 pub mod error_drop;
 pub mod input;
 pub mod interface_output;
+pub mod ip;
 pub mod ip4;
 pub mod ip6;
 pub mod l2;
@@ -255,7 +256,7 @@ mod l3_offset_tests {
                     }
                     _ => {
                         let ip = super::l3_header(&bufs, bi, crate::wire::EtherType::IPV6);
-                        let _ = ip6::input::Ip6Input::check(ip, super::l3_len(&bufs, bi));
+                        let _ = ip6::input::check(ip, super::l3_len(&bufs, bi));
                     }
                 }
                 bufs.free(bi);

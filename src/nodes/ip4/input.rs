@@ -6,19 +6,13 @@
 //! received whatever its TTL (5.3.1), and ip4-rewrite answers an expired one with time
 //! exceeded.
 
-use crate::features::{self, SharedFeatures, IP4_UNICAST};
-use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+pub use crate::nodes::ip::input::Next;
+use crate::nodes::ip::input::{InputChecks, IpInput};
+use crate::nodes::ip::V4;
 use crate::wire::ipv4::{Ipv4Error, Ipv4Header};
-use crate::wire::EtherType;
 
 pub const IP4_INPUT: &str = "ip4-input";
 pub const IP4_LOOKUP: &str = "ip4-lookup";
-
-#[repr(usize)]
-pub enum Next {
-    Lookup,
-    Drop,
-}
 
 #[repr(usize)]
 #[derive(Clone, Copy)]
@@ -68,81 +62,32 @@ fn error_of(e: Ipv4Error) -> Error {
     }
 }
 
-/// Starts the ip4-unicast feature arc: a packet goes to the first feature enabled on its
-/// interface, or straight to ip4-lookup.
-pub struct Ip4Input {
-    features: SharedFeatures,
-}
+/// The input node of IPv4 (`nodes::ip::input`, with the checks below).
+pub type Ip4Input = IpInput<V4>;
 
-impl Ip4Input {
-    pub fn decl(features: SharedFeatures) -> NodeDecl {
-        let mut next = features::next_names(IP4_UNICAST, None);
-        next.push(super::ERROR_DROP.to_string());
-        NodeDecl {
-            name: IP4_INPUT.to_string(),
-            kind: NodeKind::Internal,
-            next,
-            errors: ERRORS.to_vec(),
-            node: Box::new(Ip4Input { features }),
-        }
-    }
-
-    /// The slot of `next` when no feature is on: the lookup after the arc's features, the
-    /// drop after it.
-    pub fn slot(next: Next) -> usize {
-        let end = features::ARCS[IP4_UNICAST].features.len();
-        match next {
-            Next::Lookup => end,
-            Next::Drop => end + 1,
-        }
-    }
-
-    /// The verdict for one packet: where it goes, and which counter (if any) it bumps.
-    /// `ip` is the packet from its L3 header on (`None` when it is not IPv4), `ip_len` the
-    /// bytes from there to the end of the whole packet.
-    fn check(ip: Option<&[u8]>, ip_len: usize) -> (Next, Option<Error>) {
-        let Some(bytes) = ip else {
-            return (Next::Drop, Some(Error::NotIpv4));
-        };
-        match Ipv4Header::parse_in(bytes, ip_len) {
-            Err(e) => (Next::Drop, Some(error_of(e))),
-            Ok(h) if martian_source(h.source()) => (Next::Drop, Some(Error::MartianSource)),
-            Ok(h) if martian_destination(h.destination()) => {
-                (Next::Drop, Some(Error::MartianDestination))
-            }
-            Ok(h) if h.has_options() => (Next::Lookup, Some(Error::Options)),
-            Ok(_) => (Next::Lookup, None),
-        }
+impl InputChecks for V4 {
+    const ERRORS: &'static [&'static str] = &ERRORS;
+    fn check(ip: Option<&[u8]>, ip_len: usize) -> (Next, Option<usize>) {
+        let (next, e) = check(ip, ip_len);
+        (next, e.map(|e| e as usize))
     }
 }
 
-impl Node for Ip4Input {
-    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
-        let tracing = cx.tracing();
-        let features = self.features.load();
-        // With no feature on anywhere, every good packet goes to the lookup: no mask read.
-        let any = features.any(IP4_UNICAST);
-        for &bi in frame {
-            let ip = super::l3_header(cx.bufs, bi, EtherType::IPV4);
-            let (next, counted) = Self::check(ip, super::l3_len(cx.bufs, bi));
-            if let Some(e) = counted {
-                cx.count_error(e as usize, 1);
-            }
-            if tracing {
-                match counted {
-                    Some(e) => cx.trace(bi, ERRORS[e as usize]),
-                    None => cx.trace(bi, "ip4 ok"),
-                }
-            }
-            let slot = match next {
-                Next::Lookup if any => {
-                    features.next_slot(IP4_UNICAST, cx.bufs.meta(bi).rx_if, None)
-                }
-                n => Self::slot(n),
-            };
-            cx.enqueue(slot, bi);
+/// The verdict for one packet: where it goes, and which counter (if any) it bumps.
+/// `ip` is the packet from its L3 header on (`None` when it is not IPv4), `ip_len` the
+/// bytes from there to the end of the whole packet.
+pub fn check(ip: Option<&[u8]>, ip_len: usize) -> (Next, Option<Error>) {
+    let Some(bytes) = ip else {
+        return (Next::Drop, Some(Error::NotIpv4));
+    };
+    match Ipv4Header::parse_in(bytes, ip_len) {
+        Err(e) => (Next::Drop, Some(error_of(e))),
+        Ok(h) if martian_source(h.source()) => (Next::Drop, Some(Error::MartianSource)),
+        Ok(h) if martian_destination(h.destination()) => {
+            (Next::Drop, Some(Error::MartianDestination))
         }
-        frame.len()
+        Ok(h) if h.has_options() => (Next::Lookup, Some(Error::Options)),
+        Ok(_) => (Next::Lookup, None),
     }
 }
 

@@ -5,17 +5,10 @@
 //! hop limit is not checked here: a packet for the router is received whatever it is, and
 //! ip6-rewrite answers an expired one with time exceeded (RFC 8200 3, RFC 4443 3.3).
 
-use crate::features::{self, SharedFeatures, IP6_UNICAST};
-use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+pub use crate::nodes::ip::input::Next;
+use crate::nodes::ip::input::{InputChecks, IpInput};
+use crate::nodes::ip::V6;
 use crate::wire::ipv6::{self, Ipv6Error, Ipv6Header};
-use crate::wire::EtherType;
-
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {
-    Lookup,
-    Drop,
-}
 
 #[repr(usize)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,78 +38,29 @@ fn error_of(e: Ipv6Error) -> Error {
     }
 }
 
-/// Starts the ip6-unicast feature arc: a packet goes to the first feature enabled on its
-/// interface, or straight to ip6-lookup.
-pub struct Ip6Input {
-    features: SharedFeatures,
-}
+/// The input node of IPv6 (`nodes::ip::input`, with the checks below).
+pub type Ip6Input = IpInput<V6>;
 
-impl Ip6Input {
-    pub fn decl(features: SharedFeatures) -> NodeDecl {
-        let mut next = features::next_names(IP6_UNICAST, None);
-        next.push(super::ERROR_DROP.to_string());
-        NodeDecl {
-            name: super::IP6_INPUT.to_string(),
-            kind: NodeKind::Internal,
-            next,
-            errors: ERRORS.to_vec(),
-            node: Box::new(Ip6Input { features }),
-        }
-    }
-
-    /// The slot of `next` when no feature is on: the lookup after the arc's features, the
-    /// drop after it.
-    pub fn slot(next: Next) -> usize {
-        let end = features::ARCS[IP6_UNICAST].features.len();
-        match next {
-            Next::Lookup => end,
-            Next::Drop => end + 1,
-        }
-    }
-
-    /// The verdict for one packet: where it goes, and which counter (if any) it bumps.
-    /// `ip` is the packet from its L3 header on (`None` when it is not IPv6), `ip_len` the
-    /// bytes from there to the end of the whole packet.
-    pub fn check(ip: Option<&[u8]>, ip_len: usize) -> (Next, Option<Error>) {
-        let Some(bytes) = ip else {
-            return (Next::Drop, Some(Error::NotIpv6));
-        };
-        match Ipv6Header::parse_in(bytes, ip_len) {
-            Err(e) => (Next::Drop, Some(error_of(e))),
-            Ok(h) if ipv6::is_multicast(h.source()) => (Next::Drop, Some(Error::MulticastSource)),
-            Ok(h) if h.source() == 1 || h.destination() == 1 => (Next::Drop, Some(Error::Loopback)),
-            Ok(_) => (Next::Lookup, None),
-        }
+impl InputChecks for V6 {
+    const ERRORS: &'static [&'static str] = &ERRORS;
+    fn check(ip: Option<&[u8]>, ip_len: usize) -> (Next, Option<usize>) {
+        let (next, e) = check(ip, ip_len);
+        (next, e.map(|e| e as usize))
     }
 }
 
-impl Node for Ip6Input {
-    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
-        let tracing = cx.tracing();
-        let features = self.features.load();
-        // With no feature on anywhere, every good packet goes to the lookup: no mask read.
-        let any = features.any(IP6_UNICAST);
-        for &bi in frame {
-            let ip = super::l3_header(cx.bufs, bi, EtherType::IPV6);
-            let (next, counted) = Self::check(ip, super::l3_len(cx.bufs, bi));
-            if let Some(e) = counted {
-                cx.count_error(e as usize, 1);
-            }
-            if tracing {
-                match counted {
-                    Some(e) => cx.trace(bi, ERRORS[e as usize]),
-                    None => cx.trace(bi, "ip6 ok"),
-                }
-            }
-            let slot = match next {
-                Next::Lookup if any => {
-                    features.next_slot(IP6_UNICAST, cx.bufs.meta(bi).rx_if, None)
-                }
-                n => Self::slot(n),
-            };
-            cx.enqueue(slot, bi);
-        }
-        frame.len()
+/// The verdict for one packet: where it goes, and which counter (if any) it bumps.
+/// `ip` is the packet from its L3 header on (`None` when it is not IPv6), `ip_len` the
+/// bytes from there to the end of the whole packet.
+pub fn check(ip: Option<&[u8]>, ip_len: usize) -> (Next, Option<Error>) {
+    let Some(bytes) = ip else {
+        return (Next::Drop, Some(Error::NotIpv6));
+    };
+    match Ipv6Header::parse_in(bytes, ip_len) {
+        Err(e) => (Next::Drop, Some(error_of(e))),
+        Ok(h) if ipv6::is_multicast(h.source()) => (Next::Drop, Some(Error::MulticastSource)),
+        Ok(h) if h.source() == 1 || h.destination() == 1 => (Next::Drop, Some(Error::Loopback)),
+        Ok(_) => (Next::Lookup, None),
     }
 }
 
@@ -326,9 +270,6 @@ mod tests {
         // A 20-byte UDP datagram in a minimum frame: 60 bytes of IPv6 in 74, fine; 58 in 60.
         let mut f = udp(HOST, FAR, 64, 46);
         f.resize(64, 0);
-        assert_eq!(
-            Ip6Input::check(Some(&f[14..]), f.len() - 14),
-            (Next::Lookup, None)
-        );
+        assert_eq!(check(Some(&f[14..]), f.len() - 14), (Next::Lookup, None));
     }
 }

@@ -1,0 +1,48 @@
+//! What IPv4 and IPv6 forwarding share. A node whose work is the same for both families is
+//! written once here, generic over `Family`, and each family's module (`ip4/`, `ip6/`) keeps
+//! only what truly differs: its header checks and their counters, ARP against ND, a
+//! checksum against none, fragmentation. The generic nodes are monomorphized per family, so
+//! a family's constants cost nothing at run time.
+//!
+//! - `input`: ip4-input / ip6-input (the family's checks, then the unicast feature arc).
+//! - `icmp_error`: icmp4-error / icmp6-error (the node loop around each family's builder).
+
+pub mod input;
+
+use crate::wire::EtherType;
+
+/// One address family as the shared nodes see it.
+pub trait Family: Send + Sync + 'static {
+    /// "ip4" or "ip6": how traces and node names start.
+    const NAME: &'static str;
+    const ETHERTYPE: EtherType;
+    /// The node names of this family's path.
+    const INPUT_NODE: &'static str;
+    const LOOKUP_NODE: &'static str;
+    const ICMP_ERROR_NODE: &'static str;
+    /// The feature arc that input starts and lookup ends (`features::ARCS` index).
+    const UNICAST_ARC: usize;
+}
+
+/// IPv4.
+pub struct V4;
+/// IPv6.
+pub struct V6;
+
+impl Family for V4 {
+    const NAME: &'static str = "ip4";
+    const ETHERTYPE: EtherType = EtherType::IPV4;
+    const INPUT_NODE: &'static str = super::ip4::input::IP4_INPUT;
+    const LOOKUP_NODE: &'static str = super::ip4::input::IP4_LOOKUP;
+    const ICMP_ERROR_NODE: &'static str = super::ICMP4_ERROR;
+    const UNICAST_ARC: usize = crate::features::IP4_UNICAST;
+}
+
+impl Family for V6 {
+    const NAME: &'static str = "ip6";
+    const ETHERTYPE: EtherType = EtherType::IPV6;
+    const INPUT_NODE: &'static str = super::IP6_INPUT;
+    const LOOKUP_NODE: &'static str = super::IP6_LOOKUP;
+    const ICMP_ERROR_NODE: &'static str = super::ICMP6_ERROR;
+    const UNICAST_ARC: usize = crate::features::IP6_UNICAST;
+}
