@@ -7,6 +7,7 @@
 //! - `input`: ip4-input / ip6-input (the family's checks, then the unicast feature arc).
 //! - `icmp_error`: icmp4-error / icmp6-error (the node loop around each family's builder).
 
+pub mod icmp_error;
 pub mod input;
 
 use crate::wire::EtherType;

@@ -5,26 +5,14 @@
 //! per-worker token bucket (4.3.2.8) keeps a flood of bad packets from becoming a flood of
 //! errors.
 
-use super::rate_limit::TokenBucket;
 use super::IcmpErrorRequest;
 use crate::buffer::WorkerBuffers;
-use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
-use crate::router::adjacency::{L3View, SharedL3View};
-use crate::wire::ethernet::HEADER_LEN as ETH_HEADER_LEN;
+use crate::nodes::ip::icmp_error::{ErrorBuilder, IcmpError};
+pub use crate::nodes::ip::icmp_error::{Next, BURST, RATE_PER_SEC};
+use crate::nodes::ip::V4;
+use crate::router::adjacency::L3View;
 use crate::wire::icmp4::{self, build_error, error_forbidden, MAX_ERROR_LEN};
 use crate::wire::ipv4::Ipv4View;
-use crate::wire::EtherType;
-
-/// Errors a worker sends per second, and how many it may send at once after a quiet time.
-pub const RATE_PER_SEC: u64 = 1000;
-pub const BURST: u64 = 100;
-
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {
-    Lookup,
-    Drop,
-}
 
 #[repr(usize)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,106 +52,52 @@ fn sent(req: IcmpErrorRequest) -> Error {
     }
 }
 
-pub struct Icmp4Error {
-    view: SharedL3View,
-    bucket: TokenBucket,
-    /// Where the error is built before it is copied into its buffer.
-    scratch: Box<[u8; ETH_HEADER_LEN + MAX_ERROR_LEN]>,
+/// The ICMP error node of IPv4 (`nodes::ip::icmp_error`, with the rules above).
+pub type Icmp4Error = IcmpError<V4>;
+
+impl From<Error> for usize {
+    fn from(e: Error) -> usize {
+        e as usize
+    }
 }
 
-impl Icmp4Error {
-    pub fn decl(view: SharedL3View) -> NodeDecl {
-        Self::decl_with_limit(view, RATE_PER_SEC, BURST)
-    }
+impl ErrorBuilder for V4 {
+    type Counter = Error;
+    type Addr = u32;
+    const ERRORS: &'static [&'static str] = &ERRORS;
+    const RATE_LIMITED: Error = Error::RateLimited;
+    const NOT_OF_FAMILY: Error = Error::NotIpv4;
+    const NO_BUFFER: Error = Error::NoBuffer;
+    const MAX_LEN: usize = MAX_ERROR_LEN;
 
-    /// With its own rate limit: `rate` errors a second, `burst` at once.
-    pub fn decl_with_limit(view: SharedL3View, rate: u64, burst: u64) -> NodeDecl {
-        NodeDecl {
-            name: super::ICMP4_ERROR.to_string(),
-            kind: NodeKind::Internal,
-            next: vec![
-                super::input::IP4_LOOKUP.to_string(),
-                super::ERROR_DROP.to_string(),
-            ],
-            errors: ERRORS.to_vec(),
-            node: Box::new(Icmp4Error::new(view, rate, burst)),
-        }
-    }
-
-    pub fn new(view: SharedL3View, rate: u64, burst: u64) -> Icmp4Error {
-        Icmp4Error {
-            view,
-            bucket: TokenBucket::on_tsc(rate, burst),
-            scratch: Box::new([0; ETH_HEADER_LEN + MAX_ERROR_LEN]),
-        }
-    }
-
-    /// Build the error `bi` asks for into a new buffer and return it with the counter of
-    /// what was sent; `bi` itself is not changed. `Err` is the reason nothing was sent.
-    pub fn make_error(
-        &mut self,
+    fn source(
         view: &L3View,
-        bufs: &mut WorkerBuffers,
+        bufs: &WorkerBuffers,
         bi: u32,
-    ) -> Result<(u32, Error), Error> {
-        let meta = *bufs.meta(bi);
-        let req = IcmpErrorRequest::from_aux(meta.aux);
-        let orig = super::l3_header(bufs, bi, EtherType::IPV4).ok_or(Error::NotIpv4)?;
+        orig: &[u8],
+        _req: IcmpErrorRequest,
+    ) -> Result<u32, Error> {
         // A link-layer broadcast or multicast is the one case error_forbidden cannot see.
-        if super::link_group(bufs, bi) || error_forbidden(orig) {
+        if crate::nodes::link_group(bufs, bi) || error_forbidden(orig) {
             return Err(Error::Forbidden);
         }
         // error_forbidden found a whole IPv4 header.
         let orig_src = Ipv4View::of(orig).ok_or(Error::NotIpv4)?.source();
         let from = view
-            .interface(meta.rx_if)
+            .interface(bufs.meta(bi).rx_if)
             .map_or(0, |itf| itf.v4_towards(orig_src));
         if from == 0 {
             return Err(Error::NoAddress);
         }
-        if !self.bucket.allow() {
-            return Err(Error::RateLimited);
-        }
-        let ip_out = &mut self.scratch[ETH_HEADER_LEN..];
-        let n = build_error(ip_out, orig, req.kind, req.code, req.arg as u32, from)
-            .ok_or(Error::NotIpv4)?;
-        let len = ETH_HEADER_LEN + n;
-        let nb = super::icmp_error_buffer(bufs, &mut self.scratch[..len], EtherType::IPV4, &meta)
-            .ok_or(Error::NoBuffer)?;
-        Ok((nb, sent(req)))
+        Ok(from)
     }
-}
 
-impl Node for Icmp4Error {
-    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
-        let view = self.view.load();
-        let tracing = cx.tracing();
-        for &bi in frame {
-            match self.make_error(&view, cx.bufs, bi) {
-                Ok((nb, counter)) => {
-                    cx.count_error(counter as usize, 1);
-                    if tracing {
-                        let req = IcmpErrorRequest::from_aux(cx.bufs.meta(bi).aux);
-                        cx.trace(
-                            bi,
-                            format_args!(
-                                "{}: type {} code {} arg {}",
-                                ERRORS[counter as usize], req.kind, req.code, req.arg
-                            ),
-                        );
-                    }
-                    cx.enqueue(Next::Lookup as usize, nb);
-                }
-                Err(e) => {
-                    cx.count_error(e as usize, 1);
-                    if tracing {
-                        cx.trace(bi, ERRORS[e as usize]);
-                    }
-                }
-            }
-            cx.enqueue(Next::Drop as usize, bi);
-        }
-        frame.len()
+    fn build(out: &mut [u8], orig: &[u8], req: IcmpErrorRequest, from: u32) -> Option<usize> {
+        build_error(out, orig, req.kind, req.code, req.arg as u32, from)
+    }
+
+    fn sent(req: IcmpErrorRequest) -> Error {
+        sent(req)
     }
 }
 
@@ -171,6 +105,7 @@ impl Node for Icmp4Error {
 mod tests {
     use super::*;
     use crate::buffer::{BufferPool, HugePages, FLAG_LOCAL_ORIGIN};
+    use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
     use crate::nodes::ip4::rewrite::test_support::*;
     use crate::nodes::testing::{Harness, Outcome};
     use crate::wire::ipv4::{checksum, Ipv4Header};

@@ -4,26 +4,14 @@
 //! other. RFC 4443 2.4(e) says when not to send one (each case counted); a per-worker token
 //! bucket (2.4(f)) keeps a flood of bad packets from becoming a flood of errors.
 
-use super::rate_limit::TokenBucket;
 use super::IcmpErrorRequest;
 use crate::buffer::WorkerBuffers;
-use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
-use crate::router::adjacency::{L3Interface, L3View, SharedL3View};
-use crate::wire::ethernet::HEADER_LEN as ETH_HEADER_LEN;
+use crate::nodes::ip::icmp_error::{ErrorBuilder, IcmpError};
+pub use crate::nodes::ip::icmp_error::{Next, BURST, RATE_PER_SEC};
+use crate::nodes::ip::V6;
+use crate::router::adjacency::{L3Interface, L3View};
 use crate::wire::icmp6::{self, build_error, error_forbidden, Forbidden};
 use crate::wire::ipv6::{self, Ipv6Header, MIN_MTU};
-use crate::wire::EtherType;
-
-/// Errors a worker sends per second, and how many it may send at once after a quiet time.
-pub const RATE_PER_SEC: u64 = 1000;
-pub const BURST: u64 = 100;
-
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {
-    Lookup,
-    Drop,
-}
 
 #[repr(usize)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,48 +82,31 @@ pub fn v6_towards(itf: &L3Interface, to: u128) -> Option<u128> {
     Some(first)
 }
 
-pub struct Icmp6Error {
-    view: SharedL3View,
-    bucket: TokenBucket,
-    /// Where the error is built before it is copied into its buffer.
-    scratch: Box<[u8; ETH_HEADER_LEN + MIN_MTU]>,
+/// The ICMP error node of IPv6 (`nodes::ip::icmp_error`, with the rules above).
+pub type Icmp6Error = IcmpError<V6>;
+
+impl From<Error> for usize {
+    fn from(e: Error) -> usize {
+        e as usize
+    }
 }
 
-impl Icmp6Error {
-    pub fn decl(view: SharedL3View) -> NodeDecl {
-        Self::decl_with_limit(view, RATE_PER_SEC, BURST)
-    }
+impl ErrorBuilder for V6 {
+    type Counter = Error;
+    type Addr = u128;
+    const ERRORS: &'static [&'static str] = &ERRORS;
+    const RATE_LIMITED: Error = Error::RateLimited;
+    const NOT_OF_FAMILY: Error = Error::NotIpv6;
+    const NO_BUFFER: Error = Error::NoBuffer;
+    const MAX_LEN: usize = MIN_MTU;
 
-    /// With its own rate limit: `rate` errors a second, `burst` at once.
-    pub fn decl_with_limit(view: SharedL3View, rate: u64, burst: u64) -> NodeDecl {
-        NodeDecl {
-            name: super::ICMP6_ERROR.to_string(),
-            kind: NodeKind::Internal,
-            next: vec![super::IP6_LOOKUP.to_string(), super::ERROR_DROP.to_string()],
-            errors: ERRORS.to_vec(),
-            node: Box::new(Icmp6Error::new(view, rate, burst)),
-        }
-    }
-
-    pub fn new(view: SharedL3View, rate: u64, burst: u64) -> Icmp6Error {
-        Icmp6Error {
-            view,
-            bucket: TokenBucket::on_tsc(rate, burst),
-            scratch: Box::new([0; ETH_HEADER_LEN + MIN_MTU]),
-        }
-    }
-
-    /// Build the error `bi` asks for into a new buffer and return it with the counter of
-    /// what was sent; `bi` itself is not changed. `Err` is the reason nothing was sent.
-    pub fn make_error(
-        &mut self,
+    fn source(
         view: &L3View,
-        bufs: &mut WorkerBuffers,
+        bufs: &WorkerBuffers,
         bi: u32,
-    ) -> Result<(u32, Error), Error> {
-        let meta = *bufs.meta(bi);
-        let req = IcmpErrorRequest::from_aux(meta.aux);
-        let orig = super::l3_header(bufs, bi, EtherType::IPV6).ok_or(Error::NotIpv6)?;
+        orig: &[u8],
+        req: IcmpErrorRequest,
+    ) -> Result<u128, Error> {
         if let Some(f) = error_forbidden(orig, req.kind, req.code) {
             return Err(forbidden(f));
         }
@@ -143,55 +114,23 @@ impl Icmp6Error {
         // the same exceptions as (e.3).
         let group_ok = req.kind == icmp6::kind::PACKET_TOO_BIG
             || (req.kind == icmp6::kind::PARAMETER_PROBLEM && req.code == 2);
-        if super::link_group(bufs, bi) && !group_ok {
+        if crate::nodes::link_group(bufs, bi) && !group_ok {
             return Err(Error::AboutMulticast);
         }
         let orig_src = Ipv6Header::parse_in(orig, usize::MAX)
             .map_err(|_| Error::NotIpv6)?
             .source();
-        let from = view
-            .interface(meta.rx_if)
+        view.interface(bufs.meta(bi).rx_if)
             .and_then(|itf| v6_towards(itf, orig_src))
-            .ok_or(Error::NoAddress)?;
-        if !self.bucket.allow() {
-            return Err(Error::RateLimited);
-        }
-        let ip_out = &mut self.scratch[ETH_HEADER_LEN..];
-        let n = build_error(ip_out, orig, req.kind, req.code, req.arg as u32, from)
-            .ok_or(Error::NotIpv6)?;
-        let len = ETH_HEADER_LEN + n;
-        let nb = super::icmp_error_buffer(bufs, &mut self.scratch[..len], EtherType::IPV6, &meta)
-            .ok_or(Error::NoBuffer)?;
-        Ok((nb, sent(req)))
+            .ok_or(Error::NoAddress)
     }
-}
 
-impl Node for Icmp6Error {
-    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
-        let view = self.view.load();
-        let tracing = cx.tracing();
-        for &bi in frame {
-            let verdict = self.make_error(&view, cx.bufs, bi);
-            let counter = match verdict {
-                Ok((_, c)) | Err(c) => c,
-            };
-            cx.count_error(counter as usize, 1);
-            if tracing {
-                let req = IcmpErrorRequest::from_aux(cx.bufs.meta(bi).aux);
-                cx.trace(
-                    bi,
-                    format_args!(
-                        "{}: type {} code {} arg {}",
-                        ERRORS[counter as usize], req.kind, req.code, req.arg
-                    ),
-                );
-            }
-            if let Ok((nb, _)) = verdict {
-                cx.enqueue(Next::Lookup as usize, nb);
-            }
-            cx.enqueue(Next::Drop as usize, bi);
-        }
-        frame.len()
+    fn build(out: &mut [u8], orig: &[u8], req: IcmpErrorRequest, from: u128) -> Option<usize> {
+        build_error(out, orig, req.kind, req.code, req.arg as u32, from)
+    }
+
+    fn sent(req: IcmpErrorRequest) -> Error {
+        sent(req)
     }
 }
 

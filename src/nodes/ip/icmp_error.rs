@@ -1,0 +1,149 @@
+//! icmp4-error / icmp6-error: send the ICMP error another node asked for (in
+//! `BufferMeta::aux`) about a packet it could not deliver, then drop that packet. The error
+//! is a new packet, routed back through the family's lookup like any other. Each family says
+//! when an error is forbidden, which address it comes from and how it is built
+//! (`ErrorBuilder`, in `ip4/icmp_error.rs` and `ip6/icmp_error.rs`); what is the same — the
+//! per-worker token bucket that keeps a flood of bad packets from becoming a flood of
+//! errors, the scratch space, the new buffer, the counters and the trace — is here.
+
+use super::Family;
+use crate::buffer::WorkerBuffers;
+use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::nodes::rate_limit::TokenBucket;
+use crate::nodes::IcmpErrorRequest;
+use crate::router::adjacency::{L3View, SharedL3View};
+use crate::wire::ethernet::HEADER_LEN as ETH_HEADER_LEN;
+
+/// Errors a worker sends per second, and how many it may send at once after a quiet time.
+pub const RATE_PER_SEC: u64 = 1000;
+pub const BURST: u64 = 100;
+
+#[repr(usize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    Lookup,
+    Drop,
+}
+
+/// What a family's ICMP errors need of it.
+pub trait ErrorBuilder: Family {
+    /// The family's counters (sent, by type; not sent, by reason).
+    type Counter: Copy + Into<usize>;
+    type Addr: Copy;
+    /// One line per counter.
+    const ERRORS: &'static [&'static str];
+    /// The counters of the reasons every family shares.
+    const RATE_LIMITED: Self::Counter;
+    const NOT_OF_FAMILY: Self::Counter;
+    const NO_BUFFER: Self::Counter;
+    /// The longest error the family sends (IP header on).
+    const MAX_LEN: usize;
+    /// Whether an error may be sent about `bi` (its L3 header `orig`), and the address it
+    /// comes from; `Err` is the reason it may not.
+    fn source(
+        view: &L3View,
+        bufs: &WorkerBuffers,
+        bi: u32,
+        orig: &[u8],
+        req: IcmpErrorRequest,
+    ) -> Result<Self::Addr, Self::Counter>;
+    /// Write the error (IP header on) into `out`; its length, `None` if `orig` is unusable.
+    fn build(out: &mut [u8], orig: &[u8], req: IcmpErrorRequest, from: Self::Addr)
+        -> Option<usize>;
+    /// The counter of a sent error.
+    fn sent(req: IcmpErrorRequest) -> Self::Counter;
+}
+
+/// The ICMP error node of family `F`.
+pub struct IcmpError<F: ErrorBuilder> {
+    view: SharedL3View,
+    bucket: TokenBucket,
+    /// Where the error is built before it is copied into its buffer.
+    scratch: Box<[u8]>,
+    _family: std::marker::PhantomData<F>,
+}
+
+impl<F: ErrorBuilder> IcmpError<F> {
+    pub fn decl(view: SharedL3View) -> NodeDecl {
+        Self::decl_with_limit(view, RATE_PER_SEC, BURST)
+    }
+
+    /// With its own rate limit: `rate` errors a second, `burst` at once.
+    pub fn decl_with_limit(view: SharedL3View, rate: u64, burst: u64) -> NodeDecl {
+        NodeDecl {
+            name: F::ICMP_ERROR_NODE.to_string(),
+            kind: NodeKind::Internal,
+            next: vec![
+                F::LOOKUP_NODE.to_string(),
+                crate::nodes::ERROR_DROP.to_string(),
+            ],
+            errors: F::ERRORS.to_vec(),
+            node: Box::new(Self::new(view, rate, burst)),
+        }
+    }
+
+    pub fn new(view: SharedL3View, rate: u64, burst: u64) -> Self {
+        IcmpError {
+            view,
+            bucket: TokenBucket::on_tsc(rate, burst),
+            scratch: vec![0; ETH_HEADER_LEN + F::MAX_LEN].into_boxed_slice(),
+            _family: std::marker::PhantomData,
+        }
+    }
+
+    /// Build the error `bi` asks for into a new buffer and return it with the counter of
+    /// what was sent; `bi` itself is not changed. `Err` is the reason nothing was sent.
+    pub fn make_error(
+        &mut self,
+        view: &L3View,
+        bufs: &mut WorkerBuffers,
+        bi: u32,
+    ) -> Result<(u32, F::Counter), F::Counter> {
+        let meta = *bufs.meta(bi);
+        let req = IcmpErrorRequest::from_aux(meta.aux);
+        let orig = crate::nodes::l3_header(bufs, bi, F::ETHERTYPE).ok_or(F::NOT_OF_FAMILY)?;
+        let from = F::source(view, bufs, bi, orig, req)?;
+        if !self.bucket.allow() {
+            return Err(F::RATE_LIMITED);
+        }
+        let ip_out = &mut self.scratch[ETH_HEADER_LEN..];
+        let n = F::build(ip_out, orig, req, from).ok_or(F::NOT_OF_FAMILY)?;
+        let len = ETH_HEADER_LEN + n;
+        let nb =
+            crate::nodes::icmp_error_buffer(bufs, &mut self.scratch[..len], F::ETHERTYPE, &meta)
+                .ok_or(F::NO_BUFFER)?;
+        Ok((nb, F::sent(req)))
+    }
+}
+
+impl<F: ErrorBuilder> Node for IcmpError<F> {
+    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+        let view = self.view.load();
+        let tracing = cx.tracing();
+        for &bi in frame {
+            let verdict = self.make_error(&view, cx.bufs, bi);
+            let counter: usize = match verdict {
+                Ok((_, c)) | Err(c) => c.into(),
+            };
+            cx.count_error(counter, 1);
+            if tracing {
+                let req = IcmpErrorRequest::from_aux(cx.bufs.meta(bi).aux);
+                cx.trace(
+                    bi,
+                    format_args!(
+                        "{}: type {} code {} arg {}",
+                        F::ERRORS.get(counter).unwrap_or(&"?"),
+                        req.kind,
+                        req.code,
+                        req.arg
+                    ),
+                );
+            }
+            if let Ok((nb, _)) = verdict {
+                cx.enqueue(Next::Lookup as usize, nb);
+            }
+            cx.enqueue(Next::Drop as usize, bi);
+        }
+        frame.len()
+    }
+}
