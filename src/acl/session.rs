@@ -102,6 +102,9 @@ pub fn now_ms() -> u64 {
 /// (address, port) of the two.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SessionKey {
+    /// The routing table (VRF) of the interface the ACL checked: tenants with the same
+    /// addresses never share a session.
+    pub table: u16,
     pub ipv6: bool,
     pub proto: u8,
     pub a: u128,
@@ -116,7 +119,7 @@ impl SessionKey {
     /// For ICMP (type in `sport`, code in `dport`) a query and its reply share a session:
     /// the query's type stands as its sender's port and the reply's as its receiver's, so
     /// a reply matches the query it answers, and a query the other way does not.
-    pub fn of(k: &FlowKey) -> Option<(SessionKey, bool)> {
+    pub fn of(k: &FlowKey, table: u16) -> Option<(SessionKey, bool)> {
         if k.later_fragment {
             return None;
         }
@@ -135,6 +138,7 @@ impl SessionKey {
         };
         Some((
             SessionKey {
+                table,
                 ipv6: k.ipv6,
                 proto: k.proto,
                 a,
@@ -151,6 +155,7 @@ impl SessionKey {
             | (self.pb as u64) << 16
             | (self.proto as u64) << 32
             | (self.ipv6 as u64) << 40
+            | (self.table as u64) << 48
     }
 
     fn hash(&self, seed: u64) -> u64 {
@@ -216,7 +221,7 @@ fn tcp_bits(proto: u8, tcp_flags: u8, from_a: bool) -> u64 {
 struct Slot {
     a: [AtomicU64; 2],
     b: [AtomicU64; 2],
-    /// Ports, protocol, family (`SessionKey::meta`).
+    /// Ports, protocol, family, table (`SessionKey::meta`).
     meta: AtomicU64,
     /// When the session was last used (`now_ms`).
     seen: AtomicU64,
@@ -492,6 +497,7 @@ fn slot_key(s: &Slot) -> Option<SessionKey> {
     let w = |x: &[AtomicU64; 2]| x[0].load(Relaxed) as u128 | (x[1].load(Relaxed) as u128) << 64;
     let meta = s.meta.load(Relaxed);
     Some(SessionKey {
+        table: (meta >> 48) as u16,
         ipv6: meta >> 40 & 1 != 0,
         proto: (meta >> 32) as u8,
         a: w(&s.a),
@@ -570,11 +576,12 @@ impl Sessions {
         t.get(worker).or(t.last())
     }
 
-    /// `k`'s session key and hash; its buckets in the worker's table are prefetched.
-    /// None for a fragment that cannot be told, or before the tables are made.
-    pub fn prepare(&self, worker: usize, k: &FlowKey) -> Option<Prepared> {
+    /// `k`'s session key (in routing table `table`) and hash; its buckets in the worker's
+    /// table are prefetched. None for a fragment that cannot be told, or before the tables
+    /// are made.
+    pub fn prepare(&self, worker: usize, k: &FlowKey, table: u16) -> Option<Prepared> {
         let own = self.own(worker)?;
-        let (key, from_a) = SessionKey::of(k)?;
+        let (key, from_a) = SessionKey::of(k, table)?;
         let hash = key.hash(self.seed);
         let (b1, b2, _) = own.places(hash);
         for b in [b1, b2] {
@@ -605,10 +612,10 @@ impl Sessions {
         }
     }
 
-    /// Whether `k`'s flow has a live session (worker `worker`'s table first, then the
-    /// others'); a hit updates the session's last use and TCP state.
+    /// Whether `k`'s flow has a live session in routing table 0 (worker `worker`'s table
+    /// first, then the others'); a hit updates the session's last use and TCP state.
     pub fn lookup(&self, worker: usize, k: &FlowKey, now: u64) -> Lookup {
-        match self.prepare(worker, k) {
+        match self.prepare(worker, k, 0) {
             Some(p) => self.lookup_prepared(worker, &p, k.tcp_flags, now),
             None => Lookup::Miss,
         }
@@ -643,10 +650,11 @@ impl Sessions {
         Lookup::Miss
     }
 
-    /// Opens a session for `k`'s flow in worker `worker`'s table (a reflect rule permitted
-    /// it, and `lookup` found none). False, and counted, when the table has no room.
+    /// Opens a session for `k`'s flow (routing table 0) in worker `worker`'s table (a
+    /// reflect rule permitted it, and `lookup` found none). False, and counted, when the
+    /// table has no room.
     pub fn open(&self, worker: usize, k: &FlowKey, now: u64) -> bool {
-        match self.prepare(worker, k) {
+        match self.prepare(worker, k, 0) {
             Some(p) => self.open_prepared(worker, &p, k.tcp_flags, now),
             None => false,
         }
@@ -751,6 +759,27 @@ mod tests {
         assert!(v[0].from_a);
     }
 
+    /// Two tenants (routing tables) with the same addresses: a session one opens is not the
+    /// other's, and each keeps its table through the slot.
+    #[test]
+    fn a_session_belongs_to_its_routing_table() {
+        let s = Sessions::new(1, 1000, Timeouts::default());
+        s.enable();
+        let k = key(0x0a00_0001, 40000, 0xc000_0201, 80, UDP, 0);
+        let p = s.prepare(0, &k, 7).unwrap();
+        assert!(s.open_prepared(0, &p, 0, 0));
+        let back = reply(&k, 0);
+        let hit = |table| {
+            let p = s.prepare(0, &back, table).unwrap();
+            s.lookup_prepared(0, &p, 0, 10)
+        };
+        assert_eq!(hit(7), Lookup::Hit);
+        assert_eq!(hit(0), Lookup::Miss);
+        assert_eq!(hit(8), Lookup::Miss);
+        let (_, v) = s.tables()[0].live(10, &s.timeouts, 10);
+        assert_eq!(v[0].key.table, 7);
+    }
+
     #[test]
     fn icmp_requests_and_replies_share_a_session() {
         let s = Sessions::new(1, 100, Timeouts::default());
@@ -853,7 +882,7 @@ mod tests {
             let now = step * 10;
             let r = rnd();
             let k = key((r % 3000) as u32, (r >> 20) as u16 % 3, 9, 53, UDP, 0);
-            let (sk, _) = SessionKey::of(&k).unwrap();
+            let (sk, _) = SessionKey::of(&k, 0).unwrap();
             let live = model.get(&sk).is_some_and(|&seen| now - seen <= 3000);
             let got = s.lookup(0, &k, now);
             assert_eq!(got == Lookup::Hit, live, "step {step}");

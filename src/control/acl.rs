@@ -269,6 +269,7 @@ fn show_sessions(c: &mut Control, a: &Args) -> Result<Output, String> {
         );
         shown.push(json!({
             "worker": w, "proto": v.key.proto, "from": from, "to": to, "state": v.state(),
+            "table_index": v.key.table,
             "idle_ms": v.idle_ms, "expires_in_ms": v.expires_in_ms,
         }));
     }

@@ -373,7 +373,9 @@ fn build_router(cfg: &Config, opened: &[Opened], subs: &[SubIf]) -> Result<Route
 fn build_acls(cfg: &Config, router: &Router, threads: usize) -> Result<AclControl, String> {
     let sessions =
         crate::acl::session::Sessions::new(threads, cfg.sessions.per_worker, cfg.sessions.timeouts);
-    let mut acls = AclControl::new(crate::nodes::acl::Filters::new(sessions), threads);
+    let mut filters = crate::nodes::acl::Filters::new(sessions);
+    filters.tables = router.tables();
+    let mut acls = AclControl::new(filters, threads);
     for a in &cfg.acls {
         let rules = a
             .texts

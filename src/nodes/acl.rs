@@ -45,6 +45,8 @@ pub struct Filters {
     pub acls: SharedAclView,
     /// The workers' session tables (made when a reflect rule is first applied).
     pub sessions: Arc<Sessions>,
+    /// The routing tables: a session is kept per table (VRF) of the interface checked.
+    pub tables: crate::router::SharedTables,
 }
 
 impl Filters {
@@ -54,6 +56,7 @@ impl Filters {
             features: features::shared(features::FeatureView::new()),
             acls: Arc::new(ArcSwap::from_pointee(AclView::default())),
             sessions: Arc::new(sessions),
+            tables: Default::default(),
         }
     }
 
@@ -149,7 +152,13 @@ impl AclIn {
 
     /// What the first pass finds of a packet: pass it (no list), drop it (its headers give
     /// no key), or check its key (with its session lookup prepared when state is kept).
-    fn prepare(&self, acls: &AclView, interface: u32, ip: Option<&[u8]>, thread: usize) -> Prep {
+    fn prepare(
+        &self,
+        acls: &AclView,
+        (interface, table): (u32, u16),
+        ip: Option<&[u8]>,
+        thread: usize,
+    ) -> Prep {
         let lists = if self.output {
             &acls.output
         } else {
@@ -175,7 +184,7 @@ impl AclIn {
             Err(e) => Prep::Drop(key_error(e)),
             Ok(k) => {
                 let session = if acls.stateful {
-                    self.filters.sessions.prepare(thread, &k)
+                    self.filters.sessions.prepare(thread, &k, table)
                 } else {
                     None
                 };
@@ -250,11 +259,16 @@ impl Node for AclIn {
         let thread = cx.thread;
         let mut preps = std::mem::take(&mut self.preps);
         preps.clear();
+        let tables = self.filters.tables.load();
         for &bi in frame {
             let meta = cx.bufs.meta(bi);
             let interface = if self.output { meta.tx_if } else { meta.rx_if };
+            let table = tables.table_of(interface, self.ipv6);
             let ip = super::l3_header(cx.bufs, bi, ethertype);
-            preps.push((interface, self.prepare(&acls, interface, ip, thread)));
+            preps.push((
+                interface,
+                self.prepare(&acls, (interface, table), ip, thread),
+            ));
         }
         if acls.stateful {
             for (_, p) in &preps {
