@@ -5,10 +5,13 @@
 //! a family's constants cost nothing at run time.
 //!
 //! - `input`: ip4-input / ip6-input (the family's checks, then the unicast feature arc).
+//! - `lookup`: ip4-lookup / ip6-lookup (per-table batched FIB lookups, then each family's
+//!   decision on the adjacency).
 //! - `icmp_error`: icmp4-error / icmp6-error (the node loop around each family's builder).
 
 pub mod icmp_error;
 pub mod input;
+pub mod lookup;
 
 use crate::wire::EtherType;
 
@@ -16,6 +19,7 @@ use crate::wire::EtherType;
 pub trait Family: Send + Sync + 'static {
     /// "ip4" or "ip6": how traces and node names start.
     const NAME: &'static str;
+    const IPV6: bool;
     const ETHERTYPE: EtherType;
     /// The node names of this family's path.
     const INPUT_NODE: &'static str;
@@ -32,6 +36,7 @@ pub struct V6;
 
 impl Family for V4 {
     const NAME: &'static str = "ip4";
+    const IPV6: bool = false;
     const ETHERTYPE: EtherType = EtherType::IPV4;
     const INPUT_NODE: &'static str = super::ip4::input::IP4_INPUT;
     const LOOKUP_NODE: &'static str = super::ip4::input::IP4_LOOKUP;
@@ -41,6 +46,7 @@ impl Family for V4 {
 
 impl Family for V6 {
     const NAME: &'static str = "ip6";
+    const IPV6: bool = true;
     const ETHERTYPE: EtherType = EtherType::IPV6;
     const INPUT_NODE: &'static str = super::IP6_INPUT;
     const LOOKUP_NODE: &'static str = super::IP6_LOOKUP;

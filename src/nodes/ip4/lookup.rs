@@ -1,7 +1,6 @@
-//! ip4-lookup: the longest-prefix match of each packet's destination, for the whole frame in
-//! one batched FIB lookup (with prefetch). The FIB is pinned once per frame through its
-//! lock-free reader, so a route update published meanwhile takes effect from the next frame
-//! and no packet ever sees a half-applied one. The FIB leaf is an adjacency index: ECMP
+//! ip4-lookup: IPv4's rules after the FIB lookup (the node, the same for both families, is
+//! `nodes::ip::lookup`: batched lookups in each packet's routing table, pinned once per
+//! frame). The FIB leaf is an adjacency index: ECMP
 //! routes pick a member by a hash of the flow, our own addresses go to ip4-local, drop
 //! adjacencies are counted, and every other packet goes to ip4-rewrite with the adjacency in
 //! the buffer's `adj`. No route: ICMP destination unreachable (net).
@@ -11,30 +10,19 @@
 //! source is a martian (RFC 1812 5.3.7), and a unicast packet that came in a link-layer
 //! broadcast or multicast frame is not forwarded (5.3.4). Our own packets skip both.
 
-use super::input::IP4_LOOKUP;
 use crate::buffer::WorkerBuffers;
 use crate::buffer::FLAG_LOCAL_ORIGIN;
 use crate::fib::NO_ROUTE;
-use crate::graph::frame::FRAME_SIZE;
-use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
-use crate::nodes::table_lookup::TableLookup;
-use crate::router::adjacency::{AdjKind, L3View, SharedL3View};
-use crate::router::SharedTables;
+pub use crate::nodes::ip::lookup::Next;
+use crate::nodes::ip::lookup::{Decision, IpLookup, LookupRules};
+use crate::nodes::ip::V4;
+use crate::router::adjacency::{AdjKind, L3View};
 use crate::wire::ipv4::Ipv4View;
 use crate::wire::EtherType;
 
 use super::IcmpErrorRequest;
 
 pub const IP4_REWRITE: &str = "ip4-rewrite";
-
-#[repr(usize)]
-#[derive(Clone, Copy)]
-pub enum Next {
-    Rewrite,
-    Local,
-    IcmpError,
-    Drop,
-}
 
 #[repr(usize)]
 #[derive(Clone, Copy)]
@@ -78,135 +66,104 @@ const NET_UNREACHABLE: IcmpErrorRequest = IcmpErrorRequest {
     arg: 0,
 };
 
-pub struct Ip4Lookup {
-    tables: SharedTables,
-    lookup: TableLookup<u32>,
-    view: SharedL3View,
-    dst: Box<[u32; FRAME_SIZE]>,
-    src: Box<[u32; FRAME_SIZE]>,
-    adj: Box<[u32; FRAME_SIZE]>,
+/// The lookup node of IPv4 (`nodes::ip::lookup`, with the decision below).
+pub type Ip4Lookup = IpLookup<V4>;
+
+impl From<Error> for usize {
+    fn from(e: Error) -> usize {
+        e as usize
+    }
 }
 
-impl Ip4Lookup {
-    pub fn decl(tables: SharedTables, view: SharedL3View) -> NodeDecl {
-        NodeDecl {
-            name: IP4_LOOKUP.to_string(),
-            kind: NodeKind::Internal,
-            next: vec![
-                IP4_REWRITE.to_string(),
-                super::IP4_LOCAL.to_string(),
-                super::ICMP4_ERROR.to_string(),
-                super::ERROR_DROP.to_string(),
-            ],
-            errors: ERRORS.to_vec(),
-            node: Box::new(Ip4Lookup {
-                tables,
-                lookup: TableLookup::default(),
-                view,
-                dst: Box::new([0; FRAME_SIZE]),
-                src: Box::new([0; FRAME_SIZE]),
-                adj: Box::new([0; FRAME_SIZE]),
-            }),
-        }
-    }
+/// What ip4-lookup reads of a packet ip4-input has checked: (source, destination), 0.0.0.0
+/// where it cannot be read (as a destination that matches only a default route).
+#[derive(Clone, Copy, Default)]
+pub struct Key {
+    src: u32,
+    dst: u32,
+}
 
-    /// The (source, destination) of a packet ip4-input has checked (0.0.0.0 where it cannot
-    /// be read; as a destination that matches only a default route).
+impl LookupRules for V4 {
+    type Key = Key;
+    type Addr = u32;
+    type Counter = Error;
+    const REWRITE_NODE: &'static str = IP4_REWRITE;
+    const LOCAL_NODE: &'static str = super::IP4_LOCAL;
+    const ERRORS: &'static [&'static str] = &ERRORS;
+
     #[inline(always)]
-    fn addresses(ip: Option<Ipv4View<'_>>) -> (u32, u32) {
-        ip.map_or((0, 0), |h| (h.source(), h.destination()))
+    fn key(ip: Option<&[u8]>) -> Key {
+        ip.and_then(Ipv4View::of).map_or(Key::default(), |h| Key {
+            src: h.source(),
+            dst: h.destination(),
+        })
     }
 
-    /// A hash of the flow (addresses, protocol, and ports unless fragmented) for ECMP: the
-    /// packets of one flow always take the same path.
-    fn flow_hash(ip: Option<Ipv4View<'_>>) -> u32 {
-        let Some(h) = ip else { return 0 };
-        let mut x = h.source() ^ h.destination().rotate_left(16) ^ h.protocol() as u32;
-        if h.first_fragment() && matches!(h.protocol(), 6 | 17) {
-            if let Some(ports) = h.first_payload_word() {
-                x ^= ports.rotate_left(7);
-            }
-        }
-        // A multiply and fold spreads the bits so that `hash % members` is even.
-        let y = (x as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        (y >> 32) as u32 ^ y as u32
+    #[inline(always)]
+    fn destination(key: &Key) -> u32 {
+        key.dst
     }
+
+    fn decide(
+        view: &L3View,
+        table: u16,
+        key: &Key,
+        fib_adj: u32,
+        bufs: &WorkerBuffers,
+        bi: u32,
+    ) -> Decision<Error> {
+        let mut adj = fib_adj;
+        let own = bufs.meta(bi).flags & FLAG_LOCAL_ORIGIN != 0;
+        let refused = if own {
+            None
+        } else {
+            source_error(view, table, key.src).or_else(|| {
+                // A group destination MAC on a packet we would forward (RFC 1812 5.3.4).
+                let forwards = adj != NO_ROUTE
+                    && !matches!(view.adj(adj).kind, AdjKind::Local | AdjKind::Drop);
+                (forwards && super::link_group(bufs, bi)).then_some(Error::LinkBroadcast)
+            })
+        };
+        if let Some(e) = refused {
+            return Decision::drop(adj, e);
+        }
+        if adj == NO_ROUTE {
+            return Decision::error(adj, Error::NoRoute, NET_UNREACHABLE);
+        }
+        if view.adj(adj).kind == AdjKind::Multipath {
+            adj = view.pick(adj, flow_hash(header(bufs, bi)));
+        }
+        match view.adj(adj).kind {
+            AdjKind::Local => Decision::go(Next::Local, adj),
+            AdjKind::Drop => Decision::drop(adj, Error::DropRoute),
+            _ => Decision::go(Next::Rewrite, adj),
+        }
+    }
+
+    fn display(dst: u32) -> String {
+        std::net::Ipv4Addr::from(dst).to_string()
+    }
+}
+
+/// A hash of the flow (addresses, protocol, and ports unless fragmented) for ECMP: the
+/// packets of one flow always take the same path.
+fn flow_hash(ip: Option<Ipv4View<'_>>) -> u32 {
+    let Some(h) = ip else { return 0 };
+    let mut x = h.source() ^ h.destination().rotate_left(16) ^ h.protocol() as u32;
+    if h.first_fragment() && matches!(h.protocol(), 6 | 17) {
+        if let Some(ports) = h.first_payload_word() {
+            x ^= ports.rotate_left(7);
+        }
+    }
+    // A multiply and fold spreads the bits so that `hash % members` is even.
+    let y = (x as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (y >> 32) as u32 ^ y as u32
 }
 
 /// The IPv4 header of `bi`, as ip4-input checked it.
 #[inline(always)]
 fn header(bufs: &WorkerBuffers, bi: u32) -> Option<Ipv4View<'_>> {
     super::l3_header(bufs, bi, EtherType::IPV4).and_then(Ipv4View::of)
-}
-
-impl Node for Ip4Lookup {
-    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
-        let n = frame.len().min(FRAME_SIZE);
-        let tables = self.tables.load();
-        for (k, &bi) in frame[..n].iter().enumerate() {
-            (self.src[k], self.dst[k]) = Self::addresses(header(cx.bufs, bi));
-            self.lookup.table[k] = tables.table_of(cx.bufs.meta(bi).rx_if, false);
-        }
-        self.lookup
-            .lookup(&tables, &self.dst[..n], &mut self.adj[..n], n);
-        // Loaded after the FIB: the control plane publishes a view before the FIB that
-        // points into it, so every adjacency this FIB names is in this view.
-        let view = self.view.load();
-        let tracing = cx.tracing();
-        for (k, &bi) in frame[..n].iter().enumerate() {
-            let mut adj = self.adj[k];
-            let own = cx.bufs.meta(bi).flags & FLAG_LOCAL_ORIGIN != 0;
-            let refused = if own {
-                None
-            } else {
-                source_error(&view, self.lookup.table[k], self.src[k]).or_else(|| {
-                    // A group destination MAC on a packet we would forward (RFC 1812 5.3.4).
-                    let forwards = adj != NO_ROUTE
-                        && !matches!(view.adj(adj).kind, AdjKind::Local | AdjKind::Drop);
-                    (forwards && super::link_group(cx.bufs, bi)).then_some(Error::LinkBroadcast)
-                })
-            };
-            let next = if let Some(e) = refused {
-                cx.count_error(e as usize, 1);
-                Next::Drop
-            } else if adj == NO_ROUTE {
-                cx.count_error(Error::NoRoute as usize, 1);
-                cx.bufs.meta_mut(bi).aux = NET_UNREACHABLE.to_aux();
-                Next::IcmpError
-            } else {
-                if view.adj(adj).kind == AdjKind::Multipath {
-                    adj = view.pick(adj, Self::flow_hash(header(cx.bufs, bi)));
-                }
-                cx.bufs.meta_mut(bi).adj = adj;
-                match view.adj(adj).kind {
-                    AdjKind::Local => Next::Local,
-                    AdjKind::Drop => {
-                        cx.count_error(Error::DropRoute as usize, 1);
-                        Next::Drop
-                    }
-                    _ => Next::Rewrite,
-                }
-            };
-            if tracing {
-                let d = self.dst[k].to_be_bytes();
-                let why = match (next, refused) {
-                    (_, Some(e)) => ERRORS[e as usize],
-                    (Next::IcmpError, _) => ERRORS[Error::NoRoute as usize],
-                    (Next::Drop, _) => ERRORS[Error::DropRoute as usize],
-                    _ => "",
-                };
-                cx.trace(
-                    bi,
-                    format_args!(
-                        "dst {}.{}.{}.{} next hop {adj:#x} {why}",
-                        d[0], d[1], d[2], d[3]
-                    ),
-                );
-            }
-            cx.enqueue(next as usize, bi);
-        }
-        n
-    }
 }
 
 #[cfg(test)]
@@ -289,7 +246,7 @@ mod tests {
             .adjs
             .iter()
             .copied()
-            .filter(|&a| a != u32::MAX)
+            .filter(|&a| a != NO_ROUTE)
             .collect();
         routed.sort();
         assert_eq!(routed, vec![7, 9]);

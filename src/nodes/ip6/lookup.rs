@@ -16,26 +16,16 @@
 //! address (RFC 4291 2.5.2), or that came in a link-layer multicast frame, is dropped.
 
 use super::IcmpErrorRequest;
+use crate::buffer::WorkerBuffers;
 use crate::buffer::{BufferMeta, FLAG_LOCAL_ORIGIN};
 use crate::fib::NO_ROUTE;
-use crate::graph::frame::FRAME_SIZE;
-use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
-use crate::nodes::table_lookup::TableLookup;
-use crate::router::adjacency::{AdjKind, L3View, SharedL3View, ADJ_DROP, ADJ_LOCAL};
-use crate::router::SharedTables;
+pub use crate::nodes::ip::lookup::Next;
+use crate::nodes::ip::lookup::{Decision, IpLookup, LookupRules};
+use crate::nodes::ip::V6;
+use crate::router::adjacency::{AdjKind, L3View, ADJ_DROP, ADJ_LOCAL};
 use crate::wire::icmp6;
 use crate::wire::ipv6;
 use crate::wire::ipv6::Ipv6View;
-use crate::wire::EtherType;
-
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {
-    Rewrite,
-    Local,
-    IcmpError,
-    Drop,
-}
 
 #[repr(usize)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,83 +60,31 @@ const fn unreachable(code: u8) -> IcmpErrorRequest {
 const NO_ROUTE_CODE: u8 = 0;
 const BEYOND_SCOPE_CODE: u8 = 2;
 
-/// Where one packet goes: next node, adjacency, the counter it bumps and the error it asks for.
-struct Decision {
-    next: Next,
-    adj: u32,
-    counted: Option<Error>,
-    icmp: Option<IcmpErrorRequest>,
-}
-
-impl Decision {
-    fn go(next: Next, adj: u32) -> Decision {
-        Decision {
-            next,
-            adj,
-            counted: None,
-            icmp: None,
-        }
-    }
-
-    fn drop(adj: u32, e: Error) -> Decision {
-        Decision {
-            next: Next::Drop,
-            adj,
-            counted: Some(e),
-            icmp: None,
-        }
-    }
-
-    fn error(adj: u32, e: Error, req: IcmpErrorRequest) -> Decision {
-        Decision {
-            next: Next::IcmpError,
-            adj,
-            counted: Some(e),
-            icmp: Some(req),
-        }
-    }
-}
-
 /// What lookup needs of one packet: destination and the fields of the flow hash.
 #[derive(Clone, Copy, Default)]
-struct Key {
+pub struct Key {
     dst: u128,
     src: u128,
     /// Flow label and next header.
     flow: u32,
 }
 
-pub struct Ip6Lookup {
-    tables: SharedTables,
-    lookup: TableLookup<u128>,
-    view: SharedL3View,
-    keys: Box<[Key; FRAME_SIZE]>,
-    dst: Box<[u128; FRAME_SIZE]>,
-    adj: Box<[u32; FRAME_SIZE]>,
+/// The lookup node of IPv6 (`nodes::ip::lookup`, with the decision below).
+pub type Ip6Lookup = IpLookup<V6>;
+
+impl From<Error> for usize {
+    fn from(e: Error) -> usize {
+        e as usize
+    }
 }
 
-impl Ip6Lookup {
-    pub fn decl(tables: SharedTables, view: SharedL3View) -> NodeDecl {
-        NodeDecl {
-            name: super::IP6_LOOKUP.to_string(),
-            kind: NodeKind::Internal,
-            next: vec![
-                super::IP6_REWRITE.to_string(),
-                super::IP6_LOCAL.to_string(),
-                super::ICMP6_ERROR.to_string(),
-                super::ERROR_DROP.to_string(),
-            ],
-            errors: ERRORS.to_vec(),
-            node: Box::new(Ip6Lookup {
-                tables,
-                lookup: TableLookup::default(),
-                view,
-                keys: Box::new([Key::default(); FRAME_SIZE]),
-                dst: Box::new([0; FRAME_SIZE]),
-                adj: Box::new([0; FRAME_SIZE]),
-            }),
-        }
-    }
+impl LookupRules for V6 {
+    type Key = Key;
+    type Addr = u128;
+    type Counter = Error;
+    const REWRITE_NODE: &'static str = super::IP6_REWRITE;
+    const LOCAL_NODE: &'static str = super::IP6_LOCAL;
+    const ERRORS: &'static [&'static str] = &ERRORS;
 
     /// The key of a packet ip6-input has checked (all zero if it cannot be read: :: matches
     /// only a default route).
@@ -161,62 +99,81 @@ impl Ip6Lookup {
             flow: h.flow_label() << 8 | h.next_header() as u32,
         }
     }
-}
 
-impl Ip6Lookup {
-    /// The fate of one packet whose FIB lookup gave `fib_adj`; `link_group` when it came in a
-    /// link-layer multicast frame.
+    #[inline(always)]
+    fn destination(key: &Key) -> u128 {
+        key.dst
+    }
+
     fn decide(
         view: &L3View,
-        key: Key,
+        _table: u16,
+        key: &Key,
         fib_adj: u32,
-        meta: &BufferMeta,
-        link_group: bool,
-    ) -> Decision {
-        let own = meta.flags & FLAG_LOCAL_ORIGIN != 0;
-        if ipv6::is_multicast(key.dst) {
-            // ff02::/16: link scope, for us; a route never decides about groups.
-            return if key.dst >> 112 == 0xff02 {
-                Decision::go(Next::Local, ADJ_LOCAL)
+        bufs: &WorkerBuffers,
+        bi: u32,
+    ) -> Decision<Error> {
+        let link_group = super::link_group(bufs, bi);
+        decide(view, *key, fib_adj, bufs.meta(bi), link_group)
+    }
+
+    fn display(dst: u128) -> String {
+        ipv6::display(dst).to_string()
+    }
+}
+
+/// The fate of one packet whose FIB lookup gave `fib_adj`; `link_group` when it came in a
+/// link-layer multicast frame.
+fn decide(
+    view: &L3View,
+    key: Key,
+    fib_adj: u32,
+    meta: &BufferMeta,
+    link_group: bool,
+) -> Decision<Error> {
+    let own = meta.flags & FLAG_LOCAL_ORIGIN != 0;
+    if ipv6::is_multicast(key.dst) {
+        // ff02::/16: link scope, for us; a route never decides about groups.
+        return if key.dst >> 112 == 0xff02 {
+            Decision::go(Next::Local, ADJ_LOCAL)
+        } else {
+            Decision::drop(NO_ROUTE, Error::MulticastNotRouted)
+        };
+    }
+    if ipv6::is_link_local(key.dst) {
+        let Some(itf) = view.interface(meta.rx_if).filter(|i| !i.v6.is_empty()) else {
+            return Decision::drop(ADJ_DROP, Error::LinkLocalNotOurs);
+        };
+        return if own && itf.glean != ADJ_DROP {
+            Decision::go(Next::Rewrite, itf.glean)
+        } else if !own && key.dst == ipv6::link_local_from_mac(itf.mac) {
+            Decision::go(Next::Local, ADJ_LOCAL)
+        } else {
+            Decision::drop(ADJ_DROP, Error::LinkLocalNotOurs)
+        };
+    }
+    if fib_adj == NO_ROUTE {
+        return Decision::error(NO_ROUTE, Error::NoRoute, unreachable(NO_ROUTE_CODE));
+    }
+    let mut adj = fib_adj;
+    if view.adj(adj).kind == AdjKind::Multipath {
+        adj = view.pick(adj, flow_hash(key.src, key.dst, key.flow));
+    }
+    match view.adj(adj).kind {
+        AdjKind::Local => Decision::go(Next::Local, adj),
+        // An empty multipath set picks itself: nothing to send to.
+        AdjKind::Drop | AdjKind::Multipath => Decision::drop(adj, Error::DropAdjacency),
+        AdjKind::Glean | AdjKind::Neighbor if own => Decision::go(Next::Rewrite, adj),
+        AdjKind::Glean | AdjKind::Neighbor => {
+            if ipv6::is_unspecified(key.src) {
+                Decision::drop(adj, Error::UnspecifiedSource)
+            } else if ipv6::is_link_local(key.src) {
+                let req = unreachable(BEYOND_SCOPE_CODE);
+                Decision::error(adj, Error::LinkLocalSource, req)
+            } else if link_group {
+                Decision::drop(adj, Error::LinkMulticast)
             } else {
-                Decision::drop(NO_ROUTE, Error::MulticastNotRouted)
-            };
-        }
-        if ipv6::is_link_local(key.dst) {
-            let Some(itf) = view.interface(meta.rx_if).filter(|i| !i.v6.is_empty()) else {
-                return Decision::drop(ADJ_DROP, Error::LinkLocalNotOurs);
-            };
-            return if own && itf.glean != ADJ_DROP {
-                Decision::go(Next::Rewrite, itf.glean)
-            } else if !own && key.dst == ipv6::link_local_from_mac(itf.mac) {
-                Decision::go(Next::Local, ADJ_LOCAL)
-            } else {
-                Decision::drop(ADJ_DROP, Error::LinkLocalNotOurs)
-            };
-        }
-        if fib_adj == NO_ROUTE {
-            return Decision::error(NO_ROUTE, Error::NoRoute, unreachable(NO_ROUTE_CODE));
-        }
-        let mut adj = fib_adj;
-        if view.adj(adj).kind == AdjKind::Multipath {
-            adj = view.pick(adj, flow_hash(key.src, key.dst, key.flow));
-        }
-        match view.adj(adj).kind {
-            AdjKind::Local => Decision::go(Next::Local, adj),
-            // An empty multipath set picks itself: nothing to send to.
-            AdjKind::Drop | AdjKind::Multipath => Decision::drop(adj, Error::DropAdjacency),
-            AdjKind::Glean | AdjKind::Neighbor if own => Decision::go(Next::Rewrite, adj),
-            AdjKind::Glean | AdjKind::Neighbor => {
-                if ipv6::is_unspecified(key.src) {
-                    Decision::drop(adj, Error::UnspecifiedSource)
-                } else if ipv6::is_link_local(key.src) {
-                    let req = unreachable(BEYOND_SCOPE_CODE);
-                    Decision::error(adj, Error::LinkLocalSource, req)
-                } else if link_group {
-                    Decision::drop(adj, Error::LinkMulticast)
-                } else {
-                    Decision::go(Next::Rewrite, adj)
-                }
+                Decision::go(Next::Rewrite, adj)
             }
         }
     }
@@ -230,48 +187,6 @@ pub fn flow_hash(src: u128, dst: u128, flow: u32) -> u32 {
     h ^= fold(dst).rotate_left(29);
     h = (h ^ flow as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     (h >> 32) as u32 ^ h as u32
-}
-
-impl Node for Ip6Lookup {
-    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
-        let n = frame.len().min(FRAME_SIZE);
-        let tables = self.tables.load();
-        for (k, &bi) in frame[..n].iter().enumerate() {
-            self.keys[k] = Self::key(super::l3_header(cx.bufs, bi, EtherType::IPV6));
-            self.dst[k] = self.keys[k].dst;
-            self.lookup.table[k] = tables.table_of(cx.bufs.meta(bi).rx_if, true);
-        }
-        self.lookup
-            .lookup(&tables, &self.dst[..n], &mut self.adj[..n], n);
-        let view = self.view.load();
-        let tracing = cx.tracing();
-        for (k, &bi) in frame[..n].iter().enumerate() {
-            let key = self.keys[k];
-            let link_group = super::link_group(cx.bufs, bi);
-            let d = Self::decide(&view, key, self.adj[k], cx.bufs.meta(bi), link_group);
-            let (next, adj) = (d.next, d.adj);
-            if let Some(e) = d.counted {
-                cx.count_error(e as usize, 1);
-            }
-            let m = cx.bufs.meta_mut(bi);
-            m.adj = adj;
-            if let Some(req) = d.icmp {
-                m.aux = req.to_aux();
-            }
-            if tracing {
-                cx.trace(
-                    bi,
-                    format_args!(
-                        "dst {} adj {adj:#x} {next:?} {}",
-                        ipv6::display(key.dst),
-                        d.counted.map_or("", |e| ERRORS[e as usize])
-                    ),
-                );
-            }
-            cx.enqueue(next as usize, bi);
-        }
-        n
-    }
 }
 
 #[cfg(test)]
