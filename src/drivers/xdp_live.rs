@@ -412,6 +412,7 @@ mod tests {
                 dst_mac: crate::wire::MacAddress([2, 0, 0, 0, 0, 2]),
                 macs: 1,
                 vlans: Vec::new(),
+                vlan_spread: 1,
             };
             let (template, v) = crate::gen::xdp_frames(&profile);
             let mut e = LiveFrames::new(&template, 1, &v).unwrap();

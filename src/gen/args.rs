@@ -79,6 +79,10 @@ pub struct GenArgs {
     /// Tag every frame 802.1Q VLAN ID (4 bytes more than --size says)
     #[arg(long, value_name = "ID", value_parser = clap::value_parser!(u16).range(1..=4094), conflicts_with = "qinq")]
     vlan: Option<u16>,
+    /// With --vlan or --qinq: the (inner) VLAN id steps through N ids by flow, from the one
+    /// given (flow f takes ID + f % N): traffic spread over N tenants' sub-interfaces
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=4094))]
+    vlans: Option<u16>,
     /// Tag every frame QinQ: 802.1ad OUTER, 802.1Q INNER (8 bytes more than --size says)
     #[arg(long, value_name = "OUTER,INNER", value_parser = qinq_arg)]
     qinq: Option<(u16, u16)>,
@@ -315,6 +319,7 @@ impl GenArgs {
                     (None, Some((o, i))) => vec![(0x88a8, o), (0x8100, i)],
                     (None, None) => Vec::new(),
                 },
+                vlan_spread: self.vlans.unwrap_or(1),
             },
             size_name: self.size.parse::<usize>().is_err().then_some(self.size),
             tx: self.tx,
@@ -402,6 +407,24 @@ fn check(o: &Options) -> Result<(), String> {
     if o.engine != Engine::Ports && o.profile.macs > 1 {
         return Err("--macs needs the ports engine (not --engine xdp or testpmd)".into());
     }
+    if o.profile.vlan_spread > 1 {
+        let Some(&(_, first)) = o.profile.vlans.last() else {
+            return Err("--vlans N steps the VLAN id of --vlan or --qinq: give one".into());
+        };
+        let last = first as u32 + o.profile.vlan_spread as u32 - 1;
+        if last > 4094 {
+            return Err(format!(
+                "--vlans {}: ids {first} to {last} go past 4094",
+                o.profile.vlan_spread
+            ));
+        }
+        if o.profile.flows < o.profile.vlan_spread as u32 {
+            return Err(format!(
+                "--vlans {}: only {} flows, so some VLANs would carry nothing",
+                o.profile.vlan_spread, o.profile.flows
+            ));
+        }
+    }
     if o.engine != Engine::Ports && !o.profile.vlans.is_empty() {
         return Err("--vlan and --qinq need the ports engine (not --engine xdp or testpmd)".into());
     }
@@ -464,6 +487,17 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn vlans_spread_the_tag_over_tenants() {
+        let o = parse_args("--tx t0 --flows var2 --vlan 100 --vlans 16").unwrap();
+        assert_eq!(
+            (o.profile.vlans.clone(), o.profile.vlan_spread),
+            (vec![(0x8100, 100)], 16)
+        );
+        let e = parse_args("--tx t0 --flows 100 --vlans 4").unwrap_err();
+        assert!(e.contains("give one"), "{e}");
+    }
+
+    #[test]
     fn rate_in_percent_of_line_rate() {
         let o = parse_args("--tx t0 --rate 50% --link 10G").unwrap();
         assert!((o.rate.unwrap() - 7_440_476.19).abs() < 1.0);
@@ -493,6 +527,10 @@ pub(crate) mod tests {
             "--tx t0 --rate 101%",
             "--tx t0 --link 3G",
             "--tx t0 --warmup -1",
+            "--tx t0 --flows 100 --vlans 4",
+            "--tx t0 --flows 100 --vlan 4000 --vlans 100",
+            "--tx t0 --flows 2 --vlan 10 --vlans 4",
+            "--tx t0 --flows 100 --vlan 10 --vlans 0",
         ] {
             assert!(parse_args(bad).is_err(), "accepted: {bad}");
         }

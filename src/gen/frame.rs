@@ -55,6 +55,9 @@ pub struct Profile {
     /// VLAN tags after the MAC addresses, outermost first: (TPID, VLAN id). They add 4 bytes
     /// each to the stated size: the IPv4/UDP/test headers of a 64-byte frame stay whole.
     pub vlans: Vec<(u16, u16)>,
+    /// The innermost tag's VLAN id steps through this many ids from the one in `vlans` by
+    /// flow (flow `f` takes id + f % spread): N tenants behind N sub-interfaces. 1: one id.
+    pub vlan_spread: u16,
 }
 
 /// Bytes of VLAN tags at the front of a received frame (after the MACs), at most two.
@@ -163,7 +166,13 @@ impl Profile {
             let t = 4 * self.vlans.len();
             out.resize(len + t, 0);
             out.copy_within(12..len, 12 + t);
-            for (i, (tpid, vid)) in self.vlans.iter().enumerate() {
+            let inner = self.vlans.len() - 1;
+            for (i, &(tpid, vid)) in self.vlans.iter().enumerate() {
+                let vid = if i == inner {
+                    vid + (flow % self.vlan_spread.max(1) as u32) as u16
+                } else {
+                    vid
+                };
                 out[12 + 4 * i..14 + 4 * i].copy_from_slice(&tpid.to_be_bytes());
                 out[14 + 4 * i..16 + 4 * i].copy_from_slice(&vid.to_be_bytes());
             }
@@ -319,6 +328,7 @@ mod tests {
             dst_mac: "02:00:00:00:00:02".parse().unwrap(),
             macs: 1,
             vlans: Vec::new(),
+            vlan_spread: 1,
         }
     }
 
@@ -334,6 +344,23 @@ mod tests {
         assert_eq!(stamp(&f), Some(Stamp { seq: 3, tx_ns: 77 }));
         let mut scratch = Vec::new();
         assert!(verify(&p, &f, Stamp { seq: 3, tx_ns: 77 }, &mut scratch));
+    }
+
+    /// With a spread, flow f's inner tag is the id + f % spread; the outer one stays.
+    #[test]
+    fn vlan_spread_gives_each_flow_its_tenant() {
+        let mut p = profile();
+        p.vlans = vec![(0x88a8, 10), (0x8100, 100)];
+        p.vlan_spread = 3;
+        let mut f = Vec::new();
+        for seq in 0..8u64 {
+            p.build(seq, 0, &mut f);
+            let flow = seq % p.flows as u64;
+            let vid = u16::from_be_bytes([f[18], f[19]]);
+            assert_eq!(vid, 100 + (flow % 3) as u16, "seq {seq}");
+            assert_eq!(&f[12..16], &[0x88, 0xa8, 0, 10]);
+            assert!(verify(&p, &f, stamp(&f).unwrap(), &mut Vec::new()));
+        }
     }
 
     #[test]
