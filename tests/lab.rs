@@ -408,6 +408,40 @@ fn lab_up_down_is_idempotent_and_clean() {
         "{e}"
     );
 
+    // Tenants: sluice-router with 4 VRFs on VLAN sub-interfaces, the frames spread over the
+    // 4 VLANs; every frame arrives, and each tenant's egress sub-interface sent its share.
+    let rows = run_rows(&[
+        "--dut",
+        "sluice-router",
+        "--flows",
+        "var2",
+        "--vrfs",
+        "4",
+        "--no-calibrate",
+    ]);
+    let r = &rows[0];
+    assert_eq!(r["vrfs"], 4, "{r}");
+    assert!(r["type"].as_str().unwrap().ends_with(",vrfs=4"), "{r}");
+    assert_eq!(r["tx_packets"], 20000, "{r}");
+    assert_eq!(r["lost"], r["rx_ring_drops"], "{r}");
+    let ifs = r["dut_interfaces"].as_array().unwrap();
+    let mut sent = 0;
+    for vid in 100..104 {
+        let name = format!("d1.{vid}");
+        let i = ifs
+            .iter()
+            .find(|i| i["name"] == name.as_str())
+            .unwrap_or_else(|| panic!("no {name}: {r}"));
+        let tx = i["tx_packets"].as_u64().unwrap();
+        assert!(tx >= 4000, "{name} sent {tx}: {r}");
+        sent += tx;
+    }
+    assert!(sent >= 20000, "the tenants sent {sent}: {r}");
+    let o = lab(&["run", "--dut", "linux-router", "--vrfs", "4"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("--vrfs is for sluice-router"), "{e}");
+
     // The tester's ports are bare again, and so are the DUT's.
     for (netns, dev) in [("sl-tester", "t0"), ("sl-tester", "t1"), ("sl-dut", "d1")] {
         let a = sh("ip", &["-n", netns, "addr", "show", dev]);

@@ -79,6 +79,11 @@ pub struct RunArgs {
     /// starts with 'ct state established,related accept' (conntrack on)
     #[arg(long)]
     pub stateful: bool,
+    /// sluice-router routes N tenants, each in its own routing table (VRF) on 802.1Q
+    /// sub-interfaces d0.K and d1.K (K = 100 to 99 + N) with the same addresses; the
+    /// generator spreads the flows over the N VLANs (sluice gen --vlan 100 --vlans N)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub vrfs: Option<u16>,
     /// Seconds per run [default: 5] (or --count)
     #[arg(long, value_name = "SECS", value_parser = seconds_arg, conflicts_with = "count")]
     pub duration: Option<String>,

@@ -317,6 +317,7 @@ fn run_matrix(
             macs: 1,
             vlans: Vec::new(),
             acl: None,
+            vrfs: None,
         };
         for r in 0..o.repeat {
             let mut order = duts.to_vec();

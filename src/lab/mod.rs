@@ -63,6 +63,9 @@ pub struct RunOptions {
     pub vlans: Vec<u16>,
     /// The router DUTs' filter (`None`: none).
     pub acl: Option<dut::LabAcl>,
+    /// sluice-router's tenants, each in its own table on VLAN sub-interfaces (`None`: the
+    /// plain ports in table 0).
+    pub vrfs: Option<u16>,
 }
 
 impl args::RunArgs {
@@ -101,7 +104,35 @@ impl args::RunArgs {
                     sessions,
                 }),
             },
+            vrfs: self.vrfs,
         };
+        if let Some(n) = o.vrfs {
+            if let Some(d) = o.duts.iter().find(|d| **d != DutKind::SluiceRouter) {
+                return Err(format!(
+                    "--vrfs is for sluice-router; {} has no VRFs here (this kernel has neither \
+                     vrf nor 802.1Q devices)",
+                    d.name()
+                ));
+            }
+            if !o.vlans.is_empty() || o.acl.is_some() || o.engine != Engine::Ports {
+                return Err(
+                    "--vrfs tags the frames itself: it goes with neither --vlan, \
+                            --qinq, --acl-rules, --stateful nor --engine xdp|testpmd"
+                        .into(),
+                );
+            }
+            let flows = if o.flows == "var2" {
+                u64::MAX
+            } else {
+                o.flows.parse().unwrap_or(0)
+            };
+            if flows < n as u64 {
+                return Err(format!(
+                    "--vrfs {n}: --flows {} leaves some tenants without traffic",
+                    o.flows
+                ));
+            }
+        }
         if let Some(d) = o.duts.iter().find(|d| o.acl.is_some() && !d.filters()) {
             return Err(format!(
                 "--acl-rules and --stateful are for sluice-router and linux-router; {} does \
@@ -356,6 +387,14 @@ pub(crate) fn generate_with(o: &RunOptions, rx: bool, extra: &[String]) -> Resul
         [v] => args.extend(["--vlan".into(), v.to_string()]),
         [outer, inner, ..] => args.extend(["--qinq".into(), format!("{outer},{inner}")]),
     }
+    if let Some(n) = o.vrfs {
+        args.extend([
+            "--vlan".into(),
+            dut::VRF_VLAN.to_string(),
+            "--vlans".into(),
+            n.to_string(),
+        ]);
+    }
     args.extend(["--engine".into(), o.engine.name().into()]);
     if o.engine == Engine::Testpmd && o.io == Io::Memif {
         if let Some(c) = testpmd_rx_cpu(o) {
@@ -387,7 +426,7 @@ pub(crate) fn one_run(
 ) -> Result<RunResult, String> {
     let _mtu = netns::PortMtu::set(run_mtu(kind, o.io, &o.size))?;
     netns::dut_napi(o.napi_on_dut, o.engine == Engine::Xdp, o.dut_cpu)?;
-    let mut d = dut::start(kind, o.dut_cpu, o.io, table, &o.vlans, o.acl)?;
+    let mut d = dut::start(kind, o.dut_cpu, o.io, table, &o.vlans, (o.acl, o.vrfs))?;
     if kind.routes() {
         warm_up(o, &d)?;
     }

@@ -221,6 +221,10 @@ pub fn type_label(o: &RunOptions) -> String {
         [v] => format!("{base},vlan={v}"),
         [outer, inner, ..] => format!("{base},qinq={outer}.{inner}"),
     };
+    let base = match o.vrfs {
+        None => base,
+        Some(n) => format!("{base},vrfs={n}"),
+    };
     match o.acl {
         None => base,
         Some(a) if a.stateful => format!("{base},acl={}+state", a.rules),
@@ -521,6 +525,7 @@ pub fn json(o: &RunOptions, results: &[RunResult], cal: &Result<Calibration, Str
                 "macs": m.macs, "l2fib_entries": m.l2fib_entries,
                 "acl_rules": o.acl.map(|a| a.rules),
                 "stateful": o.acl.map(|a| a.stateful),
+                "vrfs": o.vrfs,
                 "runs": runs,
             })
         })

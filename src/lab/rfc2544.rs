@@ -272,6 +272,7 @@ fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
         macs: 1,
         vlans: Vec::new(),
         acl: None,
+        vrfs: None,
     };
     let _mtu = netns::PortMtu::set(super::run_mtu(o.dut, o.io, &base.size))?;
     netns::dut_napi(
@@ -279,7 +280,7 @@ fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
         base.engine == crate::gen::Engine::Xdp,
         base.dut_cpu,
     )?;
-    let running = dut::start(o.dut, base.dut_cpu, o.io, None, &[], None)?;
+    let running = dut::start(o.dut, base.dut_cpu, o.io, None, &[], (None, None))?;
     if o.dut.routes() {
         super::warm_up(&base, &running)?;
     }

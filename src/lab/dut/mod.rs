@@ -169,10 +169,13 @@ pub fn start(
     io: Io,
     table: Option<&TableFiles>,
     vlans: &[u16],
-    acl: Option<LabAcl>,
+    (acl, vrfs): (Option<LabAcl>, Option<u16>),
 ) -> Result<RunningDut, String> {
     if !vlans.is_empty() && !kind.takes_vlans() {
         return Err(format!("{} does not take --vlan or --qinq", kind.name()));
+    }
+    if vrfs.is_some() && kind != DutKind::SluiceRouter {
+        return Err(format!("{} does not take --vrfs", kind.name()));
     }
     if acl.is_some() && !kind.filters() {
         return Err(format!("{} does not take --acl-rules", kind.name()));
@@ -187,7 +190,7 @@ pub fn start(
             (io, None),
             Forwarding::Bridge(vlans),
         )?),
-        DutKind::SluiceRouter => Box::new(sluice::start_router(dut_cpu, io, table, acl)?),
+        DutKind::SluiceRouter => Box::new(sluice::start_router(dut_cpu, io, table, (acl, vrfs))?),
         DutKind::LinuxBridge => Box::new(linux::start_bridge(io)?),
         DutKind::LinuxRouter => Box::new(linux::start_router(table, acl)?),
         DutKind::Testpmd => Box::new(testpmd::start(dut_cpu, io)?),
@@ -195,6 +198,9 @@ pub fn start(
         DutKind::VppRouter => Box::new(vpp::start_router(dut_cpu, io, table)?),
     })
 }
+
+/// The VLAN id of the first tenant with `--vrfs` (tenant k: this + k).
+pub const VRF_VLAN: u16 = 100;
 
 /// What the router DUTs filter with (`--acl-rules`, `--stateful`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

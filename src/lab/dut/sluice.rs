@@ -22,8 +22,9 @@ pub enum Forwarding<'a> {
     /// One learning bridge domain of d0 and d1 (or of their sub-interfaces of `vlans`).
     Bridge(&'a [u16]),
     /// Routing, with the synthetic table if there is one, filtering what it receives with
-    /// the lab's ACL of that many non-matching deny rules if asked.
-    Router(Option<&'a TableFiles>, Option<super::LabAcl>),
+    /// the lab's ACL of that many non-matching deny rules if asked, for that many tenants
+    /// (VRFs on VLAN sub-interfaces) if asked.
+    Router(Option<&'a TableFiles>, Option<super::LabAcl>, Option<u16>),
 }
 
 /// A running sluice.
@@ -44,6 +45,7 @@ pub struct Sluice {
 pub fn router_parts(
     table: Option<&TableFiles>,
     acl: Option<super::LabAcl>,
+    vrfs: Option<u16>,
 ) -> (String, String, String) {
     let addresses = |v4: &str, v6: &str| format!("address = [\"{v4}\", \"{v6}\"]\n");
     let mut tail = String::new();
@@ -51,6 +53,29 @@ pub fn router_parts(
         tail.push_str(&format!(
             "[[route]]\nprefix = \"{prefix}\"\nvia = [\"{via}\"]\n"
         ));
+    }
+    // Tenant k: sub-interfaces d0.V and d1.V (V = VRF_VLAN + k) in table k + 1, with the
+    // ports' own addresses and routes: every tenant looks the same, only its table differs.
+    for k in 0..vrfs.unwrap_or(0) {
+        let (vid, id) = (super::VRF_VLAN + k, k + 1);
+        for (port, v4, v6) in [
+            ("d0", plan::D0_V4, plan::D0_V6),
+            ("d1", plan::D1_V4, plan::D1_V6),
+        ] {
+            tail.push_str(&format!(
+                "[[subinterface]]\nparent = \"{port}\"\nid = {vid}\ndot1q = {vid}\n\
+                 exact-match = true\n{}",
+                addresses(v4, v6)
+            ));
+        }
+        tail.push_str(&format!(
+            "[[ip-table]]\nid = {id}\ninterfaces = [\"d0.{vid}\", \"d1.{vid}\"]\n"
+        ));
+        for (prefix, via) in [(plan::TO_T1, plan::T1_V4), (plan::TO_T0, plan::T0_V4)] {
+            tail.push_str(&format!(
+                "[[route]]\nprefix = \"{prefix}\"\ntable = {id}\nvia = [\"{via}\"]\n"
+            ));
+        }
     }
     if let Some(t) = table {
         tail.push_str(&format!(
@@ -93,14 +118,18 @@ pub fn start_router(
     dut_cpu: usize,
     io: Io,
     table: Option<&TableFiles>,
-    acl: Option<super::LabAcl>,
+    (acl, vrfs): (Option<super::LabAcl>, Option<u16>),
 ) -> Result<Sluice, String> {
     let gen_args = routed_gen_args()?;
+    let tester_macs = (
+        super::mac_of(crate::lab::TESTER, "t0")?,
+        super::mac_of(crate::lab::TESTER, "t1")?,
+    );
     tester_addresses(true).inspect_err(|_| {
         let _ = tester_addresses(false);
     })?;
     let t = Instant::now();
-    let mut dut = match start(dut_cpu, (io, None), Forwarding::Router(table, acl)) {
+    let mut dut = match start(dut_cpu, (io, None), Forwarding::Router(table, acl, vrfs)) {
         Ok(d) => d,
         Err(e) => {
             let _ = tester_addresses(false);
@@ -108,6 +137,23 @@ pub fn start_router(
         }
     };
     dut.gen_args = gen_args;
+    if let Some(n) = vrfs {
+        // The tester's kernel has no 802.1Q devices to answer ARP on the tenants' VLANs:
+        // each tenant's neighbours are set by hand, with the tester ports' real MACs.
+        let lines: Vec<String> = (0..n)
+            .flat_map(|k| {
+                let vid = super::VRF_VLAN + k;
+                [
+                    format!("set ip neighbor d0.{vid} {} {}", plan::T0_V4, tester_macs.0),
+                    format!("set ip neighbor d1.{vid} {} {}", plan::T1_V4, tester_macs.1),
+                ]
+            })
+            .collect();
+        for line in &lines {
+            dut.ctl(line)
+                .ok_or_else(|| format!("sluice-router refused '{line}'"))?;
+        }
+    }
     if let Some(table) = table {
         let want = (table.v4 + table.v6) as u64;
         let s = wait_for_fib(&dut_socket(), want, t)?;
@@ -203,7 +249,7 @@ pub fn sluice_config(
                 format!("{subs}[[bridge-domain]]\nid = 1\nmembers = [\"{p0}\", \"{p1}\"]\n"),
             )
         }
-        Forwarding::Router(table, acl) => router_parts(table, acl),
+        Forwarding::Router(table, acl, vrfs) => router_parts(table, acl, vrfs),
     };
     format!(
         "[dataplane]\nworkers = 1\nworker-cores = [{dut_cpu}]\nmain-core = {main_core}\n\
@@ -270,7 +316,7 @@ pub fn start(
     };
     // A full table may be read before the control socket opens.
     let deadline = Instant::now()
-        + Duration::from_secs(if matches!(how, Forwarding::Router(Some(_), _)) {
+        + Duration::from_secs(if matches!(how, Forwarding::Router(Some(_), _, _)) {
             300
         } else {
             10
@@ -372,11 +418,12 @@ mod tests {
             (Forwarding::Xconnect(&[100]), 0),
             (Forwarding::Bridge(&[]), 0),
             (Forwarding::Bridge(&[10, 20]), 0),
-            (Forwarding::Router(None, None), 2),
-            (Forwarding::Router(Some(&table), None), 2),
-            (Forwarding::Router(None, Some(acl(0, false))), 2),
-            (Forwarding::Router(None, Some(acl(1000, false))), 2),
-            (Forwarding::Router(None, Some(acl(10, true))), 2),
+            (Forwarding::Router(None, None, None), 2),
+            (Forwarding::Router(Some(&table), None, None), 2),
+            (Forwarding::Router(None, Some(acl(0, false)), None), 2),
+            (Forwarding::Router(None, Some(acl(1000, false)), None), 2),
+            (Forwarding::Router(None, Some(acl(10, true)), None), 2),
+            (Forwarding::Router(None, None, Some(3)), 2 + 3 * 2),
         ];
         for (how, routes) in cases {
             let text: String =
@@ -391,11 +438,11 @@ mod tests {
             assert_eq!(cfg.interfaces.len(), 2);
             assert_eq!(
                 cfg.fib.route_file.is_some(),
-                matches!(how, Forwarding::Router(Some(_), _)),
+                matches!(how, Forwarding::Router(Some(_), _, _)),
                 "{text}"
             );
             // The lab's ACL: N deny rules and the two permits, on both ports.
-            if let Forwarding::Router(_, Some(a)) = how {
+            if let Forwarding::Router(_, Some(a), _) = how {
                 let rules = &cfg.acls[0].rules;
                 assert_eq!(rules.len(), a.rules as usize + 2, "{text}");
                 assert_eq!(cfg.acl_inputs.len(), 2, "{text}");
@@ -414,7 +461,23 @@ mod tests {
                 matches!(how, Forwarding::Bridge(_)) as usize
             );
             let tagged = matches!(how, Forwarding::Xconnect([_]) | Forwarding::Bridge([_, _]));
-            assert_eq!(cfg.subinterfaces.len(), 2 * tagged as usize, "{text}");
+            // With N tenants: a sub-interface of each port and a table per tenant, each
+            // tenant's routes in its table.
+            let tenants = match how {
+                Forwarding::Router(_, _, Some(n)) => n as usize,
+                _ => 0,
+            };
+            assert_eq!(
+                cfg.subinterfaces.len(),
+                2 * tagged as usize + 2 * tenants,
+                "{text}"
+            );
+            assert_eq!(cfg.tables.len(), tenants, "{text}");
+            for (k, t) in cfg.tables.iter().enumerate() {
+                let vid = super::super::VRF_VLAN as usize + k;
+                assert_eq!(t.interfaces, [format!("d0.{vid}"), format!("d1.{vid}")]);
+                assert_eq!(cfg.routes.iter().filter(|r| r.table == t.id).count(), 2);
+            }
             let want = if matches!(how, Forwarding::Router(..)) {
                 2
             } else {
