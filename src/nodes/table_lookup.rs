@@ -1,22 +1,27 @@
 //! The FIB lookup of a frame whose packets may belong to several routing tables (VRFs), for
 //! ip4-lookup and ip6-lookup alike. Each packet is looked up in the table of the interface
 //! it came in on. A frame of one table — every frame when no VRF is configured — is one
-//! batched lookup, as before; a mixed frame is gathered into one batch per table present,
-//! so the lookups keep their prefetching and the extra cost is two copies per packet.
+//! batched lookup, as before; a mixed frame is sorted by table and each table's run is
+//! gathered into one batch (keeping the prefetching), or looked up one by one when short.
 
 use crate::fib::{Fib, NO_ROUTE};
 use crate::graph::frame::FRAME_SIZE;
 use crate::router::TableSet;
 
-/// A batched lookup in one family of a table.
+/// Lookups in one family of a table: a batch, or one address.
 pub trait FamilyLookup: Copy + Default {
     fn lookup_batch(fib: &Fib, dst: &[Self], out: &mut [u32]);
+    fn lookup_one(fib: &Fib, dst: Self) -> u32;
 }
 
 impl FamilyLookup for u32 {
     #[inline(always)]
     fn lookup_batch(fib: &Fib, dst: &[u32], out: &mut [u32]) {
         fib.v4().lookup_batch(dst, out)
+    }
+    #[inline(always)]
+    fn lookup_one(fib: &Fib, dst: u32) -> u32 {
+        fib.v4().lookup(dst)
     }
 }
 
@@ -25,13 +30,22 @@ impl FamilyLookup for u128 {
     fn lookup_batch(fib: &Fib, dst: &[u128], out: &mut [u32]) {
         fib.v6().lookup_batch(dst, out)
     }
+    #[inline(always)]
+    fn lookup_one(fib: &Fib, dst: u128) -> u32 {
+        fib.v6().lookup(dst)
+    }
 }
+
+/// A run of packets of one table shorter than this is looked up one by one: a batched
+/// lookup's setup costs more than its overlapped misses save on a few addresses.
+const BATCH_MIN: usize = 8;
 
 /// A lookup node's per-frame arrays: the table of each packet and the gather space of a
 /// mixed frame. Allocated once with the node.
 pub struct TableLookup<A> {
     pub table: Box<[u16; FRAME_SIZE]>,
-    lane: Box<[u8; FRAME_SIZE]>,
+    /// A mixed frame's packets sorted by table: table << 8 | packet.
+    order: Box<[u32; FRAME_SIZE]>,
     dst: Box<[A; FRAME_SIZE]>,
     out: Box<[u32; FRAME_SIZE]>,
 }
@@ -40,7 +54,7 @@ impl<A: FamilyLookup> Default for TableLookup<A> {
     fn default() -> Self {
         TableLookup {
             table: Box::new([0; FRAME_SIZE]),
-            lane: Box::new([0; FRAME_SIZE]),
+            order: Box::new([0; FRAME_SIZE]),
             dst: Box::new([A::default(); FRAME_SIZE]),
             out: Box::new([0; FRAME_SIZE]),
         }
@@ -63,29 +77,43 @@ impl<A: FamilyLookup> TableLookup<A> {
             }
             return;
         }
-        // Mixed: one batch per table, in the order tables first appear. `done` marks the
-        // packets looked up so far; each pass takes the first table not yet done.
-        let mut done = [false; FRAME_SIZE];
-        let mut start = 0;
-        while let Some(s) = (start..n).find(|&k| !done[k]) {
-            let t = self.table[s];
-            let mut m = 0;
-            for k in s..n {
-                if !done[k] && self.table[k] == t {
-                    self.lane[m] = k as u8;
-                    self.dst[m] = dst[k];
-                    done[k] = true;
-                    m += 1;
-                }
-            }
+        // Mixed: the packets sorted by table (a frame is at most 256, so the packet fits in
+        // the low byte), then each table's run looked up under one pin of its FIB: gathered
+        // into one batch when long, one by one when short (a frame of many tenants).
+        for (k, o) in self.order[..n].iter_mut().enumerate() {
+            *o = (self.table[k] as u32) << 8 | k as u32;
+        }
+        self.order[..n].sort_unstable();
+        let mut i = 0;
+        while i < n {
+            let t = (self.order[i] >> 8) as u16;
+            let run = self.order[i..n]
+                .iter()
+                .take_while(|&&o| (o >> 8) as u16 == t)
+                .count();
+            let lanes = &self.order[i..i + run];
             match set.fib(t) {
-                Some(f) => A::lookup_batch(&f.load(), &self.dst[..m], &mut self.out[..m]),
-                None => self.out[..m].fill(NO_ROUTE),
+                Some(f) if run >= BATCH_MIN => {
+                    for (d, &o) in self.dst.iter_mut().zip(lanes) {
+                        *d = dst[(o & 0xff) as usize];
+                    }
+                    A::lookup_batch(&f.load(), &self.dst[..run], &mut self.out[..run]);
+                    for (&r, &o) in self.out.iter().zip(lanes) {
+                        out[(o & 0xff) as usize] = r;
+                    }
+                }
+                Some(f) => {
+                    let fib = f.load();
+                    for &o in lanes {
+                        let k = (o & 0xff) as usize;
+                        out[k] = A::lookup_one(&fib, dst[k]);
+                    }
+                }
+                None => lanes
+                    .iter()
+                    .for_each(|&o| out[(o & 0xff) as usize] = NO_ROUTE),
             }
-            for j in 0..m {
-                out[self.lane[j] as usize] = self.out[j];
-            }
-            start = s + 1;
+            i += run;
         }
     }
 }

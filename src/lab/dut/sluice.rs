@@ -342,8 +342,11 @@ impl Sluice {
         let Some(Value::Array(hw)) = self.ctl_json("show hardware") else {
             return;
         };
-        let ports: Vec<String> = hw
+        // Sub-interfaces (a thousand with --vrfs 1000) are counted, not listed.
+        let subs = hw.iter().filter(|i| i["driver"] == "sub-interface").count();
+        let mut ports: Vec<String> = hw
             .iter()
+            .filter(|i| i["driver"] != "sub-interface")
             .map(|i| {
                 let why = i["details"]["auto"]
                     .as_str()
@@ -356,6 +359,9 @@ impl Sluice {
                 )
             })
             .collect();
+        if subs > 0 {
+            ports.push(format!("{subs} sub-interfaces"));
+        }
         eprintln!("sluice's ports: {}", ports.join(", "));
     }
 }
