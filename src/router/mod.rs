@@ -221,6 +221,7 @@ impl Router {
     /// set (new tables, interfaces in other tables).
     pub fn commit(&mut self) {
         if self.view_dirty {
+            self.view.index_sources();
             self.view.generation += 1;
             self.shared.store(Arc::new(self.view.clone()));
             self.view_dirty = false;

@@ -1,4 +1,4 @@
-use super::adjacency::{AdjKind, Adjacency};
+use super::adjacency::{AdjKind, Adjacency, SourceKind};
 use super::*;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -446,4 +446,46 @@ fn a_thousand_small_tables_are_cheap() {
     assert!(mib < 32.0, "1 000 small tables take {mib:.1} MiB");
     eprintln!("1 000 tables of 10 routes: {mib:.2} MiB");
     assert_eq!(forward_from(&r, 999, "10.9.0.1").interface, 999);
+}
+
+/// With many addresses the martian-source check probes an index; it answers as the walk of
+/// every interface does, table by table.
+#[test]
+fn source_index_answers_as_the_walk() {
+    let names: Vec<(String, MacAddress, u32)> = (0..12)
+        .map(|k| (format!("v{k}"), mac(k as u8), 1500))
+        .collect();
+    let mut r = Router::new(&names);
+    r.add_table(5).unwrap();
+    for k in 0..12u32 {
+        if k % 2 == 1 {
+            r.set_interface_table(k, false, 5).unwrap();
+        }
+        let a = Ipv4Addr::new(10, k as u8, 0, 1);
+        r.add_address(k, IpAddr::V4(a), 24).unwrap();
+    }
+    r.commit();
+    let indexed = r.view().load_full();
+    assert!(!indexed.v4_sources.is_empty());
+    let mut walked = (*indexed).clone();
+    walked.v4_sources.clear();
+    let t5 = r.table_index(5).unwrap() as u16;
+    for table in [0, t5] {
+        for k in 0..12u32 {
+            for host in [0u32, 1, 2, 255] {
+                let src = u32::from(Ipv4Addr::new(10, k as u8, 0, 0)) | host;
+                assert_eq!(
+                    indexed.v4_source(table, src),
+                    walked.v4_source(table, src),
+                    "table {table} source {}",
+                    Ipv4Addr::from(src)
+                );
+            }
+        }
+    }
+    let ours = u32::from(Ipv4Addr::new(10, 1, 0, 1));
+    assert_eq!(indexed.v4_source(t5, ours), Some(SourceKind::Ours));
+    assert_eq!(indexed.v4_source(0, ours), None);
+    let bcast = u32::from(Ipv4Addr::new(10, 2, 0, 255));
+    assert_eq!(indexed.v4_source(0, bcast), Some(SourceKind::Broadcast));
 }

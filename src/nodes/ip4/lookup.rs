@@ -16,7 +16,7 @@ use crate::fib::NO_ROUTE;
 pub use crate::nodes::ip::lookup::Next;
 use crate::nodes::ip::lookup::{Decision, IpLookup, LookupRules};
 use crate::nodes::ip::V4;
-use crate::router::adjacency::{AdjKind, L3View};
+use crate::router::adjacency::{AdjKind, L3View, SourceKind};
 use crate::wire::ipv4::Ipv4View;
 use crate::wire::EtherType;
 
@@ -45,18 +45,10 @@ pub const ERRORS: [&str; 5] = [
 /// broadcast address of one of that table's subnets (RFC 1812 4.2.2.11: {net, -1} is never a
 /// source). Another table's addresses are another tenant's: they may be anyone's here.
 fn source_error(view: &L3View, table: u16, src: u32) -> Option<Error> {
-    for itf in view.interfaces.iter().filter(|i| i.table4 == table) {
-        for &(a, len) in &itf.v4 {
-            if a == src {
-                return Some(Error::SourceOurs);
-            }
-            let host_bits = u32::MAX.checked_shr(len as u32).unwrap_or(0);
-            if len <= 30 && src == a | host_bits {
-                return Some(Error::SourceBroadcast);
-            }
-        }
-    }
-    None
+    view.v4_source(table, src).map(|k| match k {
+        SourceKind::Ours => Error::SourceOurs,
+        SourceKind::Broadcast => Error::SourceBroadcast,
+    })
 }
 
 /// ICMP destination unreachable, network unreachable (RFC 792).
