@@ -498,6 +498,22 @@ pub(super) fn bench_cmd(
             (m.v4.full_rebuilds + m.v6.full_rebuilds).into(),
         );
     }
+    if pop.is_some() && with_no_blocks {
+        // The same changes through a FIB whose tries make no block.
+        let mut w =
+            FibWriter::with_routes_blocks(v4.iter().copied(), v6.iter().copied(), NO_BLOCKS)
+                .map_err(bad)?;
+        let reader = w.reader();
+        let (u, l) = updates_while_looking_up(&mut w, &v4, &v6, hit4, |d, o| {
+            reader.load().v4().lookup_batch(d, o)
+        });
+        say!(
+            "  no blocks {u:>8.0} route changes/s, the same changes, while another thread looks \
+             up {:.1} M/s",
+            l / 1e6
+        );
+        doc.insert("updates_per_s_without_blocks".into(), u.into());
+    }
     if let Some(w) = &mut old {
         let reader = w.reader();
         let (u, l) = updates_while_looking_up(w, &v4, &v6, hit4, |d, o| {
