@@ -468,7 +468,9 @@ pub(super) fn bench_cmd(
     if pop.is_some() {
         doc["v4"]["lookups_per_s"] = r4.into();
         doc["v6"]["lookups_per_s"] = r6.into();
-        doc["v6"]["lookups_per_s_without_blocks"] = alias(flat6_rates).into();
+        if flat6.is_some() {
+            doc["v6"]["lookups_per_s_without_blocks"] = alias(flat6_rates).into();
+        }
     }
     if old.is_some() {
         dir24["v4"]["lookups_per_s"] = o4.into();
