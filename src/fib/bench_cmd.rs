@@ -7,7 +7,7 @@ use super::cli::Error;
 use super::destinations::{self, DestinationSet};
 use super::measure::{self, RouteWriter};
 use super::parse::{read_route_file, IpPrefix};
-use super::poptrie_writer::PoptrieWriter;
+use super::poptrie_writer::{PoptrieWriter, NO_BLOCKS};
 use super::prefix::{Prefix4, Prefix6};
 use super::routes::RouteTable;
 use super::synth::Rng;
@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 
 /// Addresses per measured set (the `hot` set has `destinations::HOT`).
 const SET_SIZE: usize = 1 << 20;
+/// Turns each FIB takes at a figure, its time split among them.
+const SLICES: u32 = 5;
 /// Route changes the update figure makes (each a delete and an add), a commit every 64.
 const CHANGES: usize = 20_000;
 
@@ -32,6 +34,9 @@ pub enum FibKind {
     Poptrie,
     /// The previous one: DIR-24-8 and the IPv6 stride trie, two copies.
     Dir24,
+    /// The dataplane's IPv6 trie built without blocks (every slot's root a node, as before
+    /// 2026-11-25), beside the poptrie.
+    NoBlocks,
 }
 
 fn mib(bytes: usize) -> f64 {
@@ -101,7 +106,8 @@ pub(super) fn bench_cmd(
         return Err(Error::Usage("--seconds must be 0.01 to 3600".into()));
     }
     let with_dir24 = kinds.contains(&FibKind::Dir24);
-    let with_poptrie = kinds.contains(&FibKind::Poptrie) || kinds.is_empty();
+    let with_no_blocks = kinds.contains(&FibKind::NoBlocks);
+    let with_poptrie = kinds.contains(&FibKind::Poptrie) || with_no_blocks || kinds.is_empty();
     // The text, unless JSON is asked for; the JSON collects the same figures.
     macro_rules! say {
         ($($t:tt)*) => {
@@ -228,6 +234,23 @@ pub(super) fn bench_cmd(
         doc.insert("build_s".into(), pop_s.into());
         doc.insert("resident_growth_bytes".into(), json!(pop_rss));
     }
+    // The IPv6 trie as it was before blocks (every slot's root a node), measured beside it.
+    let flat6 = pop
+        .as_ref()
+        .filter(|_| with_no_blocks)
+        .map(|w| PoptrieWriter::build_blocks(w.routes6(), NO_BLOCKS));
+    if let Some(f) = &flat6 {
+        let m = f.memory();
+        say!(
+            "  IPv6 without blocks (each slot's root a node, as before 2026-11-25): {:.1} MiB \
+             ({} nodes, {} leaves; {:.1} MiB written)",
+            mib(m.bytes),
+            m.nodes,
+            m.leaves,
+            mib(m.bytes_used)
+        );
+        doc["v6"]["memory_bytes_without_blocks"] = m.bytes.into();
+    }
     let (old, old_s, old_rss, _) = measured(|| {
         with_dir24.then(|| StrideFibWriter::with_routes(v4.iter().copied(), v6.iter().copied()))
     });
@@ -274,17 +297,51 @@ pub(super) fn bench_cmd(
     let prefixes6: Vec<Prefix6> = v6.iter().map(|r| r.0).collect();
     let sets4 = destinations::sets(&prefixes4, SET_SIZE, &mut rng);
     let sets6 = destinations::sets(&prefixes6, SET_SIZE, &mut rng);
-    /// One family's figures: each set's rate by both FIBs, the ratio, differing answers.
+    // Where the hit set's lookups spend their levels, and the tries' nodes per level.
+    if let Some(f) = &new {
+        for (family, p) in [
+            ("v4", sets4.first().map(|s| f.v4().profile(&s.addrs))),
+            ("v6", sets6.first().map(|s| f.v6().profile(&s.addrs))),
+        ] {
+            let Some(p) = p else { continue };
+            let total = p.lookups_by_nodes.iter().sum::<usize>().max(1);
+            let by_nodes: Vec<String> = p
+                .lookups_by_nodes
+                .iter()
+                .enumerate()
+                .filter(|(_, &n)| n > 0)
+                .map(|(k, &n)| format!("{k}: {:.1} %", 100.0 * n as f64 / total as f64))
+                .collect();
+            let levels: Vec<String> = p
+                .nodes_by_level
+                .iter()
+                .zip(&p.one_child_by_level)
+                .map(|(n, one)| format!("{n} ({one})"))
+                .collect();
+            say!(
+                "{family} hit set, nodes read per lookup (then a leaf): {}; nodes per level (with \
+                 one node child): {}",
+                by_nodes.join(", "),
+                levels.join(", ")
+            );
+            if doc.contains_key(family) {
+                doc[family]["hit_lookups_by_nodes"] = json!(p.lookups_by_nodes);
+                doc[family]["nodes_by_level"] = json!(p.nodes_by_level);
+            }
+        }
+    }
+    /// One family's figures: each set's rate by the new FIB and by each of `others` (the
+    /// previous FIB, the trie without blocks), the ratio, differing answers.
     fn family<A: Copy>(
         name: &str,
         sets: &[DestinationSet<A>],
         time: Duration,
         json: bool,
         new: Option<Look<A>>,
-        old: Option<Look<A>>,
-        old_name: &str,
-    ) -> (Map<String, Value>, Map<String, Value>, usize) {
-        let (mut rates, mut old_rates, mut differ) = (Map::new(), Map::new(), 0);
+        others: &[(&str, Look<A>)],
+    ) -> (Map<String, Value>, Vec<Map<String, Value>>, usize) {
+        let (mut rates, mut other_rates, mut differ) =
+            (Map::new(), vec![Map::new(); others.len()], 0);
         let line = |who: &str, rate: f64, rest: &str| {
             if !json {
                 let _ = writeln!(
@@ -296,17 +353,26 @@ pub(super) fn bench_cmd(
             }
         };
         for set in sets {
-            let main = new.or(old);
+            let main = new.or(others.first().map(|o| o.1));
             let matched = main.map_or(0.0, |f| measure::matched_batches(&set.addrs, f));
+            // The FIBs take turns, `SLICES` each, so that a machine whose speed drifts
+            // (shared, noisy) drifts under all of them alike.
+            let all: Vec<Look<A>> = new.into_iter().chain(others.iter().map(|o| o.1)).collect();
+            let mut sums = vec![0.0; all.len()];
+            for _ in 0..SLICES {
+                for (f, sum) in all.iter().zip(&mut sums) {
+                    *sum += measure::rate_batches(&set.addrs, time / SLICES, f);
+                }
+            }
+            let mut means = sums.iter().map(|s| s / SLICES as f64);
             let mut rate = 0.0;
-            if let Some(f) = new {
-                rate = measure::rate_batches(&set.addrs, time, f);
+            if new.is_some() {
+                rate = means.next().unwrap_or(0.0);
                 rates.insert(set.name.into(), rate.into());
                 let what = format!("{:.1} % matched  {}", matched * 100.0, set.what);
                 line(&format!("{name} {}", set.name), rate, &what);
             }
-            if let Some(f) = old {
-                let r = measure::rate_batches(&set.addrs, time, f);
+            for ((&(old_name, f), old_rates), r) in others.iter().zip(&mut other_rates).zip(means) {
                 old_rates.insert(set.name.into(), r.into());
                 if let Some(g) = new {
                     // The same answers for every address of the set, or the figures are void.
@@ -330,7 +396,7 @@ pub(super) fn bench_cmd(
                 }
             }
         }
-        (rates, old_rates, differ)
+        (rates, other_rates, differ)
     }
     let new4 = new
         .as_ref()
@@ -344,14 +410,27 @@ pub(super) fn bench_cmd(
     let old6 = prev
         .as_ref()
         .map(|f| |d: &[u128], o: &mut [u32]| f.v6().lookup_batch(d, o));
+    let flat6 = flat6
+        .as_ref()
+        .map(|t| |d: &[u128], o: &mut [u32]| t.trie().lookup_batch(d, o));
+    let mut others4: Vec<(&str, Look<u32>)> = Vec::new();
+    if let Some(f) = &old4 {
+        others4.push(("DIR-24-8", f));
+    }
+    let mut others6: Vec<(&str, Look<u128>)> = Vec::new();
+    if let Some(f) = &old6 {
+        others6.push(("stride trie", f));
+    }
+    if let Some(f) = &flat6 {
+        others6.push(("no blocks", f));
+    }
     let (r4, o4, d4) = family(
         "IPv4",
         &sets4,
         time,
         json,
         new4.as_ref().map(|f| f as Look<u32>),
-        old4.as_ref().map(|f| f as Look<u32>),
-        "DIR-24-8",
+        &others4,
     );
     let (r6, o6, d6) = family(
         "IPv6",
@@ -359,8 +438,20 @@ pub(super) fn bench_cmd(
         time,
         json,
         new6.as_ref().map(|f| f as Look<u128>),
-        old6.as_ref().map(|f| f as Look<u128>),
-        "stride trie",
+        &others6,
+    );
+    let mut o4 = o4.into_iter();
+    let mut o6 = o6.into_iter();
+    let (o4, o6, flat6_rates) = (
+        o4.next().filter(|_| old.is_some()).unwrap_or_default(),
+        if old.is_some() {
+            o6.next().unwrap_or_default()
+        } else {
+            Map::new()
+        },
+        o6.next_back()
+            .filter(|_| flat6.is_some())
+            .unwrap_or_default(),
     );
     drop((new, prev));
     // The issue's names beside the sets': "hitting" is an address inside a route of the
@@ -377,6 +468,9 @@ pub(super) fn bench_cmd(
     if pop.is_some() {
         doc["v4"]["lookups_per_s"] = r4.into();
         doc["v6"]["lookups_per_s"] = r6.into();
+        if flat6.is_some() {
+            doc["v6"]["lookups_per_s_without_blocks"] = alias(flat6_rates).into();
+        }
     }
     if old.is_some() {
         dir24["v4"]["lookups_per_s"] = o4.into();
@@ -405,6 +499,22 @@ pub(super) fn bench_cmd(
             "full_rebuilds".into(),
             (m.v4.full_rebuilds + m.v6.full_rebuilds).into(),
         );
+    }
+    if pop.is_some() && with_no_blocks {
+        // The same changes through a FIB whose tries make no block.
+        let mut w =
+            FibWriter::with_routes_blocks(v4.iter().copied(), v6.iter().copied(), NO_BLOCKS)
+                .map_err(bad)?;
+        let reader = w.reader();
+        let (u, l) = updates_while_looking_up(&mut w, &v4, &v6, hit4, |d, o| {
+            reader.load().v4().lookup_batch(d, o)
+        });
+        say!(
+            "  no blocks {u:>8.0} route changes/s, the same changes, while another thread looks \
+             up {:.1} M/s",
+            l / 1e6
+        );
+        doc.insert("updates_per_s_without_blocks".into(), u.into());
     }
     if let Some(w) = &mut old {
         let reader = w.reader();

@@ -36,8 +36,9 @@ pub enum FibCommand {
         /// destinations; the route changes per second
         #[arg(long)]
         json: bool,
-        /// The FIBs to measure, side by side on the same addresses: poptrie (the dataplane's)
-        /// and dir24 (the previous one: DIR-24-8 and the IPv6 stride trie, two copies each)
+        /// The FIBs to measure, side by side on the same addresses: poptrie (the dataplane's),
+        /// dir24 (the previous one: DIR-24-8 and the IPv6 stride trie, two copies each) and
+        /// no-blocks (the IPv6 trie with every slot's root a node, as before 2026-11-25)
         #[arg(
             long,
             value_name = "LIST",

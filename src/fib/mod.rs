@@ -8,7 +8,8 @@
 //!   both tables hold.
 //! - `ip4`: `Ip4Lpm`, DIR-24-8. `ip6`: `Ip6Lpm`, a 16-8-8-… multibit trie (`stride_fib`'s).
 //! - `poptrie`: `Poptrie4` and `Poptrie6`, the compressed tries the dataplane looks up in
-//!   (18-bit top level, 6-bit strides found by popcount); `poptrie_build` builds subtrees from
+//!   (18-bit top level, dense slots' roots as blocks of 64 nodes found by position, 6-bit
+//!   strides found by popcount); `poptrie_build` builds subtrees from
 //!   the route table, `poptrie_writer` changes a trie in place while workers read it.
 //! - `publish`: `FibWriter` / `FibReader`, one copy of each trie, lock-free for readers, old
 //!   tables freed after the readers' quiescent point.

@@ -7,6 +7,11 @@
 //! bytes whatever its fan-out, and a full IPv4 table fits in about 14 MiB instead of
 //! DIR-24-8's 64 MiB.
 //!
+//! A slot whose root node would have at least half of its 64 children as nodes (the dense
+//! /18s of an IPv6 table) has a block instead: its 64 children as nodes side by side, the
+//! entry marked `BLOCK`, so that a lookup finds the next node by the address's next 6 bits
+//! without reading the root: an IPv6 /48 ends in the fourth node, not the fifth.
+//!
 //! This is the readers' side: the arrays, and lookups that any number of workers run at once.
 //! One writer (`PoptrieWriter`) changes the trie while they read, in place: new nodes and
 //! leaves are written into spare room past every node and leaf a reader can reach, then one
@@ -98,6 +103,41 @@ struct AtomicNode {
     vector: AtomicU64,
     leafvec: AtomicU64,
     bases: AtomicU64,
+}
+
+/// What `Poptrie::profile` found.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Profile {
+    /// Lookups by the number of nodes they read (0: the top-level entry was the answer);
+    /// each then reads a leaf.
+    pub lookups_by_nodes: Vec<usize>,
+    /// Reachable nodes at each level (0: the slots' roots).
+    pub nodes_by_level: Vec<usize>,
+    /// Of those, the nodes with exactly one node child.
+    pub one_child_by_level: Vec<usize>,
+    /// Leaves of the nodes at each level.
+    pub leaves_by_level: Vec<usize>,
+    /// Slots whose root is a block of 64 nodes.
+    pub blocks: usize,
+}
+
+/// In a top-level entry that links to nodes (`CHILD`): the slot's root is a block of 64
+/// nodes, one per value of the next 6 bits, found by position instead of through a node's
+/// maps. Node indices stay below this bit.
+pub(super) const BLOCK: u32 = 0x4000_0000;
+/// The node index in a top-level entry.
+pub(super) const INDEX: u32 = !(CHILD | BLOCK);
+/// Nodes in a block.
+pub(super) const BLOCK_NODES: u32 = 1 << STRIDE;
+
+/// The nodes a top-level entry leads to: none (a leaf), its root, or its block's 64.
+pub(super) fn root_nodes(entry: u32) -> std::ops::Range<u32> {
+    let first = entry & INDEX;
+    match entry & (CHILD | BLOCK) {
+        e if e == CHILD | BLOCK => first..first + BLOCK_NODES,
+        CHILD => first..first + 1,
+        _ => 0..0,
+    }
 }
 
 /// The lookup table of one family.
@@ -218,8 +258,13 @@ impl<A: Key> Poptrie<A> {
         if e & CHILD == 0 {
             return e;
         }
-        let mut node = e & !CHILD;
+        let mut node = e & INDEX;
         let mut depth = self.top_bits;
+        if e & BLOCK != 0 {
+            // The slot's root is a block of 64 nodes: the next chunk picks one, no load.
+            node += dst.chunk(depth);
+            depth += STRIDE;
+        }
         // At most 3 nodes for IPv4 (18 + 3 × 6 ≥ 32), 19 for IPv6. A well-formed trie ends
         // in a leaf before a lookup runs off its arrays; `get` keeps a malformed one from
         // reading past them, and the depth bound from looping.
@@ -266,6 +311,8 @@ impl<A: Key> Poptrie<A> {
         // IPv6 walks on the window (a u128 shift per step costs more than the step saves);
         // IPv4 takes its chunks from the address, one word anyway. Constant per family.
         let windowed = A::BITS > 64;
+        // Bits a lane is ahead of `depth` below: STRIDE if its slot's root is a block.
+        let mut ahead = [0u8; FRAME];
         let (mut leaf_lane, mut leaf_at) = ([0u8; FRAME], [0u32; FRAME]);
         let (mut walking, mut done) = (0, 0);
         for (i, o) in out.iter_mut().enumerate() {
@@ -277,18 +324,27 @@ impl<A: Key> Poptrie<A> {
             let e = self.top_value(dst[i].top(self.top_bits));
             *o = e;
             if e & CHILD != 0 {
-                if let Some(n) = self.nodes.get((e & !CHILD) as usize) {
+                let mut node = e & INDEX;
+                let mut depth = self.top_bits;
+                if e & BLOCK != 0 {
+                    node += dst[i].chunk(depth);
+                    depth += STRIDE;
+                    ahead[i] = STRIDE as u8;
+                }
+                if let Some(n) = self.nodes.get(node as usize) {
                     prefetch(n);
                 }
                 *o = NO_ROUTE;
                 lane[walking] = i as u8;
-                at[walking] = e & !CHILD;
+                at[walking] = node;
                 if windowed {
-                    win[walking] = dst[i].window(self.top_bits);
+                    win[walking] = dst[i].window(depth);
                 }
                 walking += 1;
             }
         }
+        // The depth of the lanes whose slot's root is a node; those under a block are
+        // `ahead` of it.
         let mut depth = self.top_bits;
         // At most 3 levels of nodes for IPv4, 19 for IPv6; the bound also stops a malformed
         // trie from looping (a lane still walking then finds no route).
@@ -297,7 +353,9 @@ impl<A: Key> Poptrie<A> {
             if windowed && depth - win_depth > 64 - STRIDE {
                 // The window's ten chunks are used up (IPv6 past bit 78): the next 64 bits.
                 for k in 0..walking {
-                    win[k] = dst.get(lane[k] as usize).map_or(0, |a| a.window(depth));
+                    let i = lane[k] as usize;
+                    let d = depth + ahead[i] as u32;
+                    win[k] = dst.get(i).map_or(0, |a| a.window(d));
                 }
                 win_depth = depth;
             }
@@ -311,7 +369,8 @@ impl<A: Key> Poptrie<A> {
                 let c = if windowed {
                     (w >> (64 - STRIDE)) as u32
                 } else {
-                    dst.get(i as usize).map_or(0, |a| a.chunk(depth))
+                    let d = depth + ahead[i as usize] as u32;
+                    dst.get(i as usize).map_or(0, |a| a.chunk(d))
                 };
                 let vector = n.vector.load(Relaxed);
                 let bases = n.bases.load(Acquire);
@@ -344,6 +403,69 @@ impl<A: Key> Poptrie<A> {
                 *o = self.leaf(l);
             }
         }
+    }
+
+    /// Where lookups of `dsts` spend their levels, and the shape of the trie by level: a
+    /// diagnostic (`sluice fib bench` prints it), not for the dataplane.
+    pub fn profile(&self, dsts: &[A]) -> Profile {
+        let mut p = Profile::default();
+        let bump = |v: &mut Vec<usize>, i: usize| {
+            if v.len() <= i {
+                v.resize(i + 1, 0);
+            }
+            v[i] += 1;
+        };
+        for &dst in dsts {
+            let e = self.top_value(dst.top(self.top_bits));
+            let mut nodes = 0;
+            if e & CHILD != 0 {
+                let mut node = e & INDEX;
+                let mut depth = self.top_bits;
+                if e & BLOCK != 0 {
+                    node += dst.chunk(depth);
+                    depth += STRIDE;
+                }
+                while let Some(n) = self.nodes.get(node as usize) {
+                    nodes += 1;
+                    let c = dst.chunk(depth);
+                    let vector = n.vector.load(Relaxed);
+                    if vector & (1 << c) == 0 || depth >= A::BITS as u32 {
+                        break;
+                    }
+                    node = (n.bases.load(Acquire) as u32) + upto(vector, c) - 1;
+                    depth += STRIDE;
+                }
+            }
+            bump(&mut p.lookups_by_nodes, nodes);
+        }
+        // The reachable nodes, level by level from the slots' roots (a block's 64 nodes
+        // are the first level under its slot).
+        let mut level: Vec<u32> = (0..self.top.len())
+            .map(|s| self.top_value(s))
+            .filter(|e| e & CHILD != 0)
+            .flat_map(root_nodes)
+            .collect();
+        p.blocks = (0..self.top.len())
+            .filter(|&s| self.top_value(s) & (CHILD | BLOCK) == CHILD | BLOCK)
+            .count();
+        while !level.is_empty() && p.nodes_by_level.len() < 32 {
+            let (mut next, mut single, mut leaves) = (Vec::new(), 0, 0);
+            for &i in &level {
+                let Some(n) = self.nodes.get(i as usize) else {
+                    continue;
+                };
+                let vector = n.vector.load(Relaxed);
+                let base = n.bases.load(Acquire) as u32;
+                single += (vector.count_ones() == 1) as usize;
+                leaves += n.leafvec.load(Relaxed).count_ones() as usize;
+                next.extend((0..vector.count_ones()).map(|k| base + k));
+            }
+            p.nodes_by_level.push(level.len());
+            p.one_child_by_level.push(single);
+            p.leaves_by_level.push(leaves);
+            level = next;
+        }
+        p
     }
 
     /// Bytes of the arrays, room included.

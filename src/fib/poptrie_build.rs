@@ -3,7 +3,7 @@
 //! will sit in the trie's arrays (from `node_base` and `leaf_base` on), so the writer copies
 //! them there unchanged.
 
-use super::poptrie::{upto, Key, STRIDE};
+use super::poptrie::{upto, Key, BLOCK, BLOCK_NODES, STRIDE};
 use super::prefix::Prefix;
 use super::routes::RouteTable;
 use super::{CHILD, NO_ROUTE};
@@ -42,14 +42,37 @@ impl Subtrees {
     }
 
     /// The top-level value of the addresses whose first `depth` bits `long` share: `default`
-    /// (what the shorter routes give) when `long` is empty, else a link to a new subtree.
-    /// `long` holds the routes longer than `depth` among them, sorted by address.
-    fn subtree<A: Key>(&mut self, long: &[Route<A>], depth: u32, default: u32) -> u32 {
+    /// (what the shorter routes give) when `long` is empty, else a link to a new subtree:
+    /// a block of 64 nodes if its root would have at least `block_min` node children, else
+    /// the root node. `long` holds the routes longer than `depth` among them, sorted by
+    /// address.
+    pub fn subtree<A: Key>(
+        &mut self,
+        long: &[Route<A>],
+        depth: u32,
+        default: u32,
+        block_min: u32,
+    ) -> u32 {
         if long.is_empty() {
             return default;
         }
-        let root = self.make(long, depth, default);
-        self.push(root)
+        let mut value = [default; 64];
+        let (deeper, vector) = split(long, depth, &mut value);
+        if vector.count_ones() < block_min {
+            let root = self.make(long, depth, default);
+            return self.push(root);
+        }
+        // A block: the root's 64 children as nodes side by side, those that would be leaves
+        // as nodes of one leaf.
+        let first = self.nodes.len();
+        self.nodes
+            .resize(first + BLOCK_NODES as usize, Node::default());
+        let mut groups = by_child(&deeper, depth).into_iter().peekable();
+        for c in 0..BLOCK_NODES {
+            let g = groups.next_if(|g| g[0].0.chunk(depth) == c).unwrap_or(&[]);
+            self.nodes[first + c as usize] = self.make(g, depth + STRIDE, value[c as usize]);
+        }
+        CHILD | BLOCK | (self.node_base + first) as u32
     }
 
     /// Appends `node` on its own; returns the link to it.
@@ -262,7 +285,13 @@ pub(super) fn node_routes<A: Key>(
 
 /// Every route of `routes` for a trie whose top level indexes `top_bits` bits: the top level's
 /// values and the subtrees (numbered from 0).
-pub(super) fn build_all<A: Key>(routes: &RouteTable<A>, top_bits: u32) -> (Vec<u32>, Subtrees) {
+/// Slots whose root would have at least `block_min` node children get a block (see
+/// `Subtrees::subtree`).
+pub(super) fn build_all<A: Key>(
+    routes: &RouteTable<A>,
+    top_bits: u32,
+    block_min: u32,
+) -> (Vec<u32>, Subtrees) {
     let all: Vec<Route<A>> = routes
         .iter()
         .map(|(p, nh)| (p.addr(), p.len(), nh))
@@ -282,7 +311,7 @@ pub(super) fn build_all<A: Key>(routes: &RouteTable<A>, top_bits: u32) -> (Vec<u
     let mut built = Subtrees::new(0, 0);
     for group in long.chunk_by(|a, b| a.0.top(top_bits) == b.0.top(top_bits)) {
         let slot = group[0].0.top(top_bits);
-        top[slot] = built.subtree(group, top_bits, top[slot]);
+        top[slot] = built.subtree(group, top_bits, top[slot], block_min);
     }
     (top, built)
 }
@@ -292,9 +321,10 @@ pub(super) fn build_slot<A: Key>(
     routes: &RouteTable<A>,
     slot: usize,
     top_bits: u32,
+    block_min: u32,
     out: &mut Subtrees,
 ) -> u32 {
     let block = Prefix::containing(A::of_slot(slot, top_bits), top_bits as u8);
     let (long, default) = node_routes(routes, block);
-    out.subtree(&long, top_bits, default)
+    out.subtree(&long, top_bits, default, block_min)
 }

@@ -2,7 +2,9 @@
 //! build after updates, and against the previous FIB on full synthetic tables.
 
 use super::poptrie::{Poptrie4, Poptrie6};
-use super::poptrie_writer::{PoptrieWriter, SMALL_ROUTES, SMALL_TOP_BITS, TOP_BITS};
+use super::poptrie_writer::{
+    PoptrieWriter, BLOCK_MIN, NO_BLOCKS, SMALL_ROUTES, SMALL_TOP_BITS, TOP_BITS,
+};
 use super::prefix::{Prefix4, Prefix6};
 use super::routes::RouteTable;
 use super::NO_ROUTE;
@@ -40,10 +42,16 @@ fn probes(t: &RouteTable<u32>) -> Vec<u32> {
     v
 }
 
-/// Both top levels (the small one `build` takes for so few routes, and the full one).
+/// Both top levels (the small one `build` takes for so few routes, and the full one), with
+/// blocks where a build makes them and with every subtree a block.
 fn check(routes: &[(u32, u8, u32)]) {
     let t = table(routes);
-    for w in [Writer4::build(&t), Writer4::build_with(&t, TOP_BITS)] {
+    for w in [
+        Writer4::build(&t),
+        Writer4::build_with(&t, TOP_BITS),
+        Writer4::build_blocks(&t, 0),
+        Writer4::build_with_blocks(&t, TOP_BITS, 0),
+    ] {
         let p: &Poptrie4 = w.trie();
         let addrs = probes(&t);
         let mut out = vec![0; addrs.len()];
@@ -142,8 +150,30 @@ proptest! {
 /// the trie after each and committing after every second one (so that a change also meets
 /// one not yet committed); then it must answer as the reference and as a fresh build.
 fn check_updates(initial: &[(u32, u8, u32)], changes: &[(u32, u8, Option<u32>)]) {
+    for block_min in [BLOCK_MIN, 0] {
+        check_updates_with(initial, changes, block_min);
+    }
+}
+
+/// In-place nodes and leaves, at least a fresh build's without blocks: a change keeps a node
+/// with nothing longer under it, or a run a fresh build would merge, so that it is published
+/// in one word; a block has the nodes of a root's 64 children as nodes or leaves, one node
+/// fewer than the root and its children when all 64 are nodes.
+fn at_least_a_fresh_build<A: super::poptrie::Key>(w: &PoptrieWriter<A>, t: &RouteTable<A>) -> bool {
+    let (m, f) = (
+        w.memory(),
+        PoptrieWriter::build_blocks(t, NO_BLOCKS).memory(),
+    );
+    m.nodes + w.blocks() >= f.nodes && m.leaves >= f.leaves
+}
+
+fn check_updates_with(
+    initial: &[(u32, u8, u32)],
+    changes: &[(u32, u8, Option<u32>)],
+    block_min: u32,
+) {
     let mut t = table(initial);
-    let mut w = Writer4::build(&t);
+    let mut w = Writer4::build_blocks(&t, block_min);
     for (i, &(a, l, nh)) in changes.iter().enumerate() {
         let q = Prefix4::containing(a, l);
         match nh {
@@ -162,14 +192,11 @@ fn check_updates(initial: &[(u32, u8, u32)], changes: &[(u32, u8, Option<u32>)])
     w.commit();
     let mut addrs = probes(&t);
     addrs.extend(changes.iter().map(|c| c.0));
-    let fresh = Writer4::build(&t);
-    // In place or rebuilt, the bookkeeping of what is live is exact: nothing leaks. (The trie
-    // may have more nodes and leaves than a fresh build: a change keeps a node with nothing
-    // longer under it, or a run a fresh build would merge, so that it is published in one
-    // word.)
-    let (m, f) = (w.memory(), fresh.memory());
+    let fresh = Writer4::build_blocks(&t, block_min);
+    // In place or rebuilt, the bookkeeping of what is live is exact: nothing leaks.
+    let m = w.memory();
     assert_eq!((m.nodes, m.leaves), w.reachable(), "{changes:?}");
-    assert!(m.nodes >= f.nodes && m.leaves >= f.leaves, "{changes:?}");
+    assert!(at_least_a_fresh_build(&w, &t), "{changes:?}");
     for &a in &addrs {
         let want = reference(&t, a);
         assert_eq!(w.trie().lookup(a), want, "{a:#x}");
@@ -260,7 +287,12 @@ fn table6(routes: &[(u128, u8, u32)]) -> RouteTable<u128> {
 /// reference, one by one and batched.
 fn check6(routes: &[(u128, u8, u32)]) {
     let t = table6(routes);
-    for w in [Writer6::build(&t), Writer6::build_with(&t, TOP_BITS)] {
+    for w in [
+        Writer6::build(&t),
+        Writer6::build_with(&t, TOP_BITS),
+        Writer6::build_blocks(&t, 0),
+        Writer6::build_with_blocks(&t, TOP_BITS, 0),
+    ] {
         check6_one(&t, w.trie());
     }
 }
@@ -312,9 +344,10 @@ proptest! {
     #[test]
     fn ipv6_updates_match_a_fresh_build(
         changes in prop::collection::vec((any::<u16>(), 20u8..=128, prop::option::of(0u32..50)), 1..60),
+        block_min in prop::sample::select(vec![BLOCK_MIN, 0]),
     ) {
         let mut t = table6(&[(DOC6, 32, 1)]);
-        let mut w = Writer6::build(&t);
+        let mut w = Writer6::build_blocks(&t, block_min);
         for &(x, l, nh) in &changes {
             let q = Prefix6::containing(DOC6 | (x as u128) << 80 | x as u128, l);
             match nh {
@@ -323,10 +356,10 @@ proptest! {
             };
             apply(&mut w, &t, q);
         }
-        let fresh = Writer6::build(&t);
-        let (m, f) = (w.memory(), fresh.memory());
+        let fresh = Writer6::build_blocks(&t, block_min);
+        let m = w.memory();
         prop_assert_eq!((m.nodes, m.leaves), w.reachable());
-        prop_assert!(m.nodes >= f.nodes && m.leaves >= f.leaves);
+        prop_assert!(at_least_a_fresh_build(&w, &t));
         let (p, fresh) = (w.trie(), fresh.trie());
         for &(x, _, _) in &changes {
             let a = DOC6 | (x as u128) << 80 | x as u128;

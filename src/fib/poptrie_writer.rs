@@ -20,8 +20,8 @@
 //! small and full (see below), or for a change of a prefix that covers too many top-level
 //! slots to remake one by one.
 
-use super::poptrie::{upto, Key, Poptrie, STRIDE};
-use super::poptrie_build::{build_all, build_slot, Node, Subtrees};
+use super::poptrie::{root_nodes, upto, Key, Poptrie, BLOCK, BLOCK_NODES, INDEX, STRIDE};
+use super::poptrie_build::{build_all, build_slot, node_routes, Node, Subtrees};
 use super::prefix::Prefix;
 use super::routes::RouteTable;
 use super::CHILD;
@@ -40,6 +40,14 @@ pub(super) const SMALL_ROUTES: usize = 1024;
 /// Top-level slots an update may rebuild one by one; a change of a shorter prefix than this
 /// covers (an IPv4 /8 in a full table covers 1 024 slots) rebuilds the whole trie instead.
 const MAX_SLOTS_PER_UPDATE: usize = 1 << 10;
+
+/// A slot's root becomes a block of 64 nodes when a build finds at least this many of its 64
+/// children are nodes: the lookups under it skip one level (an IPv6 /48 ends in the fourth
+/// node instead of the fifth), for at most twice the nodes of those two levels.
+pub(super) const BLOCK_MIN: u32 = 32;
+
+/// A `block_min` that makes no block: every slot's root a node (the trie before blocks).
+pub const NO_BLOCKS: u32 = BLOCK_NODES + 1;
 
 /// Room for `used` entries and the updates that follow: half as many again, and some.
 fn room(used: usize) -> usize {
@@ -77,6 +85,9 @@ pub struct PoptrieWriter<A: Key> {
     /// `trie` is a new trie that readers do not have yet.
     replaced: bool,
     full_rebuilds: u64,
+    /// Node children from which a build makes a slot's root a block (`BLOCK_MIN`; 0 in
+    /// tests makes every subtree a block).
+    block_min: u32,
 }
 
 impl<A: Key> Default for PoptrieWriter<A> {
@@ -89,16 +100,31 @@ impl<A: Key> PoptrieWriter<A> {
     /// A trie of every route of `routes`: a small top level for up to `SMALL_ROUTES` routes,
     /// the full one above.
     pub fn build(routes: &RouteTable<A>) -> PoptrieWriter<A> {
+        PoptrieWriter::build_blocks(routes, BLOCK_MIN)
+    }
+
+    /// As `build`, making a slot's root a block when it has at least `block_min` node
+    /// children (65: never), then and at every whole rebuild.
+    pub fn build_blocks(routes: &RouteTable<A>, block_min: u32) -> PoptrieWriter<A> {
         let bits = if routes.len() <= SMALL_ROUTES {
             SMALL_TOP_BITS
         } else {
             TOP_BITS
         };
-        PoptrieWriter::build_with(routes, bits)
+        PoptrieWriter::build_with_blocks(routes, bits, block_min)
     }
 
+    #[cfg(test)]
     pub(super) fn build_with(routes: &RouteTable<A>, top_bits: u32) -> PoptrieWriter<A> {
-        let (top, built) = build_all(routes, top_bits);
+        PoptrieWriter::build_with_blocks(routes, top_bits, BLOCK_MIN)
+    }
+
+    pub(super) fn build_with_blocks(
+        routes: &RouteTable<A>,
+        top_bits: u32,
+        block_min: u32,
+    ) -> PoptrieWriter<A> {
+        let (top, built) = build_all(routes, top_bits, block_min);
         let (nodes, leaves) = (built.nodes.len(), built.leaves.len());
         let trie = Poptrie::with_room(top_bits, &top, &built, room(nodes), room(leaves));
         PoptrieWriter {
@@ -111,6 +137,7 @@ impl<A: Key> PoptrieWriter<A> {
             pending_bases: BTreeMap::new(),
             replaced: false,
             full_rebuilds: 0,
+            block_min,
         }
     }
 
@@ -187,12 +214,9 @@ impl<A: Key> PoptrieWriter<A> {
 
     /// Visits every node of the subtree `entry` leads to; its nodes and leaves.
     fn walk(&self, entry: u32, mut visit: impl FnMut(u32)) -> (usize, usize) {
-        if entry & CHILD == 0 {
-            return (0, 0);
-        }
         // Iterative, and bounded by the arrays, so a malformed trie cannot loop.
         let (mut nodes, mut leaves) = (0, 0);
-        let mut stack = vec![entry & !CHILD];
+        let mut stack: Vec<u32> = root_nodes(entry).collect();
         while let Some(i) = stack.pop() {
             let Some(n) = self.node(i) else { continue };
             visit(i);
@@ -225,11 +249,23 @@ impl<A: Key> PoptrieWriter<A> {
         if root & CHILD == 0 || len <= bits {
             return self.update_slot(routes, slot);
         }
+        // A slot with no route longer than the top level left becomes a leaf.
+        if !has_longer(routes, Prefix::containing(addr, bits as u8)) {
+            return self.update_slot(routes, slot);
+        }
         // The nodes (index, node) from the root down to the one the change ends in, or the
-        // deepest there is.
+        // deepest there is. Under a block, from the block's node on.
         let mut path: Vec<(u32, Node)> = Vec::new();
-        let mut at = root & !CHILD;
+        let mut at = root & INDEX;
         let mut depth = bits;
+        let block = root & BLOCK != 0;
+        if block {
+            if len <= bits + STRIDE {
+                return self.update_block(routes, changed, root);
+            }
+            at += addr.chunk(bits);
+            depth += STRIDE;
+        }
         loop {
             let Some(n) = self.node(at) else {
                 return self.update_slot(routes, slot);
@@ -241,10 +277,6 @@ impl<A: Key> PoptrieWriter<A> {
             }
             at = n.base_node + upto(n.vector, c) - 1;
             depth += STRIDE;
-        }
-        // A slot with no route longer than the top level left becomes a leaf.
-        if !has_longer(routes, Prefix::containing(addr, bits as u8)) {
-            return self.update_slot(routes, slot);
         }
         // What to make anew under the last node: the change, or the child it lies in. The
         // node stays a node even with no longer route left under it (a fresh build would
@@ -306,6 +338,19 @@ impl<A: Key> PoptrieWriter<A> {
                 ..parent
             };
             Publish::Bases(parent_at, bases(&moved))
+        } else if block {
+            // A block's node changed shape: a copy of the block holding it.
+            let (first, c) = (built.next_node() as u32, addr.chunk(bits));
+            for k in 0..BLOCK_NODES {
+                let node = if k == c {
+                    new
+                } else {
+                    self.node((root & INDEX) + k).unwrap_or_default()
+                };
+                built.nodes.push(node);
+            }
+            dead_nodes += BLOCK_NODES as usize;
+            Publish::Entry(CHILD | BLOCK | first)
         } else {
             dead_nodes += 1;
             Publish::Entry(built.push(new))
@@ -333,10 +378,56 @@ impl<A: Key> PoptrieWriter<A> {
         true
     }
 
+    /// A change of a prefix ending in the 6 bits a block resolves (`root`, the slot's entry):
+    /// a copy of the block whose nodes under `changed` are made anew, the others kept with
+    /// their subtrees shared. False if it does not fit.
+    fn update_block(&mut self, routes: &RouteTable<A>, changed: Prefix<A>, root: u32) -> bool {
+        let bits = self.trie.top_bits();
+        let (addr, len) = (changed.addr(), changed.len() as u32);
+        let slot = addr.top(bits);
+        let lo = addr.chunk(bits);
+        let inside = lo..lo + (1 << (bits + STRIDE - len));
+        let old = root & INDEX;
+        let mut built = Subtrees::new(self.nodes_used, self.leaves_used);
+        built.nodes.resize(BLOCK_NODES as usize, Node::default());
+        for c in 0..BLOCK_NODES {
+            built.nodes[c as usize] = if inside.contains(&c) {
+                let slot6 = slot << STRIDE | c as usize;
+                let child =
+                    Prefix::containing(A::of_slot(slot6, bits + STRIDE), (bits + STRIDE) as u8);
+                let (long, default) = node_routes(routes, child);
+                built.make(&long, bits + STRIDE, default)
+            } else {
+                self.node(old + c).unwrap_or_default()
+            };
+        }
+        if !self.trie.place(&built) {
+            return false;
+        }
+        self.nodes_used += built.nodes.len();
+        self.leaves_used += built.leaves.len();
+        // Dead: the old block, and what was under its nodes made anew.
+        self.dead_nodes += (BLOCK_NODES - (inside.end - inside.start)) as usize;
+        for c in inside {
+            let (n, l) = self.retire(CHILD | (old + c));
+            self.dead_nodes += n;
+            self.dead_leaves += l;
+        }
+        self.pending
+            .insert(slot, CHILD | BLOCK | built.node_base as u32);
+        true
+    }
+
     /// Writes `slot`'s new subtree into the room; false if it does not fit.
     fn update_slot(&mut self, routes: &RouteTable<A>, slot: usize) -> bool {
         let mut built = Subtrees::new(self.nodes_used, self.leaves_used);
-        let entry = build_slot(routes, slot, self.trie.top_bits(), &mut built);
+        let entry = build_slot(
+            routes,
+            slot,
+            self.trie.top_bits(),
+            self.block_min,
+            &mut built,
+        );
         if !self.trie.place(&built) {
             return false;
         }
@@ -354,7 +445,7 @@ impl<A: Key> PoptrieWriter<A> {
     /// A new trie of `routes`, which `commit` hands over for publication.
     fn rebuild(&mut self, routes: &RouteTable<A>) {
         let full_rebuilds = self.full_rebuilds + 1;
-        *self = PoptrieWriter::build(routes);
+        *self = PoptrieWriter::build_blocks(routes, self.block_min);
         self.full_rebuilds = full_rebuilds;
         self.replaced = true;
     }
@@ -384,6 +475,15 @@ impl<A: Key> PoptrieWriter<A> {
             dead_leaves: self.dead_leaves,
             full_rebuilds: self.full_rebuilds,
         }
+    }
+
+    /// Slots whose root is a block (tests: a block has one node fewer than a root node with
+    /// its 64 children).
+    #[cfg(test)]
+    pub(super) fn blocks(&self) -> usize {
+        (0..1usize << self.trie.top_bits())
+            .filter(|&slot| self.entry(slot) & (CHILD | BLOCK) == CHILD | BLOCK)
+            .count()
     }
 
     /// Bits the top level indexes (10 for a small table, 18 for a full one).

@@ -17,7 +17,7 @@
 //! others, each lookup walking a complete subtree (old or new).
 
 use super::poptrie::{Poptrie4, Poptrie6};
-use super::poptrie_writer::{PoptrieWriter, TrieMemory};
+use super::poptrie_writer::{PoptrieWriter, TrieMemory, BLOCK_MIN};
 use super::prefix::{Prefix4, Prefix6};
 use super::routes::RouteTable;
 use super::MAX_NEXT_HOP;
@@ -141,7 +141,7 @@ impl Default for FibWriter {
 impl FibWriter {
     /// An empty FIB, already published (every lookup gives `NO_ROUTE`).
     pub fn new() -> FibWriter {
-        FibWriter::from_tables(RouteTable::new(), RouteTable::new())
+        FibWriter::from_tables(RouteTable::new(), RouteTable::new(), BLOCK_MIN)
     }
 
     /// A FIB loaded with these routes and published; later duplicates replace earlier ones.
@@ -149,6 +149,16 @@ impl FibWriter {
     pub fn with_routes(
         v4: impl IntoIterator<Item = (Prefix4, u32)>,
         v6: impl IntoIterator<Item = (Prefix6, u32)>,
+    ) -> Result<FibWriter, FibError> {
+        FibWriter::with_routes_blocks(v4, v6, BLOCK_MIN)
+    }
+
+    /// As `with_routes`, the tries making a slot's root a block of nodes when it has at least
+    /// `block_min` node children (tests: 0, every slot with a subtree).
+    pub(super) fn with_routes_blocks(
+        v4: impl IntoIterator<Item = (Prefix4, u32)>,
+        v6: impl IntoIterator<Item = (Prefix6, u32)>,
+        block_min: u32,
     ) -> Result<FibWriter, FibError> {
         let (v4, v6): (Vec<_>, Vec<_>) = (v4.into_iter().collect(), v6.into_iter().collect());
         if let Some(&(_, nh)) = v4.iter().find(|r| r.1 > MAX_NEXT_HOP) {
@@ -159,12 +169,16 @@ impl FibWriter {
         }
         let routes4 = RouteTable::from_routes(v4);
         let routes6 = RouteTable::from_routes(v6);
-        Ok(FibWriter::from_tables(routes4, routes6))
+        Ok(FibWriter::from_tables(routes4, routes6, block_min))
     }
 
-    fn from_tables(routes4: RouteTable<u32>, routes6: RouteTable<u128>) -> FibWriter {
-        let trie4 = PoptrieWriter::build(&routes4);
-        let trie6 = PoptrieWriter::build(&routes6);
+    fn from_tables(
+        routes4: RouteTable<u32>,
+        routes6: RouteTable<u128>,
+        block_min: u32,
+    ) -> FibWriter {
+        let trie4 = PoptrieWriter::build_blocks(&routes4, block_min);
+        let trie6 = PoptrieWriter::build_blocks(&routes6, block_min);
         let fib = Fib {
             v4: trie4.trie().clone(),
             v6: trie6.trie().clone(),

@@ -81,10 +81,24 @@ fn near6(rng: &mut Rng, base: u128, spread_bits: u32) -> Prefix6 {
     Prefix6::containing(a, (128 - rng.below(129) as u32 * rng.below(2) as u32) as u8)
 }
 
+/// Each test of a `FibWriter` runs with blocks where a full table's build makes them and with
+/// every subtree a block (`block_min` 0).
+const BLOCK_MINS: [u32; 2] = [super::poptrie_writer::BLOCK_MIN, 0];
+
+fn empty_writer(block_min: u32) -> FibWriter {
+    FibWriter::with_routes_blocks([], [], block_min).unwrap()
+}
+
 #[test]
 fn fib_v4_random_overlapping_updates_match_reference() {
+    for block_min in BLOCK_MINS {
+        v4_random_overlapping_updates_match_reference(block_min);
+    }
+}
+
+fn v4_random_overlapping_updates_match_reference(block_min: u32) {
     let mut rng = Rng::new(4);
-    let mut w = FibWriter::new();
+    let mut w = empty_writer(block_min);
     let mut r = Reference::new();
     let mut live: Vec<Prefix4> = Vec::new();
     let base = 0x0a00_0000;
@@ -137,8 +151,14 @@ fn fib_v4_random_overlapping_updates_match_reference() {
 
 #[test]
 fn fib_v6_random_overlapping_updates_match_reference() {
+    for block_min in BLOCK_MINS {
+        v6_random_overlapping_updates_match_reference(block_min);
+    }
+}
+
+fn v6_random_overlapping_updates_match_reference(block_min: u32) {
     let mut rng = Rng::new(6);
-    let mut w = FibWriter::new();
+    let mut w = empty_writer(block_min);
     let mut r = Reference::new();
     let mut live: Vec<Prefix6> = Vec::new();
     let base: u128 = 0x2001_0db8_0000_0000_0000_0000_0000_0000;
@@ -179,6 +199,12 @@ fn fib_v6_random_overlapping_updates_match_reference() {
 
 #[test]
 fn fib_realistic_tables_with_churn_match_reference() {
+    for block_min in BLOCK_MINS {
+        realistic_tables_with_churn_match_reference(block_min);
+    }
+}
+
+fn realistic_tables_with_churn_match_reference(block_min: u32) {
     let spec = SynthSpec {
         v4: 150_000,
         v6: 30_000,
@@ -188,7 +214,8 @@ fn fib_realistic_tables_with_churn_match_reference() {
         long_share: 0.03,
     };
     let (v4, v6) = synth(&spec);
-    let mut w = FibWriter::with_routes(v4.iter().copied(), v6.iter().copied()).unwrap();
+    let mut w =
+        FibWriter::with_routes_blocks(v4.iter().copied(), v6.iter().copied(), block_min).unwrap();
     let mut r4 = Reference::new();
     let mut r6 = Reference::new();
     v4.iter().for_each(|&(p, nh)| r4.insert(p, nh));
@@ -290,6 +317,12 @@ fn fib_batch_lengths_may_differ() {
 /// prefix.
 #[test]
 fn fib_concurrent_readers_see_only_committed_tables() {
+    for block_min in BLOCK_MINS {
+        concurrent_readers_see_only_committed_tables(block_min);
+    }
+}
+
+fn concurrent_readers_see_only_committed_tables(block_min: u32) {
     use std::collections::HashSet as Set;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, Mutex};
@@ -340,7 +373,7 @@ fn fib_concurrent_readers_see_only_committed_tables() {
             .map_or(NO_ROUTE, |i| i as u32)
     }
 
-    let mut w = FibWriter::new();
+    let mut w = empty_writer(block_min);
     // states[g] = the (IPv4, IPv6) route sets of generation g, pushed before it is committed.
     let states: Arc<Mutex<Vec<(u64, u64)>>> = Arc::new(Mutex::new(vec![(0, 0)]));
     let done = Arc::new(AtomicBool::new(false));
@@ -483,7 +516,13 @@ fn fib_both_instances_identical_after_commits() {
 /// whole and valid, until it lets go (its quiescent point); only then does the writer free it.
 #[test]
 fn fib_a_replaced_table_lives_until_its_last_reader_lets_go() {
-    let mut w = FibWriter::new();
+    for block_min in BLOCK_MINS {
+        a_replaced_table_lives_until_its_last_reader_lets_go(block_min);
+    }
+}
+
+fn a_replaced_table_lives_until_its_last_reader_lets_go(block_min: u32) {
+    let mut w = empty_writer(block_min);
     let p = |i: u32| Prefix4::containing(0x0a00_0000 | i << 8, 24);
     w.add4(p(0), 1).unwrap();
     w.commit();
