@@ -914,8 +914,9 @@ mod tests {
         let stable = key(1, 1, 2, 2, UDP, 0);
         assert!(s.open(0, &stable, 0));
         let stop = Arc::new(AtomicBool::new(false));
+        let started = Arc::new(AtomicBool::new(false));
         let reader = {
-            let (s, stop) = (s.clone(), stop.clone());
+            let (s, stop, started) = (s.clone(), stop.clone(), started.clone());
             std::thread::spawn(move || {
                 let mut n = 0u64;
                 while !stop.load(Relaxed) {
@@ -924,10 +925,15 @@ mod tests {
                     assert_eq!(s.lookup(1, &reply(&stable, 0), 0), Lookup::Hit);
                     assert_eq!(s.lookup(1, &key(99, 7, 3, 3, 47, 0), 0), Lookup::Miss);
                     n += 1;
+                    started.store(true, Relaxed);
                 }
                 n
             })
         };
+        // On a busy machine the reader may start late: the changes begin once it reads.
+        while !started.load(Relaxed) {
+            std::thread::yield_now();
+        }
         // Worker 0 opens and expires thousands of others around it.
         for round in 0..50u64 {
             for i in 0..1000u32 {
