@@ -80,6 +80,9 @@
 //! keys and refusing them on other drivers), `xconnect.rs` ([[xconnect]]), `bridge.rs`
 //! ([[bridge-domain]], [[l2fib]]), `table.rs` ([[ip-table]]), `route.rs` ([[route]], [fib]) and `acl.rs` ([[acl]],
 //! [[acl-input]], [[acl-output]], [sessions]). This file holds `Config`, the errors and the order of the checks.
+//! Each section also declares its keys' documentation (`reference::Section`) beside its serde
+//! struct; `reference.rs` gathers them into `docs/config.md` (`sluice run
+//! --print-config-reference`) and its tests hold them to the keys serde accepts.
 
 /// One `#[test]` per case: config text and the exact error it gives.
 #[cfg(test)]

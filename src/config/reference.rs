@@ -237,6 +237,70 @@ mod tests {
         assert!(serde_fields::<crate::config::Control>() == ["socket"]);
     }
 
+    /// The documented default of `section`'s `key`.
+    fn default_of(section: &str, key: &str) -> &'static str {
+        let sec = sections().into_iter().find(|s| s.name == section).unwrap();
+        sec.keys.iter().find(|k| k.name == key).unwrap().default
+    }
+
+    #[test]
+    fn documented_defaults_are_what_a_file_without_the_key_gets() {
+        let c = crate::config::Config::parse(
+            "[[bridge-domain]]\nid = 1\n[[interface]]\nname = \"m\"\ndriver = \"memif\"\n\
+             socket = \"s\"\n[[interface]]\nname = \"x\"\ndriver = \"af_xdp\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let d = &c.dataplane;
+        let t = &c.sessions.timeouts;
+        let bd = &c.bridge_domains[0].settings;
+        let quoted = |s: &str| format!("\"{s}\"");
+        let cases: Vec<(&str, &str, String)> = vec![
+            ("dataplane", "workers", d.workers.to_string()),
+            ("dataplane", "buffers", d.buffers.to_string()),
+            ("dataplane", "min-frame", d.min_frame.to_string()),
+            ("dataplane", "worker-nice", d.worker_nice.to_string()),
+            (
+                "dataplane",
+                "hugepages",
+                quoted(&format!("{:?}", d.hugepages).to_lowercase()),
+            ),
+            (
+                "control",
+                "socket",
+                quoted(&c.control.socket.display().to_string()),
+            ),
+            ("sessions", "per-worker", c.sessions.per_worker.to_string()),
+            ("sessions", "tcp-established", t.tcp_established.to_string()),
+            ("sessions", "tcp-transient", t.tcp_transient.to_string()),
+            ("sessions", "udp", t.udp.to_string()),
+            ("sessions", "icmp", t.icmp.to_string()),
+            ("sessions", "other", t.other.to_string()),
+            ("bridge-domain", "learn", bd.learn.to_string()),
+            ("bridge-domain", "flood", bd.flood.to_string()),
+            ("bridge-domain", "uu-flood", bd.uu_flood.to_string()),
+            ("bridge-domain", "arp-term", bd.arp_term.to_string()),
+            ("bridge-domain", "mac-limit", bd.mac_limit.to_string()),
+        ];
+        for (section, key, parsed) in cases {
+            assert_eq!(default_of(section, key), parsed, "[{section}] {key}");
+        }
+        assert!(default_of("bridge-domain", "mac-age").starts_with(&bd.mac_age_s.to_string()));
+        let rings: Vec<u32> = c
+            .interfaces
+            .iter()
+            .map(|i| match &i.driver {
+                crate::config::Driver::Memif(m) => m.ring_size,
+                crate::config::Driver::AfXdp(x) => x.ring_size,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            default_of("interface", "ring-size"),
+            format!("{} (af_xdp), {} (memif)", rings[1], rings[0])
+        );
+    }
+
     #[test]
     fn markdown_has_every_section_and_key() {
         let m = markdown();
