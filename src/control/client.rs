@@ -1,6 +1,8 @@
 //! `sluice ctl`: sends one command line to the daemon's control socket and prints the answer,
 //! or with `--batch` every line of its standard input over one connection (route loads,
 //! update storms: thousands of commands a second). `CtlArgs` declares its options for clap.
+//! `sluice ctl help --markdown` is answered here, from the client's own copy of the command
+//! table, so the reference (`docs/cli.md`) needs no daemon.
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -22,7 +24,8 @@ pub struct CtlArgs {
     /// Ask for the reply as JSON (as --json among the command's words does)
     #[arg(long, conflicts_with = "batch")]
     json: bool,
-    /// The command, e.g. `show interface` (try: sluice ctl help)
+    /// The command, e.g. `show interface` (try: sluice ctl help; `help --markdown` prints
+    /// every command's grammar, help and example without a daemon)
     #[arg(
         value_name = "COMMAND",
         trailing_var_arg = true,
