@@ -14,18 +14,32 @@ use std::sync::Arc;
 #[derive(clap::Args, Debug, Clone)]
 pub struct RunArgs {
     /// The configuration file
-    #[arg(short = 'c', long = "config", value_name = "FILE.toml")]
-    config: PathBuf,
+    #[arg(
+        short = 'c',
+        long = "config",
+        value_name = "FILE.toml",
+        required_unless_present = "print_config_reference"
+    )]
+    config: Option<PathBuf>,
     /// Check the configuration, print `FILE: ok` and exit
     #[arg(long)]
     check: bool,
+    /// Print the configuration reference (every section and key, as Markdown: docs/config.md)
+    /// and exit
+    #[arg(long, conflicts_with_all = ["config", "check"])]
+    print_config_reference: bool,
 }
 
 pub fn main(args: RunArgs) -> i32 {
     let RunArgs {
         config: file,
         check: check_only,
+        print_config_reference,
     } = args;
+    let Some(file) = file.filter(|_| !print_config_reference) else {
+        print!("{}", crate::config::reference::markdown());
+        return 0;
+    };
     let cfg = match Config::load(&file) {
         Ok(c) => c,
         Err(e) => {

@@ -22,11 +22,133 @@
 //! A packet no rule matches is denied, as in VPP's ACL plugin (end a list with `permit` to
 //! pass the rest). Each rule is checked by `Rule::parse`, errors on its line.
 
+use super::reference::{Key, Section};
 use super::{Checker, ConfigError};
 use crate::acl::session::Timeouts;
 use crate::acl::Rule;
 use serde::Deserialize;
 use toml::Spanned;
+
+/// [[acl]] in the reference (`docs/config.md`).
+pub(super) const ACL: Section = Section {
+    name: "acl",
+    array: true,
+    file: "acl.rs",
+    doc: "A named rule list (see docs/acl.md). The first rule that matches decides; a packet \
+          no rule matches is denied.",
+    accepted: super::reference::serde_fields::<AclKeys>,
+    aliases: &[],
+    keys: &[
+        Key {
+            name: "name",
+            ty: "string",
+            default: "required",
+            doc: "the list's name, unique",
+            example: "\"edge\"",
+        },
+        Key {
+            name: "rules",
+            ty: "list of strings",
+            default: "required",
+            doc: "permit|deny|permit+reflect [ipv4|ipv6] [src PREFIX|any] [dst PREFIX|any] [proto tcp|udp|icmp|icmpv6|N] [sport P[-Q]] [dport P[-Q]] [icmp-type T[-U]] [icmp-code C[-D]] [tcp-flags VALUE MASK]; permit+reflect opens a session that lets the replies in",
+            example: "[\"deny proto icmp\", \"permit\"]",
+        },
+    ],
+};
+
+/// [[acl-input]] in the reference (`docs/config.md`).
+pub(super) const ACL_INPUT: Section = Section {
+    name: "acl-input",
+    array: true,
+    file: "acl.rs",
+    doc: "Check what a routed interface receives against an ACL, before the route lookup.",
+    accepted: super::reference::serde_fields::<AclInputKeys>,
+    aliases: &[],
+    keys: &ACL_BINDING_KEYS,
+};
+
+/// [[acl-output]] in the reference (`docs/config.md`).
+pub(super) const ACL_OUTPUT: Section = Section {
+    name: "acl-output",
+    array: true,
+    file: "acl.rs",
+    doc: "Check what a routed interface sends against an ACL, after the rewrite.",
+    accepted: super::reference::serde_fields::<AclInputKeys>,
+    aliases: &[],
+    keys: &ACL_BINDING_KEYS,
+};
+
+const ACL_BINDING_KEYS: [Key; 2] = [
+    Key {
+        name: "interface",
+        ty: "string",
+        default: "required",
+        doc: "the interface checked",
+        example: "\"d0\"",
+    },
+    Key {
+        name: "acl",
+        ty: "string",
+        default: "required",
+        doc: "an [[acl]]'s name",
+        example: "\"edge\"",
+    },
+];
+
+/// [sessions] in the reference (`docs/config.md`).
+pub(super) const SESSIONS: Section = Section {
+    name: "sessions",
+    array: false,
+    file: "acl.rs",
+    doc: "The per-worker session tables that permit+reflect rules fill; timeouts in seconds \
+          (1 s to 30 days).",
+    accepted: super::reference::serde_fields::<SessionsKeys>,
+    aliases: &[],
+    keys: &[
+        Key {
+            name: "per-worker",
+            ty: "integer",
+            default: "65536",
+            doc: "sessions each worker's table holds (1024 to 16777216; about 64 bytes each)",
+            example: "65536",
+        },
+        Key {
+            name: "tcp-established",
+            ty: "integer",
+            default: "7200",
+            doc: "a TCP session with a SYN seen both ways and no FIN or RST",
+            example: "7200",
+        },
+        Key {
+            name: "tcp-transient",
+            ty: "integer",
+            default: "120",
+            doc: "a TCP session opening or closing (a FIN each way, or a RST)",
+            example: "120",
+        },
+        Key {
+            name: "udp",
+            ty: "integer",
+            default: "120",
+            doc: "a UDP session",
+            example: "120",
+        },
+        Key {
+            name: "icmp",
+            ty: "integer",
+            default: "30",
+            doc: "an ICMP or ICMPv6 session",
+            example: "30",
+        },
+        Key {
+            name: "other",
+            ty: "integer",
+            default: "60",
+            doc: "a session of any other protocol",
+            example: "60",
+        },
+    ],
+};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

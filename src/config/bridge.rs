@@ -24,11 +24,161 @@
 //! address = ["192.0.2.1/24", "2001:db8::1/64"]
 //! ```
 
+use super::reference::{Key, Section};
 use super::{Checker, ConfigError};
 use crate::l2::bridge::{DomainSettings, DEFAULT_MAC_LIMIT, MAX_DOMAINS};
 use crate::wire::MacAddress;
 use serde::Deserialize;
 use toml::Spanned;
+
+/// [[bridge-domain]] in the reference (`docs/config.md`).
+pub(super) const BRIDGE_DOMAIN: Section = Section {
+    name: "bridge-domain",
+    array: true,
+    file: "bridge.rs",
+    doc: "A learning bridge over its member interfaces (see docs/l2.md).",
+    accepted: super::reference::serde_fields::<BridgeDomainKeys>,
+    aliases: &[],
+    keys: &[
+        Key {
+            name: "id",
+            ty: "integer",
+            default: "required",
+            doc: "the domain's number, unique",
+            example: "10",
+        },
+        Key {
+            name: "learn",
+            ty: "boolean",
+            default: "true",
+            doc: "learn source MAC addresses",
+            example: "true",
+        },
+        Key {
+            name: "flood",
+            ty: "boolean",
+            default: "true",
+            doc: "flood broadcast and multicast frames",
+            example: "true",
+        },
+        Key {
+            name: "uu-flood",
+            ty: "boolean",
+            default: "true",
+            doc: "flood unicast frames to unknown addresses",
+            example: "true",
+        },
+        Key {
+            name: "mac-age",
+            ty: "integer (minutes) or string",
+            default: "0 (never)",
+            doc: "how long a learnt address lives unseen: minutes, or a number with s or m (\"30s\", \"5m\"); 0: forever",
+            example: "5",
+        },
+        Key {
+            name: "mac-limit",
+            ty: "integer",
+            default: "1048576",
+            doc: "learnt addresses at most; beyond it new sources are counted, not stored",
+            example: "1048576",
+        },
+        Key {
+            name: "members",
+            ty: "list of strings or {interface, shg} tables",
+            default: "[] (none)",
+            doc: "the ports: an interface name, or { interface = NAME, shg = N } to put it in split-horizon group N (no forwarding between ports of one group); each interface in one domain only",
+            example: "[\"d2\", { interface = \"d3\", shg = 1 }]",
+        },
+        Key {
+            name: "arp-term",
+            ty: "boolean",
+            default: "false",
+            doc: "answer ARP requests for the arp-entries instead of flooding them",
+            example: "true",
+        },
+        Key {
+            name: "arp-entries",
+            ty: "list of {ip, mac} tables",
+            default: "[] (none)",
+            doc: "IPv4 addresses and unicast MACs the domain answers ARP for (with arp-term)",
+            example: "[{ ip = \"192.0.2.9\", mac = \"02:00:00:00:00:09\" }]",
+        },
+    ],
+};
+
+/// [[l2fib]] in the reference (`docs/config.md`).
+pub(super) const L2FIB: Section = Section {
+    name: "l2fib",
+    array: true,
+    file: "bridge.rs",
+    doc: "A static MAC entry of a bridge domain: never ages, never moves.",
+    accepted: super::reference::serde_fields::<StaticMacKeys>,
+    aliases: &[],
+    keys: &[
+        Key {
+            name: "mac",
+            ty: "string",
+            default: "required",
+            doc: "a unicast MAC address",
+            example: "\"02:00:00:00:00:01\"",
+        },
+        Key {
+            name: "bridge-domain",
+            ty: "integer",
+            default: "required",
+            doc: "a defined [[bridge-domain]]'s id",
+            example: "10",
+        },
+        Key {
+            name: "interface",
+            ty: "string",
+            default: "required",
+            doc: "the member the address is behind",
+            example: "\"d2\"",
+        },
+    ],
+};
+
+/// [[bvi]] in the reference (`docs/config.md`).
+pub(super) const BVI: Section = Section {
+    name: "bvi",
+    array: true,
+    file: "bridge.rs",
+    doc: "A bridge domain's routed interface (bridge-virtual interface) `bviN`, one per \
+          domain: it switches in the domain and routes with its addresses.",
+    accepted: super::reference::serde_fields::<BviKeys>,
+    aliases: &[],
+    keys: &[
+        Key {
+            name: "instance",
+            ty: "integer",
+            default: "required",
+            doc: "N of the name bviN, unique",
+            example: "10",
+        },
+        Key {
+            name: "bridge-domain",
+            ty: "integer",
+            default: "required",
+            doc: "the domain it joins",
+            example: "10",
+        },
+        Key {
+            name: "mac",
+            ty: "string",
+            default: "02:fe:00:00:HI:LO (from its interface index)",
+            doc: "its unicast MAC address",
+            example: "\"02:fe:00:00:00:0a\"",
+        },
+        Key {
+            name: "address",
+            ty: "list of strings",
+            default: "[] (none)",
+            doc: "IPv4/IPv6 ADDRESS/LENGTH it routes with",
+            example: "[\"192.0.2.1/24\", \"2001:db8::1/64\"]",
+        },
+    ],
+};
 
 /// A checked [[bridge-domain]].
 #[derive(Debug)]

@@ -1,9 +1,71 @@
 //! The [dataplane] section: the workers, their CPUs, the buffer pool.
 
+use super::reference::{Key, Section};
 use super::{Checker, ConfigError, MAX_WORKERS};
 use crate::buffer::HugePages;
 use serde::Deserialize;
 use toml::Spanned;
+
+/// [dataplane] in the reference (`docs/config.md`).
+pub(super) const SECTION: Section = Section {
+    name: "dataplane",
+    array: false,
+    file: "dataplane.rs",
+    doc: "The worker threads, their CPUs and the buffer pool.",
+    accepted: super::reference::serde_fields::<DataplaneKeys>,
+    aliases: &[],
+    keys: &[
+        Key {
+            name: "workers",
+            ty: "integer",
+            default: "1",
+            doc: "worker threads, 1 to 64; each polls the receive queues placed on it and runs the graph to completion",
+            example: "1",
+        },
+        Key {
+            name: "worker-cores",
+            ty: "list of integers",
+            default: "none (the scheduler places them)",
+            doc: "the CPU of each worker, one per worker; each must exist",
+            example: "[1]",
+        },
+        Key {
+            name: "main-core",
+            ty: "integer",
+            default: "none",
+            doc: "the CPU of the main (control) thread",
+            example: "0",
+        },
+        Key {
+            name: "buffers",
+            ty: "integer",
+            default: "32768",
+            doc: "packet buffers in the pool (2304 bytes each: 256 of headroom, 2048 of data), at least 1024",
+            example: "16384",
+        },
+        Key {
+            name: "hugepages",
+            ty: "string",
+            default: "\"auto\"",
+            doc: "auto: the pool in 2 MiB huge pages when reserved, else normal pages | require: fail without them | never",
+            example: "\"auto\"",
+        },
+        Key {
+            name: "min-frame",
+            ty: "integer",
+            default: "60",
+            doc: "switched (cross-connected, bridged) frames shorter than this are padded to it, as virtual links may carry them short",
+            example: "60",
+        },
+        Key {
+            name: "worker-nice",
+            ty: "integer",
+            default: "-5",
+            doc: "the workers' nice value, -20 to 19: their weight against the kernel threads that fill their rings on the same CPU",
+            example: "-5",
+        },
+    ],
+};
 
 /// The [dataplane] section, checked.
 #[derive(Debug)]

@@ -2,10 +2,146 @@
 //! `Driver`, which checks the keys of `driver = ...` (see driver/).
 
 use super::driver::Driver;
+use super::reference::{Key, Section};
 use super::{Checker, ConfigError, MAX_MTU, MIN_MTU};
 use serde::Deserialize;
 use std::path::PathBuf;
 use toml::Spanned;
+
+/// [[interface]] in the reference (`docs/config.md`). The driver's own keys are checked in
+/// `driver/`, which refuses them on an interface of another driver.
+pub(super) const SECTION: Section = Section {
+    name: "interface",
+    array: true,
+    file: "interface.rs` and `src/config/driver/",
+    doc: "A port: a Linux interface (af_packet, af_xdp, auto), a memif peer or pcap files. \
+          Keys marked with a driver belong to that driver only; on another driver they are an \
+          error. An interface with addresses routes; one that is cross-connected or a \
+          bridge-domain member switches and may have none.",
+    accepted: super::reference::serde_fields::<InterfaceKeys>,
+    aliases: &[],
+    keys: &[
+        Key {
+            name: "name",
+            ty: "string",
+            default: "required",
+            doc: "the interface's name in sluice (1-32 characters, no spaces, unique)",
+            example: "\"d0\"",
+        },
+        Key {
+            name: "driver",
+            ty: "string",
+            default: "required",
+            doc: "auto (AF_XDP where the kernel and device allow it, else AF_PACKET) | af_packet | af_xdp | memif | pcap",
+            example: "\"af_packet\"",
+        },
+        Key {
+            name: "host",
+            ty: "string",
+            default: "the interface's name",
+            doc: "af_packet, af_xdp, auto: the Linux interface to attach to",
+            example: "\"eth1\"",
+        },
+        Key {
+            name: "xdp-mode",
+            ty: "string",
+            default: "\"auto\"",
+            doc: "af_xdp, auto: where the XDP program runs: auto (native if the driver has it, else generic) | native | generic",
+            example: "\"auto\"",
+        },
+        Key {
+            name: "socket-mode",
+            ty: "string",
+            default: "\"auto\"",
+            doc: "af_xdp, auto: auto (zero-copy if the driver allows it, else copy) | zero-copy | copy",
+            example: "\"auto\"",
+        },
+        Key {
+            name: "busy-poll",
+            ty: "integer",
+            default: "0 (off)",
+            doc: "af_xdp, auto: microseconds of preferred busy polling per receive call, 0 to 1000",
+            example: "0",
+        },
+        Key {
+            name: "ring-size",
+            ty: "integer",
+            default: "2048 (af_xdp), 1024 (memif)",
+            doc: "af_xdp, auto, memif: entries of each ring, a power of two (af_xdp 64-32768, memif 16-16384)",
+            example: "2048",
+        },
+        Key {
+            name: "socket",
+            ty: "string (path)",
+            default: "required for memif",
+            doc: "memif: the memif control socket",
+            example: "\"/run/sluice/memif0.sock\"",
+        },
+        Key {
+            name: "role",
+            ty: "string",
+            default: "\"client\"",
+            doc: "memif: client (owns the shared memory: sluice's own buffers, no copy) | server (listens; copies in and out of the client's buffers)",
+            example: "\"client\"",
+        },
+        Key {
+            name: "id",
+            ty: "integer",
+            default: "0",
+            doc: "memif: the interface id, as the peer names it",
+            example: "0",
+        },
+        Key {
+            name: "secret",
+            ty: "string",
+            default: "none",
+            doc: "memif: the shared secret, at most 23 bytes",
+            example: "\"s3cret\"",
+        },
+        Key {
+            name: "mtu",
+            ty: "integer",
+            default: "the device's (host drivers); none (memif, pcap)",
+            doc: "68 to 9000; af_xdp at most 2030 (a frame fits one buffer); a host device's MTU is set and restored on exit",
+            example: "1500",
+        },
+        Key {
+            name: "state",
+            ty: "string",
+            default: "\"up\"",
+            doc: "up | down: the admin state at start (`set interface state` changes it)",
+            example: "\"up\"",
+        },
+        Key {
+            name: "rx-file",
+            ty: "string (path)",
+            default: "none",
+            doc: "pcap: the capture file to replay into the graph (pcap needs rx-file, tx-file or both)",
+            example: "\"in.pcap\"",
+        },
+        Key {
+            name: "tx-file",
+            ty: "string (path)",
+            default: "none",
+            doc: "pcap: the capture file to write what the interface transmits",
+            example: "\"out.pcap\"",
+        },
+        Key {
+            name: "loop",
+            ty: "boolean",
+            default: "false",
+            doc: "pcap: replay rx-file forever instead of once",
+            example: "false",
+        },
+        Key {
+            name: "address",
+            ty: "list of strings",
+            default: "[] (none)",
+            doc: "IPv4 and IPv6 ADDRESS/LENGTH: the interface routes (connected and local routes, ARP and ND answered)",
+            example: "[\"192.0.2.1/24\", \"2001:db8::1/64\"]",
+        },
+    ],
+};
 
 /// An [[interface]], checked.
 #[derive(Debug)]

@@ -80,6 +80,9 @@
 //! keys and refusing them on other drivers), `xconnect.rs` ([[xconnect]]), `bridge.rs`
 //! ([[bridge-domain]], [[l2fib]]), `table.rs` ([[ip-table]]), `route.rs` ([[route]], [fib]) and `acl.rs` ([[acl]],
 //! [[acl-input]], [[acl-output]], [sessions]). This file holds `Config`, the errors and the order of the checks.
+//! Each section also declares its keys' documentation (`reference::Section`) beside its serde
+//! struct; `reference.rs` gathers them into `docs/config.md` (`sluice run
+//! --print-config-reference`) and its tests hold them to the keys serde accepts.
 
 /// One `#[test]` per case: config text and the exact error it gives.
 #[cfg(test)]
@@ -99,6 +102,7 @@ mod dataplane;
 pub use dataplane::DEFAULT_WORKER_NICE;
 mod driver;
 mod interface;
+pub mod reference;
 mod route;
 mod subif;
 mod table;
@@ -197,6 +201,23 @@ impl Default for Control {
 fn default_socket() -> PathBuf {
     DEFAULT_SOCKET.into()
 }
+
+/// [control] in the reference (`docs/config.md`).
+const CONTROL: reference::Section = reference::Section {
+    name: "control",
+    array: false,
+    file: "mod.rs",
+    doc: "The control socket that `sluice ctl` talks to.",
+    accepted: reference::serde_fields::<Control>,
+    aliases: &[],
+    keys: &[reference::Key {
+        name: "socket",
+        ty: "string (path)",
+        default: "\"/run/sluice/cli.sock\"",
+        doc: "the Unix socket (mode 0600) the daemon answers commands on; its directory is made if missing, and a live socket of another daemon is never replaced",
+        example: "\"/run/sluice/cli.sock\"",
+    }],
+};
 
 /// A config error: where, which key, what is wrong.
 #[derive(Debug)]

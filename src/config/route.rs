@@ -1,11 +1,84 @@
 //! Routes of the config: each [[route]], and the [fib] section's route file.
 
+use super::reference::{Key, Section};
 use super::{Checker, ConfigError};
 use crate::fib::parse::IpPrefix;
 use crate::router::NextHopSpec;
 use serde::Deserialize;
 use std::path::PathBuf;
 use toml::Spanned;
+
+/// [[route]] in the reference (`docs/config.md`).
+pub(super) const ROUTE: Section = Section {
+    name: "route",
+    array: true,
+    file: "route.rs",
+    doc: "A static route, IPv4 or IPv6 (see docs/routing.md). It needs either `via` or \
+          `drop = true`.",
+    accepted: super::reference::serde_fields::<RouteKeys>,
+    aliases: &[],
+    keys: &[
+        Key {
+            name: "prefix",
+            ty: "string",
+            default: "required",
+            doc: "PREFIX/LENGTH",
+            example: "\"198.19.0.0/16\"",
+        },
+        Key {
+            name: "table",
+            ty: "integer",
+            default: "0",
+            doc: "the table the route is in: 0 or an [[ip-table]]",
+            example: "0",
+        },
+        Key {
+            name: "next-hop-table",
+            ty: "integer",
+            default: "the route's table",
+            doc: "the table whose connected networks hold the next hops (inter-VRF); not on a drop route",
+            example: "0",
+        },
+        Key {
+            name: "via",
+            ty: "list of strings",
+            default: "[] (none)",
+            doc: "next-hop addresses of the prefix's family; several: ECMP, a flow hash picks one per flow",
+            example: "[\"198.51.100.2\"]",
+        },
+        Key {
+            name: "interface",
+            ty: "string",
+            default: "found by the next hop's address",
+            doc: "the interface the next hops are on",
+            example: "\"d1\"",
+        },
+        Key {
+            name: "drop",
+            ty: "boolean",
+            default: "false",
+            doc: "a blackhole: matching packets are dropped and counted",
+            example: "false",
+        },
+    ],
+};
+
+/// [fib] in the reference (`docs/config.md`).
+pub(super) const FIB: Section = Section {
+    name: "fib",
+    array: false,
+    file: "route.rs",
+    doc: "Routes loaded at start from a file, in one build (see docs/fib.md).",
+    accepted: super::reference::serde_fields::<FibConfig>,
+    aliases: &[("route_file", "route-file")],
+    keys: &[Key {
+        name: "route-file",
+        ty: "string (path)",
+        default: "none",
+        doc: "a route file: PREFIX NEXTHOP lines, `ip route show` output or `birdc show route` output (`sluice fib synth` writes one)",
+        example: "\"table.txt\"",
+    }],
+};
 
 /// A static route, checked.
 #[derive(Debug)]

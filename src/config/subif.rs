@@ -14,10 +14,103 @@
 //! ```
 //! It is named `d0.100` wherever an interface is named ([[xconnect]], [[bridge-domain]]).
 
+use super::reference::{Key, Section};
 use super::{Checker, ConfigError};
 use crate::subif::TagMatch;
 use serde::Deserialize;
 use toml::Spanned;
+
+/// [[subinterface]] in the reference (`docs/config.md`).
+pub(super) const SECTION: Section = Section {
+    name: "subinterface",
+    array: true,
+    file: "subif.rs",
+    doc: "A VLAN sub-interface `PARENT.ID` of an [[interface]]; it is named so wherever an \
+          interface is named. It matches one of: dot1q; outer-dot1q or outer-dot1ad with \
+          inner-dot1q (QinQ); default; untagged. Its tags are popped on input and pushed on \
+          output.",
+    accepted: super::reference::serde_fields::<SubIfKeys>,
+    aliases: &[],
+    keys: &[
+        Key {
+            name: "parent",
+            ty: "string",
+            default: "required",
+            doc: "the [[interface]] it belongs to",
+            example: "\"d0\"",
+        },
+        Key {
+            name: "id",
+            ty: "integer",
+            default: "required",
+            doc: "the sub-interface number: the name is PARENT.ID",
+            example: "100",
+        },
+        Key {
+            name: "dot1q",
+            ty: "integer",
+            default: "none",
+            doc: "one 802.1Q tag with this VLAN id (1-4094)",
+            example: "100",
+        },
+        Key {
+            name: "outer-dot1q",
+            ty: "integer",
+            default: "none",
+            doc: "QinQ with an 802.1Q outer tag (with inner-dot1q)",
+            example: "10",
+        },
+        Key {
+            name: "outer-dot1ad",
+            ty: "integer",
+            default: "none",
+            doc: "QinQ with an 802.1ad outer tag (with inner-dot1q)",
+            example: "10",
+        },
+        Key {
+            name: "inner-dot1q",
+            ty: "integer",
+            default: "none",
+            doc: "the inner VLAN id of a QinQ sub-interface",
+            example: "20",
+        },
+        Key {
+            name: "exact-match",
+            ty: "boolean",
+            default: "false",
+            doc: "with dot1q: only frames with exactly that one tag (else double-tagged ones too)",
+            example: "true",
+        },
+        Key {
+            name: "default",
+            ty: "boolean",
+            default: "false",
+            doc: "the tagged frames no other sub-interface of the parent takes",
+            example: "false",
+        },
+        Key {
+            name: "untagged",
+            ty: "boolean",
+            default: "false",
+            doc: "the untagged frames, when the parent has sub-interfaces",
+            example: "false",
+        },
+        Key {
+            name: "state",
+            ty: "string",
+            default: "\"up\"",
+            doc: "up | down",
+            example: "\"up\"",
+        },
+        Key {
+            name: "address",
+            ty: "list of strings",
+            default: "[] (none)",
+            doc: "IPv4/IPv6 ADDRESS/LENGTH: an L3 sub-interface routes",
+            example: "[\"192.0.2.1/24\"]",
+        },
+    ],
+};
 
 /// A checked [[subinterface]].
 #[derive(Debug)]

@@ -10,9 +10,37 @@
 //! `table = 10` goes into table 10; `next-hop-table = 0` finds its next hop among table 0's
 //! connected networks (an inter-VRF route).
 
+use super::reference::{Key, Section};
 use super::{Checker, ConfigError};
 use serde::Deserialize;
 use toml::Spanned;
+
+/// [[ip-table]] in the reference (`docs/config.md`).
+pub(super) const SECTION: Section = Section {
+    name: "ip-table",
+    array: true,
+    file: "table.rs",
+    doc: "A routing table (VRF) besides table 0, for both families (see docs/vrf.md). An \
+          interface no table names routes in table 0.",
+    accepted: super::reference::serde_fields::<TableKeys>,
+    aliases: &[],
+    keys: &[
+        Key {
+            name: "id",
+            ty: "integer",
+            default: "required",
+            doc: "the table's number, not 0, unique",
+            example: "10",
+        },
+        Key {
+            name: "interfaces",
+            ty: "list of strings",
+            default: "[] (none)",
+            doc: "interfaces whose IPv4 and IPv6 route in this table (each in one table only)",
+            example: "[\"d2\"]",
+        },
+    ],
+};
 
 /// A checked [[ip-table]].
 #[derive(Debug, Clone)]

@@ -1,8 +1,36 @@
 //! An [[xconnect]]: every frame received on `rx` is sent on `tx`.
 
+use super::reference::{Key, Section};
 use super::{Checker, ConfigError};
 use serde::Deserialize;
 use toml::Spanned;
+
+/// [[xconnect]] in the reference (`docs/config.md`).
+pub(super) const SECTION: Section = Section {
+    name: "xconnect",
+    array: true,
+    file: "xconnect.rs",
+    doc: "A one-way L2 cross-connect: everything `rx` receives goes out of `tx` unchanged. \
+          Two of them, crossed, join two ports both ways.",
+    accepted: super::reference::serde_fields::<Xconnect>,
+    aliases: &[],
+    keys: &[
+        Key {
+            name: "rx",
+            ty: "string",
+            default: "required",
+            doc: "the receiving interface (or sub-interface); cross-connected at most once",
+            example: "\"d0\"",
+        },
+        Key {
+            name: "tx",
+            ty: "string",
+            default: "required",
+            doc: "the interface it sends out of",
+            example: "\"d1\"",
+        },
+    ],
+};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -18,6 +18,7 @@ pub const COMMANDS: &[Command] = &[
                [sport P[-Q]] [dport P[-Q]] [icmp-type T[-U]] [icmp-code C[-D]] [tcp-flags \
                VALUE MASK]; the first match decides, no match denies (hit counters of a \
                changed list start again)",
+        example: "acl add edge deny src 198.18.0.7/32, permit proto tcp dport 22",
         args: &[Arg::Value("NAME"), Arg::Rest],
         run: acl_add,
     },
@@ -25,6 +26,7 @@ pub const COMMANDS: &[Command] = &[
         words: &["acl", "del|delete"],
         syntax: "<NAME>",
         help: "delete ACL NAME (refused while an interface uses it)",
+        example: "acl del edge",
         args: &[Arg::Value("NAME")],
         run: acl_del,
     },
@@ -33,6 +35,7 @@ pub const COMMANDS: &[Command] = &[
         syntax: "<IF> input|output acl <NAME> [del]",
         help: "check what IF receives (input, before routing) or sends (output, after the \
                rewrite) against ACL NAME, both families (del: stop checking)",
+        example: "set acl-plugin interface d0 input acl edge",
         args: &[
             Arg::Flag("del"),
             Arg::Value("IF"),
@@ -46,6 +49,7 @@ pub const COMMANDS: &[Command] = &[
         syntax: "[summary]",
         help: "the sessions permit+reflect rules opened: per worker, how many, the table's \
                size and what it did; without summary also the first 100 sessions",
+        example: "show sessions summary",
         args: &[Arg::Rest],
         run: show_sessions,
     },
@@ -53,6 +57,7 @@ pub const COMMANDS: &[Command] = &[
         words: &["show", "acl"],
         syntax: "[<NAME>]",
         help: "ACLs: each rule with its hits, packets no rule matched, the interfaces checked",
+        example: "show acl edge",
         args: &[Arg::Optional("NAME")],
         run: show_acl,
     },

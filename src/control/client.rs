@@ -1,6 +1,8 @@
 //! `sluice ctl`: sends one command line to the daemon's control socket and prints the answer,
 //! or with `--batch` every line of its standard input over one connection (route loads,
 //! update storms: thousands of commands a second). `CtlArgs` declares its options for clap.
+//! `sluice ctl help --markdown` is answered here, from the client's own copy of the command
+//! table, so the reference (`docs/cli.md`) needs no daemon.
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -22,7 +24,8 @@ pub struct CtlArgs {
     /// Ask for the reply as JSON (as --json among the command's words does)
     #[arg(long, conflicts_with = "batch")]
     json: bool,
-    /// The command, e.g. `show interface` (try: sluice ctl help)
+    /// The command, e.g. `show interface` (try: sluice ctl help; `help --markdown` prints
+    /// every command's grammar, help and example without a daemon)
     #[arg(
         value_name = "COMMAND",
         trailing_var_arg = true,
@@ -116,7 +119,18 @@ pub fn batch(socket: &Path, input: impl BufRead) -> Result<(usize, usize), Strin
     Ok((lines.len(), failed))
 }
 
+/// Whether `words` ask for the command reference, which the client prints from its own
+/// copy of the command table: no daemon is needed to write `docs/cli.md`.
+fn wants_markdown(words: &[String]) -> bool {
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    matches!(words.as_slice(), ["help" | "?", "--markdown"])
+}
+
 pub fn main(args: CtlArgs) -> i32 {
+    if wants_markdown(&args.words) {
+        print!("{}", super::cli::markdown());
+        return 0;
+    }
     let socket = args.socket.unwrap_or_else(|| {
         std::env::var("SLUICE_SOCKET").unwrap_or_else(|_| crate::config::DEFAULT_SOCKET.to_string())
     });
@@ -153,6 +167,26 @@ pub fn main(args: CtlArgs) -> i32 {
         Err(e) => {
             eprintln!("sluice ctl: {e}");
             1
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn help_markdown_is_answered_by_the_client() {
+        let w = |s: &str| -> Vec<String> { s.split(' ').map(String::from).collect() };
+        assert!(wants_markdown(&w("help --markdown")));
+        assert!(wants_markdown(&w("? --markdown")));
+        for other in [
+            "help",
+            "show interface",
+            "help --markdown extra",
+            "--markdown",
+        ] {
+            assert!(!wants_markdown(&w(other)), "{other}");
         }
     }
 }

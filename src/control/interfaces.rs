@@ -12,6 +12,7 @@ pub const COMMANDS: &[Command] = &[
         words: &["show", "interface"],
         syntax: "[<IF>]",
         help: "interface state and counters",
+        example: "show interface d0",
         args: &[Arg::Optional("IF")],
         run: |c, a| show_interface(c, a.get("IF")),
     },
@@ -19,6 +20,7 @@ pub const COMMANDS: &[Command] = &[
         words: &["show", "hardware|hardware-interfaces"],
         syntax: "[<IF>]",
         help: "driver facts: host device, modes, queues, rings",
+        example: "show hardware d0",
         args: &[Arg::Optional("IF")],
         run: |c, a| show_hardware(c, a.get("IF")),
     },
@@ -26,6 +28,7 @@ pub const COMMANDS: &[Command] = &[
         words: &["set", "interface", "state"],
         syntax: "<IF> up|down",
         help: "admin state",
+        example: "set interface state d0 up",
         args: &[Arg::Value("IF"), Arg::Choice("state", &["up", "down"])],
         run: set_state,
     },
@@ -33,6 +36,7 @@ pub const COMMANDS: &[Command] = &[
         words: &["clear", "interfaces"],
         syntax: "",
         help: "restart the interface counters",
+        example: "clear interfaces",
         args: &[],
         run: |c, _| {
             for i in &c.dp.interfaces.list {
@@ -46,6 +50,7 @@ pub const COMMANDS: &[Command] = &[
         syntax: "<IF> <ID> [dot1q <VID> [exact-match] | dot1q|dot1ad <VID> inner-dot1q <VID> \
                  | default | untagged]",
         help: "a VLAN sub-interface IF.ID (no tags named: dot1q ID exact-match), up",
+        example: "create sub-interface d0 100 dot1q 100",
         args: &[Arg::Value("IF"), Arg::Value("ID"), Arg::Rest],
         run: create_subif,
     },
@@ -53,6 +58,7 @@ pub const COMMANDS: &[Command] = &[
         words: &["delete", "sub-interface"],
         syntax: "<IF.ID>",
         help: "delete a sub-interface (out of its bridge or cross-connect, without addresses)",
+        example: "delete sub-interface d0.100",
         args: &[Arg::Value("IF")],
         run: |c, a| {
             c.dp.delete_subif(a.value("IF"))?;

@@ -14,6 +14,7 @@ pub const COMMANDS: &[Command] = &[
         words: &["show", "runtime"],
         syntax: "",
         help: "per node calls, vectors, clocks per packet, per worker",
+        example: "show runtime",
         args: &[],
         run: |c, _| Ok(show_runtime(c)),
     },
@@ -21,6 +22,7 @@ pub const COMMANDS: &[Command] = &[
         words: &["show", "errors"],
         syntax: "",
         help: "drop and error counters by node and reason",
+        example: "show errors",
         args: &[],
         run: |c, _| Ok(show_errors(c)),
     },
@@ -28,6 +30,7 @@ pub const COMMANDS: &[Command] = &[
         words: &["show", "buffers"],
         syntax: "",
         help: "buffer pool: total, free, in use by owner",
+        example: "show buffers",
         args: &[],
         run: |c, _| Ok(show_buffers(c)),
     },
@@ -35,6 +38,7 @@ pub const COMMANDS: &[Command] = &[
         words: &["show", "threads"],
         syntax: "",
         help: "main and worker threads with their CPUs",
+        example: "show threads",
         args: &[],
         run: |c, _| Ok(show_threads(c)),
     },
@@ -42,6 +46,7 @@ pub const COMMANDS: &[Command] = &[
         words: &["clear", "runtime"],
         syntax: "",
         help: "restart the runtime statistics",
+        example: "clear runtime",
         args: &[],
         run: |c, _| {
             c.runtime = Baseline {
@@ -56,6 +61,7 @@ pub const COMMANDS: &[Command] = &[
         words: &["clear", "errors"],
         syntax: "",
         help: "restart the error counters",
+        example: "clear errors",
         args: &[],
         run: |c, _| {
             c.errors = error_values(&c.dp);

@@ -11,6 +11,7 @@ pub const COMMANDS: &[Command] = &[
         words: &["show", "trace"],
         syntax: "",
         help: "packets traced by 'trace add'",
+        example: "show trace",
         args: &[],
         run: |c, _| Ok(show_trace(c)),
     },
@@ -18,6 +19,7 @@ pub const COMMANDS: &[Command] = &[
         words: &["clear", "trace"],
         syntax: "",
         help: "drop trace records and budgets",
+        example: "clear trace",
         args: &[],
         run: |c, _| {
             for w in &c.dp.workers {
@@ -30,6 +32,7 @@ pub const COMMANDS: &[Command] = &[
         words: &["trace", "add"],
         syntax: "<NODE> <N>",
         help: "trace the next N packets of input node NODE",
+        example: "trace add af-packet-input 10",
         args: &[Arg::Value("NODE"), Arg::Count("N", "trace count", 100_000)],
         run: trace_add,
     },
