@@ -256,7 +256,7 @@ mod l3_offset_tests {
                     }
                     _ => {
                         let ip = super::l3_header(&bufs, bi, crate::wire::EtherType::IPV6);
-                        let _ = ip6::input::check(ip, super::l3_len(&bufs, bi));
+                        let _ = <super::ip::V6 as super::ip::input::InputChecks>::check(ip, super::l3_len(&bufs, bi));
                     }
                 }
                 bufs.free(bi);

@@ -18,12 +18,13 @@ pub enum Next {
 
 /// A family's input checks and their counters.
 pub trait InputChecks: Family {
-    /// One line per counter, in the order `check` numbers them.
+    type Counter: Copy + Into<usize>;
+    /// One line per counter, in the order of `Counter`.
     const ERRORS: &'static [&'static str];
-    /// The verdict for one packet and the counter it bumps (an index into `ERRORS`), if any.
-    /// `ip` is the packet from its L3 header on (`None` when it is not of this family),
-    /// `ip_len` the bytes from there to the end of the whole packet.
-    fn check(ip: Option<&[u8]>, ip_len: usize) -> (Next, Option<usize>);
+    /// The verdict for one packet and the counter it bumps, if any. `ip` is the packet from
+    /// its L3 header on (`None` when it is not of this family), `ip_len` the bytes from
+    /// there to the end of the whole packet.
+    fn check(ip: Option<&[u8]>, ip_len: usize) -> (Next, Option<Self::Counter>);
 }
 
 /// The input node of family `F`.
@@ -68,6 +69,7 @@ impl<F: InputChecks> Node for IpInput<F> {
         for &bi in frame {
             let ip = crate::nodes::l3_header(cx.bufs, bi, F::ETHERTYPE);
             let (next, counted) = F::check(ip, crate::nodes::l3_len(cx.bufs, bi));
+            let counted: Option<usize> = counted.map(Into::into);
             if let Some(e) = counted {
                 cx.count_error(e, 1);
             }

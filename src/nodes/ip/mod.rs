@@ -15,6 +15,19 @@ pub mod lookup;
 
 use crate::wire::EtherType;
 
+/// A node's counter enum (`#[repr(usize)]`, in the order of its `ERRORS`) as the index
+/// `NodeCx::count_error` takes: what the shared nodes need of each family's counters.
+macro_rules! counter_index {
+    ($t:ty) => {
+        impl From<$t> for usize {
+            fn from(e: $t) -> usize {
+                e as usize
+            }
+        }
+    };
+}
+pub(crate) use counter_index;
+
 /// One address family as the shared nodes see it.
 pub trait Family: Send + Sync + 'static {
     /// "ip4" or "ip6": how traces and node names start.

@@ -9,7 +9,7 @@ use super::IcmpErrorRequest;
 use crate::buffer::WorkerBuffers;
 use crate::nodes::ip::icmp_error::{ErrorBuilder, IcmpError};
 pub use crate::nodes::ip::icmp_error::{Next, BURST, RATE_PER_SEC};
-use crate::nodes::ip::V4;
+use crate::nodes::ip::{counter_index, V4};
 use crate::router::adjacency::L3View;
 use crate::wire::icmp4::{self, build_error, error_forbidden, MAX_ERROR_LEN};
 use crate::wire::ipv4::Ipv4View;
@@ -55,11 +55,7 @@ fn sent(req: IcmpErrorRequest) -> Error {
 /// The ICMP error node of IPv4 (`nodes::ip::icmp_error`, with the rules above).
 pub type Icmp4Error = IcmpError<V4>;
 
-impl From<Error> for usize {
-    fn from(e: Error) -> usize {
-        e as usize
-    }
-}
+counter_index!(Error);
 
 impl ErrorBuilder for V4 {
     type Counter = Error;

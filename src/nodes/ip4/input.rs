@@ -8,7 +8,7 @@
 
 pub use crate::nodes::ip::input::Next;
 use crate::nodes::ip::input::{InputChecks, IpInput};
-use crate::nodes::ip::V4;
+use crate::nodes::ip::{counter_index, V4};
 use crate::wire::ipv4::{Ipv4Error, Ipv4Header};
 
 pub const IP4_INPUT: &str = "ip4-input";
@@ -65,29 +65,28 @@ fn error_of(e: Ipv4Error) -> Error {
 /// The input node of IPv4 (`nodes::ip::input`, with the checks below).
 pub type Ip4Input = IpInput<V4>;
 
-impl InputChecks for V4 {
-    const ERRORS: &'static [&'static str] = &ERRORS;
-    fn check(ip: Option<&[u8]>, ip_len: usize) -> (Next, Option<usize>) {
-        let (next, e) = check(ip, ip_len);
-        (next, e.map(|e| e as usize))
-    }
-}
+counter_index!(Error);
 
-/// The verdict for one packet: where it goes, and which counter (if any) it bumps.
-/// `ip` is the packet from its L3 header on (`None` when it is not IPv4), `ip_len` the
-/// bytes from there to the end of the whole packet.
-pub fn check(ip: Option<&[u8]>, ip_len: usize) -> (Next, Option<Error>) {
-    let Some(bytes) = ip else {
-        return (Next::Drop, Some(Error::NotIpv4));
-    };
-    match Ipv4Header::parse_in(bytes, ip_len) {
-        Err(e) => (Next::Drop, Some(error_of(e))),
-        Ok(h) if martian_source(h.source()) => (Next::Drop, Some(Error::MartianSource)),
-        Ok(h) if martian_destination(h.destination()) => {
-            (Next::Drop, Some(Error::MartianDestination))
+impl InputChecks for V4 {
+    type Counter = Error;
+    const ERRORS: &'static [&'static str] = &ERRORS;
+
+    /// The verdict for one packet: where it goes, and which counter (if any) it bumps.
+    /// `ip` is the packet from its L3 header on (`None` when it is not IPv4), `ip_len` the
+    /// bytes from there to the end of the whole packet.
+    fn check(ip: Option<&[u8]>, ip_len: usize) -> (Next, Option<Error>) {
+        let Some(bytes) = ip else {
+            return (Next::Drop, Some(Error::NotIpv4));
+        };
+        match Ipv4Header::parse_in(bytes, ip_len) {
+            Err(e) => (Next::Drop, Some(error_of(e))),
+            Ok(h) if martian_source(h.source()) => (Next::Drop, Some(Error::MartianSource)),
+            Ok(h) if martian_destination(h.destination()) => {
+                (Next::Drop, Some(Error::MartianDestination))
+            }
+            Ok(h) if h.has_options() => (Next::Lookup, Some(Error::Options)),
+            Ok(_) => (Next::Lookup, None),
         }
-        Ok(h) if h.has_options() => (Next::Lookup, Some(Error::Options)),
-        Ok(_) => (Next::Lookup, None),
     }
 }
 

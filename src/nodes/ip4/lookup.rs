@@ -15,7 +15,7 @@ use crate::buffer::FLAG_LOCAL_ORIGIN;
 use crate::fib::NO_ROUTE;
 pub use crate::nodes::ip::lookup::Next;
 use crate::nodes::ip::lookup::{Decision, IpLookup, LookupRules};
-use crate::nodes::ip::V4;
+use crate::nodes::ip::{counter_index, V4};
 use crate::router::adjacency::{AdjKind, L3View, SourceKind};
 use crate::wire::ipv4::Ipv4View;
 use crate::wire::EtherType;
@@ -61,11 +61,7 @@ const NET_UNREACHABLE: IcmpErrorRequest = IcmpErrorRequest {
 /// The lookup node of IPv4 (`nodes::ip::lookup`, with the decision below).
 pub type Ip4Lookup = IpLookup<V4>;
 
-impl From<Error> for usize {
-    fn from(e: Error) -> usize {
-        e as usize
-    }
-}
+counter_index!(Error);
 
 /// What ip4-lookup reads of a packet ip4-input has checked: (source, destination), 0.0.0.0
 /// where it cannot be read (as a destination that matches only a default route).

@@ -8,7 +8,7 @@ use super::IcmpErrorRequest;
 use crate::buffer::WorkerBuffers;
 use crate::nodes::ip::icmp_error::{ErrorBuilder, IcmpError};
 pub use crate::nodes::ip::icmp_error::{Next, BURST, RATE_PER_SEC};
-use crate::nodes::ip::V6;
+use crate::nodes::ip::{counter_index, V6};
 use crate::router::adjacency::{L3Interface, L3View};
 use crate::wire::icmp6::{self, build_error, error_forbidden, Forbidden};
 use crate::wire::ipv6::{self, Ipv6Header, MIN_MTU};
@@ -85,11 +85,7 @@ pub fn v6_towards(itf: &L3Interface, to: u128) -> Option<u128> {
 /// The ICMP error node of IPv6 (`nodes::ip::icmp_error`, with the rules above).
 pub type Icmp6Error = IcmpError<V6>;
 
-impl From<Error> for usize {
-    fn from(e: Error) -> usize {
-        e as usize
-    }
-}
+counter_index!(Error);
 
 impl ErrorBuilder for V6 {
     type Counter = Error;

@@ -7,7 +7,7 @@
 
 pub use crate::nodes::ip::input::Next;
 use crate::nodes::ip::input::{InputChecks, IpInput};
-use crate::nodes::ip::V6;
+use crate::nodes::ip::{counter_index, V6};
 use crate::wire::ipv6::{self, Ipv6Error, Ipv6Header};
 
 #[repr(usize)]
@@ -41,26 +41,25 @@ fn error_of(e: Ipv6Error) -> Error {
 /// The input node of IPv6 (`nodes::ip::input`, with the checks below).
 pub type Ip6Input = IpInput<V6>;
 
-impl InputChecks for V6 {
-    const ERRORS: &'static [&'static str] = &ERRORS;
-    fn check(ip: Option<&[u8]>, ip_len: usize) -> (Next, Option<usize>) {
-        let (next, e) = check(ip, ip_len);
-        (next, e.map(|e| e as usize))
-    }
-}
+counter_index!(Error);
 
-/// The verdict for one packet: where it goes, and which counter (if any) it bumps.
-/// `ip` is the packet from its L3 header on (`None` when it is not IPv6), `ip_len` the
-/// bytes from there to the end of the whole packet.
-pub fn check(ip: Option<&[u8]>, ip_len: usize) -> (Next, Option<Error>) {
-    let Some(bytes) = ip else {
-        return (Next::Drop, Some(Error::NotIpv6));
-    };
-    match Ipv6Header::parse_in(bytes, ip_len) {
-        Err(e) => (Next::Drop, Some(error_of(e))),
-        Ok(h) if ipv6::is_multicast(h.source()) => (Next::Drop, Some(Error::MulticastSource)),
-        Ok(h) if h.source() == 1 || h.destination() == 1 => (Next::Drop, Some(Error::Loopback)),
-        Ok(_) => (Next::Lookup, None),
+impl InputChecks for V6 {
+    type Counter = Error;
+    const ERRORS: &'static [&'static str] = &ERRORS;
+
+    /// The verdict for one packet: where it goes, and which counter (if any) it bumps.
+    /// `ip` is the packet from its L3 header on (`None` when it is not IPv6), `ip_len` the
+    /// bytes from there to the end of the whole packet.
+    fn check(ip: Option<&[u8]>, ip_len: usize) -> (Next, Option<Error>) {
+        let Some(bytes) = ip else {
+            return (Next::Drop, Some(Error::NotIpv6));
+        };
+        match Ipv6Header::parse_in(bytes, ip_len) {
+            Err(e) => (Next::Drop, Some(error_of(e))),
+            Ok(h) if ipv6::is_multicast(h.source()) => (Next::Drop, Some(Error::MulticastSource)),
+            Ok(h) if h.source() == 1 || h.destination() == 1 => (Next::Drop, Some(Error::Loopback)),
+            Ok(_) => (Next::Lookup, None),
+        }
     }
 }
 
@@ -270,6 +269,9 @@ mod tests {
         // A 20-byte UDP datagram in a minimum frame: 60 bytes of IPv6 in 74, fine; 58 in 60.
         let mut f = udp(HOST, FAR, 64, 46);
         f.resize(64, 0);
-        assert_eq!(check(Some(&f[14..]), f.len() - 14), (Next::Lookup, None));
+        assert_eq!(
+            V6::check(Some(&f[14..]), f.len() - 14),
+            (Next::Lookup, None)
+        );
     }
 }

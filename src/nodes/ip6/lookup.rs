@@ -21,7 +21,7 @@ use crate::buffer::{BufferMeta, FLAG_LOCAL_ORIGIN};
 use crate::fib::NO_ROUTE;
 pub use crate::nodes::ip::lookup::Next;
 use crate::nodes::ip::lookup::{Decision, IpLookup, LookupRules};
-use crate::nodes::ip::V6;
+use crate::nodes::ip::{counter_index, V6};
 use crate::router::adjacency::{AdjKind, L3View, ADJ_DROP, ADJ_LOCAL};
 use crate::wire::icmp6;
 use crate::wire::ipv6;
@@ -72,11 +72,7 @@ pub struct Key {
 /// The lookup node of IPv6 (`nodes::ip::lookup`, with the decision below).
 pub type Ip6Lookup = IpLookup<V6>;
 
-impl From<Error> for usize {
-    fn from(e: Error) -> usize {
-        e as usize
-    }
-}
+counter_index!(Error);
 
 impl LookupRules for V6 {
     type Key = Key;
