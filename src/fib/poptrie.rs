@@ -311,8 +311,10 @@ impl<A: Key> Poptrie<A> {
         // IPv6 walks on the window (a u128 shift per step costs more than the step saves);
         // IPv4 takes its chunks from the address, one word anyway. Constant per family.
         let windowed = A::BITS > 64;
-        // Bits a lane is ahead of `depth` below: STRIDE if its slot's root is a block.
+        // Bits a lane is ahead of `depth` below: STRIDE if its slot's root is a block. A frame
+        // with no lane under a block (every IPv4 frame of today's tables) never reads it.
         let mut ahead = [0u8; FRAME];
+        let mut any_block = false;
         let (mut leaf_lane, mut leaf_at) = ([0u8; FRAME], [0u32; FRAME]);
         let (mut walking, mut done) = (0, 0);
         for (i, o) in out.iter_mut().enumerate() {
@@ -330,6 +332,7 @@ impl<A: Key> Poptrie<A> {
                     node += dst[i].chunk(depth);
                     depth += STRIDE;
                     ahead[i] = STRIDE as u8;
+                    any_block = true;
                 }
                 if let Some(n) = self.nodes.get(node as usize) {
                     prefetch(n);
@@ -369,7 +372,11 @@ impl<A: Key> Poptrie<A> {
                 let c = if windowed {
                     (w >> (64 - STRIDE)) as u32
                 } else {
-                    let d = depth + ahead[i as usize] as u32;
+                    let d = if any_block {
+                        depth + ahead[i as usize] as u32
+                    } else {
+                        depth
+                    };
                     dst.get(i as usize).map_or(0, |a| a.chunk(d))
                 };
                 let vector = n.vector.load(Relaxed);

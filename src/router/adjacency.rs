@@ -144,7 +144,7 @@ const SOURCE_INDEX_MIN: usize = 8;
 
 impl L3View {
     /// What `src` is to table `table`'s interfaces, if anything.
-    #[inline]
+    #[inline(always)]
     pub fn v4_source(&self, table: u16, src: u32) -> Option<SourceKind> {
         if !self.v4_sources.is_empty() {
             return self.v4_sources.get(&(table, src)).copied();

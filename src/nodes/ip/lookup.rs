@@ -133,7 +133,14 @@ impl<F: LookupRules> Node for IpLookup<F> {
             let key = F::key(crate::nodes::l3_header(cx.bufs, bi, F::ETHERTYPE));
             self.dst[k] = F::destination(&key);
             self.keys[k] = key;
-            self.lookup.table[k] = tables.table_of(cx.bufs.meta(bi).rx_if, F::IPV6);
+        }
+        // Without VRFs every packet is of table 0: no per-packet table to find.
+        if tables.fibs.len() <= 1 {
+            self.lookup.table[..n].fill(0);
+        } else {
+            for (t, &bi) in self.lookup.table[..n].iter_mut().zip(&frame[..n]) {
+                *t = tables.table_of(cx.bufs.meta(bi).rx_if, F::IPV6);
+            }
         }
         self.lookup
             .lookup(&tables, &self.dst[..n], &mut self.adj[..n], n);

@@ -44,6 +44,7 @@ pub const ERRORS: [&str; 5] = [
 /// Why a source cannot be a host beside us: one of our addresses in its table, or the
 /// broadcast address of one of that table's subnets (RFC 1812 4.2.2.11: {net, -1} is never a
 /// source). Another table's addresses are another tenant's: they may be anyone's here.
+#[inline(always)]
 fn source_error(view: &L3View, table: u16, src: u32) -> Option<Error> {
     view.v4_source(table, src).map(|k| match k {
         SourceKind::Ours => Error::SourceOurs,
@@ -92,6 +93,7 @@ impl LookupRules for V4 {
         key.dst
     }
 
+    #[inline(always)]
     fn decide(
         view: &L3View,
         table: u16,

@@ -101,6 +101,7 @@ impl LookupRules for V6 {
         key.dst
     }
 
+    #[inline(always)]
     fn decide(
         view: &L3View,
         _table: u16,
