@@ -84,6 +84,42 @@ pub struct NodeDecl {
     pub node: Box<dyn Node>,
 }
 
+impl NodeDecl {
+    /// A node of `kind` named `name` whose next nodes are `next` (in the order of its `Next`
+    /// enum) and whose error counters are `errors` (in the order of its error enum).
+    pub fn new(
+        name: &str,
+        kind: NodeKind,
+        next: &[&str],
+        errors: &[&'static str],
+        node: impl Node + 'static,
+    ) -> NodeDecl {
+        NodeDecl {
+            name: name.to_string(),
+            kind,
+            next: next.iter().map(|s| s.to_string()).collect(),
+            errors: errors.to_vec(),
+            node: Box::new(node),
+        }
+    }
+
+    /// An internal node (neither a device's input nor an output): most of the graph.
+    pub fn internal(
+        name: &str,
+        next: &[&str],
+        errors: &[&'static str],
+        node: impl Node + 'static,
+    ) -> NodeDecl {
+        Self::new(name, NodeKind::Internal, next, errors, node)
+    }
+
+    /// The same with more next nodes after `next` (a feature arc's features, by name).
+    pub fn with_next(mut self, more: impl IntoIterator<Item = String>) -> NodeDecl {
+        self.next.extend(more);
+        self
+    }
+}
+
 /// Per node statistics of one worker.
 #[derive(Default, Debug)]
 pub struct NodeStats {

@@ -15,7 +15,7 @@ use crate::acl::session::{now_ms, Lookup, Prepared, Sessions, Timeouts, PACKETS_
 use crate::acl::Action;
 use crate::acl::FlowKey;
 use crate::features::{self, SharedFeatures, IP4_OUTPUT, IP4_UNICAST, IP6_OUTPUT, IP6_UNICAST};
-use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::graph::{Node, NodeCx, NodeDecl};
 use crate::wire::EtherType;
 use arc_swap::ArcSwap;
 use std::sync::Arc;
@@ -128,21 +128,16 @@ impl AclIn {
         let me = features::feature_index(arc, name).unwrap_or(0);
         let mut next = features::next_names(arc, Some(me));
         next.push(super::ERROR_DROP.to_string());
-        NodeDecl {
-            name: name.to_string(),
-            kind: NodeKind::Internal,
-            next,
-            errors: ERRORS.to_vec(),
-            node: Box::new(AclIn {
-                ipv6,
-                output,
-                arc,
-                me,
-                filters,
-                sweep_credit: 0,
-                preps: Vec::new(),
-            }),
-        }
+        let node = AclIn {
+            ipv6,
+            output,
+            arc,
+            me,
+            filters,
+            sweep_credit: 0,
+            preps: Vec::new(),
+        };
+        NodeDecl::internal(name, &[], &ERRORS, node).with_next(next)
     }
 
     /// The drop slot: after the later features and the end.

@@ -13,13 +13,13 @@ pub struct ErrorDrop {
 
 impl ErrorDrop {
     pub fn decl(interfaces: Vec<Arc<Interface>>, subifs: SharedSubIfs) -> NodeDecl {
-        NodeDecl {
-            name: super::ERROR_DROP.to_string(),
-            kind: NodeKind::Drop,
-            next: vec![],
-            errors: vec![],
-            node: Box::new(ErrorDrop { interfaces, subifs }),
-        }
+        NodeDecl::new(
+            super::ERROR_DROP,
+            NodeKind::Drop,
+            &[],
+            &[],
+            ErrorDrop { interfaces, subifs },
+        )
     }
 }
 

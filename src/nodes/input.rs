@@ -57,16 +57,16 @@ pub struct InputNode {
 
 impl InputNode {
     pub fn decl(name: &str, queues: Vec<PlacedQueue>) -> NodeDecl {
-        NodeDecl {
-            name: name.to_string(),
-            kind: NodeKind::Input,
-            next: vec![super::ETHERNET_INPUT.to_string()],
-            errors: ERRORS.to_vec(),
-            node: Box::new(InputNode {
+        NodeDecl::new(
+            name,
+            NodeKind::Input,
+            &[super::ETHERNET_INPUT],
+            &ERRORS,
+            InputNode {
                 queues,
                 burst: Box::new([0; FRAME_SIZE]),
-            }),
-        }
+            },
+        )
     }
 }
 

@@ -3,7 +3,7 @@
 //! sub-interface is counted there, gets the sub-interface's VLAN tags and leaves by the
 //! parent's tx node.
 
-use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
+use crate::graph::{NodeCx, NodeDecl, TracedLoop};
 use crate::interface::Interface;
 use crate::subif::{push_tags, SharedSubIfs};
 use std::sync::Arc;
@@ -36,13 +36,8 @@ impl InterfaceOutput {
         next.push(super::ERROR_DROP.to_string());
         // After the drop: what a BVI sends goes into its bridge domain.
         next.push(super::L2_FWD.to_string());
-        NodeDecl {
-            name: super::INTERFACE_OUTPUT.to_string(),
-            kind: NodeKind::Internal,
-            next,
-            errors: ERRORS.to_vec(),
-            node: Box::new(InterfaceOutput { interfaces, subifs }),
-        }
+        let node = InterfaceOutput { interfaces, subifs };
+        NodeDecl::internal(super::INTERFACE_OUTPUT, &[], &ERRORS, node).with_next(next)
     }
 }
 

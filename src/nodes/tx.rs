@@ -29,13 +29,13 @@ pub struct TxNode {
 
 impl TxNode {
     pub fn decl(interface: Arc<Interface>, queue: Box<dyn TxQueue>) -> NodeDecl {
-        NodeDecl {
-            name: super::tx_node_name(&interface.name),
-            kind: NodeKind::Output,
-            next: vec![],
-            errors: ERRORS.to_vec(),
-            node: Box::new(TxNode { interface, queue }),
-        }
+        NodeDecl::new(
+            &super::tx_node_name(&interface.name),
+            NodeKind::Output,
+            &[],
+            &ERRORS,
+            TxNode { interface, queue },
+        )
     }
 }
 

@@ -8,7 +8,7 @@
 
 use super::Family;
 use crate::buffer::WorkerBuffers;
-use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::graph::{Node, NodeCx, NodeDecl};
 use crate::nodes::rate_limit::TokenBucket;
 use crate::nodes::IcmpErrorRequest;
 use crate::router::adjacency::{L3View, SharedL3View};
@@ -70,16 +70,12 @@ impl<F: ErrorBuilder> IcmpError<F> {
 
     /// With its own rate limit: `rate` errors a second, `burst` at once.
     pub fn decl_with_limit(view: SharedL3View, rate: u64, burst: u64) -> NodeDecl {
-        NodeDecl {
-            name: F::ICMP_ERROR_NODE.to_string(),
-            kind: NodeKind::Internal,
-            next: vec![
-                F::LOOKUP_NODE.to_string(),
-                crate::nodes::ERROR_DROP.to_string(),
-            ],
-            errors: F::ERRORS.to_vec(),
-            node: Box::new(Self::new(view, rate, burst)),
-        }
+        NodeDecl::internal(
+            F::ICMP_ERROR_NODE,
+            &[F::LOOKUP_NODE, crate::nodes::ERROR_DROP],
+            F::ERRORS,
+            Self::new(view, rate, burst),
+        )
     }
 
     pub fn new(view: SharedL3View, rate: u64, burst: u64) -> Self {

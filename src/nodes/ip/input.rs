@@ -5,7 +5,7 @@
 
 use super::Family;
 use crate::features::{self, SharedFeatures};
-use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::graph::{Node, NodeCx, NodeDecl};
 use std::marker::PhantomData;
 
 /// Where a checked packet goes when no feature is on.
@@ -37,16 +37,11 @@ impl<F: InputChecks> IpInput<F> {
     pub fn decl(features: SharedFeatures) -> NodeDecl {
         let mut next = features::next_names(F::UNICAST_ARC, None);
         next.push(crate::nodes::ERROR_DROP.to_string());
-        NodeDecl {
-            name: F::INPUT_NODE.to_string(),
-            kind: NodeKind::Internal,
-            next,
-            errors: F::ERRORS.to_vec(),
-            node: Box::new(IpInput::<F> {
-                features,
-                _family: PhantomData,
-            }),
-        }
+        let node = IpInput::<F> {
+            features,
+            _family: PhantomData,
+        };
+        NodeDecl::internal(F::INPUT_NODE, &[], F::ERRORS, node).with_next(next)
     }
 
     /// The slot of `next` when no feature is on: the lookup after the arc's features, the

@@ -10,7 +10,7 @@
 use super::Family;
 use crate::buffer::WorkerBuffers;
 use crate::graph::frame::FRAME_SIZE;
-use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::graph::{Node, NodeCx, NodeDecl};
 use crate::nodes::table_lookup::{FamilyLookup, TableLookup};
 use crate::nodes::IcmpErrorRequest;
 use crate::router::adjacency::{L3View, SharedL3View};
@@ -103,25 +103,24 @@ pub struct IpLookup<F: LookupRules> {
 
 impl<F: LookupRules> IpLookup<F> {
     pub fn decl(tables: SharedTables, view: SharedL3View) -> NodeDecl {
-        NodeDecl {
-            name: F::LOOKUP_NODE.to_string(),
-            kind: NodeKind::Internal,
-            next: vec![
-                F::REWRITE_NODE.to_string(),
-                F::LOCAL_NODE.to_string(),
-                F::ICMP_ERROR_NODE.to_string(),
-                crate::nodes::ERROR_DROP.to_string(),
+        NodeDecl::internal(
+            F::LOOKUP_NODE,
+            &[
+                F::REWRITE_NODE,
+                F::LOCAL_NODE,
+                F::ICMP_ERROR_NODE,
+                crate::nodes::ERROR_DROP,
             ],
-            errors: F::ERRORS.to_vec(),
-            node: Box::new(IpLookup::<F> {
+            F::ERRORS,
+            IpLookup::<F> {
                 tables,
                 lookup: TableLookup::default(),
                 view,
                 keys: Box::new([F::Key::default(); FRAME_SIZE]),
                 dst: Box::new([F::Addr::default(); FRAME_SIZE]),
                 adj: Box::new([0; FRAME_SIZE]),
-            }),
-        }
+            },
+        )
     }
 }
 

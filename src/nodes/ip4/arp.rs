@@ -6,7 +6,7 @@
 use super::lookup::IP4_REWRITE;
 use super::neighbor_hold::{HoldSlots, HoldTable, Resolver};
 use crate::buffer::FLAG_LOCAL_ORIGIN;
-use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::graph::{Node, NodeCx, NodeDecl};
 use crate::router::adjacency::{AdjKind, L3View, SharedL3View};
 use crate::wire::arp::request_frame;
 use crate::wire::ipv4::Ipv4View;
@@ -64,20 +64,15 @@ pub struct Ip4Arp {
 
 impl Ip4Arp {
     pub fn decl(view: SharedL3View) -> NodeDecl {
-        NodeDecl {
-            name: super::IP4_ARP.to_string(),
-            kind: NodeKind::Internal,
-            next: vec![
-                IP4_REWRITE.to_string(),
-                super::INTERFACE_OUTPUT.to_string(),
-                super::ERROR_DROP.to_string(),
-            ],
-            errors: ERRORS.to_vec(),
-            node: Box::new(Ip4Arp {
+        NodeDecl::internal(
+            super::IP4_ARP,
+            &[IP4_REWRITE, super::INTERFACE_OUTPUT, super::ERROR_DROP],
+            &ERRORS,
+            Ip4Arp {
                 view,
                 hold: Resolver::new(HoldTable::default(), SLOTS, Instant::now()),
-            }),
-        }
+            },
+        )
     }
 
     /// The neighbour a packet waits for: its own destination on a connected network (glean)

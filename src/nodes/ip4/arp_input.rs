@@ -3,7 +3,7 @@
 //! requester, and the sender of a reply to us, are learnt (sent to the control plane, which
 //! completes the adjacencies waiting for them). Everything else is dropped with its reason.
 
-use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::graph::{Node, NodeCx, NodeDecl};
 use crate::router::adjacency::{L3View, SharedL3View};
 use crate::router::{LearnSender, NeighborLearn};
 use crate::wire::arp::{ArpError, ArpPacket, OP_REPLY, OP_REQUEST};
@@ -75,16 +75,12 @@ pub struct ArpInput {
 
 impl ArpInput {
     pub fn decl(view: SharedL3View, learn: LearnSender) -> NodeDecl {
-        NodeDecl {
-            name: super::ARP_INPUT.to_string(),
-            kind: NodeKind::Internal,
-            next: vec![
-                super::INTERFACE_OUTPUT.to_string(),
-                super::ERROR_DROP.to_string(),
-            ],
-            errors: ERRORS.to_vec(),
-            node: Box::new(ArpInput { view, learn }),
-        }
+        NodeDecl::internal(
+            super::ARP_INPUT,
+            &[super::INTERFACE_OUTPUT, super::ERROR_DROP],
+            &ERRORS,
+            ArpInput { view, learn },
+        )
     }
 
     /// Tell the control plane about a neighbour unless the published view already has it.

@@ -328,20 +328,20 @@ mod tests {
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let v = view();
         let mut decls = vec![
-            NodeDecl {
-                name: "feed-rewrite".into(),
-                kind: NodeKind::Input,
-                next: vec![crate::nodes::ip4::lookup::IP4_REWRITE.into()],
-                errors: vec![],
-                node: Box::new(Feed(to_rewrite)),
-            },
-            NodeDecl {
-                name: "feed-local".into(),
-                kind: NodeKind::Input,
-                next: vec![crate::nodes::IP4_LOCAL.into()],
-                errors: vec![],
-                node: Box::new(Feed(to_local)),
-            },
+            NodeDecl::new(
+                "feed-rewrite",
+                NodeKind::Input,
+                &[crate::nodes::ip4::lookup::IP4_REWRITE],
+                &[],
+                Feed(to_rewrite),
+            ),
+            NodeDecl::new(
+                "feed-local",
+                NodeKind::Input,
+                &[crate::nodes::IP4_LOCAL],
+                &[],
+                Feed(to_local),
+            ),
             Ip4Rewrite::decl(v.clone()),
             Ip4Local::decl(v.clone()),
             Icmp4Error::decl(v.clone()),
@@ -353,16 +353,16 @@ mod tests {
             "ip4-lookup",
             "acl-ip4-out",
         ] {
-            decls.push(NodeDecl {
-                name: name.into(),
-                kind: NodeKind::Output,
-                next: vec![],
-                errors: vec![],
-                node: Box::new(Capture {
+            decls.push(NodeDecl::new(
+                name,
+                NodeKind::Output,
+                &[],
+                &[],
+                Capture {
                     name,
                     seen: seen.clone(),
-                }),
-            });
+                },
+            ));
         }
         let mut g = Graph::build(decls, 0).unwrap();
         g.run_once(&mut bufs);

@@ -6,7 +6,7 @@
 
 use super::IcmpErrorRequest;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
-use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::graph::{Node, NodeCx, NodeDecl};
 use crate::router::adjacency::{L3View, SharedL3View};
 use crate::wire::ethernet::HEADER_LEN as ETH_HEADER_LEN;
 use crate::wire::icmp4::{self, echo_request_to_reply, Icmp4Error};
@@ -88,17 +88,16 @@ pub struct Ip4Local {
 
 impl Ip4Local {
     pub fn decl(view: SharedL3View) -> NodeDecl {
-        NodeDecl {
-            name: super::IP4_LOCAL.to_string(),
-            kind: NodeKind::Internal,
-            next: vec![
-                super::input::IP4_LOOKUP.to_string(),
-                super::ICMP4_ERROR.to_string(),
-                super::ERROR_DROP.to_string(),
+        NodeDecl::internal(
+            super::IP4_LOCAL,
+            &[
+                super::input::IP4_LOOKUP,
+                super::ICMP4_ERROR,
+                super::ERROR_DROP,
             ],
-            errors: ERRORS.to_vec(),
-            node: Box::new(Ip4Local { view }),
-        }
+            &ERRORS,
+            Ip4Local { view },
+        )
     }
 
     /// Decide one packet's fate; an echo request is turned into its reply, ready for

@@ -9,7 +9,7 @@
 use super::icmp_error::v6_towards;
 use super::IcmpErrorRequest;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
-use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::graph::{Node, NodeCx, NodeDecl};
 use crate::router::adjacency::{L3View, SharedL3View};
 use crate::wire::icmp6::{self, echo_request_to_reply, upper_layer_named, EchoError};
 use crate::wire::ipv6::{self, next_header, Ipv6Header};
@@ -97,18 +97,17 @@ pub struct Ip6Local {
 
 impl Ip6Local {
     pub fn decl(view: SharedL3View) -> NodeDecl {
-        NodeDecl {
-            name: super::IP6_LOCAL.to_string(),
-            kind: NodeKind::Internal,
-            next: vec![
-                super::IP6_LOOKUP.to_string(),
-                super::IP6_ND.to_string(),
-                super::ICMP6_ERROR.to_string(),
-                super::ERROR_DROP.to_string(),
+        NodeDecl::internal(
+            super::IP6_LOCAL,
+            &[
+                super::IP6_LOOKUP,
+                super::IP6_ND,
+                super::ICMP6_ERROR,
+                super::ERROR_DROP,
             ],
-            errors: ERRORS.to_vec(),
-            node: Box::new(Ip6Local { view }),
-        }
+            &ERRORS,
+            Ip6Local { view },
+        )
     }
 
     pub fn handle(view: &L3View, bufs: &mut WorkerBuffers, bi: u32) -> Verdict {

@@ -21,7 +21,7 @@ use super::icmp_error::v6_towards;
 use super::neighbor_hold::{HoldSlots, HoldTable, Resolver, Schedule};
 use super::rewrite::Ip6Rewrite;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
-use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::graph::{Node, NodeCx, NodeDecl};
 use crate::router::adjacency::{ethernet_rewrite, AdjKind, L3View, SharedL3View};
 use crate::router::{LearnSender, NeighborLearn};
 use crate::wire::ethernet::{Frame, HEADER_LEN as ETH_HEADER_LEN};
@@ -139,23 +139,22 @@ impl Ip6Nd {
         mut clock: Clock,
     ) -> NodeDecl {
         let now = clock();
-        NodeDecl {
-            name: super::IP6_ND.to_string(),
-            kind: NodeKind::Internal,
-            next: vec![
-                super::IP6_REWRITE.to_string(),
-                super::INTERFACE_OUTPUT.to_string(),
-                super::ERROR_DROP.to_string(),
+        NodeDecl::internal(
+            super::IP6_ND,
+            &[
+                super::IP6_REWRITE,
+                super::INTERFACE_OUTPUT,
+                super::ERROR_DROP,
             ],
-            errors: ERRORS.to_vec(),
-            node: Box::new(Ip6Nd {
+            &ERRORS,
+            Ip6Nd {
                 view,
                 learn,
                 hold: Resolver::new(HoldTable::with_schedule(SCHEDULE), SLOTS, now),
                 clock,
                 scratch: [0; ETH_HEADER_LEN + ND_PACKET_LEN],
-            }),
-        }
+            },
+        )
     }
 
     fn learn(&self, cx: &mut NodeCx<'_>, interface: u32, ip: u128, mac: MacAddress) {

@@ -3,7 +3,7 @@
 //! the request is turned into the reply in place and goes back out of the port it came in
 //! by, so it is never flooded. A request whose entry went away meanwhile is flooded as usual.
 
-use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
+use crate::graph::{NodeCx, NodeDecl, TracedLoop};
 use crate::interface::SharedL2Modes;
 use crate::wire::arp::{ArpPacket, OP_REPLY, OP_REQUEST};
 use crate::wire::ethernet::HEADER_LEN;
@@ -32,16 +32,12 @@ pub struct L2ArpTerm {
 
 impl L2ArpTerm {
     pub fn decl(modes: SharedL2Modes) -> NodeDecl {
-        NodeDecl {
-            name: super::L2_ARP_TERM.to_string(),
-            kind: NodeKind::Internal,
-            next: vec![
-                super::INTERFACE_OUTPUT.to_string(),
-                super::L2_FLOOD.to_string(),
-            ],
-            errors: COUNTERS.to_vec(),
-            node: Box::new(L2ArpTerm { modes }),
-        }
+        NodeDecl::internal(
+            super::L2_ARP_TERM,
+            &[super::INTERFACE_OUTPUT, super::L2_FLOOD],
+            &COUNTERS,
+            L2ArpTerm { modes },
+        )
     }
 }
 

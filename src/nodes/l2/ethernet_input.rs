@@ -4,7 +4,7 @@
 //! dropped here, each with its reason counted. It records where the L3 header starts (after any VLAN tags) in
 //! the buffer's metadata, so no node behind it parses the Ethernet header again.
 
-use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
+use crate::graph::{NodeCx, NodeDecl, TracedLoop};
 use crate::interface::{L2Modes, SharedL2Modes};
 use crate::router::adjacency::{L3View, SharedL3View};
 use crate::subif::{pop_tags, Classified, SharedSubIfs, SubIfs};
@@ -63,26 +63,25 @@ impl EthernetInput {
         subifs: SharedSubIfs,
         min_frame: usize,
     ) -> NodeDecl {
-        NodeDecl {
-            name: super::ETHERNET_INPUT.to_string(),
-            kind: NodeKind::Internal,
-            next: vec![
-                super::L2_XCONNECT.to_string(),
-                super::L2_LEARN.to_string(),
-                super::L2_FWD.to_string(),
-                crate::nodes::ip4::input::IP4_INPUT.to_string(),
-                super::ARP_INPUT.to_string(),
-                super::IP6_INPUT.to_string(),
-                super::ERROR_DROP.to_string(),
+        NodeDecl::internal(
+            super::ETHERNET_INPUT,
+            &[
+                super::L2_XCONNECT,
+                super::L2_LEARN,
+                super::L2_FWD,
+                crate::nodes::ip4::input::IP4_INPUT,
+                super::ARP_INPUT,
+                super::IP6_INPUT,
+                super::ERROR_DROP,
             ],
-            errors: ERRORS.to_vec(),
-            node: Box::new(EthernetInput {
+            &ERRORS,
+            EthernetInput {
                 modes,
                 view,
                 subifs,
                 min_frame,
-            }),
-        }
+            },
+        )
     }
 
     /// Read the Ethernet header and VLAN tags; `Err` names the drop reason.

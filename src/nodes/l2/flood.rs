@@ -2,7 +2,7 @@
 //! and those in the input's split-horizon group: a copy to each but the last, which gets the
 //! frame itself. A copy the pool has no buffer for is counted, never silently missing.
 
-use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
+use crate::graph::{NodeCx, NodeDecl, TracedLoop};
 use crate::interface::SharedL2Modes;
 
 #[repr(usize)]
@@ -35,20 +35,19 @@ pub struct L2Flood {
 
 impl L2Flood {
     pub fn decl(modes: SharedL2Modes) -> NodeDecl {
-        NodeDecl {
-            name: super::L2_FLOOD.to_string(),
-            kind: NodeKind::Internal,
-            next: vec![
-                super::INTERFACE_OUTPUT.to_string(),
-                super::ERROR_DROP.to_string(),
-                super::ETHERNET_INPUT.to_string(),
+        NodeDecl::internal(
+            super::L2_FLOOD,
+            &[
+                super::INTERFACE_OUTPUT,
+                super::ERROR_DROP,
+                super::ETHERNET_INPUT,
             ],
-            errors: ERRORS.to_vec(),
-            node: Box::new(L2Flood {
+            &ERRORS,
+            L2Flood {
                 modes,
                 targets: Vec::new(),
-            }),
-        }
+            },
+        )
     }
 }
 

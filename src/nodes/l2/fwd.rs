@@ -3,7 +3,7 @@
 //! it with the reason: flooding switched off, the destination behind the port it came in by,
 //! or both ports in one split-horizon group.
 
-use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
+use crate::graph::{NodeCx, NodeDecl, TracedLoop};
 use crate::interface::SharedL2Modes;
 use crate::l2::fib::{key, L2FibReader};
 
@@ -50,23 +50,22 @@ pub struct L2Fwd {
 
 impl L2Fwd {
     pub fn decl(modes: SharedL2Modes, fib: L2FibReader) -> NodeDecl {
-        NodeDecl {
-            name: super::L2_FWD.to_string(),
-            kind: NodeKind::Internal,
-            next: vec![
-                super::INTERFACE_OUTPUT.to_string(),
-                super::L2_FLOOD.to_string(),
-                super::ERROR_DROP.to_string(),
-                super::ETHERNET_INPUT.to_string(),
-                super::L2_ARP_TERM.to_string(),
+        NodeDecl::internal(
+            super::L2_FWD,
+            &[
+                super::INTERFACE_OUTPUT,
+                super::L2_FLOOD,
+                super::ERROR_DROP,
+                super::ETHERNET_INPUT,
+                super::L2_ARP_TERM,
             ],
-            errors: ERRORS.to_vec(),
-            node: Box::new(L2Fwd {
+            &ERRORS,
+            L2Fwd {
                 modes,
                 fib,
                 keys: Vec::with_capacity(256),
-            }),
-        }
+            },
+        )
     }
 }
 

@@ -4,7 +4,7 @@
 //! worker sends an address at most once a second, so a busy unknown source costs one
 //! message, not one per frame. Every frame goes on to l2-fwd.
 
-use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
+use crate::graph::{NodeCx, NodeDecl, TracedLoop};
 use crate::interface::SharedL2Modes;
 use crate::l2::bridge::{L2Clock, MacLearn, MacLearnSender};
 use crate::l2::fib::{key, key_mac, L2FibReader};
@@ -47,12 +47,11 @@ pub struct LearnParts {
 
 impl L2Learn {
     pub fn decl(modes: SharedL2Modes, parts: LearnParts) -> NodeDecl {
-        NodeDecl {
-            name: super::L2_LEARN.to_string(),
-            kind: NodeKind::Internal,
-            next: vec![super::L2_FWD.to_string()],
-            errors: Vec::new(),
-            node: Box::new(L2Learn {
+        NodeDecl::internal(
+            super::L2_LEARN,
+            &[super::L2_FWD],
+            &[],
+            L2Learn {
                 modes,
                 fib: parts.fib,
                 clock: parts.clock,
@@ -62,8 +61,8 @@ impl L2Learn {
                 keys: Vec::with_capacity(256),
                 recent: vec![0; RECENT_SLOTS].into_boxed_slice(),
                 recent_second: u32::MAX,
-            }),
-        }
+            },
+        )
     }
 
     /// Whether this (key, interface) was already sent this second; remembers it if not.

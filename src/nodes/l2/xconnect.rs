@@ -1,7 +1,7 @@
 //! l2-xconnect: everything received on an interface leaves by its cross-connected peer
 //! (VPP's `set interface l2 xconnect`). The frame is not touched.
 
-use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
+use crate::graph::{NodeCx, NodeDecl, TracedLoop};
 use crate::interface::SharedL2Modes;
 
 #[repr(usize)]
@@ -22,16 +22,12 @@ pub struct L2Xconnect {
 
 impl L2Xconnect {
     pub fn decl(modes: SharedL2Modes) -> NodeDecl {
-        NodeDecl {
-            name: super::L2_XCONNECT.to_string(),
-            kind: NodeKind::Internal,
-            next: vec![
-                super::INTERFACE_OUTPUT.to_string(),
-                super::ERROR_DROP.to_string(),
-            ],
-            errors: ERRORS.to_vec(),
-            node: Box::new(L2Xconnect { modes }),
-        }
+        NodeDecl::internal(
+            super::L2_XCONNECT,
+            &[super::INTERFACE_OUTPUT, super::ERROR_DROP],
+            &ERRORS,
+            L2Xconnect { modes },
+        )
     }
 }
 
