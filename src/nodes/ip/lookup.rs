@@ -70,9 +70,6 @@ pub trait LookupRules: Family {
     /// The destination address the FIB is looked up with.
     type Addr: FamilyLookup + Send;
     type Counter: Copy + Into<usize>;
-    /// The node names the lookup leads to.
-    const REWRITE_NODE: &'static str;
-    const LOCAL_NODE: &'static str;
     const ERRORS: &'static [&'static str];
     /// A packet's key from its L3 header (`None`: unreadable; its lookup must find at most
     /// a default route).

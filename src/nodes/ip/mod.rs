@@ -7,11 +7,14 @@
 //! - `input`: ip4-input / ip6-input (the family's checks, then the unicast feature arc).
 //! - `lookup`: ip4-lookup / ip6-lookup (per-table batched FIB lookups, then each family's
 //!   decision on the adjacency).
+//! - `rewrite`: ip4-rewrite / ip6-rewrite (the Ethernet header, the output arc; each family's
+//!   hop count, MTU and, for IPv4, fragments).
 //! - `icmp_error`: icmp4-error / icmp6-error (the node loop around each family's builder).
 
 pub mod icmp_error;
 pub mod input;
 pub mod lookup;
+pub mod rewrite;
 
 use crate::wire::EtherType;
 
@@ -38,6 +41,8 @@ pub trait Family: Send + Sync + 'static {
     const INPUT_NODE: &'static str;
     const LOOKUP_NODE: &'static str;
     const ICMP_ERROR_NODE: &'static str;
+    const REWRITE_NODE: &'static str;
+    const LOCAL_NODE: &'static str;
     /// The feature arc that input starts and lookup ends (`features::ARCS` index).
     const UNICAST_ARC: usize;
 }
@@ -54,6 +59,8 @@ impl Family for V4 {
     const INPUT_NODE: &'static str = super::ip4::input::IP4_INPUT;
     const LOOKUP_NODE: &'static str = super::ip4::input::IP4_LOOKUP;
     const ICMP_ERROR_NODE: &'static str = super::ICMP4_ERROR;
+    const REWRITE_NODE: &'static str = super::ip4::lookup::IP4_REWRITE;
+    const LOCAL_NODE: &'static str = super::IP4_LOCAL;
     const UNICAST_ARC: usize = crate::features::IP4_UNICAST;
 }
 
@@ -64,5 +71,7 @@ impl Family for V6 {
     const INPUT_NODE: &'static str = super::IP6_INPUT;
     const LOOKUP_NODE: &'static str = super::IP6_LOOKUP;
     const ICMP_ERROR_NODE: &'static str = super::ICMP6_ERROR;
+    const REWRITE_NODE: &'static str = super::IP6_REWRITE;
+    const LOCAL_NODE: &'static str = super::IP6_LOCAL;
     const UNICAST_ARC: usize = crate::features::IP6_UNICAST;
 }

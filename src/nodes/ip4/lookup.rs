@@ -76,8 +76,6 @@ impl LookupRules for V4 {
     type Key = Key;
     type Addr = u32;
     type Counter = Error;
-    const REWRITE_NODE: &'static str = IP4_REWRITE;
-    const LOCAL_NODE: &'static str = super::IP4_LOCAL;
     const ERRORS: &'static [&'static str] = &ERRORS;
 
     #[inline(always)]

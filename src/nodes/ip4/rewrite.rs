@@ -1,41 +1,22 @@
-//! ip4-rewrite: the last step of forwarding. For the adjacency ip4-lookup chose it finds the
-//! Ethernet header (from the adjacency when complete, else from the neighbour table), checks
-//! TTL and MTU, decrements the TTL with the incremental checksum of RFC 1624, cuts off any
-//! bytes after the datagram's total length (link padding is not forwarded), writes the new
-//! header in front of the IP header (dropping any VLAN tags the packet came with) and hands
-//! the packet to interface-output. A neighbour not known yet sends the packet to ip4-arp,
-//! unchanged; ip4-arp brings it back here once the neighbour answers.
-//!
-//! A forwarded packet's record route option gets the outgoing interface's address. A packet
-//! larger than the MTU goes back to its sender as ICMP fragmentation needed when it has DF
-//! set, and otherwise leaves in fragments, each in a buffer of its own (a slow path: it
-//! copies).
+//! ip4-rewrite: IPv4's part of the shared rewrite node (`nodes/ip/rewrite.rs`): the TTL
+//! (decremented with the incremental checksum of RFC 1624), the MTU, the record route
+//! option (a forwarded packet's gets the outgoing interface's address) and fragments. A
+//! packet larger than the MTU goes back to its sender as ICMP fragmentation needed when it
+//! has DF set, and otherwise leaves in fragments, each in a buffer of its own.
 
-use super::lookup::IP4_REWRITE;
-use super::IcmpErrorRequest;
-use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
-use crate::features::{self, FeatureView, SharedFeatures, IP4_OUTPUT};
-use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
-use crate::router::adjacency::{ethernet_rewrite, AdjKind, Adjacency, L3View, SharedL3View};
-use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
+use crate::nodes::ip::rewrite::{Checked, IpRewrite, RewriteRules};
+pub use crate::nodes::ip::rewrite::{Next, OUTPUT_FEATURES};
+use crate::nodes::ip::{counter_index, V4};
+use crate::nodes::IcmpErrorRequest;
+use crate::router::adjacency::{Adjacency, L3View};
 use crate::wire::icmp4;
 use crate::wire::ipv4::{decrement_ttl, fragment, record_route, Ipv4View, MIN_HEADER_LEN};
-use crate::wire::EtherType;
 use std::net::{IpAddr, Ipv4Addr};
 
-/// How many packets ahead the data is prefetched.
-const PREFETCH_AHEAD: usize = 4;
-/// The first next slot of the ip4-output arc's features (after the `Next` slots).
-pub const OUTPUT_FEATURES: usize = 4;
-
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {
-    InterfaceOutput,
-    Arp,
-    IcmpError,
-    Drop,
-}
+/// The IPv4 rewrite node.
+pub type Ip4Rewrite = IpRewrite<V4>;
+/// What happens to one packet.
+pub type Verdict = crate::nodes::ip::rewrite::Verdict<Error>;
 
 #[repr(usize)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,6 +32,7 @@ pub enum Error {
     Fragmented,
     FragmentFailed,
 }
+counter_index!(Error);
 
 pub const ERRORS: [&str; 10] = [
     "not an IPv4 packet",
@@ -65,344 +47,85 @@ pub const ERRORS: [&str; 10] = [
     "larger than the MTU: no buffer for its fragments",
 ];
 
-/// What happens to one packet; `Forward` has already been applied to its bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    Forward {
-        tx_if: u32,
-    },
-    /// Rewritten like `Forward`, but larger than `mtu`: to be cut into fragments.
-    Fragment {
-        tx_if: u32,
-        mtu: u32,
-    },
-    Arp,
-    Icmp(IcmpErrorRequest, Error),
-    Drop(Error),
-}
+impl RewriteRules for V4 {
+    type Counter = Error;
+    type Dst = u32;
+    const RESOLVE_NODE: &'static str = super::IP4_ARP;
+    const OUTPUT_ARC: usize = crate::features::IP4_OUTPUT;
+    const REWRITE_ERRORS: &'static [&'static str] = &ERRORS;
+    const HOPS: &'static str = "ttl";
+    const NOT_OF_FAMILY: Error = Error::NotIpv4;
+    const DROP_ADJACENCY: Error = Error::DropAdjacency;
+    const NOT_NEIGHBOR: Error = Error::NotNeighbor;
+    const NO_INTERFACE: Error = Error::NoInterface;
+    const UNRESOLVED: Error = Error::Unresolved;
+    const FRAGMENTED: Error = Error::Fragmented;
+    const FRAGMENT_FAILED: Error = Error::FragmentFailed;
 
-impl Verdict {
-    fn next(self) -> Next {
-        match self {
-            Verdict::Forward { .. } | Verdict::Fragment { .. } => Next::InterfaceOutput,
-            Verdict::Arp => Next::Arp,
-            Verdict::Icmp(..) => Next::IcmpError,
-            Verdict::Drop(_) => Next::Drop,
-        }
-    }
-
-    fn counted(self) -> Option<Error> {
-        match self {
-            Verdict::Forward { .. } => None,
-            Verdict::Fragment { .. } => Some(Error::Fragmented),
-            Verdict::Arp => Some(Error::Unresolved),
-            Verdict::Icmp(_, e) | Verdict::Drop(e) => Some(e),
-        }
-    }
-}
-
-/// Why `neighbor_header` found no header.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum NoHeader {
-    /// The neighbour's MAC is not known yet.
-    Unresolved,
-    /// The adjacency's interface is not in the view.
-    NoInterface,
-}
-
-/// The Ethernet header of `ethertype` a packet by `adj` leaves with: the adjacency's own when
-/// complete, else one to the MAC the view knows for `neighbor()` (the next hop, or the
-/// destination itself on a connected network). Shared by ip4-rewrite and ip6-rewrite.
-pub(crate) fn neighbor_header(
-    view: &L3View,
-    adj: &Adjacency,
-    neighbor: impl FnOnce() -> IpAddr,
-    ethertype: EtherType,
-) -> Result<[u8; ETH_HEADER_LEN], NoHeader> {
-    if adj.kind == AdjKind::Neighbor && adj.complete {
-        return Ok(adj.rewrite);
-    }
-    let mac = view
-        .neighbors
-        .get(&(adj.interface, neighbor()))
-        .ok_or(NoHeader::Unresolved)?;
-    let itf = view.interface(adj.interface).ok_or(NoHeader::NoInterface)?;
-    Ok(ethernet_rewrite(*mac, itf.mac, ethertype.0))
-}
-
-/// Put `header` in front of the IP header at `l3` (VLAN tags in between go) and send the
-/// packet out of `tx_if`. False when the packet is too short for it.
-pub(crate) fn write_header(
-    bufs: &mut WorkerBuffers,
-    bi: u32,
-    l3: usize,
-    header: &[u8; ETH_HEADER_LEN],
-    tx_if: u32,
-) -> bool {
-    let Some(strip) = l3.checked_sub(ETH_HEADER_LEN) else {
-        return false;
-    };
-    if strip > 0 && !bufs.advance(bi, strip) {
-        return false;
-    }
-    bufs.data_mut(bi)[..ETH_HEADER_LEN].copy_from_slice(header);
-    bufs.meta_mut(bi).tx_if = tx_if;
-    true
-}
-
-pub struct Ip4Rewrite {
-    view: SharedL3View,
-    /// The ip4-output arc's features on each interface (an output ACL).
-    features: SharedFeatures,
-    /// Fragmentation's scratch: the whole packet, one fragment's datagram and frame, the
-    /// fragments' buffers.
-    whole: Vec<u8>,
-    piece: Vec<u8>,
-    frame: Vec<u8>,
-    out: Vec<u32>,
-}
-
-impl Ip4Rewrite {
-    /// With no output feature on any interface.
-    pub fn decl(view: SharedL3View) -> NodeDecl {
-        Self::decl_with(view, features::shared(FeatureView::new()))
-    }
-
-    /// Packets leave for interface-output, or for the ip4-output arc's first feature on
-    /// their interface (its features are this node's nexts from `OUTPUT_FEATURES` on).
-    pub fn decl_with(view: SharedL3View, features: SharedFeatures) -> NodeDecl {
-        let mut next = vec![
-            super::INTERFACE_OUTPUT.to_string(),
-            super::IP4_ARP.to_string(),
-            super::ICMP4_ERROR.to_string(),
-            super::ERROR_DROP.to_string(),
-        ];
-        next.extend(features::feature_names(IP4_OUTPUT));
-        NodeDecl {
-            name: IP4_REWRITE.to_string(),
-            kind: NodeKind::Internal,
-            next,
-            errors: ERRORS.to_vec(),
-            node: Box::new(Ip4Rewrite {
-                view,
-                features,
-                whole: Vec::new(),
-                piece: Vec::new(),
-                frame: Vec::new(),
-                out: Vec::new(),
-            }),
-        }
-    }
-
-    /// Decide one packet's fate and, when it is forwarded, rewrite it in place. Packets sent
-    /// anywhere else are left untouched (icmp4-error quotes them as they arrived).
-    pub fn rewrite(view: &L3View, bufs: &mut WorkerBuffers, bi: u32) -> Verdict {
-        let meta = *bufs.meta(bi);
-        let adj = *view.adj(meta.adj);
-        match adj.kind {
-            AdjKind::Neighbor | AdjKind::Glean => {}
-            AdjKind::Drop => return Verdict::Drop(Error::DropAdjacency),
-            AdjKind::Local | AdjKind::Multipath => return Verdict::Drop(Error::NotNeighbor),
-        }
-        let l3 = meta.l3_offset as usize;
-        let ip = match super::l3_header(bufs, bi, EtherType::IPV4).and_then(Ipv4View::of) {
+    fn check(ip: &[u8], adj: &Adjacency, local: bool) -> Result<Checked<u32>, Verdict> {
+        let ip = match Ipv4View::of(ip) {
             Some(ip) if ip.version() == 4 => ip,
-            _ => return Verdict::Drop(Error::NotIpv4),
+            _ => return Err(Verdict::Drop(Error::NotIpv4)),
         };
-        // Our own replies and errors start with a fresh TTL and are not forwarded traffic.
-        let local = meta.flags & FLAG_LOCAL_ORIGIN != 0;
         if !local && ip.ttl() <= 1 {
             let req = IcmpErrorRequest {
                 kind: icmp4::TIME_EXCEEDED,
                 code: icmp4::CODE_TTL_EXCEEDED,
                 arg: 0,
             };
-            return Verdict::Icmp(req, Error::TtlExpired);
+            return Err(Verdict::Icmp(req, Error::TtlExpired));
         }
         let total = ip.total_len() as u32;
         // MTU 0 means the control plane set none: no limit to enforce.
         let too_big = adj.mtu != 0 && total > adj.mtu;
         if too_big && ip.dont_fragment() {
             if local {
-                return Verdict::Drop(Error::OwnTooBig);
+                return Err(Verdict::Drop(Error::OwnTooBig));
             }
             let req = IcmpErrorRequest {
                 kind: icmp4::DEST_UNREACHABLE,
                 code: icmp4::CODE_FRAGMENTATION_NEEDED,
                 arg: adj.mtu.min(u16::MAX as u32) as u16,
             };
-            return Verdict::Icmp(req, Error::TooBig);
+            return Err(Verdict::Icmp(req, Error::TooBig));
         }
-        let (destination, hl) = (ip.destination(), ip.header_len());
-
-        let neighbor = || match adj.kind {
-            AdjKind::Glean => IpAddr::V4(Ipv4Addr::from(destination)),
-            _ => adj.next_hop,
-        };
-        let header = match neighbor_header(view, &adj, neighbor, EtherType::IPV4) {
-            Ok(h) => h,
-            Err(NoHeader::Unresolved) => return Verdict::Arp,
-            Err(NoHeader::NoInterface) => return Verdict::Drop(Error::NoInterface),
-        };
-
-        if !local {
-            let ip = bufs.l3_mut(bi);
-            if hl > MIN_HEADER_LEN {
-                // ip4-input checked the header: all of it is in this segment.
-                let out = view.interface(adj.interface).map_or(0, |i| i.primary_v4());
-                if let Some(header) = ip.get_mut(..hl) {
-                    record_route(header, out);
-                }
-            }
-            decrement_ttl(ip);
-        }
-        super::trim_to(bufs, bi, l3 + total as usize);
-        if !write_header(bufs, bi, l3, &header, adj.interface) {
-            return Verdict::Drop(Error::NotIpv4);
-        }
-        let tx_if = adj.interface;
-        if too_big {
-            return Verdict::Fragment {
-                tx_if,
-                mtu: adj.mtu,
-            };
-        }
-        Verdict::Forward { tx_if }
+        Ok(Checked {
+            total,
+            destination: ip.destination(),
+            too_big,
+        })
     }
 
-    /// Cut the rewritten packet `bi` (Ethernet header, then the datagram) into fragments of
-    /// at most `mtu` bytes of IP, each in a new buffer behind the same Ethernet header and
-    /// queued for `interface-output`; `bi` itself goes back to the pool. On failure nothing
-    /// is sent and `bi` is for the caller to drop.
-    fn fragment(&mut self, cx: &mut NodeCx<'_>, bi: u32, mtu: u32) -> Result<usize, Error> {
-        let Ip4Rewrite {
-            whole,
-            piece,
-            frame,
-            out,
-            ..
-        } = self;
-        cx.bufs.copy_packet(bi, whole);
-        let meta = *cx.bufs.meta(bi);
-        out.clear();
-        let bufs = &mut *cx.bufs;
-        let eth = &whole[..ETH_HEADER_LEN];
-        let done = fragment(&whole[ETH_HEADER_LEN..], mtu as usize, piece, |f| {
-            frame.clear();
-            frame.extend_from_slice(eth);
-            frame.extend_from_slice(f);
-            let Some(nb) = bufs.packet_from_bytes(frame) else {
-                return false;
-            };
-            let m = bufs.meta_mut(nb);
-            m.rx_if = meta.rx_if;
-            m.tx_if = meta.tx_if;
-            m.adj = meta.adj;
-            m.flags = meta.flags;
-            m.trace_index = meta.trace_index;
-            out.push(nb);
-            true
-        });
-        match done {
-            Ok(n) => {
-                // Fragments take the output arc too: an output ACL sees each of them.
-                let features = self.features.load();
-                let slot = features::start_slot(&features, IP4_OUTPUT, meta.tx_if, OUTPUT_FEATURES);
-                cx.enqueue_all(slot, out);
-                cx.bufs.free(bi);
-                Ok(n)
-            }
-            Err(_) => {
-                for &nb in out.iter() {
-                    cx.bufs.free(nb);
-                }
-                Err(Error::FragmentFailed)
-            }
-        }
+    fn on_link(dst: u32) -> IpAddr {
+        IpAddr::V4(Ipv4Addr::from(dst))
     }
 
-    fn trace(cx: &mut NodeCx<'_>, bi: u32, verdict: Verdict) {
-        let adj = cx.bufs.meta(bi).adj;
-        match verdict {
-            Verdict::Forward { tx_if } => {
-                let eth = EthernetRepr::parse(cx.bufs.data(bi));
-                let (Ok(eth), Some(ip)) = (eth, Ipv4View::of(cx.bufs.l3(bi))) else {
-                    return;
-                };
-                let ttl = ip.ttl();
-                cx.trace(
-                    bi,
-                    format_args!("adj {adj} tx if {tx_if} {eth} ttl now {ttl}"),
-                );
-            }
-            Verdict::Fragment { tx_if, mtu } => cx.trace(
-                bi,
-                format_args!(
-                    "adj {adj} tx if {tx_if}: {} (mtu {mtu})",
-                    ERRORS[Error::Fragmented as usize]
-                ),
-            ),
-            Verdict::Icmp(req, e) => cx.trace(
-                bi,
-                format_args!(
-                    "adj {adj}: {} (icmp {} code {} arg {})",
-                    ERRORS[e as usize], req.kind, req.code, req.arg
-                ),
-            ),
-            Verdict::Arp => cx.trace(
-                bi,
-                format_args!("adj {adj}: {}", ERRORS[Error::Unresolved as usize]),
-            ),
-            Verdict::Drop(e) => {
-                cx.trace(bi, format_args!("adj {adj}: drop: {}", ERRORS[e as usize]))
+    fn forward(view: &L3View, adj: &Adjacency, ip: &mut [u8]) {
+        let hl = Ipv4View::of(ip).map_or(0, |v| v.header_len());
+        if hl > MIN_HEADER_LEN {
+            // ip4-input checked the header: all of it is in this segment.
+            let out = view.interface(adj.interface).map_or(0, |i| i.primary_v4());
+            if let Some(header) = ip.get_mut(..hl) {
+                record_route(header, out);
             }
         }
+        decrement_ttl(ip);
+    }
+
+    fn hops(ip: &[u8]) -> Option<u8> {
+        Ipv4View::of(ip).map(|ip| ip.ttl())
+    }
+
+    fn fragment(
+        ip: &[u8],
+        mtu: usize,
+        scratch: &mut Vec<u8>,
+        emit: impl FnMut(&[u8]) -> bool,
+    ) -> Option<usize> {
+        fragment(ip, mtu, scratch, emit).ok()
     }
 }
 
-impl TracedLoop for Ip4Rewrite {
-    fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
-        let view = self.view.load();
-        let features = self.features.load();
-        let output_features = features.any(IP4_OUTPUT);
-        for (k, &bi) in frame.iter().enumerate() {
-            if let Some(&ahead) = frame.get(k + PREFETCH_AHEAD) {
-                cx.bufs.prefetch(ahead);
-            }
-            let mut verdict = Self::rewrite(&view, cx.bufs, bi);
-            if let Verdict::Icmp(req, _) = verdict {
-                cx.bufs.meta_mut(bi).aux = req.to_aux();
-            }
-            if TRACE {
-                Self::trace(cx, bi, verdict);
-            }
-            if let Verdict::Fragment { mtu, .. } = verdict {
-                match self.fragment(cx, bi, mtu) {
-                    Ok(_) => {
-                        cx.count_error(Error::Fragmented as usize, 1);
-                        continue;
-                    }
-                    Err(e) => {
-                        cx.trace(bi, ERRORS[e as usize]);
-                        verdict = Verdict::Drop(e);
-                    }
-                }
-            }
-            if let Some(e) = verdict.counted() {
-                cx.count_error(e as usize, 1);
-            }
-            let slot = match verdict {
-                Verdict::Forward { tx_if } if output_features => {
-                    features::start_slot(&features, IP4_OUTPUT, tx_if, OUTPUT_FEATURES)
-                }
-                v => v.next() as usize,
-            };
-            cx.enqueue(slot, bi);
-        }
-    }
-}
-
-/// Frames and views for the tests of the IPv4 routing nodes.
 #[cfg(test)]
 pub(crate) mod test_support {
     use crate::router::adjacency::{
@@ -536,25 +259,16 @@ pub(crate) mod test_support {
 mod tests {
     use super::test_support::*;
     use super::*;
-    use crate::buffer::{BufferPool, HugePages};
+    use crate::buffer::FLAG_LOCAL_ORIGIN;
+
     use crate::nodes::testing::Harness;
+    use crate::router::adjacency::ethernet_rewrite;
     use crate::wire::ipv4::{checksum, Ipv4Header};
     use proptest::prelude::*;
 
     /// Run `rewrite` on one packet and return the verdict and the bytes after it.
     fn rewrite_one(frame: &[u8], adj: u32, flags: u8) -> (Verdict, Vec<u8>, u32) {
-        let pool = BufferPool::new(16, HugePages::Never).unwrap();
-        let mut bufs = pool.worker_handle();
-        let bi = crate::nodes::testing::received(&mut bufs, frame);
-        bufs.meta_mut(bi).adj = adj;
-        bufs.meta_mut(bi).flags = flags;
-        let v = view();
-        let verdict = Ip4Rewrite::rewrite(&v.load(), &mut bufs, bi);
-        let mut out = Vec::new();
-        bufs.copy_packet(bi, &mut out);
-        let tx = bufs.meta(bi).tx_if;
-        bufs.free(bi);
-        (verdict, out, tx)
+        crate::nodes::ip::rewrite::rewrite_one::<V4>(&view(), frame, adj, flags)
     }
 
     fn run(frames: &[Vec<u8>], adjs: &[u32]) -> crate::nodes::testing::Outcome {
@@ -637,7 +351,7 @@ mod tests {
     fn unknown_neighbor_goes_to_arp_untouched() {
         let sent = udp([10, 1, 0, 77], 9, false, 60);
         let (v, out, _) = rewrite_one(&sent, ADJ_GLEAN, 0);
-        assert_eq!((v, out), (Verdict::Arp, sent));
+        assert_eq!((v, out), (Verdict::Resolve, sent));
     }
 
     #[test]

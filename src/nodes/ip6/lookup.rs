@@ -78,8 +78,6 @@ impl LookupRules for V6 {
     type Key = Key;
     type Addr = u128;
     type Counter = Error;
-    const REWRITE_NODE: &'static str = super::IP6_REWRITE;
-    const LOCAL_NODE: &'static str = super::IP6_LOCAL;
     const ERRORS: &'static [&'static str] = &ERRORS;
 
     /// The key of a packet ip6-input has checked (all zero if it cannot be read: :: matches

@@ -19,7 +19,7 @@
 
 use super::icmp_error::v6_towards;
 use super::neighbor_hold::{HoldSlots, HoldTable, Resolver, Schedule};
-use super::rewrite::Ip6Rewrite;
+use super::rewrite::neighbor_of;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
 use crate::graph::{Node, NodeCx, NodeDecl};
 use crate::router::adjacency::{ethernet_rewrite, AdjKind, L3View, SharedL3View};
@@ -278,7 +278,7 @@ impl Ip6Nd {
         let adj_index = cx.bufs.meta(bi).adj;
         let adj = *view.adj(adj_index);
         let dst = destination(cx.bufs, bi);
-        let IpAddr::V6(neighbor) = Ip6Rewrite::neighbor_of(view, adj_index, dst) else {
+        let IpAddr::V6(neighbor) = neighbor_of(view, adj_index, dst) else {
             cx.count_error(NdError::NotIcmp6 as usize, 1);
             cx.enqueue(Next::Drop as usize, bi);
             return;

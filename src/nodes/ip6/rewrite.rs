@@ -1,33 +1,20 @@
-//! ip6-rewrite: the last step of forwarding IPv6, like ip4-rewrite. For the adjacency
-//! ip6-lookup chose it finds the Ethernet header (from the adjacency when complete, else from
-//! the neighbour table), checks hop limit and MTU (IPv6 routers never fragment: too big is
-//! an ICMPv6 Packet Too Big), decrements the hop limit (no checksum to fix), writes the new
-//! header in front of the IPv6 header (dropping any VLAN tags the packet came with) and hands
-//! the packet to interface-output. A neighbour not known yet sends the packet to ip6-nd,
-//! unchanged; ip6-nd brings it back here once the neighbour answers.
+//! ip6-rewrite: IPv6's part of the shared rewrite node (`nodes/ip/rewrite.rs`): the hop
+//! limit (no checksum to fix) and the MTU. IPv6 routers never fragment: a packet larger than
+//! the MTU goes back to its sender as ICMPv6 Packet Too Big.
 
 use super::IcmpErrorRequest;
-use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
-use crate::features::{self, FeatureView, SharedFeatures, IP6_OUTPUT};
-use crate::graph::{NodeCx, NodeDecl, NodeKind, TracedLoop};
-use crate::nodes::ip4::rewrite::{neighbor_header, write_header, NoHeader};
-use crate::router::adjacency::{AdjKind, L3View, SharedL3View};
+use crate::nodes::ip::rewrite::{Checked, IpRewrite, RewriteRules};
+pub use crate::nodes::ip::rewrite::{Next, OUTPUT_FEATURES};
+use crate::nodes::ip::{counter_index, V6};
+use crate::router::adjacency::{AdjKind, Adjacency, L3View};
 use crate::wire::icmp6;
 use crate::wire::ipv6::{self, Ipv6View};
-use crate::wire::EtherType;
 use std::net::{IpAddr, Ipv6Addr};
 
-/// How many packets ahead the data is prefetched.
-const PREFETCH_AHEAD: usize = 4;
-
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {
-    InterfaceOutput,
-    Nd,
-    IcmpError,
-    Drop,
-}
+/// The IPv6 rewrite node.
+pub type Ip6Rewrite = IpRewrite<V6>;
+/// What happens to one packet.
+pub type Verdict = crate::nodes::ip::rewrite::Verdict<Error>;
 
 #[repr(usize)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +28,7 @@ pub enum Error {
     LocalTooBig,
     Unresolved,
 }
+counter_index!(Error);
 
 pub const ERRORS: [&str; 8] = [
     "not an IPv6 packet",
@@ -53,191 +41,92 @@ pub const ERRORS: [&str; 8] = [
     "neighbour not resolved (sent to ip6-nd)",
 ];
 
-/// What happens to one packet; `Forward` has already been applied to its bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    Forward { tx_if: u32 },
-    Nd,
-    Icmp(IcmpErrorRequest, Error),
-    Drop(Error),
-}
-
-impl Verdict {
-    fn next(self) -> Next {
-        match self {
-            Verdict::Forward { .. } => Next::InterfaceOutput,
-            Verdict::Nd => Next::Nd,
-            Verdict::Icmp(..) => Next::IcmpError,
-            Verdict::Drop(_) => Next::Drop,
-        }
-    }
-
-    fn counted(self) -> Option<Error> {
-        match self {
-            Verdict::Forward { .. } => None,
-            Verdict::Nd => Some(Error::Unresolved),
-            Verdict::Icmp(_, e) | Verdict::Drop(e) => Some(e),
-        }
+/// The neighbour a packet to `dst` by adjacency `adj` goes to: the next hop, or the
+/// destination itself on a connected network.
+pub fn neighbor_of(view: &L3View, adj: u32, dst: u128) -> IpAddr {
+    let a = view.adj(adj);
+    match a.kind {
+        AdjKind::Glean => IpAddr::V6(Ipv6Addr::from(dst)),
+        _ => a.next_hop,
     }
 }
 
-pub struct Ip6Rewrite {
-    view: SharedL3View,
-    /// The ip6-output arc's features on each interface (an output ACL).
-    features: SharedFeatures,
-}
+impl RewriteRules for V6 {
+    type Counter = Error;
+    type Dst = u128;
+    const RESOLVE_NODE: &'static str = super::IP6_ND;
+    const OUTPUT_ARC: usize = crate::features::IP6_OUTPUT;
+    const REWRITE_ERRORS: &'static [&'static str] = &ERRORS;
+    const HOPS: &'static str = "hop limit";
+    const NOT_OF_FAMILY: Error = Error::NotIpv6;
+    const DROP_ADJACENCY: Error = Error::DropAdjacency;
+    const NOT_NEIGHBOR: Error = Error::NotNeighbor;
+    const NO_INTERFACE: Error = Error::NoInterface;
+    const UNRESOLVED: Error = Error::Unresolved;
+    // Never counted: `check` sends every packet larger than the MTU to icmp6-error.
+    const FRAGMENTED: Error = Error::TooBig;
+    const FRAGMENT_FAILED: Error = Error::TooBig;
 
-/// The first next slot of the ip6-output arc's features (after the `Next` slots).
-pub const OUTPUT_FEATURES: usize = 4;
-
-impl Ip6Rewrite {
-    /// With no output feature on any interface.
-    pub fn decl(view: SharedL3View) -> NodeDecl {
-        Self::decl_with(view, features::shared(FeatureView::new()))
-    }
-
-    /// Packets leave for interface-output, or for the ip6-output arc's first feature on
-    /// their interface (its features are this node's nexts from `OUTPUT_FEATURES` on).
-    pub fn decl_with(view: SharedL3View, features: SharedFeatures) -> NodeDecl {
-        let mut next = vec![
-            super::INTERFACE_OUTPUT.to_string(),
-            super::IP6_ND.to_string(),
-            super::ICMP6_ERROR.to_string(),
-            super::ERROR_DROP.to_string(),
-        ];
-        next.extend(features::feature_names(IP6_OUTPUT));
-        NodeDecl {
-            name: super::IP6_REWRITE.to_string(),
-            kind: NodeKind::Internal,
-            next,
-            errors: ERRORS.to_vec(),
-            node: Box::new(Ip6Rewrite { view, features }),
-        }
-    }
-
-    /// The neighbour a packet to `dst` by adjacency `adj` goes to: the next hop, or the
-    /// destination itself on a connected network.
-    pub fn neighbor_of(view: &L3View, adj: u32, dst: u128) -> IpAddr {
-        let a = view.adj(adj);
-        match a.kind {
-            AdjKind::Glean => IpAddr::V6(Ipv6Addr::from(dst)),
-            _ => a.next_hop,
-        }
-    }
-
-    /// Decide one packet's fate and, when it is forwarded, rewrite it in place. Packets sent
-    /// anywhere else are left untouched (icmp6-error quotes them as they arrived).
-    pub fn rewrite(view: &L3View, bufs: &mut WorkerBuffers, bi: u32) -> Verdict {
-        let meta = *bufs.meta(bi);
-        let adj = *view.adj(meta.adj);
-        match adj.kind {
-            AdjKind::Neighbor | AdjKind::Glean => {}
-            AdjKind::Drop => return Verdict::Drop(Error::DropAdjacency),
-            AdjKind::Local | AdjKind::Multipath => return Verdict::Drop(Error::NotNeighbor),
-        }
-        let l3 = meta.l3_offset as usize;
-        let ip = match super::l3_header(bufs, bi, EtherType::IPV6).and_then(Ipv6View::of) {
+    fn check(ip: &[u8], adj: &Adjacency, local: bool) -> Result<Checked<u128>, Verdict> {
+        let ip = match Ipv6View::of(ip) {
             Some(ip) if ip.version() == 6 => ip,
-            _ => return Verdict::Drop(Error::NotIpv6),
+            _ => return Err(Verdict::Drop(Error::NotIpv6)),
         };
-        let local = meta.flags & FLAG_LOCAL_ORIGIN != 0;
         if !local && ip.hop_limit() <= 1 {
             let req = IcmpErrorRequest {
                 kind: icmp6::kind::TIME_EXCEEDED,
                 code: 0,
                 arg: 0,
             };
-            return Verdict::Icmp(req, Error::HopLimitExpired);
+            return Err(Verdict::Icmp(req, Error::HopLimitExpired));
         }
         let total = ip.total_len() as u32;
         // MTU 0 means the control plane set none: no limit to enforce.
         if adj.mtu != 0 && total > adj.mtu {
             if local {
-                return Verdict::Drop(Error::LocalTooBig);
+                return Err(Verdict::Drop(Error::LocalTooBig));
             }
             let req = IcmpErrorRequest {
                 kind: icmp6::kind::PACKET_TOO_BIG,
                 code: 0,
                 arg: adj.mtu.min(u16::MAX as u32) as u16,
             };
-            return Verdict::Icmp(req, Error::TooBig);
+            return Err(Verdict::Icmp(req, Error::TooBig));
         }
-
-        let destination = ip.destination();
-        let neighbor = || Self::neighbor_of(view, meta.adj, destination);
-        let header = match neighbor_header(view, &adj, neighbor, EtherType::IPV6) {
-            Ok(h) => h,
-            Err(NoHeader::Unresolved) => return Verdict::Nd,
-            Err(NoHeader::NoInterface) => return Verdict::Drop(Error::NoInterface),
-        };
-
-        if !local {
-            ipv6::decrement_hop_limit(bufs.l3_mut(bi));
-        }
-        // Bytes after the payload length are link padding, not part of the packet.
-        super::trim_to(bufs, bi, l3 + total as usize);
-        if !write_header(bufs, bi, l3, &header, adj.interface) {
-            return Verdict::Drop(Error::NotIpv6);
-        }
-        Verdict::Forward {
-            tx_if: adj.interface,
-        }
+        Ok(Checked {
+            total,
+            destination: ip.destination(),
+            too_big: false,
+        })
     }
-}
 
-impl TracedLoop for Ip6Rewrite {
-    fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
-        let view = self.view.load();
-        let features = self.features.load();
-        let output_features = features.any(IP6_OUTPUT);
-        for (k, &bi) in frame.iter().enumerate() {
-            if let Some(&ahead) = frame.get(k + PREFETCH_AHEAD) {
-                cx.bufs.prefetch(ahead);
-            }
-            let verdict = Self::rewrite(&view, cx.bufs, bi);
-            if let Some(e) = verdict.counted() {
-                cx.count_error(e as usize, 1);
-            }
-            if let Verdict::Icmp(req, _) = verdict {
-                cx.bufs.meta_mut(bi).aux = req.to_aux();
-            }
-            if TRACE {
-                let adj = cx.bufs.meta(bi).adj;
-                match verdict {
-                    Verdict::Forward { tx_if } => {
-                        cx.trace(bi, format_args!("adj {adj} tx if {tx_if}"))
-                    }
-                    Verdict::Icmp(req, e) => cx.trace(
-                        bi,
-                        format_args!(
-                            "adj {adj}: {} (icmp6 {} code {} arg {})",
-                            ERRORS[e as usize], req.kind, req.code, req.arg
-                        ),
-                    ),
-                    Verdict::Nd => cx.trace(
-                        bi,
-                        format_args!("adj {adj}: {}", ERRORS[Error::Unresolved as usize]),
-                    ),
-                    Verdict::Drop(e) => {
-                        cx.trace(bi, format_args!("adj {adj}: drop: {}", ERRORS[e as usize]))
-                    }
-                }
-            }
-            let slot = match verdict {
-                Verdict::Forward { tx_if } if output_features => {
-                    features::start_slot(&features, IP6_OUTPUT, tx_if, OUTPUT_FEATURES)
-                }
-                v => v.next() as usize,
-            };
-            cx.enqueue(slot, bi);
-        }
+    fn on_link(dst: u128) -> IpAddr {
+        IpAddr::V6(Ipv6Addr::from(dst))
+    }
+
+    fn forward(_: &L3View, _: &Adjacency, ip: &mut [u8]) {
+        ipv6::decrement_hop_limit(ip);
+    }
+
+    fn hops(ip: &[u8]) -> Option<u8> {
+        Ipv6View::of(ip).map(|ip| ip.hop_limit())
+    }
+
+    fn fragment(
+        _: &[u8],
+        _: usize,
+        _: &mut Vec<u8>,
+        _: impl FnMut(&[u8]) -> bool,
+    ) -> Option<usize> {
+        None
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buffer::{BufferPool, HugePages};
+    use crate::buffer::FLAG_LOCAL_ORIGIN;
+
     use crate::nodes::ip6::input::test_support::*;
     use crate::nodes::testing::Harness;
     use crate::router::adjacency::ethernet_rewrite;
@@ -246,18 +135,7 @@ mod tests {
 
     /// Run `rewrite` on one packet and return the verdict, the bytes after it and tx_if.
     fn rewrite_one(frame: &[u8], adj: u32, flags: u8) -> (Verdict, Vec<u8>, u32) {
-        let pool = BufferPool::new(16, HugePages::Never).unwrap();
-        let mut bufs = pool.worker_handle();
-        let bi = crate::nodes::testing::received(&mut bufs, frame);
-        bufs.meta_mut(bi).adj = adj;
-        bufs.meta_mut(bi).flags = flags;
-        let v = view();
-        let verdict = Ip6Rewrite::rewrite(&v.load(), &mut bufs, bi);
-        let mut out = Vec::new();
-        bufs.copy_packet(bi, &mut out);
-        let tx = bufs.meta(bi).tx_if;
-        bufs.free(bi);
-        (verdict, out, tx)
+        crate::nodes::ip::rewrite::rewrite_one::<V6>(&view(), frame, adj, flags)
     }
 
     /// A forwarded packet: header `eth`, hop limit one less, everything else as sent.
@@ -313,7 +191,7 @@ mod tests {
     fn unknown_neighbor_goes_to_nd_untouched() {
         let sent = udp(HOST, GLEANED + 1, 9, 60);
         let (v, out, _) = rewrite_one(&sent, ADJ_GLEAN, 0);
-        assert_eq!((v, out), (Verdict::Nd, sent));
+        assert_eq!((v, out), (Verdict::Resolve, sent));
     }
 
     #[test]
