@@ -85,16 +85,18 @@ pub struct IcmpErrorRequest {
 }
 
 impl IcmpErrorRequest {
+    /// An error of ICMP type `kind` and `code`; `arg` is the MTU of a "too big" error or the
+    /// pointer of a parameter problem, else 0.
+    pub const fn new(kind: u8, code: u8, arg: u16) -> IcmpErrorRequest {
+        IcmpErrorRequest { kind, code, arg }
+    }
+
     pub fn to_aux(self) -> u32 {
         (self.kind as u32) << 24 | (self.code as u32) << 16 | self.arg as u32
     }
 
     pub fn from_aux(aux: u32) -> IcmpErrorRequest {
-        IcmpErrorRequest {
-            kind: (aux >> 24) as u8,
-            code: (aux >> 16) as u8,
-            arg: aux as u16,
-        }
+        IcmpErrorRequest::new((aux >> 24) as u8, (aux >> 16) as u8, aux as u16)
     }
 }
 
@@ -246,13 +248,13 @@ mod l3_offset_tests {
                         let _ = ip4::rewrite::Ip4Rewrite::rewrite(&view4, &mut bufs, bi);
                     }
                     (1, false) => {
-                        let _ = ip4::local::Ip4Local::local(&view4, &mut bufs, bi);
+                        let _ = <super::ip::V4 as super::ip::local::LocalRules>::local(&view4, &mut bufs, bi);
                     }
                     (0, true) => {
                         let _ = ip6::rewrite::Ip6Rewrite::rewrite(&view6, &mut bufs, bi);
                     }
                     (1, true) => {
-                        let _ = ip6::local::Ip6Local::handle(&view6, &mut bufs, bi);
+                        let _ = <super::ip::V6 as super::ip::local::LocalRules>::local(&view6, &mut bufs, bi);
                     }
                     _ => {
                         let ip = super::l3_header(&bufs, bi, crate::wire::EtherType::IPV6);

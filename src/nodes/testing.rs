@@ -54,6 +54,13 @@ impl Outcome {
     pub fn to_next(&self, slot: usize) -> usize {
         self.per_next[slot]
     }
+
+    /// The node's counters are exactly `expected`: each named one holds its count, every
+    /// other one is zero.
+    #[track_caller]
+    pub fn assert_counted<E: Copy + Into<usize> + std::fmt::Debug>(&self, expected: &[(E, u64)]) {
+        assert_counted(&self.errors, expected);
+    }
 }
 
 /// Packets the feed node hands to the node under test at its next pass.
@@ -309,4 +316,18 @@ impl Harness {
         }
         (decls, seen)
     }
+}
+
+/// The counters `errors` are exactly `expected`: each named one holds its count, every other
+/// one is zero.
+#[track_caller]
+pub fn assert_counted<E: Copy + Into<usize> + std::fmt::Debug>(
+    errors: &[u64],
+    expected: &[(E, u64)],
+) {
+    let mut want = vec![0; errors.len()];
+    for &(e, n) in expected {
+        want[e.into()] += n;
+    }
+    assert_eq!(errors, want, "counters (expected {expected:?})");
 }

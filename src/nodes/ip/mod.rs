@@ -7,12 +7,14 @@
 //! - `input`: ip4-input / ip6-input (the family's checks, then the unicast feature arc).
 //! - `lookup`: ip4-lookup / ip6-lookup (per-table batched FIB lookups, then each family's
 //!   decision on the adjacency).
+//! - `local`: ip4-local / ip6-local (the loop around each family's delivery to the router).
 //! - `rewrite`: ip4-rewrite / ip6-rewrite (the Ethernet header, the output arc; each family's
 //!   hop count, MTU and, for IPv4, fragments).
 //! - `icmp_error`: icmp4-error / icmp6-error (the node loop around each family's builder).
 
 pub mod icmp_error;
 pub mod input;
+pub mod local;
 pub mod lookup;
 pub mod rewrite;
 

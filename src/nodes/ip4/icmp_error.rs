@@ -106,21 +106,9 @@ mod tests {
     use crate::nodes::testing::{Harness, Outcome};
     use crate::wire::ipv4::{checksum, Ipv4Header};
 
-    const TIME_EXCEEDED: IcmpErrorRequest = IcmpErrorRequest {
-        kind: 11,
-        code: 0,
-        arg: 0,
-    };
-    const FRAG_NEEDED: IcmpErrorRequest = IcmpErrorRequest {
-        kind: 3,
-        code: 4,
-        arg: 1400,
-    };
-    const PORT_UNREACHABLE: IcmpErrorRequest = IcmpErrorRequest {
-        kind: 3,
-        code: 3,
-        arg: 0,
-    };
+    const TIME_EXCEEDED: IcmpErrorRequest = IcmpErrorRequest::new(11, 0, 0);
+    const FRAG_NEEDED: IcmpErrorRequest = IcmpErrorRequest::new(3, 4, 1400);
+    const PORT_UNREACHABLE: IcmpErrorRequest = IcmpErrorRequest::new(3, 3, 0);
 
     fn run(frames: &[Vec<u8>], req: IcmpErrorRequest, rx_if: u32, burst: u64) -> Outcome {
         let h = Harness::new(3);
@@ -382,11 +370,7 @@ mod tests {
                 .find(|e| e[34] == kind && e[35] == code)
                 .expect("error sent")
         };
-        let mtu = IcmpErrorRequest {
-            kind: 3,
-            code: 4,
-            arg: 1000,
-        };
+        let mtu = IcmpErrorRequest::new(3, 4, 1000);
         assert_error(find(11, 0), &expiring, if_addr(0), TIME_EXCEEDED, 100);
         assert_error(find(3, 4), &too_big, if_addr(0), mtu, 576 - 28);
         assert_error(find(3, 3), &to_us, if_addr(0), PORT_UNREACHABLE, 28);

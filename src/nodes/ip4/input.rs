@@ -15,7 +15,7 @@ pub const IP4_INPUT: &str = "ip4-input";
 pub const IP4_LOOKUP: &str = "ip4-lookup";
 
 #[repr(usize)]
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub enum Error {
     NotIpv4,
     Truncated,
@@ -162,13 +162,18 @@ mod tests {
         let frames = vec![bad_sum, v6, ihl, long, arp, cut];
         let (ok, drop, e) = run(&frames);
         assert_eq!((ok, drop), (0, 6));
-        assert_eq!(e[Error::Checksum as usize], 1);
-        assert_eq!(e[Error::Version as usize], 1);
         // IHL 3 fails the length check; so does a checksum over a wrong IHL, counted there.
-        assert_eq!(e[Error::HeaderLength as usize], 1);
-        assert_eq!(e[Error::TotalLength as usize], 1);
-        assert_eq!(e[Error::NotIpv4 as usize], 1);
-        assert_eq!(e[Error::Truncated as usize], 1);
+        crate::nodes::testing::assert_counted(
+            &e,
+            &[
+                (Error::Checksum, 1),
+                (Error::Version, 1),
+                (Error::HeaderLength, 1),
+                (Error::TotalLength, 1),
+                (Error::NotIpv4, 1),
+                (Error::Truncated, 1),
+            ],
+        );
     }
 
     #[test]

@@ -6,22 +6,17 @@
 
 use super::IcmpErrorRequest;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
-use crate::graph::{Node, NodeCx, NodeDecl};
-use crate::router::adjacency::{L3View, SharedL3View};
+use crate::nodes::ip::counter_index;
+pub use crate::nodes::ip::local::Next;
+use crate::nodes::ip::local::{IpLocal, LocalRules};
+use crate::nodes::ip::V4;
+use crate::router::adjacency::L3View;
 use crate::wire::ethernet::HEADER_LEN as ETH_HEADER_LEN;
 use crate::wire::icmp4::{self, echo_request_to_reply, Icmp4Error};
 use crate::wire::ipv4::Ipv4Header;
 use crate::wire::EtherType;
 
 const UDP: u8 = 17;
-
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {
-    Lookup,
-    IcmpError,
-    Drop,
-}
 
 #[repr(usize)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,6 +33,7 @@ pub enum Error {
     PortUnreachable,
     ProtocolUnreachable,
 }
+counter_index!(Error);
 
 pub const ERRORS: [&str; 11] = [
     "not an IPv4 packet",
@@ -53,56 +49,32 @@ pub const ERRORS: [&str; 11] = [
     "protocol not handled: protocol unreachable (to icmp4-error)",
 ];
 
-/// What happens to one packet; `Reply` has already turned it into the reply.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    Reply,
-    Icmp(IcmpErrorRequest),
-    Drop(Error),
-}
+/// The IPv4 local delivery node.
+pub type Ip4Local = IpLocal<V4>;
+/// What happens to one packet.
+pub type Verdict = crate::nodes::ip::local::Verdict<Error>;
 
-impl Verdict {
-    fn next(self) -> Next {
-        match self {
-            Verdict::Reply => Next::Lookup,
-            Verdict::Icmp(_) => Next::IcmpError,
-            Verdict::Drop(_) => Next::Drop,
-        }
-    }
+impl LocalRules for V4 {
+    type Counter = Error;
+    const LOCAL_ERRORS: &'static [&'static str] = &ERRORS;
+    const DISCOVERY_NODE: Option<&'static str> = None;
 
-    fn counter(self) -> Error {
-        match self {
+    fn counter(verdict: Verdict) -> Error {
+        match verdict {
             Verdict::Reply => Error::EchoReplied,
             Verdict::Icmp(req) if req.code == icmp4::CODE_PORT_UNREACHABLE => {
                 Error::PortUnreachable
             }
             Verdict::Icmp(_) => Error::ProtocolUnreachable,
+            // (ARP comes by arp-input, never here.)
+            Verdict::Discovery => Error::NotIpv4,
             Verdict::Drop(e) => e,
         }
-    }
-}
-
-pub struct Ip4Local {
-    view: SharedL3View,
-}
-
-impl Ip4Local {
-    pub fn decl(view: SharedL3View) -> NodeDecl {
-        NodeDecl::internal(
-            super::IP4_LOCAL,
-            &[
-                super::input::IP4_LOOKUP,
-                super::ICMP4_ERROR,
-                super::ERROR_DROP,
-            ],
-            &ERRORS,
-            Ip4Local { view },
-        )
     }
 
     /// Decide one packet's fate; an echo request is turned into its reply, ready for
     /// ip4-lookup. Other packets are left as they are (icmp4-error quotes them).
-    pub fn local(view: &L3View, bufs: &mut WorkerBuffers, bi: u32) -> Verdict {
+    fn local(view: &L3View, bufs: &mut WorkerBuffers, bi: u32) -> Verdict {
         let l3 = bufs.meta(bi).l3_offset as usize;
         let segment_len = bufs.data(bi).len();
         let Some(bytes) = super::l3_header(bufs, bi, EtherType::IPV4) else {
@@ -124,18 +96,18 @@ impl Ip4Local {
         match proto {
             icmp4::PROTOCOL => {}
             UDP => {
-                return Verdict::Icmp(IcmpErrorRequest {
-                    kind: icmp4::DEST_UNREACHABLE,
-                    code: icmp4::CODE_PORT_UNREACHABLE,
-                    arg: 0,
-                })
+                return Verdict::Icmp(IcmpErrorRequest::new(
+                    icmp4::DEST_UNREACHABLE,
+                    icmp4::CODE_PORT_UNREACHABLE,
+                    0,
+                ))
             }
             _ => {
-                return Verdict::Icmp(IcmpErrorRequest {
-                    kind: icmp4::DEST_UNREACHABLE,
-                    code: icmp4::CODE_PROTOCOL_UNREACHABLE,
-                    arg: 0,
-                })
+                return Verdict::Icmp(IcmpErrorRequest::new(
+                    icmp4::DEST_UNREACHABLE,
+                    icmp4::CODE_PROTOCOL_UNREACHABLE,
+                    0,
+                ))
             }
         }
         // The checksum covers the whole message: it must all be in this segment.
@@ -174,30 +146,10 @@ impl Ip4Local {
     }
 }
 
-impl Node for Ip4Local {
-    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
-        let view = self.view.load();
-        let tracing = cx.tracing();
-        for &bi in frame {
-            let verdict = Self::local(&view, cx.bufs, bi);
-            let counter = verdict.counter();
-            cx.count_error(counter as usize, 1);
-            if let Verdict::Icmp(req) = verdict {
-                cx.bufs.meta_mut(bi).aux = req.to_aux();
-            }
-            if tracing {
-                cx.trace(bi, ERRORS[counter as usize]);
-            }
-            cx.enqueue(verdict.next() as usize, bi);
-        }
-        frame.len()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buffer::{BufferPool, HugePages};
+
     use crate::nodes::ip4::rewrite::test_support::*;
     use crate::nodes::testing::Harness;
     use crate::wire::ipv4::checksum;
@@ -216,19 +168,8 @@ mod tests {
         frame(HOST, dst, 1, 64, false, &echo(8, data_len))
     }
 
-    /// Run `local` on one packet; the verdict, the bytes after it and the metadata.
     fn local_one(f: &[u8]) -> (Verdict, Vec<u8>, crate::buffer::BufferMeta) {
-        let pool = BufferPool::new(16, HugePages::Never).unwrap();
-        let mut bufs = pool.worker_handle();
-        let bi = crate::nodes::testing::received(&mut bufs, f);
-        bufs.meta_mut(bi).rx_if = 0;
-        let v = view();
-        let verdict = Ip4Local::local(&v.load(), &mut bufs, bi);
-        let mut out = Vec::new();
-        bufs.copy_packet(bi, &mut out);
-        let meta = *bufs.meta(bi);
-        bufs.free(bi);
-        (verdict, out, meta)
+        crate::nodes::ip::local::local_one::<V4>(&view(), f)
     }
 
     /// A reply to `request` (an untagged frame) from `from`.
@@ -277,24 +218,10 @@ mod tests {
         let udp = frame(HOST, if_addr(0).to_be_bytes(), 17, 64, false, &[0; 8]);
         let tcp = frame(HOST, if_addr(0).to_be_bytes(), 6, 64, false, &[0; 20]);
         let (v, out, _) = local_one(&udp);
-        assert_eq!(
-            v,
-            Verdict::Icmp(IcmpErrorRequest {
-                kind: 3,
-                code: 3,
-                arg: 0
-            })
-        );
+        assert_eq!(v, Verdict::Icmp(IcmpErrorRequest::new(3, 3, 0)));
         assert_eq!(out, udp);
         let (v, out, _) = local_one(&tcp);
-        assert_eq!(
-            v,
-            Verdict::Icmp(IcmpErrorRequest {
-                kind: 3,
-                code: 2,
-                arg: 0
-            })
-        );
+        assert_eq!(v, Verdict::Icmp(IcmpErrorRequest::new(3, 2, 0)));
         assert_eq!(out, tcp);
     }
 
@@ -343,11 +270,12 @@ mod tests {
         let h = Harness::new(3);
         let out = h.run_node(Ip4Local::decl(view()), &frames, 0);
         assert_eq!(out.per_next, vec![2, 2, 1]);
-        let e = &out.errors;
-        assert_eq!(e[Error::EchoReplied as usize], 2);
-        assert_eq!(e[Error::PortUnreachable as usize], 1);
-        assert_eq!(e[Error::ProtocolUnreachable as usize], 1);
-        assert_eq!(e[Error::IcmpOtherType as usize], 1);
+        out.assert_counted(&[
+            (Error::EchoReplied, 2),
+            (Error::PortUnreachable, 1),
+            (Error::ProtocolUnreachable, 1),
+            (Error::IcmpOtherType, 1),
+        ]);
     }
 
     proptest::proptest! {

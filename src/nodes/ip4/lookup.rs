@@ -53,11 +53,7 @@ fn source_error(view: &L3View, table: u16, src: u32) -> Option<Error> {
 }
 
 /// ICMP destination unreachable, network unreachable (RFC 792).
-const NET_UNREACHABLE: IcmpErrorRequest = IcmpErrorRequest {
-    kind: 3,
-    code: 0,
-    arg: 0,
-};
+const NET_UNREACHABLE: IcmpErrorRequest = IcmpErrorRequest::new(3, 0, 0);
 
 /// The lookup node of IPv4 (`nodes::ip::lookup`, with the decision below).
 pub type Ip4Lookup = IpLookup<V4>;

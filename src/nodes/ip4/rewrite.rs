@@ -68,11 +68,7 @@ impl RewriteRules for V4 {
             _ => return Err(Verdict::Drop(Error::NotIpv4)),
         };
         if !local && ip.ttl() <= 1 {
-            let req = IcmpErrorRequest {
-                kind: icmp4::TIME_EXCEEDED,
-                code: icmp4::CODE_TTL_EXCEEDED,
-                arg: 0,
-            };
+            let req = IcmpErrorRequest::new(icmp4::TIME_EXCEEDED, icmp4::CODE_TTL_EXCEEDED, 0);
             return Err(Verdict::Icmp(req, Error::TtlExpired));
         }
         let total = ip.total_len() as u32;
@@ -82,11 +78,11 @@ impl RewriteRules for V4 {
             if local {
                 return Err(Verdict::Drop(Error::OwnTooBig));
             }
-            let req = IcmpErrorRequest {
-                kind: icmp4::DEST_UNREACHABLE,
-                code: icmp4::CODE_FRAGMENTATION_NEEDED,
-                arg: adj.mtu.min(u16::MAX as u32) as u16,
-            };
+            let req = IcmpErrorRequest::new(
+                icmp4::DEST_UNREACHABLE,
+                icmp4::CODE_FRAGMENTATION_NEEDED,
+                adj.mtu.min(u16::MAX as u32) as u16,
+            );
             return Err(Verdict::Icmp(req, Error::TooBig));
         }
         Ok(Checked {
@@ -367,11 +363,7 @@ mod tests {
         for ttl in [0, 1] {
             let sent = udp([192, 0, 2, 1], ttl, false, 60);
             let (v, out, _) = rewrite_one(&sent, ADJ_COMPLETE, 0);
-            let req = IcmpErrorRequest {
-                kind: 11,
-                code: 0,
-                arg: 0,
-            };
+            let req = IcmpErrorRequest::new(11, 0, 0);
             assert_eq!((v, out), (Verdict::Icmp(req, Error::TtlExpired), sent));
         }
         // Unless the router made the packet itself: its TTL is left alone.
@@ -385,11 +377,7 @@ mod tests {
     fn too_big_with_df_asks_for_fragmentation_needed_with_the_mtu() {
         let sent = udp([192, 0, 2, 1], 64, true, 1001);
         let (v, out, _) = rewrite_one(&sent, ADJ_SMALL_MTU, 0);
-        let req = IcmpErrorRequest {
-            kind: 3,
-            code: 4,
-            arg: 1000,
-        };
+        let req = IcmpErrorRequest::new(3, 4, 1000);
         assert_eq!((v, out), (Verdict::Icmp(req, Error::TooBig), sent));
         let (v, _, _) = rewrite_one(&udp([192, 0, 2, 1], 64, false, 1001), ADJ_SMALL_MTU, 0);
         assert_eq!(
@@ -437,14 +425,15 @@ mod tests {
         // The 1200-byte packet without DF leaves as two fragments.
         // (The last slot is the output ACL, off here.)
         assert_eq!(out.per_next, vec![4, 1, 2, 3, 0]);
-        let e = &out.errors;
-        assert_eq!(e[Error::Unresolved as usize], 1);
-        assert_eq!(e[Error::TtlExpired as usize], 1);
-        assert_eq!(e[Error::TooBig as usize], 1);
-        assert_eq!(e[Error::Fragmented as usize], 1);
         // Adjacency 0 and a stale index both read as drop; 1 is local.
-        assert_eq!(e[Error::DropAdjacency as usize], 2);
-        assert_eq!(e[Error::NotNeighbor as usize], 1);
+        out.assert_counted(&[
+            (Error::Unresolved, 1),
+            (Error::TtlExpired, 1),
+            (Error::TooBig, 1),
+            (Error::Fragmented, 1),
+            (Error::DropAdjacency, 2),
+            (Error::NotNeighbor, 1),
+        ]);
         assert_eq!(out.tx_ifs.iter().filter(|&&t| t == 1).count(), 4);
     }
 

@@ -138,16 +138,8 @@ mod tests {
     use crate::nodes::testing::{Harness, Outcome};
     use crate::wire::ipv6::next_header;
 
-    const TIME_EXCEEDED: IcmpErrorRequest = IcmpErrorRequest {
-        kind: 3,
-        code: 0,
-        arg: 0,
-    };
-    const TOO_BIG: IcmpErrorRequest = IcmpErrorRequest {
-        kind: 2,
-        code: 0,
-        arg: 1280,
-    };
+    const TIME_EXCEEDED: IcmpErrorRequest = IcmpErrorRequest::new(3, 0, 0);
+    const TOO_BIG: IcmpErrorRequest = IcmpErrorRequest::new(2, 0, 1280);
 
     fn run(frames: &[Vec<u8>], req: IcmpErrorRequest, rx_if: u32, burst: u64) -> Outcome {
         let h = Harness::new(3);
@@ -232,11 +224,12 @@ mod tests {
         ];
         let out = run(&frames, TIME_EXCEEDED, 0, 10);
         assert_eq!(out.per_next, vec![0, 5]);
-        let e = &out.errors;
-        assert_eq!(e[Error::AboutError as usize], 1);
-        assert_eq!(e[Error::AboutMulticast as usize], 2);
-        assert_eq!(e[Error::BadSource as usize], 1);
-        assert_eq!(e[Error::NotIpv6 as usize], 1);
+        out.assert_counted(&[
+            (Error::AboutError, 1),
+            (Error::AboutMulticast, 2),
+            (Error::BadSource, 1),
+            (Error::NotIpv6, 1),
+        ]);
         // Packet Too Big about a packet to a group is allowed.
         let out = run(&[udp(HOST, 0xff0e << 112 | 1, 64, 1400)], TOO_BIG, 0, 10);
         assert_eq!(out.per_next, vec![1, 1]);

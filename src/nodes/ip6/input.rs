@@ -256,12 +256,17 @@ mod tests {
         ];
         let (ok, drop, e) = run(&frames);
         assert_eq!((ok, drop), (0, 8));
-        assert_eq!(e[Error::Version as usize], 1);
-        assert_eq!(e[Error::PayloadLength as usize], 1);
-        assert_eq!(e[Error::NotIpv6 as usize], 2);
-        assert_eq!(e[Error::Truncated as usize], 1);
-        assert_eq!(e[Error::Loopback as usize], 2);
-        assert_eq!(e[Error::MulticastSource as usize], 1);
+        crate::nodes::testing::assert_counted(
+            &e,
+            &[
+                (Error::Version, 1),
+                (Error::PayloadLength, 1),
+                (Error::NotIpv6, 2),
+                (Error::Truncated, 1),
+                (Error::Loopback, 2),
+                (Error::MulticastSource, 1),
+            ],
+        );
     }
 
     #[test]

@@ -9,20 +9,14 @@
 use super::icmp_error::v6_towards;
 use super::IcmpErrorRequest;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
-use crate::graph::{Node, NodeCx, NodeDecl};
-use crate::router::adjacency::{L3View, SharedL3View};
+use crate::nodes::ip::counter_index;
+pub use crate::nodes::ip::local::Next;
+use crate::nodes::ip::local::{IpLocal, LocalRules};
+use crate::nodes::ip::V6;
+use crate::router::adjacency::L3View;
 use crate::wire::icmp6::{self, echo_request_to_reply, upper_layer_named, EchoError};
 use crate::wire::ipv6::{self, next_header, Ipv6Header};
 use crate::wire::EtherType;
-
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {
-    Lookup,
-    Nd,
-    IcmpError,
-    Drop,
-}
 
 #[repr(usize)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +34,7 @@ pub enum Error {
     NoNextHeader,
     UnknownNextHeader,
 }
+counter_index!(Error);
 
 pub const ERRORS: [&str; 12] = [
     "echo requests answered",
@@ -59,29 +54,20 @@ pub const ERRORS: [&str; 12] = [
 /// Parameter problem code 1: unrecognised Next Header type.
 const UNRECOGNISED_NEXT_HEADER: u8 = 1;
 
-/// What happens to one packet; an echo reply has already been written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    Reply,
-    Nd,
-    Icmp(IcmpErrorRequest),
-    Drop(Error),
-}
+/// The IPv6 local delivery node.
+pub type Ip6Local = IpLocal<V6>;
+/// What happens to one packet.
+pub type Verdict = crate::nodes::ip::local::Verdict<Error>;
 
-impl Verdict {
-    fn next(self) -> Next {
-        match self {
-            Verdict::Reply => Next::Lookup,
-            Verdict::Nd => Next::Nd,
-            Verdict::Icmp(_) => Next::IcmpError,
-            Verdict::Drop(_) => Next::Drop,
-        }
-    }
+impl LocalRules for V6 {
+    type Counter = Error;
+    const LOCAL_ERRORS: &'static [&'static str] = &ERRORS;
+    const DISCOVERY_NODE: Option<&'static str> = Some(super::IP6_ND);
 
-    fn counter(self) -> Error {
-        match self {
+    fn counter(verdict: Verdict) -> Error {
+        match verdict {
             Verdict::Reply => Error::EchoReplied,
-            Verdict::Nd => Error::NeighborDiscovery,
+            Verdict::Discovery => Error::NeighborDiscovery,
             Verdict::Icmp(req) if req.kind == icmp6::kind::PARAMETER_PROBLEM => {
                 Error::UnknownNextHeader
             }
@@ -89,28 +75,8 @@ impl Verdict {
             Verdict::Drop(e) => e,
         }
     }
-}
 
-pub struct Ip6Local {
-    view: SharedL3View,
-}
-
-impl Ip6Local {
-    pub fn decl(view: SharedL3View) -> NodeDecl {
-        NodeDecl::internal(
-            super::IP6_LOCAL,
-            &[
-                super::IP6_LOOKUP,
-                super::IP6_ND,
-                super::ICMP6_ERROR,
-                super::ERROR_DROP,
-            ],
-            &ERRORS,
-            Ip6Local { view },
-        )
-    }
-
-    pub fn handle(view: &L3View, bufs: &mut WorkerBuffers, bi: u32) -> Verdict {
+    fn local(view: &L3View, bufs: &mut WorkerBuffers, bi: u32) -> Verdict {
         let meta = *bufs.meta(bi);
         let l3 = meta.l3_offset as usize;
         let Some(ip) = super::l3_header(bufs, bi, EtherType::IPV6) else {
@@ -127,25 +93,21 @@ impl Ip6Local {
             next_header::ICMPV6 => {}
             next_header::UDP if ipv6::is_multicast(dst) => return Verdict::Drop(Error::UdpToGroup),
             next_header::UDP => {
-                return Verdict::Icmp(IcmpErrorRequest {
-                    kind: icmp6::kind::DEST_UNREACHABLE,
-                    code: 4,
-                    arg: 0,
-                })
+                return Verdict::Icmp(IcmpErrorRequest::new(icmp6::kind::DEST_UNREACHABLE, 4, 0))
             }
             next_header::FRAGMENT => return Verdict::Drop(Error::Fragment),
             next_header::NO_NEXT => return Verdict::Drop(Error::NoNextHeader),
             _ => {
-                return Verdict::Icmp(IcmpErrorRequest {
-                    kind: icmp6::kind::PARAMETER_PROBLEM,
-                    code: UNRECOGNISED_NEXT_HEADER,
-                    arg: field as u16,
-                })
+                return Verdict::Icmp(IcmpErrorRequest::new(
+                    icmp6::kind::PARAMETER_PROBLEM,
+                    UNRECOGNISED_NEXT_HEADER,
+                    field as u16,
+                ))
             }
         }
         match ip.get(at) {
             Some(&icmp6::kind::NEIGHBOR_SOLICIT) | Some(&icmp6::kind::NEIGHBOR_ADVERT) => {
-                return Verdict::Nd
+                return Verdict::Discovery
             }
             Some(&icmp6::kind::ECHO_REQUEST) => {}
             _ => return Verdict::Drop(Error::Icmp6Other),
@@ -173,44 +135,16 @@ impl Ip6Local {
     }
 }
 
-impl Node for Ip6Local {
-    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
-        let view = self.view.load();
-        let tracing = cx.tracing();
-        for &bi in frame {
-            let verdict = Self::handle(&view, cx.bufs, bi);
-            cx.count_error(verdict.counter() as usize, 1);
-            if let Verdict::Icmp(req) = verdict {
-                cx.bufs.meta_mut(bi).aux = req.to_aux();
-            }
-            if tracing {
-                cx.trace(bi, ERRORS[verdict.counter() as usize]);
-            }
-            cx.enqueue(verdict.next() as usize, bi);
-        }
-        frame.len()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buffer::{BufferPool, HugePages};
+
     use crate::nodes::ip6::input::test_support::*;
     use crate::nodes::testing::Harness;
 
     fn handle_one(frame: &[u8]) -> (Verdict, Vec<u8>, u8) {
-        let pool = BufferPool::new(16, HugePages::Never).unwrap();
-        let mut bufs = pool.worker_handle();
-        let bi = crate::nodes::testing::received(&mut bufs, frame);
-        bufs.meta_mut(bi).rx_if = 0;
-        let v = view();
-        let verdict = Ip6Local::handle(&v.load(), &mut bufs, bi);
-        let mut out = Vec::new();
-        bufs.copy_packet(bi, &mut out);
-        let flags = bufs.meta(bi).flags;
-        bufs.free(bi);
-        (verdict, out, flags)
+        let (verdict, out, meta) = crate::nodes::ip::local::local_one::<V6>(&view(), frame);
+        (verdict, out, meta.flags)
     }
 
     #[test]
@@ -260,17 +194,18 @@ mod tests {
         ];
         let h = Harness::new(3);
         let out = h.run_node(Ip6Local::decl(view()), &frames, 0);
-        assert_eq!(out.per_next, vec![1, 1, 2, 5]);
-        let e = &out.errors;
-        assert_eq!(e[Error::EchoReplied as usize], 1);
-        assert_eq!(e[Error::NeighborDiscovery as usize], 1);
-        assert_eq!(e[Error::PortUnreachable as usize], 1);
-        assert_eq!(e[Error::UdpToGroup as usize], 1);
-        assert_eq!(e[Error::EchoChecksum as usize], 1);
-        assert_eq!(e[Error::Icmp6Other as usize], 1);
-        assert_eq!(e[Error::UnknownNextHeader as usize], 1);
-        assert_eq!(e[Error::NoNextHeader as usize], 1);
-        assert_eq!(e[Error::NotIpv6 as usize], 1);
+        assert_eq!(out.per_next, vec![1, 2, 5, 1]);
+        out.assert_counted(&[
+            (Error::EchoReplied, 1),
+            (Error::NeighborDiscovery, 1),
+            (Error::PortUnreachable, 1),
+            (Error::UdpToGroup, 1),
+            (Error::EchoChecksum, 1),
+            (Error::Icmp6Other, 1),
+            (Error::UnknownNextHeader, 1),
+            (Error::NoNextHeader, 1),
+            (Error::NotIpv6, 1),
+        ]);
     }
 
     #[test]
@@ -281,11 +216,7 @@ mod tests {
         let behind_hbh = eth(if_mac(0), &ip(HOST, if_addr(0), 0, 64, &behind_hbh));
         for (f, pointer) in [(plain, 6), (behind_hbh, 40)] {
             let (v, out, _) = handle_one(&f);
-            let req = IcmpErrorRequest {
-                kind: icmp6::kind::PARAMETER_PROBLEM,
-                code: 1,
-                arg: pointer,
-            };
+            let req = IcmpErrorRequest::new(icmp6::kind::PARAMETER_PROBLEM, 1, pointer);
             assert_eq!((v, out), (Verdict::Icmp(req), f));
         }
     }
@@ -311,14 +242,7 @@ mod tests {
     #[test]
     fn port_unreachable_request_is_code_4() {
         let (v, out, _) = handle_one(&udp(HOST, if_addr(0), 64, 60));
-        assert_eq!(
-            v,
-            Verdict::Icmp(IcmpErrorRequest {
-                kind: 1,
-                code: 4,
-                arg: 0
-            })
-        );
+        assert_eq!(v, Verdict::Icmp(IcmpErrorRequest::new(1, 4, 0)));
         assert_eq!(out, udp(HOST, if_addr(0), 64, 60));
     }
 }

@@ -279,11 +279,12 @@ mod tests {
         assert_eq!(out.per_next, vec![1, 1, 1, 3]);
         // The reply leaves by if1's glean adjacency; the echo to us is local.
         assert!(out.adjs.contains(&ADJ_GLEAN) && out.adjs.contains(&ADJ_LOCAL));
-        let e = &out.errors;
-        assert_eq!(e[Error::LinkLocalNotOurs as usize], 1);
-        assert_eq!(e[Error::LinkLocalSource as usize], 1);
-        assert_eq!(e[Error::UnspecifiedSource as usize], 1);
-        assert_eq!(e[Error::LinkMulticast as usize], 1);
+        out.assert_counted(&[
+            (Error::LinkLocalNotOurs, 1),
+            (Error::LinkLocalSource, 1),
+            (Error::UnspecifiedSource, 1),
+            (Error::LinkMulticast, 1),
+        ]);
     }
 
     #[test]

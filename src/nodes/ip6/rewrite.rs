@@ -73,11 +73,7 @@ impl RewriteRules for V6 {
             _ => return Err(Verdict::Drop(Error::NotIpv6)),
         };
         if !local && ip.hop_limit() <= 1 {
-            let req = IcmpErrorRequest {
-                kind: icmp6::kind::TIME_EXCEEDED,
-                code: 0,
-                arg: 0,
-            };
+            let req = IcmpErrorRequest::new(icmp6::kind::TIME_EXCEEDED, 0, 0);
             return Err(Verdict::Icmp(req, Error::HopLimitExpired));
         }
         let total = ip.total_len() as u32;
@@ -86,11 +82,11 @@ impl RewriteRules for V6 {
             if local {
                 return Err(Verdict::Drop(Error::LocalTooBig));
             }
-            let req = IcmpErrorRequest {
-                kind: icmp6::kind::PACKET_TOO_BIG,
-                code: 0,
-                arg: adj.mtu.min(u16::MAX as u32) as u16,
-            };
+            let req = IcmpErrorRequest::new(
+                icmp6::kind::PACKET_TOO_BIG,
+                0,
+                adj.mtu.min(u16::MAX as u32) as u16,
+            );
             return Err(Verdict::Icmp(req, Error::TooBig));
         }
         Ok(Checked {
@@ -206,11 +202,7 @@ mod tests {
     fn hop_limit_one_goes_to_icmp_error_untouched_unless_local() {
         let sent = udp(HOST, FAR, 1, 60);
         let (v, out, _) = rewrite_one(&sent, ADJ_COMPLETE, 0);
-        let req = IcmpErrorRequest {
-            kind: 3,
-            code: 0,
-            arg: 0,
-        };
+        let req = IcmpErrorRequest::new(3, 0, 0);
         assert_eq!(
             (v, out),
             (Verdict::Icmp(req, Error::HopLimitExpired), sent.clone())
@@ -224,11 +216,7 @@ mod tests {
     fn too_big_asks_for_packet_too_big_with_the_mtu() {
         let sent = udp(HOST, FAR, 64, 1281);
         let (v, out, _) = rewrite_one(&sent, ADJ_SMALL_MTU, 0);
-        let req = IcmpErrorRequest {
-            kind: 2,
-            code: 0,
-            arg: 1280,
-        };
+        let req = IcmpErrorRequest::new(2, 0, 1280);
         assert_eq!((v, out), (Verdict::Icmp(req, Error::TooBig), sent.clone()));
         let (v, _, _) = rewrite_one(&sent, ADJ_SMALL_MTU, FLAG_LOCAL_ORIGIN);
         assert_eq!(v, Verdict::Drop(Error::LocalTooBig));
@@ -264,13 +252,14 @@ mod tests {
         let out = h.run_node_with(Ip6Rewrite::decl(view()), &frames, 0, |m, k| m.adj = adjs[k]);
         // (The last slot is the output ACL, off here.)
         assert_eq!(out.per_next, vec![2, 1, 2, 4, 0]);
-        let e = &out.errors;
-        assert_eq!(e[Error::Unresolved as usize], 1);
-        assert_eq!(e[Error::HopLimitExpired as usize], 1);
-        assert_eq!(e[Error::TooBig as usize], 1);
-        assert_eq!(e[Error::DropAdjacency as usize], 2);
-        assert_eq!(e[Error::NotNeighbor as usize], 1);
-        assert_eq!(e[Error::NotIpv6 as usize], 1);
+        out.assert_counted(&[
+            (Error::Unresolved, 1),
+            (Error::HopLimitExpired, 1),
+            (Error::TooBig, 1),
+            (Error::DropAdjacency, 2),
+            (Error::NotNeighbor, 1),
+            (Error::NotIpv6, 1),
+        ]);
         assert_eq!(out.tx_ifs.iter().filter(|&&t| t == 1).count(), 2);
     }
 
