@@ -24,8 +24,9 @@ pub struct GenArgs {
     /// 'simple-imix' (64, 594, 1518 at 7:4:1); 64 sends 60 bytes
     #[arg(long, value_name = "S", default_value = "64", value_parser = size_arg)]
     size: String,
-    /// 'single', N flows varying IPv4 source and UDP source port, or 'var2' (T-Rex: source
-    /// 16.0.0.0/16 and destination 48.0.0.0/16 both varying)
+    /// 'single', N flows varying IPv4 source and UDP source port (up to 4 128 768, each a
+    /// 5-tuple of its own), or 'var2' (T-Rex: source 16.0.0.0/16 and destination
+    /// 48.0.0.0/16 both varying)
     #[arg(long, value_name = "F", default_value = "single", value_parser = flows_arg)]
     flows: String,
     /// Send N frames (default: --duration 5)
@@ -195,10 +196,13 @@ pub fn qinq_arg(v: &str) -> Result<(u16, u16), String> {
 
 /// `--flows`: single, var2 or a number of flows; kept as written.
 pub fn flows_arg(v: &str) -> Result<String, String> {
-    if v == "single" || v == "var2" || v.parse::<u32>().is_ok_and(|n| (1..=65536).contains(&n)) {
+    let max = crate::gen::frame::MAX_FLOWS;
+    if v == "single" || v == "var2" || v.parse::<u32>().is_ok_and(|n| (1..=max).contains(&n)) {
         Ok(v.to_string())
     } else {
-        Err("not 'single', 'var2' or a number of flows 1..=65536".into())
+        Err(format!(
+            "not 'single', 'var2' or a number of flows 1..={max}"
+        ))
     }
 }
 

@@ -26,13 +26,18 @@ const TS_AT: usize = TEST_AT + 8;
 const FILL_AT: usize = TEST_AT + 16;
 const SEQ_MASK: u64 = (1 << 48) - 1;
 
+/// The most flows whose (source address, source port) pairs all differ: flow k's pair is
+/// (k mod 65 536, k mod 64 512), which repeats first at their least common multiple
+/// (65 536 × 63), so a million flows are a million sessions.
+pub const MAX_FLOWS: u32 = 65_536 * 63;
+
 /// What the generator sends; sender and receiver build the same frames from it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Profile {
     /// Sizes with FCS, used in turn by sequence number.
     pub sizes: Vec<usize>,
-    /// Number of flows; flow k has source src_net.(k/256).(k%256) and source port
-    /// 1024 + k % 64512.
+    /// Number of flows; flow k has source src_net.(k/256 % 256).(k%256) and source port
+    /// 1024 + k % 64512, a pair no other flow below `MAX_FLOWS` has.
     pub flows: u32,
     /// T-Rex's var2: source and destination addresses both step through a /16
     /// (src_net.0.1 + k and dst_net.0.1 + k), ports fixed.
@@ -405,6 +410,41 @@ mod tests {
         assert_ne!(a[26..30], b[26..30]);
         p.build(4, 0, &mut b);
         assert_eq!(a[26..30], b[26..30], "flow repeats after 4");
+    }
+
+    /// The (source address, source port) of flow `k` among `flows`.
+    fn source_of(flows: u32, k: u32) -> ([u8; 4], [u8; 2]) {
+        let p = Profile { flows, ..profile() };
+        let mut f = Vec::new();
+        p.build(k as u64, 0, &mut f);
+        (f[26..30].try_into().unwrap(), f[34..36].try_into().unwrap())
+    }
+
+    /// Flows whose address or port alone would repeat (65 536 apart: the same address;
+    /// 64 512 apart: the same port) still differ by the other, up to `MAX_FLOWS`, where the
+    /// pair of flow 0 comes back.
+    #[test]
+    fn a_million_flows_are_a_million_tuples() {
+        let n = MAX_FLOWS;
+        for k in [0, 1, 999, 64_511, 300_000] {
+            for step in [65_536, 64_512, 65_536 * 7, 64_512 * 11] {
+                let (a, b) = (source_of(n, k), source_of(n, k + step));
+                assert_ne!(a, b, "flows {k} and {}", k + step);
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        for k in (0..1_000_000).step_by(97) {
+            assert!(seen.insert(source_of(n, k)), "flow {k}");
+        }
+        let mut f = Vec::new();
+        let p = Profile {
+            flows: n + 1,
+            ..profile()
+        };
+        p.build(n as u64, 0, &mut f);
+        let wrapped: ([u8; 4], [u8; 2]) =
+            (f[26..30].try_into().unwrap(), f[34..36].try_into().unwrap());
+        assert_eq!(wrapped, source_of(n, 0), "the pairs repeat at MAX_FLOWS");
     }
 
     #[test]
