@@ -18,6 +18,7 @@ pub mod l2;
 pub mod lab;
 pub mod nodes;
 pub mod router;
+pub mod rss;
 pub mod stats;
 pub mod subif;
 pub mod wire;
