@@ -32,7 +32,7 @@ pub(super) const SECTION: Section = Section {
             name: "driver",
             ty: "string",
             default: "required",
-            doc: "auto (AF_XDP where the kernel and device allow it, else AF_PACKET) | af_packet | af_xdp | memif | pcap",
+            doc: "auto (AF_XDP where the kernel and device allow it, else AF_PACKET) | af_packet | af_xdp | memif | pcap | null (no device: 64-byte frames made on receive, freed on transmit; for benchmarks)",
             example: "\"af_packet\"",
         },
         Key {

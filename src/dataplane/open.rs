@@ -81,6 +81,10 @@ pub(super) fn open_interface(
         )
         // Only an interface that replays a file has progress to wait for.
         .map(|(ports, progress)| (ports, d.rx_file.is_some().then_some(progress))),
+        Driver::Null(_) => Ok((
+            crate::drivers::null::open(workers, threads, mtu.unwrap_or(1500)),
+            None,
+        )),
     };
     let (ports, progress) = opened.map_err(|e| format!("interface {name}: {e}"))?;
     let mut interface = Interface::new(index, name, driver, threads);

@@ -12,7 +12,8 @@ use crate::stats::Summary;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use serde_json::json;
 
-/// `sluice bench`: an RFC 2544 search, or with `compare` ministat's comparison of results.
+/// `sluice bench`: an RFC 2544 search, with `compare` ministat's comparison of results, or
+/// with `graph` the dataplane's scaling over workers on null interfaces.
 #[derive(clap::Args, Debug, Clone)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct BenchCommand {
@@ -27,6 +28,9 @@ pub enum CompareCommand {
     /// Ministat-style comparison of benchmark results: a distribution plot, a summary line
     /// per data set, and Student's t verdict of each set against the first
     Compare(crate::bench::compare::CompareArgs),
+    /// The dataplane with no I/O: two null interfaces cross-connected, 64 B, with 1, 2, ...
+    /// workers pinned to CPUs of their own; frames per second and the scaling
+    Graph(crate::bench::graph::GraphArgs),
 }
 
 /// The options of the RFC 2544 search.
@@ -163,8 +167,18 @@ impl TrialRunner for LabTrials<'_> {
 }
 
 pub fn main(command: BenchCommand) -> i32 {
-    if let Some(CompareCommand::Compare(a)) = command.compare {
-        return crate::bench::compare::main(a);
+    match command.compare {
+        Some(CompareCommand::Compare(a)) => return crate::bench::compare::main(a),
+        Some(CompareCommand::Graph(a)) => {
+            return match crate::bench::graph::main(a) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("sluice bench graph: {e}");
+                    1
+                }
+            }
+        }
+        None => {}
     }
     let o = match command.search.options() {
         Ok(o) => o,

@@ -5,11 +5,13 @@
 mod af_packet;
 mod af_xdp;
 mod memif;
+mod null;
 mod pcap;
 
 pub use af_packet::AfPacket;
 pub use af_xdp::AfXdp;
 pub use memif::Memif;
+pub use null::Null;
 pub use pcap::Pcap;
 
 use super::interface::InterfaceKeys;
@@ -26,6 +28,8 @@ pub enum Driver {
     AfXdp(AfXdp),
     Memif(Memif),
     Pcap(Pcap),
+    /// No device: frames made on receive, freed on transmit (benchmarks).
+    Null(Null),
 }
 
 impl Driver {
@@ -37,10 +41,13 @@ impl Driver {
             "af_xdp" => AfXdp::check(keys, c).map(Driver::AfXdp),
             "memif" => Memif::check(keys, c).map(Driver::Memif),
             "pcap" => Pcap::check(keys, c).map(Driver::Pcap),
+            "null" => Null::check(keys, c).map(Driver::Null),
             other => Err(c.err(
                 keys.driver.span(),
                 "driver",
-                format!("unknown driver '{other}' (known: auto, af_packet, af_xdp, memif, pcap)"),
+                format!(
+                    "unknown driver '{other}' (known: auto, af_packet, af_xdp, memif, pcap, null)"
+                ),
             )),
         }
     }
@@ -53,6 +60,7 @@ impl Driver {
             Driver::AfXdp(_) => "af_xdp",
             Driver::Memif(_) => "memif",
             Driver::Pcap(_) => "pcap",
+            Driver::Null(_) => "null",
         }
     }
 
@@ -61,7 +69,7 @@ impl Driver {
         match self {
             Driver::AfPacket(d) => Some(&d.host),
             Driver::AfXdp(d) | Driver::Auto(d) => Some(&d.host),
-            Driver::Memif(_) | Driver::Pcap(_) => None,
+            Driver::Memif(_) | Driver::Pcap(_) | Driver::Null(_) => None,
         }
     }
 
@@ -115,7 +123,7 @@ mod tests {
 
     error_tests! {
         unknown_driver: interface_with("dpdk", "")
-            => "t.toml:3: key 'driver': unknown driver 'dpdk' (known: auto, af_packet, af_xdp, memif, pcap)";
+            => "t.toml:3: key 'driver': unknown driver 'dpdk' (known: auto, af_packet, af_xdp, memif, pcap, null)";
         ring_size_on_an_interface_without_rings: interface_with("af_packet", "ring-size = 1024\n")
             => "t.toml:4: key 'ring-size': belongs to af_xdp and memif interfaces";
         ring_size_on_pcap: interface_with("pcap", "tx-file = \"o\"\nring-size = 1024\n")
