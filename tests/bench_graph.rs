@@ -27,6 +27,11 @@ fn reports_each_worker_count_in_json() {
         // Half a million frames a second is far below what one worker makes of null
         // interfaces; zero would mean nothing moved.
         assert!(pps > 500_000.0, "{w} workers: {pps} frames/s: {doc}");
+        let (locks, waits) = (
+            r["free_list_locks"].as_u64(),
+            r["free_list_contended"].as_u64(),
+        );
+        assert!(locks.is_some() && waits <= locks, "{doc}");
     }
 }
 

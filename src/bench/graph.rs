@@ -27,6 +27,10 @@ pub struct GraphArgs {
 pub struct Measured {
     pub workers: u32,
     pub pps: f64,
+    /// Takes of the buffer pool's shared free list during the measurement, and those that
+    /// waited for another worker.
+    pub free_list_locks: u64,
+    pub free_list_contended: u64,
 }
 
 /// The configuration measured with `workers` workers.
@@ -63,13 +67,15 @@ pub fn measure(workers: u32, seconds: f64) -> Result<Measured, String> {
     let cfg = Config::parse(&config(workers), "bench graph").map_err(|e| e.to_string())?;
     let dp = Dataplane::start(&cfg)?;
     std::thread::sleep(Duration::from_millis(500));
-    let (t0, n0) = (Instant::now(), sent(&dp));
+    let (t0, n0, r0) = (Instant::now(), sent(&dp), dp.pool.report());
     std::thread::sleep(Duration::from_secs_f64(seconds));
-    let (elapsed, n1) = (t0.elapsed().as_secs_f64(), sent(&dp));
+    let (elapsed, n1, r1) = (t0.elapsed().as_secs_f64(), sent(&dp), dp.pool.report());
     dp.stop();
     Ok(Measured {
         workers,
         pps: (n1 - n0) as f64 / elapsed,
+        free_list_locks: r1.free_list_locks - r0.free_list_locks,
+        free_list_contended: r1.free_list_contended - r0.free_list_contended,
     })
 }
 
@@ -86,8 +92,11 @@ pub fn main(args: GraphArgs) -> Result<(), String> {
                 format!("  {:.2}x one worker's rate", m.pps / b)
             });
             println!(
-                "graph, null driver, cross-connect, 64 B: {w} worker(s) {:.2} Mpps{scale}",
-                m.pps / 1e6
+                "graph, null driver, cross-connect, 64 B: {w} worker(s) {:.2} Mpps{scale}; \
+                 buffer free list taken {} times, {} waiting",
+                m.pps / 1e6,
+                m.free_list_locks,
+                m.free_list_contended
             );
         }
         results.push(m);
@@ -95,7 +104,14 @@ pub fn main(args: GraphArgs) -> Result<(), String> {
     if args.json {
         let rows: Vec<serde_json::Value> = results
             .iter()
-            .map(|m| serde_json::json!({"workers": m.workers, "pps": m.pps.round()}))
+            .map(|m| {
+                serde_json::json!({
+                    "workers": m.workers,
+                    "pps": m.pps.round(),
+                    "free_list_locks": m.free_list_locks,
+                    "free_list_contended": m.free_list_contended,
+                })
+            })
             .collect();
         println!("{}", serde_json::json!({ "results": rows }));
     }

@@ -112,6 +112,10 @@ pub struct BufferReport {
     pub data_size: u64,
     pub region_bytes: u64,
     pub huge_pages: bool,
+    /// Times a thread took the shared free list's lock (a batch of 256 buffers to or from
+    /// its cache), and how many of those found it held by another thread and waited.
+    pub free_list_locks: u64,
+    pub free_list_contended: u64,
 }
 
 /// The pool shared by all threads. Hand each thread a [`WorkerBuffers`] to use it.
@@ -120,6 +124,9 @@ pub struct BufferPool {
     meta: Box<[UnsafeCell<BufferMeta>]>,
     free: Mutex<Vec<u32>>,
     free_count: AtomicU64,
+    /// Takes of `free`'s lock, and those that had to wait for another thread.
+    locks: AtomicU64,
+    contended: AtomicU64,
     owners: Mutex<Vec<Arc<OwnerCounts>>>,
     count: u32,
     /// Who holds each buffer (debug and test builds only).
@@ -156,6 +163,8 @@ impl BufferPool {
             meta,
             free: Mutex::new(free),
             free_count: AtomicU64::new(count as u64),
+            locks: AtomicU64::new(0),
+            contended: AtomicU64::new(0),
             owners: Mutex::new(Vec::new()),
             count,
             #[cfg(any(test, debug_assertions))]
@@ -208,11 +217,26 @@ impl BufferPool {
             data_size: DATA_SIZE as u64,
             region_bytes: self.region.len() as u64,
             huge_pages: self.region.huge_pages(),
+            free_list_locks: self.locks.load(Ordering::Relaxed),
+            free_list_contended: self.contended.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The shared free list, counting the take and whether another thread held it.
+    fn free_list(&self) -> std::sync::MutexGuard<'_, Vec<u32>> {
+        self.locks.fetch_add(1, Ordering::Relaxed);
+        match self.free.try_lock() {
+            Ok(free) => free,
+            Err(std::sync::TryLockError::WouldBlock) => {
+                self.contended.fetch_add(1, Ordering::Relaxed);
+                self.free.lock().unwrap()
+            }
+            Err(std::sync::TryLockError::Poisoned(e)) => panic!("buffer free list: {e}"),
         }
     }
 
     fn take_batch(&self, into: &mut Vec<u32>, n: usize) -> usize {
-        let mut free = self.free.lock().unwrap();
+        let mut free = self.free_list();
         let n = n.min(free.len());
         let at = free.len() - n;
         tags!(for &bi in &free[at..] {
@@ -256,7 +280,7 @@ impl BufferPool {
         tags!(for &bi in from {
             self.tags.check_free(bi);
         });
-        let mut free = self.free.lock().unwrap();
+        let mut free = self.free_list();
         free.extend_from_slice(from);
         self.free_count.store(free.len() as u64, Ordering::Relaxed);
     }
@@ -523,6 +547,49 @@ impl Drop for WorkerBuffers {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A worker that finds the shared free list held waits for it and counts the wait; a
+    /// worker whose cache serves it never takes the lock.
+    #[test]
+    fn free_list_takes_and_waits_are_counted() {
+        let pool = BufferPool::new(4096, HugePages::Never).unwrap();
+        let mut bufs = pool.worker_handle();
+        let mut some = [0u32; 8];
+        assert_eq!(bufs.alloc(&mut some), 8);
+        let r = pool.report();
+        assert_eq!((r.free_list_locks, r.free_list_contended), (1, 0));
+        // Freed into and taken again from the cache: no lock.
+        bufs.free_all(&some);
+        assert_eq!(bufs.alloc(&mut some), 8);
+        assert_eq!(pool.report().free_list_locks, 1);
+        bufs.free_all(&some);
+
+        let held = pool.free.lock().unwrap();
+        let other = {
+            let pool = pool.clone();
+            std::thread::spawn(move || {
+                let mut bufs = pool.worker_handle();
+                let mut one = [0u32; 1];
+                let n = bufs.alloc(&mut one);
+                bufs.free_all(&one[..n]);
+                n
+            })
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while pool.contended.load(Ordering::Relaxed) == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the other worker never waited"
+            );
+            std::thread::yield_now();
+        }
+        drop(held);
+        assert_eq!(other.join().unwrap(), 1);
+        // The other worker took the lock twice: for its batch, and when its handle went
+        // and gave its cache back.
+        let r = pool.report();
+        assert_eq!((r.free_list_locks, r.free_list_contended), (3, 1));
+    }
 
     #[test]
     fn clone_copies_every_segment_and_frees_independently() {

@@ -307,6 +307,11 @@ fn show_buffers(c: &Control) -> Output {
     ] {
         let _ = writeln!(t, "{k:<28}{v:>12}");
     }
+    let _ = writeln!(
+        t,
+        "shared free list: taken {} times (a batch each), {} of them waiting for another thread",
+        r.free_list_locks, r.free_list_contended
+    );
     Output::Shown(t, serde_json::to_value(&r).unwrap_or(Value::Null))
 }
 
