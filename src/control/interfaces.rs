@@ -1,5 +1,6 @@
 //! The interface commands: `show interface`, `show hardware`, `set interface state`,
-//! `clear interfaces`, `create sub-interface`, `delete sub-interface`.
+//! `clear interfaces`, `create sub-interface`, `delete sub-interface`, `show interface
+//! rx-placement`, `set interface rx-placement`.
 
 use super::cli::{Arg, Args, Command, Output};
 use super::exec::Control;
@@ -8,6 +9,23 @@ use serde_json::{json, Value};
 use std::fmt::Write as _;
 
 pub const COMMANDS: &[Command] = &[
+    Command {
+        words: &["show", "interface", "rx-placement"],
+        syntax: "",
+        help: "which worker polls each receive queue, and by which input node",
+        example: "show interface rx-placement",
+        args: &[],
+        run: |c, _| Ok(show_rx_placement(c)),
+    },
+    Command {
+        words: &["set", "interface", "rx-placement"],
+        syntax: "<IF> queue <Q> worker <W>",
+        help: "move receive queue Q of IF to worker W while traffic runs (af_packet, pcap \
+               and null queues; af_xdp and memif queues stay where they were placed at start)",
+        example: "set interface rx-placement d0 queue 0 worker 1",
+        args: &[Arg::Value("IF"), Arg::Rest],
+        run: set_rx_placement,
+    },
     Command {
         words: &["show", "interface"],
         syntax: "[<IF>]",
@@ -207,4 +225,41 @@ fn mac_and_addresses(c: &Control, i: &Interface, t: &mut String) -> Vec<String> 
         let _ = writeln!(t, "    {:<14} {}", "addresses", addresses.join(" "));
     }
     addresses
+}
+
+fn show_rx_placement(c: &Control) -> Output {
+    let homes = c.dp.rx_placement.homes();
+    let mut t = format!(
+        "{:<16}{:>6}{:>8}   {}\n",
+        "Interface", "Queue", "Worker", "Node"
+    );
+    let mut arr = Vec::new();
+    for h in &homes {
+        let _ = writeln!(
+            t,
+            "{:<16}{:>6}{:>8}   {}",
+            h.interface, h.queue, h.worker, h.node
+        );
+        arr.push(
+            json!({"interface": h.interface, "queue": h.queue, "worker": h.worker, "node": h.node}),
+        );
+    }
+    Output::Shown(t, Value::Array(arr))
+}
+
+fn set_rx_placement(c: &mut Control, a: &Args) -> Result<Output, String> {
+    let itf = c.interface(a.value("IF"))?.clone();
+    let (queue, worker) = match a.rest()[..] {
+        ["queue", q, "worker", w] => {
+            let n = |what: &str, v: &str| {
+                v.parse::<usize>()
+                    .map_err(|_| format!("{what} '{v}' is not a number"))
+            };
+            (n("queue", q)?, n("worker", w)?)
+        }
+        _ => return Err("expected: queue <Q> worker <W>".into()),
+    };
+    c.dp.rx_placement
+        .place(&itf.name, itf.driver, queue, worker)?;
+    Output::done()
 }

@@ -4,6 +4,7 @@
 
 mod l2;
 mod open;
+pub mod placement;
 
 use l2::{build_bridges, spawn_mac_learner, sub_interfaces, MAC_LEARN_QUEUE};
 pub use l2::{L2Mode, BVI_DRIVER};
@@ -84,6 +85,8 @@ pub struct Dataplane {
     /// Keeps the host devices' link states current (af_packet, af_xdp).
     link_monitor: Option<JoinHandle<()>>,
     pub workers: Vec<WorkerInfo>,
+    /// Which worker polls each receive queue; `set interface rx-placement` moves them.
+    pub rx_placement: Arc<placement::RxPlacement>,
     pub main_cpu: Option<usize>,
     pub started: Instant,
     pub tsc_hz: f64,
@@ -97,7 +100,7 @@ pub struct Dataplane {
 }
 
 /// An rx queue on its way to a worker: (interface index, queue number, queue).
-type RxPlacement = (usize, usize, Box<dyn RxQueue>);
+type PlacedRx = (usize, usize, Box<dyn RxQueue>);
 
 impl Dataplane {
     /// Open every interface, build the graphs and start the workers.
@@ -175,15 +178,23 @@ impl Dataplane {
 
         // Hand out queues: rx queue k of an interface goes to worker k mod workers; tx queue
         // w to worker w, and the last one to the main thread.
-        let mut rx_by_worker: Vec<Vec<RxPlacement>> = (0..workers).map(|_| Vec::new()).collect();
+        let mut rx_by_worker: Vec<Vec<PlacedRx>> = (0..workers).map(|_| Vec::new()).collect();
         let mut tx_by_thread: Vec<Vec<Box<dyn TxQueue>>> =
             (0..=workers).map(|_| Vec::new()).collect();
         let mut restore = Vec::new();
         let mut interfaces = Vec::new();
+        let mut homes = Vec::new();
         for (i, o) in opened.into_iter().enumerate() {
             let Opened { interface, ports } = o;
             for (q, rx) in ports.rx.into_iter().enumerate() {
                 rx_by_worker[q % workers].push((i, q, rx));
+                homes.push(placement::QueueHome {
+                    interface: interface.name.clone(),
+                    interface_index: i as u32,
+                    queue: q,
+                    worker: q % workers,
+                    node: placement::input_node_name(interface.driver),
+                });
             }
             let mut tx = ports.tx.into_iter();
             for queues in tx_by_thread.iter_mut() {
@@ -193,6 +204,15 @@ impl Dataplane {
             interfaces.push(Arc::new(interface));
         }
         let main_tx = tx_by_thread.pop().unwrap_or_default();
+        // Every worker gets an input node for each driver with a queue anywhere, so a queue
+        // can move to any worker.
+        let mut input_nodes: Vec<String> = Vec::new();
+        for h in &homes {
+            if !input_nodes.contains(&h.node) {
+                input_nodes.push(h.node.clone());
+            }
+        }
+        let rx_placement = Arc::new(placement::RxPlacement::new(workers, homes));
 
         let stop = Arc::new(AtomicBool::new(false));
         let mut infos = Vec::new();
@@ -215,7 +235,12 @@ impl Dataplane {
                 modes: modes.clone(),
                 subifs: subifs.clone(),
             };
-            let decls = worker_graph(&interfaces, &shared, l2, &l3, (rxs, txs), min_frame);
+            let inputs = Inputs {
+                nodes: &input_nodes,
+                queues: rxs,
+                placement: (rx_placement.clone(), w),
+            };
+            let decls = worker_graph(&interfaces, &shared, l2, &l3, (inputs, txs), min_frame);
             let graph = Graph::build(decls, w)?;
             let shared = graph.shared().clone();
             let cpu = cores.as_ref().map(|c| c[w]);
@@ -272,6 +297,7 @@ impl Dataplane {
             mac_learner: Some(mac_learner),
             link_monitor,
             workers: infos,
+            rx_placement,
             main_cpu,
             started: Instant::now(),
             tsc_hz,
@@ -445,38 +471,44 @@ struct Shared {
     subifs: SharedSubIfs,
 }
 
+/// A worker's receive side: the input nodes every worker has (one per driver), the queues
+/// placed on this one, and the placement they may move by (with this worker's index).
+struct Inputs<'a> {
+    nodes: &'a [String],
+    queues: Vec<PlacedRx>,
+    placement: (Arc<placement::RxPlacement>, usize),
+}
+
 /// The nodes of one worker's graph.
 fn worker_graph(
     interfaces: &[Arc<Interface>],
     shared: &Shared,
     l2: LearnParts,
     l3: &L3Parts,
-    (rxs, txs): (Vec<RxPlacement>, Vec<Box<dyn TxQueue>>),
+    (inputs, txs): (Inputs<'_>, Vec<Box<dyn TxQueue>>),
     min_frame: usize,
 ) -> Vec<NodeDecl> {
     let Shared { modes, subifs } = shared;
     let mut decls = Vec::new();
-    // One input node per driver: af-packet-input, af-xdp-input, pcap-input.
-    let mut by_driver: Vec<(String, Vec<PlacedQueue>)> = Vec::new();
-    for (i, queue, rx) in rxs {
-        let node = format!("{}-input", interfaces[i].driver.replace('_', "-"));
-        let slot = match by_driver.iter().position(|(n, _)| *n == node) {
-            Some(s) => s,
-            None => {
-                by_driver.push((node, Vec::new()));
-                by_driver.len() - 1
-            }
-        };
-        by_driver[slot].1.push(PlacedQueue {
-            interface: interfaces[i].clone(),
-            queue,
-            rx,
-        });
+    // One input node per driver: af-packet-input, af-xdp-input, pcap-input, null-input.
+    let mut by_driver: Vec<(String, Vec<PlacedQueue>)> = inputs
+        .nodes
+        .iter()
+        .map(|n| (n.clone(), Vec::new()))
+        .collect();
+    for (i, queue, rx) in inputs.queues {
+        let node = placement::input_node_name(&interfaces[i].driver);
+        if let Some(slot) = by_driver.iter().position(|(n, _)| *n == node) {
+            by_driver[slot].1.push(PlacedQueue {
+                interface: interfaces[i].clone(),
+                queue,
+                rx,
+            });
+        }
     }
     for (name, queues) in by_driver {
-        if !queues.is_empty() {
-            decls.push(InputNode::decl(&name, queues));
-        }
+        let placement = Some(inputs.placement.clone());
+        decls.push(InputNode::decl_placed(&name, queues, placement));
     }
     decls.push(EthernetInput::decl(
         modes.clone(),

@@ -1,6 +1,7 @@
 //! A driver's input node (`af-packet-input`, `af-xdp-input`, `pcap-input`): polls every rx queue of that
 //! driver placed on this worker and hands the packets to ethernet-input.
 
+use crate::dataplane::placement::RxPlacement;
 use crate::drivers::RxQueue;
 use crate::graph::frame::FRAME_SIZE;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
@@ -51,20 +52,35 @@ pub struct PlacedQueue {
 }
 
 pub struct InputNode {
+    name: String,
     queues: Vec<PlacedQueue>,
     burst: Box<[u32; FRAME_SIZE]>,
+    /// Queues moving to or from this worker (`set interface rx-placement`), and its index.
+    placement: Option<(Arc<RxPlacement>, usize)>,
 }
 
 impl InputNode {
     pub fn decl(name: &str, queues: Vec<PlacedQueue>) -> NodeDecl {
+        Self::decl_placed(name, queues, None)
+    }
+
+    /// An input node of worker `placement.1` whose queues may move to and from other
+    /// workers through `placement.0`.
+    pub fn decl_placed(
+        name: &str,
+        queues: Vec<PlacedQueue>,
+        placement: Option<(Arc<RxPlacement>, usize)>,
+    ) -> NodeDecl {
         NodeDecl::new(
             name,
             NodeKind::Input,
             &[super::ETHERNET_INPUT],
             &ERRORS,
             InputNode {
+                name: name.to_string(),
                 queues,
                 burst: Box::new([0; FRAME_SIZE]),
+                placement,
             },
         )
     }
@@ -76,6 +92,9 @@ impl Node for InputNode {
     }
 
     fn process(&mut self, cx: &mut NodeCx<'_>, _frame: &[u32]) -> usize {
+        if let Some((placement, worker)) = &self.placement {
+            placement.settle(*worker, &self.name, &mut self.queues);
+        }
         let mut total = 0;
         for q in self.queues.iter_mut() {
             if !q.interface.is_up() {

@@ -1,0 +1,164 @@
+//! Which worker polls each receive queue, and moving a queue to another worker while
+//! traffic runs (`set interface rx-placement IF queue Q worker W`, VPP's command).
+//!
+//! A queue belongs to the input node of its driver on one worker. A move is a request the
+//! control thread leaves for the worker that polls the queue: at its next pass that worker's
+//! input node takes the queue out of its list and hands it to the destination worker's
+//! inbox, whose input node of the same driver takes it in at its next pass. The queue is
+//! never polled by two workers, and between the two passes by none (its device keeps the
+//! frames that arrive meanwhile). A worker with nothing to move reads one flag a pass.
+//!
+//! Queues that hold buffers lent to their device by their worker (AF_XDP's fill ring,
+//! memif's rings) stay where they were placed at start: their buffers belong to that
+//! worker's handle.
+
+use crate::nodes::input::PlacedQueue;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+/// Where one receive queue is polled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueHome {
+    pub interface: String,
+    pub interface_index: u32,
+    pub queue: usize,
+    pub worker: usize,
+    /// The input node that polls it (`af-packet-input`, ...).
+    pub node: String,
+}
+
+/// A move the source worker has not made yet.
+struct Move {
+    interface_index: u32,
+    queue: usize,
+    to: usize,
+}
+
+/// The placement of every receive queue, shared by the control thread and the workers.
+pub struct RxPlacement {
+    homes: Mutex<Vec<QueueHome>>,
+    /// Per worker: moves out of it not yet made.
+    outbox: Vec<Mutex<Vec<Move>>>,
+    /// Per worker: queues handed to it, not yet taken in.
+    inbox: Vec<Mutex<Vec<PlacedQueue>>>,
+    /// Per worker: its outbox or inbox has something.
+    pending: Vec<AtomicBool>,
+}
+
+/// The input node that polls the queues of `driver`.
+pub fn input_node_name(driver: &str) -> String {
+    format!("{}-input", driver.replace('_', "-"))
+}
+
+/// Whether queues of `driver` may move between workers while running.
+pub fn movable(driver: &str) -> bool {
+    matches!(driver, "af_packet" | "pcap" | "null")
+}
+
+impl RxPlacement {
+    pub fn new(workers: usize, homes: Vec<QueueHome>) -> RxPlacement {
+        RxPlacement {
+            homes: Mutex::new(homes),
+            outbox: (0..workers).map(|_| Mutex::new(Vec::new())).collect(),
+            inbox: (0..workers).map(|_| Mutex::new(Vec::new())).collect(),
+            pending: (0..workers).map(|_| AtomicBool::new(false)).collect(),
+        }
+    }
+
+    /// Every queue and its worker, by interface then queue.
+    pub fn homes(&self) -> Vec<QueueHome> {
+        let mut h = self.homes.lock().unwrap().clone();
+        h.sort_by_key(|q| (q.interface_index, q.queue));
+        h
+    }
+
+    /// Ask for queue `queue` of interface `interface` to be polled by `worker`; `Err` says
+    /// why not. The move is made by the workers' next passes.
+    pub fn place(
+        &self,
+        interface: &str,
+        driver: &str,
+        queue: usize,
+        worker: usize,
+    ) -> Result<(), String> {
+        let workers = self.outbox.len();
+        if worker >= workers {
+            return Err(format!(
+                "worker {worker}: there are {workers} worker(s), 0 to {}",
+                workers - 1
+            ));
+        }
+        let mut homes = self.homes.lock().unwrap();
+        let count = homes.iter().filter(|h| h.interface == interface).count();
+        let Some(home) = homes
+            .iter_mut()
+            .find(|h| h.interface == interface && h.queue == queue)
+        else {
+            return Err(match count {
+                0 => format!("interface {interface} has no receive queue on a worker"),
+                n => format!(
+                    "queue {queue}: interface {interface} has queues 0 to {}",
+                    n - 1
+                ),
+            });
+        };
+        if home.worker == worker {
+            return Ok(());
+        }
+        if !movable(driver) {
+            return Err(format!(
+                "interface {interface} ({driver}): its queues hold buffers their worker lent to \
+                 the device, so they stay where they were placed at start (af_packet, pcap \
+                 and null queues move)"
+            ));
+        }
+        self.outbox[home.worker].lock().unwrap().push(Move {
+            interface_index: home.interface_index,
+            queue,
+            to: worker,
+        });
+        self.pending[home.worker].store(true, Ordering::Release);
+        home.worker = worker;
+        Ok(())
+    }
+
+    /// Called by the input node `node` of `worker` at each pass with its queues: gives away
+    /// the queues asked for and takes in those handed to it. One flag read when there is
+    /// nothing to do.
+    #[inline]
+    pub fn settle(&self, worker: usize, node: &str, queues: &mut Vec<PlacedQueue>) {
+        if !self.pending[worker].load(Ordering::Acquire) {
+            return;
+        }
+        self.settle_slow(worker, node, queues);
+    }
+
+    #[cold]
+    fn settle_slow(&self, worker: usize, node: &str, queues: &mut Vec<PlacedQueue>) {
+        let mut out = self.outbox[worker].lock().unwrap();
+        out.retain(|m| {
+            let Some(at) = queues
+                .iter()
+                .position(|q| q.interface.index == m.interface_index && q.queue == m.queue)
+            else {
+                // Another input node of this worker has it.
+                return true;
+            };
+            let q = queues.remove(at);
+            self.inbox[m.to].lock().unwrap().push(q);
+            self.pending[m.to].store(true, Ordering::Release);
+            false
+        });
+        let mut inbox = self.inbox[worker].lock().unwrap();
+        let mut k = 0;
+        while k < inbox.len() {
+            if input_node_name(inbox[k].interface.driver) == node {
+                queues.push(inbox.remove(k));
+            } else {
+                k += 1;
+            }
+        }
+        let more = !out.is_empty() || !inbox.is_empty();
+        self.pending[worker].store(more, Ordering::Release);
+    }
+}
