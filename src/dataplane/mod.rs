@@ -497,7 +497,7 @@ fn worker_graph(
         .map(|n| (n.clone(), Vec::new()))
         .collect();
     for (i, queue, rx) in inputs.queues {
-        let node = placement::input_node_name(&interfaces[i].driver);
+        let node = placement::input_node_name(interfaces[i].driver);
         if let Some(slot) = by_driver.iter().position(|(n, _)| *n == node) {
             by_driver[slot].1.push(PlacedQueue {
                 interface: interfaces[i].clone(),
