@@ -188,40 +188,40 @@ pub fn encode(s: &Snapshot) -> String {
     let interface_counters: [(&str, &str, Field); 8] = [
         (
             "interfaces_rx_packets",
-            "Packets received on the interface.",
+            "Packets received on the interface",
             |c| c.rx_packets,
         ),
         (
             "interfaces_rx_bytes",
-            "Bytes received on the interface.",
+            "Bytes received on the interface",
             |c| c.rx_bytes,
         ),
         (
             "interfaces_tx_packets",
-            "Packets sent on the interface.",
+            "Packets sent on the interface",
             |c| c.tx_packets,
         ),
-        ("interfaces_tx_bytes", "Bytes sent on the interface.", |c| {
+        ("interfaces_tx_bytes", "Bytes sent on the interface", |c| {
             c.tx_bytes
         }),
         (
             "interfaces_drops",
-            "Packets received on the interface that the graph dropped.",
+            "Packets received on the interface that the graph dropped",
             |c| c.drops,
         ),
         (
             "interfaces_tx_error",
-            "Packets the driver could not send (ring full, send error).",
+            "Packets the driver could not send (ring full, send error)",
             |c| c.tx_errors,
         ),
         (
             "interfaces_tx_peer_full",
-            "Of the tx errors, packets the peer had no room for.",
+            "Of the tx errors, packets the peer had no room for",
             |c| c.tx_peer_full,
         ),
         (
             "interfaces_rx_miss",
-            "Packets the kernel or NIC dropped before sluice saw them.",
+            "Packets the kernel or NIC dropped before sluice saw them",
             |c| c.rx_miss,
         ),
     ];
@@ -237,17 +237,17 @@ pub fn encode(s: &Snapshot) -> String {
     let node_counters: [(&str, &str, NodeField); 3] = [
         (
             "nodes_calls",
-            "Times the graph ran the node, summed over workers.",
+            "Times the graph ran the node, summed over workers",
             |n| n.calls,
         ),
         (
             "nodes_vectors",
-            "Packets the node handled, summed over workers.",
+            "Packets the node handled, summed over workers",
             |n| n.vectors,
         ),
         (
             "nodes_clocks",
-            "TSC ticks spent in the node, summed over workers (sys_tsc_hz per second).",
+            "TSC ticks spent in the node, summed over workers (sys_tsc_hz per second)",
             |n| n.clocks,
         ),
     ];
@@ -262,7 +262,7 @@ pub fn encode(s: &Snapshot) -> String {
     let err = counters(
         &mut r,
         "err",
-        "Packets a node dropped or flagged, by node and reason, summed over workers.",
+        "Packets a node dropped or flagged, by node and reason, summed over workers",
     );
     for e in &s.errors {
         err.get_or_create(&vec![("node", e.node.clone()), ("error", e.reason.clone())])
@@ -274,22 +274,22 @@ pub fn encode(s: &Snapshot) -> String {
         for (name, help, v) in [
             (
                 "buffer_pools_buffers",
-                "Buffers in the pool.",
+                "Buffers in the pool",
                 b.total as i64,
             ),
             (
                 "buffer_pools_available",
-                "Free buffers in the pool's shared free list.",
+                "Free buffers in the pool's shared free list",
                 gauge_value(b.free_in_pool),
             ),
             (
                 "buffer_pools_cached",
-                "Free buffers in the workers' caches.",
+                "Free buffers in the workers' caches",
                 gauge_value(b.free_in_caches),
             ),
             (
                 "buffer_pools_used",
-                "Buffers in use (in frames, driver rings or elsewhere).",
+                "Buffers in use (in frames, driver rings or elsewhere)",
                 gauge_value(b.in_use),
             ),
         ] {
@@ -301,14 +301,14 @@ pub fn encode(s: &Snapshot) -> String {
     threads.set(s.workers as i64);
     r.register(
         "sys_num_worker_threads",
-        "Worker threads running the graph.",
+        "Worker threads running the graph",
         threads,
     );
     let tsc = Gauge::<f64, AtomicU64>::default();
     tsc.set(s.tsc_hz);
     r.register(
         "sys_tsc_hz",
-        "Ticks per second of the clock nodes_clocks counts.",
+        "Ticks per second of the clock nodes_clocks counts",
         tsc,
     );
 
@@ -634,7 +634,14 @@ mod tests {
             t.contains("# TYPE interfaces_rx_packets_total counter\n"),
             "{t}"
         );
-        assert!(t.contains("# HELP interfaces_rx_packets_total "), "{t}");
+        assert!(
+            t.contains("# HELP interfaces_rx_packets_total Packets received on the interface.\n"),
+            "{t}"
+        );
+        assert!(
+            !t.contains(".."),
+            "the encoder ends each help with a period: {t}"
+        );
     }
 
     #[test]
