@@ -20,14 +20,15 @@ use crate::dataplane::Dataplane;
 use crate::graph::GraphShared;
 use crate::interface::{IfTotals, Interface};
 use crate::subif::SharedSubIfs;
-use prometheus_client::encoding::prometheus_text;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{prometheus_text, DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -44,9 +45,6 @@ const STOP_CHECK: Duration = Duration::from_millis(100);
 /// The buffer pool's label value (sluice has one pool; VPP names its pools per NUMA node).
 const POOL: &str = "default";
 
-/// Labels as (name, value) pairs; the encoder escapes the values.
-type Labels = Vec<(&'static str, String)>;
-
 /// What one scrape reports.
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
@@ -54,7 +52,7 @@ pub struct Snapshot {
     pub interfaces: Vec<(String, IfTotals)>,
     /// Per node, summed over workers, in name order.
     pub nodes: Vec<NodeTotals>,
-    /// Per node and reason, summed over workers.
+    /// Per node and reason, summed over workers; by node name.
     pub errors: Vec<ErrorTotal>,
     pub buffers: Option<BufferReport>,
     pub workers: usize,
@@ -151,6 +149,8 @@ impl MetricsSource {
             }
         }
         nodes.sort_by(|a, b| a.name.cmp(&b.name));
+        // By node; each node's reasons in the order it declares them.
+        errors.sort_by(|a, b| a.node.cmp(&b.node));
         Snapshot {
             interfaces,
             nodes,
@@ -162,156 +162,153 @@ impl MetricsSource {
     }
 }
 
-/// A family of counters, registered as `name` (the encoder adds `_total`).
-fn counters(r: &mut Registry, name: &str, help: &str) -> Family<Labels, Counter> {
-    let f = Family::<Labels, Counter>::default();
-    r.register(name, help, f.clone());
-    f
-}
+type IfField = fn(&IfTotals) -> u64;
 
-/// A family of integer gauges.
-fn gauges(r: &mut Registry, name: &str, help: &str) -> Family<Labels, Gauge> {
-    let f = Family::<Labels, Gauge>::default();
-    r.register(name, help, f.clone());
-    f
-}
+/// The interface counters: (name, help, value).
+const INTERFACE_COUNTERS: [(&str, &str, IfField); 8] = [
+    (
+        "interfaces_rx_packets",
+        "Packets received on the interface.",
+        |c| c.rx_packets,
+    ),
+    (
+        "interfaces_rx_bytes",
+        "Bytes received on the interface.",
+        |c| c.rx_bytes,
+    ),
+    (
+        "interfaces_tx_packets",
+        "Packets sent on the interface.",
+        |c| c.tx_packets,
+    ),
+    ("interfaces_tx_bytes", "Bytes sent on the interface.", |c| {
+        c.tx_bytes
+    }),
+    (
+        "interfaces_drops",
+        "Packets received on the interface that the graph dropped.",
+        |c| c.drops,
+    ),
+    (
+        "interfaces_tx_error",
+        "Packets the driver could not send (ring full, send error).",
+        |c| c.tx_errors,
+    ),
+    (
+        "interfaces_tx_peer_full",
+        "Of the tx errors, packets the peer had no room for.",
+        |c| c.tx_peer_full,
+    ),
+    (
+        "interfaces_rx_miss",
+        "Packets the kernel or NIC dropped before sluice saw them.",
+        |c| c.rx_miss,
+    ),
+];
+
+type NodeField = fn(&NodeTotals) -> u64;
+
+/// The node statistics: (name, help, value).
+const NODE_COUNTERS: [(&str, &str, NodeField); 3] = [
+    (
+        "nodes_calls",
+        "Times the graph ran the node, summed over workers.",
+        |n| n.calls,
+    ),
+    (
+        "nodes_vectors",
+        "Packets the node handled, summed over workers.",
+        |n| n.vectors,
+    ),
+    (
+        "nodes_clocks",
+        "TSC ticks spent in the node, summed over workers (sys_tsc_hz per second).",
+        |n| n.clocks,
+    ),
+];
 
 fn gauge_value(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
-/// The exposition of `s` in the Prometheus text format.
-pub fn encode(s: &Snapshot) -> String {
+/// One scrape's values, written out in a fixed order (a `Collector`: the registry asks it
+/// on encoding, so nothing is kept between scrapes).
+#[derive(Debug)]
+struct Exposition(Snapshot);
+
+impl Collector for Exposition {
+    fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let s = &self.0;
+        for (name, help, field) in INTERFACE_COUNTERS {
+            let mut m = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for (itf, totals) in &s.interfaces {
+                let labels = [("interface", itf.as_str())];
+                ConstCounter::new(field(totals)).encode(m.encode_family(&labels)?)?;
+            }
+        }
+        for (name, help, field) in NODE_COUNTERS {
+            let mut m = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for n in &s.nodes {
+                let labels = [("node", n.name.as_str())];
+                ConstCounter::new(field(n)).encode(m.encode_family(&labels)?)?;
+            }
+        }
+        let mut m = enc.encode_descriptor(
+            "err",
+            "Packets a node dropped or flagged, by node and reason, summed over workers.",
+            None,
+            MetricType::Counter,
+        )?;
+        for e in &s.errors {
+            let labels = [("node", e.node.as_str()), ("error", e.reason.as_str())];
+            ConstCounter::new(e.count).encode(m.encode_family(&labels)?)?;
+        }
+        if let Some(b) = &s.buffers {
+            for (name, help, v) in [
+                ("buffer_pools_buffers", "Buffers in the pool.", b.total),
+                (
+                    "buffer_pools_available",
+                    "Free buffers in the pool's shared free list.",
+                    b.free_in_pool,
+                ),
+                (
+                    "buffer_pools_cached",
+                    "Free buffers in the workers' caches.",
+                    b.free_in_caches,
+                ),
+                (
+                    "buffer_pools_used",
+                    "Buffers in use (in frames, driver rings or elsewhere).",
+                    b.in_use,
+                ),
+            ] {
+                let mut m = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
+                let labels = [("pool", POOL)];
+                ConstGauge::new(gauge_value(v)).encode(m.encode_family(&labels)?)?;
+            }
+        }
+        let m = enc.encode_descriptor(
+            "sys_num_worker_threads",
+            "Worker threads running the graph.",
+            None,
+            MetricType::Gauge,
+        )?;
+        ConstGauge::new(gauge_value(s.workers as u64)).encode(m)?;
+        let m = enc.encode_descriptor(
+            "sys_tsc_hz",
+            "Ticks per second of the clock nodes_clocks counts.",
+            None,
+            MetricType::Gauge,
+        )?;
+        ConstGauge::new(s.tsc_hz).encode(m)
+    }
+}
+
+/// The exposition of `s` in the Prometheus text format: interfaces in index order, nodes in
+/// name order, error counters by node name.
+pub fn encode(s: Snapshot) -> String {
     let mut r = Registry::default();
-
-    type Field = fn(&IfTotals) -> u64;
-    let interface_counters: [(&str, &str, Field); 8] = [
-        (
-            "interfaces_rx_packets",
-            "Packets received on the interface",
-            |c| c.rx_packets,
-        ),
-        (
-            "interfaces_rx_bytes",
-            "Bytes received on the interface",
-            |c| c.rx_bytes,
-        ),
-        (
-            "interfaces_tx_packets",
-            "Packets sent on the interface",
-            |c| c.tx_packets,
-        ),
-        ("interfaces_tx_bytes", "Bytes sent on the interface", |c| {
-            c.tx_bytes
-        }),
-        (
-            "interfaces_drops",
-            "Packets received on the interface that the graph dropped",
-            |c| c.drops,
-        ),
-        (
-            "interfaces_tx_error",
-            "Packets the driver could not send (ring full, send error)",
-            |c| c.tx_errors,
-        ),
-        (
-            "interfaces_tx_peer_full",
-            "Of the tx errors, packets the peer had no room for",
-            |c| c.tx_peer_full,
-        ),
-        (
-            "interfaces_rx_miss",
-            "Packets the kernel or NIC dropped before sluice saw them",
-            |c| c.rx_miss,
-        ),
-    ];
-    for (name, help, field) in interface_counters {
-        let f = counters(&mut r, name, help);
-        for (itf, totals) in &s.interfaces {
-            f.get_or_create(&vec![("interface", itf.clone())])
-                .inc_by(field(totals));
-        }
-    }
-
-    type NodeField = fn(&NodeTotals) -> u64;
-    let node_counters: [(&str, &str, NodeField); 3] = [
-        (
-            "nodes_calls",
-            "Times the graph ran the node, summed over workers",
-            |n| n.calls,
-        ),
-        (
-            "nodes_vectors",
-            "Packets the node handled, summed over workers",
-            |n| n.vectors,
-        ),
-        (
-            "nodes_clocks",
-            "TSC ticks spent in the node, summed over workers (sys_tsc_hz per second)",
-            |n| n.clocks,
-        ),
-    ];
-    for (name, help, field) in node_counters {
-        let f = counters(&mut r, name, help);
-        for n in &s.nodes {
-            f.get_or_create(&vec![("node", n.name.clone())])
-                .inc_by(field(n));
-        }
-    }
-
-    let err = counters(
-        &mut r,
-        "err",
-        "Packets a node dropped or flagged, by node and reason, summed over workers",
-    );
-    for e in &s.errors {
-        err.get_or_create(&vec![("node", e.node.clone()), ("error", e.reason.clone())])
-            .inc_by(e.count);
-    }
-
-    if let Some(b) = &s.buffers {
-        let pool = || vec![("pool", POOL.to_string())];
-        for (name, help, v) in [
-            (
-                "buffer_pools_buffers",
-                "Buffers in the pool",
-                b.total as i64,
-            ),
-            (
-                "buffer_pools_available",
-                "Free buffers in the pool's shared free list",
-                gauge_value(b.free_in_pool),
-            ),
-            (
-                "buffer_pools_cached",
-                "Free buffers in the workers' caches",
-                gauge_value(b.free_in_caches),
-            ),
-            (
-                "buffer_pools_used",
-                "Buffers in use (in frames, driver rings or elsewhere)",
-                gauge_value(b.in_use),
-            ),
-        ] {
-            gauges(&mut r, name, help).get_or_create(&pool()).set(v);
-        }
-    }
-
-    let threads = Gauge::<i64>::default();
-    threads.set(s.workers as i64);
-    r.register(
-        "sys_num_worker_threads",
-        "Worker threads running the graph",
-        threads,
-    );
-    let tsc = Gauge::<f64, AtomicU64>::default();
-    tsc.set(s.tsc_hz);
-    r.register(
-        "sys_tsc_hz",
-        "Ticks per second of the clock nodes_clocks counts",
-        tsc,
-    );
-
+    r.register_collector(Box::new(Exposition(s)));
     let mut text = String::new();
     // Writing to a String cannot fail.
     let _ = prometheus_text::encode(&mut text, &r);
@@ -340,7 +337,7 @@ impl MetricsListener {
 
     /// Serve scrapes of `source` on a thread of its own until the server is stopped.
     pub fn serve(self, source: MetricsSource) -> Result<MetricsServer, String> {
-        self.serve_with(move || encode(&source.snapshot()))
+        self.serve_with(move || encode(source.snapshot()))
     }
 
     /// The same with the exposition made by `metrics`.
@@ -615,7 +612,7 @@ mod tests {
 
     #[test]
     fn interface_counters_carry_vpp_names_and_the_interface_label() {
-        let t = encode(&snapshot());
+        let t = encode(snapshot());
         let s = samples(&t);
         for line in [
             "interfaces_rx_packets_total{interface=\"e0\"} 10",
@@ -646,7 +643,7 @@ mod tests {
 
     #[test]
     fn node_error_and_system_metrics() {
-        let t = encode(&snapshot());
+        let t = encode(snapshot());
         let s = samples(&t);
         for line in [
             "nodes_calls_total{node=\"ip4-lookup\"} 4",
@@ -664,7 +661,7 @@ mod tests {
 
     #[test]
     fn label_values_are_escaped() {
-        let t = encode(&snapshot());
+        let t = encode(snapshot());
         let want = r#"err_total{node="odd\"node\\",error="line\nbreak"} 0"#;
         assert!(samples(&t).contains(&want), "{want} missing from\n{t}");
         // Every sample is one line: the newline in the reason did not break it.
@@ -693,7 +690,7 @@ mod tests {
             region_bytes: 1 << 25,
             huge_pages: false,
         });
-        let t = encode(&s);
+        let t = encode(s);
         for line in [
             "buffer_pools_buffers{pool=\"default\"} 16384",
             "buffer_pools_available{pool=\"default\"} 16000",
