@@ -2,7 +2,8 @@
 //! namespaces with `[metrics] listen` set; pings cross it; a plain TCP client (bash's
 //! /dev/tcp, inside the DUT's namespace, whose loopback the daemon listens on) scrapes
 //! `GET /metrics` before and after, and the interface and node counters grew by the traffic.
-//! `promtool check metrics` (Debian's prometheus package) accepts the scrape.
+//! `promtool check metrics` (Debian's prometheus package) accepts the scrape; a sub-interface
+//! made at run time appears in the next scrape; a stalled client does not delay the stop.
 
 mod common;
 use common::routed::*;
@@ -146,6 +147,13 @@ fn scrape_reflects_traffic_and_passes_promtool() {
 
     let (ok, out) = promtool_check(&body);
     assert!(ok, "promtool check metrics: {out}\n{body}");
+
+    // A sub-interface made at run time is scraped from then on, and not after its deletion.
+    let sub = "interfaces_rx_packets_total{interface=\"d0.100\"}";
+    ctl(&socket, "create sub-interface d0 100").unwrap();
+    assert_eq!(value(&samples(&scrape(&dut).1), sub), 0.0);
+    ctl(&socket, "delete sub-interface d0.100").unwrap();
+    assert!(!samples(&scrape(&dut).1).contains_key(sub));
 
     // Only GET (and HEAD) of /metrics.
     let a = http(&dut, "GET / HTTP/1.1\r\n\r\n");

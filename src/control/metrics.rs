@@ -660,6 +660,36 @@ mod tests {
     }
 
     #[test]
+    fn series_keep_the_snapshot_order() {
+        let t = encode(snapshot_with_input_first());
+        let at = |needle: &str| t.find(needle).unwrap_or_else(|| panic!("{needle}: {t}"));
+        assert!(at("{interface=\"e0\"} 10") < at("{interface=\"e1.100\"} 0"));
+        assert!(
+            at("nodes_calls_total{node=\"af-packet-input\"}")
+                < at("nodes_calls_total{node=\"ip4-lookup\"}")
+        );
+        assert!(at("# TYPE interfaces_rx_packets_total") < at("# TYPE nodes_calls_total"));
+        assert!(at("# TYPE nodes_clocks_total") < at("# TYPE err_total"));
+        assert_eq!(
+            t,
+            encode(snapshot_with_input_first()),
+            "the same values, the same text"
+        );
+    }
+
+    fn snapshot_with_input_first() -> Snapshot {
+        let mut s = snapshot();
+        s.nodes.insert(
+            0,
+            NodeTotals {
+                name: "af-packet-input".into(),
+                ..NodeTotals::default()
+            },
+        );
+        s
+    }
+
+    #[test]
     fn label_values_are_escaped() {
         let t = encode(snapshot());
         let want = r#"err_total{node="odd\"node\\",error="line\nbreak"} 0"#;
