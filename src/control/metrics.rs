@@ -6,8 +6,9 @@
 //! buffers` read — the workers' single-writer atomics and the buffer pool's counts — so it
 //! takes no lock a worker takes while forwarding and never slows the dataplane. It reports
 //! totals since the daemon started: the `clear` commands move the CLI's baselines, not these.
-//! Names follow VPP's exporter (`vpp_prometheus_export v2`): `interfaces_rx_packets`, `nodes_calls`, `err`,
-//! `buffer_pools_used`, with the `_total` suffix the format gives counters.
+//! Names follow VPP's exporter (`vpp_prometheus_export v2`): `interfaces_rx_packets`,
+//! `nodes_calls`, `err`, `buffer_pools_used`, with the `_total` suffix the format gives
+//! counters.
 //!
 //! The server is one thread that answers one connection at a time; a client has
 //! `HEAD_TIMEOUT` to send its request head and `WRITE_TIMEOUT` per write, so a slow or broken
