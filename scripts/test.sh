@@ -14,6 +14,8 @@ command -v ministat >/dev/null || need+=(ministat)
 command -v ping >/dev/null || need+=(iputils-ping)
 # nft: the lab's linux-router filters with nftables rules (--acl-rules).
 command -v nft >/dev/null || need+=(nftables)
+# promtool checks the daemon's Prometheus scrape (tests/metrics_ns.rs).
+command -v promtool >/dev/null || need+=(prometheus)
 # scapy crafts the router conformance cases (tests/conformance), run by Debian's python3.
 /usr/bin/python3 -c 'import scapy' 2>/dev/null || need+=(python3-scapy)
 # perf samples the DUT's CPU for the lab's --profile flame graphs.

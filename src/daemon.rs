@@ -1,9 +1,11 @@
 //! `sluice run -c FILE.toml`: the dataplane daemon. Workers forward; the main thread serves
-//! the control socket until SIGINT or SIGTERM, then stops the workers and restores the
-//! interfaces it changed. Its options are the clap declarations of `RunArgs`.
+//! the control socket until SIGINT or SIGTERM, then stops the metrics thread (when `[metrics]`
+//! has one) and the workers and restores the interfaces it changed. Its options are the clap
+//! declarations of `RunArgs`.
 
 use crate::config::Config;
 use crate::control::exec::Control;
+use crate::control::metrics::{MetricsListener, MetricsSource};
 use crate::control::server::ControlSocket;
 use crate::dataplane::Dataplane;
 use std::path::PathBuf;
@@ -68,7 +70,17 @@ fn run(cfg: &Config) -> Result<(), String> {
     }
     // Bind first: a second daemon on the same socket must fail before touching interfaces.
     let socket = ControlSocket::bind(&cfg.control.socket)?;
+    let metrics = cfg.metrics.listen.map(MetricsListener::bind).transpose()?;
     let dp = Dataplane::start(cfg)?;
+    let metrics = match metrics {
+        Some(l) => {
+            let addr = l.local_addr().map_err(|e| format!("metrics socket: {e}"))?;
+            let server = l.serve(MetricsSource::new(&dp))?;
+            eprintln!("sluice: metrics on http://{addr}/metrics");
+            Some(server)
+        }
+        None => None,
+    };
     let workers: Vec<String> = dp
         .workers
         .iter()
@@ -86,6 +98,9 @@ fn run(cfg: &Config) -> Result<(), String> {
     let mut control = Control::new(dp);
     socket.serve(&mut control, &stop);
     eprintln!("sluice: stopping");
+    if let Some(m) = metrics {
+        m.stop();
+    }
     control.dp.stop();
     Ok(())
 }

@@ -159,7 +159,9 @@ impl Interface {
         &self.counters[thread]
     }
 
-    fn raw_totals(&self) -> IfTotals {
+    /// Counters since the interface was made, summed over threads; `clear interfaces` does
+    /// not change them (the Prometheus endpoint reads these).
+    pub fn raw_totals(&self) -> IfTotals {
         let mut t = IfTotals::default();
         for c in self.counters.iter() {
             t.rx_packets += c.rx_packets.get();

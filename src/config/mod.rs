@@ -13,6 +13,9 @@
 //! [control]
 //! socket = "/run/sluice/cli.sock"
 //!
+//! [metrics]                # optional: Prometheus GET /metrics; keys in metrics.rs
+//! listen = "127.0.0.1:9482"
+//!
 //! [[interface]]
 //! name = "d0"
 //! driver = "af_packet"     # af_packet | af_xdp | memif | pcap
@@ -76,7 +79,7 @@
 //! The text is read into each section's keys as written (serde structs of `Spanned` values,
 //! so an error can name its line), then each section checks its own keys where it is
 //! defined: `dataplane.rs` ([dataplane]), `interface.rs` (the keys every [[interface]] has),
-//! `driver/` (`Driver`, one variant and one file per `driver = ...`, each checking its own
+//! `metrics.rs` ([metrics]), `driver/` (`Driver`, one variant and one file per `driver = ...`, each checking its own
 //! keys and refusing them on other drivers), `xconnect.rs` ([[xconnect]]), `bridge.rs`
 //! ([[bridge-domain]], [[l2fib]]), `table.rs` ([[ip-table]]), `route.rs` ([[route]], [fib]) and `acl.rs` ([[acl]],
 //! [[acl-input]], [[acl-output]], [sessions]). This file holds `Config`, the errors and the order of the checks.
@@ -102,6 +105,7 @@ mod dataplane;
 pub use dataplane::DEFAULT_WORKER_NICE;
 mod driver;
 mod interface;
+mod metrics;
 pub mod reference;
 mod route;
 mod subif;
@@ -112,6 +116,7 @@ pub use bridge::{parse_mac_age, BridgeDomainConfig, BviConfig, StaticMac};
 pub use dataplane::Dataplane;
 pub use driver::{AfPacket, AfXdp, Driver, Memif, Pcap};
 pub use interface::InterfaceConfig;
+pub use metrics::MetricsConfig;
 pub use route::{FibConfig, RouteConfig};
 pub use subif::SubIfConfig;
 pub use table::TableConfig;
@@ -131,6 +136,7 @@ pub const MIN_MTU: u32 = 68;
 pub struct Config {
     pub dataplane: Dataplane,
     pub control: Control,
+    pub metrics: MetricsConfig,
     pub interfaces: Vec<InterfaceConfig>,
     pub subinterfaces: Vec<SubIfConfig>,
     pub xconnects: Vec<Xconnect>,
@@ -154,6 +160,8 @@ struct ConfigKeys {
     dataplane: dataplane::DataplaneKeys,
     #[serde(default)]
     control: Control,
+    #[serde(default)]
+    metrics: metrics::MetricsKeys,
     #[serde(default, rename = "interface")]
     interfaces: Vec<interface::InterfaceKeys>,
     #[serde(default, rename = "subinterface")]
@@ -294,6 +302,7 @@ impl Config {
     /// every interface is known.
     fn check(keys: ConfigKeys, c: &Checker<'_>) -> Result<Config, ConfigError> {
         let dataplane = keys.dataplane.check(c)?;
+        let metrics = keys.metrics.check(c)?;
         let mut interfaces: Vec<InterfaceConfig> = Vec::new();
         for i in keys.interfaces {
             let checked = i.check(&interfaces, c)?;
@@ -360,6 +369,7 @@ impl Config {
         Ok(Config {
             dataplane,
             control: keys.control,
+            metrics,
             interfaces,
             subinterfaces,
             xconnects: keys.xconnects,

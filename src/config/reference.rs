@@ -38,10 +38,11 @@ pub struct Section {
 }
 
 /// Every section in the order of `ConfigKeys`.
-pub fn sections() -> [&'static Section; 15] {
+pub fn sections() -> [&'static Section; 16] {
     [
         &super::dataplane::SECTION,
         &super::CONTROL,
+        &super::metrics::SECTION,
         &super::interface::SECTION,
         &super::subif::SECTION,
         &super::xconnect::SECTION,

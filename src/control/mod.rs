@@ -3,7 +3,8 @@
 //! `cli` holds the command table and its matcher; every area declares its commands next to
 //! their handlers (`interfaces`, `l2`, `runtime`, `trace`, `routing`, `acl`) in a `COMMANDS` slice
 //! that `cli::AREAS` gathers. `exec` keeps the control plane's state and runs a matched line;
-//! `server` is the socket, `client` is `sluice ctl`.
+//! `server` is the socket, `client` is `sluice ctl`; `metrics` is the Prometheus endpoint
+//! (`[metrics] listen`), which reads the same counters on a thread of its own.
 
 pub mod acl;
 pub mod cli;
@@ -11,6 +12,7 @@ pub mod client;
 pub mod exec;
 pub mod interfaces;
 pub mod l2;
+pub mod metrics;
 pub mod routing;
 pub mod runtime;
 pub mod server;
