@@ -287,6 +287,22 @@ impl Collector for Exposition {
                 let labels = [("pool", POOL)];
                 ConstGauge::new(gauge_value(v)).encode(m.encode_family(&labels)?)?;
             }
+            for (name, help, v) in [
+                (
+                    "buffer_pools_free_list_locks",
+                    "Takes of the pool's shared free list (a batch of buffers each).",
+                    b.free_list_locks,
+                ),
+                (
+                    "buffer_pools_free_list_contended",
+                    "Takes of the shared free list that waited for another thread.",
+                    b.free_list_contended,
+                ),
+            ] {
+                let mut m = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
+                let labels = [("pool", POOL)];
+                ConstCounter::new(v).encode(m.encode_family(&labels)?)?;
+            }
         }
         let m = enc.encode_descriptor(
             "sys_num_worker_threads",
@@ -720,6 +736,8 @@ mod tests {
             data_size: 2048,
             region_bytes: 1 << 25,
             huge_pages: false,
+            free_list_locks: 7,
+            free_list_contended: 2,
         });
         let t = encode(s);
         for line in [
@@ -727,6 +745,8 @@ mod tests {
             "buffer_pools_available{pool=\"default\"} 16000",
             "buffer_pools_cached{pool=\"default\"} 256",
             "buffer_pools_used{pool=\"default\"} 128",
+            "buffer_pools_free_list_locks_total{pool=\"default\"} 7",
+            "buffer_pools_free_list_contended_total{pool=\"default\"} 2",
         ] {
             assert!(samples(&t).contains(&line), "{line} missing from\n{t}");
         }
