@@ -546,54 +546,74 @@ impl<A: Key> Poptrie<A> {
         // A lane the shortcut has starts at its depth: it is `ahead` of the frame's depth by
         // that many bits (IPv6 only; fits a u8, as the depth is at most 42).
         let short = windowed && self.short_depth != 0;
-        let short_ahead = self.short_depth.saturating_sub(self.top_bits) as u8;
-        for (i, o) in out.iter_mut().enumerate() {
-            if let Some(&ahead) = dst.get(i + AHEAD) {
-                if short {
-                    let key = ahead.top(self.short_depth) as u64;
-                    if let Some(c) = self.short.get(short_home(key, self.short_shift)) {
-                        prefetch(c);
-                    }
-                }
-                if let Some(t) = self.top.get(ahead.top(self.top_bits)) {
-                    prefetch(t);
-                }
-            }
-            if short {
-                if let Some(node) = self.short_find(dst[i].top(self.short_depth) as u64) {
-                    if let Some(n) = self.nodes.get(node as usize) {
-                        prefetch(n);
-                    }
-                    *o = NO_ROUTE;
-                    ahead[i] = short_ahead;
-                    lane[walking] = i as u8;
-                    at[walking] = node;
-                    win[walking] = dst[i].window(self.short_depth);
-                    walking += 1;
-                    continue;
-                }
-            }
-            let e = self.top_value(dst[i].top(self.top_bits));
-            *o = e;
-            if e & CHILD != 0 {
-                let mut node = e & INDEX;
-                let mut depth = self.top_bits;
-                if e & BLOCK != 0 {
-                    node += dst[i].chunk(depth);
-                    depth += STRIDE;
-                    ahead[i] = STRIDE as u8;
-                    any_block = true;
-                }
+        // With a shortcut, a lane whose slot leads to nodes waits, with its entry, for a pass
+        // that probes the shortcut once the frame's cells have been prefetched: probed as
+        // each entry is read, a frame's misses in the shortcut would come one after another.
+        let (mut wait_lane, mut wait_entry) = ([0u8; FRAME], [0u32; FRAME]);
+        let mut waiting = 0;
+        // A lane starts walking at `node`, `depth` bits into its address.
+        macro_rules! start {
+            ($i:expr, $node:expr, $depth:expr) => {{
+                let (i, node, depth): (usize, u32, u32) = ($i, $node, $depth);
                 if let Some(n) = self.nodes.get(node as usize) {
                     prefetch(n);
                 }
-                *o = NO_ROUTE;
+                if depth != self.top_bits {
+                    ahead[i] = (depth - self.top_bits) as u8;
+                    any_block = true;
+                }
                 lane[walking] = i as u8;
                 at[walking] = node;
                 if windowed {
                     win[walking] = dst[i].window(depth);
                 }
                 walking += 1;
+            }};
+        }
+        for (i, o) in out.iter_mut().enumerate() {
+            if let Some(&ahead) = dst.get(i + AHEAD) {
+                if let Some(t) = self.top.get(ahead.top(self.top_bits)) {
+                    prefetch(t);
+                }
+            }
+            let e = self.top_value(dst[i].top(self.top_bits));
+            *o = e;
+            if e & CHILD != 0 {
+                *o = NO_ROUTE;
+                if short {
+                    let key = dst[i].top(self.short_depth) as u64;
+                    if let Some(c) = self.short.get(short_home(key, self.short_shift)) {
+                        prefetch(c);
+                    }
+                    wait_lane[waiting] = i as u8;
+                    wait_entry[waiting] = e;
+                    waiting += 1;
+                    continue;
+                }
+                if e & BLOCK != 0 {
+                    start!(
+                        i,
+                        (e & INDEX) + dst[i].chunk(self.top_bits),
+                        self.top_bits + STRIDE
+                    );
+                } else {
+                    start!(i, e & INDEX, self.top_bits);
+                }
+            }
+        }
+        for (&i, &e) in wait_lane[..waiting].iter().zip(&wait_entry[..waiting]) {
+            let i = i as usize;
+            let Some(&a) = dst.get(i) else { continue };
+            if let Some(node) = self.short_find(a.top(self.short_depth) as u64) {
+                start!(i, node, self.short_depth);
+            } else if e & BLOCK != 0 {
+                start!(
+                    i,
+                    (e & INDEX) + a.chunk(self.top_bits),
+                    self.top_bits + STRIDE
+                );
+            } else {
+                start!(i, e & INDEX, self.top_bits);
             }
         }
         // The depth of the lanes whose slot's root is a node; those under a block are
