@@ -54,8 +54,14 @@ pub const NO_BLOCKS: u32 = BLOCK_NODES + 1;
 /// shortcut, one node and a leaf (see `poptrie.rs`).
 pub(super) const SHORT_LEVELS: u32 = 4;
 
-/// `short_levels` for a trie with no shortcut (as before 2026-11-26).
+/// `short_levels` for a trie with no shortcut.
 pub const NO_SHORTCUT: u32 = 0;
+
+/// The dataplane's IPv6 trie (`FibWriter::new`, `with_routes`) has no shortcut: on this
+/// project's machine it did not make table-hitting lookups faster (0.9–1.07x) and made those
+/// that end above its depth half as fast (docs/fib.md). `sluice fib bench --fib shortcut`
+/// measures it; the tests build it both ways.
+pub(super) const DATAPLANE_SHORT_LEVELS: u32 = NO_SHORTCUT;
 
 /// The shortcut's levels for a build with `block_min`: tests that make every subtree a block
 /// (`block_min` 0) also take the shortcut one level down, where most lookups find it.

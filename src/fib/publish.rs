@@ -17,7 +17,7 @@
 //! others, each lookup walking a complete subtree (old or new).
 
 use super::poptrie::{Poptrie4, Poptrie6};
-use super::poptrie_writer::{PoptrieWriter, TrieMemory, BLOCK_MIN, SHORT_LEVELS};
+use super::poptrie_writer::{PoptrieWriter, TrieMemory, BLOCK_MIN, DATAPLANE_SHORT_LEVELS};
 use super::prefix::{Prefix4, Prefix6};
 use super::routes::RouteTable;
 use super::MAX_NEXT_HOP;
@@ -145,7 +145,7 @@ impl FibWriter {
             RouteTable::new(),
             RouteTable::new(),
             BLOCK_MIN,
-            SHORT_LEVELS,
+            DATAPLANE_SHORT_LEVELS,
         )
     }
 
@@ -155,17 +155,23 @@ impl FibWriter {
         v4: impl IntoIterator<Item = (Prefix4, u32)>,
         v6: impl IntoIterator<Item = (Prefix6, u32)>,
     ) -> Result<FibWriter, FibError> {
-        FibWriter::with_routes_blocks(v4, v6, BLOCK_MIN)
+        FibWriter::with_routes_variant(v4, v6, BLOCK_MIN, DATAPLANE_SHORT_LEVELS)
     }
 
     /// As `with_routes`, the tries making a slot's root a block of nodes when it has at least
-    /// `block_min` node children (tests: 0, every slot with a subtree).
+    /// `block_min` node children (tests: 0, every slot with a subtree), and the IPv6 trie with
+    /// its shortcut (one level below the top with `block_min` 0), so that the tests check it.
+    #[cfg(test)]
     pub(super) fn with_routes_blocks(
         v4: impl IntoIterator<Item = (Prefix4, u32)>,
         v6: impl IntoIterator<Item = (Prefix6, u32)>,
         block_min: u32,
     ) -> Result<FibWriter, FibError> {
-        let levels = if block_min == 0 { 1 } else { SHORT_LEVELS };
+        let levels = if block_min == 0 {
+            1
+        } else {
+            super::poptrie_writer::SHORT_LEVELS
+        };
         FibWriter::with_routes_variant(v4, v6, block_min, levels)
     }
 
