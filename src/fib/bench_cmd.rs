@@ -7,7 +7,7 @@ use super::cli::Error;
 use super::destinations::{self, DestinationSet};
 use super::measure::{self, RouteWriter};
 use super::parse::{read_route_file, IpPrefix};
-use super::poptrie_writer::{PoptrieWriter, NO_BLOCKS};
+use super::poptrie_writer::{PoptrieWriter, BLOCK_MIN, NO_BLOCKS, NO_SHORTCUT, SHORT_LEVELS};
 use super::prefix::{Prefix4, Prefix6};
 use super::routes::RouteTable;
 use super::synth::Rng;
@@ -37,6 +37,9 @@ pub enum FibKind {
     /// The dataplane's IPv6 trie built without blocks (every slot's root a node, as before
     /// 2026-11-25), beside the poptrie.
     NoBlocks,
+    /// The dataplane's IPv6 trie built with the shortcut (a hash table to the nodes where a
+    /// /48 ends; not the dataplane's), beside the poptrie.
+    Shortcut,
 }
 
 fn mib(bytes: usize) -> f64 {
@@ -107,7 +110,9 @@ pub(super) fn bench_cmd(
     }
     let with_dir24 = kinds.contains(&FibKind::Dir24);
     let with_no_blocks = kinds.contains(&FibKind::NoBlocks);
-    let with_poptrie = kinds.contains(&FibKind::Poptrie) || with_no_blocks || kinds.is_empty();
+    let with_shortcut = kinds.contains(&FibKind::Shortcut);
+    let with_poptrie =
+        kinds.contains(&FibKind::Poptrie) || with_no_blocks || with_shortcut || kinds.is_empty();
     // The text, unless JSON is asked for; the JSON collects the same figures.
     macro_rules! say {
         ($($t:tt)*) => {
@@ -238,7 +243,24 @@ pub(super) fn bench_cmd(
     let flat6 = pop
         .as_ref()
         .filter(|_| with_no_blocks)
-        .map(|w| PoptrieWriter::build_blocks(w.routes6(), NO_BLOCKS));
+        .map(|w| PoptrieWriter::build_shortcut(w.routes6(), NO_BLOCKS, NO_SHORTCUT));
+    // The IPv6 trie with the shortcut, measured beside it.
+    let short6 = pop
+        .as_ref()
+        .filter(|_| with_shortcut)
+        .map(|w| PoptrieWriter::build_shortcut(w.routes6(), BLOCK_MIN, SHORT_LEVELS));
+    if let Some(f) = &short6 {
+        let m = f.memory();
+        say!(
+            "  IPv6 with the shortcut (to the nodes of bits 42-48): {:.1} MiB ({} nodes, {} \
+             leaves; {:.1} MiB written)",
+            mib(m.bytes),
+            m.nodes,
+            m.leaves,
+            mib(m.bytes_used)
+        );
+        doc["v6"]["memory_bytes_with_shortcut"] = m.bytes.into();
+    }
     if let Some(f) = &flat6 {
         let m = f.memory();
         say!(
@@ -413,6 +435,9 @@ pub(super) fn bench_cmd(
     let flat6 = flat6
         .as_ref()
         .map(|t| |d: &[u128], o: &mut [u32]| t.trie().lookup_batch(d, o));
+    let short6 = short6
+        .as_ref()
+        .map(|t| |d: &[u128], o: &mut [u32]| t.trie().lookup_batch(d, o));
     let mut others4: Vec<(&str, Look<u32>)> = Vec::new();
     if let Some(f) = &old4 {
         others4.push(("DIR-24-8", f));
@@ -420,6 +445,9 @@ pub(super) fn bench_cmd(
     let mut others6: Vec<(&str, Look<u128>)> = Vec::new();
     if let Some(f) = &old6 {
         others6.push(("stride trie", f));
+    }
+    if let Some(f) = &short6 {
+        others6.push(("shortcut", f));
     }
     if let Some(f) = &flat6 {
         others6.push(("no blocks", f));
@@ -442,9 +470,14 @@ pub(super) fn bench_cmd(
     );
     let mut o4 = o4.into_iter();
     let mut o6 = o6.into_iter();
-    let (o4, o6, flat6_rates) = (
+    let (o4, o6, short6_rates, flat6_rates) = (
         o4.next().filter(|_| old.is_some()).unwrap_or_default(),
         if old.is_some() {
+            o6.next().unwrap_or_default()
+        } else {
+            Map::new()
+        },
+        if short6.is_some() {
             o6.next().unwrap_or_default()
         } else {
             Map::new()
@@ -470,6 +503,9 @@ pub(super) fn bench_cmd(
         doc["v6"]["lookups_per_s"] = r6.into();
         if flat6.is_some() {
             doc["v6"]["lookups_per_s_without_blocks"] = alias(flat6_rates).into();
+        }
+        if short6.is_some() {
+            doc["v6"]["lookups_per_s_with_shortcut"] = alias(short6_rates).into();
         }
     }
     if old.is_some() {
@@ -502,9 +538,13 @@ pub(super) fn bench_cmd(
     }
     if pop.is_some() && with_no_blocks {
         // The same changes through a FIB whose tries make no block.
-        let mut w =
-            FibWriter::with_routes_blocks(v4.iter().copied(), v6.iter().copied(), NO_BLOCKS)
-                .map_err(bad)?;
+        let mut w = FibWriter::with_routes_variant(
+            v4.iter().copied(),
+            v6.iter().copied(),
+            NO_BLOCKS,
+            NO_SHORTCUT,
+        )
+        .map_err(bad)?;
         let reader = w.reader();
         let (u, l) = updates_while_looking_up(&mut w, &v4, &v6, hit4, |d, o| {
             reader.load().v4().lookup_batch(d, o)
@@ -515,6 +555,26 @@ pub(super) fn bench_cmd(
             l / 1e6
         );
         doc.insert("updates_per_s_without_blocks".into(), u.into());
+    }
+    if pop.is_some() && with_shortcut {
+        // The same changes through a FIB whose IPv6 trie has the shortcut.
+        let mut w = FibWriter::with_routes_variant(
+            v4.iter().copied(),
+            v6.iter().copied(),
+            BLOCK_MIN,
+            SHORT_LEVELS,
+        )
+        .map_err(bad)?;
+        let reader = w.reader();
+        let (u, l) = updates_while_looking_up(&mut w, &v4, &v6, hit4, |d, o| {
+            reader.load().v4().lookup_batch(d, o)
+        });
+        say!(
+            "  shortcut {u:>8.0} route changes/s, the same changes, while another thread \
+             looks up {:.1} M/s",
+            l / 1e6
+        );
+        doc.insert("updates_per_s_with_shortcut".into(), u.into());
     }
     if let Some(w) = &mut old {
         let reader = w.reader();

@@ -37,8 +37,10 @@ pub enum FibCommand {
         #[arg(long)]
         json: bool,
         /// The FIBs to measure, side by side on the same addresses: poptrie (the dataplane's),
-        /// dir24 (the previous one: DIR-24-8 and the IPv6 stride trie, two copies each) and
-        /// no-blocks (the IPv6 trie with every slot's root a node, as before 2026-11-25)
+        /// dir24 (the previous one: DIR-24-8 and the IPv6 stride trie, two copies each),
+        /// no-blocks (the IPv6 trie with every slot's root a node and no shortcut, as before
+        /// 2026-11-25) and shortcut (the IPv6 trie with a hash table to the nodes where a
+        /// /48 ends, not the dataplane's)
         #[arg(
             long,
             value_name = "LIST",

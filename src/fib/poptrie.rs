@@ -28,7 +28,7 @@
 
 use super::mem::{huge_vec, prefetch};
 use super::poptrie_build::{Node, Subtrees};
-use super::prefix::Addr;
+use super::prefix::{Addr, Prefix};
 use super::{CHILD, NO_ROUTE};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 
@@ -119,6 +119,9 @@ pub struct Profile {
     pub leaves_by_level: Vec<usize>,
     /// Slots whose root is a block of 64 nodes.
     pub blocks: usize,
+    /// Lookups that the shortcut took to a node (they read neither the top level nor the
+    /// nodes above it; `lookups_by_nodes` counts the nodes they read from there).
+    pub shortcut_hits: usize,
 }
 
 /// In a top-level entry that links to nodes (`CHILD`): the slot's root is a block of 64
@@ -140,6 +143,22 @@ pub(super) fn root_nodes(entry: u32) -> std::ops::Range<u32> {
     }
 }
 
+/// Bits of a shortcut entry that hold the node index; the key (the address's first
+/// `short_depth` bits, at most `SHORT_KEY_BITS`) is above them.
+const SHORT_INDEX_BITS: u32 = 22;
+/// The longest key a shortcut entry holds: an IPv6 /42.
+pub(super) const SHORT_KEY_BITS: u32 = 64 - SHORT_INDEX_BITS;
+const SHORT_INDEX: u64 = (1 << SHORT_INDEX_BITS) - 1;
+/// A shortcut cell never written.
+const SHORT_EMPTY: u64 = u64::MAX;
+/// A shortcut cell whose entry was removed: probes go on past it.
+const SHORT_GONE: u64 = u64::MAX - 1;
+/// Node indices a shortcut entry can hold (the two above are not entries).
+const SHORT_MAX_NODE: u32 = SHORT_INDEX as u32 - 2;
+/// Cells a shortcut probe looks at, from the key's home cell on: a key that finds no room
+/// among them gets no entry (its lookups walk from the top).
+const SHORT_PROBES: usize = 8;
+
 /// The lookup table of one family.
 pub struct Poptrie<A: Key> {
     /// Bits the top level indexes.
@@ -149,7 +168,22 @@ pub struct Poptrie<A: Key> {
     nodes: Box<[AtomicNode]>,
     /// Next hops.
     leaves: Box<[AtomicU32]>,
+    /// The shortcut (IPv6): a hash table from an address's first `short_depth` bits to the
+    /// node at that depth on its path, `key << SHORT_INDEX_BITS | node` per cell, open
+    /// addressing with linear probing. A lookup that finds its key starts there, skipping the
+    /// top level and the nodes above; one that does not walks from the top. Empty: none.
+    short: Box<[AtomicU64]>,
+    /// Depth of the nodes the shortcut leads to (0: no shortcut).
+    short_depth: u32,
+    /// `64 - log2(short.len())`: the hash's shift.
+    short_shift: u32,
     _family: std::marker::PhantomData<A>,
+}
+
+/// The home cell of a shortcut key (Fibonacci hashing).
+#[inline(always)]
+fn short_home(key: u64, shift: u32) -> usize {
+    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift) as usize
 }
 
 /// The bits of `mask` at and below bit `i`.
@@ -182,10 +216,188 @@ impl<A: Key> Poptrie<A> {
                 AtomicU32::new(NO_ROUTE)
             })
             .into_boxed_slice(),
+            short: Box::new([]),
+            short_depth: 0,
+            short_shift: 64,
             _family: std::marker::PhantomData,
         };
         t.place(built);
         t
+    }
+
+    /// Gives the trie a shortcut to its nodes at `depth` (a node depth, deeper than the top
+    /// level and at most `SHORT_KEY_BITS`), sized for three times the nodes there are now,
+    /// and fills it. Before the trie is shared.
+    pub(super) fn add_shortcut(&mut self, depth: u32) {
+        if depth <= self.top_bits
+            || depth > SHORT_KEY_BITS
+            || depth > A::BITS as u32
+            || !(depth - self.top_bits).is_multiple_of(STRIDE)
+        {
+            return;
+        }
+        self.short_depth = depth;
+        let all = Prefix::containing(A::of_slot(0, self.top_bits), 0);
+        let mut count = 0usize;
+        self.short_nodes(all, |_, _| count += 1);
+        let cells = (3 * count).max(64).next_power_of_two();
+        self.short = huge_vec(cells, || AtomicU64::new(SHORT_EMPTY)).into_boxed_slice();
+        self.short_shift = 64 - cells.trailing_zeros();
+        self.short_nodes(all, |key, node| {
+            self.short_set(key, node);
+        });
+    }
+
+    /// Bytes of the shortcut.
+    pub(super) fn short_bytes(&self) -> usize {
+        self.short.len() * 8
+    }
+
+    /// Depth of the nodes the shortcut leads to; 0 if the trie has none.
+    pub(super) fn short_depth(&self) -> u32 {
+        self.short_depth
+    }
+
+    /// The node the shortcut holds for `key`, if any.
+    #[inline(always)]
+    fn short_find(&self, key: u64) -> Option<u32> {
+        let mask = self.short.len().wrapping_sub(1);
+        let mut at = short_home(key, self.short_shift);
+        for _ in 0..SHORT_PROBES {
+            let v = self.short.get(at)?.load(Acquire);
+            if v == SHORT_EMPTY {
+                return None;
+            }
+            if v >> SHORT_INDEX_BITS == key && v != SHORT_GONE {
+                return Some((v & SHORT_INDEX) as u32);
+            }
+            at = (at + 1) & mask;
+        }
+        None
+    }
+
+    /// Makes `node` the shortcut's entry for `key` (release: a reader that loads it sees the
+    /// subtree it leads to). The writer only, after the node is reachable from the top. A
+    /// node the entry cannot hold, or no room among the key's cells, removes the key's entry
+    /// instead: its lookups walk from the top. False in that case.
+    pub(super) fn short_set(&self, key: u64, node: u32) -> bool {
+        if self.short.is_empty() {
+            return false;
+        }
+        if node > SHORT_MAX_NODE {
+            self.short_remove(key);
+            return false;
+        }
+        let mask = self.short.len() - 1;
+        let mut at = short_home(key, self.short_shift);
+        let mut free = None;
+        for _ in 0..SHORT_PROBES {
+            let v = self.short[at].load(Relaxed);
+            if v != SHORT_GONE && v != SHORT_EMPTY && v >> SHORT_INDEX_BITS == key {
+                self.short[at].store(key << SHORT_INDEX_BITS | node as u64, Release);
+                return true;
+            }
+            if v == SHORT_GONE || v == SHORT_EMPTY {
+                free.get_or_insert(at);
+            }
+            if v == SHORT_EMPTY {
+                break;
+            }
+            at = (at + 1) & mask;
+        }
+        match free {
+            Some(at) => {
+                self.short[at].store(key << SHORT_INDEX_BITS | node as u64, Release);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Removes the shortcut's entry for `key`, if any. The writer only.
+    pub(super) fn short_remove(&self, key: u64) {
+        if self.short.is_empty() {
+            return;
+        }
+        let mask = self.short.len() - 1;
+        let mut at = short_home(key, self.short_shift);
+        for _ in 0..SHORT_PROBES {
+            let v = self.short[at].load(Relaxed);
+            if v == SHORT_EMPTY {
+                return;
+            }
+            if v != SHORT_GONE && v >> SHORT_INDEX_BITS == key {
+                self.short[at].store(SHORT_GONE, Release);
+                return;
+            }
+            at = (at + 1) & mask;
+        }
+    }
+
+    /// Visits the nodes at the shortcut's depth whose addresses overlap `within` (under it, or
+    /// it under them), with their keys, as a reader would find them now. Nothing without a
+    /// shortcut.
+    pub(super) fn short_nodes(&self, within: Prefix<A>, mut visit: impl FnMut(u64, u32)) {
+        let d = self.short_depth;
+        if d == 0 {
+            return;
+        }
+        let bits = self.top_bits;
+        let (p, plen) = (within.addr().to_left_u128(), within.len() as u32);
+        // Whether the prefix of `len` bits at `a` (left-aligned) and `within` overlap.
+        let overlaps = |a: u128, len: u32| {
+            let m = len.min(plen);
+            m == 0 || (a ^ p) >> (128 - m) == 0
+        };
+        let child = |a: u128, depth: u32, c: u32| a | (c as u128) << (128 - depth - STRIDE);
+        let first = within.addr().top(bits);
+        let slots = if plen >= bits {
+            1
+        } else {
+            1usize << (bits - plen)
+        };
+        // (node, its depth, the address of its first bits).
+        let mut stack: Vec<(u32, u32, u128)> = Vec::new();
+        for slot in first..first + slots {
+            let e = self.top_value(slot);
+            if e & CHILD == 0 {
+                continue;
+            }
+            let a = A::of_slot(slot, bits).to_left_u128();
+            if e & BLOCK != 0 {
+                for c in 0..BLOCK_NODES {
+                    let b = child(a, bits, c);
+                    if overlaps(b, bits + STRIDE) {
+                        stack.push(((e & INDEX) + c, bits + STRIDE, b));
+                    }
+                }
+            } else {
+                stack.push((e & INDEX, bits, a));
+            }
+        }
+        while let Some((i, depth, a)) = stack.pop() {
+            if depth >= d {
+                if depth == d {
+                    visit((a >> (128 - d)) as u64, i);
+                }
+                continue;
+            }
+            let Some(n) = self.nodes.get(i as usize) else {
+                continue;
+            };
+            let vector = n.vector.load(Relaxed);
+            let base = n.bases.load(Acquire) as u32;
+            let mut rank = 0;
+            for c in 0..64 {
+                if vector & (1 << c) != 0 {
+                    let b = child(a, depth, c);
+                    if overlaps(b, depth + STRIDE) {
+                        stack.push((base + rank, depth + STRIDE, b));
+                    }
+                    rank += 1;
+                }
+            }
+        }
     }
 
     /// Writes `built` into the arrays. Only the writer calls it, and only into room no
@@ -254,16 +466,21 @@ impl<A: Key> Poptrie<A> {
     /// The next hop of the longest route containing `dst`, or `NO_ROUTE`.
     #[inline]
     pub fn lookup(&self, dst: A) -> u32 {
-        let e = self.top_value(dst.top(self.top_bits));
-        if e & CHILD == 0 {
-            return e;
-        }
-        let mut node = e & INDEX;
-        let mut depth = self.top_bits;
-        if e & BLOCK != 0 {
-            // The slot's root is a block of 64 nodes: the next chunk picks one, no load.
-            node += dst.chunk(depth);
-            depth += STRIDE;
+        let (mut node, mut depth);
+        if let Some(n) = self.shortcut(dst) {
+            (node, depth) = (n, self.short_depth);
+        } else {
+            let e = self.top_value(dst.top(self.top_bits));
+            if e & CHILD == 0 {
+                return e;
+            }
+            node = e & INDEX;
+            depth = self.top_bits;
+            if e & BLOCK != 0 {
+                // The slot's root is a block of 64 nodes: the next chunk picks one, no load.
+                node += dst.chunk(depth);
+                depth += STRIDE;
+            }
         }
         // At most 3 nodes for IPv4 (18 + 3 × 6 ≥ 32), 19 for IPv6. A well-formed trie ends
         // in a leaf before a lookup runs off its arrays; `get` keeps a malformed one from
@@ -287,6 +504,15 @@ impl<A: Key> Poptrie<A> {
             }
         }
         NO_ROUTE
+    }
+
+    /// The node at the shortcut's depth on `dst`'s path, if the shortcut has it.
+    #[inline(always)]
+    fn shortcut(&self, dst: A) -> Option<u32> {
+        if self.short_depth == 0 {
+            return None;
+        }
+        self.short_find(dst.top(self.short_depth) as u64)
     }
 
     /// `out[i] = lookup(dst[i])` for `i < min(dst.len(), out.len())`, a frame at a time.
@@ -317,6 +543,33 @@ impl<A: Key> Poptrie<A> {
         let mut any_block = false;
         let (mut leaf_lane, mut leaf_at) = ([0u8; FRAME], [0u32; FRAME]);
         let (mut walking, mut done) = (0, 0);
+        // A lane the shortcut has starts at its depth: it is `ahead` of the frame's depth by
+        // that many bits (IPv6 only; fits a u8, as the depth is at most 42).
+        let short = windowed && self.short_depth != 0;
+        // With a shortcut, a lane whose slot leads to nodes waits, with its entry, for a pass
+        // that probes the shortcut once the frame's cells have been prefetched: probed as
+        // each entry is read, a frame's misses in the shortcut would come one after another.
+        let (mut wait_lane, mut wait_entry) = ([0u8; FRAME], [0u32; FRAME]);
+        let mut waiting = 0;
+        // A lane starts walking at `node`, `depth` bits into its address.
+        macro_rules! start {
+            ($i:expr, $node:expr, $depth:expr) => {{
+                let (i, node, depth): (usize, u32, u32) = ($i, $node, $depth);
+                if let Some(n) = self.nodes.get(node as usize) {
+                    prefetch(n);
+                }
+                if depth != self.top_bits {
+                    ahead[i] = (depth - self.top_bits) as u8;
+                    any_block = true;
+                }
+                lane[walking] = i as u8;
+                at[walking] = node;
+                if windowed {
+                    win[walking] = dst[i].window(depth);
+                }
+                walking += 1;
+            }};
+        }
         for (i, o) in out.iter_mut().enumerate() {
             if let Some(&ahead) = dst.get(i + AHEAD) {
                 if let Some(t) = self.top.get(ahead.top(self.top_bits)) {
@@ -326,24 +579,41 @@ impl<A: Key> Poptrie<A> {
             let e = self.top_value(dst[i].top(self.top_bits));
             *o = e;
             if e & CHILD != 0 {
-                let mut node = e & INDEX;
-                let mut depth = self.top_bits;
-                if e & BLOCK != 0 {
-                    node += dst[i].chunk(depth);
-                    depth += STRIDE;
-                    ahead[i] = STRIDE as u8;
-                    any_block = true;
-                }
-                if let Some(n) = self.nodes.get(node as usize) {
-                    prefetch(n);
-                }
                 *o = NO_ROUTE;
-                lane[walking] = i as u8;
-                at[walking] = node;
-                if windowed {
-                    win[walking] = dst[i].window(depth);
+                if short {
+                    let key = dst[i].top(self.short_depth) as u64;
+                    if let Some(c) = self.short.get(short_home(key, self.short_shift)) {
+                        prefetch(c);
+                    }
+                    wait_lane[waiting] = i as u8;
+                    wait_entry[waiting] = e;
+                    waiting += 1;
+                    continue;
                 }
-                walking += 1;
+                if e & BLOCK != 0 {
+                    start!(
+                        i,
+                        (e & INDEX) + dst[i].chunk(self.top_bits),
+                        self.top_bits + STRIDE
+                    );
+                } else {
+                    start!(i, e & INDEX, self.top_bits);
+                }
+            }
+        }
+        for (&i, &e) in wait_lane[..waiting].iter().zip(&wait_entry[..waiting]) {
+            let i = i as usize;
+            let Some(&a) = dst.get(i) else { continue };
+            if let Some(node) = self.short_find(a.top(self.short_depth) as u64) {
+                start!(i, node, self.short_depth);
+            } else if e & BLOCK != 0 {
+                start!(
+                    i,
+                    (e & INDEX) + a.chunk(self.top_bits),
+                    self.top_bits + STRIDE
+                );
+            } else {
+                start!(i, e & INDEX, self.top_bits);
             }
         }
         // The depth of the lanes whose slot's root is a node; those under a block are
@@ -425,10 +695,14 @@ impl<A: Key> Poptrie<A> {
         for &dst in dsts {
             let e = self.top_value(dst.top(self.top_bits));
             let mut nodes = 0;
+            let short = self.shortcut(dst);
+            p.shortcut_hits += short.is_some() as usize;
             if e & CHILD != 0 {
                 let mut node = e & INDEX;
                 let mut depth = self.top_bits;
-                if e & BLOCK != 0 {
+                if let Some(n) = short {
+                    (node, depth) = (n, self.short_depth);
+                } else if e & BLOCK != 0 {
                     node += dst.chunk(depth);
                     depth += STRIDE;
                 }
@@ -480,5 +754,6 @@ impl<A: Key> Poptrie<A> {
         self.top.len() * 4
             + self.nodes.len() * std::mem::size_of::<AtomicNode>()
             + self.leaves.len() * 4
+            + self.short.len() * 8
     }
 }

@@ -49,6 +49,30 @@ pub(super) const BLOCK_MIN: u32 = 32;
 /// A `block_min` that makes no block: every slot's root a node (the trie before blocks).
 pub const NO_BLOCKS: u32 = BLOCK_NODES + 1;
 
+/// An IPv6 trie's shortcut leads to the nodes this many levels below the top level: in a
+/// full table the nodes of bits 42–48, where a /48 ends, so that a lookup there reads the
+/// shortcut, one node and a leaf (see `poptrie.rs`).
+pub(super) const SHORT_LEVELS: u32 = 4;
+
+/// `short_levels` for a trie with no shortcut.
+pub const NO_SHORTCUT: u32 = 0;
+
+/// The dataplane's IPv6 trie (`FibWriter::new`, `with_routes`) has no shortcut: on this
+/// project's machine it did not make table-hitting lookups faster (0.9–1.07x) and made those
+/// that end above its depth half as fast (docs/fib.md). `sluice fib bench --fib shortcut`
+/// measures it; the tests build it both ways.
+pub(super) const DATAPLANE_SHORT_LEVELS: u32 = NO_SHORTCUT;
+
+/// The shortcut's levels for a build with `block_min`: tests that make every subtree a block
+/// (`block_min` 0) also take the shortcut one level down, where most lookups find it.
+fn short_levels_for(block_min: u32) -> u32 {
+    if block_min == 0 {
+        1
+    } else {
+        SHORT_LEVELS
+    }
+}
+
 /// Room for `used` entries and the updates that follow: half as many again, and some.
 fn room(used: usize) -> usize {
     used + used / 2 + 64
@@ -88,6 +112,11 @@ pub struct PoptrieWriter<A: Key> {
     /// Node children from which a build makes a slot's root a block (`BLOCK_MIN`; 0 in
     /// tests makes every subtree a block).
     block_min: u32,
+    /// Levels below the top level the IPv6 shortcut leads to (`SHORT_LEVELS`; 0: none).
+    short_levels: u32,
+    /// Prefixes changed since the last commit, whose shortcut entries `commit` brings up to
+    /// date.
+    changed: Vec<Prefix<A>>,
 }
 
 impl<A: Key> Default for PoptrieWriter<A> {
@@ -124,9 +153,37 @@ impl<A: Key> PoptrieWriter<A> {
         top_bits: u32,
         block_min: u32,
     ) -> PoptrieWriter<A> {
+        PoptrieWriter::build_variant(routes, top_bits, block_min, short_levels_for(block_min))
+    }
+
+    /// As `build_blocks`, with the IPv6 shortcut `short_levels` below the top level (0:
+    /// none), then and at every whole rebuild.
+    pub fn build_shortcut(
+        routes: &RouteTable<A>,
+        block_min: u32,
+        short_levels: u32,
+    ) -> PoptrieWriter<A> {
+        let bits = if routes.len() <= SMALL_ROUTES {
+            SMALL_TOP_BITS
+        } else {
+            TOP_BITS
+        };
+        PoptrieWriter::build_variant(routes, bits, block_min, short_levels)
+    }
+
+    fn build_variant(
+        routes: &RouteTable<A>,
+        top_bits: u32,
+        block_min: u32,
+        short_levels: u32,
+    ) -> PoptrieWriter<A> {
         let (top, built) = build_all(routes, top_bits, block_min);
         let (nodes, leaves) = (built.nodes.len(), built.leaves.len());
-        let trie = Poptrie::with_room(top_bits, &top, &built, room(nodes), room(leaves));
+        let mut trie = Poptrie::with_room(top_bits, &top, &built, room(nodes), room(leaves));
+        // IPv6 only: an IPv4 lookup ends in the first node of a full table anyway.
+        if A::BITS == 128 && short_levels > 0 {
+            trie.add_shortcut(top_bits + short_levels * STRIDE);
+        }
         PoptrieWriter {
             trie: Arc::new(trie),
             nodes_used: nodes,
@@ -138,6 +195,8 @@ impl<A: Key> PoptrieWriter<A> {
             replaced: false,
             full_rebuilds: 0,
             block_min,
+            short_levels,
+            changed: Vec::new(),
         }
     }
 
@@ -156,6 +215,10 @@ impl<A: Key> PoptrieWriter<A> {
         // again with the other top level.
         let resize = (bits == SMALL_TOP_BITS && n > SMALL_ROUTES)
             || (bits == TOP_BITS && n < SMALL_ROUTES / 2);
+        if self.trie.short_depth() != 0 {
+            // A whole rebuild below starts a new list.
+            self.changed.push(changed);
+        }
         let len = changed.len() as u32;
         let first = changed.addr().top(bits);
         let slots = if len >= bits {
@@ -445,14 +508,35 @@ impl<A: Key> PoptrieWriter<A> {
     /// A new trie of `routes`, which `commit` hands over for publication.
     fn rebuild(&mut self, routes: &RouteTable<A>) {
         let full_rebuilds = self.full_rebuilds + 1;
-        *self = PoptrieWriter::build_blocks(routes, self.block_min);
+        let bits = if routes.len() <= SMALL_ROUTES {
+            SMALL_TOP_BITS
+        } else {
+            TOP_BITS
+        };
+        *self = PoptrieWriter::build_variant(routes, bits, self.block_min, self.short_levels);
         self.full_rebuilds = full_rebuilds;
         self.replaced = true;
     }
 
     /// Stores the pending top-level entries. Returns true when the trie was rebuilt since the
     /// last commit: readers have the old one until the caller publishes `trie()`.
+    ///
+    /// Then the shortcut's entries under the prefixes changed since the last commit are
+    /// brought up to date: each is set to the node a walk from the top now finds, and those
+    /// whose node is gone are removed. An entry under no changed prefix may lead to a copy of
+    /// its node left behind by a change beside it (a sibling's array copied), which answers as
+    /// the node does until something under the entry's key changes, and then the entry is
+    /// set again. Readers meanwhile find the old entry (the old subtree, still complete) or
+    /// the new one, as for any word a commit stores.
     pub fn commit(&mut self) -> bool {
+        let mut changed = std::mem::take(&mut self.changed);
+        changed.sort_unstable();
+        changed.dedup();
+        // The keys readers can find now, before the new words.
+        let mut before = Vec::new();
+        for &p in &changed {
+            self.trie.short_nodes(p, |key, _| before.push(key));
+        }
         for (&node, &bases) in &self.pending_bases {
             self.trie.set_bases(node, bases);
         }
@@ -461,6 +545,21 @@ impl<A: Key> PoptrieWriter<A> {
         }
         self.pending.clear();
         self.pending_bases.clear();
+        let mut after = Vec::new();
+        for &p in &changed {
+            self.trie.short_nodes(p, |key, node| {
+                self.trie.short_set(key, node);
+                after.push(key);
+            });
+        }
+        if !before.is_empty() {
+            after.sort_unstable();
+            for key in before {
+                if after.binary_search(&key).is_err() {
+                    self.trie.short_remove(key);
+                }
+            }
+        }
         std::mem::take(&mut self.replaced)
     }
 
@@ -468,7 +567,7 @@ impl<A: Key> PoptrieWriter<A> {
         let top = 4usize << self.trie.top_bits();
         TrieMemory {
             bytes: self.trie.memory_bytes(),
-            bytes_used: top + self.nodes_used * 24 + self.leaves_used * 4,
+            bytes_used: top + self.nodes_used * 24 + self.leaves_used * 4 + self.trie.short_bytes(),
             nodes: self.nodes_used - self.dead_nodes,
             leaves: self.leaves_used - self.dead_leaves,
             dead_nodes: self.dead_nodes,

@@ -17,7 +17,7 @@
 //! others, each lookup walking a complete subtree (old or new).
 
 use super::poptrie::{Poptrie4, Poptrie6};
-use super::poptrie_writer::{PoptrieWriter, TrieMemory, BLOCK_MIN};
+use super::poptrie_writer::{PoptrieWriter, TrieMemory, BLOCK_MIN, DATAPLANE_SHORT_LEVELS};
 use super::prefix::{Prefix4, Prefix6};
 use super::routes::RouteTable;
 use super::MAX_NEXT_HOP;
@@ -141,7 +141,12 @@ impl Default for FibWriter {
 impl FibWriter {
     /// An empty FIB, already published (every lookup gives `NO_ROUTE`).
     pub fn new() -> FibWriter {
-        FibWriter::from_tables(RouteTable::new(), RouteTable::new(), BLOCK_MIN)
+        FibWriter::from_tables(
+            RouteTable::new(),
+            RouteTable::new(),
+            BLOCK_MIN,
+            DATAPLANE_SHORT_LEVELS,
+        )
     }
 
     /// A FIB loaded with these routes and published; later duplicates replace earlier ones.
@@ -150,15 +155,33 @@ impl FibWriter {
         v4: impl IntoIterator<Item = (Prefix4, u32)>,
         v6: impl IntoIterator<Item = (Prefix6, u32)>,
     ) -> Result<FibWriter, FibError> {
-        FibWriter::with_routes_blocks(v4, v6, BLOCK_MIN)
+        FibWriter::with_routes_variant(v4, v6, BLOCK_MIN, DATAPLANE_SHORT_LEVELS)
     }
 
     /// As `with_routes`, the tries making a slot's root a block of nodes when it has at least
-    /// `block_min` node children (tests: 0, every slot with a subtree).
+    /// `block_min` node children (tests: 0, every slot with a subtree), and the IPv6 trie with
+    /// its shortcut (one level below the top with `block_min` 0), so that the tests check it.
+    #[cfg(test)]
     pub(super) fn with_routes_blocks(
         v4: impl IntoIterator<Item = (Prefix4, u32)>,
         v6: impl IntoIterator<Item = (Prefix6, u32)>,
         block_min: u32,
+    ) -> Result<FibWriter, FibError> {
+        let levels = if block_min == 0 {
+            1
+        } else {
+            super::poptrie_writer::SHORT_LEVELS
+        };
+        FibWriter::with_routes_variant(v4, v6, block_min, levels)
+    }
+
+    /// As `with_routes_blocks`, the IPv6 trie with its shortcut `short_levels` below the top
+    /// level (0: none; `sluice fib bench` measures the trie without it).
+    pub(super) fn with_routes_variant(
+        v4: impl IntoIterator<Item = (Prefix4, u32)>,
+        v6: impl IntoIterator<Item = (Prefix6, u32)>,
+        block_min: u32,
+        short_levels: u32,
     ) -> Result<FibWriter, FibError> {
         let (v4, v6): (Vec<_>, Vec<_>) = (v4.into_iter().collect(), v6.into_iter().collect());
         if let Some(&(_, nh)) = v4.iter().find(|r| r.1 > MAX_NEXT_HOP) {
@@ -169,16 +192,22 @@ impl FibWriter {
         }
         let routes4 = RouteTable::from_routes(v4);
         let routes6 = RouteTable::from_routes(v6);
-        Ok(FibWriter::from_tables(routes4, routes6, block_min))
+        Ok(FibWriter::from_tables(
+            routes4,
+            routes6,
+            block_min,
+            short_levels,
+        ))
     }
 
     fn from_tables(
         routes4: RouteTable<u32>,
         routes6: RouteTable<u128>,
         block_min: u32,
+        short_levels: u32,
     ) -> FibWriter {
         let trie4 = PoptrieWriter::build_blocks(&routes4, block_min);
-        let trie6 = PoptrieWriter::build_blocks(&routes6, block_min);
+        let trie6 = PoptrieWriter::build_shortcut(&routes6, block_min, short_levels);
         let fib = Fib {
             v4: trie4.trie().clone(),
             v6: trie6.trie().clone(),
