@@ -197,8 +197,8 @@ fn vectors_by_worker(s: &str, node: &str) -> Vec<u64> {
         .collect()
 }
 
-/// Receive queues move between two workers while frames flow: after both of worker 0's
-/// queues go to worker 1, worker 0 receives nothing and the frames keep flowing; back again,
+/// Receive queues start where [[rx-placement]] puts them and move between two workers while
+/// frames flow: after both of worker 0's queues go to worker 1, worker 0 receives nothing and the frames keep flowing; back again,
 /// it receives. Placement errors are refused with reasons.
 #[test]
 fn rx_placement_moves_queues_between_workers_under_traffic() {
@@ -222,7 +222,8 @@ fn rx_placement_moves_queues_between_workers_under_traffic() {
              [control]\nsocket = \"{s}\"\n\
              [[interface]]\nname = \"n0\"\ndriver = \"null\"\n\
              [[interface]]\nname = \"n1\"\ndriver = \"null\"\n\
-             [[xconnect]]\nrx = \"n0\"\ntx = \"n1\"\n[[xconnect]]\nrx = \"n1\"\ntx = \"n0\"\n"
+             [[xconnect]]\nrx = \"n0\"\ntx = \"n1\"\n[[xconnect]]\nrx = \"n1\"\ntx = \"n0\"\n\
+             [[rx-placement]]\ninterface = \"n0\"\nqueue = 0\nworker = 1\n"
         ),
     )
     .unwrap();
@@ -250,9 +251,10 @@ fn rx_placement_moves_queues_between_workers_under_traffic() {
             .collect::<Vec<_>>()
     };
     let q = |n: &str, q: u64, w: u64| (n.to_string(), q, w);
+    // [[rx-placement]] put n0's queue 0 on worker 1; the rest are queue mod workers.
     assert_eq!(
         placement(),
-        [q("n0", 0, 0), q("n0", 1, 1), q("n1", 0, 0), q("n1", 1, 1)]
+        [q("n0", 0, 1), q("n0", 1, 1), q("n1", 0, 0), q("n1", 1, 1)]
     );
     let settle = || std::thread::sleep(Duration::from_millis(300));
     let sent = || {

@@ -106,6 +106,7 @@ pub use dataplane::DEFAULT_WORKER_NICE;
 mod driver;
 mod interface;
 mod metrics;
+mod placement;
 pub mod reference;
 mod route;
 mod subif;
@@ -117,6 +118,7 @@ pub use dataplane::Dataplane;
 pub use driver::{AfPacket, AfXdp, Driver, Memif, Pcap};
 pub use interface::InterfaceConfig;
 pub use metrics::MetricsConfig;
+pub use placement::RxPlacementConfig;
 pub use route::{FibConfig, RouteConfig};
 pub use subif::SubIfConfig;
 pub use table::TableConfig;
@@ -140,6 +142,7 @@ pub struct Config {
     pub interfaces: Vec<InterfaceConfig>,
     pub subinterfaces: Vec<SubIfConfig>,
     pub xconnects: Vec<Xconnect>,
+    pub rx_placements: Vec<RxPlacementConfig>,
     pub bridge_domains: Vec<BridgeDomainConfig>,
     pub static_macs: Vec<StaticMac>,
     pub bvis: Vec<BviConfig>,
@@ -168,6 +171,8 @@ struct ConfigKeys {
     subinterfaces: Vec<subif::SubIfKeys>,
     #[serde(default, rename = "xconnect")]
     xconnects: Vec<Xconnect>,
+    #[serde(default, rename = "rx-placement")]
+    rx_placements: Vec<placement::PlacementKeys>,
     #[serde(default, rename = "bridge-domain")]
     bridge_domains: Vec<bridge::BridgeDomainKeys>,
     #[serde(default, rename = "l2fib")]
@@ -321,6 +326,7 @@ impl Config {
         let mut names = hardware.clone();
         names.extend(sub_names.iter().map(String::as_str));
         let cross_connected = xconnect::check(&keys.xconnects, &names, c)?;
+        let rx_placements = placement::check(keys.rx_placements, &hardware, dataplane.workers, c)?;
         let bridge_domains = bridge::check_domains(keys.bridge_domains, &names, c)?;
         let static_macs = bridge::check_macs(keys.static_macs, &bridge_domains, c)?;
         let bvis = bridge::check_bvis(keys.bvis, &bridge_domains, c)?;
@@ -373,6 +379,7 @@ impl Config {
             interfaces,
             subinterfaces,
             xconnects: keys.xconnects,
+            rx_placements,
             bridge_domains,
             static_macs,
             bvis,

@@ -38,7 +38,7 @@ pub struct Section {
 }
 
 /// Every section in the order of `ConfigKeys`.
-pub fn sections() -> [&'static Section; 16] {
+pub fn sections() -> [&'static Section; 17] {
     [
         &super::dataplane::SECTION,
         &super::CONTROL,
@@ -46,6 +46,7 @@ pub fn sections() -> [&'static Section; 16] {
         &super::interface::SECTION,
         &super::subif::SECTION,
         &super::xconnect::SECTION,
+        &super::placement::SECTION,
         &super::bridge::BRIDGE_DOMAIN,
         &super::bridge::L2FIB,
         &super::bridge::BVI,

@@ -176,23 +176,41 @@ impl Dataplane {
         );
         let bridges = Arc::new(Mutex::new(bridges));
 
-        // Hand out queues: rx queue k of an interface goes to worker k mod workers; tx queue
-        // w to worker w, and the last one to the main thread.
+        // Hand out queues: rx queue k of an interface goes to the worker its [[rx-placement]]
+        // names, else to worker k mod workers; tx queue w to worker w, and the last one to the
+        // main thread.
         let mut rx_by_worker: Vec<Vec<PlacedRx>> = (0..workers).map(|_| Vec::new()).collect();
         let mut tx_by_thread: Vec<Vec<Box<dyn TxQueue>>> =
             (0..=workers).map(|_| Vec::new()).collect();
         let mut restore = Vec::new();
         let mut interfaces = Vec::new();
         let mut homes = Vec::new();
+        for p in &cfg.rx_placements {
+            let Some(o) = opened.iter().find(|o| o.interface.name == p.interface) else {
+                continue;
+            };
+            let n = o.ports.rx.len();
+            if p.queue >= n {
+                return Err(format!(
+                    "[[rx-placement]] {} queue {}: the interface has {n} receive queue(s)",
+                    p.interface, p.queue
+                ));
+            }
+        }
         for (i, o) in opened.into_iter().enumerate() {
             let Opened { interface, ports } = o;
             for (q, rx) in ports.rx.into_iter().enumerate() {
-                rx_by_worker[q % workers].push((i, q, rx));
+                let worker = cfg
+                    .rx_placements
+                    .iter()
+                    .find(|p| p.interface == interface.name && p.queue == q)
+                    .map_or(q % workers, |p| p.worker);
+                rx_by_worker[worker].push((i, q, rx));
                 homes.push(placement::QueueHome {
                     interface: interface.name.clone(),
                     interface_index: i as u32,
                     queue: q,
-                    worker: q % workers,
+                    worker,
                     node: placement::input_node_name(interface.driver),
                 });
             }

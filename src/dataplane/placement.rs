@@ -162,3 +162,54 @@ impl RxPlacement {
         self.pending[worker].store(more, Ordering::Release);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use crate::dataplane::Dataplane;
+
+    fn null_config(placement: &str) -> Config {
+        let src = format!(
+            "[dataplane]\nworkers = 1\nbuffers = 4096\nhugepages = \"never\"\n\
+             [[interface]]\nname = \"n0\"\ndriver = \"null\"\n\
+             [[interface]]\nname = \"n1\"\ndriver = \"null\"\n{placement}"
+        );
+        Config::parse(&src, "t.toml").unwrap()
+    }
+
+    #[test]
+    fn a_placement_of_a_queue_the_driver_lacks_stops_the_start() {
+        let cfg = null_config("[[rx-placement]]\ninterface = \"n1\"\nqueue = 3\nworker = 0\n");
+        let Err(e) = Dataplane::start(&cfg) else {
+            panic!("started with queue 3 of a one-queue interface placed");
+        };
+        assert_eq!(
+            e,
+            "[[rx-placement]] n1 queue 3: the interface has 1 receive queue(s)"
+        );
+    }
+
+    #[test]
+    fn queues_start_where_they_are_placed_and_refuse_bad_moves() {
+        let dp = Dataplane::start(&null_config(
+            "[[rx-placement]]\ninterface = \"n1\"\nqueue = 0\nworker = 0\n",
+        ))
+        .unwrap();
+        let homes = dp.rx_placement.homes();
+        let got: Vec<_> = homes
+            .iter()
+            .map(|h| (h.interface.as_str(), h.queue, h.worker, h.node.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [("n0", 0, 0, "null-input"), ("n1", 0, 0, "null-input")]
+        );
+        let p = &dp.rx_placement;
+        assert!(p.place("n0", "null", 0, 0).is_ok(), "a move to where it is");
+        let e = p.place("n0", "null", 0, 1).unwrap_err();
+        assert!(e.contains("there are 1 worker(s)"), "{e}");
+        let e = p.place("n0", "null", 1, 0).unwrap_err();
+        assert!(e.contains("queues 0 to 0"), "{e}");
+        dp.stop();
+    }
+}
