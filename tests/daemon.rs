@@ -331,3 +331,127 @@ fn rx_placement_moves_queues_between_workers_under_traffic() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `show queues` and `sluice ctl monitor --json` report each queue's packets and rate and
+/// each worker's busy fraction; with every queue moved to worker 1, worker 0 goes idle and
+/// worker 1 is flagged as far above the mean.
+#[test]
+fn show_queues_and_the_monitor_follow_the_load() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        assert!(
+            std::env::var("CI").is_err(),
+            "CI machines have 2 CPUs; this one has {cpus}"
+        );
+        eprintln!("skipped: one CPU (two workers need two)");
+        return;
+    }
+    let dir = tmpdir("queues");
+    let sock = dir.join("cli.sock");
+    let s = sock.to_str().unwrap();
+    let cfg = dir.join("q.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[dataplane]\nworkers = 2\nworker-cores = [0, 1]\nhugepages = \"never\"\nbuffers = 16384\n\
+             [control]\nsocket = \"{s}\"\n\
+             [[interface]]\nname = \"n0\"\ndriver = \"null\"\n\
+             [[interface]]\nname = \"n1\"\ndriver = \"null\"\n\
+             [[xconnect]]\nrx = \"n0\"\ntx = \"n1\"\n[[xconnect]]\nrx = \"n1\"\ntx = \"n0\"\n"
+        ),
+    )
+    .unwrap();
+    let _d = start(&cfg, &sock);
+    let ctl = |args: &[&str]| {
+        let mut all = vec!["ctl", "-s", s];
+        all.extend_from_slice(args);
+        sluice(&all)
+    };
+    let queues = || {
+        let o = ctl(&["show", "queues", "--json"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    // Two sampling intervals: the rates are over a whole second of traffic.
+    std::thread::sleep(Duration::from_millis(2200));
+    let v = queues();
+    let rows = v["queues"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{v}");
+    for r in rows {
+        assert!(r["packets"].as_u64().unwrap() > 0, "{r}");
+        assert!(r["bytes"].as_u64().unwrap() >= 60 * r["packets"].as_u64().unwrap());
+        assert!(r["pps"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["worker_busy"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    for itf in ["n0", "n1"] {
+        let share: f64 = rows
+            .iter()
+            .filter(|r| r["interface"] == itf)
+            .map(|r| r["share"].as_f64().unwrap())
+            .sum();
+        assert!((share - 1.0).abs() < 1e-9, "{itf}: shares sum to {share}");
+    }
+    let interval = v["interval_s"].as_f64().unwrap();
+    assert!((0.5..2.0).contains(&interval), "{interval}");
+    let workers = v["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 2);
+    assert!(
+        workers.iter().all(|w| w["busy"].as_f64().unwrap() > 0.0),
+        "{v}"
+    );
+
+    // Every queue to worker 1: after two intervals worker 0 received nothing in the last one.
+    for (n, q) in [("n0", "0"), ("n1", "0")] {
+        let o = ctl(&[
+            "set",
+            "interface",
+            "rx-placement",
+            n,
+            "queue",
+            q,
+            "worker",
+            "1",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    std::thread::sleep(Duration::from_millis(2500));
+    let v = queues();
+    let w = v["workers"].as_array().unwrap();
+    assert_eq!(w[0]["queues"], 0, "{v}");
+    assert_eq!(w[0]["pps"].as_f64(), Some(0.0), "{v}");
+    assert_eq!(w[0]["busy"].as_f64(), Some(0.0), "{v}");
+    assert_eq!(w[1]["queues"], 4, "{v}");
+    assert_eq!(w[1]["imbalanced"], true, "{v}");
+    assert!(v["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["worker"] == 1));
+    let o = ctl(&["show", "queues"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("! = above 1.5x"), "{text}");
+
+    // The monitor: two JSON lines a short interval apart, with the time and the queues.
+    let o = ctl(&["monitor", "--json", "--interval", "0.2", "--count", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    let t: Vec<f64> = lines.iter().map(|l| l["time"].as_f64().unwrap()).collect();
+    assert!(t[1] - t[0] >= 0.15, "{t:?}");
+    assert_eq!(lines[1]["queues"].as_array().unwrap().len(), 4);
+    // Text mode into a pipe: the table, no screen clearing.
+    let o = ctl(&["monitor", "--count", "1"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.starts_with("sluice monitor ") && text.contains("Interface"),
+        "{text}"
+    );
+    assert!(!text.contains('\x1b'), "{text}");
+    let o = ctl(&["monitor", "--interval", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("0.1 to 3600"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -125,6 +125,7 @@ const BASIC: &[Command] = &[
 pub const AREAS: &[(&str, &[Command])] = &[
     ("General", BASIC),
     ("Interfaces", super::interfaces::COMMANDS),
+    ("Queues and workers", super::queues::COMMANDS),
     ("Switching (L2)", super::l2::COMMANDS),
     ("Runtime, errors, buffers", super::runtime::COMMANDS),
     ("Packet trace", super::trace::COMMANDS),

@@ -129,11 +129,31 @@ fn wants_markdown(words: &[String]) -> bool {
 pub fn main(args: CtlArgs) -> i32 {
     if wants_markdown(&args.words) {
         print!("{}", super::cli::markdown());
+        print!("{}", super::monitor::MARKDOWN);
         return 0;
     }
     let socket = args.socket.unwrap_or_else(|| {
         std::env::var("SLUICE_SOCKET").unwrap_or_else(|_| crate::config::DEFAULT_SOCKET.to_string())
     });
+    if args.words.first().map(String::as_str) == Some("monitor") {
+        let mut rest = args.words[1..].to_vec();
+        if args.json {
+            rest.push("--json".into());
+        }
+        return match super::monitor::Options::parse(&rest) {
+            Ok(o) => match super::monitor::run(Path::new(&socket), &o) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("sluice ctl monitor: {e}");
+                    1
+                }
+            },
+            Err(e) => {
+                eprintln!("sluice ctl monitor: {e}");
+                2
+            }
+        };
+    }
     let batch_mode = args.batch;
     let mut words = args.words;
     if args.json && !words.is_empty() {

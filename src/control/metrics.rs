@@ -17,6 +17,7 @@
 //! stops.
 
 use crate::buffer::{BufferPool, BufferReport};
+use crate::dataplane::placement::RxPlacement;
 use crate::dataplane::Dataplane;
 use crate::graph::GraphShared;
 use crate::interface::{IfTotals, Interface};
@@ -56,6 +57,10 @@ pub struct Snapshot {
     /// Per node and reason, summed over workers; by node name.
     pub errors: Vec<ErrorTotal>,
     pub buffers: Option<BufferReport>,
+    /// Per receive queue, by interface index then queue.
+    pub queues: Vec<QueueTotals>,
+    /// Per worker: clocks spent in passes that received packets.
+    pub busy_clocks: Vec<u64>,
     pub workers: usize,
     /// The rate of the clock `nodes_clocks` counts in.
     pub tsc_hz: f64,
@@ -67,6 +72,16 @@ pub struct NodeTotals {
     pub calls: u64,
     pub vectors: u64,
     pub clocks: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueTotals {
+    pub interface: String,
+    pub queue: usize,
+    pub worker: usize,
+    pub packets: u64,
+    pub bytes: u64,
+    pub drops: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,6 +99,7 @@ pub struct MetricsSource {
     hardware: Vec<Arc<Interface>>,
     subifs: SharedSubIfs,
     graphs: Vec<Arc<GraphShared>>,
+    placement: Arc<RxPlacement>,
     tsc_hz: f64,
 }
 
@@ -94,6 +110,7 @@ impl MetricsSource {
             hardware: dp.interfaces.list[..dp.hardware].to_vec(),
             subifs: dp.subifs.clone(),
             graphs: dp.workers.iter().map(|w| w.graph.clone()).collect(),
+            placement: dp.rx_placement.clone(),
             tsc_hz: dp.tsc_hz,
         }
     }
@@ -157,6 +174,20 @@ impl MetricsSource {
             nodes,
             errors,
             buffers: Some(self.pool.report()),
+            queues: self
+                .placement
+                .homes()
+                .into_iter()
+                .map(|h| QueueTotals {
+                    packets: h.counters.0.packets.get(),
+                    bytes: h.counters.0.bytes.get(),
+                    drops: h.counters.0.drops.get(),
+                    interface: h.interface,
+                    queue: h.queue,
+                    worker: h.worker,
+                })
+                .collect(),
+            busy_clocks: self.graphs.iter().map(|g| g.busy_clocks.get()).collect(),
             workers: self.graphs.len(),
             tsc_hz: self.tsc_hz,
         }
@@ -303,6 +334,54 @@ impl Collector for Exposition {
                 let labels = [("pool", POOL)];
                 ConstCounter::new(v).encode(m.encode_family(&labels)?)?;
             }
+        }
+        type QueueField = fn(&QueueTotals) -> u64;
+        let queue_counters: [(&str, &str, QueueField); 3] = [
+            (
+                "queues_rx_packets",
+                "Packets received on the receive queue.",
+                |q| q.packets,
+            ),
+            (
+                "queues_rx_bytes",
+                "Bytes received on the receive queue.",
+                |q| q.bytes,
+            ),
+            (
+                "queues_rx_drops",
+                "Frames lost on the receive queue (device misses, no buffer, bad frames).",
+                |q| q.drops,
+            ),
+        ];
+        for (name, help, field) in queue_counters {
+            let mut m = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for q in &s.queues {
+                let queue = q.queue.to_string();
+                let labels = [("interface", q.interface.as_str()), ("queue", &queue)];
+                ConstCounter::new(field(q)).encode(m.encode_family(&labels)?)?;
+            }
+        }
+        let mut m = enc.encode_descriptor(
+            "queues_worker",
+            "The worker that polls the receive queue.",
+            None,
+            MetricType::Gauge,
+        )?;
+        for q in &s.queues {
+            let queue = q.queue.to_string();
+            let labels = [("interface", q.interface.as_str()), ("queue", &queue)];
+            ConstGauge::new(gauge_value(q.worker as u64)).encode(m.encode_family(&labels)?)?;
+        }
+        let mut m = enc.encode_descriptor(
+            "sys_worker_busy_clocks",
+            "TSC ticks the worker spent in graph passes that received packets (its busy time; sys_tsc_hz per second).",
+            None,
+            MetricType::Counter,
+        )?;
+        for (w, clocks) in s.busy_clocks.iter().enumerate() {
+            let worker = w.to_string();
+            let labels = [("worker", worker.as_str())];
+            ConstCounter::new(*clocks).encode(m.encode_family(&labels)?)?;
         }
         let m = enc.encode_descriptor(
             "sys_num_worker_threads",
@@ -617,8 +696,44 @@ mod tests {
                 },
             ],
             buffers: None,
+            queues: vec![
+                QueueTotals {
+                    interface: "e0".into(),
+                    queue: 0,
+                    worker: 0,
+                    packets: 6,
+                    bytes: 600,
+                    drops: 1,
+                },
+                QueueTotals {
+                    interface: "e0".into(),
+                    queue: 1,
+                    worker: 1,
+                    packets: 4,
+                    bytes: 400,
+                    drops: 0,
+                },
+            ],
+            busy_clocks: vec![100, 0],
             workers: 2,
             tsc_hz: 2.5e9,
+        }
+    }
+
+    #[test]
+    fn queue_and_worker_metrics() {
+        let t = encode(snapshot());
+        let s = samples(&t);
+        for line in [
+            "queues_rx_packets_total{interface=\"e0\",queue=\"0\"} 6",
+            "queues_rx_packets_total{interface=\"e0\",queue=\"1\"} 4",
+            "queues_rx_bytes_total{interface=\"e0\",queue=\"0\"} 600",
+            "queues_rx_drops_total{interface=\"e0\",queue=\"0\"} 1",
+            "queues_worker{interface=\"e0\",queue=\"1\"} 1",
+            "sys_worker_busy_clocks_total{worker=\"0\"} 100",
+            "sys_worker_busy_clocks_total{worker=\"1\"} 0",
+        ] {
+            assert!(s.contains(&line), "{line} missing from\n{t}");
         }
     }
 

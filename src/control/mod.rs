@@ -1,9 +1,9 @@
 //! The control plane: the CLI socket, its commands, and the client that talks to it.
 //!
 //! `cli` holds the command table and its matcher; every area declares its commands next to
-//! their handlers (`interfaces`, `l2`, `runtime`, `trace`, `routing`, `acl`) in a `COMMANDS` slice
+//! their handlers (`interfaces`, `queues`, `l2`, `runtime`, `trace`, `routing`, `acl`) in a `COMMANDS` slice
 //! that `cli::AREAS` gathers. `exec` keeps the control plane's state and runs a matched line;
-//! `server` is the socket, `client` is `sluice ctl`; `metrics` is the Prometheus endpoint
+//! `server` is the socket, `client` is `sluice ctl` (`monitor` its live view of `show queues`); `metrics` is the Prometheus endpoint
 //! (`[metrics] listen`), which reads the same counters on a thread of its own.
 
 pub mod acl;
@@ -13,6 +13,8 @@ pub mod exec;
 pub mod interfaces;
 pub mod l2;
 pub mod metrics;
+pub mod monitor;
+pub mod queues;
 pub mod routing;
 pub mod runtime;
 pub mod server;

@@ -5,6 +5,7 @@
 mod l2;
 mod open;
 pub mod placement;
+pub mod queues;
 
 use l2::{build_bridges, spawn_mac_learner, sub_interfaces, MAC_LEARN_QUEUE};
 pub use l2::{L2Mode, BVI_DRIVER};
@@ -87,6 +88,9 @@ pub struct Dataplane {
     pub workers: Vec<WorkerInfo>,
     /// Which worker polls each receive queue; `set interface rx-placement` moves them.
     pub rx_placement: Arc<placement::RxPlacement>,
+    /// Per-queue and per-worker load over the last second (`show queues`).
+    pub queue_monitor: Arc<queues::QueueMonitor>,
+    queue_sampler: Option<JoinHandle<()>>,
     pub main_cpu: Option<usize>,
     pub started: Instant,
     pub tsc_hz: f64,
@@ -100,7 +104,7 @@ pub struct Dataplane {
 }
 
 /// An rx queue on its way to a worker: (interface index, queue number, queue).
-type PlacedRx = (usize, usize, Box<dyn RxQueue>);
+type PlacedRx = (usize, usize, Box<dyn RxQueue>, queues::SharedQueueCounters);
 
 impl Dataplane {
     /// Open every interface, build the graphs and start the workers.
@@ -205,13 +209,15 @@ impl Dataplane {
                     .iter()
                     .find(|p| p.interface == interface.name && p.queue == q)
                     .map_or(q % workers, |p| p.worker);
-                rx_by_worker[worker].push((i, q, rx));
+                let counters = queues::SharedQueueCounters::default();
+                rx_by_worker[worker].push((i, q, rx, counters.clone()));
                 homes.push(placement::QueueHome {
                     interface: interface.name.clone(),
                     interface_index: i as u32,
                     queue: q,
                     worker,
                     node: placement::input_node_name(interface.driver),
+                    counters,
                 });
             }
             let mut tx = ports.tx.into_iter();
@@ -289,6 +295,12 @@ impl Dataplane {
                 stop.clone(),
             )?)
         };
+        let queue_monitor = Arc::new(queues::QueueMonitor::new(
+            rx_placement.clone(),
+            infos.iter().map(|w| w.graph.clone()).collect(),
+            tsc_hz,
+        ));
+        let queue_sampler = Some(queue_monitor.spawn_sampler(stop.clone())?);
         let learns_refused = Arc::new(AtomicU64::new(0));
         let learner = spawn_learner(
             router.clone(),
@@ -316,6 +328,8 @@ impl Dataplane {
             link_monitor,
             workers: infos,
             rx_placement,
+            queue_monitor,
+            queue_sampler,
             main_cpu,
             started: Instant::now(),
             tsc_hz,
@@ -351,7 +365,10 @@ impl Dataplane {
         {
             let _ = h.join();
         }
-        if let Some(h) = self.link_monitor.take() {
+        for h in [self.link_monitor.take(), self.queue_sampler.take()]
+            .into_iter()
+            .flatten()
+        {
             let _ = h.join();
         }
         self.restore.clear();
@@ -514,13 +531,14 @@ fn worker_graph(
         .iter()
         .map(|n| (n.clone(), Vec::new()))
         .collect();
-    for (i, queue, rx) in inputs.queues {
+    for (i, queue, rx, counters) in inputs.queues {
         let node = placement::input_node_name(interfaces[i].driver);
         if let Some(slot) = by_driver.iter().position(|(n, _)| *n == node) {
             by_driver[slot].1.push(PlacedQueue {
                 interface: interfaces[i].clone(),
                 queue,
                 rx,
+                counters,
             });
         }
     }

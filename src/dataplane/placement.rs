@@ -12,12 +12,13 @@
 //! memif's rings) stay where they were placed at start: their buffers belong to that
 //! worker's handle.
 
+use super::queues::SharedQueueCounters;
 use crate::nodes::input::PlacedQueue;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 /// Where one receive queue is polled.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct QueueHome {
     pub interface: String,
     pub interface_index: u32,
@@ -25,6 +26,8 @@ pub struct QueueHome {
     pub worker: usize,
     /// The input node that polls it (`af-packet-input`, ...).
     pub node: String,
+    /// What it has received; the same counters as its `PlacedQueue`'s.
+    pub counters: SharedQueueCounters,
 }
 
 /// A move the source worker has not made yet.

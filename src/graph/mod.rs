@@ -137,6 +137,8 @@ pub struct GraphShared {
     pub errors: Vec<Box<[Counter]>>,
     /// Passes through the dispatcher loop.
     pub loops: Counter,
+    /// Clocks spent in passes that received packets (the worker's busy time).
+    pub busy_clocks: Counter,
     pub trace: TraceShared,
 }
 
@@ -327,6 +329,7 @@ impl Graph {
             kinds,
             error_names,
             loops: Counter::default(),
+            busy_clocks: Counter::default(),
         });
         Ok(Graph {
             sched: Scheduler::new(nodes.len()),
@@ -387,6 +390,7 @@ impl Graph {
     /// One pass: poll every input node, then run pending frames until the graph is empty.
     /// Returns how many packets the input nodes took in.
     pub fn run_once(&mut self, bufs: &mut WorkerBuffers) -> usize {
+        let pass_start = tsc::now();
         self.tracer.begin_pass();
         let mut received = 0;
         for k in 0..self.inputs.len() {
@@ -424,6 +428,11 @@ impl Graph {
             .in_frames
             .store(self.sched.in_flight as u64, Ordering::Relaxed);
         bufs.publish_cache();
+        if received > 0 {
+            self.shared
+                .busy_clocks
+                .add(tsc::now().wrapping_sub(pass_start));
+        }
         received
     }
 }

@@ -2,6 +2,7 @@
 //! driver placed on this worker and hands the packets to ethernet-input.
 
 use crate::dataplane::placement::RxPlacement;
+use crate::dataplane::queues::SharedQueueCounters;
 use crate::drivers::RxQueue;
 use crate::graph::frame::FRAME_SIZE;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
@@ -49,6 +50,8 @@ pub struct PlacedQueue {
     pub interface: Arc<Interface>,
     pub queue: usize,
     pub rx: Box<dyn RxQueue>,
+    /// Written only by the worker polling the queue (they move with it).
+    pub counters: SharedQueueCounters,
 }
 
 pub struct InputNode {
@@ -104,6 +107,7 @@ impl Node for InputNode {
             let missed = q.rx.take_missed();
             if missed > 0 {
                 counters.rx_miss.add(missed);
+                q.counters.0.drops.add(missed);
             }
             let r = q.rx.rx_burst(cx.bufs, &mut self.burst[..]);
             let dropped = r.no_buffers + r.too_long + r.truncated + r.bad_descriptors;
@@ -114,12 +118,15 @@ impl Node for InputNode {
                 cx.count_error(Error::BadDescriptor as usize, r.bad_descriptors);
                 counters.drops.add(dropped);
                 counters.rx_packets.add(dropped);
+                q.counters.0.drops.add(dropped);
             }
             if r.packets == 0 {
                 continue;
             }
             counters.rx_packets.add(r.packets as u64);
             counters.rx_bytes.add(r.bytes);
+            q.counters.0.packets.add(r.packets as u64);
+            q.counters.0.bytes.add(r.bytes);
             let pkts = &self.burst[..r.packets];
             for &bi in pkts {
                 cx.bufs.meta_mut(bi).rx_if = q.interface.index;
