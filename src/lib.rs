@@ -13,6 +13,7 @@ pub mod features;
 pub mod fib;
 pub mod gen;
 pub mod graph;
+pub mod handoff;
 pub mod interface;
 pub mod l2;
 pub mod lab;

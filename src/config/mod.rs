@@ -104,6 +104,7 @@ mod bridge;
 mod dataplane;
 pub use dataplane::DEFAULT_WORKER_NICE;
 mod driver;
+mod handoff;
 mod interface;
 mod metrics;
 mod placement;
@@ -116,6 +117,7 @@ mod xconnect;
 pub use bridge::{parse_mac_age, BridgeDomainConfig, BviConfig, StaticMac};
 pub use dataplane::Dataplane;
 pub use driver::{AfPacket, AfXdp, Driver, Memif, Pcap};
+pub use handoff::HandoffConfig;
 pub use interface::InterfaceConfig;
 pub use metrics::MetricsConfig;
 pub use placement::RxPlacementConfig;
@@ -143,6 +145,7 @@ pub struct Config {
     pub subinterfaces: Vec<SubIfConfig>,
     pub xconnects: Vec<Xconnect>,
     pub rx_placements: Vec<RxPlacementConfig>,
+    pub handoffs: Vec<HandoffConfig>,
     pub bridge_domains: Vec<BridgeDomainConfig>,
     pub static_macs: Vec<StaticMac>,
     pub bvis: Vec<BviConfig>,
@@ -173,6 +176,8 @@ struct ConfigKeys {
     xconnects: Vec<Xconnect>,
     #[serde(default, rename = "rx-placement")]
     rx_placements: Vec<placement::PlacementKeys>,
+    #[serde(default, rename = "handoff")]
+    handoffs: Vec<handoff::HandoffKeys>,
     #[serde(default, rename = "bridge-domain")]
     bridge_domains: Vec<bridge::BridgeDomainKeys>,
     #[serde(default, rename = "l2fib")]
@@ -327,6 +332,7 @@ impl Config {
         names.extend(sub_names.iter().map(String::as_str));
         let cross_connected = xconnect::check(&keys.xconnects, &names, c)?;
         let rx_placements = placement::check(keys.rx_placements, &hardware, dataplane.workers, c)?;
+        let handoffs = handoff::check(keys.handoffs, &hardware, dataplane.workers, c)?;
         let bridge_domains = bridge::check_domains(keys.bridge_domains, &names, c)?;
         let static_macs = bridge::check_macs(keys.static_macs, &bridge_domains, c)?;
         let bvis = bridge::check_bvis(keys.bvis, &bridge_domains, c)?;
@@ -380,6 +386,7 @@ impl Config {
             subinterfaces,
             xconnects: keys.xconnects,
             rx_placements,
+            handoffs,
             bridge_domains,
             static_macs,
             bvis,

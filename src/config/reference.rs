@@ -38,7 +38,7 @@ pub struct Section {
 }
 
 /// Every section in the order of `ConfigKeys`.
-pub fn sections() -> [&'static Section; 17] {
+pub fn sections() -> [&'static Section; 18] {
     [
         &super::dataplane::SECTION,
         &super::CONTROL,
@@ -47,6 +47,7 @@ pub fn sections() -> [&'static Section; 17] {
         &super::subif::SECTION,
         &super::xconnect::SECTION,
         &super::placement::SECTION,
+        &super::handoff::SECTION,
         &super::bridge::BRIDGE_DOMAIN,
         &super::bridge::L2FIB,
         &super::bridge::BVI,

@@ -1,21 +1,109 @@
 //! `show queues`: per receive queue and per worker, the load over the last second, with the
-//! queues and workers far above their mean flagged (`sluice ctl monitor` repeats it).
+//! queues and workers far above their mean flagged (`sluice ctl monitor` repeats it);
+//! `set interface handoff` and `show interface handoff`: spreading an interface's packets
+//! over workers by flow hash.
 
-use super::cli::{Command, Output};
+use super::cli::{Arg, Args, Command, Output};
 use super::exec::Control;
 use crate::dataplane::queues::{Usage, IMBALANCE_FACTOR};
+use crate::handoff::{HashKey, Spread};
+use serde_json::{json, Value};
 use std::fmt::Write as _;
 
-pub const COMMANDS: &[Command] = &[Command {
-    words: &["show", "queues"],
-    syntax: "",
-    help: "per receive queue: packets, bytes, drops, rates over the last second, share of its \
-           interface, the worker polling it and how busy that worker is; queues and workers \
-           above 1.5x their mean are marked '!'",
-    example: "show queues",
-    args: &[],
-    run: |c, _| Ok(show_queues(c)),
-}];
+pub const COMMANDS: &[Command] = &[
+    Command {
+        words: &["show", "queues"],
+        syntax: "",
+        help: "per receive queue: packets, bytes, drops, rates over the last second, share of \
+               its interface, the worker polling it and how busy that worker is; queues and \
+               workers above 1.5x their mean are marked '!'",
+        example: "show queues",
+        args: &[],
+        run: |c, _| Ok(show_queues(c)),
+    },
+    Command {
+        words: &["show", "interface", "handoff"],
+        syntax: "",
+        help: "the interfaces whose packets are handed to workers by flow hash: workers, key",
+        example: "show interface handoff",
+        args: &[],
+        run: |c, _| Ok(show_handoff(c)),
+    },
+    Command {
+        words: &["set", "interface", "handoff"],
+        syntax: "<IF> workers <LIST> [key symmetric|standard] | <IF> off",
+        help: "hand the packets IF receives to the workers of LIST (0,2 or 0-3) by the RSS \
+               hash of their flow, the symmetric key unless told (both directions of a flow \
+               on one worker); off: each worker keeps what it receives",
+        example: "set interface handoff d0 workers 0-1",
+        args: &[Arg::Value("IF"), Arg::Rest],
+        run: set_handoff,
+    },
+];
+
+/// A worker list: `0,2,3`, `0-3` or a mix (`0-1,3`).
+pub fn parse_workers(s: &str) -> Result<Vec<usize>, String> {
+    let num = |v: &str| {
+        v.parse::<usize>()
+            .map_err(|_| format!("worker '{v}' is not a number (a list: 0,2 or 0-3)"))
+    };
+    let mut out = Vec::new();
+    for part in s.split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (num(a)?, num(b)?);
+                if a > b {
+                    return Err(format!("workers {part}: the range goes down"));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(num(part)?),
+        }
+    }
+    Ok(out)
+}
+
+fn set_handoff(c: &mut Control, a: &Args) -> Result<Output, String> {
+    let itf = c.interface(a.value("IF"))?.clone();
+    let index = itf.index as usize;
+    if index >= c.dp.hardware {
+        return Err(format!(
+            "{}: a sub-interface's packets are handed off with its parent's",
+            itf.name
+        ));
+    }
+    let rest = a.rest();
+    let spread = match rest[..] {
+        ["off"] => None,
+        ["workers", list] => Some((list, HashKey::Symmetric)),
+        ["workers", list, "key", key] => Some((list, HashKey::parse(key)?)),
+        _ => return Err("expected: workers <LIST> [key symmetric|standard], or off".into()),
+    };
+    let spread = match spread {
+        Some((list, key)) => Some(Spread::new(
+            &parse_workers(list)?,
+            key,
+            c.dp.handoff.workers(),
+        )?),
+        None => None,
+    };
+    c.dp.handoff.set(index, spread)?;
+    Output::done()
+}
+
+fn show_handoff(c: &Control) -> Output {
+    let mut t = format!("{:<16}{:<12}{}\n", "Interface", "Key", "Workers");
+    let mut arr = Vec::new();
+    for (i, s) in c.dp.handoff.spreads().iter().enumerate() {
+        let (Some(s), Some(itf)) = (s, c.dp.interfaces.list.get(i)) else {
+            continue;
+        };
+        let list: Vec<String> = s.workers.iter().map(usize::to_string).collect();
+        let _ = writeln!(t, "{:<16}{:<12}{}", itf.name, s.key.name(), list.join(","));
+        arr.push(json!({"interface": itf.name, "key": s.key.name(), "workers": s.workers}));
+    }
+    Output::Shown(t, Value::Array(arr))
+}
 
 fn show_queues(c: &Control) -> Output {
     let usage = c.dp.queue_monitor.usage();
@@ -103,6 +191,16 @@ pub fn render(u: &Usage) -> String {
 mod tests {
     use super::*;
     use crate::dataplane::queues::{QueueUsage, WorkerUsage};
+
+    #[test]
+    fn worker_lists() {
+        assert_eq!(parse_workers("0-3").unwrap(), [0, 1, 2, 3]);
+        assert_eq!(parse_workers("2,0").unwrap(), [2, 0]);
+        assert_eq!(parse_workers("0-1,3").unwrap(), [0, 1, 3]);
+        assert!(parse_workers("1-0").unwrap_err().contains("goes down"));
+        assert!(parse_workers("a").unwrap_err().contains("not a number"));
+        assert!(parse_workers("").unwrap_err().contains("not a number"));
+    }
 
     #[test]
     fn the_table_marks_what_is_imbalanced_and_explains_the_mark() {

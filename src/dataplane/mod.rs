@@ -21,6 +21,7 @@ use crate::interface::{Interface, Interfaces, L2Modes, SharedL2Modes};
 use crate::l2::bridge::Bridges;
 use crate::nodes::{
     error_drop::ErrorDrop,
+    handoff::{HandoffInput, WorkerHandoff},
     input::{InputNode, PlacedQueue},
     interface_output::InterfaceOutput,
     l2::arp_term::L2ArpTerm,
@@ -88,6 +89,9 @@ pub struct Dataplane {
     pub workers: Vec<WorkerInfo>,
     /// Which worker polls each receive queue; `set interface rx-placement` moves them.
     pub rx_placement: Arc<placement::RxPlacement>,
+    /// Which interfaces' packets are spread over workers by flow hash (`set interface
+    /// handoff`).
+    pub handoff: Arc<crate::handoff::Handoff>,
     /// Per-queue and per-worker load over the last second (`show queues`).
     pub queue_monitor: Arc<queues::QueueMonitor>,
     queue_sampler: Option<JoinHandle<()>>,
@@ -237,6 +241,17 @@ impl Dataplane {
             }
         }
         let rx_placement = Arc::new(placement::RxPlacement::new(workers, homes));
+        let handoff = Arc::new(crate::handoff::Handoff::new(workers, interfaces.len()));
+        for h in &cfg.handoffs {
+            let Some(i) = interfaces.iter().position(|i| i.name == h.interface) else {
+                continue;
+            };
+            let spread = crate::handoff::Spread::new(&h.workers, h.key, workers)
+                .map_err(|e| format!("[[handoff]] {}: {e}", h.interface))?;
+            handoff.set(i, Some(spread))?;
+        }
+        let (producers, consumers) = crate::handoff::rings(workers, crate::handoff::RING_SLOTS);
+        let mut rings = producers.into_iter().zip(consumers);
 
         let stop = Arc::new(AtomicBool::new(false));
         let mut infos = Vec::new();
@@ -259,10 +274,12 @@ impl Dataplane {
                 modes: modes.clone(),
                 subifs: subifs.clone(),
             };
+            let (to, from) = rings.next().expect("a ring row per worker");
             let inputs = Inputs {
                 nodes: &input_nodes,
                 queues: rxs,
                 placement: (rx_placement.clone(), w),
+                handoff: (handoff.clone(), to, from),
             };
             let decls = worker_graph(&interfaces, &shared, l2, &l3, (inputs, txs), min_frame);
             let graph = Graph::build(decls, w)?;
@@ -328,6 +345,7 @@ impl Dataplane {
             link_monitor,
             workers: infos,
             rx_placement,
+            handoff,
             queue_monitor,
             queue_sampler,
             main_cpu,
@@ -512,6 +530,12 @@ struct Inputs<'a> {
     nodes: &'a [String],
     queues: Vec<PlacedRx>,
     placement: (Arc<placement::RxPlacement>, usize),
+    /// The spreads, and this worker's rings to and from the others.
+    handoff: (
+        Arc<crate::handoff::Handoff>,
+        Vec<Option<crate::handoff::ring::Producer>>,
+        Vec<Option<crate::handoff::ring::Consumer>>,
+    ),
 }
 
 /// The nodes of one worker's graph.
@@ -542,10 +566,18 @@ fn worker_graph(
             });
         }
     }
+    let (handoff, to, from) = inputs.handoff;
     for (name, queues) in by_driver {
         let placement = Some(inputs.placement.clone());
-        decls.push(InputNode::decl_placed(&name, queues, placement));
+        decls.push(InputNode::decl_placed(
+            &name,
+            queues,
+            placement,
+            Some(handoff.clone()),
+        ));
     }
+    decls.push(HandoffInput::decl(from));
+    decls.push(WorkerHandoff::decl(handoff, inputs.placement.1, to));
     decls.push(EthernetInput::decl(
         modes.clone(),
         l3.view.clone(),

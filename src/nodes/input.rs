@@ -6,6 +6,7 @@ use crate::dataplane::queues::SharedQueueCounters;
 use crate::drivers::RxQueue;
 use crate::graph::frame::FRAME_SIZE;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::handoff::Handoff;
 use crate::interface::Interface;
 use std::fmt;
 use std::sync::Arc;
@@ -13,6 +14,8 @@ use std::sync::Arc;
 #[repr(usize)]
 enum Next {
     EthernetInput,
+    /// Only in graphs with handoff (`decl_placed` given one).
+    WorkerHandoff,
 }
 
 #[repr(usize)]
@@ -60,30 +63,40 @@ pub struct InputNode {
     burst: Box<[u32; FRAME_SIZE]>,
     /// Queues moving to or from this worker (`set interface rx-placement`), and its index.
     placement: Option<(Arc<RxPlacement>, usize)>,
+    /// Interfaces whose packets go to worker-handoff rather than ethernet-input.
+    handoff: Option<Arc<Handoff>>,
 }
 
 impl InputNode {
     pub fn decl(name: &str, queues: Vec<PlacedQueue>) -> NodeDecl {
-        Self::decl_placed(name, queues, None)
+        Self::decl_placed(name, queues, None, None)
     }
 
     /// An input node of worker `placement.1` whose queues may move to and from other
-    /// workers through `placement.0`.
+    /// workers through `placement.0`, and whose interfaces with a spread in `handoff` go to
+    /// worker-handoff.
     pub fn decl_placed(
         name: &str,
         queues: Vec<PlacedQueue>,
         placement: Option<(Arc<RxPlacement>, usize)>,
+        handoff: Option<Arc<Handoff>>,
     ) -> NodeDecl {
+        let next: &[&str] = if handoff.is_some() {
+            &[super::ETHERNET_INPUT, super::handoff::WORKER_HANDOFF]
+        } else {
+            &[super::ETHERNET_INPUT]
+        };
         NodeDecl::new(
             name,
             NodeKind::Input,
-            &[super::ETHERNET_INPUT],
+            next,
             &ERRORS,
             InputNode {
                 name: name.to_string(),
                 queues,
                 burst: Box::new([0; FRAME_SIZE]),
                 placement,
+                handoff,
             },
         )
     }
@@ -146,7 +159,11 @@ impl Node for InputNode {
                     }
                 }
             }
-            cx.enqueue_all(Next::EthernetInput as usize, pkts);
+            let next = match &self.handoff {
+                Some(h) if h.enabled(q.interface.index) => Next::WorkerHandoff,
+                _ => Next::EthernetInput,
+            };
+            cx.enqueue_all(next as usize, pkts);
             total += r.packets;
         }
         total

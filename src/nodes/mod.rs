@@ -7,6 +7,7 @@
 
 pub mod acl;
 pub mod error_drop;
+pub mod handoff;
 pub mod input;
 pub mod interface_output;
 pub mod ip;

@@ -11,6 +11,9 @@
 //! Inputs are laid out as NICs do: source address, destination address, source port,
 //! destination port, all in network byte order.
 
+mod flow;
+pub use flow::flow_input;
+
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// The key most NICs and drivers start with (Microsoft's RSS documentation).

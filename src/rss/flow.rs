@@ -1,0 +1,179 @@
+//! The flow of an Ethernet frame as RSS hashes it: past up to two VLAN tags, the IPv4 or
+//! IPv6 source and destination, and the ports when the frame carries the first fragment-free
+//! TCP, UDP or SCTP header right after the IP header (an IPv4 fragment, or an IPv6 header
+//! followed by extension headers, hashes by its addresses only, as NICs do). Anything else
+//! (ARP, a frame too short for its headers) has no flow: hash 0.
+//!
+//! Parsing is safe code over the frame's bytes, and fuzzed (`fuzz_targets/rss_flow.rs`).
+
+use super::{Toeplitz, MAX_INPUT};
+
+const TPID_8021Q: u16 = 0x8100;
+const TPID_8021AD: u16 = 0x88a8;
+const ETHERTYPE_IPV4: u16 = 0x0800;
+const ETHERTYPE_IPV6: u16 = 0x86dd;
+const TCP: u8 = 6;
+const UDP: u8 = 17;
+const SCTP: u8 = 132;
+
+/// The hash input of `frame`'s flow and its length (0: no flow).
+pub fn flow_input(frame: &[u8]) -> ([u8; MAX_INPUT], usize) {
+    let mut input = [0u8; MAX_INPUT];
+    let len = fill(frame, &mut input).unwrap_or(0);
+    (input, len)
+}
+
+fn be16(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
+}
+
+fn fill(frame: &[u8], input: &mut [u8; MAX_INPUT]) -> Option<usize> {
+    let mut at = 12;
+    let mut ethertype = be16(frame, at)?;
+    for _ in 0..2 {
+        if ethertype != TPID_8021Q && ethertype != TPID_8021AD {
+            break;
+        }
+        at += 4;
+        ethertype = be16(frame, at)?;
+    }
+    let ip = frame.get(at + 2..)?;
+    let (addrs, proto, l4) = match ethertype {
+        ETHERTYPE_IPV4 => {
+            let ihl = (*ip.first()? & 0x0f) as usize * 4;
+            if ihl < 20 || ip.len() < ihl || ip[0] >> 4 != 4 {
+                return None;
+            }
+            let fragment = be16(ip, 6)? & 0x3fff != 0;
+            let proto = if fragment { 0 } else { ip[9] };
+            (&ip[12..20], proto, &ip[ihl..])
+        }
+        ETHERTYPE_IPV6 => {
+            if ip.len() < 40 || ip[0] >> 4 != 6 {
+                return None;
+            }
+            (&ip[8..40], ip[6], &ip[40..])
+        }
+        _ => return None,
+    };
+    let n = addrs.len();
+    input[..n].copy_from_slice(addrs);
+    if matches!(proto, TCP | UDP | SCTP) && l4.len() >= 4 {
+        input[n..n + 4].copy_from_slice(&l4[..4]);
+        return Some(n + 4);
+    }
+    Some(n)
+}
+
+impl Toeplitz {
+    /// The RSS hash of `frame`'s flow (module doc); 0 for a frame with no flow.
+    #[inline]
+    pub fn frame(&self, frame: &[u8]) -> u32 {
+        let (input, len) = flow_input(frame);
+        self.hash(&input[..len])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{STANDARD_KEY, SYMMETRIC_KEY};
+    use super::*;
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    fn eth(tags: &[u16], ethertype: u16, payload: &[u8]) -> Vec<u8> {
+        let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2];
+        for &t in tags {
+            f.extend_from_slice(&t.to_be_bytes());
+            f.extend_from_slice(&[0, 10]);
+        }
+        f.extend_from_slice(&ethertype.to_be_bytes());
+        f.extend_from_slice(payload);
+        f
+    }
+
+    fn ipv4(proto: u8, frag: u16, src: [u8; 4], dst: [u8; 4], ports: [u16; 2]) -> Vec<u8> {
+        let mut h = vec![0x45, 0, 0, 28, 0, 0];
+        h.extend_from_slice(&frag.to_be_bytes());
+        h.extend_from_slice(&[64, proto, 0, 0]);
+        h.extend_from_slice(&src);
+        h.extend_from_slice(&dst);
+        h.extend_from_slice(&ports[0].to_be_bytes());
+        h.extend_from_slice(&ports[1].to_be_bytes());
+        h.extend_from_slice(&[0, 8, 0, 0]);
+        h
+    }
+
+    #[test]
+    fn ipv4_tuples_match_the_address_hashes() {
+        let t = Toeplitz::new(&STANDARD_KEY);
+        let (s, d) = ([66, 9, 149, 187], [161, 142, 100, 80]);
+        let (sa, da) = (Ipv4Addr::from(s), Ipv4Addr::from(d));
+        let udp = eth(&[], 0x0800, &ipv4(UDP, 0, s, d, [2794, 1766]));
+        assert_eq!(t.frame(&udp), t.v4_ports(sa, da, 2794, 1766));
+        // Behind two tags, the same.
+        let tagged = eth(&[0x88a8, 0x8100], 0x0800, &ipv4(UDP, 0, s, d, [2794, 1766]));
+        assert_eq!(t.frame(&tagged), t.v4_ports(sa, da, 2794, 1766));
+        // ICMP, and a fragment (more fragments set, or an offset): addresses only.
+        let icmp = eth(&[], 0x0800, &ipv4(1, 0, s, d, [0, 0]));
+        assert_eq!(t.frame(&icmp), t.v4(sa, da));
+        let frag = eth(&[], 0x0800, &ipv4(TCP, 0x2000, s, d, [1, 2]));
+        assert_eq!(t.frame(&frag), t.v4(sa, da));
+        let frag = eth(&[], 0x0800, &ipv4(TCP, 0x0010, s, d, [1, 2]));
+        assert_eq!(t.frame(&frag), t.v4(sa, da));
+        // DF alone is not a fragment.
+        let df = eth(&[], 0x0800, &ipv4(TCP, 0x4000, s, d, [1, 2]));
+        assert_eq!(t.frame(&df), t.v4_ports(sa, da, 1, 2));
+    }
+
+    #[test]
+    fn ipv6_tuples_match_the_address_hashes() {
+        let t = Toeplitz::new(&STANDARD_KEY);
+        let s: Ipv6Addr = "3ffe:2501:200:1fff::7".parse().unwrap();
+        let d: Ipv6Addr = "3ffe:2501:200:3::1".parse().unwrap();
+        let mut ip = vec![0x60, 0, 0, 0, 0, 8, TCP, 64];
+        ip.extend_from_slice(&s.octets());
+        ip.extend_from_slice(&d.octets());
+        ip.extend_from_slice(&[0x0a, 0xea, 0x06, 0xe6, 0, 0, 0, 0]);
+        assert_eq!(
+            t.frame(&eth(&[], 0x86dd, &ip)),
+            t.v6_ports(s, d, 2794, 1766)
+        );
+        ip[6] = 0; // a hop-by-hop header: addresses only
+        assert_eq!(t.frame(&eth(&[], 0x86dd, &ip)), t.v6(s, d));
+    }
+
+    #[test]
+    fn symmetric_key_puts_both_directions_together() {
+        let t = Toeplitz::new(&SYMMETRIC_KEY);
+        let (a, b) = ([10, 0, 0, 1], [192, 168, 7, 9]);
+        let there = eth(&[], 0x0800, &ipv4(TCP, 0, a, b, [40000, 443]));
+        let back = eth(&[], 0x0800, &ipv4(TCP, 0, b, a, [443, 40000]));
+        assert_eq!(t.frame(&there), t.frame(&back));
+        assert_ne!(t.frame(&there), 0);
+    }
+
+    #[test]
+    fn frames_without_a_flow_hash_to_zero() {
+        let t = Toeplitz::new(&STANDARD_KEY);
+        let good = eth(
+            &[],
+            0x0800,
+            &ipv4(UDP, 0, [1, 2, 3, 4], [5, 6, 7, 8], [1, 2]),
+        );
+        for cut in 0..34 {
+            assert_eq!(t.frame(&good[..cut]), 0, "cut at {cut}");
+        }
+        // Addresses present, ports cut: the 2-tuple.
+        assert_ne!(t.frame(&good[..36]), 0);
+        assert_eq!(t.frame(&eth(&[], 0x0806, &[0; 28])), 0, "ARP");
+        let mut bad_ihl = good.clone();
+        bad_ihl[14] = 0x44;
+        assert_eq!(t.frame(&bad_ihl), 0);
+        let mut v6_in_v4 = good.clone();
+        v6_in_v4[14] = 0x65;
+        assert_eq!(t.frame(&v6_in_v4), 0);
+        // Three tags: the third is not looked past.
+        let three = eth(&[0x8100, 0x8100, 0x8100], 0x0800, &good[14..]);
+        assert_eq!(t.frame(&three), 0);
+    }
+}
