@@ -1,5 +1,7 @@
 //! The null driver: an interface with no device. Each receive burst fills every buffer the
-//! worker offers with the same 60-byte frame (64 bytes on a wire with its FCS), and the
+//! worker offers with a 60-byte frame (64 bytes on a wire with its FCS) of one of `FLOWS`
+//! UDP flows in turn (the source port goes round 1024 to 1279, so a flow hash spreads them:
+//! `sluice bench graph --handoff`), and the
 //! transmit side frees what it is given and counts it as sent. The graph and the workers can
 //! then be measured with nothing else in the way: no kernel, no copies but the frame's own,
 //! no peer (`sluice bench graph`).
@@ -23,8 +25,21 @@ pub fn frame() -> [u8; 60] {
     f
 }
 
+/// Flows a null queue's frames go round.
+pub const FLOWS: u16 = 256;
+
+/// Frame `k` of a null queue: `frame()` with UDP source port 1024 + k mod `FLOWS` (the UDP
+/// checksum is 0, unused, so nothing else changes).
+pub fn frame_of(base: &[u8; 60], k: u16) -> [u8; 60] {
+    let mut f = *base;
+    f[34..36].copy_from_slice(&(1024 + k % FLOWS).to_be_bytes());
+    f
+}
+
 struct NullRx {
     frame: [u8; 60],
+    /// The flow of the next frame.
+    next: u16,
 }
 
 impl RxQueue for NullRx {
@@ -35,7 +50,10 @@ impl RxQueue for NullRx {
             let m = bufs.meta_mut(bi);
             m.len = self.frame.len() as u16;
             m.total_len = self.frame.len() as u32;
-            bufs.data_mut(bi).copy_from_slice(&self.frame);
+            let data = bufs.data_mut(bi);
+            data.copy_from_slice(&self.frame);
+            data[34..36].copy_from_slice(&(1024 + self.next).to_be_bytes());
+            self.next = (self.next + 1) % FLOWS;
         }
         RxBurst {
             packets: n,
@@ -63,7 +81,12 @@ impl TxQueue for NullTx {
 pub fn open(rx_queues: usize, tx_queues: usize, mtu: u32) -> DriverPorts {
     DriverPorts {
         rx: (0..rx_queues)
-            .map(|_| Box::new(NullRx { frame: frame() }) as Box<dyn RxQueue>)
+            .map(|_| {
+                Box::new(NullRx {
+                    frame: frame(),
+                    next: 0,
+                }) as Box<dyn RxQueue>
+            })
             .collect(),
         tx: (0..tx_queues)
             .map(|_| Box::new(NullTx) as Box<dyn TxQueue>)
@@ -90,8 +113,18 @@ mod tests {
         assert_eq!((r.packets, r.bytes), (256, 256 * 60));
         let mut copy = Vec::new();
         bufs.copy_packet(out[7], &mut copy);
-        assert_eq!(copy, frame());
+        assert_eq!(copy, frame_of(&frame(), 7));
+        assert_eq!(&copy[34..36], &1031u16.to_be_bytes());
         assert_eq!(crate::wire::ipv4::checksum(&copy[14..34]), 0);
+        // The flows go round: frame 256 is frame 0's flow again.
+        bufs.copy_packet(out[0], &mut copy);
+        assert_eq!(copy, frame());
+        let mut more = [0u32; 256];
+        ports.rx[0].rx_burst(&mut bufs, &mut more);
+        let mut again = Vec::new();
+        bufs.copy_packet(more[0], &mut again);
+        assert_eq!(again, frame());
+        bufs.free_all(&more);
         let t = ports.tx[1].tx_burst(&mut bufs, &out);
         assert_eq!((t.sent, t.bytes), (256, 256 * 60));
         // Every buffer came back: the pool can give all of them again.

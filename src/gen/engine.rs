@@ -87,6 +87,7 @@ pub(super) fn run_ports(opts: &Options) -> Result<Report, String> {
         all.verified += r.verified;
         all.dup += r.dup;
         all.reorder += r.reorder;
+        all.flow_reorder += r.flow_reorder;
         all.other += r.other;
         all.ring_drops += r.ring_drops;
         all.latencies.extend(r.latencies);

@@ -58,6 +58,9 @@ pub(super) struct RxReport {
     pub(super) verified: u64,
     pub(super) dup: u64,
     pub(super) reorder: u64,
+    /// Of those, frames that came after a later frame of their own flow: what a router
+    /// that spreads flows over workers must not do (a flow's frames keep their order).
+    pub(super) flow_reorder: u64,
     pub(super) other: u64,
     /// Frames the kernel could not put in our receive ring: lost by the tester, not the DUT.
     pub(super) ring_drops: u64,
@@ -137,6 +140,7 @@ impl Report {
             m.insert("rx_verified".into(), json!(rx.verified));
             m.insert("rx_dup".into(), json!(rx.dup));
             m.insert("rx_reorder".into(), json!(rx.reorder));
+            m.insert("rx_flow_reorder".into(), json!(rx.flow_reorder));
             m.insert("rx_other".into(), json!(rx.other));
             m.insert("rx_ring_drops".into(), json!(rx.ring_drops));
             m.insert("rx_pps".into(), json!(self.rx_pps()));
@@ -181,12 +185,13 @@ impl Report {
         }
         if let Some(rx) = &self.rx {
             s += &format!(
-                "received {} ({} lost, {} corrupt, {} duplicate, {} reordered, {} not ours): {} ({} L2)\n",
+                "received {} ({} lost, {} corrupt, {} duplicate, {} reordered ({} within a flow), {} not ours): {} ({} L2)\n",
                 rx.packets,
                 self.tx.packets.saturating_sub(rx.packets),
                 rx.corrupt,
                 rx.dup,
                 rx.reorder,
+                rx.flow_reorder,
                 rx.other,
                 fmt_pps(self.rx_pps()),
                 fmt_bps(l2_bps(self.rx_pps(), Self::mean_size(opts)))

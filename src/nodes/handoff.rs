@@ -72,6 +72,7 @@ impl WorkerHandoff {
 impl Node for WorkerHandoff {
     fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
         let spreads = self.handoff.spreads();
+        let tracing = cx.tracing();
         for &bi in frame {
             let rx = cx.bufs.meta(bi).rx_if as usize;
             // A spread removed while the frame was on its way: keep the packet here.
@@ -81,7 +82,9 @@ impl Node for WorkerHandoff {
             };
             let hash = self.handoff.hasher(spread.key).frame(cx.bufs.data(bi));
             let worker = spread.table[hash as usize % TABLE] as usize;
-            cx.trace(bi, HandoffTrace { hash, worker });
+            if tracing {
+                cx.trace(bi, HandoffTrace { hash, worker });
+            }
             if worker == self.worker || worker >= self.outgoing.len() {
                 self.local.push(bi);
             } else {

@@ -16,18 +16,35 @@ const TCP: u8 = 6;
 const UDP: u8 = 17;
 const SCTP: u8 = 132;
 
-/// The hash input of `frame`'s flow and its length (0: no flow).
+/// The fields of a frame that its flow hash covers, in the order they are hashed.
+#[derive(Debug, PartialEq, Eq)]
+pub struct FlowFields<'a> {
+    /// Source then destination address (8 or 32 bytes).
+    pub addrs: &'a [u8],
+    /// Source then destination port (4 bytes), or empty.
+    pub ports: &'a [u8],
+}
+
+/// The hash input of `frame`'s flow and its length (0: no flow): the fields one after the
+/// other.
 pub fn flow_input(frame: &[u8]) -> ([u8; MAX_INPUT], usize) {
     let mut input = [0u8; MAX_INPUT];
-    let len = fill(frame, &mut input).unwrap_or(0);
-    (input, len)
+    let Some(f) = flow_fields(frame) else {
+        return (input, 0);
+    };
+    let n = f.addrs.len();
+    input[..n].copy_from_slice(f.addrs);
+    input[n..n + f.ports.len()].copy_from_slice(f.ports);
+    (input, n + f.ports.len())
 }
 
 fn be16(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
 }
 
-fn fill(frame: &[u8], input: &mut [u8; MAX_INPUT]) -> Option<usize> {
+/// Where `frame`'s flow fields are, or `None` if it has no flow.
+#[inline]
+pub fn flow_fields(frame: &[u8]) -> Option<FlowFields<'_>> {
     let mut at = 12;
     let mut ethertype = be16(frame, at)?;
     for _ in 0..2 {
@@ -56,21 +73,22 @@ fn fill(frame: &[u8], input: &mut [u8; MAX_INPUT]) -> Option<usize> {
         }
         _ => return None,
     };
-    let n = addrs.len();
-    input[..n].copy_from_slice(addrs);
-    if matches!(proto, TCP | UDP | SCTP) && l4.len() >= 4 {
-        input[n..n + 4].copy_from_slice(&l4[..4]);
-        return Some(n + 4);
-    }
-    Some(n)
+    let ports = match l4.get(..4) {
+        Some(p) if matches!(proto, TCP | UDP | SCTP) => p,
+        _ => &[],
+    };
+    Some(FlowFields { addrs, ports })
 }
 
 impl Toeplitz {
-    /// The RSS hash of `frame`'s flow (module doc); 0 for a frame with no flow.
+    /// The RSS hash of `frame`'s flow (module doc); 0 for a frame with no flow. Hashed from
+    /// the frame's bytes where they lie, with no copy.
     #[inline]
     pub fn frame(&self, frame: &[u8]) -> u32 {
-        let (input, len) = flow_input(frame);
-        self.hash(&input[..len])
+        match flow_fields(frame) {
+            Some(f) => self.hash_at(0, f.addrs) ^ self.hash_at(f.addrs.len(), f.ports),
+            None => 0,
+        }
     }
 }
 

@@ -12,7 +12,7 @@
 //! destination port, all in network byte order.
 
 mod flow;
-pub use flow::flow_input;
+pub use flow::{flow_fields, flow_input, FlowFields};
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -63,10 +63,40 @@ impl Toeplitz {
     /// The hash of `input` (at most `MAX_INPUT` bytes; any more are not hashed).
     #[inline]
     pub fn hash(&self, input: &[u8]) -> u32 {
-        input
-            .iter()
-            .zip(self.tables.iter())
-            .fold(0, |h, (&byte, table)| h ^ table[byte as usize])
+        self.hash_at(0, input)
+    }
+
+    /// The part of a hash that `bytes` at input position `at` contribute: a hash over fields
+    /// apart is the XOR of their parts. The lengths of flow fields (4, 8 and 32 bytes) are
+    /// hashed by unrolled code with one bounds check.
+    #[inline]
+    pub fn hash_at(&self, at: usize, bytes: &[u8]) -> u32 {
+        match bytes.len() {
+            0 => 0,
+            4 => self.hash_fixed::<4>(at, bytes),
+            8 => self.hash_fixed::<8>(at, bytes),
+            32 => self.hash_fixed::<32>(at, bytes),
+            _ => {
+                let tables = self.tables.get(at..).unwrap_or(&[]);
+                bytes
+                    .iter()
+                    .zip(tables.iter())
+                    .fold(0, |h, (&byte, table)| h ^ table[byte as usize])
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn hash_fixed<const N: usize>(&self, at: usize, bytes: &[u8]) -> u32 {
+        let (Some(tables), Ok(bytes)) = (self.tables.get(at..at + N), <&[u8; N]>::try_from(bytes))
+        else {
+            return 0;
+        };
+        let mut h = 0;
+        for i in 0..N {
+            h ^= tables[i][bytes[i] as usize];
+        }
+        h
     }
 
     /// IPv4 source and destination: the 2-tuple hash.
