@@ -170,6 +170,71 @@ fn two_workers_share_the_load() {
     run_mixed_sizes(2, 20_000);
 }
 
+/// Two workers with d0 and d1 spread by flow hash ([[handoff]]): about half the frames cross
+/// to the other worker through the handoff rings, yet every frame arrives, byte-identical,
+/// and the generator finds no frame behind a later one of its own flow.
+#[test]
+fn handoff_keeps_each_flow_in_order() {
+    if !needs_root() {
+        return;
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if !prerequisite(cpus >= 2, "two CPUs (two workers)") {
+        return;
+    }
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tester = Netns::new("tho");
+    let dut = Netns::new("dho");
+    veth(&tester, "t0", &dut, "d0", 1500);
+    veth(&tester, "t1", &dut, "d1", 1500);
+    dut.sysctl("net.ipv4.ip_forward", "0");
+    let dir = tmpdir("handoff-ns");
+    let (cfg, socket) = dut_config(&dir, 2);
+    let mut text = std::fs::read_to_string(&cfg).unwrap();
+    text += "[[handoff]]\ninterface = \"d0\"\nworkers = [0, 1]\n\
+             [[handoff]]\ninterface = \"d1\"\nworkers = [0, 1]\n";
+    std::fs::write(&cfg, text).unwrap();
+    let mut daemon = Daemon::start(&dut, &cfg, &socket);
+    let count = 20_000u64;
+    let gen = gen_json(
+        &tester,
+        &[
+            "--tx",
+            "t0",
+            "--rx",
+            "t1",
+            "--flows",
+            "64",
+            "--count",
+            &count.to_string(),
+            "--rate",
+            "25000",
+        ],
+    );
+    let seen = gen["rx_packets"].as_u64().unwrap() + gen["rx_ring_drops"].as_u64().unwrap();
+    assert_eq!(seen, count, "{gen}");
+    assert_eq!(gen["rx_corrupt"], 0, "{gen}");
+    assert_eq!(gen["rx_flow_reorder"], 0, "a flow was reordered: {gen}");
+    let errors = ctl_json(&socket, "show errors");
+    let count_of = |reason: &str| -> u64 {
+        errors
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| {
+                e["node"] == "worker-handoff" && e["reason"].as_str().unwrap().contains(reason)
+            })
+            .map(|e| e["count"].as_u64().unwrap())
+            .sum()
+    };
+    assert!(count_of("handed off") > count / 10, "{errors}");
+    assert_eq!(count_of("congestion"), 0, "{errors}");
+    let buffers = ctl_json(&socket, "show buffers");
+    assert_eq!(buffers["unaccounted"], 0, "{buffers}");
+    assert!(daemon.stop(), "daemon did not exit cleanly");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// 802.1Q frames through the AF_PACKET path: the kernel takes the tag off into the receive
 /// slot's header, and sluice must put it back, priority and VLAN id intact, before the frame
 /// crosses. Frames are crafted and captured with scapy (Debian's python3-scapy).
