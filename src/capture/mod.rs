@@ -199,6 +199,14 @@ fn run(
         });
     }
 
+    // Every ring is bound: from here on no packet of the selected queues is missed. Said on
+    // stderr, so a script (or a test) can start sending.
+    let list: Vec<String> = selected.iter().map(u32::to_string).collect();
+    eprintln!(
+        "sluice capture: capturing on {name}, queue{} {}",
+        if list.len() == 1 { "" } else { "s" },
+        list.join(",")
+    );
     let shared = Arc::new(Shared {
         stop: stop.clone(),
         limit: args.count,
