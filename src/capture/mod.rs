@@ -79,7 +79,7 @@ pub struct CaptureArgs {
     #[arg(long)]
     memory: bool,
     /// With -w: merge the queues into one file, PREFIX.pcap, in timestamp order
-    #[arg(long, requires = "write")]
+    #[arg(long, requires = "write", conflicts_with = "memory")]
     merge: bool,
     /// Print the summary as one JSON document on stdout
     #[arg(long)]

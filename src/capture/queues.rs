@@ -62,9 +62,11 @@ impl QueueSelection {
         match self {
             QueueSelection::All => Ok((0..count).collect()),
             QueueSelection::List(list) => match list.iter().find(|&&q| q >= count) {
+                Some(q) if count == 1 => {
+                    Err(format!("queue {q}: {interface} has 1 receive queue (0)"))
+                }
                 Some(q) => Err(format!(
-                    "queue {q}: {interface} has {count} receive queue{} (0-{})",
-                    if count == 1 { "" } else { "s" },
+                    "queue {q}: {interface} has {count} receive queues (0-{})",
                     count - 1
                 )),
                 None => Ok(list.clone()),
@@ -218,6 +220,10 @@ mod tests {
             "queue 2: eth0 has 2 receive queues (0-1)"
         );
         assert_eq!(QueueSelection::All.resolve("eth0", 3), Ok(vec![0, 1, 2]));
+        assert_eq!(
+            l.resolve("lo", 1).unwrap_err(),
+            "queue 2: lo has 1 receive queue (0)"
+        );
     }
 
     #[test]
