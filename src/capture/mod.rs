@@ -20,9 +20,10 @@
 //! A filter says exactly which value it keeps, so each file holds one queue's packets and the
 //! numbering of the driver is handled in one place (`queues::Numbering`). The cost is that
 //! every socket's filter runs on every packet of the interface (a few JIT-compiled
-//! instructions each); a rejected packet is neither cloned nor copied. When every queue is
-//! captured, queue 0's filter also keeps what no other queue claims (no queue recorded, or a
-//! number outside the device's queues), so nothing is lost and nothing counted twice.
+//! instructions each); a rejected packet is neither cloned nor copied. Queue 0 also takes
+//! packets with no queue recorded; when every queue is captured, queue 0's filter keeps all
+//! that no other queue claims (a number outside the device's queues too), so nothing is lost
+//! and nothing counted twice.
 //!
 //! Only received packets are captured: the rings ignore the interface's outgoing packets, as
 //! those belong to a transmit queue.
@@ -172,7 +173,7 @@ fn run(
         std::fs::File::create(f.merged())
             .map_err(|e| usage(format!("{}: {e}", f.merged().display())))?;
     }
-    let catch_all = args.queues == QueueSelection::All;
+    let catch_all = selected.len() as u32 == rx_queues;
     let mut runs = Vec::with_capacity(selected.len());
     for &q in &selected {
         let sink = match &files {

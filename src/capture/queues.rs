@@ -126,7 +126,8 @@ impl Numbering {
     }
 }
 
-/// The socket filter that keeps queue `q`'s packets, cut to `snaplen` bytes.
+/// The socket filter that keeps queue `q`'s packets, cut to `snaplen` bytes (queue 0's also
+/// keeps packets with no queue recorded).
 ///
 /// ```text
 /// ld  [SKF_AD_OFF + SKF_AD_QUEUE]      A = skb->queue_mapping
@@ -135,7 +136,8 @@ impl Numbering {
 /// ret #0                               any other: drop
 /// ```
 ///
-/// With `catch_all` (queue 0 when every queue is captured) it is the other way round: drop
+/// With `catch_all` (queue 0 when all the device's queues are captured) it is the other way
+/// round: drop
 /// the packets of every other queue and keep the rest, so a packet with no queue recorded,
 /// or a number outside the device's queues, still lands in exactly one file.
 pub fn queue_filter(
@@ -164,6 +166,11 @@ pub fn queue_filter(
         k,
     };
     if !catch_all {
+        if q == 0 && numbering == Numbering::Recorded {
+            // "No queue recorded" (a driver that records none, like a single-queue NIC's)
+            // counts as queue 0.
+            return vec![ld, jeq(0), ret(snaplen), jeq(1), ret(snaplen), ret(0)];
+        }
         return vec![ld, jeq(numbering.value(q)), ret(snaplen), ret(0)];
     }
     let mut prog = vec![ld];
@@ -235,6 +242,15 @@ mod tests {
                     let kept = run(&prog, numbering.value(other));
                     assert_eq!(kept, if other == q { 128 } else { 0 }, "{numbering:?}");
                 }
+                // Nothing recorded: queue 0's, where numbers start at 1.
+                let unrecorded = numbering == Numbering::Recorded && q == 0;
+                let want = if unrecorded || numbering.value(q) == 0 {
+                    128
+                } else {
+                    0
+                };
+                assert_eq!(run(&prog, 0), want, "{numbering:?} queue {q}");
+                assert_eq!(run(&prog, 99), 0);
             }
         }
     }
