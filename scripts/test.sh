@@ -12,6 +12,8 @@ command -v ps >/dev/null || need+=(procps)
 command -v taskset >/dev/null || need+=(util-linux)
 command -v ministat >/dev/null || need+=(ministat)
 command -v ping >/dev/null || need+=(iputils-ping)
+# tcpdump reads back the files `sluice capture` writes (tests/capture_ns.rs).
+command -v tcpdump >/dev/null || need+=(tcpdump)
 # nft: the lab's linux-router filters with nftables rules (--acl-rules).
 command -v nft >/dev/null || need+=(nftables)
 # promtool checks the daemon's Prometheus scrape (tests/metrics_ns.rs).

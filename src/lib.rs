@@ -4,6 +4,7 @@
 pub mod acl;
 pub mod bench;
 pub mod buffer;
+pub mod capture;
 pub mod config;
 pub mod control;
 pub mod daemon;

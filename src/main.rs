@@ -26,6 +26,8 @@ enum Command {
     Ctl(sluice::control::client::CtlArgs),
     /// Packet generator on af_packet, AF_XDP or memif ports
     Gen(sluice::gen::GenArgs),
+    /// Capture an interface's receive queues in parallel, one pcap file per queue
+    Capture(sluice::capture::CaptureArgs),
     /// The namespace lab: up, down, run, bench
     Lab {
         #[command(subcommand)]
@@ -60,6 +62,7 @@ fn run(command: Command) -> i32 {
         Command::Run(a) => sluice::daemon::main(a),
         Command::Ctl(a) => sluice::control::client::main(a),
         Command::Gen(a) => sluice::gen::main(a),
+        Command::Capture(a) => sluice::capture::main(a),
         Command::Lab { command } => sluice::lab::main(command),
         Command::Bench(a) => sluice::lab::rfc2544::main(a),
         Command::Fib { command } => sluice::fib::cli::main(command),

@@ -6,10 +6,11 @@ mod common;
 use common::BIN;
 use std::process::{Command, Output};
 
-const SUBCOMMANDS: [&str; 8] = [
+const SUBCOMMANDS: [&str; 9] = [
     "run",
     "ctl",
     "gen",
+    "capture",
     "lab",
     "bench",
     "fib",
@@ -77,6 +78,7 @@ fn subcommand_help_is_generated() {
         &["bench", "compare", "--help"],
         &["fib", "synth", "--help"],
         &["gen", "--help"],
+        &["capture", "--help"],
         &["ctl", "--help"],
         &["run", "--help"],
     ] {
@@ -121,6 +123,7 @@ fn unknown_flags_are_one_line_errors() {
         (&["run", "--frob"][..], "sluice run"),
         (&["ctl", "--frob"], "sluice ctl"),
         (&["gen", "--tx", "t0", "--frob"], "sluice gen"),
+        (&["capture", "-i", "lo", "--frob"], "sluice capture"),
         (&["lab", "--frob"], "sluice lab"),
         (&["lab", "run", "--frob"], "sluice lab run"),
         (&["lab", "bench", "--frob"], "sluice lab bench"),
@@ -169,6 +172,83 @@ fn unknown_subcommands_and_bad_values_are_one_line_errors() {
         stderr(&o).trim(),
         "sluice gen: --bi needs --rx (the other port) (see sluice gen --help)"
     );
+}
+
+#[test]
+fn capture_errors_are_one_line_with_exit_code_2() {
+    // Options clap checks.
+    let e = one_line_error(&["capture", "--memory"], "sluice capture");
+    assert!(e.contains("--interface <IF>"), "{e}");
+    let e = one_line_error(&["capture", "-i", "lo"], "sluice capture");
+    assert!(e.contains("--write") && e.contains("--memory"), "{e}");
+    let e = one_line_error(
+        &["capture", "-i", "lo", "-q", "1,x", "--memory"],
+        "sluice capture",
+    );
+    assert!(e.contains("'x' is not a queue number"), "{e}");
+    let e = one_line_error(
+        &["capture", "-i", "lo", "-q", "3-1", "--memory"],
+        "sluice capture",
+    );
+    assert!(e.contains("empty range"), "{e}");
+    let e = one_line_error(
+        &["capture", "-i", "lo", "--memory", "--merge"],
+        "sluice capture",
+    );
+    assert!(e.contains("cannot be used with"), "{e}");
+    let e = one_line_error(
+        &["capture", "-i", "lo", "--memory", "-w", "x"],
+        "sluice capture",
+    );
+    assert!(e.contains("cannot be used with"), "{e}");
+    for bad in [
+        &["--snaplen", "0"][..],
+        &["--count", "0"],
+        &["--seconds", "0"],
+        &["--seconds", "soon"],
+    ] {
+        let mut args = vec!["capture", "-i", "lo", "--memory"];
+        args.extend_from_slice(bad);
+        one_line_error(&args, "sluice capture");
+    }
+    // Checks against the machine, before any socket is opened (so no root is needed): the
+    // same one line and exit code 2.
+    let e = one_line_error(
+        &["capture", "-i", "sl-no-such-if", "--memory"],
+        "sluice capture",
+    );
+    assert_eq!(
+        e.trim(),
+        "sluice capture: interface 'sl-no-such-if' not found"
+    );
+    let e = one_line_error(
+        &["capture", "-i", "lo", "-q", "0,3", "--memory"],
+        "sluice capture",
+    );
+    assert_eq!(
+        e.trim(),
+        "sluice capture: queue 3: lo has 1 receive queue (0)"
+    );
+    let e = one_line_error(
+        &["capture", "-i", "lo", "-w", "/nonexistent-sluice-dir/cap"],
+        "sluice capture",
+    );
+    assert!(
+        e.contains("/nonexistent-sluice-dir/cap.q0.pcap") && e.contains("No such file"),
+        "{e}"
+    );
+    let e = one_line_error(
+        &[
+            "capture",
+            "-i",
+            "lo",
+            "-w",
+            "/nonexistent-sluice-dir/cap",
+            "--merge",
+        ],
+        "sluice capture",
+    );
+    assert!(e.contains("/nonexistent-sluice-dir/cap.pcap"), "{e}");
 }
 
 #[test]

@@ -74,6 +74,31 @@ pub const JMP_CALL: u8 = 0x85;
 pub const JMP_EXIT: u8 = 0x95;
 pub const LD_IMM64: u8 = 0x18;
 
+/// One classic BPF instruction (struct sock_filter), for socket filters (SO_ATTACH_FILTER).
+/// Classic BPF is what a socket filter still takes most simply: the kernel checks the program
+/// when it is attached (every jump forward and inside it, a return at the end) and translates
+/// it to eBPF itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub struct ClassicInsn {
+    pub code: u16,
+    pub jt: u8,
+    pub jf: u8,
+    pub k: u32,
+}
+
+/// `A = 32-bit word at k` (BPF_LD | BPF_W | BPF_ABS); with k in the ancillary range
+/// (`SKF_AD_OFF + ...`) it loads a field of the packet's metadata instead.
+pub const CLASSIC_LD_W_ABS: u16 = 0x20;
+/// `if A == k` jump `jt` forward, else `jf` (BPF_JMP | BPF_JEQ | BPF_K).
+pub const CLASSIC_JEQ_K: u16 = 0x15;
+/// Return k: accept the first k bytes of the packet, 0 drops it (BPF_RET | BPF_K).
+pub const CLASSIC_RET_K: u16 = 0x06;
+/// Where the ancillary loads start (SKF_AD_OFF, -0x1000 as a u32).
+pub const SKF_AD_OFF: u32 = 0xffff_f000;
+/// The ancillary field `skb->queue_mapping` (SKF_AD_QUEUE, linux/filter.h).
+pub const SKF_AD_QUEUE: u32 = 24;
+
 /// The two instruction slots that load map `fd` into register `dst`.
 pub fn load_map_fd(dst: u8, fd: i32) -> [Insn; 2] {
     [

@@ -366,6 +366,7 @@ fn rx_rings(
         layout,
         promiscuous: true,
         fanout_group: (queues > 1).then_some(fanout_group(ifindex)),
+        filter: Vec::new(),
     };
     (0..queues)
         .map(|q| {

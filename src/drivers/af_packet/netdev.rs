@@ -42,7 +42,8 @@ fn ifreq(name: &str) -> io::Result<libc::ifreq> {
 fn ioctl(request: libc::c_ulong, r: &mut libc::ifreq) -> io::Result<()> {
     let s = IoctlSocket::new()?;
     // SAFETY: `r` is a valid ifreq with a NUL-terminated name, as every SIOC[GS]IF* request
-    // used here expects; the kernel writes only inside it.
+    // used here expects; the kernel writes only inside it, or, for SIOCETHTOOL, inside the
+    // command block `ifr_data` points to, which `driver` keeps alive and sizes for its command.
     let rc = unsafe { libc::ioctl(s.0, request as _, r as *mut libc::ifreq) };
     if rc < 0 {
         return Err(io::Error::last_os_error());
@@ -98,6 +99,22 @@ pub fn mac(name: &str) -> io::Result<[u8; 6]> {
     Ok(m)
 }
 
+/// The name of the interface's driver ("veth", "virtio_net", "ixgbe"...), as `ethtool -i`
+/// shows it (ETHTOOL_GDRVINFO).
+pub fn driver(name: &str) -> io::Result<String> {
+    // struct ethtool_drvinfo: cmd (u32), then driver[32], version[32], fw_version[32],
+    // bus_info[32], erom_version[32], reserved2[12] and five u32 counts: 196 bytes.
+    const ETHTOOL_GDRVINFO: u32 = 3;
+    let mut info = [0u8; 196];
+    info[..4].copy_from_slice(&ETHTOOL_GDRVINFO.to_ne_bytes());
+    let mut r = ifreq(name)?;
+    r.ifr_ifru.ifru_data = info.as_mut_ptr() as *mut libc::c_char;
+    ioctl(libc::SIOCETHTOOL, &mut r)?;
+    let field = &info[4..36];
+    let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
+    Ok(String::from_utf8_lossy(&field[..end]).into_owned())
+}
+
 /// Puts an interface's MTU back when dropped.
 pub struct MtuGuard {
     pub name: String,
@@ -127,5 +144,6 @@ mod tests {
         assert!(ifreq("this-name-is-much-too-long-for-linux").is_err());
         assert!(ifreq("").is_err());
         assert!(flags("sl-no-such-if").is_err());
+        assert!(driver("sl-no-such-if").is_err());
     }
 }

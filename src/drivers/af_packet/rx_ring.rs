@@ -3,6 +3,7 @@
 //! over as it is written).
 
 use super::socket::{eth_p_all, PacketSocket};
+use crate::drivers::bpf::ClassicInsn;
 use crate::drivers::mapping::SharedMapping;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -93,6 +94,8 @@ pub struct RxOptions {
     pub promiscuous: bool,
     /// Join this fanout group (hash of the flow), so several rings share the traffic.
     pub fanout_group: Option<u16>,
+    /// A classic BPF socket filter, attached before the socket is bound (empty: none).
+    pub filter: Vec<ClassicInsn>,
 }
 
 /// One received frame, borrowed from the ring.
@@ -195,6 +198,11 @@ impl RxRing {
             next_offset: 0,
             held: None,
         };
+        if !opts.filter.is_empty() {
+            ring.socket
+                .attach_filter(&opts.filter)
+                .map_err(|e| format!("SO_ATTACH_FILTER: {e}"))?;
+        }
         // Our own transmissions would otherwise come back to us.
         let _ = ring
             .socket

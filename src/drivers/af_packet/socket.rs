@@ -2,6 +2,7 @@
 //! `rx_ring.rs`. The driver's queues and the generator both use these.
 
 pub use super::rx_ring::{RingGeometry, RingLayout, RxFrame, RxOptions, RxRing};
+use crate::drivers::bpf::ClassicInsn;
 use std::io;
 
 /// ETH_P_ALL in network byte order, as sockaddr_ll and socket(2) want it.
@@ -59,6 +60,22 @@ impl PacketSocket {
             return Err(io::Error::last_os_error());
         }
         Ok(())
+    }
+
+    /// Attach a classic BPF socket filter (SO_ATTACH_FILTER): the kernel runs it on every
+    /// packet before queueing it to this socket and keeps only the packets it accepts, cut to
+    /// the length it returns. Attach it before `bind`, so no packet arrives unfiltered.
+    pub fn attach_filter(&self, program: &[ClassicInsn]) -> io::Result<()> {
+        let len = u16::try_from(program.len())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "socket filter too long"))?;
+        let fprog = libc::sock_fprog {
+            len,
+            // ClassicInsn is #[repr(C)] with sock_filter's fields in its order, so the array
+            // has the layout the kernel reads; it only reads it (the pointer is *mut in C).
+            filter: program.as_ptr() as *mut libc::sock_filter,
+        };
+        // The kernel copies the program during the call; `program` outlives it.
+        crate::drivers::sockopt::set(self.fd, libc::SOL_SOCKET, libc::SO_ATTACH_FILTER, &fprog)
     }
 
     /// Packets the kernel dropped because the ring was full, since the last call (the kernel

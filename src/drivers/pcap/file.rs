@@ -101,9 +101,11 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Record>, String> {
     Ok(records)
 }
 
-/// Writes a microsecond pcap file, little-endian, Ethernet link type.
+/// Writes a pcap file, little-endian, Ethernet link type: microsecond timestamps (`new`,
+/// `create`), or nanosecond ones (`new_nanos`, magic 0xa1b23c4d, which tcpdump and tshark read).
 pub struct Writer<W: Write> {
     out: W,
+    nanos: bool,
 }
 
 impl Writer<BufWriter<File>> {
@@ -115,27 +117,54 @@ impl Writer<BufWriter<File>> {
 }
 
 impl<W: Write> Writer<W> {
-    pub fn new(mut out: W) -> io::Result<Self> {
+    pub fn new(out: W) -> io::Result<Self> {
+        Writer::with_header(out, false, SNAPLEN)
+    }
+
+    /// Nanosecond timestamps; `snaplen` (at most SNAPLEN) goes in the file header.
+    pub fn new_nanos(out: W, snaplen: u32) -> io::Result<Self> {
+        Writer::with_header(out, true, snaplen.min(SNAPLEN))
+    }
+
+    fn with_header(mut out: W, nanos: bool, snaplen: u32) -> io::Result<Self> {
+        let magic = if nanos { MAGIC_NANOS } else { MAGIC_MICROS };
         let mut h = Vec::with_capacity(FILE_HEADER_LEN);
-        h.extend_from_slice(&MAGIC_MICROS.to_le_bytes());
+        h.extend_from_slice(&magic.to_le_bytes());
         h.extend_from_slice(&2u16.to_le_bytes());
         h.extend_from_slice(&4u16.to_le_bytes());
         h.extend_from_slice(&0i32.to_le_bytes());
         h.extend_from_slice(&0u32.to_le_bytes());
-        h.extend_from_slice(&SNAPLEN.to_le_bytes());
+        h.extend_from_slice(&snaplen.to_le_bytes());
         h.extend_from_slice(&LINKTYPE_ETHERNET.to_le_bytes());
         out.write_all(&h)?;
-        Ok(Writer { out })
+        Ok(Writer { out, nanos })
     }
 
     /// Append one packet, given as the segments of a buffer chain.
     pub fn write_segments(&mut self, timestamp_ns: u64, segments: &[&[u8]]) -> io::Result<()> {
         let len: usize = segments.iter().map(|s| s.len()).sum();
+        self.write_record(timestamp_ns, segments, len as u32)
+    }
+
+    /// Append one packet that may have been cut: `segments` hold the bytes kept, `orig_len`
+    /// is its length on the wire (never less than what was kept).
+    pub fn write_record(
+        &mut self,
+        timestamp_ns: u64,
+        segments: &[&[u8]],
+        orig_len: u32,
+    ) -> io::Result<()> {
+        let caplen: usize = segments.iter().map(|s| s.len()).sum();
+        let fraction = if self.nanos {
+            timestamp_ns % 1_000_000_000
+        } else {
+            timestamp_ns % 1_000_000_000 / 1000
+        };
         let mut rh = [0u8; RECORD_HEADER_LEN];
         rh[0..4].copy_from_slice(&((timestamp_ns / 1_000_000_000) as u32).to_le_bytes());
-        rh[4..8].copy_from_slice(&((timestamp_ns % 1_000_000_000 / 1000) as u32).to_le_bytes());
-        rh[8..12].copy_from_slice(&(len as u32).to_le_bytes());
-        rh[12..16].copy_from_slice(&(len as u32).to_le_bytes());
+        rh[4..8].copy_from_slice(&(fraction as u32).to_le_bytes());
+        rh[8..12].copy_from_slice(&(caplen as u32).to_le_bytes());
+        rh[12..16].copy_from_slice(&orig_len.max(caplen as u32).to_le_bytes());
         self.out.write_all(&rh)?;
         for s in segments {
             self.out.write_all(s)?;
@@ -172,6 +201,19 @@ mod tests {
         assert_eq!(r[0].data, vec![1, 2, 3]);
         assert_eq!(r[0].timestamp_ns, 1_500_000_123_000);
         assert_eq!(r[1].data, vec![4, 5, 6]);
+    }
+
+    #[test]
+    fn nanosecond_files_and_cut_records_round_trip() {
+        let mut w = Writer::new_nanos(Vec::new(), 96).unwrap();
+        w.write_record(1_500_000_123_456, &[&[1, 2], &[3]], 60)
+            .unwrap();
+        let bytes = w.into_inner();
+        assert_eq!(&bytes[16..20], &96u32.to_le_bytes());
+        let r = parse(&bytes).unwrap();
+        assert_eq!(r[0].timestamp_ns, 1_500_000_123_456);
+        assert_eq!(r[0].data, vec![1, 2, 3]);
+        assert_eq!(r[0].orig_len, 60);
     }
 
     #[test]
