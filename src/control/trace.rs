@@ -1,10 +1,13 @@
-//! The packet trace commands: `trace add`, `show trace`, `clear trace`.
+//! The packet trace commands: `trace add`, `show trace`, `clear trace`, and `pcap trace`
+//! (capture to a pcap file, `dataplane::pcap_trace`).
 
 use super::cli::{Arg, Args, Command, Output};
 use super::exec::Control;
+use crate::dataplane::pcap_trace::{self, TraceSpec};
 use crate::graph::NodeKind;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
+use std::path::PathBuf;
 
 pub const COMMANDS: &[Command] = &[
     Command {
@@ -36,7 +39,122 @@ pub const COMMANDS: &[Command] = &[
         args: &[Arg::Value("NODE"), Arg::Count("N", "trace count", 100_000)],
         run: trace_add,
     },
+    Command {
+        words: &["pcap", "trace"],
+        syntax: "[rx] [tx] [drop] [max <N>] [intfc <IF>|any] [snaplen <N>] [file <NAME>] | \
+                 status | off",
+        help: "capture what the dataplane receives, sends and/or drops (on IF, or any \
+               interface) into a pcap file: up to N packets (default 100, at most 1 000 000) \
+               of at most snaplen bytes each (default the whole packet), kept in memory; \
+               'off' stops and writes the file (NAME without '/' goes in /tmp; default \
+               /tmp/sluice-trace.pcap); 'status' tells how far it is",
+        example: "pcap trace rx tx max 1000 intfc d0 file d0.pcap",
+        args: &[Arg::Rest],
+        run: pcap_trace_cmd,
+    },
 ];
+
+fn pcap_trace_cmd(c: &mut Control, a: &Args) -> Result<Output, String> {
+    let words = a.rest();
+    let t = c.dp.pcap_trace.clone();
+    match words[..] {
+        ["off"] => {
+            let (path, n) = t.stop()?;
+            let p = path.display().to_string();
+            return Ok(Output::Shown(
+                format!("wrote {n} packets to {p}\n"),
+                json!({"file": p, "packets": n}),
+            ));
+        }
+        ["status"] => {
+            let Some(s) = t.status() else {
+                return Ok(Output::Shown(
+                    "no capture running\n".into(),
+                    json!({"running": false}),
+                ));
+            };
+            let what: Vec<&str> = [
+                (pcap_trace::RX, "rx"),
+                (pcap_trace::TX, "tx"),
+                (pcap_trace::DROP, "drop"),
+            ]
+            .iter()
+            .filter(|(bit, _)| s.spec.what & bit != 0)
+            .map(|&(_, name)| name)
+            .collect();
+            let itf = if s.spec.interface == pcap_trace::ANY {
+                "any".to_string()
+            } else {
+                c.dp.interfaces
+                    .list
+                    .get(s.spec.interface as usize)
+                    .map_or("?".to_string(), |i| i.name.clone())
+            };
+            let file = s.spec.file.display().to_string();
+            let text = format!(
+                "capturing {} on {itf}: {} of {} packets{}; 'pcap trace off' writes {file}\n",
+                what.join(" "),
+                s.captured,
+                s.spec.max,
+                if s.taking { "" } else { " (full)" },
+            );
+            return Ok(Output::Shown(
+                text,
+                json!({"running": true, "what": what, "interface": itf, "captured": s.captured,
+                       "max": s.spec.max, "full": !s.taking, "file": file}),
+            ));
+        }
+        _ => {}
+    }
+    let mut spec = TraceSpec {
+        what: 0,
+        max: 100,
+        interface: pcap_trace::ANY,
+        snaplen: usize::MAX,
+        file: PathBuf::from("/tmp/sluice-trace.pcap"),
+    };
+    let mut it = words.iter();
+    let number = |what: &str, v: Option<&&str>| -> Result<u64, String> {
+        let v = v.ok_or(format!("{what} needs a value"))?;
+        v.parse::<u64>()
+            .map_err(|_| format!("{what} '{v}' is not a number"))
+    };
+    while let Some(&w) = it.next() {
+        match w {
+            "rx" => spec.what |= pcap_trace::RX,
+            "tx" => spec.what |= pcap_trace::TX,
+            "drop" => spec.what |= pcap_trace::DROP,
+            "max" => spec.max = number("max", it.next())?,
+            "snaplen" => match number("snaplen", it.next())? {
+                0 => return Err("snaplen 0: at least 1 byte".into()),
+                n => spec.snaplen = n as usize,
+            },
+            "intfc" => {
+                let name = it.next().ok_or("intfc needs an interface or 'any'")?;
+                spec.interface = match *name {
+                    "any" => pcap_trace::ANY,
+                    n => c.interface(n)?.index,
+                };
+            }
+            "file" => {
+                let name = it.next().ok_or("file needs a name")?;
+                spec.file = if name.contains('/') {
+                    PathBuf::from(name)
+                } else {
+                    PathBuf::from("/tmp").join(name)
+                };
+            }
+            other => {
+                return Err(format!(
+                    "unknown word '{other}' (pcap trace [rx] [tx] [drop] [max N] [intfc IF|any] \
+                     [snaplen N] [file NAME] | status | off)"
+                ))
+            }
+        }
+    }
+    t.start(spec)?;
+    Output::done()
+}
 
 fn trace_add(c: &mut Control, a: &Args) -> Result<Output, String> {
     let (node, count) = (a.value("NODE"), a.count("N"));

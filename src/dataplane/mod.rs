@@ -4,6 +4,7 @@
 
 mod l2;
 mod open;
+pub mod pcap_trace;
 pub mod placement;
 pub mod queues;
 
@@ -92,6 +93,8 @@ pub struct Dataplane {
     /// Which interfaces' packets are spread over workers by flow hash (`set interface
     /// handoff`).
     pub handoff: Arc<crate::handoff::Handoff>,
+    /// The capture `pcap trace` runs.
+    pub pcap_trace: Arc<pcap_trace::PcapTrace>,
     /// Per-queue and per-worker load over the last second (`show queues`).
     pub queue_monitor: Arc<queues::QueueMonitor>,
     queue_sampler: Option<JoinHandle<()>>,
@@ -253,6 +256,7 @@ impl Dataplane {
         let (producers, consumers) = crate::handoff::rings(workers, crate::handoff::RING_SLOTS);
         let mut rings = producers.into_iter().zip(consumers);
 
+        let pcap_trace = Arc::new(pcap_trace::PcapTrace::default());
         let stop = Arc::new(AtomicBool::new(false));
         let mut infos = Vec::new();
         let cores = d.worker_cores.clone();
@@ -273,6 +277,7 @@ impl Dataplane {
             let shared = Shared {
                 modes: modes.clone(),
                 subifs: subifs.clone(),
+                capture: pcap_trace.clone(),
             };
             let (to, from) = rings.next().expect("a ring row per worker");
             let inputs = Inputs {
@@ -346,6 +351,7 @@ impl Dataplane {
             workers: infos,
             rx_placement,
             handoff,
+            pcap_trace,
             queue_monitor,
             queue_sampler,
             main_cpu,
@@ -522,6 +528,7 @@ struct L3Parts {
 struct Shared {
     modes: SharedL2Modes,
     subifs: SharedSubIfs,
+    capture: Arc<pcap_trace::PcapTrace>,
 }
 
 /// A worker's receive side: the input nodes every worker has (one per driver), the queues
@@ -547,7 +554,11 @@ fn worker_graph(
     (inputs, txs): (Inputs<'_>, Vec<Box<dyn TxQueue>>),
     min_frame: usize,
 ) -> Vec<NodeDecl> {
-    let Shared { modes, subifs } = shared;
+    let Shared {
+        modes,
+        subifs,
+        capture,
+    } = shared;
     let mut decls = Vec::new();
     // One input node per driver: af-packet-input, af-xdp-input, pcap-input, null-input.
     let mut by_driver: Vec<(String, Vec<PlacedQueue>)> = inputs
@@ -574,6 +585,7 @@ fn worker_graph(
             queues,
             placement,
             Some(handoff.clone()),
+            Some(capture.clone()),
         ));
     }
     decls.push(HandoffInput::decl(from));
@@ -598,9 +610,17 @@ fn worker_graph(
     ));
     decls.push(InterfaceOutput::decl(interfaces.to_vec(), subifs.clone()));
     for (itf, tx) in interfaces.iter().zip(txs) {
-        decls.push(TxNode::decl(itf.clone(), tx));
+        decls.push(TxNode::decl_captured(
+            itf.clone(),
+            tx,
+            Some(capture.clone()),
+        ));
     }
-    decls.push(ErrorDrop::decl(interfaces.to_vec(), subifs.clone()));
+    decls.push(ErrorDrop::decl_captured(
+        interfaces.to_vec(),
+        subifs.clone(),
+        Some(capture.clone()),
+    ));
     decls
 }
 

@@ -1,6 +1,7 @@
 //! A driver's input node (`af-packet-input`, `af-xdp-input`, `pcap-input`): polls every rx queue of that
 //! driver placed on this worker and hands the packets to ethernet-input.
 
+use crate::dataplane::pcap_trace::{self, PcapTrace};
 use crate::dataplane::placement::RxPlacement;
 use crate::dataplane::queues::SharedQueueCounters;
 use crate::drivers::RxQueue;
@@ -65,11 +66,13 @@ pub struct InputNode {
     placement: Option<(Arc<RxPlacement>, usize)>,
     /// Interfaces whose packets go to worker-handoff rather than ethernet-input.
     handoff: Option<Arc<Handoff>>,
+    /// `pcap trace rx`.
+    capture: Option<Arc<PcapTrace>>,
 }
 
 impl InputNode {
     pub fn decl(name: &str, queues: Vec<PlacedQueue>) -> NodeDecl {
-        Self::decl_placed(name, queues, None, None)
+        Self::decl_placed(name, queues, None, None, None)
     }
 
     /// An input node of worker `placement.1` whose queues may move to and from other
@@ -80,6 +83,7 @@ impl InputNode {
         queues: Vec<PlacedQueue>,
         placement: Option<(Arc<RxPlacement>, usize)>,
         handoff: Option<Arc<Handoff>>,
+        capture: Option<Arc<PcapTrace>>,
     ) -> NodeDecl {
         let next: &[&str] = if handoff.is_some() {
             &[super::ETHERNET_INPUT, super::handoff::WORKER_HANDOFF]
@@ -97,6 +101,7 @@ impl InputNode {
                 burst: Box::new([0; FRAME_SIZE]),
                 placement,
                 handoff,
+                capture,
             },
         )
     }
@@ -156,6 +161,13 @@ impl Node for InputNode {
                                 len,
                             },
                         );
+                    }
+                }
+            }
+            if let Some(t) = &self.capture {
+                if t.wants(pcap_trace::RX, q.interface.index) {
+                    for &bi in pkts {
+                        t.take(cx.bufs, bi);
                     }
                 }
             }

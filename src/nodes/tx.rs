@@ -1,6 +1,7 @@
 //! An interface's tx node (`IF-tx`): hands a frame to the driver's tx queue of this thread
 //! and counts what was sent and what the driver had to drop, by reason.
 
+use crate::dataplane::pcap_trace::{self, PcapTrace};
 use crate::drivers::TxQueue;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::interface::Interface;
@@ -25,16 +26,31 @@ const ERRORS: [&str; 5] = [
 pub struct TxNode {
     interface: Arc<Interface>,
     queue: Box<dyn TxQueue>,
+    /// `pcap trace tx`.
+    capture: Option<Arc<PcapTrace>>,
 }
 
 impl TxNode {
     pub fn decl(interface: Arc<Interface>, queue: Box<dyn TxQueue>) -> NodeDecl {
+        Self::decl_captured(interface, queue, None)
+    }
+
+    /// The same, with what it sends captured while `pcap trace tx` runs.
+    pub fn decl_captured(
+        interface: Arc<Interface>,
+        queue: Box<dyn TxQueue>,
+        capture: Option<Arc<PcapTrace>>,
+    ) -> NodeDecl {
         NodeDecl::new(
             &super::tx_node_name(&interface.name),
             NodeKind::Output,
             &[],
             &ERRORS,
-            TxNode { interface, queue },
+            TxNode {
+                interface,
+                queue,
+                capture,
+            },
         )
     }
 }
@@ -49,6 +65,13 @@ impl Node for TxNode {
             for &bi in frame {
                 let len = cx.bufs.packet_len(bi);
                 cx.trace(bi, format_args!("{} len {len}", self.interface.name));
+            }
+        }
+        if let Some(t) = &self.capture {
+            if t.wants(pcap_trace::TX, self.interface.index) {
+                for &bi in frame {
+                    t.take(cx.bufs, bi);
+                }
             }
         }
         let r = self.queue.tx_burst(cx.bufs, frame);
