@@ -172,9 +172,9 @@ pub fn merge(inputs: &[PathBuf], out: &Path, snaplen: u32) -> Result<u64, String
         .filter(|&i| heads[i].is_some())
         .min_by_key(|&i| heads[i].as_ref().map(|r| r.timestamp_ns))
     {
-        let r = heads[i]
-            .take()
-            .unwrap_or_else(|| unreachable!("filtered on is_some"));
+        let Some(r) = heads[i].take() else {
+            break;
+        };
         let orig_len = u32::from_le_bytes([r.header[12], r.header[13], r.header[14], r.header[15]]);
         w.write_record(r.timestamp_ns, &[&r.data], orig_len)
             .map_err(|e| format!("{}: {e}", out.display()))?;
