@@ -48,8 +48,9 @@ pub trait Key: Addr {
     fn chunk(self, depth: u32) -> u32;
     /// The address whose first `bits` bits are `slot`, the others zero.
     fn of_slot(slot: usize, bits: u32) -> Self;
-    /// The 64 bits from bit `depth` on, zeros past the last bit: a batch walks ten levels
-    /// on one such word, shifting it, instead of shifting the whole address at each.
+    /// The 64 bits from bit `depth` on, zeros past the last bit: a batch walks an IPv6 lane
+    /// past its first 64 bits on such a word (nine levels, its low 8 bits then holding the
+    /// lane's number), shifting it, instead of shifting the whole address at each.
     fn window(self, depth: u32) -> u64;
     /// The first 64 bits (`window(0)`): the whole of an IPv4 address, then zeros; the half
     /// of an IPv6 address that a /64 or shorter route ends in. One load, no 128-bit shift.
