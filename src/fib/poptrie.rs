@@ -28,6 +28,7 @@
 
 use super::mem::{huge_vec, prefetch};
 use super::poptrie_build::{Node, Subtrees};
+use super::poptrie_writer::{SMALL_TOP_BITS, TOP_BITS};
 use super::prefix::{Addr, Prefix};
 use super::{CHILD, NO_ROUTE};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
@@ -47,9 +48,13 @@ pub trait Key: Addr {
     fn chunk(self, depth: u32) -> u32;
     /// The address whose first `bits` bits are `slot`, the others zero.
     fn of_slot(slot: usize, bits: u32) -> Self;
-    /// The 64 bits from bit `depth` on, zeros past the last bit: a batch walks ten levels
-    /// on one such word, shifting it, instead of shifting the whole address at each.
+    /// The 64 bits from bit `depth` on, zeros past the last bit: a batch walks an IPv6 lane
+    /// past its first 64 bits on such a word (nine levels, its low 8 bits then holding the
+    /// lane's number), shifting it, instead of shifting the whole address at each.
     fn window(self, depth: u32) -> u64;
+    /// The first 64 bits (`window(0)`): the whole of an IPv4 address, then zeros; the half
+    /// of an IPv6 address that a /64 or shorter route ends in. One load, no 128-bit shift.
+    fn hi(self) -> u64;
 }
 
 impl Key for u32 {
@@ -67,6 +72,10 @@ impl Key for u32 {
     #[inline(always)]
     fn window(self, depth: u32) -> u64 {
         ((self as u64) << 32).checked_shl(depth).unwrap_or(0)
+    }
+    #[inline(always)]
+    fn hi(self) -> u64 {
+        (self as u64) << 32
     }
 }
 
@@ -89,6 +98,10 @@ impl Key for u128 {
     fn window(self, depth: u32) -> u64 {
         (self.checked_shl(depth).unwrap_or(0) >> 64) as u64
     }
+    #[inline(always)]
+    fn hi(self) -> u64 {
+        (self >> 64) as u64
+    }
 }
 
 /// The IPv4 trie.
@@ -104,6 +117,47 @@ struct AtomicNode {
     leafvec: AtomicU64,
     bases: AtomicU64,
 }
+
+/// A node no lane reaches: what the batched lookup's unused lane cells point at.
+static EMPTY_NODE: AtomicNode = AtomicNode {
+    vector: AtomicU64::new(0),
+    leafvec: AtomicU64::new(0),
+    bases: AtomicU64::new(0),
+};
+/// A leaf no lane reaches, likewise.
+static EMPTY_LEAF: AtomicU32 = AtomicU32::new(NO_ROUTE);
+
+/// A lookup of the batch still walking nodes: 16 bytes.
+#[derive(Clone, Copy)]
+struct Lane<'a> {
+    /// The address from the node's depth on, left-aligned (its next chunk is the top 6
+    /// bits), the lane's number in the frame in `LANE_BITS` below it.
+    win: u64,
+    /// The node it is at, found in the array (so read without another bounds check).
+    node: &'a AtomicNode,
+}
+
+/// Bits of a lane's number: a frame has 256 lanes.
+const LANE_BITS: u32 = 8;
+const LANE_MASK: u64 = (1 << LANE_BITS) - 1;
+const _: () = assert!(FRAME == 1 << LANE_BITS);
+
+/// A lookup of the batch that ended at a leaf, to be read in the last pass.
+#[derive(Clone, Copy)]
+struct LeafLane<'a> {
+    leaf: &'a AtomicU32,
+    lane: u8,
+}
+
+/// The batched lookup's lane lists before the frame's first pass.
+static NO_LANES: [Lane<'static>; FRAME] = [Lane {
+    win: 0,
+    node: &EMPTY_NODE,
+}; FRAME];
+static NO_LEAF_LANES: [LeafLane<'static>; FRAME] = [LeafLane {
+    leaf: &EMPTY_LEAF,
+    lane: 0,
+}; FRAME];
 
 /// What `Poptrie::profile` found.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -520,7 +574,14 @@ impl<A: Key> Poptrie<A> {
         let n = dst.len().min(out.len());
         for start in (0..n).step_by(FRAME) {
             let end = (start + FRAME).min(n);
-            self.lookup_frame(&dst[start..end], &mut out[start..end]);
+            let (dst, out) = (&dst[start..end], &mut out[start..end]);
+            // The top level's width as a constant where it is one of the writer's two, so
+            // that the frame's shifts take it as an immediate.
+            match self.top_bits {
+                TOP_BITS => self.lookup_frame::<TOP_BITS>(dst, out),
+                SMALL_TOP_BITS => self.lookup_frame::<SMALL_TOP_BITS>(dst, out),
+                _ => self.lookup_frame::<0>(dst, out),
+            }
         }
     }
 
@@ -529,157 +590,181 @@ impl<A: Key> Poptrie<A> {
     /// level are in flight together instead of one lookup waiting on each of its own in turn.
     /// Each pass goes over the lanes still walking only (a list that shrinks as lanes reach
     /// their leaf), and the leaves are read in a last pass, once their prefetches are done.
-    fn lookup_frame(&self, dst: &[A], out: &mut [u32]) {
+    ///
+    /// Written for few instructions a step (counted with callgrind, docs/fib.md): a lane is
+    /// 16 bytes, a reference to its node (checked against the array once, when it is found,
+    /// so that its prefetch and its read need no other check) and a 64-bit window of its
+    /// address (the first 64 bits: all of an IPv4 address, the half of an IPv6 one that
+    /// nearly every route ends in) shifted six bits a step, whose low bits carry the lane's
+    /// number; one shift of a node's map gives both whether the lane's child is a node and
+    /// the rank under it; lists are indexed by `u8` lane numbers or under a mask, which
+    /// proves them in range. `TOP` is the top level's width, or 0 to read it from the trie.
+    fn lookup_frame<const TOP: u32>(&self, dst: &[A], out: &mut [u32]) {
         debug_assert!(dst.len() <= FRAME && out.len() <= FRAME);
-        // The lanes still walking, the node each is at and its address from the node's
-        // depth on; the lanes at a leaf and its index.
-        let (mut lane, mut at, mut win) = ([0u8; FRAME], [0u32; FRAME], [0u64; FRAME]);
-        // IPv6 walks on the window (a u128 shift per step costs more than the step saves);
-        // IPv4 takes its chunks from the address, one word anyway. Constant per family.
-        let windowed = A::BITS > 64;
-        // Bits a lane is ahead of `depth` below: STRIDE if its slot's root is a block. A frame
-        // with no lane under a block (every IPv4 frame of today's tables) never reads it.
+        let bits = if TOP != 0 { TOP } else { self.top_bits };
+        debug_assert_eq!(bits, self.top_bits);
+        // Top-level index: the first `bits` bits of the first 64 (`bits` is 10 or 18).
+        let top_shift = 64 - bits;
+        let len = dst.len().min(out.len()).min(FRAME);
+        // Each lane's answer, and how many bits it is ahead of the frame's depth (6 under a
+        // block, more from the shortcut).
+        let mut res = [NO_ROUTE; FRAME];
         let mut ahead = [0u8; FRAME];
-        let mut any_block = false;
-        let (mut leaf_lane, mut leaf_at) = ([0u8; FRAME], [0u32; FRAME]);
-        let (mut walking, mut done) = (0, 0);
-        // A lane the shortcut has starts at its depth: it is `ahead` of the frame's depth by
-        // that many bits (IPv6 only; fits a u8, as the depth is at most 42).
-        let short = windowed && self.short_depth != 0;
+        // The lanes still walking, compacted in place at each pass; the lanes at a leaf, and
+        // the leaf. Copied from statics: one memcpy each, where filling them cell by cell
+        // cost 7 instructions a lookup.
+        let mut lanes: [Lane; FRAME] = NO_LANES;
+        let mut leaves: [LeafLane; FRAME] = NO_LEAF_LANES;
+        let (mut walking, mut done) = (0usize, 0usize);
+        // A lane the shortcut has starts at its depth (IPv6 only; at most 42).
+        let short = A::BITS > 64 && self.short_depth != 0;
         // With a shortcut, a lane whose slot leads to nodes waits, with its entry, for a pass
         // that probes the shortcut once the frame's cells have been prefetched: probed as
         // each entry is read, a frame's misses in the shortcut would come one after another.
         let (mut wait_lane, mut wait_entry) = ([0u8; FRAME], [0u32; FRAME]);
         let mut waiting = 0;
-        // A lane starts walking at `node`, `depth` bits into its address.
+        // Lane `i` starts walking at node `n`, `depth` bits (less than 64) into its address,
+        // whose first 64 bits are `hi`: its window holds them from `depth` on, the lane's
+        // number in the low `LANE_BITS` (a top level of at least that many bits leaves them
+        // zero). A node index past the array (a malformed trie) leaves the lane without a
+        // route.
         macro_rules! start {
-            ($i:expr, $node:expr, $depth:expr) => {{
-                let (i, node, depth): (usize, u32, u32) = ($i, $node, $depth);
-                if let Some(n) = self.nodes.get(node as usize) {
+            ($i:expr, $hi:expr, $n:expr, $depth:expr) => {{
+                let (i, hi, n, depth): (u8, u64, u32, u32) = ($i, $hi, $n, $depth);
+                if let Some(n) = self.nodes.get(n as usize) {
                     prefetch(n);
+                    debug_assert!(depth < 64);
+                    ahead[i as usize] = (depth - bits) as u8;
+                    lanes[walking % FRAME] = Lane {
+                        win: (hi << depth) & !LANE_MASK | i as u64,
+                        node: n,
+                    };
+                    walking += 1;
                 }
-                if depth != self.top_bits {
-                    ahead[i] = (depth - self.top_bits) as u8;
-                    any_block = true;
-                }
-                lane[walking] = i as u8;
-                at[walking] = node;
-                if windowed {
-                    win[walking] = dst[i].window(depth);
-                }
-                walking += 1;
             }};
         }
-        for (i, o) in out.iter_mut().enumerate() {
-            if let Some(&ahead) = dst.get(i + AHEAD) {
-                if let Some(t) = self.top.get(ahead.top(self.top_bits)) {
-                    prefetch(t);
-                }
-            }
-            let e = self.top_value(dst[i].top(self.top_bits));
-            *o = e;
-            if e & CHILD != 0 {
-                *o = NO_ROUTE;
-                if short {
+        // Reads lane `i`'s top-level entry: its answer, or where it starts walking.
+        macro_rules! first {
+            ($i:expr) => {{
+                let i: usize = $i;
+                let hi = dst[i].hi();
+                let e = self
+                    .top
+                    .get((hi >> top_shift) as usize)
+                    .map_or(NO_ROUTE, |t| t.load(Acquire));
+                if e & CHILD == 0 {
+                    res[i] = e;
+                } else if short {
                     let key = dst[i].top(self.short_depth) as u64;
                     if let Some(c) = self.short.get(short_home(key, self.short_shift)) {
                         prefetch(c);
                     }
-                    wait_lane[waiting] = i as u8;
-                    wait_entry[waiting] = e;
+                    wait_lane[waiting % FRAME] = i as u8;
+                    wait_entry[waiting % FRAME] = e;
                     waiting += 1;
-                    continue;
-                }
-                if e & BLOCK != 0 {
-                    start!(
-                        i,
-                        (e & INDEX) + dst[i].chunk(self.top_bits),
-                        self.top_bits + STRIDE
-                    );
+                } else if e & BLOCK != 0 {
+                    // The slot's root is a block of 64 nodes: the next 6 bits pick one.
+                    let c = ((hi << bits) >> (64 - STRIDE)) as u32;
+                    start!(i as u8, hi, (e & INDEX) + c, bits + STRIDE);
                 } else {
-                    start!(i, e & INDEX, self.top_bits);
+                    start!(i as u8, hi, e & INDEX, bits);
                 }
-            }
+            }};
         }
-        for (&i, &e) in wait_lane[..waiting].iter().zip(&wait_entry[..waiting]) {
-            let i = i as usize;
-            let Some(&a) = dst.get(i) else { continue };
-            if let Some(node) = self.short_find(a.top(self.short_depth) as u64) {
-                start!(i, node, self.short_depth);
+        // The top-level entries, each prefetched `AHEAD` lanes before it is read.
+        let early = len.saturating_sub(AHEAD);
+        for i in 0..early {
+            if let Some(t) = self.top.get((dst[i + AHEAD].hi() >> top_shift) as usize) {
+                prefetch(t);
+            }
+            first!(i);
+        }
+        for i in early..len {
+            first!(i);
+        }
+        for (&i, &e) in wait_lane.iter().zip(&wait_entry).take(waiting) {
+            let Some(&a) = dst.get(i as usize) else {
+                continue;
+            };
+            let hi = a.hi();
+            if let Some(n) = self.short_find(a.top(self.short_depth) as u64) {
+                start!(i, hi, n, self.short_depth);
             } else if e & BLOCK != 0 {
-                start!(
-                    i,
-                    (e & INDEX) + a.chunk(self.top_bits),
-                    self.top_bits + STRIDE
-                );
+                let c = ((hi << bits) >> (64 - STRIDE)) as u32;
+                start!(i, hi, (e & INDEX) + c, bits + STRIDE);
             } else {
-                start!(i, e & INDEX, self.top_bits);
+                start!(i, hi, e & INDEX, bits);
             }
         }
-        // The depth of the lanes whose slot's root is a node; those under a block are
-        // `ahead` of it.
-        let mut depth = self.top_bits;
+        // The depth of the lanes whose slot's root is a node; the others are `ahead` of it.
+        let mut depth = bits;
+        // Where the lanes' numbers are in their windows: each step shifts them up by STRIDE
+        // with the address (they reach its chunk only after more steps than a window has).
+        let mut lane_at = 0;
+        // The windows hold the address up to bit 64 (then zeros, as an IPv4 address's chunks
+        // past its last bit are, and the lane's number): valid while every lane's next chunk
+        // ends there. The lanes furthest ahead are under a block (STRIDE) or came from the
+        // shortcut. A top level narrower than the lane number loses address bits under it.
+        let furthest = if short {
+            self.short_depth - bits
+        } else {
+            STRIDE
+        };
+        let mut valid = 64 - furthest - LANE_BITS.saturating_sub(bits);
         // At most 3 levels of nodes for IPv4, 19 for IPv6; the bound also stops a malformed
         // trie from looping (a lane still walking then finds no route).
-        let mut win_depth = self.top_bits;
         while walking > 0 && depth < A::BITS as u32 + STRIDE {
-            if windowed && depth - win_depth > 64 - STRIDE {
-                // The window's ten chunks are used up (IPv6 past bit 78): the next 64 bits.
-                for k in 0..walking {
-                    let i = lane[k] as usize;
-                    let d = depth + ahead[i] as u32;
-                    win[k] = dst.get(i).map_or(0, |a| a.window(d));
+            if A::BITS > 64 && depth + STRIDE > valid {
+                // Past the first 64 bits (an IPv6 route longer than about /58): each lane's
+                // next 56 bits, from its depth on, above its number; nine more levels.
+                for l in lanes.iter_mut().take(walking) {
+                    let i = (l.win >> lane_at) as u8;
+                    let d = depth + ahead[i as usize] as u32;
+                    let w = dst.get(i as usize).map_or(0, |a| a.window(d));
+                    l.win = w & !LANE_MASK | i as u64;
                 }
-                win_depth = depth;
+                lane_at = 0;
+                valid = depth + 64 - LANE_BITS;
             }
             let mut still = 0;
-            for k in 0..walking {
-                let i = lane[k];
-                let Some(n) = self.nodes.get(at[k] as usize) else {
-                    continue;
-                };
-                let w = win[k];
-                let c = if windowed {
-                    (w >> (64 - STRIDE)) as u32
-                } else {
-                    let d = if any_block {
-                        depth + ahead[i as usize] as u32
-                    } else {
-                        depth
-                    };
-                    dst.get(i as usize).map_or(0, |a| a.chunk(d))
-                };
-                let vector = n.vector.load(Relaxed);
-                let bases = n.bases.load(Acquire);
-                if vector & (1 << c) != 0 {
-                    let next = bases as u32 + upto(vector, c) - 1;
-                    if let Some(x) = self.nodes.get(next as usize) {
-                        prefetch(x);
+            for k in 0..walking.min(FRAME) {
+                let Lane { win, node } = lanes[k];
+                // The maps shifted so that the lane's child is their top bit: whether it is
+                // a node, and (the popcount) its rank among the nodes or the leaf runs.
+                let up = (!win >> (64 - STRIDE)) as u32;
+                let vector = node.vector.load(Relaxed) << up;
+                let bases = node.bases.load(Acquire);
+                if (vector as i64) < 0 {
+                    let next = (bases as u32).wrapping_add(vector.count_ones() - 1);
+                    if let Some(n) = self.nodes.get(next as usize) {
+                        prefetch(n);
+                        lanes[still % FRAME] = Lane {
+                            win: win << STRIDE,
+                            node: n,
+                        };
+                        still += 1;
                     }
-                    lane[still] = i;
-                    at[still] = next;
-                    if windowed {
-                        win[still] = w << STRIDE;
-                    }
-                    still += 1;
                 } else {
-                    let l = (bases >> 32) as u32 + upto(n.leafvec.load(Relaxed), c) - 1;
+                    let run = (node.leafvec.load(Relaxed) << up).count_ones();
+                    let l = ((bases >> 32) as u32).wrapping_add(run.wrapping_sub(1));
                     if let Some(x) = self.leaves.get(l as usize) {
                         prefetch(x);
+                        leaves[done % FRAME] = LeafLane {
+                            leaf: x,
+                            lane: (win >> lane_at) as u8,
+                        };
+                        done += 1;
                     }
-                    leaf_lane[done] = i;
-                    leaf_at[done] = l;
-                    done += 1;
                 }
             }
             walking = still;
             depth += STRIDE;
+            lane_at += STRIDE;
         }
-        for (&i, &l) in leaf_lane[..done].iter().zip(&leaf_at[..done]) {
-            if let Some(o) = out.get_mut(i as usize) {
-                *o = self.leaf(l);
-            }
+        for l in leaves.iter().take(done) {
+            res[l.lane as usize] = l.leaf.load(Relaxed);
         }
+        out[..len].copy_from_slice(&res[..len]);
     }
 
     /// Where lookups of `dsts` spend their levels, and the shape of the trie by level: a

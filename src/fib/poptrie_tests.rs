@@ -51,6 +51,10 @@ fn check(routes: &[(u32, u8, u32)]) {
         Writer4::build_with(&t, TOP_BITS),
         Writer4::build_blocks(&t, 0),
         Writer4::build_with_blocks(&t, TOP_BITS, 0),
+        // Top levels the writer never makes: the batched lookup's path for any width,
+        // narrower than a lane's number (4) and between the two (14).
+        Writer4::build_with(&t, 4),
+        Writer4::build_with_blocks(&t, 14, 0),
     ] {
         let p: &Poptrie4 = w.trie();
         let addrs = probes(&t);
@@ -292,6 +296,8 @@ fn check6(routes: &[(u128, u8, u32)]) {
         Writer6::build_with(&t, TOP_BITS),
         Writer6::build_blocks(&t, 0),
         Writer6::build_with_blocks(&t, TOP_BITS, 0),
+        Writer6::build_with(&t, 4),
+        Writer6::build_with_blocks(&t, 14, 0),
     ] {
         check6_one(&t, w.trie());
     }
