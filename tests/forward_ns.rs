@@ -191,8 +191,10 @@ fn handoff_keeps_each_flow_in_order() {
     let dir = tmpdir("handoff-ns");
     let (cfg, socket) = dut_config(&dir, 2);
     let mut text = std::fs::read_to_string(&cfg).unwrap();
-    text += "[[handoff]]\ninterface = \"d0\"\nworkers = [0, 1]\n\
-             [[handoff]]\ninterface = \"d1\"\nworkers = [0, 1]\n";
+    // The standard key: the generator's flows change their address's last byte and their
+    // port's together, which the symmetric key's 16-bit period hashes all alike.
+    text += "[[handoff]]\ninterface = \"d0\"\nworkers = [0, 1]\nkey = \"standard\"\n\
+             [[handoff]]\ninterface = \"d1\"\nworkers = [0, 1]\nkey = \"standard\"\n";
     std::fs::write(&cfg, text).unwrap();
     let mut daemon = Daemon::start(&dut, &cfg, &socket);
     let count = 20_000u64;
@@ -212,7 +214,18 @@ fn handoff_keeps_each_flow_in_order() {
         ],
     );
     let seen = gen["rx_packets"].as_u64().unwrap() + gen["rx_ring_drops"].as_u64().unwrap();
-    assert_eq!(seen, count, "{gen}");
+    if seen != count {
+        let ifs = ctl(&socket, "show interface").unwrap_or_default();
+        let errs = ctl(&socket, "show errors").unwrap_or_default();
+        let rt = ctl(&socket, "show runtime").unwrap_or_default();
+        daemon.stop();
+        let mut log = String::new();
+        if let Some(mut e) = daemon.child.stderr.take() {
+            use std::io::Read;
+            e.read_to_string(&mut log).ok();
+        }
+        panic!("not every frame arrived: {gen}\n{ifs}\n{errs}\n{rt}\ndaemon: {log}");
+    }
     assert_eq!(gen["rx_corrupt"], 0, "{gen}");
     assert_eq!(gen["rx_flow_reorder"], 0, "a flow was reordered: {gen}");
     let errors = ctl_json(&socket, "show errors");
@@ -228,6 +241,26 @@ fn handoff_keeps_each_flow_in_order() {
             .sum()
     };
     assert!(count_of("handed off") > count / 10, "{errors}");
+    // Our hash spread the flows: both workers' ethernet-input took frames.
+    let runtime = ctl_json(&socket, "show runtime");
+    let eth: Vec<u64> = runtime["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            t["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|n| n["name"] == "ethernet-input")
+                .map(|n| n["vectors"].as_u64().unwrap())
+                .sum()
+        })
+        .collect();
+    assert!(
+        eth.len() == 2 && eth.iter().all(|&n| n > count / 10),
+        "{eth:?}"
+    );
     assert_eq!(count_of("congestion"), 0, "{errors}");
     let buffers = ctl_json(&socket, "show buffers");
     assert_eq!(buffers["unaccounted"], 0, "{buffers}");

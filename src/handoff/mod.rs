@@ -9,6 +9,12 @@
 //! (hash mod 128 → worker). `set interface handoff` and `[[handoff]]` change it while traffic
 //! runs; readers see the old table or the new one.
 //!
+//! The symmetric key repeats every 16 bits, so two fields whose bytes lie an even number of
+//! bytes apart and change together cancel out: flows that differ only by the same value in
+//! the last byte of their source address and of their source port (`sluice gen --flows`'s)
+//! all hash alike under it. Real traffic does not vary so; synthetic traffic may need the
+//! standard key.
+//!
 //! Order: one flow always hashes to one worker, and a ring keeps the order of what one worker
 //! pushed, so a flow received by one worker leaves in order. A full ring drops the packets
 //! that do not fit at once (the handoff node's "congestion drop" counter), before any work is

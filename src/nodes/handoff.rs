@@ -97,12 +97,21 @@ impl Node for WorkerHandoff {
             if out.is_empty() {
                 continue;
             }
+            // The buffers leave this worker's hands before the other can see them (the
+            // ring's release store orders our writes before its reads); debug builds check
+            // that no one touches them in between, as for a device's ring.
+            for &bi in out.iter() {
+                cx.bufs.lend(bi);
+            }
             let pushed = match self.rings[worker].as_mut() {
                 Some(ring) => ring.push(out),
                 None => 0,
             };
             cx.count_error(Counter::HandedOff as usize, pushed as u64);
             let dropped = &out[pushed..];
+            for &bi in dropped {
+                cx.bufs.reclaim(bi);
+            }
             if !dropped.is_empty() {
                 cx.count_error(Counter::Congestion as usize, dropped.len() as u64);
                 cx.enqueue_all(Next::Drop as usize, dropped);
@@ -159,6 +168,9 @@ impl Node for HandoffInput {
             return 0;
         }
         let pkts = &self.burst[..n];
+        for &bi in pkts {
+            cx.bufs.reclaim(bi);
+        }
         if cx.tracing() {
             for &bi in pkts {
                 if cx.trace_start(bi) {

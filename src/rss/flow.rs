@@ -170,6 +170,35 @@ mod tests {
         assert_ne!(t.frame(&there), 0);
     }
 
+    /// The generator's flows (address and port low bytes in step, 6 bytes apart) cancel
+    /// under the symmetric key's 16-bit period and spread under the standard key.
+    #[test]
+    fn lock_step_fields_cancel_under_the_symmetric_key() {
+        let flows = |key: &[u8; 40]| {
+            let t = Toeplitz::new(key);
+            let mut hashes: Vec<u32> = (0..64u8)
+                .map(|k| {
+                    t.frame(&eth(
+                        &[],
+                        0x0800,
+                        &ipv4(
+                            UDP,
+                            0,
+                            [198, 18, 0, k],
+                            [198, 19, 0, 1],
+                            [1024 + k as u16, 1024],
+                        ),
+                    ))
+                })
+                .collect();
+            hashes.sort_unstable();
+            hashes.dedup();
+            hashes.len()
+        };
+        assert_eq!(flows(&SYMMETRIC_KEY), 1);
+        assert_eq!(flows(&STANDARD_KEY), 64);
+    }
+
     #[test]
     fn frames_without_a_flow_hash_to_zero() {
         let t = Toeplitz::new(&STANDARD_KEY);
