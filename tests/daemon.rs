@@ -1,5 +1,7 @@
 //! The daemon as a user runs it: `sluice run -c FILE` and `sluice ctl`, through the binary.
 
+mod common;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -181,20 +183,7 @@ fn vectors_by_worker(s: &str, node: &str) -> Vec<u64> {
     let o = sluice(&["ctl", "-s", s, "show", "runtime", "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    v["threads"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            t["nodes"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|n| n["name"] == node)
-                .and_then(|n| n["vectors"].as_u64())
-                .unwrap_or(0)
-        })
-        .collect()
+    common::vectors_by_worker(&v, node)
 }
 
 /// Receive queues start where [[rx-placement]] puts them and move between two workers while

@@ -122,20 +122,7 @@ fn run_mixed_sizes(workers: usize, count: u64) {
         .sum();
     assert_eq!(forwarded, count, "{runtime}");
     // Every worker must have taken its share: fanout spreads the 16 flows over the queues.
-    let per_worker: Vec<u64> = runtime["threads"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            t["nodes"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|n| n["name"] == "d1-tx")
-                .map(|n| n["vectors"].as_u64().unwrap())
-                .sum()
-        })
-        .collect();
+    let per_worker = vectors_by_worker(&runtime, "d1-tx");
     assert_eq!(per_worker.len(), workers, "{runtime}");
     assert!(
         per_worker.iter().all(|&n| n > 0),
@@ -243,20 +230,7 @@ fn handoff_keeps_each_flow_in_order() {
     assert!(count_of("handed off") > count / 10, "{errors}");
     // Our hash spread the flows: both workers' ethernet-input took frames.
     let runtime = ctl_json(&socket, "show runtime");
-    let eth: Vec<u64> = runtime["threads"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            t["nodes"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|n| n["name"] == "ethernet-input")
-                .map(|n| n["vectors"].as_u64().unwrap())
-                .sum()
-        })
-        .collect();
+    let eth = vectors_by_worker(&runtime, "ethernet-input");
     assert!(
         eth.len() == 2 && eth.iter().all(|&n| n > count / 10),
         "{eth:?}"

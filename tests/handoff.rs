@@ -3,6 +3,8 @@
 //! as a congestion drop), each flow's frames leave in the order they came, both workers
 //! forward, and every buffer is back in the pool afterwards. Also the handoff commands.
 
+mod common;
+
 use sluice::config::Config;
 use sluice::control::exec::{Control, Reply};
 use sluice::dataplane::Dataplane;
@@ -83,20 +85,7 @@ fn error_count(c: &mut Control, node: &str, reason: &str) -> u64 {
 
 /// Vectors of `node` on each worker.
 fn vectors(c: &mut Control, node: &str) -> Vec<u64> {
-    json(c, "show runtime")["threads"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            t["nodes"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|n| n["name"] == node)
-                .and_then(|n| n["vectors"].as_u64())
-                .unwrap_or(0)
-        })
-        .collect()
+    common::vectors_by_worker(&json(c, "show runtime"), node)
 }
 
 #[test]

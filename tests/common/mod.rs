@@ -234,3 +234,22 @@ pub fn gen_json(ns: &Netns, args: &[&str]) -> serde_json::Value {
     );
     serde_json::from_slice(&out.stdout).unwrap()
 }
+
+/// The vectors `node` handled on each worker, from the JSON of `show runtime` (0 on a worker
+/// without it).
+pub fn vectors_by_worker(runtime: &serde_json::Value, node: &str) -> Vec<u64> {
+    runtime["threads"]
+        .as_array()
+        .expect("show runtime --json has threads")
+        .iter()
+        .map(|t| {
+            t["nodes"]
+                .as_array()
+                .expect("each thread has nodes")
+                .iter()
+                .filter(|n| n["name"] == node)
+                .map(|n| n["vectors"].as_u64().unwrap_or(0))
+                .sum()
+        })
+        .collect()
+}
