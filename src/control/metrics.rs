@@ -18,6 +18,7 @@
 
 use crate::buffer::{BufferPool, BufferReport};
 use crate::dataplane::placement::RxPlacement;
+use crate::dataplane::queues::{queue_totals, QueueTotals};
 use crate::dataplane::Dataplane;
 use crate::graph::GraphShared;
 use crate::interface::{IfTotals, Interface};
@@ -72,16 +73,6 @@ pub struct NodeTotals {
     pub calls: u64,
     pub vectors: u64,
     pub clocks: u64,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct QueueTotals {
-    pub interface: String,
-    pub queue: usize,
-    pub worker: usize,
-    pub packets: u64,
-    pub bytes: u64,
-    pub drops: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -174,19 +165,7 @@ impl MetricsSource {
             nodes,
             errors,
             buffers: Some(self.pool.report()),
-            queues: self
-                .placement
-                .homes()
-                .into_iter()
-                .map(|h| QueueTotals {
-                    packets: h.counters.0.packets.get(),
-                    bytes: h.counters.0.bytes.get(),
-                    drops: h.counters.0.drops.get(),
-                    interface: h.interface,
-                    queue: h.queue,
-                    worker: h.worker,
-                })
-                .collect(),
+            queues: queue_totals(&self.placement),
             busy_clocks: self.graphs.iter().map(|g| g.busy_clocks.get()).collect(),
             workers: self.graphs.len(),
             tsc_hz: self.tsc_hz,

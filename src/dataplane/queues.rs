@@ -182,14 +182,20 @@ fn empty_snapshot() -> Snapshot {
     }
 }
 
-/// A queue's identity and live totals, as a report needs them.
-struct QueueTotals {
-    interface: String,
-    queue: usize,
-    worker: usize,
-    packets: u64,
-    bytes: u64,
-    drops: u64,
+/// A receive queue's identity and live totals (`show queues`, the metrics scrape).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueTotals {
+    pub interface: String,
+    pub queue: usize,
+    pub worker: usize,
+    pub packets: u64,
+    pub bytes: u64,
+    pub drops: u64,
+}
+
+/// Every receive queue's totals now, by interface then queue.
+pub fn queue_totals(placement: &RxPlacement) -> Vec<QueueTotals> {
+    homes_totals(&placement.homes())
 }
 
 fn homes_totals(homes: &[super::placement::QueueHome]) -> Vec<QueueTotals> {
