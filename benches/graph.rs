@@ -257,6 +257,7 @@ fn run_once(path: Path, packets: u64) -> Run {
         &router.tables(),
         &learn,
         &sluice::nodes::acl::Filters::none(),
+        &std::sync::mpsc::sync_channel(1).0,
     ));
     let mut g = Graph::build(decls, 0).unwrap();
     let mut bufs = pool.worker_handle();

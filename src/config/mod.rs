@@ -74,6 +74,10 @@
 //! udp = 120
 //! icmp = 30
 //! other = 60
+//!
+//! [[lcp]]                  # a Linux tap mirroring d0 (routing daemons run behind it)
+//! interface = "d0"
+//! host-if = "tap-d0"
 //! ```
 //!
 //! The text is read into each section's keys as written (serde structs of `Spanned` values,
@@ -82,7 +86,7 @@
 //! `metrics.rs` ([metrics]), `driver/` (`Driver`, one variant and one file per `driver = ...`, each checking its own
 //! keys and refusing them on other drivers), `xconnect.rs` ([[xconnect]]), `bridge.rs`
 //! ([[bridge-domain]], [[l2fib]]), `table.rs` ([[ip-table]]), `route.rs` ([[route]], [fib]) and `acl.rs` ([[acl]],
-//! [[acl-input]], [[acl-output]], [sessions]). This file holds `Config`, the errors and the order of the checks.
+//! [[acl-input]], [[acl-output]], [sessions]) and `lcp.rs` ([[lcp]]). This file holds `Config`, the errors and the order of the checks.
 //! Each section also declares its keys' documentation (`reference::Section`) beside its serde
 //! struct; `reference.rs` gathers them into `docs/config.md` (`sluice run
 //! --print-config-reference`) and its tests hold them to the keys serde accepts.
@@ -106,6 +110,7 @@ pub use dataplane::DEFAULT_WORKER_NICE;
 mod driver;
 mod handoff;
 mod interface;
+pub mod lcp;
 mod metrics;
 mod placement;
 pub mod reference;
@@ -119,6 +124,7 @@ pub use dataplane::Dataplane;
 pub use driver::{AfPacket, AfXdp, Driver, Memif, Pcap};
 pub use handoff::HandoffConfig;
 pub use interface::InterfaceConfig;
+pub use lcp::LcpConfig;
 pub use metrics::MetricsConfig;
 pub use placement::RxPlacementConfig;
 pub use route::{FibConfig, RouteConfig};
@@ -156,6 +162,7 @@ pub struct Config {
     pub acl_inputs: Vec<AclInput>,
     pub acl_outputs: Vec<AclInput>,
     pub sessions: SessionsConfig,
+    pub lcps: Vec<LcpConfig>,
 }
 
 /// The file as written, before the checks.
@@ -198,6 +205,8 @@ struct ConfigKeys {
     acl_outputs: Vec<acl::AclInputKeys>,
     #[serde(default)]
     sessions: acl::SessionsKeys,
+    #[serde(default, rename = "lcp")]
+    lcps: Vec<lcp::LcpKeys>,
 }
 
 /// The [control] section.
@@ -378,6 +387,7 @@ impl Config {
         let acl_inputs = acl::check_inputs(keys.acl_inputs, &acls, &names, (c, "input"))?;
         let acl_outputs = acl::check_inputs(keys.acl_outputs, &acls, &names, (c, "output"))?;
         let sessions = keys.sessions.check(c)?;
+        let lcps = lcp::check(keys.lcps, &hardware, c)?;
         Ok(Config {
             dataplane,
             control: keys.control,
@@ -397,6 +407,7 @@ impl Config {
             acl_inputs,
             acl_outputs,
             sessions,
+            lcps,
         })
     }
 }

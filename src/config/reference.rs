@@ -38,7 +38,7 @@ pub struct Section {
 }
 
 /// Every section in the order of `ConfigKeys`.
-pub fn sections() -> [&'static Section; 18] {
+pub fn sections() -> [&'static Section; 19] {
     [
         &super::dataplane::SECTION,
         &super::CONTROL,
@@ -58,6 +58,7 @@ pub fn sections() -> [&'static Section; 18] {
         &super::acl::ACL_INPUT,
         &super::acl::ACL_OUTPUT,
         &super::acl::SESSIONS,
+        &super::lcp::SECTION,
     ]
 }
 

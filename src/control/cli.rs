@@ -131,6 +131,7 @@ pub const AREAS: &[(&str, &[Command])] = &[
     ("Packet trace", super::trace::COMMANDS),
     ("Routing", super::routing::COMMANDS),
     ("ACLs and sessions", super::acl::COMMANDS),
+    ("Linux control plane (lcp)", super::lcp::COMMANDS),
 ];
 
 fn commands() -> impl Iterator<Item = &'static Command> {

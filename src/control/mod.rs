@@ -1,7 +1,7 @@
 //! The control plane: the CLI socket, its commands, and the client that talks to it.
 //!
 //! `cli` holds the command table and its matcher; every area declares its commands next to
-//! their handlers (`interfaces`, `queues`, `l2`, `runtime`, `trace`, `routing`, `acl`) in a `COMMANDS` slice
+//! their handlers (`interfaces`, `queues`, `l2`, `runtime`, `trace`, `routing`, `acl`, `lcp`) in a `COMMANDS` slice
 //! that `cli::AREAS` gathers. `exec` keeps the control plane's state and runs a matched line;
 //! `server` is the socket, `client` is `sluice ctl` (`monitor` its live view of `show queues`); `metrics` is the Prometheus endpoint
 //! (`[metrics] listen`), which reads the same counters on a thread of its own.
@@ -12,6 +12,7 @@ pub mod client;
 pub mod exec;
 pub mod interfaces;
 pub mod l2;
+pub mod lcp;
 pub mod metrics;
 pub mod monitor;
 pub mod queues;

@@ -104,8 +104,9 @@ pub struct Dataplane {
     /// Replay progress of pcap interfaces, by interface index.
     pub replays: Vec<(u32, Arc<ReplayProgress>)>,
     stop: Arc<AtomicBool>,
-    /// The main thread's tx queues (TX = RX + 1), kept for control-plane packets.
-    _main_tx: Vec<Box<dyn TxQueue>>,
+    /// The Linux taps of the interfaces (lcp pairs); its thread sends what Linux sends on
+    /// them with the main thread's tx queues (TX = RX + 1).
+    pub lcp: Option<crate::lcp::Lcp>,
     /// Undoes device changes (MTU, promiscuous) when dropped, after the workers stop.
     restore: Vec<Box<dyn Send + Sync>>,
 }
@@ -179,6 +180,7 @@ impl Dataplane {
         let view = router.view();
         let router = Arc::new(Mutex::new(router));
         let (learn_tx, learn_rx) = std::sync::mpsc::sync_channel(LEARN_QUEUE);
+        let (punt_tx, punt_rx) = std::sync::mpsc::sync_channel(crate::nodes::host_punt::PUNT_QUEUE);
         let (mac_tx, mac_rx) = std::sync::mpsc::sync_channel(MAC_LEARN_QUEUE);
         let (l2fib, l2clock, learns_lost) = (
             bridges.reader(),
@@ -267,6 +269,7 @@ impl Dataplane {
                 tables: tables.clone(),
                 learn: learn_tx.clone(),
                 filters: filters.clone(),
+                to_host: punt_tx.clone(),
             };
             let l2 = LearnParts {
                 fib: l2fib.clone(),
@@ -307,6 +310,34 @@ impl Dataplane {
         }
         drop(learn_tx);
         drop(mac_tx);
+        drop(punt_tx);
+        let lcp = crate::lcp::Lcp::start(
+            crate::lcp::LcpParts {
+                main_tx,
+                pool: pool.clone(),
+                punts: punt_rx,
+                thread: workers,
+            },
+            stop.clone(),
+        )?;
+        for pair in &cfg.lcps {
+            let Some(itf) = interfaces.iter().find(|i| i.name == pair.interface) else {
+                continue;
+            };
+            let mut r = router.lock().unwrap();
+            let addresses = r.address_list(itf.index);
+            let refused = lcp
+                .create(itf, &pair.host_if, pair.netns.as_deref(), &addresses)
+                .map_err(|e| format!("[[lcp]] {}: {e}", pair.interface))?;
+            for r in refused {
+                eprintln!(
+                    "sluice: [[lcp]] {}: Linux refused address {r}",
+                    pair.host_if
+                );
+            }
+            r.set_host(itf.index, true)?;
+            r.commit();
+        }
         let mac_learner = spawn_mac_learner(bridges.clone(), mac_rx, stop.clone())?;
         let host_links: Vec<_> = interfaces.iter().filter_map(|i| i.host_link()).collect();
         let link_monitor = if host_links.is_empty() {
@@ -359,7 +390,7 @@ impl Dataplane {
             tsc_hz,
             replays,
             stop,
-            _main_tx: main_tx,
+            lcp: Some(lcp),
             restore,
         })
     }
@@ -394,6 +425,9 @@ impl Dataplane {
             .flatten()
         {
             let _ = h.join();
+        }
+        if let Some(l) = self.lcp.take() {
+            l.join();
         }
         self.restore.clear();
     }
@@ -522,6 +556,7 @@ struct L3Parts {
     tables: SharedTables,
     learn: LearnSender,
     filters: crate::nodes::acl::Filters,
+    to_host: crate::nodes::host_punt::PuntSender,
 }
 
 /// The tables every worker reads that the L2 and output nodes share.
@@ -607,6 +642,7 @@ fn worker_graph(
         &l3.tables,
         &l3.learn,
         &l3.filters,
+        &l3.to_host,
     ));
     decls.push(InterfaceOutput::decl(interfaces.to_vec(), subifs.clone()));
     for (itf, tx) in interfaces.iter().zip(txs) {

@@ -14,6 +14,7 @@ pub mod null;
 pub mod pcap;
 pub mod rtnetlink;
 pub mod sockopt;
+pub mod tap;
 pub mod tsc;
 pub mod xdp_live;
 

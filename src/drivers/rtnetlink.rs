@@ -179,6 +179,48 @@ pub fn request(kind: u16, flags: u16, ifindex: u32, attrs: &[u8]) -> Vec<u8> {
     link_message(kind, NLM_F_REQUEST | flags, ifindex, 0, attrs)
 }
 
+/// RTM_NEWADDR: put an address on a link.
+pub const RTM_NEWADDR: u16 = 20;
+const NLM_F_CREATE: u16 = 0x400;
+const NLM_F_REPLACE: u16 = 0x100;
+const IFA_ADDRESS: u16 = 1;
+const IFA_LOCAL: u16 = 2;
+
+/// A request that puts `addr/len` on link `ifindex` (an existing one is kept), acked:
+/// nlmsghdr + ifaddrmsg (family, prefix length, flags, scope, index) + IFA_LOCAL and
+/// IFA_ADDRESS.
+pub fn address_request(ifindex: u32, addr: std::net::IpAddr, len: u8) -> Vec<u8> {
+    let (family, bytes) = match addr {
+        std::net::IpAddr::V4(a) => (libc::AF_INET as u8, a.octets().to_vec()),
+        std::net::IpAddr::V6(a) => (libc::AF_INET6 as u8, a.octets().to_vec()),
+    };
+    let mut m = vec![0u8; 16 + 8];
+    m[16] = family;
+    m[17] = len;
+    m[20..24].copy_from_slice(&ifindex.to_ne_bytes());
+    push_attr(&mut m, IFA_LOCAL, &bytes);
+    push_attr(&mut m, IFA_ADDRESS, &bytes);
+    let total = m.len() as u32;
+    m[0..4].copy_from_slice(&total.to_ne_bytes());
+    m[4..6].copy_from_slice(&RTM_NEWADDR.to_ne_bytes());
+    let flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE;
+    m[6..8].copy_from_slice(&flags.to_ne_bytes());
+    m[8..12].copy_from_slice(&1u32.to_ne_bytes());
+    m
+}
+
+/// Put `addr/len` on link `ifindex` in this thread's network namespace.
+pub fn add_address(ifindex: u32, addr: std::net::IpAddr, len: u8) -> io::Result<()> {
+    let s = Socket::open()?;
+    let answer = s.exchange(&address_request(ifindex, addr, len))?;
+    let code = messages(&answer).next().and_then(error_of);
+    match code {
+        Some(0) => Ok(()),
+        Some(e) => Err(io::Error::from_raw_os_error(-e)),
+        None => Err(io::Error::other("no answer from the kernel")),
+    }
+}
+
 pub fn u16_at(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_ne_bytes(b.get(at..at + 2)?.try_into().ok()?))
 }

@@ -8,6 +8,7 @@
 pub mod acl;
 pub mod error_drop;
 pub mod handoff;
+pub mod host_punt;
 pub mod input;
 pub mod interface_output;
 pub mod ip;
@@ -48,8 +49,10 @@ pub fn routing_decls(
     tables: &crate::router::SharedTables,
     learn: &crate::router::LearnSender,
     filters: &acl::Filters,
+    to_host: &host_punt::PuntSender,
 ) -> Vec<crate::graph::NodeDecl> {
     vec![
+        host_punt::HostPunt::decl(to_host.clone()),
         ip4::input::Ip4Input::decl(filters.features.clone()),
         acl::AclIn::decl(false, filters.clone()),
         acl::AclIn::decl(true, filters.clone()),

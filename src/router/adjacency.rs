@@ -82,6 +82,9 @@ pub struct L3Interface {
     /// The routing table (index) the interface's IPv4 and IPv6 packets are looked up in.
     pub table4: u16,
     pub table6: u16,
+    /// The interface has a Linux tap (an lcp pair): what the router does not take itself
+    /// goes to the host, and the host hears a copy of ARP and neighbour discovery.
+    pub host: bool,
 }
 
 impl L3Interface {

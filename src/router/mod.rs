@@ -208,6 +208,32 @@ impl Router {
             .map_or("?", |s| s.as_str())
     }
 
+    /// Mark `interface` as having a Linux tap (an lcp pair) or not: the workers punt to it.
+    pub fn set_host(&mut self, interface: u32, on: bool) -> Result<(), String> {
+        let itf = self
+            .view
+            .interfaces
+            .get_mut(interface as usize)
+            .ok_or_else(|| format!("no interface {interface}"))?;
+        itf.host = on;
+        self.view_dirty = true;
+        Ok(())
+    }
+
+    /// The interface's addresses with their prefix lengths.
+    pub fn address_list(&self, interface: u32) -> Vec<(IpAddr, u8)> {
+        let Some(i) = self.view.interfaces.get(interface as usize) else {
+            return Vec::new();
+        };
+        let v4 =
+            i.v4.iter()
+                .map(|&(a, l)| (IpAddr::from(std::net::Ipv4Addr::from(a)), l));
+        let v6 =
+            i.v6.iter()
+                .map(|&(a, l)| (IpAddr::from(std::net::Ipv6Addr::from(a)), l));
+        v4.chain(v6).collect()
+    }
+
     /// Frees the FIB tables a rebuild replaced that no worker holds any more.
     pub fn reclaim_fib(&mut self) -> usize {
         self.tables

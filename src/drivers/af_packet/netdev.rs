@@ -24,7 +24,7 @@ impl Drop for IoctlSocket {
     }
 }
 
-fn ifreq(name: &str) -> io::Result<libc::ifreq> {
+pub(crate) fn ifreq(name: &str) -> io::Result<libc::ifreq> {
     if name.is_empty() || name.len() >= libc::IFNAMSIZ {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -41,10 +41,19 @@ fn ifreq(name: &str) -> io::Result<libc::ifreq> {
 
 fn ioctl(request: libc::c_ulong, r: &mut libc::ifreq) -> io::Result<()> {
     let s = IoctlSocket::new()?;
+    ioctl_on(s.0, request, r)
+}
+
+/// An interface ioctl on socket `fd` (whose network namespace names the interface).
+pub(crate) fn ioctl_on(
+    fd: libc::c_int,
+    request: libc::c_ulong,
+    r: &mut libc::ifreq,
+) -> io::Result<()> {
     // SAFETY: `r` is a valid ifreq with a NUL-terminated name, as every SIOC[GS]IF* request
     // used here expects; the kernel writes only inside it, or, for SIOCETHTOOL, inside the
     // command block `ifr_data` points to, which `driver` keeps alive and sizes for its command.
-    let rc = unsafe { libc::ioctl(s.0, request as _, r as *mut libc::ifreq) };
+    let rc = unsafe { libc::ioctl(fd, request as _, r as *mut libc::ifreq) };
     if rc < 0 {
         return Err(io::Error::last_os_error());
     }

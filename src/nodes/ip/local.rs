@@ -17,6 +17,8 @@ pub enum Next {
     Lookup,
     IcmpError,
     Drop,
+    /// host-punt: to the Linux tap of the interface's lcp pair.
+    Punt,
     /// ip6-nd (IPv6 only: ARP reaches IPv4 through arp-input, not here).
     Discovery,
 }
@@ -43,6 +45,11 @@ pub trait LocalRules: Family {
     fn local(view: &L3View, bufs: &mut WorkerBuffers, bi: u32) -> Verdict<Self::Counter>;
     /// The counter a verdict bumps (a reply and a request for an error count too).
     fn counter(verdict: Verdict<Self::Counter>) -> Self::Counter;
+    /// Whether a packet with this verdict goes to the host instead, when its interface has a
+    /// Linux tap (an lcp pair): what no service of the router takes, left as it arrived.
+    fn for_host(verdict: Verdict<Self::Counter>) -> bool;
+    /// host-punt's reason for this family's packets.
+    const HOST_REASON: crate::nodes::host_punt::Reason;
 }
 
 /// The local delivery node of family `F`.
@@ -57,7 +64,12 @@ impl<F: LocalRules> IpLocal<F> {
             view,
             _family: std::marker::PhantomData,
         };
-        let next = [F::LOOKUP_NODE, F::ICMP_ERROR_NODE, crate::nodes::ERROR_DROP];
+        let next = [
+            F::LOOKUP_NODE,
+            F::ICMP_ERROR_NODE,
+            crate::nodes::ERROR_DROP,
+            crate::nodes::host_punt::HOST_PUNT,
+        ];
         NodeDecl::internal(F::LOCAL_NODE, &next, F::LOCAL_ERRORS, node)
             .with_next(F::DISCOVERY_NODE.map(String::from))
     }
@@ -69,6 +81,23 @@ impl<F: LocalRules> Node for IpLocal<F> {
         let tracing = cx.tracing();
         for &bi in frame {
             let verdict = F::local(&view, cx.bufs, bi);
+            let rx_if = cx.bufs.meta(bi).rx_if;
+            let host = view.interface(rx_if).is_some_and(|i| i.host);
+            if host && F::for_host(verdict) {
+                cx.bufs.meta_mut(bi).aux = F::HOST_REASON as u32;
+                if tracing {
+                    cx.trace(bi, "to the host (lcp)");
+                }
+                cx.enqueue(Next::Punt as usize, bi);
+                continue;
+            }
+            if host && matches!(verdict, Verdict::Discovery) {
+                // The router answers neighbour discovery itself; Linux hears a copy.
+                if let Some(copy) = cx.bufs.clone_packet(bi) {
+                    cx.bufs.meta_mut(copy).aux = crate::nodes::host_punt::Reason::NdCopy as u32;
+                    cx.enqueue(Next::Punt as usize, copy);
+                }
+            }
             let counter: usize = F::counter(verdict).into();
             cx.count_error(counter, 1);
             let next = match verdict {

@@ -15,6 +15,8 @@ use std::net::{IpAddr, Ipv4Addr};
 pub enum Next {
     InterfaceOutput,
     Drop,
+    /// host-punt: a copy for the Linux tap of the interface's lcp pair.
+    Punt,
 }
 
 #[repr(usize)]
@@ -77,7 +79,11 @@ impl ArpInput {
     pub fn decl(view: SharedL3View, learn: LearnSender) -> NodeDecl {
         NodeDecl::internal(
             super::ARP_INPUT,
-            &[super::INTERFACE_OUTPUT, super::ERROR_DROP],
+            &[
+                super::INTERFACE_OUTPUT,
+                super::ERROR_DROP,
+                super::host_punt::HOST_PUNT,
+            ],
             &ERRORS,
             ArpInput { view, learn },
         )
@@ -173,6 +179,15 @@ impl Node for ArpInput {
     fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
         let view = self.view.load();
         for &bi in frame {
+            // Linux, behind the interface's tap, resolves its own neighbours: it hears every
+            // ARP packet too (before a request is turned into our reply).
+            let rx_if = cx.bufs.meta(bi).rx_if;
+            if view.interface(rx_if).is_some_and(|i| i.host) {
+                if let Some(copy) = cx.bufs.clone_packet(bi) {
+                    cx.bufs.meta_mut(copy).aux = super::host_punt::Reason::ArpCopy as u32;
+                    cx.enqueue(Next::Punt as usize, copy);
+                }
+            }
             let verdict = self.handle(cx, &view, bi);
             if cx.tracing() {
                 let line = match &verdict {

@@ -340,6 +340,7 @@ mod tests {
             "error-drop",
             "ip4-lookup",
             "acl-ip4-out",
+            "host-punt",
         ] {
             decls.push(NodeDecl::new(
                 name,

@@ -59,6 +59,17 @@ impl LocalRules for V4 {
     const LOCAL_ERRORS: &'static [&'static str] = &ERRORS;
     const DISCOVERY_NODE: Option<&'static str> = None;
 
+    const HOST_REASON: crate::nodes::host_punt::Reason = crate::nodes::host_punt::Reason::Local4;
+
+    /// TCP, UDP, other protocols, ICMP other than an echo request (an echo reply to Linux's
+    /// ping) and fragments (Linux reassembles).
+    fn for_host(verdict: Verdict) -> bool {
+        matches!(
+            verdict,
+            Verdict::Icmp(_) | Verdict::Drop(Error::IcmpOtherType | Error::Fragment)
+        )
+    }
+
     fn counter(verdict: Verdict) -> Error {
         match verdict {
             Verdict::Reply => Error::EchoReplied,
@@ -269,13 +280,25 @@ mod tests {
         ];
         let h = Harness::new(3);
         let out = h.run_node(Ip4Local::decl(view()), &frames, 0);
-        assert_eq!(out.per_next, vec![2, 2, 1]);
+        assert_eq!(out.per_next, vec![2, 2, 1, 0]);
         out.assert_counted(&[
             (Error::EchoReplied, 2),
             (Error::PortUnreachable, 1),
             (Error::ProtocolUnreachable, 1),
             (Error::IcmpOtherType, 1),
         ]);
+        // With a Linux tap on the interface (an lcp pair), what the router does not take
+        // goes up to it, uncounted here; echo requests are still answered, and a bad
+        // header is still dropped.
+        let v = view();
+        let mut edited = (**v.load()).clone();
+        edited.interfaces[0].host = true;
+        v.store(std::sync::Arc::new(edited));
+        let mut frames = frames;
+        frames.push(frame(HOST, me, 1, 64, false, &echo(8, 4))[..20].to_vec());
+        let out = h.run_node(Ip4Local::decl(v), &frames, 0);
+        assert_eq!(out.per_next, vec![2, 0, 1, 3]);
+        out.assert_counted(&[(Error::EchoReplied, 2), (Error::BadHeader, 1)]);
     }
 
     proptest::proptest! {

@@ -64,6 +64,19 @@ impl LocalRules for V6 {
     const LOCAL_ERRORS: &'static [&'static str] = &ERRORS;
     const DISCOVERY_NODE: Option<&'static str> = Some(super::IP6_ND);
 
+    const HOST_REASON: crate::nodes::host_punt::Reason = crate::nodes::host_punt::Reason::Local6;
+
+    /// TCP, UDP, other next headers, ICMPv6 the router does not take itself (router
+    /// advertisements, MLD, an echo reply to Linux's ping), UDP to a group (OSPFv3 is not
+    /// UDP, but RIPng and DHCPv6 are) and fragments.
+    fn for_host(verdict: Verdict) -> bool {
+        matches!(
+            verdict,
+            Verdict::Icmp(_)
+                | Verdict::Drop(Error::Icmp6Other | Error::UdpToGroup | Error::Fragment)
+        )
+    }
+
     fn counter(verdict: Verdict) -> Error {
         match verdict {
             Verdict::Reply => Error::EchoReplied,
@@ -194,7 +207,7 @@ mod tests {
         ];
         let h = Harness::new(3);
         let out = h.run_node(Ip6Local::decl(view()), &frames, 0);
-        assert_eq!(out.per_next, vec![1, 2, 5, 1]);
+        assert_eq!(out.per_next, vec![1, 2, 5, 0, 1]);
         out.assert_counted(&[
             (Error::EchoReplied, 1),
             (Error::NeighborDiscovery, 1),

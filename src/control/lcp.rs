@@ -1,0 +1,111 @@
+//! lcp commands: pair an interface with a Linux tap, remove a pair, show the pairs
+//! (`src/lcp/`).
+
+use super::cli::{Arg, Args, Command, Output};
+use super::exec::Control;
+
+pub const COMMANDS: &[Command] = &[
+    Command {
+        words: &["lcp", "create"],
+        syntax: "<IF> host-if <NAME> [netns <NS>]",
+        help: "make Linux tap NAME (in namespace NS) mirroring IF: its MAC, MTU, addresses and \
+               link state; what the router does not answer itself goes up to it, what Linux \
+               sends on it leaves by IF",
+        example: "lcp create d0 host-if tap-d0",
+        args: &[Arg::Value("IF"), Arg::Rest],
+        run: create,
+    },
+    Command {
+        words: &["lcp", "delete"],
+        syntax: "<IF>",
+        help: "remove IF's tap; nothing more is punted from IF",
+        example: "lcp delete d0",
+        args: &[Arg::Value("IF")],
+        run: delete,
+    },
+    Command {
+        words: &["show", "lcp"],
+        syntax: "",
+        help: "the lcp pairs: tap, namespace, its state in Linux, frames to and from Linux",
+        example: "show lcp",
+        args: &[],
+        run: |c, _| Ok(show(c)),
+    },
+];
+
+const USAGE: &str = "usage: lcp create <IF> host-if <NAME> [netns <NS>]";
+
+fn create(c: &mut Control, a: &Args) -> Result<Output, String> {
+    let rest = a.rest();
+    let (host, netns) = match rest.as_slice() {
+        ["host-if", h] => (*h, None),
+        ["host-if", h, "netns", n] => (*h, Some(*n)),
+        _ => return Err(USAGE.into()),
+    };
+    let itf = c.interface(a.value("IF"))?.clone();
+    if itf.index as usize >= c.dp.hardware {
+        return Err(format!(
+            "'{}' is a sub-interface; only interfaces with a driver have a tap",
+            itf.name
+        ));
+    }
+    let lcp = c.dp.lcp.as_ref().ok_or("the lcp thread is not running")?;
+    let mut router = c.dp.router.lock().unwrap();
+    let addresses = router.address_list(itf.index);
+    let refused = lcp.create(&itf, host, netns, &addresses)?;
+    router.set_host(itf.index, true)?;
+    router.commit();
+    Ok(Output::Text(
+        refused
+            .iter()
+            .map(|r| format!("Linux refused address {r}\n"))
+            .collect(),
+    ))
+}
+
+fn delete(c: &mut Control, a: &Args) -> Result<Output, String> {
+    let itf = c.interface(a.value("IF"))?.clone();
+    let lcp = c.dp.lcp.as_ref().ok_or("the lcp thread is not running")?;
+    let mut router = c.dp.router.lock().unwrap();
+    // Stop the punts first, then close the tap.
+    router.set_host(itf.index, false)?;
+    router.commit();
+    lcp.delete(&itf)
+        .inspect_err(|_| {
+            if lcp.has(itf.index) {
+                let _ = router.set_host(itf.index, true);
+                router.commit();
+            }
+        })
+        .map(|_| Output::Text(String::new()))
+}
+
+fn show(c: &Control) -> Output {
+    let pairs = c.dp.lcp.as_ref().map(|l| l.view()).unwrap_or_default();
+    let mut t = format!(
+        "{:<12}{:<16}{:<10}{:<12}{:>12}{:>8}{:>12}{:>8}\n",
+        "Interface", "Host", "Netns", "State", "To host", "Errors", "From host", "Drops"
+    );
+    for p in &pairs {
+        let state = match (p.host_up, p.carrier) {
+            (true, true) => "up",
+            (true, false) => "no-carrier",
+            (false, _) => "down",
+        };
+        t.push_str(&format!(
+            "{:<12}{:<16}{:<10}{:<12}{:>12}{:>8}{:>12}{:>8}\n",
+            p.interface,
+            p.host_if,
+            p.netns.as_deref().unwrap_or("-"),
+            state,
+            p.to_host,
+            p.to_host_errors,
+            p.from_host,
+            p.from_host_drops
+        ));
+    }
+    if pairs.is_empty() {
+        t = "no lcp pairs\n".into();
+    }
+    Output::Shown(t, serde_json::json!({ "pairs": pairs }))
+}

@@ -1,0 +1,170 @@
+//! lcp: a Linux tap mirroring a sluice interface, as a routing daemon behind it would use it.
+//! Linux pings out through sluice (its ARP goes out by the tap, the reply's copy and the echo
+//! replies come back up), a TCP connection from a tester reaches a listener in Linux on the
+//! router's address (as BGP would), link state follows both ways, and the tap goes when the
+//! daemon stops.
+
+mod common;
+use common::routed::*;
+use common::*;
+use std::time::{Duration, Instant};
+
+/// A TCP listener on ADDR:PORT that answers one line with it reversed, then exits.
+const ECHO_SERVER: &str = "import socket,sys
+s=socket.socket(socket.AF_INET6 if ':' in sys.argv[1] else socket.AF_INET)
+s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)
+s.bind((sys.argv[1],int(sys.argv[2])))
+s.listen(1)
+s.settimeout(20)
+c,_=s.accept()
+c.settimeout(10)
+d=c.recv(100)
+c.sendall(d[::-1])
+c.close()
+";
+
+/// Connect to ADDR:PORT, send a word, print the answer.
+const CLIENT: &str = "import socket,sys,time
+for i in range(100):
+    try:
+        c=socket.create_connection((sys.argv[1],int(sys.argv[2])),timeout=5)
+        break
+    except ConnectionRefusedError:
+        time.sleep(0.1)
+c.sendall(b'sluice')
+print(c.recv(100).decode())
+";
+
+fn link_flags(ns: &Netns, dev: &str) -> Option<String> {
+    let o = ns
+        .exec("ip", &["-o", "link", "show", dev])
+        .output()
+        .unwrap();
+    o.status
+        .success()
+        .then(|| String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn linux_behind_a_tap_speaks_through_sluice() {
+    if !needs_root() {
+        return;
+    }
+    ensure_ping();
+    let python = std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !prerequisite(python, "python3 (for a TCP listener behind the tap)") {
+        return;
+    }
+    let (left, _right, dut) = routed_lab("lcp");
+    // The tap takes the router's IPv6 address too: IPv6 must be on for new devices there.
+    dut.sysctl("net.ipv6.conf.default.disable_ipv6", "0");
+    dut.sysctl("net.ipv6.conf.default.accept_dad", "0");
+    let dir = tmpdir("lcp");
+    let (cfg, socket) = router_config(&dir, "[[lcp]]\ninterface = \"d0\"\nhost-if = \"tap-d0\"\n");
+    let mut daemon = Daemon::start(&dut, &cfg, &socket);
+
+    // The tap mirrors d0: its MAC, its MTU, its addresses.
+    let flags = link_flags(&dut, "tap-d0").expect("tap-d0 made in the daemon's namespace");
+    assert!(flags.contains(&mac_of(&dut, "d0")), "{flags}");
+    assert!(flags.contains("mtu 1500"), "{flags}");
+    let addrs = dut.ip(&["-o", "addr", "show", "dev", "tap-d0"]);
+    let addrs = String::from_utf8_lossy(&addrs.stdout).into_owned();
+    assert!(addrs.contains(&format!("{D0_V4}/24")), "{addrs}");
+    assert!(addrs.contains(&format!("{D0_V6}/64")), "{addrs}");
+
+    // Linux pings a tester through sluice: its ARP and echo requests leave by the tap and d0,
+    // the tester's ARP reply (a copy) and echo replies come back up. IPv6 likewise, by ND.
+    let (ok, out) = ping(&dut, &["-c", "2", "-W", "2", "-I", "tap-d0", T0_V4]);
+    assert!(ok, "Linux's ping through the tap: {out}");
+    let (ok, out) = ping(&dut, &["-6", "-c", "2", "-W", "2", "-I", "tap-d0", T0_V6]);
+    assert!(ok, "Linux's ping6 through the tap: {out}");
+    // The router still answers pings to its address itself.
+    let (ok, out) = ping(&left, &["-c", "1", "-W", "2", D0_V4]);
+    assert!(ok, "{out}");
+
+    // A TCP connection from the tester to a listener in Linux on the router's address (what
+    // a BGP session is): punted up, answered down.
+    let mut server = dut
+        .exec("python3", &["-c", ECHO_SERVER, D0_V4, "1790"])
+        .spawn()
+        .unwrap();
+    let client = left
+        .exec("python3", &["-c", CLIENT, D0_V4, "1790"])
+        .output()
+        .unwrap();
+    let _ = server.wait();
+    assert_eq!(
+        String::from_utf8_lossy(&client.stdout).trim(),
+        "eciuls",
+        "{}",
+        String::from_utf8_lossy(&client.stderr)
+    );
+
+    let errors = ctl_json(&socket, "show errors");
+    let count = |reason: &str| -> u64 {
+        errors
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["node"] == "host-punt" && e["reason"] == reason)
+            .map(|e| e["count"].as_u64().unwrap())
+            .sum()
+    };
+    assert!(count("arp copied to the host (lcp)") >= 1, "{errors}");
+    assert!(count("ip4 to the host (lcp)") >= 4, "{errors}");
+    assert!(count("ip6 to the host (lcp)") >= 2, "{errors}");
+    assert!(
+        count("neighbour discovery copied to the host (lcp)") >= 1,
+        "{errors}"
+    );
+    let lcp = ctl_json(&socket, "show lcp");
+    let pair = &lcp["pairs"][0];
+    assert_eq!(pair["host_if"], "tap-d0");
+    assert!(pair["to_host"].as_u64().unwrap() >= 7, "{lcp}");
+    assert!(pair["from_host"].as_u64().unwrap() >= 6, "{lcp}");
+    assert_eq!(pair["to_host_errors"], 0, "{lcp}");
+
+    // Link state: sluice's admin state sets the tap's; Linux's change sets sluice's.
+    ctl(&socket, "set interface state d0 down").unwrap();
+    wait_for("tap-d0 down", || {
+        !link_flags(&dut, "tap-d0").unwrap().contains(",UP")
+    });
+    dut.ip(&["link", "set", "tap-d0", "up"]);
+    wait_for("d0 up again", || {
+        ctl_json(&socket, "show interface d0")
+            .to_string()
+            .contains("\"state\":\"up\"")
+    });
+    let (ok, out) = ping(&dut, &["-c", "1", "-W", "2", "-I", "tap-d0", T0_V4]);
+    assert!(ok, "after the link came back: {out}");
+
+    // A second pair by CLI, a bad one, and the pair's removal.
+    let e = ctl(&socket, "lcp create d0 host-if tap-x").unwrap_err();
+    assert!(e.contains("already has tap 'tap-d0'"), "{e}");
+    let e = ctl(&socket, "lcp create d1 host-if bad/name").unwrap_err();
+    assert!(e.contains("not a Linux interface name"), "{e}");
+    ctl(&socket, "lcp create d1 host-if tap-d1").unwrap();
+    assert!(link_flags(&dut, "tap-d1").is_some());
+    ctl(&socket, "lcp delete d1").unwrap();
+    assert!(
+        link_flags(&dut, "tap-d1").is_none(),
+        "the tap goes with its pair"
+    );
+
+    assert!(daemon.stop(), "daemon exits cleanly");
+    assert!(
+        link_flags(&dut, "tap-d0").is_none(),
+        "the tap goes with the daemon"
+    );
+}
