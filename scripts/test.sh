@@ -12,6 +12,8 @@ command -v ps >/dev/null || need+=(procps)
 command -v taskset >/dev/null || need+=(util-linux)
 command -v ministat >/dev/null || need+=(ministat)
 command -v ping >/dev/null || need+=(iputils-ping)
+# BIRD 2: the routing daemon behind the taps in the netlink and lab tests (tests/bird_ns.rs).
+command -v bird >/dev/null || need+=(bird2)
 # tcpdump reads back the files `sluice capture` writes (tests/capture_ns.rs).
 command -v tcpdump >/dev/null || need+=(tcpdump)
 # nft: the lab's linux-router filters with nftables rules (--acl-rules).

@@ -84,6 +84,12 @@ pub struct RunArgs {
     /// generator spreads the flows over the N VLANs (sluice gen --vlan 100 --vlans N)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub vrfs: Option<u16>,
+    /// Where sluice-router's synthetic table comes from: static (its [fib] route file) or
+    /// bird (BIRD 2 in the DUT namespace announces it, exports it into Linux's main table
+    /// through taps mirroring d0 and d1, and sluice learns it over netlink; the lab prints
+    /// how long an announcement and a withdrawal take to reach sluice's FIB)
+    #[arg(long, value_name = "static|bird", default_value = "static", value_parser = ["static", "bird"])]
+    pub control: String,
     /// Seconds per run [default: 5] (or --count)
     #[arg(long, value_name = "SECS", value_parser = seconds_arg, conflicts_with = "count")]
     pub duration: Option<String>,

@@ -318,6 +318,7 @@ fn run_matrix(
             vlans: Vec::new(),
             acl: None,
             vrfs: None,
+            bird: false,
         };
         for r in 0..o.repeat {
             let mut order = duts.to_vec();

@@ -66,6 +66,8 @@ pub struct RunOptions {
     /// sluice-router's tenants, each in its own table on VLAN sub-interfaces (`None`: the
     /// plain ports in table 0).
     pub vrfs: Option<u16>,
+    /// sluice-router's table from BIRD over netlink instead of its route file.
+    pub bird: bool,
 }
 
 impl args::RunArgs {
@@ -105,7 +107,23 @@ impl args::RunArgs {
                 }),
             },
             vrfs: self.vrfs,
+            bird: self.control == "bird",
         };
+        if o.bird {
+            if let Some(d) = o.duts.iter().find(|d| **d != DutKind::SluiceRouter) {
+                return Err(format!(
+                    "--control bird is for sluice-router; {} loads its table itself",
+                    d.name()
+                ));
+            }
+            if o.tables.contains(&TableSpec::Small) {
+                return Err(
+                    "--control bird announces a synthetic table: give --table full or \
+                            V4[+V6]"
+                        .into(),
+                );
+            }
+        }
         if let Some(n) = o.vrfs {
             if let Some(d) = o.duts.iter().find(|d| **d != DutKind::SluiceRouter) {
                 return Err(format!(
@@ -426,7 +444,14 @@ pub(crate) fn one_run(
 ) -> Result<RunResult, String> {
     let _mtu = netns::PortMtu::set(run_mtu(kind, o.io, &o.size))?;
     netns::dut_napi(o.napi_on_dut, o.engine == Engine::Xdp, o.dut_cpu)?;
-    let mut d = dut::start(kind, o.dut_cpu, o.io, table, &o.vlans, (o.acl, o.vrfs))?;
+    let mut d = dut::start(
+        kind,
+        o.dut_cpu,
+        o.io,
+        table,
+        &o.vlans,
+        (o.acl, o.vrfs, o.bird),
+    )?;
     if kind.routes() {
         warm_up(o, &d)?;
     }
@@ -467,6 +492,7 @@ pub(crate) fn one_run(
     let interfaces = d.ctl_json("show interface");
     let l2fib = d.ctl_json("show l2fib count");
     let load_s = d.table_load_s();
+    let convergence = d.convergence();
     d.stop();
     let mut r = RunResult::from_gen(kind.name(), &gen?, runtime, interfaces);
     r.profile = profile;
@@ -476,6 +502,7 @@ pub(crate) fn one_run(
     if kind.routes() {
         r.table = Some(table.map_or(TableSpec::Small, |t| t.spec).label());
         r.table_load_s = load_s;
+        r.convergence = convergence;
     }
     Ok(r)
 }

@@ -38,6 +38,10 @@ pub struct RunResult {
     /// Seconds the router took to load the synthetic table.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub table_load_s: Option<f64>,
+    /// With `--control bird`: seconds from BIRD's announcement (and withdrawal) until the
+    /// kernel's table and sluice's FIB held it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub convergence: Option<Value>,
     /// Where the DUT's CPU spent the run (--profile).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<super::profile::Profile>,
@@ -99,6 +103,7 @@ impl RunResult {
             dut_interfaces: interfaces,
             table: None,
             table_load_s: None,
+            convergence: None,
             profile: None,
             macs: gen["macs"].as_u64().unwrap_or(1) as u32,
             l2fib_entries: None,

@@ -287,6 +287,7 @@ fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
         vlans: Vec::new(),
         acl: None,
         vrfs: None,
+        bird: false,
     };
     let _mtu = netns::PortMtu::set(super::run_mtu(o.dut, o.io, &base.size))?;
     netns::dut_napi(
@@ -294,7 +295,7 @@ fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
         base.engine == crate::gen::Engine::Xdp,
         base.dut_cpu,
     )?;
-    let running = dut::start(o.dut, base.dut_cpu, o.io, None, &[], (None, None))?;
+    let running = dut::start(o.dut, base.dut_cpu, o.io, None, &[], (None, None, false))?;
     if o.dut.routes() {
         super::warm_up(&base, &running)?;
     }

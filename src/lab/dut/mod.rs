@@ -5,6 +5,7 @@
 //! addresses, stopping a child process). Each starts before a run and is taken down after
 //! it, even on error: every DUT stops when dropped.
 
+pub mod bird;
 pub mod linux;
 pub mod sluice;
 pub mod testpmd;
@@ -154,6 +155,11 @@ pub trait Dut {
         None
     }
 
+    /// With BIRD as the control plane: how long announcements and withdrawals took.
+    fn convergence(&self) -> Option<Value> {
+        None
+    }
+
     /// Take the DUT down and undo what it changed; harmless when repeated.
     fn stop(&mut self);
 }
@@ -169,7 +175,7 @@ pub fn start(
     io: Io,
     table: Option<&TableFiles>,
     vlans: &[u16],
-    (acl, vrfs): (Option<LabAcl>, Option<u16>),
+    (acl, vrfs, bird): (Option<LabAcl>, Option<u16>, bool),
 ) -> Result<RunningDut, String> {
     if !vlans.is_empty() && !kind.takes_vlans() {
         return Err(format!("{} does not take --vlan or --qinq", kind.name()));
@@ -190,7 +196,9 @@ pub fn start(
             (io, None),
             Forwarding::Bridge(vlans),
         )?),
-        DutKind::SluiceRouter => Box::new(sluice::start_router(dut_cpu, io, table, (acl, vrfs))?),
+        DutKind::SluiceRouter => {
+            Box::new(sluice::start_router(dut_cpu, io, table, (acl, vrfs, bird))?)
+        }
         DutKind::LinuxBridge => Box::new(linux::start_bridge(io)?),
         DutKind::LinuxRouter => Box::new(linux::start_router(table, acl)?),
         DutKind::Testpmd => Box::new(testpmd::start(dut_cpu, io)?),

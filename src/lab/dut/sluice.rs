@@ -35,8 +35,12 @@ pub struct Sluice {
     /// As a router: what the generator must be told (router MACs, routed frames); the
     /// tester's ports then hold addresses until the DUT stops.
     gen_args: Vec<String>,
-    /// Seconds from start until its FIB held the synthetic table.
+    /// Seconds from start until its FIB held the synthetic table (with BIRD: from BIRD's
+    /// start).
     load_s: Option<f64>,
+    /// With BIRD: BIRD itself, and the figures of its announcement and withdrawal.
+    bird: Option<super::bird::Bird>,
+    convergence: Option<Value>,
 }
 
 /// The parts of sluice's config that make it a router between d0 and d1: the plan's
@@ -118,7 +122,7 @@ pub fn start_router(
     dut_cpu: usize,
     io: Io,
     table: Option<&TableFiles>,
-    (acl, vrfs): (Option<super::LabAcl>, Option<u16>),
+    (acl, vrfs, bird): (Option<super::LabAcl>, Option<u16>, bool),
 ) -> Result<Sluice, String> {
     let gen_args = routed_gen_args()?;
     let tester_macs = (
@@ -128,8 +132,19 @@ pub fn start_router(
     tester_addresses(true).inspect_err(|_| {
         let _ = tester_addresses(false);
     })?;
+    if bird {
+        // The taps take the ports' IPv6 addresses too.
+        for key in ["disable_ipv6=0", "accept_dad=0"] {
+            crate::lab::netns::in_ns(
+                DUT,
+                "sysctl",
+                &["-qw", &format!("net.ipv6.conf.default.{key}")],
+            )?;
+        }
+    }
     let t = Instant::now();
-    let mut dut = match start(dut_cpu, (io, None), Forwarding::Router(table, acl, vrfs)) {
+    let loaded = if bird { None } else { table };
+    let mut dut = match start(dut_cpu, (io, None), Forwarding::Router(loaded, acl, vrfs)) {
         Ok(d) => d,
         Err(e) => {
             let _ = tester_addresses(false);
@@ -154,7 +169,19 @@ pub fn start_router(
                 .ok_or_else(|| format!("sluice-router refused '{line}'"))?;
         }
     }
-    if let Some(table) = table {
+    if let (true, Some(table)) = (bird, table) {
+        for line in [
+            "lcp create d0 host-if tap-d0",
+            "lcp create d1 host-if tap-d1",
+        ] {
+            dut.ctl(line)
+                .ok_or_else(|| format!("sluice-router refused '{line}'"))?;
+        }
+        let (bird, figures) = bird_convergence(&dut, table)?;
+        dut.load_s = figures["announce"]["sluice_s"].as_f64();
+        dut.convergence = Some(figures);
+        dut.bird = Some(bird);
+    } else if let Some(table) = table {
         let want = (table.v4 + table.v6) as u64;
         let s = wait_for_fib(&dut_socket(), want, t)?;
         eprintln!(
@@ -164,6 +191,95 @@ pub fn start_router(
         dut.load_s = Some(s);
     }
     Ok(dut)
+}
+
+/// sluice's FIB route counts, (IPv4, IPv6), all tables' sources included.
+fn fib_counts(socket: &std::path::Path) -> Result<(u64, u64), String> {
+    let reply = crate::control::client::run_command(socket, "show ip fib summary --json")?;
+    let v: Value = serde_json::from_str(&reply).map_err(|e| format!("fib summary: {e}"))?;
+    match (v["v4_routes"].as_u64(), v["v6_routes"].as_u64()) {
+        (Some(a), Some(b)) => Ok((a, b)),
+        _ => Err(format!("no route counts in show ip fib summary: {v}")),
+    }
+}
+
+/// Start BIRD announcing `table`, and time, from BIRD's start, until its kernel protocols
+/// have exported every route and until sluice's FIB holds them all; then withdraw them all
+/// (the static protocols disabled) and time it again, and announce them again (the run's
+/// traffic needs them, and it is a second figure).
+fn bird_convergence(
+    dut: &Sluice,
+    table: &TableFiles,
+) -> Result<(super::bird::Bird, Value), String> {
+    let socket = dut_socket();
+    let base = fib_counts(&socket)?;
+    let (n4, n6) = (table.v4 as u64, table.v6 as u64);
+    let full = (base.0 + n4, base.1 + n6);
+    let t = Instant::now();
+    let bird = super::bird::Bird::start(&dut.dir, table)?;
+    let announce = converge(&bird, &socket, (n4, n6), full, t)?;
+    let t = Instant::now();
+    for p in ["static4", "static6"] {
+        bird.birdc(&format!("disable {p}"))?;
+    }
+    let withdraw = converge(&bird, &socket, (0, 0), base, t)?;
+    let t = Instant::now();
+    for p in ["static4", "static6"] {
+        bird.birdc(&format!("enable {p}"))?;
+    }
+    let again = converge(&bird, &socket, (n4, n6), full, t)?;
+    let say = |what: &str, f: &Value| {
+        eprintln!(
+            "sluice-router with BIRD: {what} {} IPv4 + {} IPv6 routes: in the kernel after {:.2} s, in sluice's FIB after {:.2} s",
+            n4, n6, f["kernel_s"].as_f64().unwrap_or(f64::NAN), f["sluice_s"].as_f64().unwrap_or(f64::NAN)
+        )
+    };
+    say("announced", &announce);
+    say("withdrew", &withdraw);
+    say("announced again", &again);
+    Ok((
+        bird,
+        serde_json::json!({
+            "v4_routes": n4, "v6_routes": n6,
+            "announce": announce, "withdraw": withdraw, "announce_again": again,
+        }),
+    ))
+}
+
+/// Wait until BIRD's kernel protocols have exported `exported` routes and sluice's FIB holds
+/// `fib` routes (IPv4, IPv6); seconds since `since` of each.
+fn converge(
+    bird: &super::bird::Bird,
+    socket: &std::path::Path,
+    exported: (u64, u64),
+    fib: (u64, u64),
+    since: Instant,
+) -> Result<Value, String> {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let (mut kernel_s, mut sluice_s) = (None, None);
+    let mut last_bird = Instant::now() - Duration::from_secs(1);
+    loop {
+        if kernel_s.is_none() && last_bird.elapsed() >= Duration::from_millis(100) {
+            last_bird = Instant::now();
+            let e = (bird.exported("kernel4"), bird.exported("kernel6"));
+            if e == (Some(exported.0), Some(exported.1)) {
+                kernel_s = Some(since.elapsed().as_secs_f64());
+            }
+        }
+        if sluice_s.is_none() && fib_counts(socket)? == fib {
+            sluice_s = Some(since.elapsed().as_secs_f64());
+        }
+        if let (Some(k), Some(s)) = (kernel_s, sluice_s) {
+            return Ok(serde_json::json!({"kernel_s": k, "sluice_s": s}));
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "BIRD's routes did not converge: kernel {kernel_s:?} s, sluice {:?} (want {fib:?})",
+                fib_counts(socket)?
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 fn dut_socket() -> PathBuf {
@@ -313,6 +429,8 @@ pub fn start(
         dir: dir.clone(),
         gen_args: Vec::new(),
         load_s: None,
+        bird: None,
+        convergence: None,
     };
     // A full table may be read before the control socket opens.
     let deadline = Instant::now()
@@ -379,8 +497,16 @@ impl Dut for Sluice {
         self.load_s
     }
 
+    fn convergence(&self) -> Option<Value> {
+        self.convergence.clone()
+    }
+
     /// SIGINT (SIGKILL after 5 s), then a router's tester addresses go.
     fn stop(&mut self) {
+        // BIRD first: its routes leave the kernel while sluice still runs.
+        if let Some(mut b) = self.bird.take() {
+            b.stop();
+        }
         stop_child(&mut self.child, Duration::from_secs(5));
         let _ = std::fs::remove_dir_all(&self.dir);
         if !self.gen_args.is_empty() {
