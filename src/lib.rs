@@ -18,6 +18,7 @@ pub mod handoff;
 pub mod interface;
 pub mod l2;
 pub mod lab;
+pub mod netlink;
 pub mod nodes;
 pub mod router;
 pub mod rss;

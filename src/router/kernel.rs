@@ -156,6 +156,11 @@ impl Router {
         Ok((v4, v6))
     }
 
+    /// Whether table `id` exists.
+    pub fn has_table(&self, id: u32) -> bool {
+        self.table_index(id).is_ok()
+    }
+
     /// The ids of the tables that exist.
     pub fn table_ids(&self) -> Vec<u32> {
         self.tables.iter().flatten().map(|t| t.id).collect()
