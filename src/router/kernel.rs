@@ -156,6 +156,12 @@ impl Router {
         Ok((v4, v6))
     }
 
+    /// How many IPv4 and IPv6 routes of table `id` came from the kernel.
+    pub fn kernel_route_count(&self, id: u32) -> (usize, usize) {
+        self.table_index(id)
+            .map_or((0, 0), |t| (self.table(t).kernel4, self.table(t).kernel6))
+    }
+
     /// Whether table `id` exists.
     pub fn has_table(&self, id: u32) -> bool {
         self.table_index(id).is_ok()
