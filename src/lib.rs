@@ -19,6 +19,7 @@ pub mod interface;
 pub mod l2;
 pub mod lab;
 pub mod lcp;
+pub mod netlink;
 pub mod nodes;
 pub mod router;
 pub mod rss;

@@ -10,6 +10,7 @@ pub mod host_device;
 pub mod host_link;
 pub mod mapping;
 pub mod memif;
+pub mod netns;
 pub mod null;
 pub mod pcap;
 pub mod rtnetlink;

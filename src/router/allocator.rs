@@ -18,6 +18,26 @@ pub(super) enum AdjKey {
     Glean(u32),
     Neighbor(u32, IpAddr),
     Multipath(Vec<u32>),
+    /// The same four for the routes learnt from the kernel (Linux over netlink): their own
+    /// adjacencies, so that a route's source is known from its adjacency and a full table
+    /// of kernel routes needs no per-route record besides the FIB's.
+    KernelGlean(u32),
+    KernelNeighbor(u32, IpAddr),
+    KernelMultipath(Vec<u32>),
+    KernelDrop,
+}
+
+impl AdjKey {
+    /// Whether routes from the kernel own this adjacency.
+    pub(super) fn is_kernel(&self) -> bool {
+        matches!(
+            self,
+            AdjKey::KernelGlean(_)
+                | AdjKey::KernelNeighbor(..)
+                | AdjKey::KernelMultipath(_)
+                | AdjKey::KernelDrop
+        )
+    }
 }
 
 impl Router {
@@ -35,12 +55,13 @@ impl Router {
         }
         let mut adj = Adjacency::simple(AdjKind::Drop);
         match &key {
-            AdjKey::Glean(itf) => {
+            AdjKey::KernelDrop => {}
+            AdjKey::Glean(itf) | AdjKey::KernelGlean(itf) => {
                 adj.kind = AdjKind::Glean;
                 adj.interface = *itf;
                 adj.mtu = self.view.interfaces[*itf as usize].mtu;
             }
-            AdjKey::Neighbor(itf, ip) => {
+            AdjKey::Neighbor(itf, ip) | AdjKey::KernelNeighbor(itf, ip) => {
                 adj.kind = AdjKind::Neighbor;
                 adj.interface = *itf;
                 adj.next_hop = *ip;
@@ -50,7 +71,7 @@ impl Router {
                     adj.complete = true;
                 }
             }
-            AdjKey::Multipath(members) => {
+            AdjKey::Multipath(members) | AdjKey::KernelMultipath(members) => {
                 adj.kind = AdjKind::Multipath;
                 adj.first = self.view.members.len() as u32;
                 adj.count = members.len() as u32;
@@ -100,7 +121,7 @@ impl Router {
             if let AdjKey::Glean(itf) = key {
                 self.view.interfaces[itf as usize].glean = ADJ_DROP;
             }
-            if let AdjKey::Multipath(members) = key {
+            if let AdjKey::Multipath(members) | AdjKey::KernelMultipath(members) = key {
                 for m in members {
                     self.release(m);
                 }
@@ -109,6 +130,14 @@ impl Router {
         // The adjacency stays as it is until reused: a worker may still reach it through
         // the FIB it pinned before this change.
         self.released.push(adj);
+    }
+
+    /// Whether `adj` belongs to routes from the kernel.
+    pub(super) fn is_kernel_adj(&self, adj: u32) -> bool {
+        self.key_of
+            .get(adj as usize)
+            .and_then(Option::as_ref)
+            .is_some_and(AdjKey::is_kernel)
     }
 
     /// Drop an adjacency made for a route that was then refused.

@@ -14,19 +14,21 @@
 //!
 //! Layout: this file holds the `Router`, its publication (`commit`) and the shared types;
 //! `allocator` hands out and frees adjacency indices, `routes` keeps the route tables and
-//! static routes, `addresses` the interface addresses and their routes, `neighbors` the
-//! neighbour table, `route_file` loads a route file, and `show` formats what the CLI shows.
+//! static routes, `kernel` the routes learnt from Linux, `addresses` the interface addresses
+//! and their routes, `neighbors` the neighbour table, `route_file` loads a route file, and `show` formats what the CLI shows.
 //! `adjacency` is the data plane's side: the adjacencies and the view the workers read.
 
 mod addresses;
 pub mod adjacency;
 mod allocator;
+mod kernel;
 mod neighbors;
 mod route_file;
 mod routes;
 mod show;
 pub mod tables;
 
+pub use kernel::{KernelHops, KernelPath, KernelRouteChange};
 pub use show::{FibSummary, NeighborView, RouteView};
 pub use tables::{SharedTables, TableSet, TableView, DEFAULT_TABLE};
 
@@ -71,6 +73,8 @@ pub enum RouteSource {
     Host,
     /// Configured or added by CLI, or loaded from a route file.
     Static,
+    /// Learnt from the kernel's routing table (Linux, over netlink).
+    Kernel,
 }
 
 /// One next hop of a static route, as the user gave it.
@@ -83,6 +87,9 @@ pub enum NextHopSpec {
         interface: Option<String>,
         table: Option<u32>,
     },
+    /// Straight out of an interface, the destination resolved on the link (the
+    /// interface's glean adjacency): a route with no gateway, `dev IF` only.
+    Attached { interface: String },
     /// Discard (blackhole).
     Drop,
 }

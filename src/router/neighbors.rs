@@ -5,20 +5,39 @@ use super::{host_prefix, NeighborLearn, RouteSource, Router, MAX_NEIGHBORS};
 use crate::router::allocator::AdjKey;
 use std::net::IpAddr;
 
+/// Who tells the router of a neighbour.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// A worker heard it (ARP, ND).
+    Learnt,
+    /// The CLI or the configuration: never replaced by learning.
+    Static,
+    /// Linux's neighbour table, over netlink.
+    Kernel,
+}
+
 impl Router {
     /// A neighbour heard on `interface`. Completes the adjacencies that wait for it and, for
     /// a host on a connected network without a route of its own, installs a host route so
     /// that its packets no longer need the glean path. Returns whether anything changed.
     pub fn learn(&mut self, n: NeighborLearn) -> Result<bool, String> {
-        self.set_neighbor(n, false)
+        self.set_neighbor(n, Origin::Learnt)
     }
 
     /// A neighbour from the CLI (static: a learn never replaces it).
     pub fn set_static_neighbor(&mut self, n: NeighborLearn) -> Result<bool, String> {
-        self.set_neighbor(n, true)
+        self.set_neighbor(n, Origin::Static)
     }
 
-    fn set_neighbor(&mut self, n: NeighborLearn, static_entry: bool) -> Result<bool, String> {
+    /// A neighbour Linux knows on the interface's tap: taken like a static one (also off
+    /// the connected networks, a gateway of a kernel route may be on-link only), but learning
+    /// may replace it as it replaces a learnt one.
+    pub fn seed_neighbor(&mut self, n: NeighborLearn) -> Result<bool, String> {
+        self.set_neighbor(n, Origin::Kernel)
+    }
+
+    fn set_neighbor(&mut self, n: NeighborLearn, origin: Origin) -> Result<bool, String> {
+        let static_entry = origin == Origin::Static;
         let key = (n.interface, n.ip);
         if n.interface as usize >= self.view.interfaces.len() {
             return Err(format!("no interface {}", n.interface));
@@ -40,7 +59,7 @@ impl Router {
         };
         let t = self.table_of(n.interface, n.ip.is_ipv6());
         let connected = self.connected_interface(t, n.ip) == Some(n.interface);
-        if !connected && !static_entry && !link_local {
+        if !connected && origin == Origin::Learnt && !link_local {
             return Err(format!(
                 "{} is not on a connected network of {}",
                 n.ip,
@@ -61,10 +80,13 @@ impl Router {
             self.static_neighbors.insert(key);
         }
         self.view_dirty = true;
-        if let Some(&adj) = self.keys.get(&AdjKey::Neighbor(n.interface, n.ip)) {
-            let rewrite = self.neighbor_rewrite(n.interface, n.ip);
-            let a = &mut self.view.adjs[adj as usize];
-            if let Some(r) = rewrite {
+        let rewrite = self.neighbor_rewrite(n.interface, n.ip);
+        for key in [
+            AdjKey::Neighbor(n.interface, n.ip),
+            AdjKey::KernelNeighbor(n.interface, n.ip),
+        ] {
+            if let (Some(&adj), Some(r)) = (self.keys.get(&key), rewrite) {
+                let a = &mut self.view.adjs[adj as usize];
                 a.rewrite = r;
                 a.complete = true;
             }
@@ -87,8 +109,13 @@ impl Router {
         }
         self.static_neighbors.remove(&(interface, ip));
         self.view_dirty = true;
-        if let Some(&adj) = self.keys.get(&AdjKey::Neighbor(interface, ip)) {
-            self.view.adjs[adj as usize].complete = false;
+        for key in [
+            AdjKey::Neighbor(interface, ip),
+            AdjKey::KernelNeighbor(interface, ip),
+        ] {
+            if let Some(&adj) = self.keys.get(&key) {
+                self.view.adjs[adj as usize].complete = false;
+            }
         }
         let host = host_prefix(ip);
         let t = self.table_of(interface, ip.is_ipv6());

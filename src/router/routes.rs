@@ -15,6 +15,7 @@ impl Router {
     /// and remember who made it.
     pub(super) fn set(&mut self, t: usize, p: IpPrefix, adj: u32, source: RouteSource) {
         self.hold(adj);
+        let kernel = self.is_kernel_adj(adj);
         let table = self.table_mut(t);
         // Our indices are far below the FIB's reserved values, so this cannot fail.
         let old = match p {
@@ -27,7 +28,10 @@ impl Router {
                 table.fib.add6(p, adj)
             }
         };
-        if let Some(old) = old.ok().flatten() {
+        let old = old.ok().flatten();
+        let was_kernel = old.is_some_and(|o| self.is_kernel_adj(o));
+        self.table_mut(t).count_kernel(p, was_kernel, kernel);
+        if let Some(old) = old {
             self.release(old);
         }
     }
@@ -46,6 +50,8 @@ impl Router {
         };
         match old {
             Some(adj) => {
+                let was_kernel = self.is_kernel_adj(adj);
+                self.table_mut(t).count_kernel(p, was_kernel, false);
                 self.release(adj);
                 true
             }
@@ -57,20 +63,30 @@ impl Router {
     pub(super) fn source_in(&self, t: usize, p: IpPrefix) -> Option<RouteSource> {
         let table = self.table(t);
         match p {
-            IpPrefix::V4(p) => table.fib.routes4().get(p).map(|_| {
+            IpPrefix::V4(p) => table.fib.routes4().get(p).map(|adj| {
                 table
                     .special4
                     .get(&p)
                     .copied()
-                    .unwrap_or(RouteSource::Static)
+                    .unwrap_or_else(|| self.unremembered_source(adj))
             }),
-            IpPrefix::V6(p) => table.fib.routes6().get(p).map(|_| {
+            IpPrefix::V6(p) => table.fib.routes6().get(p).map(|adj| {
                 table
                     .special6
                     .get(&p)
                     .copied()
-                    .unwrap_or(RouteSource::Static)
+                    .unwrap_or_else(|| self.unremembered_source(adj))
             }),
+        }
+    }
+
+    /// The source of a route the router does not remember: kernel routes are told apart by
+    /// their adjacency, every other one is static.
+    pub(super) fn unremembered_source(&self, adj: u32) -> RouteSource {
+        if self.is_kernel_adj(adj) {
+            RouteSource::Kernel
+        } else {
+            RouteSource::Static
         }
     }
 
@@ -129,6 +145,10 @@ impl Router {
     ) -> Result<u32, String> {
         match hop {
             NextHopSpec::Drop => Ok(ADJ_DROP),
+            NextHopSpec::Attached { interface } => {
+                let itf = self.interface_index(interface)?;
+                Ok(self.adj_for(AdjKey::Glean(itf)))
+            }
             NextHopSpec::Via {
                 addr,
                 interface,
@@ -191,6 +211,8 @@ impl Router {
                         .unwrap_or("")
                 ));
             }
+            // A static route takes the prefix over from the kernel's: the listener's next
+            // reconcile leaves it alone (it deletes kernel routes only).
         }
         let v4 = matches!(prefix, IpPrefix::V4(_));
         let mut members = Vec::with_capacity(hops.len());
@@ -233,10 +255,10 @@ impl Router {
     }
 }
 
-/// The routes the router makes itself are remembered with their source; a static route lives
-/// only in the FIB.
+/// The routes the router makes itself are remembered with their source; a static or kernel
+/// route lives only in the FIB (a kernel route is known by its adjacency).
 fn remember<P: Eq + Hash>(special: &mut HashMap<P, RouteSource>, p: P, source: RouteSource) {
-    if source == RouteSource::Static {
+    if matches!(source, RouteSource::Static | RouteSource::Kernel) {
         special.remove(&p);
     } else {
         special.insert(p, source);

@@ -149,8 +149,12 @@ impl Router {
         }
         let v4 = tb.fib.routes4().len();
         let v6 = tb.fib.routes6().len();
-        let statics = v4 + v6 - tb.special4.len() - tb.special6.len();
+        let kernel = tb.kernel4 + tb.kernel6;
+        let statics = (v4 + v6).saturating_sub(tb.special4.len() + tb.special6.len() + kernel);
         by_source.push((RouteSource::Static, statics));
+        if kernel > 0 {
+            by_source.push((RouteSource::Kernel, kernel));
+        }
         let memory = tb.fib.memory();
         let all_tables_bytes = self
             .tables

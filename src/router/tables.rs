@@ -29,6 +29,10 @@ pub(super) struct Table {
     /// FIB writer's route table.
     pub special4: HashMap<Prefix4, RouteSource>,
     pub special6: HashMap<Prefix6, RouteSource>,
+    /// How many routes of each family came from the kernel (they are known by their
+    /// adjacency; the counts save a walk of a full table for `show ip fib summary`).
+    pub kernel4: usize,
+    pub kernel6: usize,
 }
 
 impl Table {
@@ -38,7 +42,19 @@ impl Table {
             fib: FibWriter::new(),
             special4: HashMap::new(),
             special6: HashMap::new(),
+            kernel4: 0,
+            kernel6: 0,
         }
+    }
+
+    /// Keep the kernel route counts as the route for `p` goes from a kernel route or not
+    /// (`was`) to one or not (`is`).
+    pub fn count_kernel(&mut self, p: crate::fib::parse::IpPrefix, was: bool, is: bool) {
+        let n = match p {
+            crate::fib::parse::IpPrefix::V4(_) => &mut self.kernel4,
+            crate::fib::parse::IpPrefix::V6(_) => &mut self.kernel6,
+        };
+        *n = (*n + is as usize).saturating_sub(was as usize);
     }
 }
 

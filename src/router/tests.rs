@@ -1,5 +1,6 @@
 use super::adjacency::{AdjKind, Adjacency, SourceKind};
 use super::*;
+use crate::fib::Prefix4;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 fn mac(last: u8) -> MacAddress {
@@ -488,4 +489,126 @@ fn source_index_answers_as_the_walk() {
     assert_eq!(indexed.v4_source(0, ours), None);
     let bcast = u32::from(Ipv4Addr::new(10, 2, 0, 255));
     assert_eq!(indexed.v4_source(0, bcast), Some(SourceKind::Broadcast));
+}
+
+#[test]
+fn attached_static_route_uses_the_interface_glean() {
+    let mut r = router();
+    let hop = NextHopSpec::Attached {
+        interface: "d1".into(),
+    };
+    r.add_route(0, p("172.16.0.0/16"), &[hop]).unwrap();
+    r.commit();
+    let a = forward(&r, "172.16.3.4");
+    assert_eq!((a.kind, a.interface), (AdjKind::Glean, 1));
+    assert_eq!(r.source_of(p("172.16.0.0/16")), Some(RouteSource::Static));
+    let bad = NextHopSpec::Attached {
+        interface: "nope".into(),
+    };
+    assert!(r.add_route(0, p("172.17.0.0/16"), &[bad]).is_err());
+}
+
+fn kpath(itf: u32, gw: Option<&str>) -> KernelPath {
+    KernelPath {
+        interface: itf,
+        gateway: gw.map(|g| g.parse().unwrap()),
+    }
+}
+
+#[test]
+fn kernel_routes_are_added_replaced_deleted_and_told_apart() {
+    let mut r = router();
+    let one = KernelHops::Paths(vec![kpath(1, Some("198.51.100.2"))]);
+    let two = KernelHops::Paths(vec![
+        kpath(1, Some("198.51.100.3")),
+        kpath(0, Some("192.0.2.3")),
+    ]);
+    let attached = KernelHops::Paths(vec![kpath(0, None)]);
+    use KernelRouteChange::*;
+    assert_eq!(r.set_kernel_route(0, p("10.0.0.0/8"), &one), Ok(Added));
+    assert_eq!(r.set_kernel_route(0, p("10.0.0.0/8"), &one), Ok(Unchanged));
+    assert_eq!(r.set_kernel_route(0, p("10.0.0.0/8"), &two), Ok(Replaced));
+    assert_eq!(
+        r.set_kernel_route(0, p("10.9.0.0/16"), &attached),
+        Ok(Added)
+    );
+    assert_eq!(
+        r.set_kernel_route(0, p("203.0.113.0/24"), &KernelHops::Drop),
+        Ok(Added)
+    );
+    let v6 = KernelHops::Paths(vec![kpath(1, Some("fe80::2"))]);
+    assert_eq!(r.set_kernel_route(0, p("2001:db8:9::/48"), &v6), Ok(Added));
+    r.commit();
+    assert_eq!(forward(&r, "10.1.1.1").kind, AdjKind::Multipath);
+    let g = forward(&r, "10.9.1.1");
+    assert_eq!((g.kind, g.interface), (AdjKind::Glean, 0));
+    assert_eq!(forward(&r, "203.0.113.9").kind, AdjKind::Drop);
+    let n = forward(&r, "2001:db8:9::1");
+    assert_eq!((n.kind, n.interface), (AdjKind::Neighbor, 1));
+    assert_eq!(r.source_of(p("10.0.0.0/8")), Some(RouteSource::Kernel));
+    assert_eq!(r.source_of(p("203.0.113.0/24")), Some(RouteSource::Kernel));
+    let s = r.summary(0).unwrap();
+    assert!(s.by_source.contains(&(RouteSource::Kernel, 4)));
+    let (k4, k6) = r.kernel_prefixes(0).unwrap();
+    assert_eq!(
+        k4,
+        vec![
+            Prefix4::new(0x0a00_0000, 8).unwrap(),
+            Prefix4::new(0x0a09_0000, 16).unwrap(),
+            Prefix4::new(0xcb00_7100, 24).unwrap()
+        ]
+    );
+    assert_eq!(k6.len(), 1);
+    // A seeded neighbour completes the kernel route's adjacency, as a learnt one would.
+    r.seed_neighbor(NeighborLearn {
+        interface: 1,
+        ip: "fe80::2".parse().unwrap(),
+        mac: mac(0x42),
+    })
+    .unwrap();
+    r.commit();
+    assert!(forward(&r, "2001:db8:9::1").complete);
+    assert_eq!(r.del_kernel_route(0, p("10.0.0.0/8")), Ok(true));
+    assert_eq!(r.del_kernel_route(0, p("10.0.0.0/8")), Ok(false));
+    r.commit();
+    assert_eq!(forward(&r, "10.1.1.1").kind, AdjKind::Drop);
+    assert!(r
+        .summary(0)
+        .unwrap()
+        .by_source
+        .contains(&(RouteSource::Kernel, 3)));
+}
+
+#[test]
+fn kernel_routes_leave_static_and_address_routes_alone() {
+    let mut r = router();
+    r.add_route(0, p("10.0.0.0/8"), &[via("198.51.100.2")])
+        .unwrap();
+    let hops = KernelHops::Paths(vec![kpath(1, Some("198.51.100.9"))]);
+    // A static route holds its prefix; the address routes theirs.
+    assert!(r.set_kernel_route(0, p("10.0.0.0/8"), &hops).is_err());
+    assert!(r.set_kernel_route(0, p("192.0.2.0/24"), &hops).is_err());
+    assert!(r.set_kernel_route(0, p("192.0.2.1/32"), &hops).is_err());
+    assert_eq!(r.del_kernel_route(0, p("10.0.0.0/8")), Ok(false));
+    assert_eq!(r.source_of(p("10.0.0.0/8")), Some(RouteSource::Static));
+    // A gateway that is our own address, of the other family, or an unknown interface.
+    let ours = KernelHops::Paths(vec![kpath(1, Some("198.51.100.1"))]);
+    assert!(r.set_kernel_route(0, p("10.1.0.0/16"), &ours).is_err());
+    let family = KernelHops::Paths(vec![kpath(1, Some("2001:db8::1"))]);
+    assert!(r.set_kernel_route(0, p("10.1.0.0/16"), &family).is_err());
+    let nowhere = KernelHops::Paths(vec![kpath(9, None)]);
+    assert!(r.set_kernel_route(0, p("10.1.0.0/16"), &nowhere).is_err());
+    assert!(r.set_kernel_route(7, p("10.1.0.0/16"), &hops).is_err());
+    // A learnt host route gives way to the kernel's.
+    r.learn(NeighborLearn {
+        interface: 1,
+        ip: "198.51.100.7".parse().unwrap(),
+        mac: mac(0x07),
+    })
+    .unwrap();
+    assert_eq!(
+        r.set_kernel_route(0, p("198.51.100.7/32"), &hops),
+        Ok(KernelRouteChange::Replaced)
+    );
+    assert_eq!(r.kernel_prefixes(0).unwrap().0.len(), 1);
 }
