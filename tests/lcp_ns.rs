@@ -168,3 +168,86 @@ fn linux_behind_a_tap_speaks_through_sluice() {
         "the tap goes with the daemon"
     );
 }
+
+/// `show ip fib summary`'s IPv4 route count.
+fn v4_routes(socket: &std::path::Path) -> u64 {
+    ctl_json(socket, "show ip fib summary")["v4_routes"]
+        .as_u64()
+        .unwrap()
+}
+
+/// The check: 100 000 IPv4 routes added in Linux via the tap with `ip -batch` reach
+/// sluice's FIB (and forward traffic), and leave it when deleted.
+#[test]
+fn routes_linux_adds_via_the_tap_reach_the_fib_and_leave_it() {
+    if !needs_root() {
+        return;
+    }
+    ensure_ping();
+    let (left, right, dut) = routed_lab("lcpr");
+    let dir = tmpdir("lcp-routes");
+    let (cfg, socket) = router_config(&dir, "[[lcp]]\ninterface = \"d1\"\nhost-if = \"tap-d1\"\n");
+    let mut daemon = Daemon::start(&dut, &cfg, &socket);
+    let base = v4_routes(&socket);
+    let n = 100_000u32;
+    let mut text = String::new();
+    for k in 0..n {
+        text.push_str(&format!(
+            "route add {}.{}.{}.0/24 via {T1_V4} dev tap-d1\n",
+            10 + (k >> 16),
+            (k >> 8) & 0xff,
+            k & 0xff
+        ));
+    }
+    let add = dir.join("add.batch");
+    std::fs::write(&add, &text).unwrap();
+    std::fs::write(
+        dir.join("del.batch"),
+        text.replace("route add", "route del"),
+    )
+    .unwrap();
+
+    let t = Instant::now();
+    let o = dut.ip(&["-batch", add.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let kernel = t.elapsed();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while v4_routes(&socket) < base + n as u64 {
+        assert!(
+            Instant::now() < deadline,
+            "sluice has {} of {n} routes",
+            v4_routes(&socket) - base
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    eprintln!(
+        "{n} routes: in the kernel after {:.2} s, in sluice's FIB after {:.2} s",
+        kernel.as_secs_f64(),
+        t.elapsed().as_secs_f64()
+    );
+    assert_eq!(v4_routes(&socket), base + n as u64);
+    let route = ctl(&socket, "show ip fib 10.1.2.3").unwrap();
+    assert!(route.contains(T1_V4) && route.contains("d1"), "{route}");
+
+    // Traffic follows them: the right tester holds 10.1.2.3, the left pings it through
+    // sluice.
+    right.ip(&["addr", "add", "10.1.2.3/32", "dev", "lo"]);
+    let (ok, out) = ping(&left, &["-c", "2", "-W", "2", "10.1.2.3"]);
+    assert!(ok, "{out}");
+
+    // The ping made sluice learn both testers (host routes of their own): the count to
+    // come back to is the one before the deletes, less the deleted.
+    let end = v4_routes(&socket) - n as u64;
+    let o = dut.ip(&["-batch", dir.join("del.batch").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while v4_routes(&socket) != end {
+        assert!(
+            Instant::now() < deadline,
+            "{} routes left",
+            v4_routes(&socket) - end
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(daemon.stop());
+}

@@ -107,5 +107,26 @@ fn show(c: &Control) -> Output {
     if pairs.is_empty() {
         t = "no lcp pairs\n".into();
     }
-    Output::Shown(t, serde_json::json!({ "pairs": pairs }))
+    let netlink = c.dp.lcp.as_ref().map(|l| l.netlink()).unwrap_or_default();
+    for n in &netlink {
+        t.push_str(&format!(
+            "netlink ({}): {} messages, routes +{} ~{} -{}, addresses +{} -{}, neighbours +{} -{}, {} overflows, {} resyncs{}\n",
+            n.netns.as_deref().unwrap_or("daemon's namespace"),
+            n.messages,
+            n.routes_added,
+            n.routes_replaced,
+            n.routes_deleted,
+            n.addresses_added,
+            n.addresses_deleted,
+            n.neighbors_added,
+            n.neighbors_deleted,
+            n.overflows,
+            n.resyncs,
+            n.last_error
+                .as_ref()
+                .map(|e| format!(", last error: {e}"))
+                .unwrap_or_default()
+        ));
+    }
+    Output::Shown(t, serde_json::json!({ "pairs": pairs, "netlink": netlink }))
 }

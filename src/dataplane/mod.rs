@@ -318,6 +318,7 @@ impl Dataplane {
                 punts: punt_rx,
                 thread: workers,
             },
+            router.clone(),
             stop.clone(),
         )?;
         for pair in &cfg.lcps {

@@ -12,6 +12,10 @@
 //!   and a change made in Linux (`ip link set tap-e0 down`) sets sluice's; the tap's carrier
 //!   follows the port's link.
 //!
+//! - Routes, addresses and neighbours Linux has on the taps come into sluice through a
+//!   netlink listener (`src/netlink/`), one per network namespace that holds taps, started
+//!   with the first pair there; a pair's tap name joins the listener's host pairs.
+//!
 //! The thread waits in poll(2) on the taps for at most `POLL_WAIT`, then empties the punt
 //! channel, so a punted packet waits at most that long. The slow path is deliberate: punted
 //! traffic is control traffic, rate-limited by each worker.
@@ -20,6 +24,7 @@ use crate::buffer::BufferPool;
 use crate::drivers::tap::Tap;
 use crate::drivers::TxQueue;
 use crate::interface::Interface;
+use crate::netlink::{HostPairs, Listener, NetlinkStats};
 use crate::nodes::host_punt::Punted;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -85,6 +90,15 @@ pub struct PairView {
 pub struct Lcp {
     pairs: Arc<Mutex<Vec<Pair>>>,
     thread: Option<JoinHandle<()>>,
+    router: Arc<Mutex<crate::router::Router>>,
+    /// A netlink listener per namespace that holds taps (`None`: the daemon's).
+    listeners: Mutex<Vec<NamespaceListener>>,
+}
+
+struct NamespaceListener {
+    netns: Option<String>,
+    pairs: HostPairs,
+    listener: Listener,
 }
 
 /// What the lcp thread drives: the main thread's transmit queue of each interface (by
@@ -98,8 +112,13 @@ pub struct LcpParts {
 }
 
 impl Lcp {
-    /// Start the lcp thread (with no pairs yet).
-    pub fn start(parts: LcpParts, stop: Arc<AtomicBool>) -> Result<Lcp, String> {
+    /// Start the lcp thread (with no pairs yet); `router` is where the netlink listeners
+    /// put what Linux has.
+    pub fn start(
+        parts: LcpParts,
+        router: Arc<Mutex<crate::router::Router>>,
+        stop: Arc<AtomicBool>,
+    ) -> Result<Lcp, String> {
         let pairs: Arc<Mutex<Vec<Pair>>> = Arc::default();
         let p = pairs.clone();
         let thread = std::thread::Builder::new()
@@ -109,7 +128,39 @@ impl Lcp {
         Ok(Lcp {
             pairs,
             thread: Some(thread),
+            router,
+            listeners: Mutex::default(),
         })
+    }
+
+    /// The host pairs of `netns`'s listener, started now if there is none yet.
+    fn host_pairs(&self, netns: Option<&str>) -> Result<HostPairs, String> {
+        let mut listeners = self.listeners.lock().unwrap();
+        if let Some(l) = listeners.iter().find(|l| l.netns.as_deref() == netns) {
+            return Ok(l.pairs.clone());
+        }
+        let pairs = HostPairs::new();
+        let options = crate::netlink::Options {
+            netns: netns.map(str::to_string),
+            ..Default::default()
+        };
+        let listener = Listener::start(self.router.clone(), pairs.clone(), options)?;
+        listeners.push(NamespaceListener {
+            netns: netns.map(str::to_string),
+            pairs: pairs.clone(),
+            listener,
+        });
+        Ok(pairs)
+    }
+
+    /// What each namespace's netlink listener has done.
+    pub fn netlink(&self) -> Vec<NetlinkStats> {
+        self.listeners
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|l| l.listener.stats())
+            .collect()
     }
 
     /// Pair `interface` with a new tap `host_if` (in `netns`), holding `addresses`; returns
@@ -139,8 +190,10 @@ impl Lcp {
         {
             return Err(format!("tap '{host_if}' is paired already"));
         }
+        let host_pairs = self.host_pairs(netns)?;
         let tap = Tap::create(host_if, interface.mac, interface.mtu, netns, addresses)
             .map_err(|e| e.to_string())?;
+        host_pairs.set(host_if, interface.index);
         let up = interface.is_up();
         tap.set_up(up).map_err(|e| e.to_string())?;
         let refused = tap.refused.clone();
@@ -161,7 +214,16 @@ impl Lcp {
             .iter()
             .position(|p| p.interface.index == interface.index)
             .ok_or_else(|| format!("interface '{}' has no lcp pair", interface.name))?;
-        pairs.remove(at);
+        let pair = pairs.remove(at);
+        if let Some(l) = self
+            .listeners
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|l| l.netns.as_deref() == pair.tap.netns())
+        {
+            l.pairs.remove(pair.tap.name());
+        }
         Ok(())
     }
 
@@ -210,8 +272,11 @@ impl Lcp {
             .collect()
     }
 
-    /// Wait for the thread (after `stop` was set) and close the taps.
+    /// Stop the listeners, wait for the thread (after `stop` was set) and close the taps.
     pub fn join(mut self) {
+        for l in self.listeners.lock().unwrap().drain(..) {
+            l.listener.stop();
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
