@@ -131,6 +131,7 @@ pub const AREAS: &[(&str, &[Command])] = &[
     ("Packet trace", super::trace::COMMANDS),
     ("Routing", super::routing::COMMANDS),
     ("ACLs and sessions", super::acl::COMMANDS),
+    ("Saving the configuration", super::save::COMMANDS),
 ];
 
 fn commands() -> impl Iterator<Item = &'static Command> {
@@ -495,7 +496,7 @@ mod tests {
         assert_eq!(e("ip r"), "ip route what? (add, del)");
         assert_eq!(
             e("s"),
-            "ambiguous command 's': 's' may be set, show (try: help)"
+            "ambiguous command 's': 's' may be save, set, show (try: help)"
         );
         assert_eq!(
             e("show t"),

@@ -2,7 +2,8 @@
 //!
 //! `cli` holds the command table and its matcher; every area declares its commands next to
 //! their handlers (`interfaces`, `queues`, `l2`, `runtime`, `trace`, `routing`, `acl`) in a `COMMANDS` slice
-//! that `cli::AREAS` gathers. `exec` keeps the control plane's state and runs a matched line;
+//! that `cli::AREAS` gathers. `exec` keeps the control plane's state and runs a matched line; `save` writes the running
+//! configuration as a config file;
 //! `server` is the socket, `client` is `sluice ctl` (`monitor` its live view of `show queues`); `metrics` is the Prometheus endpoint
 //! (`[metrics] listen`), which reads the same counters on a thread of its own.
 
@@ -17,5 +18,6 @@ pub mod monitor;
 pub mod queues;
 pub mod routing;
 pub mod runtime;
+pub mod save;
 pub mod server;
 pub mod trace;

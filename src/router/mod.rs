@@ -15,7 +15,8 @@
 //! Layout: this file holds the `Router`, its publication (`commit`) and the shared types;
 //! `allocator` hands out and frees adjacency indices, `routes` keeps the route tables and
 //! static routes, `addresses` the interface addresses and their routes, `neighbors` the
-//! neighbour table, `route_file` loads a route file, and `show` formats what the CLI shows.
+//! neighbour table, `route_file` loads a route file, `show` formats what the CLI shows and `saved` lists the
+//! static routes `sluice ctl save` writes.
 //! `adjacency` is the data plane's side: the adjacencies and the view the workers read.
 
 mod addresses;
@@ -24,9 +25,11 @@ mod allocator;
 mod neighbors;
 mod route_file;
 mod routes;
+mod saved;
 mod show;
 pub mod tables;
 
+pub use saved::{SavedHop, SavedRoute};
 pub use show::{FibSummary, NeighborView, RouteView};
 pub use tables::{SharedTables, TableSet, TableView, DEFAULT_TABLE};
 

@@ -12,7 +12,7 @@
 use super::{RouteSource, Router};
 use crate::fib::{FibReader, FibWriter, Prefix4, Prefix6};
 use arc_swap::ArcSwap;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// The table every interface starts in; it cannot be removed.
@@ -29,6 +29,10 @@ pub(super) struct Table {
     /// FIB writer's route table.
     pub special4: HashMap<Prefix4, RouteSource>,
     pub special6: HashMap<Prefix6, RouteSource>,
+    /// The static routes of the config and the CLI (`add_route`), which `sluice ctl save`
+    /// writes; a route file's routes are not among them (the file is saved by name).
+    pub configured4: HashSet<Prefix4>,
+    pub configured6: HashSet<Prefix6>,
 }
 
 impl Table {
@@ -38,6 +42,8 @@ impl Table {
             fib: FibWriter::new(),
             special4: HashMap::new(),
             special6: HashMap::new(),
+            configured4: HashSet::new(),
+            configured6: HashSet::new(),
         }
     }
 }
