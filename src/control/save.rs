@@ -379,8 +379,12 @@ fn static_macs(st: &State) -> Result<Vec<Entry>, String> {
 /// [[bvi]]: each BVI with its domain, its MAC (written out: the default one comes from the
 /// interface index, which a restart may change) and its addresses.
 fn bvis(st: &State) -> Result<Vec<Entry>, String> {
-    let b = lock_bridges(st);
-    let domains: Vec<u32> = b.report(None)?.iter().map(|d| d.id).collect();
+    // (domain, its BVI's index), taken before the router is locked for the addresses.
+    let owners: Vec<(u32, Option<u32>)> = {
+        let b = lock_bridges(st);
+        let ids: Vec<u32> = b.report(None)?.iter().map(|d| d.id).collect();
+        ids.into_iter().map(|d| (d, b.bvi_of(d))).collect()
+    };
     let mut out = Vec::new();
     for bvi in soft_interfaces(st, true) {
         let itf = &bvi.interface;
@@ -390,9 +394,9 @@ fn bvis(st: &State) -> Result<Vec<Entry>, String> {
             .strip_prefix("bvi")
             .and_then(|n| n.parse().ok())
             .ok_or_else(|| format!("BVI {} is not named bviN", itf.name))?;
-        let bd = domains
+        let (bd, _) = owners
             .iter()
-            .find(|&&d| b.bvi_of(d) == Some(itf.index))
+            .find(|(_, bvi)| *bvi == Some(itf.index))
             .ok_or_else(|| {
                 format!(
                     "{} is in no bridge domain, and a [[bvi]] names one: set interface l2 \
