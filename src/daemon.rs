@@ -96,6 +96,7 @@ fn run(cfg: &Config) -> Result<(), String> {
         socket.path().display()
     );
     let mut control = Control::new(dp);
+    control.started = cfg.written.clone();
     socket.serve(&mut control, &stop);
     eprintln!("sluice: stopping");
     if let Some(m) = metrics {

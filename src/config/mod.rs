@@ -86,7 +86,8 @@
 //! `metrics.rs` ([metrics]), `driver/` (`Driver`, one variant and one file per `driver = ...`, each checking its own
 //! keys and refusing them on other drivers), `xconnect.rs` ([[xconnect]]), `bridge.rs`
 //! ([[bridge-domain]], [[l2fib]]), `table.rs` ([[ip-table]]), `route.rs` ([[route]], [fib]) and `acl.rs` ([[acl]],
-//! [[acl-input]], [[acl-output]], [sessions]) and `lcp.rs` ([[lcp]]). This file holds `Config`, the errors and the order of the checks.
+//! [[acl-input]], [[acl-output]], [sessions]) and `lcp.rs` ([[lcp]]); `emit.rs` writes a file
+//! back (`sluice ctl save`). This file holds `Config`, the errors and the order of the checks.
 //! Each section also declares its keys' documentation (`reference::Section`) beside its serde
 //! struct; `reference.rs` gathers them into `docs/config.md` (`sluice run
 //! --print-config-reference`) and its tests hold them to the keys serde accepts.
@@ -108,6 +109,7 @@ mod bridge;
 mod dataplane;
 pub use dataplane::DEFAULT_WORKER_NICE;
 mod driver;
+pub mod emit;
 mod handoff;
 mod interface;
 pub mod lcp;
@@ -163,6 +165,9 @@ pub struct Config {
     pub acl_outputs: Vec<AclInput>,
     pub sessions: SessionsConfig,
     pub lcps: Vec<LcpConfig>,
+    /// The file's tables as written (`sluice ctl save` keeps the sections the CLI cannot
+    /// change, and each interface's driver keys, from it).
+    pub written: toml::Table,
 }
 
 /// The file as written, before the checks.
@@ -314,7 +319,11 @@ impl Config {
             let msg = e.message().replace('\n', " ");
             ConfigError(format!("{origin}:{line}: {msg}"))
         })?;
-        Config::check(keys, &Checker { src, origin })
+        let written: toml::Table = toml::from_str(src)
+            .map_err(|e| ConfigError(format!("{origin}: {}", e.message().replace('\n', " "))))?;
+        let mut cfg = Config::check(keys, &Checker { src, origin })?;
+        cfg.written = written;
+        Ok(cfg)
     }
 
     /// Each section in file order; the cross-references (xconnects, addresses, routes) once
@@ -408,6 +417,7 @@ impl Config {
             acl_outputs,
             sessions,
             lcps,
+            written: toml::Table::new(),
         })
     }
 }

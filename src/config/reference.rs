@@ -185,8 +185,34 @@ pub fn markdown() -> String {
             sec.example()
         ));
     }
+    s.push_str(SAVING);
     s
 }
+
+/// The last part of the reference: what `sluice ctl save` writes (src/control/save.rs).
+const SAVING: &str = "\n## Saving the running configuration\n\n\
+`sluice ctl save FILE` has the daemon write its running configuration as such a file, and \
+`sluice ctl save` prints it. FILE is an absolute path (the daemon writes it, in its own \
+working directory and mount namespace); the text goes to a temporary file in the same \
+directory, mode 0600, which is then renamed over FILE, so FILE is replaced whole or not at \
+all. The file starts with comments that give the sluice version and the time (UTC), and has \
+the sections in the order above.\n\n\
+What the CLI changes is written as it is now: each interface's `state` and `address`, the \
+sub-interfaces and BVIs (a BVI with its MAC), cross-connects, `[[rx-placement]]` (the queues \
+not on their default worker), `[[handoff]]`, bridge domains with their members, settings, \
+ARP entries and static MACs, `[[ip-table]]`, the static routes of `[[route]]` and of `ip route \
+add` with their next hops as resolved (interface and address), ACLs and the interfaces they \
+check. What the CLI cannot change is written as the start-up file had it: `[dataplane]`, \
+`[control]`, `[metrics]`, `[fib]`, `[sessions]`, and each interface's driver keys and `mtu`. \
+The routes of `[fib] route-file` are not written out: the key stays and the file is read \
+again at start, after the `[[route]]`s (so a route the CLI put over one of the file's \
+prefixes wins again, and one of the file's routes deleted by the CLI comes back).\n\n\
+Static neighbours (`set ip neighbor`) have no section: they are listed at the end of the \
+file as comments, with the commands that enter them again. State a file cannot say is an \
+error and nothing is written: an interface routing IPv4 and IPv6 in different tables, a BVI \
+in no bridge domain, a route whose next hops are in different tables, or on different \
+interfaces that their addresses do not find, or that mixes next hops with a drop. The text is \
+checked as `sluice run --check` would before it is written.\n";
 
 #[cfg(test)]
 mod tests {

@@ -132,6 +132,7 @@ pub const AREAS: &[(&str, &[Command])] = &[
     ("Routing", super::routing::COMMANDS),
     ("ACLs and sessions", super::acl::COMMANDS),
     ("Linux control plane (lcp)", super::lcp::COMMANDS),
+    ("Saving the configuration", super::save::COMMANDS),
 ];
 
 fn commands() -> impl Iterator<Item = &'static Command> {
@@ -496,7 +497,7 @@ mod tests {
         assert_eq!(e("ip r"), "ip route what? (add, del)");
         assert_eq!(
             e("s"),
-            "ambiguous command 's': 's' may be set, show (try: help)"
+            "ambiguous command 's': 's' may be save, set, show (try: help)"
         );
         assert_eq!(
             e("show t"),

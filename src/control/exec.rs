@@ -16,6 +16,9 @@ pub struct Control {
     pub(super) runtime: Baseline,
     /// What `clear errors` remembered, per worker, node and reason.
     pub(super) errors: Vec<Vec<Vec<u64>>>,
+    /// The config file the daemon started from, as written: `save` keeps what the CLI
+    /// cannot change from it (empty when there was none, as in tests).
+    pub started: toml::Table,
 }
 
 /// A reply: text for people, or JSON.
@@ -34,6 +37,7 @@ impl Control {
             runtime: Baseline::zero(&dp),
             errors,
             dp,
+            started: toml::Table::new(),
         }
     }
 

@@ -1,8 +1,9 @@
 //! The control plane: the CLI socket, its commands, and the client that talks to it.
 //!
 //! `cli` holds the command table and its matcher; every area declares its commands next to
-//! their handlers (`interfaces`, `queues`, `l2`, `runtime`, `trace`, `routing`, `acl`, `lcp`) in a `COMMANDS` slice
-//! that `cli::AREAS` gathers. `exec` keeps the control plane's state and runs a matched line;
+//! their handlers (`interfaces`, `queues`, `l2`, `runtime`, `trace`, `routing`, `acl`, `lcp`,
+//! `save`) in a `COMMANDS` slice that `cli::AREAS` gathers. `exec` keeps the control plane's
+//! state and runs a matched line; `save` writes the running configuration as a config file;
 //! `server` is the socket, `client` is `sluice ctl` (`monitor` its live view of `show queues`); `metrics` is the Prometheus endpoint
 //! (`[metrics] listen`), which reads the same counters on a thread of its own.
 
@@ -18,5 +19,6 @@ pub mod monitor;
 pub mod queues;
 pub mod routing;
 pub mod runtime;
+pub mod save;
 pub mod server;
 pub mod trace;

@@ -16,6 +16,9 @@
 //! `allocator` hands out and frees adjacency indices, `routes` keeps the route tables and
 //! static routes, `kernel` the routes learnt from Linux, `addresses` the interface addresses
 //! and their routes, `neighbors` the neighbour table, `route_file` loads a route file, and `show` formats what the CLI shows.
+//! static routes, `addresses` the interface addresses and their routes, `neighbors` the
+//! neighbour table, `route_file` loads a route file, `show` formats what the CLI shows and `saved` lists the
+//! static routes `sluice ctl save` writes.
 //! `adjacency` is the data plane's side: the adjacencies and the view the workers read.
 
 mod addresses;
@@ -25,10 +28,12 @@ mod kernel;
 mod neighbors;
 mod route_file;
 mod routes;
+mod saved;
 mod show;
 pub mod tables;
 
 pub use kernel::{KernelHops, KernelPath, KernelRouteChange};
+pub use saved::{SavedHop, SavedRoute};
 pub use show::{FibSummary, NeighborView, RouteView};
 pub use tables::{SharedTables, TableSet, TableView, DEFAULT_TABLE};
 

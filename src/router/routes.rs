@@ -6,7 +6,7 @@ use crate::fib::parse::IpPrefix;
 use crate::fib::{Prefix4, Prefix6};
 use crate::router::adjacency::ADJ_DROP;
 use crate::router::allocator::AdjKey;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 use std::net::IpAddr;
 
@@ -21,10 +21,12 @@ impl Router {
         let old = match p {
             IpPrefix::V4(p) => {
                 remember(&mut table.special4, p, source);
+                configure(&mut table.configured4, p, source);
                 table.fib.add4(p, adj)
             }
             IpPrefix::V6(p) => {
                 remember(&mut table.special6, p, source);
+                configure(&mut table.configured6, p, source);
                 table.fib.add6(p, adj)
             }
         };
@@ -41,10 +43,12 @@ impl Router {
         let old = match p {
             IpPrefix::V4(p) => {
                 table.special4.remove(&p);
+                table.configured4.remove(&p);
                 table.fib.del4(p)
             }
             IpPrefix::V6(p) => {
                 table.special6.remove(&p);
+                table.configured6.remove(&p);
                 table.fib.del6(p)
             }
         };
@@ -262,5 +266,15 @@ fn remember<P: Eq + Hash>(special: &mut HashMap<P, RouteSource>, p: P, source: R
         special.remove(&p);
     } else {
         special.insert(p, source);
+    }
+}
+
+/// Only `add_route` sets a static route through `set`: it is one of the configured routes
+/// until something else takes its prefix.
+fn configure<P: Eq + Hash>(configured: &mut HashSet<P>, p: P, source: RouteSource) {
+    if source == RouteSource::Static {
+        configured.insert(p);
+    } else {
+        configured.remove(&p);
     }
 }

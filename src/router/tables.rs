@@ -12,7 +12,7 @@
 use super::{RouteSource, Router};
 use crate::fib::{FibReader, FibWriter, Prefix4, Prefix6};
 use arc_swap::ArcSwap;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// The table every interface starts in; it cannot be removed.
@@ -33,6 +33,10 @@ pub(super) struct Table {
     /// adjacency; the counts save a walk of a full table for `show ip fib summary`).
     pub kernel4: usize,
     pub kernel6: usize,
+    /// The static routes of the config and the CLI (`add_route`), which `sluice ctl save`
+    /// writes; a route file's routes are not among them (the file is saved by name).
+    pub configured4: HashSet<Prefix4>,
+    pub configured6: HashSet<Prefix6>,
 }
 
 impl Table {
@@ -44,6 +48,8 @@ impl Table {
             special6: HashMap::new(),
             kernel4: 0,
             kernel6: 0,
+            configured4: HashSet::new(),
+            configured6: HashSet::new(),
         }
     }
 

@@ -612,3 +612,62 @@ fn kernel_routes_leave_static_and_address_routes_alone() {
     );
     assert_eq!(r.kernel_prefixes(0).unwrap().0.len(), 1);
 }
+
+#[test]
+fn saved_routes_are_the_configured_static_ones() {
+    let mut r = router();
+    let file = "10.0.0.0/8 via 198.51.100.2\n172.16.0.0/12 via 198.51.100.2\n";
+    let routes = crate::fib::parse::parse_routes(file, "t").unwrap();
+    assert_eq!(r.load_routes("t", &routes).unwrap(), 2);
+    r.add_route(
+        0,
+        p("198.18.0.0/15"),
+        &[via("192.0.2.2"), via("198.51.100.2")],
+    )
+    .unwrap();
+    r.add_route(0, p("203.0.113.0/24"), &[NextHopSpec::Drop])
+        .unwrap();
+    // A CLI route over one of the file's prefixes is saved; the file's others are not.
+    r.add_route(0, p("172.16.0.0/12"), &[via("192.0.2.3")])
+        .unwrap();
+    r.add_route(0, p("192.0.2.77/32"), &[via("192.0.2.2")])
+        .unwrap();
+    r.del_route(0, p("192.0.2.77/32")).unwrap();
+    // A learnt host route takes no configured prefix; it is not saved either.
+    r.learn(NeighborLearn {
+        interface: 0,
+        ip: "192.0.2.9".parse().unwrap(),
+        mac: mac(9),
+    })
+    .unwrap();
+    r.commit();
+    let hop = |itf: &str, a: &str| SavedHop::Via {
+        interface: itf.into(),
+        addr: a.parse().unwrap(),
+        table: 0,
+        by_address: true,
+    };
+    let saved: Vec<(String, Vec<SavedHop>)> = r
+        .saved_routes()
+        .into_iter()
+        .map(|s| (s.prefix.to_string(), s.hops))
+        .collect();
+    assert_eq!(
+        saved,
+        vec![
+            ("172.16.0.0/12".into(), vec![hop("d0", "192.0.2.3")]),
+            (
+                "198.18.0.0/15".into(),
+                vec![hop("d0", "192.0.2.2"), hop("d1", "198.51.100.2")]
+            ),
+            ("203.0.113.0/24".into(), vec![SavedHop::Drop]),
+        ]
+    );
+    // A removed table takes its configured routes along.
+    r.add_table(5).unwrap();
+    r.add_route(5, p("10.0.0.0/8"), &[NextHopSpec::Drop])
+        .unwrap();
+    assert_eq!(r.saved_routes().len(), 4);
+    r.del_table(5).unwrap();
+    assert_eq!(r.saved_routes().len(), 3);
+}
