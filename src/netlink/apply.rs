@@ -14,6 +14,9 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+/// Route changes in one round from which the round may be applied in bulk.
+const BULK_ROUTES: usize = 8_192;
+
 /// What the reader hands the applier, in the order it read it.
 pub(super) enum Item {
     Events(Vec<Event>),
@@ -87,6 +90,19 @@ impl Applier {
         let stats = self.stats.clone();
         let mut r = router.lock().unwrap_or_else(|p| p.into_inner());
         let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
+        let routes: usize = items
+            .iter()
+            .map(|i| match i {
+                Item::Events(e) => e.iter().filter(|e| matches!(e, Event::Route(_))).count(),
+                _ => 0,
+            })
+            .sum();
+        // A round that changes a good part of the tables builds them anew once, at the
+        // commit, instead of change by change (a full table arriving).
+        if routes >= BULK_ROUTES && routes * 8 >= r.route_total() {
+            r.defer_fib_updates();
+            s.bulk_batches += 1;
+        }
         let mut ended = Vec::new();
         for item in items {
             match item {
