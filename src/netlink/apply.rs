@@ -98,8 +98,11 @@ impl Applier {
             })
             .sum();
         // A round that changes a good part of the tables builds them anew once, at the
-        // commit, instead of change by change (a full table arriving).
-        if routes >= BULK_ROUTES && routes * 8 >= r.route_total() {
+        // commit, instead of change by change (a full table arriving); so does a dump, which
+        // is committed once, at its end.
+        let dumping =
+            self.dump.is_some() || items.iter().any(|i| matches!(i, Item::DumpBegin { .. }));
+        if dumping || (routes >= BULK_ROUTES && routes * 32 >= r.route_total()) {
             r.defer_fib_updates();
             s.bulk_batches += 1;
         }
@@ -134,10 +137,13 @@ impl Applier {
                 }
             }
         }
-        r.commit();
-        drop(r);
         s.batches += 1;
-        s.commits += 1;
+        // In the middle of a dump the tables are left as they are (deferred) until its end.
+        if self.dump.is_none() {
+            r.commit();
+            s.commits += 1;
+        }
+        drop(r);
         for e in ended {
             let mut report = e.report;
             report.seconds = e.at.elapsed().as_secs_f64();
