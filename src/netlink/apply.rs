@@ -61,6 +61,8 @@ pub(super) struct Applier {
     addresses: HashSet<(u32, IpAddr, u8)>,
     neighbors: HashSet<(u32, IpAddr)>,
     dump: Option<DumpState>,
+    /// The router's interfaces, as of the round being applied.
+    interfaces: usize,
     /// Set when an event means the kernel changed routes without telling (IPv4 routes go
     /// silently with their link or address): the reader then dumps.
     pub resync: Option<&'static str>,
@@ -80,6 +82,7 @@ impl Applier {
             addresses: HashSet::new(),
             neighbors: HashSet::new(),
             dump: None,
+            interfaces: 0,
             resync: None,
         }
     }
@@ -90,6 +93,7 @@ impl Applier {
         let stats = self.stats.clone();
         let mut r = router.lock().unwrap_or_else(|p| p.into_inner());
         let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
+        self.interfaces = r.interface_count();
         let routes: usize = items
             .iter()
             .map(|i| match i {
@@ -152,9 +156,13 @@ impl Applier {
         }
     }
 
+    /// The sluice interface a Linux ifindex is paired with (a pair naming no interface of
+    /// the router counts as none).
     fn interface(&self, ifindex: u32) -> Option<u32> {
         let (name, _) = self.links.get(&ifindex)?;
-        self.pairs.get(name)
+        self.pairs
+            .get(name)
+            .filter(|&i| (i as usize) < self.interfaces)
     }
 
     fn event(&mut self, r: &mut Router, s: &mut NetlinkStats, e: Event) {
