@@ -369,3 +369,87 @@ fn an_overflow_is_followed_by_an_exact_reconcile() {
         s.last_reconcile
     );
 }
+
+/// A bulk load as a routing daemon makes it: N IPv4 and N/5 IPv6 routes with `ip -batch`
+/// (N = `SLUICE_NETLINK_ROUTES`, 100 000 unless set), then all deleted. Prints how long the
+/// kernel took and how far sluice's FIB lagged behind.
+#[test]
+fn a_bulk_load_reaches_the_fib_and_leaves_it() {
+    if !needs_root() {
+        return;
+    }
+    let n: u32 = std::env::var("SLUICE_NETLINK_ROUTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let n6 = n / 5;
+    let l = lab("nl-bulk", Options::default());
+    l.ns.ip(&["addr", "add", "192.0.2.1/24", "dev", "tap-e0"]);
+    l.ns.ip(&["addr", "add", "2001:db8:1::1/64", "dev", "tap-e1", "nodad"]);
+    l.until("addresses", |r| r.addresses(1).len() == 1);
+    let v4: Vec<String> = (0..n)
+        .map(|i| {
+            let a = 0x0100_0000u32 + (i << 8);
+            format!("{}.{}.{}.0/24", a >> 24, (a >> 16) & 255, (a >> 8) & 255)
+        })
+        .collect();
+    let v6: Vec<String> = (0..n6)
+        .map(|i| format!("2001:{:x}:{:x}::/48", 0x1000 + (i >> 16), i & 0xffff))
+        .collect();
+    let adds: Vec<String> = v4
+        .iter()
+        .map(|p| format!("route add {p} via 192.0.2.2"))
+        .chain(
+            v6.iter()
+                .map(|p| format!("route add {p} via 2001:db8:1::2")),
+        )
+        .collect();
+    let start = Instant::now();
+    let kernel = l.batch(&adds);
+    let want = (n as usize, n6 as usize);
+    let end = Instant::now() + Duration::from_secs(120);
+    while l.router.lock().unwrap().kernel_route_count(0) != want && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let total = start.elapsed();
+    let s = l.listener.stats();
+    assert_eq!(
+        l.router.lock().unwrap().kernel_route_count(0),
+        want,
+        "{s:#?}"
+    );
+    eprintln!(
+        "bulk add: {n} IPv4 + {n6} IPv6 routes: kernel {:.2} s, in sluice's FIB after {:.2} s \
+         (lag {:.2} s); {} overflows, {} resyncs, {} batches ({} in bulk)",
+        kernel.as_secs_f64(),
+        total.as_secs_f64(),
+        (total - kernel).as_secs_f64(),
+        s.overflows,
+        s.resyncs,
+        s.batches,
+        s.bulk_batches
+    );
+    let dels: Vec<String> = v4
+        .iter()
+        .chain(v6.iter())
+        .map(|p| format!("route del {p}"))
+        .collect();
+    let start = Instant::now();
+    let kernel = l.batch(&dels);
+    let end = Instant::now() + Duration::from_secs(120);
+    while l.router.lock().unwrap().kernel_route_count(0) != (0, 0) && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let total = start.elapsed();
+    assert_eq!(l.router.lock().unwrap().kernel_route_count(0), (0, 0));
+    let s = l.listener.stats();
+    eprintln!(
+        "bulk delete: kernel {:.2} s, gone from sluice's FIB after {:.2} s (lag {:.2} s); \
+         {} overflows, {} resyncs",
+        kernel.as_secs_f64(),
+        total.as_secs_f64(),
+        (total - kernel).as_secs_f64(),
+        s.overflows,
+        s.resyncs
+    );
+}

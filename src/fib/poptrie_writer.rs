@@ -505,6 +505,13 @@ impl<A: Key> PoptrieWriter<A> {
         true
     }
 
+    /// Build the whole trie again from `routes` (after changes made to them without
+    /// `update`); `commit` hands it over for publication.
+    pub fn rebuild_all(&mut self, routes: &RouteTable<A>) {
+        self.changed.clear();
+        self.rebuild(routes);
+    }
+
     /// A new trie of `routes`, which `commit` hands over for publication.
     fn rebuild(&mut self, routes: &RouteTable<A>) {
         let full_rebuilds = self.full_rebuilds + 1;

@@ -97,6 +97,11 @@ pub struct FibWriter {
     /// Replaced tables, freed once no reader holds them.
     retired: Vec<Arc<Fib>>,
     dirty: bool,
+    /// Changes touch only the route tables (`set_deferred`), and a trie whose table changed
+    /// so is built anew at the next commit.
+    deferred: bool,
+    stale4: bool,
+    stale6: bool,
 }
 
 /// A worker's handle. Cloning is cheap; each worker keeps its own.
@@ -221,6 +226,9 @@ impl FibWriter {
             generation: Arc::new(AtomicU64::new(0)),
             retired: Vec::new(),
             dirty: false,
+            deferred: false,
+            stale4: false,
+            stale6: false,
         }
     }
 
@@ -231,12 +239,24 @@ impl FibWriter {
         }
     }
 
+    /// With `on`, changes until the next commit touch only the route tables, and the commit
+    /// builds each trie whose table changed anew, once (0.1–0.3 s for a full table): cheaper
+    /// than remaking the trie change by change when a batch changes a good part of a table,
+    /// such as a full table arriving. The commit turns it off.
+    pub fn set_deferred(&mut self, on: bool) {
+        self.deferred = on;
+    }
+
     /// Adds or replaces a route; returns the next hop it replaced. Visible after `commit`.
     pub fn add4(&mut self, p: Prefix4, next_hop: u32) -> Result<Option<u32>, FibError> {
         check_next_hop(next_hop)?;
         let old = self.routes4.insert(p, next_hop);
         if old != Some(next_hop) {
-            self.trie4.update(&self.routes4, p);
+            if self.deferred || self.stale4 {
+                self.stale4 = true;
+            } else {
+                self.trie4.update(&self.routes4, p);
+            }
             self.dirty = true;
         }
         Ok(old)
@@ -246,7 +266,11 @@ impl FibWriter {
     /// removed next hop, `None` if there was no such route. Visible after `commit`.
     pub fn del4(&mut self, p: Prefix4) -> Option<u32> {
         let old = self.routes4.remove(p)?;
-        self.trie4.update(&self.routes4, p);
+        if self.deferred || self.stale4 {
+            self.stale4 = true;
+        } else {
+            self.trie4.update(&self.routes4, p);
+        }
         self.dirty = true;
         Some(old)
     }
@@ -256,7 +280,11 @@ impl FibWriter {
         check_next_hop(next_hop)?;
         let old = self.routes6.insert(p, next_hop);
         if old != Some(next_hop) {
-            self.trie6.update(&self.routes6, p);
+            if self.deferred || self.stale6 {
+                self.stale6 = true;
+            } else {
+                self.trie6.update(&self.routes6, p);
+            }
             self.dirty = true;
         }
         Ok(old)
@@ -265,7 +293,11 @@ impl FibWriter {
     /// IPv6 `del4`.
     pub fn del6(&mut self, p: Prefix6) -> Option<u32> {
         let old = self.routes6.remove(p)?;
-        self.trie6.update(&self.routes6, p);
+        if self.deferred || self.stale6 {
+            self.stale6 = true;
+        } else {
+            self.trie6.update(&self.routes6, p);
+        }
         self.dirty = true;
         Some(old)
     }
@@ -274,6 +306,13 @@ impl FibWriter {
     /// visible to readers. Never waits for readers.
     pub fn commit(&mut self) -> u64 {
         let generation = self.generation.load(Relaxed);
+        self.deferred = false;
+        if std::mem::take(&mut self.stale4) {
+            self.trie4.rebuild_all(&self.routes4);
+        }
+        if std::mem::take(&mut self.stale6) {
+            self.trie6.rebuild_all(&self.routes6);
+        }
         if !self.dirty {
             self.reclaim();
             return generation;

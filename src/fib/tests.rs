@@ -544,3 +544,39 @@ fn a_replaced_table_lives_until_its_last_reader_lets_go(block_min: u32) {
     assert_eq!(w.reclaim(), 0);
     assert_eq!(w.memory().retired, 0);
 }
+
+#[test]
+fn fib_deferred_batches_build_once_and_match_reference() {
+    for block_min in BLOCK_MINS {
+        let mut rng = Rng::new(19);
+        let mut w = empty_writer(block_min);
+        let (mut r4, mut r6) = (Reference::new(), Reference::new());
+        let dst4: Vec<u32> = (0..5_000).map(|_| rng.next_u32()).collect();
+        let dst6: Vec<u128> = (0..2_000)
+            .map(|_| (0x2001_0db8u128 << 96) ^ (rng.next_u128() >> 40))
+            .collect();
+        for round in 0..6 {
+            // Deferred rounds and change-by-change rounds alternate; within a deferred
+            // round, adds, replaces and deletes of the same prefixes.
+            if round % 2 == 0 {
+                w.set_deferred(true);
+            }
+            let mut added4 = Vec::new();
+            for i in 0..400u32 {
+                let p = near4(&mut rng, 0x0a00_0000, 24);
+                w.add4(p, i + round).unwrap();
+                r4.insert(p, i + round);
+                added4.push(p);
+                let q = near6(&mut rng, 0x2001_0db8u128 << 96, 40);
+                w.add6(q, i).unwrap();
+                r6.insert(q, i);
+            }
+            for p in added4.iter().step_by(3) {
+                w.del4(*p);
+                r4.remove(*p);
+            }
+            check4(&mut w, &r4, &dst4);
+            check6(&mut w, &r6, &dst6);
+        }
+    }
+}

@@ -14,6 +14,9 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+/// Route changes in one round from which the round may be applied in bulk.
+const BULK_ROUTES: usize = 8_192;
+
 /// What the reader hands the applier, in the order it read it.
 pub(super) enum Item {
     Events(Vec<Event>),
@@ -58,6 +61,8 @@ pub(super) struct Applier {
     addresses: HashSet<(u32, IpAddr, u8)>,
     neighbors: HashSet<(u32, IpAddr)>,
     dump: Option<DumpState>,
+    /// The router's interfaces, as of the round being applied.
+    interfaces: usize,
     /// Set when an event means the kernel changed routes without telling (IPv4 routes go
     /// silently with their link or address): the reader then dumps.
     pub resync: Option<&'static str>,
@@ -77,6 +82,7 @@ impl Applier {
             addresses: HashSet::new(),
             neighbors: HashSet::new(),
             dump: None,
+            interfaces: 0,
             resync: None,
         }
     }
@@ -87,6 +93,23 @@ impl Applier {
         let stats = self.stats.clone();
         let mut r = router.lock().unwrap_or_else(|p| p.into_inner());
         let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
+        self.interfaces = r.interface_count();
+        let routes: usize = items
+            .iter()
+            .map(|i| match i {
+                Item::Events(e) => e.iter().filter(|e| matches!(e, Event::Route(_))).count(),
+                _ => 0,
+            })
+            .sum();
+        // A round that changes a good part of the tables builds them anew once, at the
+        // commit, instead of change by change (a full table arriving); so does a dump, which
+        // is committed once, at its end.
+        let dumping =
+            self.dump.is_some() || items.iter().any(|i| matches!(i, Item::DumpBegin { .. }));
+        if dumping || (routes >= BULK_ROUTES && routes * 32 >= r.route_total()) {
+            r.defer_fib_updates();
+            s.bulk_batches += 1;
+        }
         let mut ended = Vec::new();
         for item in items {
             match item {
@@ -118,10 +141,13 @@ impl Applier {
                 }
             }
         }
-        r.commit();
-        drop(r);
         s.batches += 1;
-        s.commits += 1;
+        // In the middle of a dump the tables are left as they are (deferred) until its end.
+        if self.dump.is_none() {
+            r.commit();
+            s.commits += 1;
+        }
+        drop(r);
         for e in ended {
             let mut report = e.report;
             report.seconds = e.at.elapsed().as_secs_f64();
@@ -130,9 +156,13 @@ impl Applier {
         }
     }
 
+    /// The sluice interface a Linux ifindex is paired with (a pair naming no interface of
+    /// the router counts as none).
     fn interface(&self, ifindex: u32) -> Option<u32> {
         let (name, _) = self.links.get(&ifindex)?;
-        self.pairs.get(name)
+        self.pairs
+            .get(name)
+            .filter(|&i| (i as usize) < self.interfaces)
     }
 
     fn event(&mut self, r: &mut Router, s: &mut NetlinkStats, e: Event) {

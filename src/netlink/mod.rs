@@ -279,10 +279,10 @@ fn read(
             match events.recv(!wait) {
                 Ok(Received::Datagram(buf)) => {
                     messages += decode(buf, &mut batch);
-                    if batch.len() >= CHUNK {
-                        if tx.send(Item::Events(std::mem::take(&mut batch))).is_err() {
-                            return;
-                        }
+                    if batch.len() >= CHUNK
+                        && tx.send(Item::Events(std::mem::take(&mut batch))).is_err()
+                    {
+                        return;
                     }
                 }
                 Ok(Received::Idle) => break,

@@ -18,6 +18,9 @@ pub struct NetlinkStats {
     /// Rounds of changes applied under one router lock, and the FIB commits they made.
     pub batches: u64,
     pub commits: u64,
+    /// Rounds that changed so much of the tables that the FIB was built anew at their
+    /// commit instead of change by change.
+    pub bulk_batches: u64,
     pub routes_added: u64,
     pub routes_replaced: u64,
     pub routes_deleted: u64,

@@ -162,6 +162,24 @@ impl Router {
             .map_or((0, 0), |t| (self.table(t).kernel4, self.table(t).kernel6))
     }
 
+    /// Until the next commit, route changes touch only the FIBs' route tables and the
+    /// commit builds each changed FIB anew, once (`FibWriter::set_deferred`): for a batch
+    /// that changes a good part of the tables.
+    pub fn defer_fib_updates(&mut self) {
+        for t in self.tables.iter_mut().flatten() {
+            t.fib.set_deferred(true);
+        }
+    }
+
+    /// Routes of both families in all tables.
+    pub fn route_total(&self) -> usize {
+        self.tables
+            .iter()
+            .flatten()
+            .map(|t| t.fib.routes4().len() + t.fib.routes6().len())
+            .sum()
+    }
+
     /// Whether table `id` exists.
     pub fn has_table(&self, id: u32) -> bool {
         self.table_index(id).is_ok()
