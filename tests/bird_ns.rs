@@ -68,7 +68,10 @@ impl Bird {
 
 impl Drop for Bird {
     fn drop(&mut self) {
-        if let Ok(pid) = std::fs::read_to_string(&self.pid) {
+        if let Some(pid) = std::fs::read_to_string(&self.pid)
+            .ok()
+            .filter(|p| !p.trim().is_empty())
+        {
             let _ = std::process::Command::new("kill")
                 .args(["-TERM", pid.trim()])
                 .status();

@@ -28,19 +28,21 @@ fn config(dir: &Path) -> String {
          protocol device {{ scan time 10; }}\n\
          protocol kernel kernel4 {{ ipv4 {{ import none; export all; }}; scan time 3600; }}\n\
          protocol kernel kernel6 {{ ipv6 {{ import none; export all; }}; scan time 3600; }}\n\
-         protocol static static4 {{ ipv4; include \"{r4}\"; }}\n\
-         protocol static static6 {{ ipv6; include \"{r6}\"; }}\n",
+         include \"{r4}\";\n\
+         include \"{r6}\";\n",
         log = dir.join("bird.log").display(),
         r4 = dir.join("routes4.conf").display(),
         r6 = dir.join("routes6.conf").display(),
     )
 }
 
-/// BIRD's static routes from the route file's `PREFIX NEXTHOP` lines, per family.
+/// BIRD's static protocols, static4 and static6, from the route file's `PREFIX NEXTHOP`
+/// lines (BIRD takes `include` between blocks, not inside one).
 fn static_routes(route_file: &Path) -> Result<(String, String), String> {
     let text = std::fs::read_to_string(route_file)
         .map_err(|e| format!("{}: {e}", route_file.display()))?;
-    let (mut v4, mut v6) = (String::new(), String::new());
+    let mut v4 = String::from("protocol static static4 {\n  ipv4;\n");
+    let mut v6 = String::from("protocol static static6 {\n  ipv6;\n");
     for line in text.lines() {
         let Some((prefix, hop)) = line.split_once(' ') else {
             continue;
@@ -50,8 +52,10 @@ fn static_routes(route_file: &Path) -> Result<(String, String), String> {
         } else {
             &mut v4
         };
-        let _ = writeln!(out, "route {prefix} via {hop};");
+        let _ = writeln!(out, "  route {prefix} via {hop};");
     }
+    v4.push_str("}\n");
+    v6.push_str("}\n");
     Ok((v4, v6))
 }
 
@@ -122,7 +126,10 @@ impl Bird {
     }
 
     pub fn stop(&mut self) {
-        if let Ok(pid) = std::fs::read_to_string(&self.pid_file) {
+        if let Some(pid) = std::fs::read_to_string(&self.pid_file)
+            .ok()
+            .filter(|p| !p.trim().is_empty())
+        {
             let _ = Command::new("kill").args(["-TERM", pid.trim()]).status();
         }
         super::stop_child(&mut self.child, Duration::from_secs(5));
@@ -166,8 +173,11 @@ mod tests {
         )
         .unwrap();
         let (v4, v6) = static_routes(&f).unwrap();
-        assert_eq!(v4, "route 1.0.0.0/24 via 198.51.100.2;\n");
-        assert_eq!(v6, "route 2001:db8:99::/48 via 2001:db8:1::2;\n");
+        assert_eq!(
+            v4,
+            "protocol static static4 {\n  ipv4;\n  route 1.0.0.0/24 via 198.51.100.2;\n}\n"
+        );
+        assert!(v6.contains("  route 2001:db8:99::/48 via 2001:db8:1::2;\n"));
         assert!(config(&dir).contains("export all"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
