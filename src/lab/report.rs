@@ -38,8 +38,8 @@ pub struct RunResult {
     /// Seconds the router took to load the synthetic table.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub table_load_s: Option<f64>,
-    /// With `--control bird`: seconds from BIRD's announcement (and withdrawal) until the
-    /// kernel's table and sluice's FIB held it.
+    /// With `--control bird`: seconds from BIRD's announcement (and withdrawal) until BIRD
+    /// counted the routes exported and until sluice's FIB held them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub convergence: Option<Value>,
     /// Where the DUT's CPU spent the run (--profile).
