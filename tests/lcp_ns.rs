@@ -35,6 +35,25 @@ c.sendall(b'sluice')
 print(c.recv(100).decode())
 ";
 
+/// Join 224.0.0.5 on tap-d0 and print the protocol of the first OSPF (89) packet Linux gets.
+const OSPF_LISTENER: &str = "import socket,struct
+s=socket.socket(socket.AF_INET,socket.SOCK_RAW,89)
+m=struct.pack('4s4si',socket.inet_aton('224.0.0.5'),socket.inet_aton('0.0.0.0'),socket.if_nametoindex('tap-d0'))
+s.setsockopt(socket.IPPROTO_IP,socket.IP_ADD_MEMBERSHIP,m)
+s.settimeout(10)
+print(s.recv(2000)[9])
+";
+
+/// Send OSPF-like packets (protocol 89) to 224.0.0.5 from ADDR, TTL 1, for a few seconds.
+const OSPF_SENDER: &str = "import socket,sys,time
+s=socket.socket(socket.AF_INET,socket.SOCK_RAW,89)
+s.setsockopt(socket.IPPROTO_IP,socket.IP_MULTICAST_IF,socket.inet_aton(sys.argv[1]))
+s.setsockopt(socket.IPPROTO_IP,socket.IP_MULTICAST_TTL,1)
+for i in range(40):
+    s.sendto(b'hello, ospf',('224.0.0.5',0))
+    time.sleep(0.1)
+";
+
 fn link_flags(ns: &Netns, dev: &str) -> Option<String> {
     let o = ns
         .exec("ip", &["-o", "link", "show", dev])
@@ -66,7 +85,7 @@ fn linux_behind_a_tap_speaks_through_sluice() {
     if !prerequisite(python, "python3 (for a TCP listener behind the tap)") {
         return;
     }
-    let (left, _right, dut) = routed_lab("lcp");
+    let (left, right, dut) = routed_lab("lcp");
     // The tap takes the router's IPv6 address too: IPv6 must be on for new devices there.
     dut.sysctl("net.ipv6.conf.default.disable_ipv6", "0");
     dut.sysctl("net.ipv6.conf.default.accept_dad", "0");
@@ -109,6 +128,25 @@ fn linux_behind_a_tap_speaks_through_sluice() {
         "eciuls",
         "{}",
         String::from_utf8_lossy(&client.stderr)
+    );
+
+    // Link-local multicast (OSPF's 224.0.0.5) goes up to Linux too.
+    let listener = dut
+        .exec("python3", &["-c", OSPF_LISTENER])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut sender = left
+        .exec("python3", &["-c", OSPF_SENDER, T0_V4])
+        .spawn()
+        .unwrap();
+    let got = listener.wait_with_output().unwrap();
+    let _ = sender.kill();
+    let _ = sender.wait();
+    assert_eq!(
+        String::from_utf8_lossy(&got.stdout).trim(),
+        "89",
+        "OSPF to 224.0.0.5 reached Linux behind the tap"
     );
 
     let errors = ctl_json(&socket, "show errors");
@@ -161,6 +199,19 @@ fn linux_behind_a_tap_speaks_through_sluice() {
         link_flags(&dut, "tap-d1").is_none(),
         "the tap goes with its pair"
     );
+    // A tap in another namespace, with a listener of its own.
+    let line = format!("lcp create d1 host-if tap-n1 netns {}", right.name);
+    ctl(&socket, &line).unwrap();
+    assert!(
+        link_flags(&right, "tap-n1").is_some(),
+        "tap-n1 in {}",
+        right.name
+    );
+    assert!(link_flags(&dut, "tap-n1").is_none());
+    let lcp = ctl_json(&socket, "show lcp");
+    assert_eq!(lcp["netlink"].as_array().unwrap().len(), 2, "{lcp}");
+    ctl(&socket, "lcp delete d1").unwrap();
+    assert!(link_flags(&right, "tap-n1").is_none());
 
     assert!(daemon.stop(), "daemon exits cleanly");
     assert!(

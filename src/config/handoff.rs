@@ -78,17 +78,8 @@ pub(super) fn check(
 ) -> Result<Vec<HandoffConfig>, ConfigError> {
     let mut out: Vec<HandoffConfig> = Vec::new();
     for k in keys {
+        c.hardware_interface(&k.interface, "interface", hardware)?;
         let name = k.interface.get_ref();
-        if !hardware.contains(&name.as_str()) {
-            return Err(c.err(
-                k.interface.span(),
-                "interface",
-                format!(
-                    "no [[interface]] named '{name}' (defined: {})",
-                    hardware.join(", ")
-                ),
-            ));
-        }
         if out.iter().any(|h| h.interface == *name) {
             return Err(c.err(
                 k.interface.span(),

@@ -22,7 +22,7 @@ pub(super) const SECTION: Section = Section {
             name: "interface",
             ty: "string",
             default: "required",
-            doc: "the sluice interface (one with a driver, not a sub-interface); paired at most once",
+            doc: "an [[interface]] (a sub-interface has no tap yet); paired at most once",
             example: "\"e0\"",
         },
         Key {
@@ -95,17 +95,8 @@ pub(super) fn check(
 ) -> Result<Vec<LcpConfig>, ConfigError> {
     let mut out: Vec<LcpConfig> = Vec::new();
     for k in keys {
+        c.hardware_interface(&k.interface, "interface", hardware)?;
         let name = k.interface.get_ref();
-        if !hardware.contains(&name.as_str()) {
-            return Err(c.err(
-                k.interface.span(),
-                "interface",
-                format!(
-                    "no interface named '{name}' with a driver (defined: {}; sub-interfaces have no tap yet)",
-                    hardware.join(", ")
-                ),
-            ));
-        }
         if out.iter().any(|p| &p.interface == name) {
             return Err(c.err(
                 k.interface.span(),
@@ -152,7 +143,7 @@ mod tests {
 
     error_tests! {
         lcp_of_an_unknown_interface: format!("{GOOD}[[lcp]]\ninterface = \"p9\"\nhost-if = \"t\"\n")
-            => "t.toml:19: key 'interface': no interface named 'p9' with a driver (defined: p0, p1; sub-interfaces have no tap yet)";
+            => "t.toml:19: key 'interface': no [[interface]] named 'p9' (defined: p0, p1)";
         lcp_twice: format!("{GOOD}[[lcp]]\ninterface = \"p0\"\nhost-if = \"t\"\n[[lcp]]\ninterface = \"p0\"\nhost-if = \"u\"\n")
             => "t.toml:22: key 'interface': interface 'p0' has two lcp pairs";
         lcp_long_name: format!("{GOOD}[[lcp]]\ninterface = \"p0\"\nhost-if = \"a-very-long-tap-name\"\n")

@@ -280,6 +280,27 @@ impl Checker<'_> {
         ))
     }
 
+    /// `name` (the value of `key`) is one of the [[interface]]s, `hardware`.
+    fn hardware_interface(
+        &self,
+        name: &Spanned<String>,
+        key: &str,
+        hardware: &[&str],
+    ) -> Result<(), ConfigError> {
+        if hardware.contains(&name.get_ref().as_str()) {
+            return Ok(());
+        }
+        Err(self.err(
+            name.span(),
+            key,
+            format!(
+                "no [[interface]] named '{}' (defined: {})",
+                name.get_ref(),
+                hardware.join(", ")
+            ),
+        ))
+    }
+
     /// The value that `v` names among `choices`, or an error listing them.
     fn one_of<T: Copy>(
         &self,

@@ -76,17 +76,8 @@ pub(super) fn check(
 ) -> Result<Vec<RxPlacementConfig>, ConfigError> {
     let mut out: Vec<RxPlacementConfig> = Vec::new();
     for k in keys {
+        c.hardware_interface(&k.interface, "interface", hardware)?;
         let name = k.interface.get_ref();
-        if !hardware.contains(&name.as_str()) {
-            return Err(c.err(
-                k.interface.span(),
-                "interface",
-                format!(
-                    "no [[interface]] named '{name}' (defined: {})",
-                    hardware.join(", ")
-                ),
-            ));
-        }
         let worker = *k.worker.get_ref() as usize;
         if worker >= workers {
             return Err(c.err(

@@ -10,19 +10,17 @@
 use super::af_packet::netdev::{ifreq, ioctl_on};
 use crate::wire::MacAddress;
 use std::ffi::CString;
-use std::io;
+use std::io::{self, Read, Write};
 use std::net::IpAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-
-/// Where `ip netns` keeps its namespaces.
-const NETNS_DIR: &str = "/run/netns";
 
 /// An open tap device.
 pub struct Tap {
     name: String,
     ifindex: u32,
     netns: Option<String>,
-    fd: OwnedFd,
+    /// The tap's descriptor: reads and writes are whole frames.
+    file: std::fs::File,
     /// A datagram socket in the tap's namespace, for its flags.
     control: OwnedFd,
     /// Addresses Linux would not put on the tap, with why.
@@ -43,19 +41,14 @@ impl Tap {
     ) -> io::Result<Tap> {
         match netns {
             None => Tap::create_here(name, mac, mtu, None, addresses),
-            Some(ns) => {
-                let ns_file = std::fs::File::open(format!("{NETNS_DIR}/{ns}")).map_err(|e| {
-                    io::Error::new(e.kind(), format!("network namespace '{ns}': {e}"))
-                })?;
-                std::thread::scope(|s| {
-                    s.spawn(move || {
-                        enter_netns(&ns_file)?;
-                        Tap::create_here(name, mac, mtu, Some(ns), addresses)
-                    })
-                    .join()
-                    .unwrap_or_else(|_| Err(io::Error::other("tap thread failed")))
+            Some(ns) => std::thread::scope(|s| {
+                s.spawn(move || {
+                    super::netns::enter(ns).map_err(io::Error::other)?;
+                    Tap::create_here(name, mac, mtu, Some(ns), addresses)
                 })
-            }
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("tap thread failed")))
+            }),
         }
     }
 
@@ -108,7 +101,7 @@ impl Tap {
             name: name.to_string(),
             ifindex,
             netns: netns.map(str::to_string),
-            fd,
+            file: std::fs::File::from(fd),
             control,
             refused: Vec::new(),
         };
@@ -154,7 +147,7 @@ impl Tap {
 
     /// The descriptor, for poll(2).
     pub fn raw_fd(&self) -> libc::c_int {
-        self.fd.as_raw_fd()
+        self.file.as_raw_fd()
     }
 
     /// The device's IFF_* flags.
@@ -186,7 +179,7 @@ impl Tap {
         let v: libc::c_int = on.into();
         // SAFETY: TUNSETCARRIER reads one int from the pointer it is given, `v`, which lives
         // for the call.
-        let rc = unsafe { libc::ioctl(self.fd.as_raw_fd(), libc::TUNSETCARRIER as _, &v) };
+        let rc = unsafe { libc::ioctl(self.file.as_raw_fd(), libc::TUNSETCARRIER as _, &v) };
         if rc < 0 {
             let e = io::Error::last_os_error();
             return Err(io::Error::new(
@@ -199,48 +192,22 @@ impl Tap {
 
     /// Read one frame Linux sent on the tap; `Ok(None)` when there is none.
     pub fn read(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
-        // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the call.
-        let n = unsafe {
-            libc::read(
-                self.fd.as_raw_fd(),
-                buf.as_mut_ptr() as *mut libc::c_void,
-                buf.len(),
-            )
-        };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            return match e.kind() {
-                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
-                _ => Err(e),
-            };
+        match (&self.file).read(buf) {
+            Ok(n) => Ok(Some(n)),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(e),
         }
-        Ok(Some(n as usize))
     }
 
-    /// Hand one frame to Linux, as if the tap had received it.
+    /// Hand one frame to Linux, as if the tap had received it (one write is one frame).
     pub fn write(&self, frame: &[u8]) -> io::Result<()> {
-        // SAFETY: `frame` is valid for reads of `frame.len()` bytes for the call.
-        let n = unsafe {
-            libc::write(
-                self.fd.as_raw_fd(),
-                frame.as_ptr() as *const libc::c_void,
-                frame.len(),
-            )
-        };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        (&self.file).write(frame).map(|_| ())
     }
-}
-
-/// Move this thread into the network namespace `ns` (a file of /run/netns).
-fn enter_netns(ns: &std::fs::File) -> io::Result<()> {
-    // SAFETY: setns(2) on a descriptor we hold open; it changes only this thread's network
-    // namespace, and the thread ends after making the tap.
-    let rc = unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }

@@ -49,20 +49,7 @@ impl Router {
             }
             KernelHops::Paths(p) => p,
         };
-        let mut members = Vec::with_capacity(paths.len());
-        for path in paths {
-            match self.kernel_member(t, v4, path) {
-                Ok(a) => members.push(a),
-                Err(e) => {
-                    for m in members {
-                        self.forget_if_unused(m);
-                    }
-                    return Err(e);
-                }
-            }
-        }
-        members.sort_unstable();
-        members.dedup();
+        let members = self.members(paths, |r, path| r.kernel_member(t, v4, path))?;
         Ok(if members.len() == 1 {
             members[0]
         } else {

@@ -229,6 +229,18 @@ impl Router {
             .ok_or_else(|| format!("no interface {interface}"))?;
         itf.host = on;
         self.view_dirty = true;
+        // Link-local multicast (224.0.0.0/24: OSPF, VRRP, RIPv2) is never forwarded; with a
+        // tap in the table it is delivered to the router, where ip4-local punts it to Linux.
+        let t = self.table_of(interface, false);
+        let hosts = (0..self.view.interfaces.len() as u32)
+            .any(|i| self.view.interfaces[i as usize].host && self.table_of(i, false) == t);
+        let group = IpPrefix::V4(Prefix::containing(0xe000_0000, 24));
+        let present = self.source_in(t, group) == Some(RouteSource::Local);
+        if hosts && self.source_in(t, group).is_none() {
+            self.set(t, group, adjacency::ADJ_LOCAL, RouteSource::Local);
+        } else if !hosts && present {
+            self.unset(t, group);
+        }
         Ok(())
     }
 

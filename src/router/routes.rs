@@ -190,6 +190,30 @@ impl Router {
         }
     }
 
+    /// The adjacencies `resolve` makes of each of `hops`, sorted and without repeats (the
+    /// members of an ECMP route); on the first error, those already made are let go.
+    pub(super) fn members<T>(
+        &mut self,
+        hops: &[T],
+        mut resolve: impl FnMut(&mut Router, &T) -> Result<u32, String>,
+    ) -> Result<Vec<u32>, String> {
+        let mut members = Vec::with_capacity(hops.len());
+        for h in hops {
+            match resolve(self, h) {
+                Ok(a) => members.push(a),
+                Err(e) => {
+                    for m in members {
+                        self.forget_if_unused(m);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        members.sort_unstable();
+        members.dedup();
+        Ok(members)
+    }
+
     /// Add or replace a static route in table `table` (an id). Several next hops make an
     /// ECMP route.
     pub fn add_route(
@@ -219,20 +243,7 @@ impl Router {
             // reconcile leaves it alone (it deletes kernel routes only).
         }
         let v4 = matches!(prefix, IpPrefix::V4(_));
-        let mut members = Vec::with_capacity(hops.len());
-        for h in hops {
-            match self.resolve_hop(t, v4, h) {
-                Ok(a) => members.push(a),
-                Err(e) => {
-                    for m in members {
-                        self.forget_if_unused(m);
-                    }
-                    return Err(e);
-                }
-            }
-        }
-        members.sort_unstable();
-        members.dedup();
+        let members = self.members(hops, |r, h| r.resolve_hop(t, v4, h))?;
         let adj = if members.len() == 1 {
             members[0]
         } else {
