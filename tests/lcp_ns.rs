@@ -302,3 +302,79 @@ fn routes_linux_adds_via_the_tap_reach_the_fib_and_leave_it() {
     }
     assert!(daemon.stop());
 }
+
+/// On the tester's port (no 802.1Q devices in this kernel): wait for an ARP request tagged
+/// VLAN 100 (the tag, which the kernel takes off into the packet's metadata, read from
+/// PACKET_AUXDATA), print it, and answer it with a tagged ARP reply from MAC argv[1].
+const TAGGED_ARP_PEER: &str = "import socket,struct,sys
+s=socket.socket(socket.AF_PACKET,socket.SOCK_RAW,socket.htons(3))
+s.bind(('t0',0))
+s.setsockopt(263,8,1)
+s.settimeout(10)
+while True:
+    f,anc,_,_=s.recvmsg(2000,socket.CMSG_SPACE(24))
+    vid=None
+    for lvl,typ,data in anc:
+        if lvl==263 and typ==8:
+            st,ln,sn,mac,net,tci,tpid=struct.unpack('IIIHHHH',data[:20])
+            if st & (1<<4): vid=tci&0xfff
+    if f[12:14]==b'\\x81\\x00':
+        vid=int.from_bytes(f[14:16],'big')&0xfff; f=f[:12]+f[16:]
+    if vid==100 and f[12:14]==b'\\x08\\x06' and f[20:22]==b'\\x00\\x01':
+        break
+print('tagged arp request for', socket.inet_ntoa(f[38:42]))
+me=bytes.fromhex(sys.argv[1].replace(':',''))
+arp=f[14:42]
+reply=f[6:12]+me+b'\\x81\\x00\\x00\\x64\\x08\\x06'+bytes.fromhex('0001080006040002')+me+arp[24:28]+arp[8:14]+arp[14:18]
+s.send(reply)
+";
+
+/// A sub-interface's tap: Linux's ARP leaves through d0 tagged VLAN 100, the tagged reply
+/// comes back up to the tap untagged and Linux learns the neighbour.
+#[test]
+fn a_sub_interface_tap_sends_tagged_and_hears_untagged() {
+    if !needs_root() {
+        return;
+    }
+    let python = std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !prerequisite(python, "python3 (a tagged ARP peer)") {
+        return;
+    }
+    let (left, _right, dut) = routed_lab("lcpv");
+    let dir = tmpdir("lcp-vlan");
+    let (cfg, socket) = router_config(
+        &dir,
+        "[[subinterface]]\nparent = \"d0\"\nid = 100\ndot1q = 100\n\
+         address = [\"10.100.0.1/24\"]\n\
+         [[lcp]]\ninterface = \"d0.100\"\nhost-if = \"tap-v100\"\n",
+    );
+    let mut daemon = Daemon::start(&dut, &cfg, &socket);
+    let addrs = dut.ip(&["-o", "addr", "show", "dev", "tap-v100"]);
+    assert!(String::from_utf8_lossy(&addrs.stdout).contains("10.100.0.1/24"));
+    let tester_mac = mac_of(&left, "t0");
+    let peer = left
+        .exec("python3", &["-c", TAGGED_ARP_PEER, &tester_mac])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Linux resolves 10.100.0.2 through the tap (the ping itself goes unanswered).
+    let _ = ping(
+        &dut,
+        &["-c", "2", "-W", "1", "-I", "tap-v100", "10.100.0.2"],
+    );
+    let out = peer.wait_with_output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "tagged arp request for 10.100.0.2"
+    );
+    wait_for("Linux to learn the neighbour from the tagged reply", || {
+        let n = dut.ip(&["neigh", "show", "dev", "tap-v100"]);
+        String::from_utf8_lossy(&n.stdout).contains(&tester_mac)
+    });
+    let e = ctl(&socket, "lcp create d0.100 host-if tap-x").unwrap_err();
+    assert!(e.contains("already has tap"), "{e}");
+    assert!(daemon.stop());
+}

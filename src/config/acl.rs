@@ -301,17 +301,8 @@ pub(super) fn check_inputs(
 ) -> Result<Vec<AclInput>, ConfigError> {
     let mut out: Vec<AclInput> = Vec::new();
     for k in keys {
+        c.known_interface(&k.interface, "interface", interfaces)?;
         let (iface, acl) = (k.interface.get_ref(), k.acl.get_ref());
-        if !interfaces.contains(&iface.as_str()) {
-            return Err(c.err(
-                k.interface.span(),
-                "interface",
-                format!(
-                    "no interface named '{iface}' (defined: {})",
-                    interfaces.join(", ")
-                ),
-            ));
-        }
         if !acls.iter().any(|a| &a.name == acl) {
             let names: Vec<&str> = acls.iter().map(|a| a.name.as_str()).collect();
             return Err(c.err(

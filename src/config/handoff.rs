@@ -78,7 +78,7 @@ pub(super) fn check(
 ) -> Result<Vec<HandoffConfig>, ConfigError> {
     let mut out: Vec<HandoffConfig> = Vec::new();
     for k in keys {
-        c.hardware_interface(&k.interface, "interface", hardware)?;
+        c.known_interface(&k.interface, "interface", hardware)?;
         let name = k.interface.get_ref();
         if out.iter().any(|h| h.interface == *name) {
             return Err(c.err(
@@ -116,7 +116,7 @@ mod tests {
 
     error_tests! {
         unknown_interface: handoff(2, "interface = \"zz\"\nworkers = [0, 1]\n")
-            => "t.toml:7: key 'interface': no [[interface]] named 'zz' (defined: a)";
+            => "t.toml:7: key 'interface': no interface named 'zz' (defined: a)";
         worker_out_of_range: handoff(2, "interface = \"a\"\nworkers = [0, 2]\n")
             => "t.toml:8: key 'workers': worker 2: there are 2 worker(s), 0 to 1";
         no_workers: handoff(2, "interface = \"a\"\nworkers = []\n")

@@ -22,7 +22,7 @@ pub(super) const SECTION: Section = Section {
             name: "interface",
             ty: "string",
             default: "required",
-            doc: "an [[interface]] (a sub-interface has no tap yet); paired at most once",
+            doc: "an interface or sub-interface (its tap is untagged: the sub-interface's tags are taken off on the way up and put on on the way down); paired at most once",
             example: "\"e0\"",
         },
         Key {
@@ -87,15 +87,15 @@ pub fn check_netns_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Each pair names an interface with a driver, once, and a tap name used once.
+/// Each pair names an interface or sub-interface, once, and a tap name used once.
 pub(super) fn check(
     keys: Vec<LcpKeys>,
-    hardware: &[&str],
+    names: &[&str],
     c: &Checker<'_>,
 ) -> Result<Vec<LcpConfig>, ConfigError> {
     let mut out: Vec<LcpConfig> = Vec::new();
     for k in keys {
-        c.hardware_interface(&k.interface, "interface", hardware)?;
+        c.known_interface(&k.interface, "interface", names)?;
         let name = k.interface.get_ref();
         if out.iter().any(|p| &p.interface == name) {
             return Err(c.err(
@@ -143,7 +143,7 @@ mod tests {
 
     error_tests! {
         lcp_of_an_unknown_interface: format!("{GOOD}[[lcp]]\ninterface = \"p9\"\nhost-if = \"t\"\n")
-            => "t.toml:19: key 'interface': no [[interface]] named 'p9' (defined: p0, p1)";
+            => "t.toml:19: key 'interface': no interface named 'p9' (defined: p0, p1)";
         lcp_twice: format!("{GOOD}[[lcp]]\ninterface = \"p0\"\nhost-if = \"t\"\n[[lcp]]\ninterface = \"p0\"\nhost-if = \"u\"\n")
             => "t.toml:22: key 'interface': interface 'p0' has two lcp pairs";
         lcp_long_name: format!("{GOOD}[[lcp]]\ninterface = \"p0\"\nhost-if = \"a-very-long-tap-name\"\n")

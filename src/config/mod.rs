@@ -280,23 +280,24 @@ impl Checker<'_> {
         ))
     }
 
-    /// `name` (the value of `key`) is one of the [[interface]]s, `hardware`.
-    fn hardware_interface(
+    /// `name` (the value of `key`) is one of the interfaces `names` (the [[interface]]s, or
+    /// those and the sub-interfaces, as the section allows).
+    fn known_interface(
         &self,
         name: &Spanned<String>,
         key: &str,
-        hardware: &[&str],
+        names: &[&str],
     ) -> Result<(), ConfigError> {
-        if hardware.contains(&name.get_ref().as_str()) {
+        if names.contains(&name.get_ref().as_str()) {
             return Ok(());
         }
         Err(self.err(
             name.span(),
             key,
             format!(
-                "no [[interface]] named '{}' (defined: {})",
+                "no interface named '{}' (defined: {})",
                 name.get_ref(),
-                hardware.join(", ")
+                names.join(", ")
             ),
         ))
     }
@@ -417,7 +418,7 @@ impl Config {
         let acl_inputs = acl::check_inputs(keys.acl_inputs, &acls, &names, (c, "input"))?;
         let acl_outputs = acl::check_inputs(keys.acl_outputs, &acls, &names, (c, "output"))?;
         let sessions = keys.sessions.check(c)?;
-        let lcps = lcp::check(keys.lcps, &hardware, c)?;
+        let lcps = lcp::check(keys.lcps, &names, c)?;
         Ok(Config {
             dataplane,
             control: keys.control,

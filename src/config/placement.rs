@@ -76,7 +76,7 @@ pub(super) fn check(
 ) -> Result<Vec<RxPlacementConfig>, ConfigError> {
     let mut out: Vec<RxPlacementConfig> = Vec::new();
     for k in keys {
-        c.hardware_interface(&k.interface, "interface", hardware)?;
+        c.known_interface(&k.interface, "interface", hardware)?;
         let name = k.interface.get_ref();
         let worker = *k.worker.get_ref() as usize;
         if worker >= workers {
@@ -119,7 +119,7 @@ mod tests {
 
     error_tests! {
         unknown_interface: placed(2, "interface = \"zz\"\nqueue = 0\nworker = 1\n")
-            => "t.toml:7: key 'interface': no [[interface]] named 'zz' (defined: a)";
+            => "t.toml:7: key 'interface': no interface named 'zz' (defined: a)";
         worker_out_of_range: placed(2, "interface = \"a\"\nqueue = 0\nworker = 2\n")
             => "t.toml:9: key 'worker': worker 2: [dataplane] has 2 worker(s), 0 to 1";
         placed_twice: format!("{}[[rx-placement]]\ninterface = \"a\"\nqueue = 0\nworker = 0\n", placed(2, "interface = \"a\"\nqueue = 0\nworker = 1\n"))

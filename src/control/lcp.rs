@@ -43,9 +43,9 @@ fn create(c: &mut Control, a: &Args) -> Result<Output, String> {
         _ => return Err(USAGE.into()),
     };
     let itf = c.interface(a.value("IF"))?.clone();
-    if itf.index as usize >= c.dp.hardware {
+    if c.dp.subifs.load().get(itf.index).is_some_and(|s| s.bvi) {
         return Err(format!(
-            "'{}' is a sub-interface; only interfaces with a driver have a tap",
+            "'{}' is a BVI; a tap mirrors a port or a sub-interface",
             itf.name
         ));
     }

@@ -314,6 +314,12 @@ impl Dataplane {
         let lcp = crate::lcp::Lcp::start(
             crate::lcp::LcpParts {
                 main_tx,
+                subifs: subifs.clone(),
+                interfaces: interfaces
+                    .iter()
+                    .cloned()
+                    .chain(subs.iter().map(|s| s.interface.clone()))
+                    .collect(),
                 pool: pool.clone(),
                 punts: punt_rx,
                 thread: workers,
@@ -322,7 +328,11 @@ impl Dataplane {
             stop.clone(),
         )?;
         for pair in &cfg.lcps {
-            let Some(itf) = interfaces.iter().find(|i| i.name == pair.interface) else {
+            let Some(itf) = interfaces
+                .iter()
+                .chain(subs.iter().map(|s| &s.interface))
+                .find(|i| i.name == pair.interface)
+            else {
                 continue;
             };
             let mut r = router.lock().unwrap();

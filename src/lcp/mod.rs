@@ -105,6 +105,10 @@ struct NamespaceListener {
 /// index), the buffers it sends from, and the channel the workers punt into.
 pub struct LcpParts {
     pub main_tx: Vec<Box<dyn TxQueue>>,
+    /// The sub-interfaces: a sub-interface's tap sends out of its parent, tags pushed.
+    pub subifs: crate::subif::SharedSubIfs,
+    /// Every interface by index (the parents' link states).
+    pub interfaces: Vec<Arc<Interface>>,
     pub pool: Arc<BufferPool>,
     pub punts: Receiver<Punted>,
     /// The main thread's index among the threads that count on interfaces (the last).
@@ -287,6 +291,8 @@ impl Lcp {
 fn run(pairs: Arc<Mutex<Vec<Pair>>>, parts: LcpParts, stop: &AtomicBool) {
     let LcpParts {
         mut main_tx,
+        subifs,
+        interfaces,
         pool,
         punts,
         thread,
@@ -320,10 +326,14 @@ fn run(pairs: Arc<Mutex<Vec<Pair>>>, parts: LcpParts, stop: &AtomicBool) {
             )
         };
         let mut pairs = pairs.lock().unwrap();
+        let subs = subifs.load();
         for p in pairs.iter() {
             for _ in 0..READ_BATCH {
                 match p.tap.read(&mut frame) {
-                    Ok(Some(n)) => to_wire(p, &frame[..n], &mut main_tx, &mut bufs, thread),
+                    Ok(Some(n)) => {
+                        let port = Port::of(&p.interface, &subs);
+                        to_wire(p, port, &frame[..n], (&mut main_tx, &mut bufs), thread);
+                    }
                     Ok(None) | Err(_) => break,
                 }
             }
@@ -345,54 +355,93 @@ fn run(pairs: Arc<Mutex<Vec<Pair>>>, parts: LcpParts, stop: &AtomicBool) {
         }
         if last_sync.elapsed() >= SYNC_EVERY {
             last_sync = Instant::now();
+            let subs = subifs.load();
             for p in pairs.iter_mut() {
-                sync_link(p);
+                let parent = Port::of(&p.interface, &subs)
+                    .and_then(|port| interfaces.get(port.index as usize));
+                let link = parent.is_some_and(|i| i.is_up() && i.link_up());
+                sync_link(p, link);
             }
         }
     }
     bufs.flush_cache();
 }
 
-/// Send one frame Linux wrote on `p`'s tap out of `p`'s interface.
+/// Where a pair's frames leave: the interface itself, or a sub-interface's parent with the
+/// sub-interface's tags.
+#[derive(Clone, Copy)]
+struct Port<'a> {
+    index: u32,
+    tags: &'a [u8],
+}
+
+impl<'a> Port<'a> {
+    /// `None` for a sub-interface that is gone.
+    fn of(itf: &Interface, subs: &'a crate::subif::SubIfs) -> Option<Port<'a>> {
+        match subs.get(itf.index) {
+            Some(sub) if sub.bvi => None,
+            Some(sub) => Some(Port {
+                index: sub.parent,
+                tags: sub.push_bytes(),
+            }),
+            None if itf.is_deleted() => None,
+            None => Some(Port {
+                index: itf.index,
+                tags: &[],
+            }),
+        }
+    }
+}
+
+/// Send one frame Linux wrote on `p`'s tap out of `p`'s interface (a sub-interface's out of
+/// its parent, tagged).
 fn to_wire(
     p: &Pair,
+    port: Option<Port<'_>>,
     frame: &[u8],
-    main_tx: &mut [Box<dyn TxQueue>],
-    bufs: &mut crate::buffer::WorkerBuffers,
+    (main_tx, bufs): (&mut [Box<dyn TxQueue>], &mut crate::buffer::WorkerBuffers),
     thread: usize,
 ) {
     let c = &p.counters;
     let itf = &p.interface;
-    let Some(tx) = main_tx.get_mut(itf.index as usize) else {
+    let dropped = || {
         c.from_host_drops.fetch_add(1, Ordering::Relaxed);
-        return;
+    };
+    let Some(port) = port else {
+        return dropped();
+    };
+    let Some(tx) = main_tx.get_mut(port.index as usize) else {
+        return dropped();
     };
     // Linux's frame carries its own Ethernet header; the tap's MTU is the interface's.
     if !itf.is_up() || frame.len() > itf.mtu as usize + 18 {
-        c.from_host_drops.fetch_add(1, Ordering::Relaxed);
-        return;
+        return dropped();
     }
     let Some(bi) = bufs.packet_from_bytes(frame) else {
-        c.from_host_drops.fetch_add(1, Ordering::Relaxed);
-        return;
+        return dropped();
     };
-    bufs.meta_mut(bi).tx_if = itf.index;
+    if !crate::subif::push_tags(bufs, bi, port.tags) {
+        bufs.free(bi);
+        return dropped();
+    }
+    let len = bufs.packet_len(bi) as u64;
+    bufs.meta_mut(bi).tx_if = port.index;
     let sent = tx.tx_burst(bufs, &[bi]);
     let counters = itf.counters(thread);
     if sent.sent > 0 {
-        counters.tx_packets.add(sent.sent as u64);
-        counters.tx_bytes.add(sent.bytes);
+        counters.tx_packets.add(1);
+        counters.tx_bytes.add(len);
         c.from_host.fetch_add(1, Ordering::Relaxed);
-        c.from_host_bytes
-            .fetch_add(frame.len() as u64, Ordering::Relaxed);
+        c.from_host_bytes.fetch_add(len, Ordering::Relaxed);
     } else {
         counters.tx_errors.add(1);
-        c.from_host_drops.fetch_add(1, Ordering::Relaxed);
+        dropped();
     }
 }
 
-/// Bring the two sides' admin states together and the tap's carrier to the port's link.
-fn sync_link(p: &mut Pair) {
+/// Bring the two sides' admin states together, and the tap's carrier to `link` (the port's,
+/// or a sub-interface's parent's, link and admin state).
+fn sync_link(p: &mut Pair, link: bool) {
     let ours = p.interface.is_up();
     let Ok(flags) = p.tap.flags() else {
         return;
@@ -408,7 +457,7 @@ fn sync_link(p: &mut Pair) {
         p.interface.set_up(theirs);
         p.agreed_up = theirs;
     }
-    let carrier = p.interface.is_up() && p.interface.link_up();
+    let carrier = p.interface.is_up() && link;
     if p.carrier != Some(carrier) && p.tap.set_carrier(carrier).is_ok() {
         p.carrier = Some(carrier);
     }
