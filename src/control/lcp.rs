@@ -70,14 +70,8 @@ fn delete(c: &mut Control, a: &Args) -> Result<Output, String> {
     // Stop the punts first, then close the tap.
     router.set_host(itf.index, false)?;
     router.commit();
-    lcp.delete(&itf)
-        .inspect_err(|_| {
-            if lcp.has(itf.index) {
-                let _ = router.set_host(itf.index, true);
-                router.commit();
-            }
-        })
-        .map(|_| Output::Text(String::new()))
+    lcp.delete(&itf)?;
+    Output::done()
 }
 
 fn show(c: &Control) -> Output {
@@ -107,6 +101,12 @@ fn show(c: &Control) -> Output {
     if pairs.is_empty() {
         t = "no lcp pairs\n".into();
     }
+    let unpaired = c.dp.lcp.as_ref().map_or(0, |l| l.unpaired());
+    if unpaired > 0 {
+        t.push_str(&format!(
+            "{unpaired} punted frames dropped: their pair was deleted meanwhile\n"
+        ));
+    }
     let netlink = c.dp.lcp.as_ref().map(|l| l.netlink()).unwrap_or_default();
     for n in &netlink {
         t.push_str(&format!(
@@ -128,5 +128,8 @@ fn show(c: &Control) -> Output {
                 .unwrap_or_default()
         ));
     }
-    Output::Shown(t, serde_json::json!({ "pairs": pairs, "netlink": netlink }))
+    Output::Shown(
+        t,
+        serde_json::json!({ "pairs": pairs, "unpaired_punts": unpaired, "netlink": netlink }),
+    )
 }

@@ -62,7 +62,7 @@ pub struct PairCounters {
 struct Pair {
     interface: Arc<Interface>,
     tap: Tap,
-    counters: Arc<PairCounters>,
+    counters: PairCounters,
     /// The admin state both sides last agreed on.
     agreed_up: bool,
     /// The carrier last set on the tap.
@@ -89,6 +89,9 @@ pub struct PairView {
 /// The pairs and the thread that moves their frames.
 pub struct Lcp {
     pairs: Arc<Mutex<Vec<Pair>>>,
+    /// Punted frames whose interface had no pair by the time the thread took them (a pair
+    /// deleted while its punts were queued): dropped.
+    unpaired: Arc<AtomicU64>,
     thread: Option<JoinHandle<()>>,
     router: Arc<Mutex<crate::router::Router>>,
     /// A netlink listener per namespace that holds taps (`None`: the daemon's).
@@ -124,13 +127,15 @@ impl Lcp {
         stop: Arc<AtomicBool>,
     ) -> Result<Lcp, String> {
         let pairs: Arc<Mutex<Vec<Pair>>> = Arc::default();
-        let p = pairs.clone();
+        let unpaired: Arc<AtomicU64> = Arc::default();
+        let (p, u) = (pairs.clone(), unpaired.clone());
         let thread = std::thread::Builder::new()
             .name("sluice_lcp".into())
-            .spawn(move || run(p, parts, &stop))
+            .spawn(move || run(p, &u, parts, &stop))
             .map_err(|e| format!("cannot start the lcp thread: {e}"))?;
         Ok(Lcp {
             pairs,
+            unpaired,
             thread: Some(thread),
             router,
             listeners: Mutex::default(),
@@ -155,6 +160,11 @@ impl Lcp {
             listener,
         });
         Ok(pairs)
+    }
+
+    /// Punted frames dropped because their interface had no pair any more.
+    pub fn unpaired(&self) -> u64 {
+        self.unpaired.load(Ordering::Relaxed)
     }
 
     /// What each namespace's netlink listener has done.
@@ -204,7 +214,7 @@ impl Lcp {
         pairs.push(Pair {
             interface: interface.clone(),
             tap,
-            counters: Arc::default(),
+            counters: PairCounters::default(),
             agreed_up: up,
             carrier: None,
         });
@@ -229,25 +239,6 @@ impl Lcp {
             l.pairs.remove(pair.tap.name());
         }
         Ok(())
-    }
-
-    /// Whether `interface` has a pair.
-    pub fn has(&self, interface: u32) -> bool {
-        self.pairs
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|p| p.interface.index == interface)
-    }
-
-    /// The host interface names and the sluice interfaces they mirror.
-    pub fn host_names(&self) -> Vec<(String, u32)> {
-        self.pairs
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|p| (p.tap.name().to_string(), p.interface.index))
-            .collect()
     }
 
     pub fn view(&self) -> Vec<PairView> {
@@ -288,7 +279,7 @@ impl Lcp {
     }
 }
 
-fn run(pairs: Arc<Mutex<Vec<Pair>>>, parts: LcpParts, stop: &AtomicBool) {
+fn run(pairs: Arc<Mutex<Vec<Pair>>>, unpaired: &AtomicU64, parts: LcpParts, stop: &AtomicBool) {
     let LcpParts {
         mut main_tx,
         subifs,
@@ -309,10 +300,9 @@ fn run(pairs: Arc<Mutex<Vec<Pair>>>, parts: LcpParts, stop: &AtomicBool) {
             revents: 0,
         }));
         if fds.is_empty() {
-            // No taps: wait on the channel alone (punts to an unpaired interface are
-            // dropped and counted as tap errors nowhere: the view says no pair).
-            if let Ok(p) = punts.recv_timeout(Duration::from_millis(50)) {
-                drop(p);
+            // No taps: a punt still queued from a pair just deleted is counted and dropped.
+            if punts.recv_timeout(Duration::from_millis(50)).is_ok() {
+                unpaired.fetch_add(1, Ordering::Relaxed);
             }
             continue;
         }
@@ -339,17 +329,19 @@ fn run(pairs: Arc<Mutex<Vec<Pair>>>, parts: LcpParts, stop: &AtomicBool) {
             }
         }
         for punted in punts.try_iter().take(PUNT_BATCH) {
-            if let Some(p) = pairs.iter().find(|p| p.interface.index == punted.interface) {
-                let c = &p.counters;
-                match p.tap.write(&punted.frame) {
-                    Ok(()) => {
-                        c.to_host.fetch_add(1, Ordering::Relaxed);
-                        c.to_host_bytes
-                            .fetch_add(punted.frame.len() as u64, Ordering::Relaxed);
-                    }
-                    Err(_) => {
-                        c.to_host_errors.fetch_add(1, Ordering::Relaxed);
-                    }
+            let Some(p) = pairs.iter().find(|p| p.interface.index == punted.interface) else {
+                unpaired.fetch_add(1, Ordering::Relaxed);
+                continue;
+            };
+            let c = &p.counters;
+            match p.tap.write(&punted.frame) {
+                Ok(()) => {
+                    c.to_host.fetch_add(1, Ordering::Relaxed);
+                    c.to_host_bytes
+                        .fetch_add(punted.frame.len() as u64, Ordering::Relaxed);
+                }
+                Err(_) => {
+                    c.to_host_errors.fetch_add(1, Ordering::Relaxed);
                 }
             }
         }
