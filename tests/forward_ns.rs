@@ -8,6 +8,10 @@ mod common;
 use common::*;
 use std::time::Duration;
 
+/// Receive slots per queue: 4 096 hold 160 ms at the tests' 25 kpps, so a worker kept off its
+/// CPU by a loaded machine (CI saw 26 ms) loses nothing; the default 512 would hold 20 ms.
+const RING: u32 = 4096;
+
 fn dut_config(dir: &std::path::Path, workers: usize) -> (std::path::PathBuf, std::path::PathBuf) {
     let socket = dir.join("cli.sock");
     let cfg = dir.join("dut.toml");
@@ -15,8 +19,8 @@ fn dut_config(dir: &std::path::Path, workers: usize) -> (std::path::PathBuf, std
         &cfg,
         format!(
             "[dataplane]\nworkers = {workers}\nhugepages = \"never\"\n[control]\nsocket = \"{}\"\n\
-             [[interface]]\nname = \"d0\"\ndriver = \"af_packet\"\nmtu = 9000\n\
-             [[interface]]\nname = \"d1\"\ndriver = \"af_packet\"\nmtu = 9000\n\
+             [[interface]]\nname = \"d0\"\ndriver = \"af_packet\"\nmtu = 9000\nring-size = {RING}\n\
+             [[interface]]\nname = \"d1\"\ndriver = \"af_packet\"\nmtu = 9000\nring-size = {RING}\n\
              [[xconnect]]\nrx = \"d0\"\ntx = \"d1\"\n[[xconnect]]\nrx = \"d1\"\ntx = \"d0\"\n",
             socket.display()
         ),
@@ -52,6 +56,9 @@ fn run_mixed_sizes(workers: usize, count: u64) {
     let dir = tmpdir(&format!("fwd{workers}"));
     let (cfg, socket) = dut_config(&dir, workers);
     let mut daemon = Daemon::start(&dut, &cfg, &socket);
+    let hw = ctl_json(&socket, "show hardware");
+    let ring = interface(&hw, "d0")["details"]["rx-ring"].to_string();
+    assert!(ring.contains(&format!("{RING} frames of 16384 B")), "{hw}");
     let idle = ctl_json(&socket, "show buffers")["in_use"]
         .as_u64()
         .unwrap();

@@ -66,8 +66,8 @@ pub(super) const SECTION: Section = Section {
         Key {
             name: "ring-size",
             ty: "integer",
-            default: "2048 (af_xdp), 1024 (memif)",
-            doc: "af_xdp, auto, memif: entries of each ring, a power of two (af_xdp 64-32768, memif 16-16384)",
+            default: "512 (af_packet), 2048 (af_xdp), 1024 (memif)",
+            doc: "af_packet: receive slots per queue, a power of two 64-16384 (each holds one frame: the time a worker may be kept off its CPU before the kernel drops, counted as rx-miss; more slots, more queueing in overload); af_xdp, auto (AF_XDP only), memif: entries of each ring, a power of two (af_xdp 64-32768, memif 16-16384)",
             example: "2048",
         },
         Key {
@@ -169,7 +169,7 @@ pub(super) struct InterfaceKeys {
     pub(super) socket_mode: Option<Spanned<String>>,
     /// af_xdp: microseconds of preferred busy polling per receive call (0: off).
     pub(super) busy_poll: Option<Spanned<u32>>,
-    /// af_xdp, memif: entries of each ring.
+    /// af_packet: receive slots per queue; af_xdp, memif: entries of each ring.
     pub(super) ring_size: Option<Spanned<u32>>,
     /// memif: the control socket's path.
     pub(super) socket: Option<PathBuf>,

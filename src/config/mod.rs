@@ -22,7 +22,7 @@
 //! host = "d0"              # af_packet, af_xdp: the Linux interface (default: name)
 //! xdp-mode = "auto"        # af_xdp: auto | native | generic
 //! socket-mode = "auto"     # af_xdp: auto | zero-copy | copy
-//! ring-size = 2048         # af_xdp, memif: entries per ring (power of two)
+//! ring-size = 2048         # af_packet: receive slots; af_xdp, memif: entries per ring
 //! socket = "/run/sluice/memif.sock"  # memif: the control socket
 //! role = "client"          # memif: client (owns the memory; zero-copy) | server
 //! id = 0                   # memif: interface id, as the peer names it

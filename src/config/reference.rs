@@ -277,7 +277,8 @@ mod tests {
     fn documented_defaults_are_what_a_file_without_the_key_gets() {
         let c = crate::config::Config::parse(
             "[[bridge-domain]]\nid = 1\n[[interface]]\nname = \"m\"\ndriver = \"memif\"\n\
-             socket = \"s\"\n[[interface]]\nname = \"x\"\ndriver = \"af_xdp\"\n",
+             socket = \"s\"\n[[interface]]\nname = \"x\"\ndriver = \"af_xdp\"\n\
+             [[interface]]\nname = \"p\"\ndriver = \"af_packet\"\n",
             "t.toml",
         )
         .unwrap();
@@ -322,12 +323,16 @@ mod tests {
             .map(|i| match &i.driver {
                 crate::config::Driver::Memif(m) => m.ring_size,
                 crate::config::Driver::AfXdp(x) => x.ring_size,
+                crate::config::Driver::AfPacket(p) => p.ring_size,
                 other => panic!("{other:?}"),
             })
             .collect();
         assert_eq!(
             default_of("interface", "ring-size"),
-            format!("{} (af_xdp), {} (memif)", rings[1], rings[0])
+            format!(
+                "{} (af_packet), {} (af_xdp), {} (memif)",
+                rings[2], rings[1], rings[0]
+            )
         );
     }
 

@@ -25,12 +25,13 @@ pub(super) fn open_interface(
     let name = cfg.name.get_ref();
     let mtu = cfg.mtu;
     let threads = workers + 1;
-    let packet_socket = |host: &str| {
+    let packet_socket = |host: &str, rx_slots: u32| {
         af_packet::open(&AfPacketConfig {
             host: host.to_string(),
             mtu,
             rx_queues: workers,
             tx_queues: threads,
+            rx_slots,
         })
     };
     let xdp_socket = |d: &AfXdp| {
@@ -47,7 +48,7 @@ pub(super) fn open_interface(
     };
     let mut driver = cfg.driver.name();
     let opened = match &cfg.driver {
-        Driver::AfPacket(d) => packet_socket(&d.host).map(|ports| (ports, None)),
+        Driver::AfPacket(d) => packet_socket(&d.host, d.ring_size).map(|ports| (ports, None)),
         Driver::AfXdp(d) => xdp_socket(d).map(|ports| (ports, None)),
         Driver::Auto(d) => {
             auto_open(d, mtu, xdp_socket, packet_socket).map(|(mut ports, chosen, why)| {
@@ -108,7 +109,7 @@ fn auto_open(
     d: &AfXdp,
     mtu: Option<u32>,
     xdp: impl FnOnce(&AfXdp) -> Result<DriverPorts, String>,
-    packet: impl FnOnce(&str) -> Result<DriverPorts, String>,
+    packet: impl FnOnce(&str, u32) -> Result<DriverPorts, String>,
 ) -> Result<(DriverPorts, &'static str, String), String> {
     let refused = match mtu {
         Some(m) if m > af_xdp::MAX_MTU => format!("MTU {m} is above af_xdp's {}", af_xdp::MAX_MTU),
@@ -117,7 +118,8 @@ fn auto_open(
             Err(e) => e,
         },
     };
-    match packet(&d.host) {
+    // ring-size names the af_xdp rings here; the fallback keeps af_packet's own default.
+    match packet(&d.host, af_packet::RX_SLOTS) {
         Ok(ports) => Ok((
             ports,
             "af_packet",

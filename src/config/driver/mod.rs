@@ -110,7 +110,7 @@ fn refuse_ring_size(keys: &InterfaceKeys, c: &Checker<'_>) -> Result<(), ConfigE
         Some(r) => Err(c.err(
             r.span(),
             "ring-size",
-            "belongs to af_xdp and memif interfaces".into(),
+            "belongs to af_packet, af_xdp and memif interfaces".into(),
         )),
         None => Ok(()),
     }
@@ -124,10 +124,12 @@ mod tests {
     error_tests! {
         unknown_driver: interface_with("dpdk", "")
             => "t.toml:3: key 'driver': unknown driver 'dpdk' (known: auto, af_packet, af_xdp, memif, pcap, null)";
-        ring_size_on_an_interface_without_rings: interface_with("af_packet", "ring-size = 1024\n")
-            => "t.toml:4: key 'ring-size': belongs to af_xdp and memif interfaces";
+        ring_size_on_an_interface_without_rings: interface_with("null", "ring-size = 1024\n")
+            => "t.toml:4: key 'ring-size': belongs to af_packet, af_xdp and memif interfaces";
         ring_size_on_pcap: interface_with("pcap", "tx-file = \"o\"\nring-size = 1024\n")
-            => "t.toml:5: key 'ring-size': belongs to af_xdp and memif interfaces";
+            => "t.toml:5: key 'ring-size': belongs to af_packet, af_xdp and memif interfaces";
+        af_packet_ring_size_not_a_power_of_two: interface_with("af_packet", "ring-size = 1000\n")
+            => "t.toml:4: key 'ring-size': 1000 is not a power of two between 64 and 16384";
     }
 
     #[test]

@@ -30,13 +30,15 @@ pub struct AfPacketConfig {
     pub rx_queues: usize,
     /// Transmit queues: workers + 1.
     pub tx_queues: usize,
+    /// Receive slots per queue (`ring-size`).
+    pub rx_slots: u32,
 }
 
 /// Largest frame we can hold: a chain of MAX_SEGMENTS buffers.
 const MAX_FRAME: usize = DATA_SIZE * MAX_SEGMENTS;
 /// Polls between two reads of the kernel's drop counter (a system call).
 const DROP_CHECK_POLLS: u32 = 4096;
-/// Receive slots per queue, sized by the time they hold. A worker drains them as they are
+/// Receive slots per queue by default (`ring-size` changes it), sized by the time they hold. A worker drains them as they are
 /// written (TPACKET_V2: no block to wait for); in overload the kernel drops at the tail
 /// (counted as missed), which costs it least, and the ring holds about 2.5 ms at the 0.2 Mpps
 /// a worker forwards between veths here (16 MiB of V3 blocks queued 0.3 s). Measured in
@@ -44,7 +46,7 @@ const DROP_CHECK_POLLS: u32 = 4096;
 /// rate; dropping frames older than 1 ms at the head instead cost 14 % of the rate. Fewer
 /// slots would lose frames whenever the worker's CPU is taken from it for longer than the
 /// ring lasts (5 ms at 100 kpps).
-const RX_SLOTS: u32 = 512;
+pub const RX_SLOTS: u32 = 512;
 
 /// Sockets opened on a device that came back, waiting for their queues to take them.
 #[derive(Default)]
@@ -290,7 +292,7 @@ pub fn open(cfg: &AfPacketConfig) -> Result<DriverPorts, String> {
     let mtu = host_device::set_mtu(host, cfg.mtu, |_| Ok(()), &mut restore)?;
     let queues = cfg.rx_queues.max(1);
     let tx_queues = cfg.tx_queues.max(1);
-    let layout = RingLayout::frames(mtu as usize + 18, RX_SLOTS);
+    let layout = RingLayout::frames(mtu as usize + 18, cfg.rx_slots);
     let reopen = Arc::new(Reopen {
         host: host.to_string(),
         mtu: cfg.mtu,
