@@ -6,7 +6,7 @@
 //!
 //! Parsing is safe code over the frame's bytes, and fuzzed (`fuzz_targets/rss_flow.rs`).
 
-use super::{Toeplitz, MAX_INPUT};
+use super::{fold16, Toeplitz, MAX_INPUT};
 
 const TPID_8021Q: u16 = 0x8100;
 const TPID_8021AD: u16 = 0x88a8;
@@ -107,6 +107,8 @@ impl Toeplitz {
     #[inline]
     pub fn frame(&self, frame: &[u8]) -> u32 {
         match flow_fields(frame) {
+            // Addresses and ports start at even positions (0, then 8 or 32): they fold apart.
+            Some(f) if self.period16 => self.hash_folded(fold16(f.addrs) ^ fold16(f.ports)),
             Some(f) => self.hash_at(0, f.addrs) ^ self.hash_at(f.addrs.len(), f.ports),
             None => 0,
         }
@@ -179,6 +181,27 @@ mod tests {
         );
         ip[6] = 0; // a hop-by-hop header: addresses only
         assert_eq!(t.frame(&eth(&[], 0x86dd, &ip)), t.v6(s, d));
+    }
+
+    /// Frames hash with the symmetric key's fold as with its tables: IPv4 and IPv6, with
+    /// and without ports.
+    #[test]
+    fn folded_frames_hash_as_the_tables_do() {
+        let t = Toeplitz::new(&SYMMETRIC_KEY);
+        let (s, d) = ([10, 1, 2, 3], [192, 168, 40, 7]);
+        for proto in [UDP, 1] {
+            let f = eth(&[0x8100], 0x0800, &ipv4(proto, 0, s, d, [5000, 53]));
+            let (input, n) = flow_input(&f);
+            assert_eq!(t.frame(&f), t.hash_at(0, &input[..n]), "proto {proto}");
+        }
+        let s6: Ipv6Addr = "2001:db8::1".parse().unwrap();
+        let d6: Ipv6Addr = "2001:db8:ffff::2".parse().unwrap();
+        let mut ip = vec![0x60, 0, 0, 0, 0, 8, TCP, 64];
+        ip.extend_from_slice(&s6.octets());
+        ip.extend_from_slice(&d6.octets());
+        ip.extend_from_slice(&[0x0a, 0xea, 0x06, 0xe6, 0, 0, 0, 0]);
+        let f = eth(&[], 0x86dd, &ip);
+        assert_eq!(t.frame(&f), t.v6_ports(s6, d6, 2794, 1766));
     }
 
     #[test]
