@@ -12,7 +12,8 @@
 //!
 //! Instructions per lookup = the collected Ir / (REPS × 1 024). Args: family (4 or 6),
 //! REPS (default 100), routes (default 1000000 for 4, 200000 for 6), set (`hot`, or `hit`
-//! for 65 536 addresses looked up once per rep).
+//! for 65 536 addresses looked up once per rep), and the percentage of routes longer than
+//! /24 or /48 (default 0; `sluice fib synth --long`).
 
 use sluice::fib::destinations::{self, HOT};
 use sluice::fib::synth::{synth, Rng, SynthSpec};
@@ -49,7 +50,11 @@ fn main() {
         seed: 1,
         next_hops: 8,
         default_route: false,
-        long_share: 0.0,
+        long_share: args
+            .get(5)
+            .and_then(|a| a.parse::<f64>().ok())
+            .unwrap_or(0.0)
+            / 100.0,
     };
     let (r4, r6) = synth(&spec);
     let mut rng = Rng::new(42);
