@@ -258,6 +258,7 @@ fn run_once(path: Path, packets: u64) -> Run {
         &learn,
         &sluice::nodes::acl::Filters::none(),
         &std::sync::mpsc::sync_channel(1).0,
+        &std::sync::Arc::new(sluice::lcp::policy::PuntPolicy::default()),
     ));
     let mut g = Graph::build(decls, 0).unwrap();
     let mut bufs = pool.worker_handle();

@@ -220,6 +220,102 @@ fn linux_behind_a_tap_speaks_through_sluice() {
     );
 }
 
+/// Try one TCP connection to ADDR:PORT for 2 s; print `connected` or the error's name.
+const ONE_TRY: &str = "import socket,sys
+try:
+    socket.create_connection((sys.argv[1],int(sys.argv[2])),timeout=2)
+    print('connected')
+except Exception as e:
+    print(type(e).__name__)
+";
+
+/// `[punt] allow` lets up only what it names: a listener in Linux on an allowed port is
+/// reached, one on another port is not (its SYNs are dropped and counted), and Linux still
+/// resolves its neighbours and pings through the tap (ARP copies and ICMP allowed).
+#[test]
+fn the_punt_policy_lets_up_only_what_it_allows() {
+    if !needs_root() {
+        return;
+    }
+    ensure_ping();
+    let python = std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !prerequisite(python, "python3 (for TCP listeners behind the tap)") {
+        return;
+    }
+    let (left, _right, dut) = routed_lab("lpp");
+    // The DUT's own stack must not see d0's frames: with the router's address on tap-d0,
+    // Linux would accept a segment that arrives on d0 itself and answer it there, past
+    // sluice. A drop at d0's netfilter ingress hook (after the packet sockets' taps) stops
+    // that.
+    let rules = "table netdev lab { chain in { type filter hook ingress device \"d0\" \
+                 priority 0; policy drop; }; }";
+    let o = dut.exec("nft", &[rules]).output().unwrap();
+    assert!(
+        o.status.success(),
+        "nft: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let dir = tmpdir("lcp-policy");
+    let (cfg, socket) = router_config(
+        &dir,
+        "[[lcp]]\ninterface = \"d0\"\nhost-if = \"tap-d0\"\n\
+         [punt]\nrate = 500\nallow = [\"tcp/1790\", \"arp\", \"icmp\"]\n",
+    );
+    let mut daemon = Daemon::start(&dut, &cfg, &socket);
+    let lcp = ctl_json(&socket, "show lcp");
+    assert_eq!(
+        lcp["punt"],
+        serde_json::json!({"rate": 500, "burst": 1000, "allow": ["tcp/1790", "arp", "icmp"]}),
+        "{lcp}"
+    );
+    let (ok, out) = ping(&dut, &["-c", "2", "-W", "2", "-I", "tap-d0", T0_V4]);
+    assert!(
+        ok,
+        "Linux's ping through the tap (arp and icmp allowed): {out}"
+    );
+
+    let mut allowed = dut
+        .exec("python3", &["-c", ECHO_SERVER, D0_V4, "1790"])
+        .spawn()
+        .unwrap();
+    let mut refused = dut
+        .exec("python3", &["-c", ECHO_SERVER, D0_V4, "2222"])
+        .spawn()
+        .unwrap();
+    let client = left
+        .exec("python3", &["-c", CLIENT, D0_V4, "1790"])
+        .output()
+        .unwrap();
+    let _ = allowed.wait();
+    assert_eq!(
+        String::from_utf8_lossy(&client.stdout).trim(),
+        "eciuls",
+        "{}",
+        String::from_utf8_lossy(&client.stderr)
+    );
+    let other = left
+        .exec("python3", &["-c", ONE_TRY, D0_V4, "2222"])
+        .output()
+        .unwrap();
+    let _ = refused.kill();
+    let _ = refused.wait();
+    let other = String::from_utf8_lossy(&other.stdout).trim().to_string();
+    assert_ne!(other, "connected", "port 2222 is outside the policy");
+    let errors = ctl_json(&socket, "show errors");
+    let refused_count: u64 = errors
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["node"] == "host-punt" && e["reason"] == "outside the punt policy (dropped)")
+        .map(|e| e["count"].as_u64().unwrap())
+        .sum();
+    assert!(refused_count >= 1, "{errors}");
+    assert!(daemon.stop(), "daemon exits cleanly");
+}
+
 /// `show ip fib summary`'s IPv4 route count.
 fn v4_routes(socket: &std::path::Path) -> u64 {
     ctl_json(socket, "show ip fib summary")["v4_routes"]

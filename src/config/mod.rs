@@ -115,6 +115,7 @@ mod interface;
 pub mod lcp;
 mod metrics;
 mod placement;
+mod punt;
 pub mod reference;
 mod route;
 mod subif;
@@ -165,6 +166,7 @@ pub struct Config {
     pub acl_outputs: Vec<AclInput>,
     pub sessions: SessionsConfig,
     pub lcps: Vec<LcpConfig>,
+    pub punt: crate::lcp::policy::PuntPolicy,
     /// The file's tables as written (`sluice ctl save` keeps the sections the CLI cannot
     /// change, and each interface's driver keys, from it).
     pub written: toml::Table,
@@ -212,6 +214,8 @@ struct ConfigKeys {
     sessions: acl::SessionsKeys,
     #[serde(default, rename = "lcp")]
     lcps: Vec<lcp::LcpKeys>,
+    #[serde(default)]
+    punt: punt::PuntKeys,
 }
 
 /// The [control] section.
@@ -419,6 +423,7 @@ impl Config {
         let acl_outputs = acl::check_inputs(keys.acl_outputs, &acls, &names, (c, "output"))?;
         let sessions = keys.sessions.check(c)?;
         let lcps = lcp::check(keys.lcps, &names, c)?;
+        let punt = keys.punt.check(c)?;
         Ok(Config {
             dataplane,
             control: keys.control,
@@ -439,6 +444,7 @@ impl Config {
             acl_outputs,
             sessions,
             lcps,
+            punt,
             written: toml::Table::new(),
         })
     }

@@ -38,7 +38,7 @@ pub struct Section {
 }
 
 /// Every section in the order of `ConfigKeys`.
-pub fn sections() -> [&'static Section; 19] {
+pub fn sections() -> [&'static Section; 20] {
     [
         &super::dataplane::SECTION,
         &super::CONTROL,
@@ -59,6 +59,7 @@ pub fn sections() -> [&'static Section; 19] {
         &super::acl::ACL_OUTPUT,
         &super::acl::SESSIONS,
         &super::lcp::SECTION,
+        &super::punt::SECTION,
     ]
 }
 
@@ -203,7 +204,7 @@ not on their default worker), `[[handoff]]`, bridge domains with their members, 
 ARP entries and static MACs, `[[ip-table]]`, the static routes of `[[route]]` and of `ip route \
 add` with their next hops as resolved (interface and address), ACLs and the interfaces they \
 check. What the CLI cannot change is written as the start-up file had it: `[dataplane]`, \
-`[control]`, `[metrics]`, `[fib]`, `[sessions]`, and each interface's driver keys and `mtu`. \
+`[control]`, `[metrics]`, `[fib]`, `[sessions]`, `[punt]`, and each interface's driver keys and `mtu`. \
 The routes of `[fib] route-file` are not written out: the key stays and the file is read \
 again at start, after the `[[route]]`s (so a route the CLI put over one of the file's \
 prefixes wins again, and one of the file's routes deleted by the CLI comes back).\n\n\

@@ -26,7 +26,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
         words: &["show", "lcp"],
         syntax: "",
-        help: "the lcp pairs: tap, namespace, its state in Linux, frames to and from Linux",
+        help: "the lcp pairs: tap, namespace, its state in Linux, frames to and from Linux; the netlink listeners; the punt policy ([punt])",
         example: "show lcp",
         args: &[],
         run: |c, _| Ok(show(c)),
@@ -128,8 +128,25 @@ fn show(c: &Control) -> Output {
                 .unwrap_or_default()
         ));
     }
+    let punt = &c.dp.punt;
+    t.push_str(&format!(
+        "punt policy: {} packets/s per worker, burst {}, allow {}\n",
+        punt.rate,
+        punt.burst,
+        punt.allow_text().join(" ")
+    ));
+    let policy = serde_json::json!({
+        "rate": punt.rate,
+        "burst": punt.burst,
+        "allow": punt.allow.as_ref().map(|_| punt.allow_text()),
+    });
     Output::Shown(
         t,
-        serde_json::json!({ "pairs": pairs, "unpaired_punts": unpaired, "netlink": netlink }),
+        serde_json::json!({
+            "pairs": pairs,
+            "unpaired_punts": unpaired,
+            "netlink": netlink,
+            "punt": policy,
+        }),
     )
 }

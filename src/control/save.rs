@@ -7,7 +7,7 @@
 //! sub-interfaces and BVIs, cross-connects, receive-queue placement and handoff, bridge
 //! domains with their static MACs and ARP entries, routing tables, the static routes of the
 //! config and the CLI, ACLs and the interfaces they check. What the CLI cannot change
-//! ([dataplane], [control], [metrics], [fib], [sessions], and each interface's driver keys
+//! ([dataplane], [control], [metrics], [fib], [sessions], [punt], and each interface's driver keys
 //! and MTU) is written as the start-up file had it. The routes of `[fib] route-file` stay in
 //! their file: the key is kept, the routes are not written out one by one.
 //!
@@ -81,7 +81,9 @@ fn header() -> Vec<String> {
 /// function here, so a new section is one more arm.
 fn section(st: &State, sec: &Section) -> Result<Vec<Entry>, String> {
     match sec.name {
-        "dataplane" | "control" | "metrics" | "fib" | "sessions" => Ok(as_started(st, sec)),
+        "dataplane" | "control" | "metrics" | "fib" | "sessions" | "punt" => {
+            Ok(as_started(st, sec))
+        }
         "interface" => interfaces(st, sec),
         "subinterface" => subinterfaces(st),
         "xconnect" => xconnects(st),
@@ -146,7 +148,7 @@ fn uint(n: usize) -> Value {
     Value::Integer(i64::try_from(n).unwrap_or(i64::MAX))
 }
 
-/// [dataplane], [control], [metrics], [fib], [sessions]: as the start-up file had them (the
+/// [dataplane], [control], [metrics], [fib], [sessions], [punt]: as the start-up file had them (the
 /// CLI changes none of them); left out when it had none.
 fn as_started(st: &State, sec: &Section) -> Vec<Entry> {
     match st.started(sec.name) {
@@ -719,6 +721,7 @@ const WRITTEN: &[&str] = &[
     "acl-output",
     "sessions",
     "lcp",
+    "punt",
 ];
 
 #[cfg(test)]

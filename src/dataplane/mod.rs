@@ -107,6 +107,8 @@ pub struct Dataplane {
     /// The Linux taps of the interfaces (lcp pairs); its thread sends what Linux sends on
     /// them with the main thread's tx queues (TX = RX + 1).
     pub lcp: Option<crate::lcp::Lcp>,
+    /// What host-punt lets up (`[punt]`).
+    pub punt: Arc<crate::lcp::policy::PuntPolicy>,
     /// Undoes device changes (MTU, promiscuous) when dropped, after the workers stop.
     restore: Vec<Box<dyn Send + Sync>>,
 }
@@ -181,6 +183,7 @@ impl Dataplane {
         let router = Arc::new(Mutex::new(router));
         let (learn_tx, learn_rx) = std::sync::mpsc::sync_channel(LEARN_QUEUE);
         let (punt_tx, punt_rx) = std::sync::mpsc::sync_channel(crate::nodes::host_punt::PUNT_QUEUE);
+        let punt_policy = Arc::new(cfg.punt.clone());
         let (mac_tx, mac_rx) = std::sync::mpsc::sync_channel(MAC_LEARN_QUEUE);
         let (l2fib, l2clock, learns_lost) = (
             bridges.reader(),
@@ -270,6 +273,7 @@ impl Dataplane {
                 learn: learn_tx.clone(),
                 filters: filters.clone(),
                 to_host: punt_tx.clone(),
+                punt: punt_policy.clone(),
             };
             let l2 = LearnParts {
                 fib: l2fib.clone(),
@@ -402,6 +406,7 @@ impl Dataplane {
             replays,
             stop,
             lcp: Some(lcp),
+            punt: punt_policy,
             restore,
         })
     }
@@ -568,6 +573,7 @@ struct L3Parts {
     learn: LearnSender,
     filters: crate::nodes::acl::Filters,
     to_host: crate::nodes::host_punt::PuntSender,
+    punt: Arc<crate::lcp::policy::PuntPolicy>,
 }
 
 /// The tables every worker reads that the L2 and output nodes share.
@@ -654,6 +660,7 @@ fn worker_graph(
         &l3.learn,
         &l3.filters,
         &l3.to_host,
+        &l3.punt,
     ));
     decls.push(InterfaceOutput::decl(interfaces.to_vec(), subifs.clone()));
     for (itf, tx) in interfaces.iter().zip(txs) {

@@ -20,6 +20,8 @@
 //! channel, so a punted packet waits at most that long. The slow path is deliberate: punted
 //! traffic is control traffic, rate-limited by each worker.
 
+pub mod policy;
+
 use crate::buffer::BufferPool;
 use crate::drivers::tap::Tap;
 use crate::drivers::TxQueue;

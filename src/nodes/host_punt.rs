@@ -6,18 +6,19 @@
 //!
 //! The packet's bytes are copied into a message for the lcp thread, which writes it to the
 //! tap, and the buffer is freed here: the punt path is a slow path by design, and a flood must
-//! not take buffers from forwarding. Each worker's node has its own token bucket, so a flood
-//! costs at most `PUNT_RATE` copies a second a worker; the rest are counted drops.
+//! not take buffers from forwarding. The punt policy (`[punt]`, `src/lcp/policy.rs`) decides
+//! what goes up: the rest is dropped and counted. Each worker's node has its own token bucket
+//! at the policy's rate, so a flood costs at most that many copies a second a worker; the
+//! rest are counted drops.
 
 use super::rate_limit::TokenBucket;
 use crate::graph::{Node, NodeCx, NodeDecl};
+use crate::lcp::policy::PuntPolicy;
+use crate::wire::EtherType;
 use std::sync::mpsc::{SyncSender, TrySendError};
+use std::sync::Arc;
 
 pub const HOST_PUNT: &str = "host-punt";
-
-/// Packets a second each worker's host-punt passes at most, and how many it saves up.
-pub const PUNT_RATE: u64 = 10_000;
-pub const PUNT_BURST: u64 = 1_000;
 
 /// Punted frames waiting for the lcp thread at most; workers drop (and count) more.
 pub const PUNT_QUEUE: usize = 4096;
@@ -62,9 +63,10 @@ pub enum Error {
     RateLimited,
     QueueFull,
     NoHost,
+    Refused,
 }
 
-pub const ERRORS: [&str; 7] = [
+pub const ERRORS: [&str; 8] = [
     "ip4 to the host (lcp)",
     "ip6 to the host (lcp)",
     "arp copied to the host (lcp)",
@@ -72,19 +74,22 @@ pub const ERRORS: [&str; 7] = [
     "punt rate limit exceeded (dropped)",
     "punt queue to the host full (dropped)",
     "host side of the pair gone (dropped)",
+    "outside the punt policy (dropped)",
 ];
 
 pub struct HostPunt {
     to_host: PuntSender,
+    policy: Arc<PuntPolicy>,
     bucket: TokenBucket,
     frame: Vec<u8>,
 }
 
 impl HostPunt {
-    pub fn decl(to_host: PuntSender) -> NodeDecl {
+    pub fn decl(to_host: PuntSender, policy: Arc<PuntPolicy>) -> NodeDecl {
         let node = HostPunt {
             to_host,
-            bucket: TokenBucket::on_tsc(PUNT_RATE, PUNT_BURST),
+            bucket: TokenBucket::on_tsc(policy.rate, policy.burst),
+            policy,
             frame: Vec::new(),
         };
         NodeDecl::internal(HOST_PUNT, &[], &ERRORS, node)
@@ -98,6 +103,15 @@ impl HostPunt {
             Reason::ArpCopy => Error::ArpCopy,
             Reason::NdCopy => Error::NdCopy,
         };
+        let family = match Reason::from_aux(meta.aux) {
+            Reason::Local4 => Some(EtherType::IPV4),
+            Reason::Local6 => Some(EtherType::IPV6),
+            _ => None,
+        };
+        let l3 = family.and_then(|e| super::l3_header(cx.bufs, bi, e));
+        if !self.policy.allows(Reason::from_aux(meta.aux), l3) {
+            return Error::Refused;
+        }
         if !self.bucket.allow_at(crate::drivers::tsc::now()) {
             return Error::RateLimited;
         }
@@ -146,9 +160,12 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         let frames = vec![vec![1u8; 60], vec![2u8; 64]];
         let reasons = [Reason::Local4, Reason::ArpCopy];
-        let out = h.run_node_with(HostPunt::decl(tx), &frames, 3, |m, k| {
-            m.aux = reasons[k] as u32
-        });
+        let out = h.run_node_with(
+            HostPunt::decl(tx, Arc::new(PuntPolicy::default())),
+            &frames,
+            3,
+            |m, k| m.aux = reasons[k] as u32,
+        );
         let got = rx.try_recv().unwrap();
         assert_eq!((got.interface, got.frame), (3, vec![1u8; 60]));
         assert!(rx.try_recv().is_err());
@@ -156,7 +173,54 @@ mod tests {
         drop(rx);
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         drop(rx);
-        let out = h.run_node(HostPunt::decl(tx), &frames[..1], 0);
+        let out = h.run_node(
+            HostPunt::decl(tx, Arc::new(PuntPolicy::default())),
+            &frames[..1],
+            0,
+        );
         out.assert_counted(&[(Error::NoHost as usize, 1)]);
+    }
+
+    /// With `allow = ["bgp", "nd"]` a BGP segment goes up, ssh and an ARP copy do not.
+    #[test]
+    fn the_policy_decides_what_goes_up() {
+        let h = Harness::new(4);
+        let (tx, rx) = std::sync::mpsc::sync_channel(8);
+        let mut allow = Vec::new();
+        for w in ["bgp", "nd"] {
+            allow.extend(crate::lcp::policy::PuntRule::parse(w).unwrap());
+        }
+        let policy = PuntPolicy {
+            allow: Some(allow),
+            ..PuntPolicy::default()
+        };
+        let tcp = |dport: u16| {
+            let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x00];
+            f.extend_from_slice(&[0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0]);
+            f.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
+            f.extend_from_slice(&40000u16.to_be_bytes());
+            f.extend_from_slice(&dport.to_be_bytes());
+            f.resize(60, 0);
+            f
+        };
+        let frames = vec![tcp(179), tcp(22), vec![0u8; 60], vec![0u8; 60]];
+        let reasons = [
+            Reason::Local4,
+            Reason::Local4,
+            Reason::ArpCopy,
+            Reason::NdCopy,
+        ];
+        let out = h.run_node_with(HostPunt::decl(tx, Arc::new(policy)), &frames, 1, |m, k| {
+            m.aux = reasons[k] as u32;
+            m.l3_offset = 14;
+        });
+        out.assert_counted(&[
+            (Error::Local4 as usize, 1),
+            (Error::Refused as usize, 2),
+            (Error::NdCopy as usize, 1),
+        ]);
+        assert_eq!(rx.try_recv().unwrap().frame, tcp(179));
+        assert_eq!(rx.try_recv().unwrap().frame, vec![0u8; 60]);
+        assert!(rx.try_recv().is_err());
     }
 }

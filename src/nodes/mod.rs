@@ -50,9 +50,10 @@ pub fn routing_decls(
     learn: &crate::router::LearnSender,
     filters: &acl::Filters,
     to_host: &host_punt::PuntSender,
+    punt: &std::sync::Arc<crate::lcp::policy::PuntPolicy>,
 ) -> Vec<crate::graph::NodeDecl> {
     vec![
-        host_punt::HostPunt::decl(to_host.clone()),
+        host_punt::HostPunt::decl(to_host.clone(), punt.clone()),
         ip4::input::Ip4Input::decl(filters.features.clone()),
         acl::AclIn::decl(false, filters.clone()),
         acl::AclIn::decl(true, filters.clone()),
