@@ -72,6 +72,23 @@ fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
     }
 }
 
+/// Keep the DUT's own stack off `dev`'s frames: with the router's address on the tap, Linux
+/// would accept a segment that arrives on the port itself and answer it there, past sluice
+/// (and its punt policy). A drop at the port's netfilter ingress hook, which runs after the
+/// packet sockets' copy, stops that.
+fn kernel_off(dut: &Netns, dev: &str) {
+    let rules = format!(
+        "table netdev lab_{dev} {{ chain in {{ type filter hook ingress device \"{dev}\" \
+         priority 0; policy drop; }}; }}"
+    );
+    let o = dut.exec("nft", &[&rules]).output().unwrap();
+    assert!(
+        o.status.success(),
+        "nft: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 #[test]
 fn linux_behind_a_tap_speaks_through_sluice() {
     if !needs_root() {
@@ -86,6 +103,7 @@ fn linux_behind_a_tap_speaks_through_sluice() {
         return;
     }
     let (left, right, dut) = routed_lab("lcp");
+    kernel_off(&dut, "d0");
     // The tap takes the router's IPv6 address too: IPv6 must be on for new devices there.
     dut.sysctl("net.ipv6.conf.default.disable_ipv6", "0");
     dut.sysctl("net.ipv6.conf.default.accept_dad", "0");
@@ -246,18 +264,7 @@ fn the_punt_policy_lets_up_only_what_it_allows() {
         return;
     }
     let (left, _right, dut) = routed_lab("lpp");
-    // The DUT's own stack must not see d0's frames: with the router's address on tap-d0,
-    // Linux would accept a segment that arrives on d0 itself and answer it there, past
-    // sluice. A drop at d0's netfilter ingress hook (after the packet sockets' taps) stops
-    // that.
-    let rules = "table netdev lab { chain in { type filter hook ingress device \"d0\" \
-                 priority 0; policy drop; }; }";
-    let o = dut.exec("nft", &[rules]).output().unwrap();
-    assert!(
-        o.status.success(),
-        "nft: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    kernel_off(&dut, "d0");
     let dir = tmpdir("lcp-policy");
     let (cfg, socket) = router_config(
         &dir,
