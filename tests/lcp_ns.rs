@@ -119,6 +119,24 @@ fn linux_behind_a_tap_speaks_through_sluice() {
     let addrs = String::from_utf8_lossy(&addrs.stdout).into_owned();
     assert!(addrs.contains(&format!("{D0_V4}/24")), "{addrs}");
     assert!(addrs.contains(&format!("{D0_V6}/64")), "{addrs}");
+    // Addresses given to d0 in sluice later follow onto the tap, and go with their deletion.
+    let tap_addrs = || {
+        let o = dut.ip(&["-o", "addr", "show", "dev", "tap-d0"]);
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    for (addr, shown) in [
+        ("203.0.113.7/24", "203.0.113.7/24"),
+        ("2001:db8:77::7/64", "2001:db8:77::7/64"),
+    ] {
+        ctl(&socket, &format!("set interface ip address d0 {addr}")).unwrap();
+        assert!(
+            tap_addrs().contains(shown),
+            "{addr} on the tap: {}",
+            tap_addrs()
+        );
+        ctl(&socket, &format!("set interface ip address del d0 {addr}")).unwrap();
+        assert!(!tap_addrs().contains(shown), "{addr} gone: {}", tap_addrs());
+    }
 
     // Linux pings a tester through sluice: its ARP and echo requests leave by the tap and d0,
     // the tester's ARP reply (a copy) and echo replies come back up. IPv6 likewise, by ND.

@@ -142,15 +142,27 @@ fn commit(
 
 fn set_address(c: &mut Control, a: &Args) -> Result<Output, String> {
     let dp = &c.dp;
-    commit(dp, |r| {
-        let itf = index(r, dp, a.value("IF"))?;
-        let (addr, len) = parse_interface_address(a.value("ADDR"))?;
-        if a.flag("del") {
-            r.del_address(itf, addr, len)
-        } else {
+    let (addr, len) = parse_interface_address(a.value("ADDR"))?;
+    let add = !a.flag("del");
+    let mut itf = 0;
+    let done = commit(dp, |r| {
+        itf = index(r, dp, a.value("IF"))?;
+        if add {
             r.add_address(itf, addr, len)
+        } else {
+            r.del_address(itf, addr, len)
         }
-    })
+    })?;
+    // The interface's lcp tap follows, so that Linux keeps accepting what is punted to it.
+    // Linux refusing it (IPv6 off in the tap's namespace) leaves sluice's change standing.
+    if let Some(lcp) = &dp.lcp {
+        if let Err(e) = lcp.mirror_address(itf, addr, len, add) {
+            return Ok(Output::Text(format!(
+                "done in sluice; not mirrored to Linux: {e}\n"
+            )));
+        }
+    }
+    Ok(done)
 }
 
 const ROUTE_USAGE: &str =

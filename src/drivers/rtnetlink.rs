@@ -181,6 +181,8 @@ pub fn request(kind: u16, flags: u16, ifindex: u32, attrs: &[u8]) -> Vec<u8> {
 
 /// RTM_NEWADDR: put an address on a link.
 pub const RTM_NEWADDR: u16 = 20;
+/// RTM_DELADDR: take one off.
+pub const RTM_DELADDR: u16 = 21;
 const NLM_F_CREATE: u16 = 0x400;
 const NLM_F_REPLACE: u16 = 0x100;
 const IFA_ADDRESS: u16 = 1;
@@ -211,8 +213,20 @@ pub fn address_request(ifindex: u32, addr: std::net::IpAddr, len: u8) -> Vec<u8>
 
 /// Put `addr/len` on link `ifindex` in this thread's network namespace.
 pub fn add_address(ifindex: u32, addr: std::net::IpAddr, len: u8) -> io::Result<()> {
+    exchange_address(&address_request(ifindex, addr, len))
+}
+
+/// Take `addr/len` off link `ifindex` in this thread's network namespace.
+pub fn delete_address(ifindex: u32, addr: std::net::IpAddr, len: u8) -> io::Result<()> {
+    let mut m = address_request(ifindex, addr, len);
+    m[4..6].copy_from_slice(&RTM_DELADDR.to_ne_bytes());
+    m[6..8].copy_from_slice(&(NLM_F_REQUEST | NLM_F_ACK).to_ne_bytes());
+    exchange_address(&m)
+}
+
+fn exchange_address(request: &[u8]) -> io::Result<()> {
     let s = Socket::open()?;
-    let answer = s.exchange(&address_request(ifindex, addr, len))?;
+    let answer = s.exchange(request)?;
     let code = messages(&answer).next().and_then(error_of);
     match code {
         Some(0) => Ok(()),

@@ -127,6 +127,30 @@ impl Tap {
         Ok(tap)
     }
 
+    /// Put `addr/len` on the tap (`add`) or take it off, in the tap's namespace: sluice's
+    /// address changes after the tap was made.
+    pub fn set_address(&self, addr: IpAddr, len: u8, add: bool) -> io::Result<()> {
+        let ifindex = self.ifindex;
+        let change = move || {
+            if add {
+                super::rtnetlink::add_address(ifindex, addr, len)
+            } else {
+                super::rtnetlink::delete_address(ifindex, addr, len)
+            }
+        };
+        match self.netns.as_deref() {
+            None => change(),
+            Some(ns) => std::thread::scope(|s| {
+                s.spawn(move || {
+                    super::netns::enter(ns).map_err(io::Error::other)?;
+                    change()
+                })
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("tap thread failed")))
+            }),
+        }
+    }
+
     fn ioctl(&self, request: libc::c_ulong, r: &mut libc::ifreq, what: &str) -> io::Result<()> {
         ioctl_on(self.control.as_raw_fd(), request, r).map_err(|e| {
             io::Error::new(e.kind(), format!("tap '{}': cannot {what}: {e}", self.name))

@@ -223,6 +223,29 @@ impl Lcp {
         Ok(refused)
     }
 
+    /// Mirror a change of `interface`'s addresses made in sluice onto its tap, if it has one
+    /// (`Ok(false)`: no pair). Linux's own changes come the other way, by netlink.
+    pub fn mirror_address(
+        &self,
+        interface: u32,
+        addr: IpAddr,
+        len: u8,
+        add: bool,
+    ) -> Result<bool, String> {
+        let pairs = self.pairs.lock().unwrap();
+        let Some(p) = pairs.iter().find(|p| p.interface.index == interface) else {
+            return Ok(false);
+        };
+        p.tap.set_address(addr, len, add).map_err(|e| {
+            format!(
+                "tap '{}': cannot {} {addr}/{len}: {e}",
+                p.tap.name(),
+                if add { "add" } else { "delete" }
+            )
+        })?;
+        Ok(true)
+    }
+
     /// Remove `interface`'s pair; its tap goes with it.
     pub fn delete(&self, interface: &Interface) -> Result<(), String> {
         let mut pairs = self.pairs.lock().unwrap();
