@@ -72,6 +72,26 @@ fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
     }
 }
 
+/// A listener in Linux (the DUT) on the router's address and `port` answers a client in
+/// `tester` through the tap: what a BGP session does.
+fn echo_through_the_tap(tester: &Netns, dut: &Netns, port: &str) {
+    let mut server = dut
+        .exec("python3", &["-c", ECHO_SERVER, D0_V4, port])
+        .spawn()
+        .unwrap();
+    let client = tester
+        .exec("python3", &["-c", CLIENT, D0_V4, port])
+        .output()
+        .unwrap();
+    let _ = server.wait();
+    assert_eq!(
+        String::from_utf8_lossy(&client.stdout).trim(),
+        "eciuls",
+        "{}",
+        String::from_utf8_lossy(&client.stderr)
+    );
+}
+
 /// Keep the DUT's own stack off `dev`'s frames: with the router's address on the tap, Linux
 /// would accept a segment that arrives on the port itself and answer it there, past sluice
 /// (and its punt policy). A drop at the port's netfilter ingress hook, which runs after the
@@ -150,21 +170,7 @@ fn linux_behind_a_tap_speaks_through_sluice() {
 
     // A TCP connection from the tester to a listener in Linux on the router's address (what
     // a BGP session is): punted up, answered down.
-    let mut server = dut
-        .exec("python3", &["-c", ECHO_SERVER, D0_V4, "1790"])
-        .spawn()
-        .unwrap();
-    let client = left
-        .exec("python3", &["-c", CLIENT, D0_V4, "1790"])
-        .output()
-        .unwrap();
-    let _ = server.wait();
-    assert_eq!(
-        String::from_utf8_lossy(&client.stdout).trim(),
-        "eciuls",
-        "{}",
-        String::from_utf8_lossy(&client.stderr)
-    );
+    echo_through_the_tap(&left, &dut, "1790");
 
     // Link-local multicast (OSPF's 224.0.0.5) goes up to Linux too.
     let listener = dut
@@ -302,25 +308,11 @@ fn the_punt_policy_lets_up_only_what_it_allows() {
         "Linux's ping through the tap (arp and icmp allowed): {out}"
     );
 
-    let mut allowed = dut
-        .exec("python3", &["-c", ECHO_SERVER, D0_V4, "1790"])
-        .spawn()
-        .unwrap();
     let mut refused = dut
         .exec("python3", &["-c", ECHO_SERVER, D0_V4, "2222"])
         .spawn()
         .unwrap();
-    let client = left
-        .exec("python3", &["-c", CLIENT, D0_V4, "1790"])
-        .output()
-        .unwrap();
-    let _ = allowed.wait();
-    assert_eq!(
-        String::from_utf8_lossy(&client.stdout).trim(),
-        "eciuls",
-        "{}",
-        String::from_utf8_lossy(&client.stderr)
-    );
+    echo_through_the_tap(&left, &dut, "1790");
     let other = left
         .exec("python3", &["-c", ONE_TRY, D0_V4, "2222"])
         .output()
