@@ -109,21 +109,30 @@ fn kernel_off(dut: &Netns, dev: &str) {
     );
 }
 
-#[test]
-fn linux_behind_a_tap_speaks_through_sluice() {
+/// The routed lab for a tap test, with the DUT's stack kept off d0; `None` (the test does
+/// not apply here) without root or, outside CI, without python3 for the listeners.
+fn tap_lab(tag: &str) -> Option<(Netns, Netns, Netns)> {
     if !needs_root() {
-        return;
+        return None;
     }
     ensure_ping();
     let python = std::process::Command::new("python3")
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    if !prerequisite(python, "python3 (for a TCP listener behind the tap)") {
-        return;
+    if !prerequisite(python, "python3 (for TCP listeners behind the tap)") {
+        return None;
     }
-    let (left, right, dut) = routed_lab("lcp");
+    let (left, right, dut) = routed_lab(tag);
     kernel_off(&dut, "d0");
+    Some((left, right, dut))
+}
+
+#[test]
+fn linux_behind_a_tap_speaks_through_sluice() {
+    let Some((left, right, dut)) = tap_lab("lcp") else {
+        return;
+    };
     // The tap takes the router's IPv6 address too: IPv6 must be on for new devices there.
     dut.sysctl("net.ipv6.conf.default.disable_ipv6", "0");
     dut.sysctl("net.ipv6.conf.default.accept_dad", "0");
@@ -276,19 +285,9 @@ except Exception as e:
 /// resolves its neighbours and pings through the tap (ARP copies and ICMP allowed).
 #[test]
 fn the_punt_policy_lets_up_only_what_it_allows() {
-    if !needs_root() {
+    let Some((left, _right, dut)) = tap_lab("lpp") else {
         return;
-    }
-    ensure_ping();
-    let python = std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !prerequisite(python, "python3 (for TCP listeners behind the tap)") {
-        return;
-    }
-    let (left, _right, dut) = routed_lab("lpp");
-    kernel_off(&dut, "d0");
+    };
     let dir = tmpdir("lcp-policy");
     let (cfg, socket) = router_config(
         &dir,
