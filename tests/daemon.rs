@@ -1,13 +1,12 @@
 //! The daemon as a user runs it: `sluice run -c FILE` and `sluice ctl`, through the binary.
 
 mod common;
+use common::{Daemon, BIN};
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_sluice");
+use std::process::{Command, Output};
+use std::time::Duration;
 
 fn tmpdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("sluice-d-{tag}-{}", std::process::id()));
@@ -21,26 +20,6 @@ fn sluice(args: &[&str]) -> Output {
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// A daemon that is stopped with SIGINT when dropped.
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-INT", &self.0.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 fn pcap_config(dir: &Path) -> PathBuf {
@@ -64,22 +43,7 @@ fn pcap_config(dir: &Path) -> PathBuf {
 }
 
 fn start(cfg: &Path, sock: &Path) -> Daemon {
-    let child = Command::new(BIN)
-        .args(["run", "-c", cfg.to_str().unwrap()])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let d = Daemon(child);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !sock.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "daemon did not create {}",
-            sock.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    d
+    Daemon::start_here(cfg, sock)
 }
 
 #[test]

@@ -4,14 +4,11 @@
 
 mod common;
 
-use common::{ctl, ctl_json};
+use common::{ctl, ctl_json, Daemon, BIN};
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_sluice");
+use std::process::{Command, Output};
 
 fn tmpdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("sluice-save-{tag}-{}", std::process::id()));
@@ -24,47 +21,8 @@ fn sluice(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().unwrap()
 }
 
-/// A daemon that is stopped with SIGINT when dropped.
-struct Daemon(Child, PathBuf);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-INT", &self.0.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-        // The socket goes with the daemon; wait for it, so the next one can bind it.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while self.1.exists() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
 fn start(cfg: &Path, sock: &Path) -> Daemon {
-    let child = Command::new(BIN)
-        .args(["run", "-c", cfg.to_str().unwrap()])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let d = Daemon(child, sock.to_path_buf());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while ctl(sock, "show version").is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "daemon did not answer on {sock:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    d
+    Daemon::start_here(cfg, sock)
 }
 
 /// Two workers; p0 replays a capture (so it has a receive queue to place), p1-p3 only

@@ -23,3 +23,22 @@ pub fn enter(name: &str) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Run `f` in namespace `netns` (on a thread of its own that enters it, so the caller's
+/// thread stays where it is), or here when `netns` is `None`.
+pub fn run_in<T: Send>(
+    netns: Option<&str>,
+    f: impl FnOnce() -> std::io::Result<T> + Send,
+) -> std::io::Result<T> {
+    match netns {
+        None => f(),
+        Some(ns) => std::thread::scope(|s| {
+            s.spawn(move || {
+                enter(ns).map_err(std::io::Error::other)?;
+                f()
+            })
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("namespace thread failed")))
+        }),
+    }
+}

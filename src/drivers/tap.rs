@@ -39,17 +39,7 @@ impl Tap {
         netns: Option<&str>,
         addresses: &[(IpAddr, u8)],
     ) -> io::Result<Tap> {
-        match netns {
-            None => Tap::create_here(name, mac, mtu, None, addresses),
-            Some(ns) => std::thread::scope(|s| {
-                s.spawn(move || {
-                    super::netns::enter(ns).map_err(io::Error::other)?;
-                    Tap::create_here(name, mac, mtu, Some(ns), addresses)
-                })
-                .join()
-                .unwrap_or_else(|_| Err(io::Error::other("tap thread failed")))
-            }),
-        }
+        super::netns::run_in(netns, || Tap::create_here(name, mac, mtu, netns, addresses))
     }
 
     fn create_here(
@@ -131,24 +121,13 @@ impl Tap {
     /// address changes after the tap was made.
     pub fn set_address(&self, addr: IpAddr, len: u8, add: bool) -> io::Result<()> {
         let ifindex = self.ifindex;
-        let change = move || {
+        super::netns::run_in(self.netns.as_deref(), || {
             if add {
                 super::rtnetlink::add_address(ifindex, addr, len)
             } else {
                 super::rtnetlink::delete_address(ifindex, addr, len)
             }
-        };
-        match self.netns.as_deref() {
-            None => change(),
-            Some(ns) => std::thread::scope(|s| {
-                s.spawn(move || {
-                    super::netns::enter(ns).map_err(io::Error::other)?;
-                    change()
-                })
-                .join()
-                .unwrap_or_else(|_| Err(io::Error::other("tap thread failed")))
-            }),
-        }
+        })
     }
 
     fn ioctl(&self, request: libc::c_ulong, r: &mut libc::ifreq, what: &str) -> io::Result<()> {

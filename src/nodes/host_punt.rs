@@ -97,19 +97,15 @@ impl HostPunt {
 
     fn punt(&mut self, cx: &mut NodeCx<'_>, bi: u32) -> Error {
         let meta = *cx.bufs.meta(bi);
-        let reason = match Reason::from_aux(meta.aux) {
-            Reason::Local4 => Error::Local4,
-            Reason::Local6 => Error::Local6,
-            Reason::ArpCopy => Error::ArpCopy,
-            Reason::NdCopy => Error::NdCopy,
-        };
-        let family = match Reason::from_aux(meta.aux) {
-            Reason::Local4 => Some(EtherType::IPV4),
-            Reason::Local6 => Some(EtherType::IPV6),
-            _ => None,
+        let why = Reason::from_aux(meta.aux);
+        let (reason, family) = match why {
+            Reason::Local4 => (Error::Local4, Some(EtherType::IPV4)),
+            Reason::Local6 => (Error::Local6, Some(EtherType::IPV6)),
+            Reason::ArpCopy => (Error::ArpCopy, None),
+            Reason::NdCopy => (Error::NdCopy, None),
         };
         let l3 = family.and_then(|e| super::l3_header(cx.bufs, bi, e));
-        if !self.policy.allows(Reason::from_aux(meta.aux), l3) {
+        if !self.policy.allows(why, l3) {
             return Error::Refused;
         }
         if !self.bucket.allow_at(crate::drivers::tsc::now()) {

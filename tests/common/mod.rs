@@ -142,11 +142,19 @@ pub struct Daemon {
 impl Daemon {
     /// Start `sluice run -c cfg` in `ns` and wait for its control socket.
     pub fn start(ns: &Netns, cfg: &Path, socket: &Path) -> Daemon {
-        let child = ns
-            .exec(BIN, &["run", "-c", cfg.to_str().unwrap()])
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        Daemon::spawn(ns.exec(BIN, &["run", "-c", cfg.to_str().unwrap()]), socket)
+    }
+
+    /// Start `sluice run -c cfg` in the test's own namespace (pcap and null interfaces need
+    /// no other) and wait for its control socket.
+    pub fn start_here(cfg: &Path, socket: &Path) -> Daemon {
+        let mut run = Command::new(BIN);
+        run.args(["run", "-c", cfg.to_str().unwrap()]);
+        Daemon::spawn(run, socket)
+    }
+
+    fn spawn(mut run: Command, socket: &Path) -> Daemon {
+        let child = run.stderr(Stdio::piped()).spawn().unwrap();
         let mut d = Daemon { child };
         let deadline = Instant::now() + Duration::from_secs(15);
         while !socket.exists() || ctl(socket, "show version").is_err() {
