@@ -146,9 +146,8 @@ impl Subtrees {
         }
         // Inside: what covers the target, then the routes under it ending in this stride.
         let cover = routes
-            .get(target)
-            .or_else(|| routes.covering(target).map(|(_, nh)| nh))
-            .unwrap_or(NO_ROUTE);
+            .covering_or_self(target)
+            .map_or(NO_ROUTE, |(_, nh)| nh);
         value[inside.clone()].fill(cover);
         let under: Vec<Route<A>> = routes
             .within(target)
@@ -272,9 +271,8 @@ pub(super) fn node_routes<A: Key>(
     block: Prefix<A>,
 ) -> (Vec<Route<A>>, u32) {
     let default = routes
-        .get(block)
-        .or_else(|| routes.covering(block).map(|(_, nh)| nh))
-        .unwrap_or(NO_ROUTE);
+        .covering_or_self(block)
+        .map_or(NO_ROUTE, |(_, nh)| nh);
     let long = routes
         .within(block)
         .filter(|(p, _)| p.len() > block.len())

@@ -117,6 +117,8 @@ pub struct PoptrieWriter<A: Key> {
     /// Prefixes changed since the last commit, whose shortcut entries `commit` brings up to
     /// date.
     changed: Vec<Prefix<A>>,
+    /// The buffers of the last update's subtrees (`scratch`).
+    scratch: Subtrees,
 }
 
 impl<A: Key> Default for PoptrieWriter<A> {
@@ -197,6 +199,7 @@ impl<A: Key> PoptrieWriter<A> {
             block_min,
             short_levels,
             changed: Vec::new(),
+            scratch: Subtrees::default(),
         }
     }
 
@@ -349,7 +352,7 @@ impl<A: Key> PoptrieWriter<A> {
         let Some(&(at, old)) = path.last() else {
             return self.update_slot(routes, slot);
         };
-        let mut built = Subtrees::new(self.nodes_used, self.leaves_used);
+        let mut built = self.scratch();
         let new = built.remake(
             old,
             |k| self.node(k).unwrap_or_default(),
@@ -418,11 +421,9 @@ impl<A: Key> PoptrieWriter<A> {
             dead_nodes += 1;
             Publish::Entry(built.push(new))
         };
-        if !self.trie.place(&built) {
+        if !self.place(built) {
             return false;
         }
-        self.nodes_used += built.nodes.len();
-        self.leaves_used += built.leaves.len();
         self.dead_nodes += dead_nodes;
         self.dead_leaves += dead_leaves;
         match publish {
@@ -451,7 +452,8 @@ impl<A: Key> PoptrieWriter<A> {
         let lo = addr.chunk(bits);
         let inside = lo..lo + (1 << (bits + STRIDE - len));
         let old = root & INDEX;
-        let mut built = Subtrees::new(self.nodes_used, self.leaves_used);
+        let mut built = self.scratch();
+        let first = built.node_base;
         built.nodes.resize(BLOCK_NODES as usize, Node::default());
         for c in 0..BLOCK_NODES {
             built.nodes[c as usize] = if inside.contains(&c) {
@@ -464,11 +466,9 @@ impl<A: Key> PoptrieWriter<A> {
                 self.node(old + c).unwrap_or_default()
             };
         }
-        if !self.trie.place(&built) {
+        if !self.place(built) {
             return false;
         }
-        self.nodes_used += built.nodes.len();
-        self.leaves_used += built.leaves.len();
         // Dead: the old block, and what was under its nodes made anew.
         self.dead_nodes += (BLOCK_NODES - (inside.end - inside.start)) as usize;
         for c in inside {
@@ -476,14 +476,36 @@ impl<A: Key> PoptrieWriter<A> {
             self.dead_nodes += n;
             self.dead_leaves += l;
         }
-        self.pending
-            .insert(slot, CHILD | BLOCK | built.node_base as u32);
+        self.pending.insert(slot, CHILD | BLOCK | first as u32);
         true
+    }
+
+    /// Empty buffers for subtrees built after everything written so far: the last update's,
+    /// so that their allocations are reused.
+    fn scratch(&mut self) -> Subtrees {
+        let mut built = std::mem::take(&mut self.scratch);
+        built.node_base = self.nodes_used;
+        built.leaf_base = self.leaves_used;
+        built.nodes.clear();
+        built.leaves.clear();
+        built
+    }
+
+    /// Writes `built` into the room, and keeps its buffers for the next update; false if it
+    /// does not fit.
+    fn place(&mut self, built: Subtrees) -> bool {
+        let fits = self.trie.place(&built);
+        if fits {
+            self.nodes_used += built.nodes.len();
+            self.leaves_used += built.leaves.len();
+        }
+        self.scratch = built;
+        fits
     }
 
     /// Writes `slot`'s new subtree into the room; false if it does not fit.
     fn update_slot(&mut self, routes: &RouteTable<A>, slot: usize) -> bool {
-        let mut built = Subtrees::new(self.nodes_used, self.leaves_used);
+        let mut built = self.scratch();
         let entry = build_slot(
             routes,
             slot,
@@ -491,11 +513,9 @@ impl<A: Key> PoptrieWriter<A> {
             self.block_min,
             &mut built,
         );
-        if !self.trie.place(&built) {
+        if !self.place(built) {
             return false;
         }
-        self.nodes_used += built.nodes.len();
-        self.leaves_used += built.leaves.len();
         // What the slot leads to now (a subtree not yet committed, or the readers' one) is
         // dead once the new entry is stored.
         let (n, l) = self.retire(self.entry(slot));

@@ -53,19 +53,25 @@ impl Addr for u128 {
     fn fmt_addr(self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(&Ipv6Addr::from(self), f)
     }
-    /// Most significant word first, so that arrays compare as the numbers do.
-    type Packed = [u32; 4];
-    fn pack(self) -> [u32; 4] {
-        [
-            (self >> 96) as u32,
-            (self >> 64) as u32,
-            (self >> 32) as u32,
-            self as u32,
-        ]
+    type Packed = Packed6;
+    fn pack(self) -> Packed6 {
+        Packed6 {
+            hi: (self >> 64) as u64,
+            lo: self as u64,
+        }
     }
-    fn unpack(p: [u32; 4]) -> u128 {
-        p.iter().fold(0u128, |v, &w| v << 32 | w as u128)
+    fn unpack(p: Packed6) -> u128 {
+        (p.hi as u128) << 64 | p.lo as u128
     }
+}
+
+/// An IPv6 address in two 8-byte-aligned halves, the high one first so that the derived
+/// order is the numbers' (two integer comparisons, where an array of words compares as a
+/// slice).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub struct Packed6 {
+    hi: u64,
+    lo: u64,
 }
 
 /// The mask that keeps the first `len` bits of a left-aligned address (`len` ≤ 128).

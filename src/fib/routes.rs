@@ -8,8 +8,9 @@
 //! keyed by each chunk's first entry. A B-tree of single routes costs about 20 and 50 bytes a
 //! route (33 MiB measured for 1 M + 200 k routes).
 
-use super::prefix::{Addr, Prefix};
+use super::prefix::{left_mask, Addr, Prefix};
 use std::collections::BTreeMap;
+use std::ops::Bound::{Excluded, Unbounded};
 
 /// Entries per chunk at most; a full chunk splits in two.
 const CHUNK: usize = 64;
@@ -66,14 +67,20 @@ impl<A: Addr> RouteTable<A> {
         self.len == 0
     }
 
-    /// The key of the chunk where `k` is or would go: the last chunk starting at or before
-    /// it, else the first.
-    fn chunk_for(&self, k: Key<A>) -> Option<Key<A>> {
-        self.chunks
-            .range(..=k)
-            .next_back()
-            .or_else(|| self.chunks.iter().next())
-            .map(|(&c, _)| c)
+    /// The chunk where `k` is or would go, to change: the last chunk starting at or before
+    /// it, else the first. One search of the B-tree (the first key is found by following the
+    /// leftmost edges, without comparisons).
+    fn chunk_for_mut(
+        chunks: &mut BTreeMap<Key<A>, Chunk<A>>,
+        k: Key<A>,
+    ) -> Option<(Key<A>, &mut Chunk<A>)> {
+        let first = *chunks.first_key_value()?.0;
+        let (&ck, chunk) = if k < first {
+            chunks.iter_mut().next()?
+        } else {
+            chunks.range_mut(..=k).next_back()?
+        };
+        Some((ck, chunk))
     }
 
     /// Adds or replaces a route; returns the next hop it replaced.
@@ -84,12 +91,11 @@ impl<A: Addr> RouteTable<A> {
             len: k.1,
             next_hop,
         };
-        let Some(ck) = self.chunk_for(k) else {
+        let Some((ck, chunk)) = Self::chunk_for_mut(&mut self.chunks, k) else {
             self.chunks.insert(k, vec![entry]);
             self.len += 1;
             return None;
         };
-        let chunk = self.chunks.get_mut(&ck)?;
         match chunk.binary_search_by(|e| e.key().cmp(&k)) {
             Ok(i) => Some(std::mem::replace(&mut chunk[i].next_hop, next_hop)),
             Err(i) => {
@@ -113,8 +119,7 @@ impl<A: Addr> RouteTable<A> {
     /// Removes a route; returns its next hop, or `None` if there was no such route.
     pub fn remove(&mut self, p: Prefix<A>) -> Option<u32> {
         let k = key(p);
-        let ck = self.chunk_for(k)?;
-        let chunk = self.chunks.get_mut(&ck)?;
+        let (ck, chunk) = Self::chunk_for_mut(&mut self.chunks, k)?;
         let i = chunk.binary_search_by(|e| e.key().cmp(&k)).ok()?;
         let old = chunk.remove(i).next_hop;
         self.len -= 1;
@@ -148,10 +153,46 @@ impl<A: Addr> RouteTable<A> {
 
     /// The longest route strictly shorter than `p` that contains it.
     pub fn covering(&self, p: Prefix<A>) -> Option<(Prefix<A>, u32)> {
-        (0..p.len()).rev().find_map(|len| {
-            let c = Prefix::containing(p.addr(), len);
-            self.get(c).map(|nh| (c, nh))
-        })
+        self.longest_containing(p.addr(), p.len().checked_sub(1)?)
+    }
+
+    /// `p` itself if it is a route, else `covering(p)`: the longest route that contains `p`.
+    pub fn covering_or_self(&self, p: Prefix<A>) -> Option<(Prefix<A>, u32)> {
+        self.longest_containing(p.addr(), p.len())
+    }
+
+    /// The longest route no longer than `bound` that contains `addr`, in a few point
+    /// look-ups rather than one per length. The routes containing `addr` nest, and the longer
+    /// one of two sorts after the shorter, so the last entry at or before `addr/bound` is the
+    /// answer if it contains `addr`. If not, it differs from `addr` in the first bit after
+    /// the `c` they share, where it has a 0 and `addr` a 1: a containing route longer than
+    /// `c` would have that 1 too, and sort after it, so none is left but those no longer
+    /// than `c`; the search goes on with `c` as the bound, which is shorter each time.
+    fn longest_containing(&self, addr: A, bound: u8) -> Option<(Prefix<A>, u32)> {
+        let a = addr.to_left_u128();
+        let mut bound = bound.min(A::BITS);
+        // The chunk of the last search: the next key is smaller, and usually in it still.
+        let mut chunk: &[Entry<A::Packed>] = &[];
+        loop {
+            let k = key(Prefix::containing(addr, bound));
+            if chunk.first().is_none_or(|first| first.key() > k) {
+                chunk = self.chunks.range(..=k).next_back()?.1;
+            }
+            let e = match chunk.binary_search_by(|e| e.key().cmp(&k)) {
+                Ok(i) => chunk.get(i),
+                Err(i) => chunk.get(i.checked_sub(1)?),
+            }?;
+            let (ea, len) = (A::unpack(e.addr).to_left_u128(), e.len);
+            if len <= bound && (a ^ ea) & left_mask(len) == 0 {
+                return Prefix::new(A::unpack(e.addr), len).map(|q| (q, e.next_hop));
+            }
+            let shared = (a ^ ea).leading_zeros().min(128) as u8;
+            if shared >= bound {
+                // Not reachable with a well-ordered table; ends the search all the same.
+                return None;
+            }
+            bound = shared;
+        }
     }
 
     /// Longest-prefix match by probing every length from the longest down: slow and simple.
@@ -165,11 +206,23 @@ impl<A: Addr> RouteTable<A> {
     /// `p` and every route inside it.
     pub fn within(&self, p: Prefix<A>) -> impl Iterator<Item = (Prefix<A>, u32)> + '_ {
         let (start, end) = (key(p), (p.last().pack(), A::BITS));
-        let first = self.chunk_for(start);
+        // The chunk where `p` would be, then (searched for only if the range goes on past
+        // it, which it rarely does) the chunks after it.
+        let first = self
+            .chunks
+            .range(..=start)
+            .next_back()
+            .or_else(|| self.chunks.first_key_value());
+        let rest = first.map(|(&ck, _)| ck);
         first
             .into_iter()
-            .flat_map(move |ck| self.chunks.range(ck..))
-            .flat_map(|(_, c)| c.iter())
+            .map(|(_, c)| c)
+            .chain(
+                rest.into_iter()
+                    .flat_map(move |ck| self.chunks.range((Excluded(ck), Unbounded)))
+                    .map(|(_, c)| c),
+            )
+            .flat_map(|c| c.iter())
             .skip_while(move |e| e.key() < start)
             .take_while(move |e| e.key() <= end)
             .filter_map(|e| Prefix::new(A::unpack(e.addr), e.len).map(|p| (p, e.next_hop)))
@@ -292,6 +345,15 @@ mod tests {
                     .collect();
                 prop_assert_eq!(inside, expect);
                 prop_assert_eq!(t.get(q), want.get(&(q.addr(), q.len())).copied());
+                // Covering routes against the definition: the longest shorter route present.
+                let probe = Prefix4::containing(0x0a00_0000 | x << 8 | x >> 4 | 0x5a, len);
+                let slow = (0..probe.len()).rev().find_map(|l| {
+                    let c = Prefix4::containing(probe.addr(), l);
+                    want.get(&(c.addr(), l)).map(|&nh| (c, nh))
+                });
+                prop_assert_eq!(t.covering(probe), slow);
+                let own = want.get(&(probe.addr(), probe.len())).map(|&nh| (probe, nh));
+                prop_assert_eq!(t.covering_or_self(probe), own.or(slow));
             }
         }
     }
