@@ -39,4 +39,10 @@ fn main() {
         "{n} route changes: {:.0}/s; whole-trie rebuilds {} + {}",
         rate, m.v4.full_rebuilds, m.v6.full_rebuilds
     );
+    for (family, t) in [("IPv4", m.v4), ("IPv6", m.v6)] {
+        println!(
+            "{family}: live {} nodes {} leaves, dead {} nodes {} leaves, {} bytes of {}",
+            t.nodes, t.leaves, t.dead_nodes, t.dead_leaves, t.bytes_used, t.bytes
+        );
+    }
 }

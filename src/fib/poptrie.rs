@@ -16,10 +16,11 @@
 //! One writer (`PoptrieWriter`) changes the trie while they read, in place: new nodes and
 //! leaves are written into spare room past every node and leaf a reader can reach, then one
 //! word that leads to them — a top-level entry, or a node's bases — is stored with release
-//! ordering, which a reader loads with acquire ordering (plain loads on x86). Leaves and a
-//! node's maps, once reachable, are never written again, and a node's bases change only to
-//! children and leaves of the same shape, so every lookup walks either the old subtree or the
-//! new one, both complete.
+//! ordering, which a reader loads with acquire ordering (plain loads on x86). A node's maps,
+//! once reachable, are never written again, and a node's bases change only to children and
+//! leaves of the same shape, so every lookup walks either the old subtree or the new one, both
+//! complete. A leaf is one word: a change that keeps every node's shape and children stores the
+//! new next hop into it in place at commit, and a reader finds the old next hop or the new one.
 //! Every cell is an atomic so that this is sound in safe Rust; relaxed loads compile to the
 //! same instructions as plain ones.
 //!
@@ -507,6 +508,14 @@ impl<A: Key> Poptrie<A> {
         self.leaves
             .get(i as usize)
             .map_or(NO_ROUTE, |l| l.load(Relaxed))
+    }
+
+    /// Stores next hop `nh` into leaf `i`, which readers may be reading (release): the
+    /// writer's change of a node's leaf values that keeps its shape.
+    pub(super) fn set_leaf(&self, i: u32, nh: u32) {
+        if let Some(l) = self.leaves.get(i as usize) {
+            l.store(nh, Release);
+        }
     }
 
     /// Points node `i` at new children and leaves (release: a reader that loads the bases

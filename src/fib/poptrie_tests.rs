@@ -226,6 +226,74 @@ fn updates_match_a_fresh_build() {
 }
 
 #[test]
+fn a_next_hop_change_that_keeps_the_shape_is_stored_in_place_at_commit() {
+    use super::poptrie::{upto, INDEX};
+    use super::CHILD;
+    // One full-table slot (10.1.0.0/18) whose root node holds the /16's leaves and two /24s;
+    // routes elsewhere to keep the table a full one.
+    let mut t = table(&[
+        (0x0a01_0000, 16, 1),
+        (0x0a01_0200, 24, 2),
+        (0x0a01_0400, 24, 3),
+    ]);
+    for i in 0..SMALL_ROUTES as u32 + 1 {
+        t.insert(Prefix4::containing(0x1400_0000 | i << 8, 24), 4);
+    }
+    let mut w = Writer4::build(&t);
+    assert_eq!(w.top_bits(), TOP_BITS);
+    let slot = (0x0a01_0000u32 >> (32 - TOP_BITS)) as usize;
+    let before = w.memory();
+
+    // A /24's next hop replaced: nothing new written, nothing dead; readers see it at commit.
+    let p2 = Prefix4::containing(0x0a01_0200, 24);
+    t.insert(p2, 7);
+    w.update(&t, p2);
+    let during = w.memory();
+    assert_eq!(
+        (during.bytes_used, during.dead_nodes, during.dead_leaves),
+        (before.bytes_used, 0, 0)
+    );
+    assert_eq!(w.trie().lookup(0x0a01_0201), 2, "not before the commit");
+    w.commit();
+    assert_eq!(w.trie().lookup(0x0a01_0201), 7);
+
+    // In one commit: the other /24 replaced in place, then a /25 under it, which makes the
+    // root anew (a node child). The old root, which readers may still be walking until the
+    // commit's words are stored, must keep its committed leaves: the pending next hop of
+    // the first change is carried by the new root, not stored into the old one.
+    let old_root = w.trie().top_value(slot);
+    assert_eq!(old_root & CHILD, CHILD);
+    let old = w.trie().node(old_root & INDEX).unwrap();
+    let old_leaf_of_4 = old.base_leaf + upto(old.leafvec, 4) - 1;
+    let p4 = Prefix4::containing(0x0a01_0400, 24);
+    t.insert(p4, 8);
+    w.update(&t, p4);
+    let p25 = Prefix4::containing(0x0a01_0480, 25);
+    t.insert(p25, 9);
+    w.update(&t, p25);
+    assert_eq!(w.trie().lookup(0x0a01_0401), 3, "not before the commit");
+    w.commit();
+    assert_ne!(w.trie().top_value(slot), old_root, "the root was made anew");
+    assert_eq!(
+        w.trie().leaf(old_leaf_of_4),
+        3,
+        "the old root's leaf as committed"
+    );
+    for (a, nh) in [
+        (0x0a01_0401, 8),
+        (0x0a01_0481, 9),
+        (0x0a01_0201, 7),
+        (0x0a01_0301, 1),
+    ] {
+        assert_eq!(w.trie().lookup(a), nh, "{a:#x}");
+        assert_eq!(reference(&t, a), nh, "{a:#x}");
+    }
+    let m = w.memory();
+    assert_eq!((m.nodes, m.leaves), w.reachable());
+    assert!(at_least_a_fresh_build(&w, &t));
+}
+
+#[test]
 fn dead_subtrees_are_reclaimed() {
     let mut t = table(&[(0x0a00_0000, 24, 1)]);
     let mut w = Writer4::build(&t);

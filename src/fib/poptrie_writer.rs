@@ -13,6 +13,13 @@
 //! one, both complete (see `poptrie.rs`). What was replaced is dead but stays where it is: a
 //! reader may still be walking it.
 //!
+//! Most changes of a full table (a /24 or /48 added, removed or given another next hop) keep
+//! the node's shape and children: then nothing is written into the room, and `commit` stores
+//! the changed leaves' next hops in place, before the other words, each in one word. A later
+//! change of the same commit that makes that node anew (or a subtree holding it) carries those
+//! next hops into its new leaves and forgets them, so that a reader still on the old node
+//! never sees a change that was not committed whole.
+//!
 //! Dead space is reclaimed by building the whole trie again into a new one, which `commit`
 //! reports so that the caller publishes it with one pointer swap; the old one is freed once
 //! the last reader has let go of it. That happens when the room runs out (the room is half
@@ -24,8 +31,8 @@ use super::poptrie::{root_nodes, upto, Key, Poptrie, BLOCK, BLOCK_NODES, INDEX, 
 use super::poptrie_build::{build_all, build_slot, node_routes, Node, Subtrees};
 use super::prefix::Prefix;
 use super::routes::RouteTable;
-use super::CHILD;
-use std::collections::BTreeMap;
+use super::{CHILD, NO_ROUTE};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 /// Address bits the top level of a full table indexes: 18, so that an IPv4 /24 ends in the
@@ -106,6 +113,12 @@ pub struct PoptrieWriter<A: Key> {
     pending: BTreeMap<usize, u32>,
     /// Node bases to store at the next commit, by node.
     pending_bases: BTreeMap<u32, u64>,
+    /// Next hops to store at the next commit into leaves a reader may be reading, by leaf:
+    /// a change that leaves a node's shape and children as they were (see `update_path`).
+    pending_leaves: BTreeMap<u32, u32>,
+    /// The first leaf of each node with next hops pending: a node's leaves are its own (or
+    /// shared with copies of it), so this says in one probe whether a node has any.
+    pending_nodes: HashSet<u32>,
     /// `trie` is a new trie that readers do not have yet.
     replaced: bool,
     full_rebuilds: u64,
@@ -194,6 +207,8 @@ impl<A: Key> PoptrieWriter<A> {
             dead_leaves: 0,
             pending: BTreeMap::new(),
             pending_bases: BTreeMap::new(),
+            pending_leaves: BTreeMap::new(),
+            pending_nodes: HashSet::new(),
             replaced: false,
             full_rebuilds: 0,
             block_min,
@@ -266,26 +281,44 @@ impl<A: Key> PoptrieWriter<A> {
         Some(n)
     }
 
-    /// The nodes and leaves of a subtree being replaced, forgetting the bases pending in it: a
-    /// reader still on the old path must find it as of the last commit, not as of a change
-    /// that a later change of this commit has undone.
+    /// Forgets the next hops pending in `node`'s leaves: the node is replaced, and what
+    /// replaces it was made with them.
+    fn forget_leaves(&mut self, node: Node) {
+        if !self.pending_nodes.remove(&node.base_leaf) {
+            return;
+        }
+        let end = node.base_leaf.saturating_add(node.leafvec.count_ones());
+        let gone: Vec<u32> = self
+            .pending_leaves
+            .range(node.base_leaf..end)
+            .map(|(&i, _)| i)
+            .collect();
+        for i in gone {
+            self.pending_leaves.remove(&i);
+        }
+    }
+
+    /// The nodes and leaves of a subtree being replaced, forgetting the bases and next hops
+    /// pending in it: a reader still on the old path must find it as of the last commit, not
+    /// as of a change that a later change of this commit has undone.
     fn retire(&mut self, entry: u32) -> (usize, usize) {
         let mut gone = Vec::new();
-        let size = self.walk(entry, |i| gone.push(i));
-        for i in gone {
+        let size = self.walk(entry, |i, n| gone.push((i, n)));
+        for (i, n) in gone {
+            self.forget_leaves(n);
             self.pending_bases.remove(&i);
         }
         size
     }
 
     /// Visits every node of the subtree `entry` leads to; its nodes and leaves.
-    fn walk(&self, entry: u32, mut visit: impl FnMut(u32)) -> (usize, usize) {
+    fn walk(&self, entry: u32, mut visit: impl FnMut(u32, Node)) -> (usize, usize) {
         // Iterative, and bounded by the arrays, so a malformed trie cannot loop.
         let (mut nodes, mut leaves) = (0, 0);
         let mut stack: Vec<u32> = root_nodes(entry).collect();
         while let Some(i) = stack.pop() {
             let Some(n) = self.node(i) else { continue };
-            visit(i);
+            visit(i, n);
             nodes += 1;
             leaves += n.leafvec.count_ones() as usize;
             if nodes > self.nodes_used {
@@ -301,7 +334,7 @@ impl<A: Key> PoptrieWriter<A> {
     #[cfg(test)]
     pub(super) fn reachable(&self) -> (usize, usize) {
         (0..1usize << self.trie.top_bits())
-            .map(|slot| self.walk(self.entry(slot), |_| {}))
+            .map(|slot| self.walk(self.entry(slot), |_, _| {}))
             .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
     }
 
@@ -353,14 +386,57 @@ impl<A: Key> PoptrieWriter<A> {
             return self.update_slot(routes, slot);
         };
         let mut built = self.scratch();
+        // The node's leaves as the writer has them: from the trie, and the next hops pending
+        // in them, if any, looked up once for all of them.
+        let runs = old.leafvec.count_ones();
+        let mut leaves = [NO_ROUTE; 64];
+        for (k, l) in leaves.iter_mut().enumerate().take(runs as usize) {
+            *l = self.trie.leaf(old.base_leaf + k as u32);
+        }
+        let pending = self.pending_nodes.contains(&old.base_leaf);
+        if pending {
+            for (&i, &nh) in self
+                .pending_leaves
+                .range(old.base_leaf..old.base_leaf + runs)
+            {
+                leaves[(i - old.base_leaf) as usize % 64] = nh;
+            }
+        }
+        let leaf = |i: u32| {
+            let k = i.wrapping_sub(old.base_leaf) as usize;
+            leaves.get(k).copied().unwrap_or(NO_ROUTE)
+        };
         let new = built.remake(
             old,
             |k| self.node(k).unwrap_or_default(),
-            |k| self.trie.leaf(k),
+            leaf,
             routes,
             target,
             depth,
         );
+        if (new.vector, new.leafvec, new.base_node) == (old.vector, old.leafvec, old.base_node) {
+            // The same shape and children: only next hops of leaves change, which `commit`
+            // stores in place, each in one word (a reader finds the old one or the new one).
+            // Nothing is written into the room and nothing dies, so such changes never bring
+            // a whole rebuild nearer.
+            let first = (new.base_leaf as usize).wrapping_sub(built.leaf_base);
+            for k in 0..old.leafvec.count_ones() {
+                let Some(&nh) = built.leaves.get(first + k as usize) else {
+                    continue;
+                };
+                let i = old.base_leaf + k;
+                if leaves[k as usize % 64] != nh {
+                    self.pending_leaves.insert(i, nh);
+                    self.pending_nodes.insert(old.base_leaf);
+                }
+            }
+            self.scratch = built;
+            return true;
+        }
+        // The node is made anew, with its pending next hops.
+        if pending {
+            self.forget_leaves(old);
+        }
         // Dead: the old node's children array and leaves, and what was under the children
         // made anew.
         let kept_children = new.base_node == old.base_node;
@@ -564,6 +640,11 @@ impl<A: Key> PoptrieWriter<A> {
         for &p in &changed {
             self.trie.short_nodes(p, |key, _| before.push(key));
         }
+        // Leaves first: one that a later change of this commit copied into new leaves has
+        // been forgotten, so what is stored here changes nothing a new word leads to.
+        for (&leaf, &nh) in &self.pending_leaves {
+            self.trie.set_leaf(leaf, nh);
+        }
         for (&node, &bases) in &self.pending_bases {
             self.trie.set_bases(node, bases);
         }
@@ -572,6 +653,8 @@ impl<A: Key> PoptrieWriter<A> {
         }
         self.pending.clear();
         self.pending_bases.clear();
+        self.pending_leaves.clear();
+        self.pending_nodes.clear();
         let mut after = Vec::new();
         for &p in &changed {
             self.trie.short_nodes(p, |key, node| {
