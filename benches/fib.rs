@@ -202,7 +202,7 @@ fn publication(full: bool) {
     }
     let commit_us = t.elapsed().as_secs_f64() * 1e6 / commits as f64;
     let n = if full { 100_000 } else { 100 };
-    let updates = measure::update_rate(&mut w, &v4, &v6, n, 64, &mut rng);
+    let updates = measure::update_rate(&mut w, &v4, &v6, n, Duration::ZERO, 64, &mut rng).per_s;
     println!(
         "publication: reader pin+unpin {pin_ns:.1} ns per frame; one-route change + commit \
          {commit_us:.1} us (no reader holding the old table); {:.0} route changes/s \

@@ -14,6 +14,7 @@
 use sluice::fib::measure;
 use sluice::fib::synth::{synth, Rng, SynthSpec};
 use sluice::fib::FibWriter;
+use std::time::Duration;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -33,7 +34,7 @@ fn main() {
     let (r4, r6) = synth(&spec);
     let mut w = FibWriter::with_routes(r4.clone(), r6.clone()).expect("routes");
     let mut rng = Rng::new(5);
-    let rate = measure::update_rate(&mut w, &r4, &r6, n / 2, 64, &mut rng);
+    let rate = measure::update_rate(&mut w, &r4, &r6, n / 2, Duration::ZERO, 64, &mut rng).per_s;
     let m = w.memory();
     println!(
         "{n} route changes: {:.0}/s; whole-trie rebuilds {} + {}",

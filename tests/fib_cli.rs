@@ -219,6 +219,9 @@ fn fib_bench_command_reports_every_figure() {
     }
     assert!(doc["route_table_bytes"].as_u64().unwrap() > 0, "{doc}");
     assert!(doc["updates_per_s"].as_f64().unwrap() > 0.0, "{doc}");
+    // At least 20 000 deletes and re-adds, and for at least the figure's time.
+    assert!(doc["update_changes"].as_u64().unwrap() >= 40_000, "{doc}");
+    assert!(doc["update_seconds"].as_f64().unwrap() >= 0.02, "{doc}");
     assert!(
         doc["lookups_per_s_during_updates"].as_f64().unwrap() > 0.0,
         "{doc}"

@@ -69,9 +69,10 @@ fn updates_while_looking_up<W: RouteWriter>(
     w: &mut W,
     v4: &[(Prefix4, u32)],
     v6: &[(Prefix6, u32)],
+    time: Duration,
     dst: &[u32],
     frame: impl Fn(&[u32], &mut [u32]) + Sync,
-) -> (f64, f64) {
+) -> (measure::UpdateRun, f64) {
     let stop = AtomicBool::new(false);
     let looked = AtomicU64::new(0);
     let mut rng = Rng::new(5);
@@ -91,7 +92,7 @@ fn updates_while_looking_up<W: RouteWriter>(
             }
             looked.store(n, Relaxed);
         });
-        let u = measure::update_rate(w, v4, v6, CHANGES, 64, &mut rng);
+        let u = measure::update_rate(w, v4, v6, CHANGES, time, 64, &mut rng);
         stop.store(true, Relaxed);
         u
     });
@@ -517,19 +518,24 @@ pub(super) fn bench_cmd(
     let hit4: &[u32] = sets4.first().map_or(&[], |s| &s.addrs[..]);
     if let Some(w) = &mut pop {
         let reader = w.reader();
-        let (u, l) = updates_while_looking_up(w, &v4, &v6, hit4, |d, o| {
+        let (u, l) = updates_while_looking_up(w, &v4, &v6, time, hit4, |d, o| {
             reader.load().v4().lookup_batch(d, o)
         });
         let m = w.memory();
         say!(
-            "updates  {u:>8.0} route changes/s (random routes of the table deleted and re-added, \
-             a commit every 64) while another thread looks up {:.1} M/s; {} + {} whole-trie \
-             rebuilds (IPv4 + IPv6)",
-            l / 1e6,
+            "updates  {:>8.0} route changes/s ({} changes in {:.2} s: random routes of the table \
+             deleted and re-added, a commit every 64, whole-trie rebuilds included: {} + {} \
+             (IPv4 + IPv6)) while another thread looks up {:.1} M/s",
+            u.per_s,
+            u.changes,
+            u.seconds,
             m.v4.full_rebuilds,
-            m.v6.full_rebuilds
+            m.v6.full_rebuilds,
+            l / 1e6,
         );
-        doc.insert("updates_per_s".into(), u.into());
+        doc.insert("updates_per_s".into(), u.per_s.into());
+        doc.insert("update_changes".into(), u.changes.into());
+        doc.insert("update_seconds".into(), u.seconds.into());
         doc.insert("lookups_per_s_during_updates".into(), l.into());
         doc.insert(
             "full_rebuilds".into(),
@@ -546,15 +552,18 @@ pub(super) fn bench_cmd(
         )
         .map_err(bad)?;
         let reader = w.reader();
-        let (u, l) = updates_while_looking_up(&mut w, &v4, &v6, hit4, |d, o| {
+        let (u, l) = updates_while_looking_up(&mut w, &v4, &v6, time, hit4, |d, o| {
             reader.load().v4().lookup_batch(d, o)
         });
         say!(
-            "  no blocks {u:>8.0} route changes/s, the same changes, while another thread looks \
-             up {:.1} M/s",
+            "  no blocks {:>8.0} route changes/s, the same sequence of changes ({} in {:.2} s), \
+             while another thread looks up {:.1} M/s",
+            u.per_s,
+            u.changes,
+            u.seconds,
             l / 1e6
         );
-        doc.insert("updates_per_s_without_blocks".into(), u.into());
+        doc.insert("updates_per_s_without_blocks".into(), u.per_s.into());
     }
     if pop.is_some() && with_shortcut {
         // The same changes through a FIB whose IPv6 trie has the shortcut.
@@ -566,27 +575,33 @@ pub(super) fn bench_cmd(
         )
         .map_err(bad)?;
         let reader = w.reader();
-        let (u, l) = updates_while_looking_up(&mut w, &v4, &v6, hit4, |d, o| {
+        let (u, l) = updates_while_looking_up(&mut w, &v4, &v6, time, hit4, |d, o| {
             reader.load().v4().lookup_batch(d, o)
         });
         say!(
-            "  shortcut {u:>8.0} route changes/s, the same changes, while another thread \
-             looks up {:.1} M/s",
+            "  shortcut {:>8.0} route changes/s, the same sequence of changes ({} in {:.2} s), \
+             while another thread looks up {:.1} M/s",
+            u.per_s,
+            u.changes,
+            u.seconds,
             l / 1e6
         );
-        doc.insert("updates_per_s_with_shortcut".into(), u.into());
+        doc.insert("updates_per_s_with_shortcut".into(), u.per_s.into());
     }
     if let Some(w) = &mut old {
         let reader = w.reader();
-        let (u, l) = updates_while_looking_up(w, &v4, &v6, hit4, |d, o| {
+        let (u, l) = updates_while_looking_up(w, &v4, &v6, time, hit4, |d, o| {
             reader.load().v4().lookup_batch(d, o)
         });
         say!(
-            "  dir24  {u:>8.0} route changes/s, the same changes, while another thread looks up \
-             {:.1} M/s",
+            "  dir24  {:>8.0} route changes/s, the same sequence of changes ({} in {:.2} s), \
+             while another thread looks up {:.1} M/s",
+            u.per_s,
+            u.changes,
+            u.seconds,
             l / 1e6
         );
-        dir24.insert("updates_per_s".into(), u.into());
+        dir24.insert("updates_per_s".into(), u.per_s.into());
         dir24.insert("lookups_per_s_during_updates".into(), l.into());
     }
     if old.is_some() {

@@ -156,21 +156,37 @@ macro_rules! route_writer {
 route_writer!(FibWriter);
 route_writer!(StrideFibWriter);
 
-/// Route changes per second, commits included: `n` times, delete a random route of `v4` or
-/// `v6` and add it back with another next hop, committing every `per_commit` changes. Both
-/// families' routes must already be in `w`.
+/// What `update_rate` measured.
+#[derive(Debug, Clone, Copy)]
+pub struct UpdateRun {
+    /// Route changes per second, commits and whole rebuilds included.
+    pub per_s: f64,
+    pub changes: usize,
+    pub seconds: f64,
+}
+
+/// Route changes per second, commits included: at least `n` times and for at least `time`,
+/// delete a random route of `v4` or `v6` and add it back with another next hop, committing
+/// every `per_commit` times. Both families' routes must already be in `w`. A run long enough
+/// to fill the trie's room includes the whole rebuilds that reclaim it, as a writer that
+/// keeps changing routes pays them.
 pub fn update_rate(
     w: &mut impl RouteWriter,
     v4: &[(Prefix4, u32)],
     v6: &[(Prefix6, u32)],
     n: usize,
+    time: Duration,
     per_commit: usize,
     rng: &mut Rng,
-) -> f64 {
+) -> UpdateRun {
     let start = Instant::now();
     let mut changes = 0usize;
-    for i in 0..n {
-        if !v4.is_empty() && (v6.is_empty() || i % 2 == 0) {
+    let mut i = 0usize;
+    loop {
+        if i >= n && i.is_multiple_of(256) && start.elapsed() >= time {
+            break;
+        }
+        if !v4.is_empty() && (v6.is_empty() || i.is_multiple_of(2)) {
             let (p, nh) = v4[rng.below(v4.len() as u64) as usize];
             w.del4(p);
             let _ = w.add4(p, nh ^ 1);
@@ -181,10 +197,16 @@ pub fn update_rate(
             let _ = w.add6(p, nh ^ 1);
             changes += 2;
         }
-        if i % per_commit.max(1) == 0 {
+        if i.is_multiple_of(per_commit.max(1)) {
             w.commit();
         }
+        i += 1;
     }
     w.commit();
-    changes as f64 / start.elapsed().as_secs_f64()
+    let seconds = start.elapsed().as_secs_f64();
+    UpdateRun {
+        per_s: changes as f64 / seconds,
+        changes,
+        seconds,
+    }
 }
