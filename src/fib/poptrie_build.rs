@@ -124,7 +124,11 @@ impl Subtrees {
     /// prefix ending within its stride: the children outside `target` keep their values and
     /// subtrees (node children are copied as they are, sharing what is under them), those
     /// inside are made anew from `routes`. Costs the routes under `target`, not those under
-    /// the whole node. `old_child(k)` is the node at index `k`, `old_leaf(k)` the leaf.
+    /// the whole node. `old_child(k)` is the node at index `k`, `old_leaf(k)` the leaf. With
+    /// `keep_children` the node children are not made anew and the node keeps its children
+    /// array: for a caller that has found that they keep their shape, and checks that the
+    /// node keeps its own.
+    #[allow(clippy::too_many_arguments)]
     pub fn remake<A: Key>(
         &mut self,
         old: Node,
@@ -133,6 +137,7 @@ impl Subtrees {
         routes: &RouteTable<A>,
         target: Prefix<A>,
         depth: u32,
+        keep_children: bool,
     ) -> Node {
         let len = target.len() as u32;
         debug_assert!(len > depth && len <= depth + STRIDE);
@@ -175,7 +180,7 @@ impl Subtrees {
         // Children in child order: kept ones copied, new ones made after the block; the
         // old array itself when no child under the target is or becomes a node.
         let inside_mask = !outside_mask;
-        if (old.vector | vector) & inside_mask == 0 {
+        if keep_children || (old.vector | vector) & inside_mask == 0 {
             return Node {
                 vector,
                 leafvec,
@@ -209,7 +214,11 @@ impl Subtrees {
 /// Paints onto `value` (one entry per child of a node at `depth`) the routes of `routes`
 /// that end within its stride, shortest first so that a longer one overwrites what it
 /// covers; returns the routes that go deeper and the map of the children they make nodes.
-fn split<A: Key>(routes: &[Route<A>], depth: u32, value: &mut [u32; 64]) -> (Vec<Route<A>>, u64) {
+pub(super) fn split<A: Key>(
+    routes: &[Route<A>],
+    depth: u32,
+    value: &mut [u32; 64],
+) -> (Vec<Route<A>>, u64) {
     let mut ending: Vec<&Route<A>> = routes
         .iter()
         .filter(|r| r.1 as u32 <= depth + STRIDE)
@@ -229,7 +238,7 @@ fn split<A: Key>(routes: &[Route<A>], depth: u32, value: &mut [u32; 64]) -> (Vec
 }
 
 /// `deeper` (sorted by address) cut into one run per child of a node at `depth`.
-fn by_child<A: Key>(deeper: &[Route<A>], depth: u32) -> Vec<&[Route<A>]> {
+pub(super) fn by_child<A: Key>(deeper: &[Route<A>], depth: u32) -> Vec<&[Route<A>]> {
     deeper
         .chunk_by(|a, b| a.0.chunk(depth) == b.0.chunk(depth))
         .collect()
@@ -250,7 +259,7 @@ fn runs(value: &[u32; 64], vector: u64) -> u64 {
 
 /// Whether `leafvec`'s runs still describe `value`: each leaf child not starting a run has
 /// the value of the leaf child before it.
-fn runs_hold(value: &[u32; 64], vector: u64, leafvec: u64) -> bool {
+pub(super) fn runs_hold(value: &[u32; 64], vector: u64, leafvec: u64) -> bool {
     let mut last = None;
     for (c, &v) in value.iter().enumerate() {
         if vector & (1 << c) != 0 {

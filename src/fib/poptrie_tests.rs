@@ -291,6 +291,35 @@ fn a_next_hop_change_that_keeps_the_shape_is_stored_in_place_at_commit() {
     let m = w.memory();
     assert_eq!((m.nodes, m.leaves), w.reachable());
     assert!(at_least_a_fresh_build(&w, &t));
+
+    // A shorter prefix over a node: its next hop is pushed into the node's leaves, in place
+    // too (a /20 over 10.1.17.0/24, which holds a /28 and so is a node of its own).
+    let p20 = Prefix4::containing(0x0a01_1000, 20);
+    t.insert(p20, 5);
+    let p28 = Prefix4::containing(0x0a01_1110, 28);
+    t.insert(p28, 6);
+    apply(&mut w, &t, p20);
+    apply(&mut w, &t, p28);
+    let before = w.memory();
+    t.insert(p20, 10);
+    w.update(&t, p20);
+    let during = w.memory();
+    assert_eq!(
+        (during.bytes_used, during.dead_nodes, during.dead_leaves),
+        (before.bytes_used, before.dead_nodes, before.dead_leaves)
+    );
+    assert_eq!(w.trie().lookup(0x0a01_1101), 5, "not before the commit");
+    w.commit();
+    for (a, nh) in [
+        (0x0a01_1101, 10),
+        (0x0a01_1111, 6),
+        (0x0a01_1401, 10),
+        (0x0a01_2001, 1),
+    ] {
+        assert_eq!(w.trie().lookup(a), nh, "{a:#x}");
+        assert_eq!(reference(&t, a), nh, "{a:#x}");
+    }
+    assert!(at_least_a_fresh_build(&w, &t));
 }
 
 #[test]

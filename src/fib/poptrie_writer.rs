@@ -13,9 +13,10 @@
 //! one, both complete (see `poptrie.rs`). What was replaced is dead but stays where it is: a
 //! reader may still be walking it.
 //!
-//! Most changes of a full table (a /24 or /48 added, removed or given another next hop) keep
-//! the node's shape and children: then nothing is written into the room, and `commit` stores
-//! the changed leaves' next hops in place, before the other words, each in one word. A later
+//! Most changes of a full table (a /24 or /48 added, removed or given another next hop, or a
+//! shorter prefix whose next hop is pushed into the leaves of the nodes below it) keep every
+//! node's shape and children: then nothing is written into the room, and `commit` stores the
+//! changed leaves' next hops in place, before the other words, each in one word. A later
 //! change of the same commit that makes that node anew (or a subtree holding it) carries those
 //! next hops into its new leaves and forgets them, so that a reader still on the old node
 //! never sees a change that was not committed whole.
@@ -28,7 +29,9 @@
 //! slots to remake one by one.
 
 use super::poptrie::{root_nodes, upto, Key, Poptrie, BLOCK, BLOCK_NODES, INDEX, STRIDE};
-use super::poptrie_build::{build_all, build_slot, node_routes, Node, Subtrees};
+use super::poptrie_build::{
+    build_all, build_slot, by_child, node_routes, runs_hold, split, Node, Route, Subtrees,
+};
 use super::prefix::Prefix;
 use super::routes::RouteTable;
 use super::{CHILD, NO_ROUTE};
@@ -406,32 +409,62 @@ impl<A: Key> PoptrieWriter<A> {
             let k = i.wrapping_sub(old.base_leaf) as usize;
             leaves.get(k).copied().unwrap_or(NO_ROUTE)
         };
-        let new = built.remake(
+        // First, whether the node children under the target (a shorter prefix's next hop is
+        // pushed into the leaves below it) keep their shape: then, if the node keeps its own
+        // too, only next hops of leaves change, which `commit` stores in place, each in one
+        // word (a reader finds the old one or the new one). Nothing is written into the room
+        // and nothing dies, so such changes never bring a whole rebuild nearer.
+        let mut stores = Vec::new();
+        let lo = target.addr().chunk(depth);
+        let span = 1u32 << (depth + STRIDE - target.len() as u32);
+        let keep = (lo..lo + span)
+            .filter(|&c| old.vector & (1 << c) != 0)
+            .all(|c| {
+                let child = old.base_node + upto(old.vector, c) - 1;
+                let a = target.addr().to_left_u128() | (c as u128) << (128 - depth - STRIDE);
+                let block = Prefix::containing(A::from_left_u128(a), (depth + STRIDE) as u8);
+                let (long, default) = node_routes(routes, block);
+                self.refresh(child, &long, depth + STRIDE, default, &mut stores)
+            });
+        let mut new = built.remake(
             old,
             |k| self.node(k).unwrap_or_default(),
             leaf,
             routes,
             target,
             depth,
+            keep,
         );
-        if (new.vector, new.leafvec, new.base_node) == (old.vector, old.leafvec, old.base_node) {
-            // The same shape and children: only next hops of leaves change, which `commit`
-            // stores in place, each in one word (a reader finds the old one or the new one).
-            // Nothing is written into the room and nothing dies, so such changes never bring
-            // a whole rebuild nearer.
+        if keep && (new.vector, new.leafvec) == (old.vector, old.leafvec) {
             let first = (new.base_leaf as usize).wrapping_sub(built.leaf_base);
-            for k in 0..old.leafvec.count_ones() {
+            for k in 0..runs {
                 let Some(&nh) = built.leaves.get(first + k as usize) else {
                     continue;
                 };
-                let i = old.base_leaf + k;
                 if leaves[k as usize % 64] != nh {
-                    self.pending_leaves.insert(i, nh);
-                    self.pending_nodes.insert(old.base_leaf);
+                    stores.push((old.base_leaf, old.base_leaf + k, nh));
                 }
+            }
+            for (node_leaf, i, nh) in stores {
+                self.pending_leaves.insert(i, nh);
+                self.pending_nodes.insert(node_leaf);
             }
             self.scratch = built;
             return true;
+        }
+        if keep {
+            // The node's shape changes: made anew, with its children.
+            self.scratch = built;
+            built = self.scratch();
+            new = built.remake(
+                old,
+                |k| self.node(k).unwrap_or_default(),
+                leaf,
+                routes,
+                target,
+                depth,
+                false,
+            );
         }
         // The node is made anew, with its pending next hops.
         if pending {
@@ -516,6 +549,61 @@ impl<A: Key> PoptrieWriter<A> {
             }
         }
         true
+    }
+
+    /// The next hops to store in place (the node's first leaf, the leaf, the next hop) so that
+    /// node `i`'s subtree, at `depth`, answers as the routes `long` (those longer than `depth`
+    /// under it, sorted) and `default` (what the shorter ones give it) say, if every node in
+    /// it keeps its shape; false if one would not (and `stores` is then of no use). As
+    /// `Subtrees::make` builds a subtree, without writing it.
+    fn refresh(
+        &self,
+        i: u32,
+        long: &[Route<A>],
+        depth: u32,
+        default: u32,
+        stores: &mut Vec<(u32, u32, u32)>,
+    ) -> bool {
+        let Some(n) = self.node(i) else {
+            return false;
+        };
+        let mut value = [default; 64];
+        let (deeper, vector) = split(long, depth, &mut value);
+        if vector != n.vector || !runs_hold(&value, vector, n.leafvec) {
+            return false;
+        }
+        let pending = self.pending_nodes.contains(&n.base_leaf);
+        let mut k = 0;
+        for c in 0..64u32 {
+            if n.leafvec & (1 << c) == 0 {
+                continue;
+            }
+            let l = n.base_leaf + k;
+            let pending_nh = if pending {
+                self.pending_leaves.get(&l).copied()
+            } else {
+                None
+            };
+            if pending_nh.unwrap_or_else(|| self.trie.leaf(l)) != value[c as usize] {
+                stores.push((n.base_leaf, l, value[c as usize]));
+            }
+            k += 1;
+        }
+        // The node children, in order, are the children that routes go deeper under.
+        by_child(&deeper, depth)
+            .into_iter()
+            .enumerate()
+            .all(|(rank, g)| {
+                let c = g[0].0.chunk(depth) as usize;
+                depth < A::BITS as u32
+                    && self.refresh(
+                        n.base_node + rank as u32,
+                        g,
+                        depth + STRIDE,
+                        value[c % 64],
+                        stores,
+                    )
+            })
     }
 
     /// A change of a prefix ending in the 6 bits a block resolves (`root`, the slot's entry):
