@@ -426,15 +426,18 @@ impl<A: Key> PoptrieWriter<A> {
                 let (long, default) = node_routes(routes, block);
                 self.refresh(child, &long, depth + STRIDE, default, &mut stores)
             });
-        let mut new = built.remake(
-            old,
-            |k| self.node(k).unwrap_or_default(),
-            leaf,
-            routes,
-            target,
-            depth,
-            keep,
-        );
+        let remake = |built: &mut Subtrees, this: &Self, keep_children: bool| {
+            built.remake(
+                old,
+                |k| this.node(k).unwrap_or_default(),
+                leaf,
+                routes,
+                target,
+                depth,
+                keep_children,
+            )
+        };
+        let mut new = remake(&mut built, self, keep);
         if keep && (new.vector, new.leafvec) == (old.vector, old.leafvec) {
             let first = (new.base_leaf as usize).wrapping_sub(built.leaf_base);
             for k in 0..runs {
@@ -456,15 +459,7 @@ impl<A: Key> PoptrieWriter<A> {
             // The node's shape changes: made anew, with its children.
             self.scratch = built;
             built = self.scratch();
-            new = built.remake(
-                old,
-                |k| self.node(k).unwrap_or_default(),
-                leaf,
-                routes,
-                target,
-                depth,
-                false,
-            );
+            new = remake(&mut built, self, false);
         }
         // The node is made anew, with its pending next hops.
         if pending {
