@@ -150,12 +150,10 @@ impl Subtrees {
             }
         }
         // Inside: what covers the target, then the routes under it ending in this stride.
-        let cover = routes
-            .covering_or_self(target)
-            .map_or(NO_ROUTE, |(_, nh)| nh);
+        let (cover, within) = routes.covering_and_within(target);
+        let cover = cover.map_or(NO_ROUTE, |(_, nh)| nh);
         value[inside.clone()].fill(cover);
-        let under: Vec<Route<A>> = routes
-            .within(target)
+        let under: Vec<Route<A>> = within
             .filter(|(p, _)| p.len() as u32 > len)
             .map(|(p, nh)| (p.addr(), p.len(), nh))
             .collect();
@@ -279,11 +277,9 @@ pub(super) fn node_routes<A: Key>(
     routes: &RouteTable<A>,
     block: Prefix<A>,
 ) -> (Vec<Route<A>>, u32) {
-    let default = routes
-        .covering_or_self(block)
-        .map_or(NO_ROUTE, |(_, nh)| nh);
-    let long = routes
-        .within(block)
+    let (default, within) = routes.covering_and_within(block);
+    let default = default.map_or(NO_ROUTE, |(_, nh)| nh);
+    let long = within
         .filter(|(p, _)| p.len() > block.len())
         .map(|(p, nh)| (p.addr(), p.len(), nh))
         .collect();

@@ -169,10 +169,19 @@ impl<A: Addr> RouteTable<A> {
     /// `c` would have that 1 too, and sort after it, so none is left but those no longer
     /// than `c`; the search goes on with `c` as the bound, which is shorter each time.
     fn longest_containing(&self, addr: A, bound: u8) -> Option<(Prefix<A>, u32)> {
+        self.longest_containing_from(addr, bound, &[])
+    }
+
+    /// `longest_containing`, starting with `chunk` (used if `addr/bound` is in it).
+    fn longest_containing_from<'a>(
+        &'a self,
+        addr: A,
+        bound: u8,
+        mut chunk: &'a [Entry<A::Packed>],
+    ) -> Option<(Prefix<A>, u32)> {
         let a = addr.to_left_u128();
         let mut bound = bound.min(A::BITS);
         // The chunk of the last search: the next key is smaller, and usually in it still.
-        let mut chunk: &[Entry<A::Packed>] = &[];
         loop {
             let k = key(Prefix::containing(addr, bound));
             if chunk.first().is_none_or(|first| first.key() > k) {
@@ -205,14 +214,41 @@ impl<A: Addr> RouteTable<A> {
 
     /// `p` and every route inside it.
     pub fn within(&self, p: Prefix<A>) -> impl Iterator<Item = (Prefix<A>, u32)> + '_ {
+        self.within_from(p, self.chunk_at(p))
+    }
+
+    /// `covering_or_self(p)` and `within(p)`, which an update of the FIB asks for together,
+    /// for one search of the B-tree.
+    pub fn covering_and_within(
+        &self,
+        p: Prefix<A>,
+    ) -> (
+        Option<(Prefix<A>, u32)>,
+        impl Iterator<Item = (Prefix<A>, u32)> + '_,
+    ) {
+        let first = self.chunk_at(p);
+        let chunk = first.map_or(&[][..], |(_, c)| &c[..]);
+        let cover = self.longest_containing_from(p.addr(), p.len(), chunk);
+        (cover, self.within_from(p, first))
+    }
+
+    /// The chunk where `p` is or would be: the last starting at or before it, else the first.
+    fn chunk_at(&self, p: Prefix<A>) -> Option<(&Key<A>, &Chunk<A>)> {
+        self.chunks
+            .range(..=key(p))
+            .next_back()
+            .or_else(|| self.chunks.first_key_value())
+    }
+
+    /// `within(p)`, from `first`, `chunk_at(p)`.
+    fn within_from<'a>(
+        &'a self,
+        p: Prefix<A>,
+        first: Option<(&'a Key<A>, &'a Chunk<A>)>,
+    ) -> impl Iterator<Item = (Prefix<A>, u32)> + 'a {
         let (start, end) = (key(p), (p.last().pack(), A::BITS));
         // The chunk where `p` would be, then (searched for only if the range goes on past
         // it, which it rarely does) the chunks after it.
-        let first = self
-            .chunks
-            .range(..=start)
-            .next_back()
-            .or_else(|| self.chunks.first_key_value());
         let rest = first.map(|(&ck, _)| ck);
         first
             .into_iter()
