@@ -42,6 +42,8 @@ impl<A: Addr> Default for RouteTable<A> {
     }
 }
 
+/// A route as the table hands it out: prefix and next hop.
+type Routed<A> = (Prefix<A>, u32);
 /// (address, length): the order of the table.
 type Key<A> = (<A as Addr>::Packed, u8);
 /// Sorted entries, never empty.
@@ -222,10 +224,7 @@ impl<A: Addr> RouteTable<A> {
     pub fn covering_and_within(
         &self,
         p: Prefix<A>,
-    ) -> (
-        Option<(Prefix<A>, u32)>,
-        impl Iterator<Item = (Prefix<A>, u32)> + '_,
-    ) {
+    ) -> (Option<Routed<A>>, impl Iterator<Item = Routed<A>> + '_) {
         let first = self.chunk_at(p);
         let chunk = first.map_or(&[][..], |(_, c)| &c[..]);
         let cover = self.longest_containing_from(p.addr(), p.len(), chunk);
