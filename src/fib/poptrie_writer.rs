@@ -284,6 +284,23 @@ impl<A: Key> PoptrieWriter<A> {
         Some(n)
     }
 
+    /// `node`'s leaves as the writer has them, in order: from the trie, with the next hops
+    /// pending in them, if any, looked up once for all of them.
+    fn leaves_of(&self, node: Node) -> [u32; 64] {
+        let runs = node.leafvec.count_ones();
+        let mut leaves = [NO_ROUTE; 64];
+        for (k, l) in leaves.iter_mut().enumerate().take(runs as usize) {
+            *l = self.trie.leaf(node.base_leaf + k as u32);
+        }
+        if self.pending_nodes.contains(&node.base_leaf) {
+            let end = node.base_leaf.saturating_add(runs);
+            for (&i, &nh) in self.pending_leaves.range(node.base_leaf..end) {
+                leaves[(i - node.base_leaf) as usize % 64] = nh;
+            }
+        }
+        leaves
+    }
+
     /// Forgets the next hops pending in `node`'s leaves: the node is replaced, and what
     /// replaces it was made with them.
     fn forget_leaves(&mut self, node: Node) {
@@ -389,22 +406,9 @@ impl<A: Key> PoptrieWriter<A> {
             return self.update_slot(routes, slot);
         };
         let mut built = self.scratch();
-        // The node's leaves as the writer has them: from the trie, and the next hops pending
-        // in them, if any, looked up once for all of them.
         let runs = old.leafvec.count_ones();
-        let mut leaves = [NO_ROUTE; 64];
-        for (k, l) in leaves.iter_mut().enumerate().take(runs as usize) {
-            *l = self.trie.leaf(old.base_leaf + k as u32);
-        }
+        let leaves = self.leaves_of(old);
         let pending = self.pending_nodes.contains(&old.base_leaf);
-        if pending {
-            for (&i, &nh) in self
-                .pending_leaves
-                .range(old.base_leaf..old.base_leaf + runs)
-            {
-                leaves[(i - old.base_leaf) as usize % 64] = nh;
-            }
-        }
         let leaf = |i: u32| {
             let k = i.wrapping_sub(old.base_leaf) as usize;
             leaves.get(k).copied().unwrap_or(NO_ROUTE)
@@ -567,20 +571,14 @@ impl<A: Key> PoptrieWriter<A> {
         if vector != n.vector || !runs_hold(&value, vector, n.leafvec) {
             return false;
         }
-        let pending = self.pending_nodes.contains(&n.base_leaf);
+        let leaves = self.leaves_of(n);
         let mut k = 0;
         for c in 0..64u32 {
             if n.leafvec & (1 << c) == 0 {
                 continue;
             }
-            let l = n.base_leaf + k;
-            let pending_nh = if pending {
-                self.pending_leaves.get(&l).copied()
-            } else {
-                None
-            };
-            if pending_nh.unwrap_or_else(|| self.trie.leaf(l)) != value[c as usize] {
-                stores.push((n.base_leaf, l, value[c as usize]));
+            if leaves[k as usize % 64] != value[c as usize] {
+                stores.push((n.base_leaf, n.base_leaf + k, value[c as usize]));
             }
             k += 1;
         }

@@ -158,11 +158,6 @@ impl<A: Addr> RouteTable<A> {
         self.longest_containing(p.addr(), p.len().checked_sub(1)?)
     }
 
-    /// `p` itself if it is a route, else `covering(p)`: the longest route that contains `p`.
-    pub fn covering_or_self(&self, p: Prefix<A>) -> Option<(Prefix<A>, u32)> {
-        self.longest_containing(p.addr(), p.len())
-    }
-
     /// The longest route no longer than `bound` that contains `addr`, in a few point
     /// look-ups rather than one per length. The routes containing `addr` nest, and the longer
     /// one of two sorts after the shorter, so the last entry at or before `addr/bound` is the
@@ -219,8 +214,9 @@ impl<A: Addr> RouteTable<A> {
         self.within_from(p, self.chunk_at(p))
     }
 
-    /// `covering_or_self(p)` and `within(p)`, which an update of the FIB asks for together,
-    /// for one search of the B-tree.
+    /// The longest route that contains `p` (`p` itself if it is a route, else `covering(p)`),
+    /// and `within(p)`: what an update of the FIB asks for together, for one search of the
+    /// B-tree.
     pub fn covering_and_within(
         &self,
         p: Prefix<A>,
@@ -388,7 +384,7 @@ mod tests {
                 });
                 prop_assert_eq!(t.covering(probe), slow);
                 let own = want.get(&(probe.addr(), probe.len())).map(|&nh| (probe, nh));
-                prop_assert_eq!(t.covering_or_self(probe), own.or(slow));
+                prop_assert_eq!(t.covering_and_within(probe).0, own.or(slow));
             }
         }
     }
