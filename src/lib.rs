@@ -10,6 +10,7 @@ pub mod control;
 pub mod daemon;
 pub mod dataplane;
 pub mod drivers;
+pub mod fasthash;
 pub mod features;
 pub mod fib;
 pub mod gen;

@@ -15,36 +15,8 @@
 //! 5 × 5 × 2 = 50. Rules that fall into one bucket are checked one by one there.
 
 use super::rule::{mask, FlowKey, Rule};
+use crate::fasthash::FastBuild;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// A fast hasher for the 33-byte keys (multiply and rotate, as rustc's FxHash): SipHash's
-/// collision resistance is not needed for keys that only rules choose, and costs ~20 ns.
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(w));
-        }
-    }
-    fn write_u8(&mut self, v: u8) {
-        self.write_u64(v as u64);
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_u128(&mut self, v: u128) {
-        self.write_u64(v as u64);
-        self.write_u64((v >> 64) as u64);
-    }
-}
 
 /// A prefix length rounded down to the group granularity: 8 bits for IPv4, 16 for IPv6.
 fn coarse(len: u8, ipv6: bool) -> u8 {
@@ -64,7 +36,7 @@ struct Group {
     proto: bool,
     /// The group's lowest rule index: a lookup that already has an earlier rule skips it.
     first: u32,
-    table: HashMap<Key, Vec<u32>, BuildHasherDefault<KeyHasher>>,
+    table: HashMap<Key, Vec<u32>, FastBuild>,
 }
 
 /// A rule list compiled for lookups. Rebuilt when the list changes (a list is replaced whole,

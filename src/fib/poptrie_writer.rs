@@ -35,6 +35,7 @@ use super::poptrie_build::{
 use super::prefix::Prefix;
 use super::routes::RouteTable;
 use super::{CHILD, NO_ROUTE};
+use crate::fasthash::FastBuild;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
@@ -121,7 +122,7 @@ pub struct PoptrieWriter<A: Key> {
     pending_leaves: BTreeMap<u32, u32>,
     /// The first leaf of each node with next hops pending: a node's leaves are its own (or
     /// shared with copies of it), so this says in one probe whether a node has any.
-    pending_nodes: HashSet<u32>,
+    pending_nodes: HashSet<u32, FastBuild>,
     /// `trie` is a new trie that readers do not have yet.
     replaced: bool,
     full_rebuilds: u64,
@@ -211,7 +212,7 @@ impl<A: Key> PoptrieWriter<A> {
             pending: BTreeMap::new(),
             pending_bases: BTreeMap::new(),
             pending_leaves: BTreeMap::new(),
-            pending_nodes: HashSet::new(),
+            pending_nodes: HashSet::default(),
             replaced: false,
             full_rebuilds: 0,
             block_min,

@@ -244,17 +244,18 @@ impl<A: Addr> RouteTable<A> {
         let (start, end) = (key(p), (p.last().pack(), A::BITS));
         // The chunk where `p` would be, then (searched for only if the range goes on past
         // it, which it rarely does) the chunks after it.
+        // In the first chunk, `p` is found by binary search; the chunks after it start
+        // past `p`.
         let rest = first.map(|(&ck, _)| ck);
-        first
-            .into_iter()
-            .map(|(_, c)| c)
+        let head = first.map_or(&[][..], |(_, c)| {
+            &c[c.partition_point(|e| e.key() < start)..]
+        });
+        head.iter()
             .chain(
                 rest.into_iter()
                     .flat_map(move |ck| self.chunks.range((Excluded(ck), Unbounded)))
-                    .map(|(_, c)| c),
+                    .flat_map(|(_, c)| c.iter()),
             )
-            .flat_map(|c| c.iter())
-            .skip_while(move |e| e.key() < start)
             .take_while(move |e| e.key() <= end)
             .filter_map(|e| Prefix::new(A::unpack(e.addr), e.len).map(|p| (p, e.next_hop)))
     }
@@ -366,6 +367,9 @@ mod tests {
             let got: Vec<_> = t.iter().map(|(q, nh)| ((q.addr(), q.len()), nh)).collect();
             let all: Vec<_> = want.iter().map(|(&k, &nh)| (k, nh)).collect();
             prop_assert_eq!(&got, &all);
+            // The whole space, and a prefix before every route.
+            prop_assert_eq!(t.within(Prefix4::containing(0, 0)).count(), all.len());
+            prop_assert_eq!(t.within(Prefix4::containing(0x0900_0000, 8)).count(), 0);
             for &(x, len, _) in &ops {
                 let q = Prefix4::containing(0x0a00_0000 | x << 8 | x >> 4, len.saturating_sub(3));
                 let inside: Vec<_> = t.within(q).map(|(p, nh)| ((p.addr(), p.len()), nh)).collect();
