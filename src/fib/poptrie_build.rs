@@ -67,7 +67,7 @@ impl Subtrees {
         let first = self.nodes.len();
         self.nodes
             .resize(first + BLOCK_NODES as usize, Node::default());
-        let mut groups = by_child(&deeper, depth).into_iter().peekable();
+        let mut groups = by_child(&deeper, depth).peekable();
         for c in 0..BLOCK_NODES {
             let g = groups.next_if(|g| g[0].0.chunk(depth) == c).unwrap_or(&[]);
             self.nodes[first + c as usize] = self.make(g, depth + STRIDE, value[c as usize]);
@@ -105,8 +105,8 @@ impl Subtrees {
         // The node children next to each other, then each made (its own children after).
         let first_child = self.nodes.len();
         self.nodes
-            .resize(first_child + groups.len(), Node::default());
-        for (i, g) in groups.iter().enumerate() {
+            .resize(first_child + vector.count_ones() as usize, Node::default());
+        for (i, g) in groups.enumerate() {
             let c = g[0].0.chunk(depth) as usize;
             self.nodes[first_child + i] = self.make(g, depth + STRIDE, value[c]);
         }
@@ -210,36 +210,42 @@ impl Subtrees {
 }
 
 /// Paints onto `value` (one entry per child of a node at `depth`) the routes of `routes`
-/// that end within its stride, shortest first so that a longer one overwrites what it
-/// covers; returns the routes that go deeper and the map of the children they make nodes.
+/// that end within its stride, so that a longer one overwrites what it covers; returns the
+/// routes that go deeper and the map of the children they make nodes. `routes` are in the
+/// route table's order (address, then length): a route comes after every route that contains
+/// it, so painting them in that order is painting them shortest first.
 pub(super) fn split<A: Key>(
     routes: &[Route<A>],
     depth: u32,
     value: &mut [u32; 64],
 ) -> (Vec<Route<A>>, u64) {
-    let mut ending: Vec<&Route<A>> = routes
-        .iter()
-        .filter(|r| r.1 as u32 <= depth + STRIDE)
-        .collect();
-    ending.sort_by_key(|r| r.1);
-    for &&(addr, len, nh) in &ending {
-        let first = addr.chunk(depth) as usize;
-        value[first..first + (1usize << (depth + STRIDE - len as u32))].fill(nh);
+    debug_assert!(routes
+        .windows(2)
+        .all(|w| (w[0].0, w[0].1) <= (w[1].0, w[1].1)));
+    let end = depth + STRIDE;
+    let mut deeper = Vec::with_capacity(routes.iter().filter(|r| r.1 as u32 > end).count());
+    let mut vector = 0u64;
+    for &r in routes {
+        let (addr, len, nh) = r;
+        let c = addr.chunk(depth);
+        if len as u32 <= end {
+            let first = c as usize;
+            value[first..first + (1usize << (end - len as u32))].fill(nh);
+        } else {
+            vector |= 1 << c;
+            deeper.push(r);
+        }
     }
-    let deeper: Vec<Route<A>> = routes
-        .iter()
-        .filter(|r| r.1 as u32 > depth + STRIDE)
-        .copied()
-        .collect();
-    let vector = deeper.iter().fold(0u64, |v, r| v | 1 << r.0.chunk(depth));
     (deeper, vector)
 }
 
-/// `deeper` (sorted by address) cut into one run per child of a node at `depth`.
-pub(super) fn by_child<A: Key>(deeper: &[Route<A>], depth: u32) -> Vec<&[Route<A>]> {
-    deeper
-        .chunk_by(|a, b| a.0.chunk(depth) == b.0.chunk(depth))
-        .collect()
+/// `deeper` (sorted by address) cut into one run per child of a node at `depth`, in child
+/// order: as many as the node has node children.
+pub(super) fn by_child<A: Key>(
+    deeper: &[Route<A>],
+    depth: u32,
+) -> impl Iterator<Item = &[Route<A>]> {
+    deeper.chunk_by(move |a, b| a.0.chunk(depth) == b.0.chunk(depth))
 }
 
 /// Where runs of equal values start among the children that are not nodes (`vector`).

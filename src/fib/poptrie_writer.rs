@@ -584,20 +584,18 @@ impl<A: Key> PoptrieWriter<A> {
             k += 1;
         }
         // The node children, in order, are the children that routes go deeper under.
-        by_child(&deeper, depth)
-            .into_iter()
-            .enumerate()
-            .all(|(rank, g)| {
-                let c = g[0].0.chunk(depth) as usize;
-                depth < A::BITS as u32
-                    && self.refresh(
-                        n.base_node + rank as u32,
-                        g,
-                        depth + STRIDE,
-                        value[c % 64],
-                        stores,
-                    )
-            })
+        let all_hold = by_child(&deeper, depth).enumerate().all(|(rank, g)| {
+            let c = g[0].0.chunk(depth) as usize;
+            depth < A::BITS as u32
+                && self.refresh(
+                    n.base_node + rank as u32,
+                    g,
+                    depth + STRIDE,
+                    value[c % 64],
+                    stores,
+                )
+        });
+        all_hold
     }
 
     /// A change of a prefix ending in the 6 bits a block resolves (`root`, the slot's entry):
