@@ -409,7 +409,6 @@ impl<A: Key> PoptrieWriter<A> {
         let mut built = self.scratch();
         let runs = old.leafvec.count_ones();
         let leaves = self.leaves_of(old);
-        let pending = self.pending_nodes.contains(&old.base_leaf);
         let leaf = |i: u32| {
             let k = i.wrapping_sub(old.base_leaf) as usize;
             leaves.get(k).copied().unwrap_or(NO_ROUTE)
@@ -466,10 +465,8 @@ impl<A: Key> PoptrieWriter<A> {
             built = self.scratch();
             new = remake(&mut built, self, false);
         }
-        // The node is made anew, with its pending next hops.
-        if pending {
-            self.forget_leaves(old);
-        }
+        // The node is made anew, with its pending next hops (if any).
+        self.forget_leaves(old);
         // Dead: the old node's children array and leaves, and what was under the children
         // made anew.
         let kept_children = new.base_node == old.base_node;

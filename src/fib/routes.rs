@@ -240,12 +240,11 @@ impl<A: Addr> RouteTable<A> {
         &'a self,
         p: Prefix<A>,
         first: Option<(&'a Key<A>, &'a Chunk<A>)>,
-    ) -> impl Iterator<Item = (Prefix<A>, u32)> + 'a {
+    ) -> impl Iterator<Item = Routed<A>> + 'a {
         let (start, end) = (key(p), (p.last().pack(), A::BITS));
-        // The chunk where `p` would be, then (searched for only if the range goes on past
-        // it, which it rarely does) the chunks after it.
-        // In the first chunk, `p` is found by binary search; the chunks after it start
-        // past `p`.
+        // The chunk where `p` would be, from `p` on (found by binary search), then the chunks
+        // after it, which start past `p` (searched for only if the range goes on past the
+        // first, which it rarely does).
         let rest = first.map(|(&ck, _)| ck);
         let head = first.map_or(&[][..], |(_, c)| {
             &c[c.partition_point(|e| e.key() < start)..]
