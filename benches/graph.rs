@@ -151,11 +151,11 @@ fn route(router: &mut Router) {
     router.add_address(0, v4(10, 0, 0, 1), 24).unwrap();
     router.add_address(1, v4(10, 1, 0, 1), 24).unwrap();
     router
-        .set_static_neighbor(NeighborLearn {
-            interface: 1,
-            ip: v4(10, 1, 0, 2),
-            mac: MacAddress([2, 0, 0, 0, 0, 7]),
-        })
+        .set_static_neighbor(NeighborLearn::request(
+            1,
+            v4(10, 1, 0, 2),
+            MacAddress([2, 0, 0, 0, 0, 7]),
+        ))
         .unwrap();
     router.commit();
 }

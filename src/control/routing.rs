@@ -325,12 +325,8 @@ fn set_neighbor(c: &mut Control, a: &Args) -> Result<Output, String> {
                 let mac: MacAddress = mac
                     .parse()
                     .map_err(|_| format!("'{mac}' is not a MAC address"))?;
-                r.set_static_neighbor(NeighborLearn {
-                    interface: itf,
-                    ip,
-                    mac,
-                })
-                .map(|_| ())
+                r.set_static_neighbor(NeighborLearn::request(itf, ip, mac))
+                    .map(|_| ())
             }
             None => r.del_neighbor(itf, ip),
         }
@@ -457,26 +453,48 @@ fn size(b: usize) -> String {
 
 /// `show ip neighbors`.
 fn show_neighbors(dp: &Dataplane) -> Output {
-    let list = lock(dp).neighbors();
+    let (list, table) = {
+        let r = lock(dp);
+        (r.neighbors(), r.neighbor_table())
+    };
     let refused = dp.learns_refused.load(Ordering::Relaxed);
     let mut t = format!(
-        "{:<16}{:<40}{:<20}{}\n",
-        "Interface", "Address", "MAC", "Flags"
+        "{:<16}{:<40}{:<20}{:<12}{:>9}  {}\n",
+        "Interface", "Address", "MAC", "State", "Age(s)", "Flags"
     );
     for n in &list {
         let _ = writeln!(
             t,
-            "{:<16}{:<40}{:<20}{}",
+            "{:<16}{:<40}{:<20}{:<12}{:>9.1}  {}",
             n.interface,
             n.ip.to_string(),
-            n.mac,
+            if n.mac.is_empty() { "-" } else { &n.mac },
+            n.state.name(),
+            n.age,
             if n.static_entry { "static" } else { "dynamic" }
         );
     }
+    let _ = writeln!(
+        t,
+        "{} of {} entries; evicted {}, aged out or failed {}, unsolicited answers ignored {}, \
+         refused (full) {}",
+        table.entries,
+        table.max_entries,
+        table.evicted,
+        table.expired,
+        table.unsolicited,
+        table.full
+    );
     if refused > 0 {
-        let _ = writeln!(t, "learns refused (off-link or table full): {refused}");
+        let _ = writeln!(
+            t,
+            "learns refused (off-link, unsolicited or table full): {refused}"
+        );
     }
-    Output::Shown(t, json!({ "neighbors": list, "learns_refused": refused }))
+    Output::Shown(
+        t,
+        json!({ "neighbors": list, "table": table, "learns_refused": refused }),
+    )
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! holds the layer-2 control (modes, sub-interfaces, BVIs, bridge domains, the MAC learner).
 
 mod l2;
+mod learner;
 mod open;
 pub mod pcap_trace;
 pub mod placement;
@@ -35,12 +36,11 @@ use crate::nodes::{
 };
 use crate::router::adjacency::SharedL3View;
 use crate::router::SharedTables;
-use crate::router::{LearnSender, NeighborLearn, Router};
+use crate::router::{LearnSender, Router};
 use crate::subif::{SharedSubIfs, SubIf, SubIfs};
 use arc_swap::ArcSwap;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::thread::JoinHandle;
@@ -370,7 +370,7 @@ impl Dataplane {
         ));
         let queue_sampler = Some(queue_monitor.spawn_sampler(stop.clone())?);
         let learns_refused = Arc::new(AtomicU64::new(0));
-        let learner = spawn_learner(
+        let learner = learner::spawn_learner(
             router.clone(),
             learn_rx,
             stop.clone(),
@@ -530,40 +530,6 @@ fn build_acls(cfg: &Config, router: &Router, threads: usize) -> Result<AclContro
         acls.set_output(index, Some(&output.acl))?;
     }
     Ok(acls)
-}
-
-/// Takes neighbour learns from the workers and applies them, one commit per batch.
-fn spawn_learner(
-    router: Arc<Mutex<Router>>,
-    learns: Receiver<NeighborLearn>,
-    stop: Arc<AtomicBool>,
-    refused: Arc<AtomicU64>,
-) -> Result<JoinHandle<()>, String> {
-    std::thread::Builder::new()
-        .name("sluice_learn".into())
-        .spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                let first = match learns.recv_timeout(Duration::from_millis(100)) {
-                    Ok(n) => n,
-                    Err(RecvTimeoutError::Timeout) => {
-                        // Free FIB tables replaced by a rebuild once the workers have left
-                        // them, even when no further change comes to commit.
-                        let mut r = router.lock().unwrap_or_else(|p| p.into_inner());
-                        r.reclaim_fib();
-                        continue;
-                    }
-                    Err(RecvTimeoutError::Disconnected) => return,
-                };
-                let mut r = router.lock().unwrap_or_else(|p| p.into_inner());
-                for n in std::iter::once(first).chain(learns.try_iter()) {
-                    if r.learn(n).is_err() {
-                        refused.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-                r.commit();
-            }
-        })
-        .map_err(|e| format!("cannot start the neighbour learner: {e}"))
 }
 
 /// What every worker routes with.

@@ -233,11 +233,7 @@ impl Applier {
                         if let Some(d) = &mut self.dump {
                             d.neighbors.insert((itf, ip));
                         }
-                        let n = NeighborLearn {
-                            interface: itf,
-                            ip,
-                            mac,
-                        };
+                        let n = NeighborLearn::request(itf, ip, mac);
                         match r.seed_neighbor(n) {
                             Ok(changed) => {
                                 self.neighbors.insert((itf, ip));

@@ -59,7 +59,7 @@ pub fn routing_decls(
         acl::AclIn::decl(true, filters.clone()),
         ip4::lookup::Ip4Lookup::decl(tables.clone(), view.clone()),
         ip4::arp_input::ArpInput::decl(view.clone(), learn.clone()),
-        ip4::arp::Ip4Arp::decl(view.clone()),
+        ip4::arp::Ip4Arp::decl_learning(view.clone(), Some(learn.clone())),
         ip4::rewrite::Ip4Rewrite::decl_with(view.clone(), filters.features.clone()),
         acl::AclIn::decl_output(false, filters.clone()),
         ip4::local::Ip4Local::decl(view.clone()),

@@ -7,6 +7,7 @@
 //! The workers read the table through the published `L3View` (one atomic load per frame); the
 //! control plane builds a new view and swaps it in whole.
 
+use super::neighbor_map::{NeighborMap, ProbeQueue, UseFlags, NO_SLOT};
 use crate::wire::MacAddress;
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -46,6 +47,8 @@ pub struct Adjacency {
     /// Multipath: where its members start in `L3View::members`, and how many.
     pub first: u32,
     pub count: u32,
+    /// Neighbor: the neighbour's use flag (`L3View::used`), `NO_SLOT` without one.
+    pub slot: u32,
 }
 
 impl Adjacency {
@@ -59,6 +62,7 @@ impl Adjacency {
             mtu: 0,
             first: 0,
             count: 0,
+            slot: NO_SLOT,
         }
     }
 }
@@ -122,9 +126,13 @@ pub struct L3View {
     pub members: Vec<u32>,
     /// By interface index.
     pub interfaces: Vec<L3Interface>,
-    /// Resolved neighbours: (interface, address) → MAC. ip4-arp releases held packets once
+    /// Usable neighbours: (interface, address) → MAC. ip4-arp releases held packets once
     /// their neighbour appears here.
-    pub neighbors: HashMap<(u32, IpAddr), MacAddress>,
+    pub neighbors: NeighborMap,
+    /// Where the rewrite nodes say a neighbour was used (the control plane ages by it).
+    pub used: Arc<UseFlags>,
+    /// Unicast probes the control plane wants the resolver nodes to send.
+    pub probes: Arc<ProbeQueue>,
     /// Bumped at every publication.
     pub generation: u64,
     /// With many IPv4 addresses (sub-interfaces, tenants): each table's own addresses and
@@ -200,7 +208,9 @@ impl L3View {
             ],
             members: Vec::new(),
             interfaces,
-            neighbors: HashMap::new(),
+            neighbors: NeighborMap::default(),
+            used: Arc::new(UseFlags::new(0)),
+            probes: Arc::default(),
             generation: 0,
         }
     }

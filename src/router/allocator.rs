@@ -42,10 +42,10 @@ impl AdjKey {
 
 impl Router {
     pub(super) fn neighbor_rewrite(&self, interface: u32, ip: IpAddr) -> Option<[u8; 14]> {
-        let mac = self.view.neighbors.get(&(interface, ip))?;
+        let mac = self.view.neighbors.mac(&(interface, ip))?;
         let ours = self.view.interfaces[interface as usize].mac;
         let ethertype = if ip.is_ipv4() { 0x0800 } else { 0x86dd };
-        Some(ethernet_rewrite(*mac, ours, ethertype))
+        Some(ethernet_rewrite(mac, ours, ethertype))
     }
 
     /// The adjacency for `key`, made if it does not exist yet (with no references).
@@ -66,6 +66,7 @@ impl Router {
                 adj.interface = *itf;
                 adj.next_hop = *ip;
                 adj.mtu = self.view.interfaces[*itf as usize].mtu;
+                adj.slot = self.neighbor_slot(*itf, *ip);
                 if let Some(r) = self.neighbor_rewrite(*itf, *ip) {
                     adj.rewrite = r;
                     adj.complete = true;

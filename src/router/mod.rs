@@ -25,7 +25,9 @@ mod addresses;
 pub mod adjacency;
 mod allocator;
 mod kernel;
+pub mod neighbor_map;
 mod neighbors;
+pub mod nud;
 mod route_file;
 mod routes;
 mod saved;
@@ -33,8 +35,9 @@ mod show;
 pub mod tables;
 
 pub use kernel::{KernelHops, KernelPath, KernelRouteChange};
+pub use neighbors::LearnKind;
 pub use saved::{SavedHop, SavedRoute};
-pub use show::{FibSummary, NeighborView, RouteView};
+pub use show::{FibSummary, NeighborTableView, NeighborView, RouteView};
 pub use tables::{SharedTables, TableSet, TableView, DEFAULT_TABLE};
 
 use crate::fib::parse::IpPrefix;
@@ -55,14 +58,47 @@ pub struct NeighborLearn {
     pub interface: u32,
     pub ip: IpAddr,
     pub mac: MacAddress,
+    pub kind: LearnKind,
+}
+
+impl NeighborLearn {
+    /// It asked for one of our addresses.
+    pub fn request(interface: u32, ip: IpAddr, mac: MacAddress) -> NeighborLearn {
+        NeighborLearn {
+            interface,
+            ip,
+            mac,
+            kind: LearnKind::Request,
+        }
+    }
+
+    /// An answer to a resolution (an ARP reply to us, a solicited overriding NA).
+    pub fn answer(interface: u32, ip: IpAddr, mac: MacAddress) -> NeighborLearn {
+        NeighborLearn {
+            interface,
+            ip,
+            mac,
+            kind: LearnKind::Answer(nud::Answer {
+                solicited: true,
+                override_: true,
+            }),
+        }
+    }
+
+    /// A resolution started.
+    pub fn solicit(interface: u32, ip: IpAddr) -> NeighborLearn {
+        NeighborLearn {
+            interface,
+            ip,
+            mac: MacAddress([0; 6]),
+            kind: LearnKind::Solicit,
+        }
+    }
 }
 
 /// Workers hold one of these; `try_send` never blocks a worker (a full channel is a counted
 /// drop of the learn, and the neighbour is learnt again from its next packet).
 pub type LearnSender = std::sync::mpsc::SyncSender<NeighborLearn>;
-
-/// Neighbours kept at most; more are refused (a scan of a /16 must not eat the memory).
-pub const MAX_NEIGHBORS: usize = 65_536;
 
 /// Who made a route.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -117,6 +153,8 @@ pub struct Router {
     /// Freed since the last commit: they join `free` once the commit is published.
     released: Vec<u32>,
     static_neighbors: std::collections::HashSet<(u32, IpAddr)>,
+    /// Every neighbour's state and timers.
+    nud: nud::Nud,
     route_file: Option<String>,
     route_file_routes: usize,
     load_time: Duration,
@@ -171,11 +209,15 @@ impl Router {
             free: VecDeque::new(),
             released: Vec::new(),
             static_neighbors: Default::default(),
+            nud: nud::Nud::new(nud::Times::default()),
             route_file: None,
             route_file_routes: 0,
             load_time: Duration::ZERO,
         };
         r.shared_tables = Arc::new(ArcSwap::from_pointee(r.table_set()));
+        r.set_neighbor_times(nud::Times::default());
+        r.shared.store(Arc::new(r.view.clone()));
+        r.view_dirty = false;
         r
     }
 

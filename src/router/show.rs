@@ -41,8 +41,30 @@ pub struct FibSummary {
 pub struct NeighborView {
     pub interface: String,
     pub ip: IpAddr,
+    /// Empty while incomplete or failed.
     pub mac: String,
     pub static_entry: bool,
+    /// NUD state: incomplete, reachable, stale, delay, probe, failed, permanent.
+    pub state: super::nud::State,
+    /// Seconds in this state, and since an answer (or the operator) last confirmed it.
+    pub age: f64,
+    pub confirmed: f64,
+}
+
+/// The neighbour table's size, timers and what it refused, for `show ip neighbors`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct NeighborTableView {
+    pub entries: usize,
+    pub max_entries: usize,
+    pub reachable_ms: u64,
+    pub stale_ms: u64,
+    pub delay_ms: u64,
+    pub retrans_ms: u64,
+    pub probes: u8,
+    pub evicted: u64,
+    pub expired: u64,
+    pub unsolicited: u64,
+    pub full: u64,
 }
 
 impl Router {
@@ -57,7 +79,7 @@ impl Router {
                     .view
                     .neighbors
                     .get(&(a.interface, a.next_hop))
-                    .map_or_else(|| "unresolved".to_string(), |m| m.to_string());
+                    .map_or_else(|| "unresolved".to_string(), |n| n.mac.to_string());
                 vec![format!(
                     "via {} {} ({mac})",
                     a.next_hop,
@@ -179,15 +201,19 @@ impl Router {
     }
 
     pub fn neighbors(&self) -> Vec<NeighborView> {
+        let now = std::time::Instant::now();
+        let secs = |t: std::time::Instant| now.saturating_duration_since(t).as_secs_f64();
         let mut v: Vec<NeighborView> = self
-            .view
-            .neighbors
+            .nud
             .iter()
-            .map(|(&(itf, ip), mac)| NeighborView {
+            .map(|(&(itf, ip), e)| NeighborView {
                 interface: self.name(itf).to_string(),
                 ip,
-                mac: mac.to_string(),
+                mac: e.mac.map_or_else(String::new, |m| m.to_string()),
                 static_entry: self.static_neighbors.contains(&(itf, ip)),
+                state: e.state,
+                age: secs(e.since),
+                confirmed: secs(e.confirmed),
             })
             .collect();
         v.sort_by(|a, b| (&a.interface, a.ip).cmp(&(&b.interface, b.ip)));
@@ -206,5 +232,24 @@ impl Router {
             i.v6.iter()
                 .map(|&(a, l)| format!("{}/{l}", std::net::Ipv6Addr::from(a)));
         v4.chain(v6).collect()
+    }
+}
+
+impl Router {
+    pub fn neighbor_table(&self) -> NeighborTableView {
+        let t = self.nud.times;
+        NeighborTableView {
+            entries: self.nud.len(),
+            max_entries: t.max_entries,
+            reachable_ms: t.reachable.as_millis() as u64,
+            stale_ms: t.stale.as_millis() as u64,
+            delay_ms: t.delay.as_millis() as u64,
+            retrans_ms: t.retrans.as_millis() as u64,
+            probes: t.probes,
+            evicted: self.nud.evicted,
+            expired: self.nud.expired,
+            unsolicited: self.nud.unsolicited,
+            full: self.nud.full,
+        }
     }
 }

@@ -2,9 +2,18 @@ use super::adjacency::{AdjKind, Adjacency, SourceKind};
 use super::*;
 use crate::fib::Prefix4;
 use std::net::{Ipv4Addr, Ipv6Addr};
+use std::time::Instant;
 
 fn mac(last: u8) -> MacAddress {
     MacAddress([0x02, 0, 0, 0, 0, last])
+}
+
+/// A neighbour resolved as the daemon resolves one: a worker asked, it answered.
+pub(super) fn resolve(r: &mut Router, interface: u32, ip: IpAddr, m: MacAddress) {
+    let now = Instant::now();
+    r.learn(NeighborLearn::solicit(interface, ip), now).unwrap();
+    r.learn(NeighborLearn::answer(interface, ip, m), now)
+        .unwrap();
 }
 
 fn router() -> Router {
@@ -71,12 +80,7 @@ fn static_route_waits_for_its_neighbour_then_completes() {
         (a.kind, a.interface, a.complete),
         (AdjKind::Neighbor, 1, false)
     );
-    r.learn(NeighborLearn {
-        interface: 1,
-        ip: "198.51.100.2".parse().unwrap(),
-        mac: mac(0x22),
-    })
-    .unwrap();
+    resolve(&mut r, 1, "198.51.100.2".parse().unwrap(), mac(0x22));
     r.commit();
     let a = forward(&r, "10.1.2.3");
     assert!(a.complete);
@@ -176,32 +180,24 @@ fn deleting_an_address_removes_its_routes() {
 #[test]
 fn learning_off_link_or_multicast_is_refused() {
     let mut r = router();
-    let off = NeighborLearn {
-        interface: 0,
-        ip: "198.51.100.2".parse().unwrap(),
-        mac: mac(1),
-    };
-    assert!(r.learn(off).is_err());
-    let mcast = NeighborLearn {
-        interface: 0,
-        ip: "192.0.2.2".parse().unwrap(),
-        mac: MacAddress([1, 0, 0x5e, 0, 0, 1]),
-    };
-    assert!(r.learn(mcast).is_err());
+    let off = NeighborLearn::request(0, "198.51.100.2".parse().unwrap(), mac(1));
+    assert!(r.learn(off, Instant::now()).is_err());
+    let mcast = NeighborLearn::request(
+        0,
+        "192.0.2.2".parse().unwrap(),
+        MacAddress([1, 0, 0x5e, 0, 0, 1]),
+    );
+    assert!(r.learn(mcast, Instant::now()).is_err());
     assert!(r.neighbors().is_empty());
 }
 
 #[test]
 fn link_local_neighbours_are_learnt_on_ipv6_interfaces_without_a_route() {
     let mut r = router();
-    let ll = |interface| NeighborLearn {
-        interface,
-        ip: "fe80::1".parse().unwrap(),
-        mac: mac(1),
-    };
+    let ll = |interface| NeighborLearn::request(interface, "fe80::1".parse().unwrap(), mac(1));
     // d0 has no IPv6 address: no link-local neighbours there.
-    assert!(r.learn(ll(0)).is_err());
-    assert!(r.learn(ll(1)).unwrap());
+    assert!(r.learn(ll(0), Instant::now()).is_err());
+    assert!(r.learn(ll(1), Instant::now()).unwrap());
     r.commit();
     assert_eq!(r.neighbors().len(), 1);
     assert_eq!(r.route_for(0, "fe80::1").unwrap().map(|v| v.prefix), None);
@@ -215,13 +211,9 @@ fn link_local_neighbours_are_learnt_on_ipv6_interfaces_without_a_route() {
 fn static_neighbour_is_not_overridden_by_learning() {
     let mut r = router();
     let ip: IpAddr = "192.0.2.2".parse().unwrap();
-    let n = |m| NeighborLearn {
-        interface: 0,
-        ip,
-        mac: mac(m),
-    };
+    let n = |m| NeighborLearn::answer(0, ip, mac(m));
     r.set_static_neighbor(n(5)).unwrap();
-    assert!(!r.learn(n(6)).unwrap());
+    assert!(!r.learn(n(6), Instant::now()).unwrap());
     let v = r.neighbors();
     assert_eq!(v[0].mac, mac(5).to_string());
     assert!(v[0].static_entry);
@@ -351,12 +343,7 @@ fn tables_keep_the_same_prefix_apart() {
 fn learnt_neighbours_make_host_routes_in_their_table() {
     let mut r = two_tenants();
     let ip: IpAddr = "198.51.100.7".parse().unwrap();
-    r.learn(NeighborLearn {
-        interface: 3,
-        ip,
-        mac: mac(7),
-    })
-    .unwrap();
+    resolve(&mut r, 3, ip, mac(7));
     r.commit();
     let host = p("198.51.100.7/32");
     let t10 = r.table_index(10).unwrap();
@@ -560,11 +547,11 @@ fn kernel_routes_are_added_replaced_deleted_and_told_apart() {
     );
     assert_eq!(k6.len(), 1);
     // A seeded neighbour completes the kernel route's adjacency, as a learnt one would.
-    r.seed_neighbor(NeighborLearn {
-        interface: 1,
-        ip: "fe80::2".parse().unwrap(),
-        mac: mac(0x42),
-    })
+    r.seed_neighbor(NeighborLearn::request(
+        1,
+        "fe80::2".parse().unwrap(),
+        mac(0x42),
+    ))
     .unwrap();
     r.commit();
     assert!(forward(&r, "2001:db8:9::1").complete);
@@ -600,12 +587,7 @@ fn kernel_routes_leave_static_and_address_routes_alone() {
     assert!(r.set_kernel_route(0, p("10.1.0.0/16"), &nowhere).is_err());
     assert!(r.set_kernel_route(7, p("10.1.0.0/16"), &hops).is_err());
     // A learnt host route gives way to the kernel's.
-    r.learn(NeighborLearn {
-        interface: 1,
-        ip: "198.51.100.7".parse().unwrap(),
-        mac: mac(0x07),
-    })
-    .unwrap();
+    resolve(&mut r, 1, "198.51.100.7".parse().unwrap(), mac(0x07));
     assert_eq!(
         r.set_kernel_route(0, p("198.51.100.7/32"), &hops),
         Ok(KernelRouteChange::Replaced)
@@ -634,12 +616,7 @@ fn saved_routes_are_the_configured_static_ones() {
         .unwrap();
     r.del_route(0, p("192.0.2.77/32")).unwrap();
     // A learnt host route takes no configured prefix; it is not saved either.
-    r.learn(NeighborLearn {
-        interface: 0,
-        ip: "192.0.2.9".parse().unwrap(),
-        mac: mac(9),
-    })
-    .unwrap();
+    resolve(&mut r, 0, "192.0.2.9".parse().unwrap(), mac(9));
     r.commit();
     let hop = |itf: &str, a: &str| SavedHop::Via {
         interface: itf.into(),

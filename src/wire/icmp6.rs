@@ -455,7 +455,17 @@ fn build_nd(
 /// address. Not for duplicate address detection (which sends from :: without the option).
 /// Returns the packet length, or 0 when `out` is shorter than `ND_PACKET_LEN`.
 pub fn build_solicit(out: &mut [u8], src_ip: u128, src_mac: MacAddress, target: u128) -> usize {
-    let dst = ipv6::solicited_node(target);
+    build_solicit_to(out, src_ip, src_mac, target, ipv6::solicited_node(target))
+}
+
+/// As `build_solicit`, to `dst`: the target itself for a unicast probe (RFC 4861 7.3.3).
+pub fn build_solicit_to(
+    out: &mut [u8],
+    src_ip: u128,
+    src_mac: MacAddress,
+    target: u128,
+    dst: u128,
+) -> usize {
     build_nd(
         out,
         src_ip,

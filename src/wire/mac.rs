@@ -18,6 +18,11 @@ impl MacAddress {
     }
 
     /// The group bit (I/G), set for broadcast and multicast.
+    /// Neither a group address nor all zeros: a station's own address.
+    pub fn is_unicast(&self) -> bool {
+        !self.is_multicast() && self.0 != [0; 6]
+    }
+
     pub fn is_multicast(&self) -> bool {
         self.0[0] & 1 == 1
     }

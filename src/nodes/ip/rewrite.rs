@@ -130,14 +130,17 @@ pub(crate) fn neighbor_header(
     ethertype: EtherType,
 ) -> Result<[u8; ETH_HEADER_LEN], NoHeader> {
     if adj.kind == AdjKind::Neighbor && adj.complete {
+        // Tell the control plane the neighbour is in use (it probes a stale one by this).
+        view.used.touch(adj.slot);
         return Ok(adj.rewrite);
     }
-    let mac = view
+    let n = view
         .neighbors
         .get(&(adj.interface, neighbor()))
         .ok_or(NoHeader::Unresolved)?;
+    view.used.touch(n.slot);
     let itf = view.interface(adj.interface).ok_or(NoHeader::NoInterface)?;
-    Ok(ethernet_rewrite(*mac, itf.mac, ethertype.0))
+    Ok(ethernet_rewrite(n.mac, itf.mac, ethertype.0))
 }
 
 /// Put `header` in front of the IP header at `l3` (VLAN tags in between go) and send the

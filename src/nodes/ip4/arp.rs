@@ -8,10 +8,14 @@ use super::neighbor_hold::{HoldSlots, HoldTable, Resolver};
 use crate::buffer::FLAG_LOCAL_ORIGIN;
 use crate::graph::{Node, NodeCx, NodeDecl};
 use crate::router::adjacency::{AdjKind, L3View, SharedL3View};
+use crate::router::neighbor_map::{Probe, ProbeQueue};
+use crate::router::{LearnSender, NeighborLearn};
 use crate::wire::arp::request_frame;
 use crate::wire::ipv4::Ipv4View;
 use crate::wire::EtherType;
+use crate::wire::MacAddress;
 use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
 use std::time::Instant;
 
 #[repr(usize)]
@@ -34,9 +38,11 @@ pub enum Error {
     NotResolvable,
     NoSourceAddress,
     NoBuffer,
+    ProbesSent,
+    LearnQueueFull,
 }
 
-pub const ERRORS: [&str; 9] = [
+pub const ERRORS: [&str; 11] = [
     "packets held for ARP resolution",
     "arp requests sent",
     "held packets released to ip4-rewrite",
@@ -46,6 +52,8 @@ pub const ERRORS: [&str; 9] = [
     "adjacency is not a glean or neighbour (dropped)",
     "no IPv4 address on the interface to ask from (dropped)",
     "no buffer for an arp request",
+    "arp unicast probes sent (neighbour unreachability detection)",
+    "neighbour learn queue full (resolution not announced)",
 ];
 
 /// The hold counters, `Held` to `NoAnswer`, in `HoldSlots` order.
@@ -60,17 +68,32 @@ const _: () = assert!(Error::NoAnswer as usize == SLOTS.counters + 5);
 pub struct Ip4Arp {
     view: SharedL3View,
     hold: Resolver,
+    /// Where the control plane hears that a resolution started (its entry is incomplete:
+    /// only then is an answer taken).
+    learn: Option<LearnSender>,
+    /// The control plane's queue of unicast probes (the same for the router's life), and
+    /// those taken from it.
+    queue: Arc<ProbeQueue>,
+    probes: Vec<Probe>,
 }
 
 impl Ip4Arp {
     pub fn decl(view: SharedL3View) -> NodeDecl {
+        Self::decl_learning(view, None)
+    }
+
+    /// With the control plane told of each resolution started (the daemon's).
+    pub fn decl_learning(view: SharedL3View, learn: Option<LearnSender>) -> NodeDecl {
         NodeDecl::internal(
             super::IP4_ARP,
             &[IP4_REWRITE, super::INTERFACE_OUTPUT, super::ERROR_DROP],
             &ERRORS,
             Ip4Arp {
+                queue: view.load().probes.clone(),
                 view,
                 hold: Resolver::new(HoldTable::default(), SLOTS, Instant::now()),
+                learn,
+                probes: Vec::new(),
             },
         )
     }
@@ -92,8 +115,15 @@ impl Ip4Arp {
         }
     }
 
-    /// Send one ARP request for `target` out of `interface`.
-    fn ask(cx: &mut NodeCx<'_>, view: &L3View, interface: u32, target: Ipv4Addr) {
+    /// Send one ARP request for `target` out of `interface`: broadcast, or to `unicast` (a
+    /// probe of a neighbour whose MAC we have, RFC 1122 2.3.2.1).
+    fn ask(
+        cx: &mut NodeCx<'_>,
+        view: &L3View,
+        interface: u32,
+        target: Ipv4Addr,
+        unicast: Option<MacAddress>,
+    ) {
         let Some(itf) = view.interface(interface) else {
             cx.count_error(Error::NoSourceAddress as usize, 1);
             return;
@@ -103,7 +133,10 @@ impl Ip4Arp {
             cx.count_error(Error::NoSourceAddress as usize, 1);
             return;
         }
-        let frame = request_frame(itf.mac, src, target.into());
+        let mut frame = request_frame(itf.mac, src, target.into());
+        if let Some(mac) = unicast {
+            frame[..6].copy_from_slice(&mac.0);
+        }
         let Some(bi) = cx.bufs.packet_from_bytes(&frame) else {
             cx.count_error(Error::NoBuffer as usize, 1);
             return;
@@ -141,7 +174,12 @@ impl Node for Ip4Arp {
                 cx.trace(bi, format_args!("held for {target} on interface {itf}"));
             }
             if self.hold.hold(cx, itf, key, bi, now) {
-                Self::ask(cx, &view, itf, target);
+                if let Some(tx) = &self.learn {
+                    if tx.try_send(NeighborLearn::solicit(itf, key)).is_err() {
+                        cx.count_error(Error::LearnQueueFull as usize, 1);
+                    }
+                }
+                Self::ask(cx, &view, itf, target, None);
             }
         }
         frame.len()
@@ -152,15 +190,27 @@ impl Node for Ip4Arp {
     }
 
     fn poll(&mut self, cx: &mut NodeCx<'_>) -> usize {
-        if self.hold.is_empty() {
+        if self.hold.is_empty() && !self.queue.pending() {
             return 0;
         }
         let view = self.view.load();
-        self.hold.poll(cx, &view, Instant::now(), |cx, itf, ip| {
-            if let IpAddr::V4(ip) = ip {
-                Self::ask(cx, &view, itf, ip);
+        self.queue.take(false, &mut self.probes);
+        let probes = self.probes.len();
+        for p in self.probes.drain(..) {
+            if let IpAddr::V4(ip) = p.ip {
+                Self::ask(cx, &view, p.interface, ip, Some(p.mac));
+                cx.count_error(Error::ProbesSent as usize, 1);
             }
-        })
+        }
+        if self.hold.is_empty() {
+            return probes;
+        }
+        probes
+            + self.hold.poll(cx, &view, Instant::now(), |cx, itf, ip| {
+                if let IpAddr::V4(ip) = ip {
+                    Self::ask(cx, &view, itf, ip, None);
+                }
+            })
     }
 
     fn held_buffers(&self) -> usize {

@@ -5,7 +5,8 @@
 
 use crate::graph::{Node, NodeCx, NodeDecl};
 use crate::router::adjacency::{L3View, SharedL3View};
-use crate::router::{LearnSender, NeighborLearn};
+use crate::router::nud::Answer;
+use crate::router::{LearnKind, LearnSender, NeighborLearn};
 use crate::wire::arp::{ArpError, ArpPacket, OP_REPLY, OP_REQUEST};
 use crate::wire::MacAddress;
 use std::net::{IpAddr, Ipv4Addr};
@@ -89,16 +90,26 @@ impl ArpInput {
         )
     }
 
-    /// Tell the control plane about a neighbour unless the published view already has it.
-    fn learn(&self, cx: &mut NodeCx<'_>, view: &L3View, rx_if: u32, ip: u32, mac: MacAddress) {
+    /// Tell the control plane what a neighbour said. A request that repeats what the
+    /// published view has changes nothing and is not sent; an answer always is (it confirms
+    /// the entry, and only the control plane knows whether it was asked for).
+    fn learn(
+        &self,
+        cx: &mut NodeCx<'_>,
+        view: &L3View,
+        (rx_if, ip, mac): (u32, u32, MacAddress),
+        kind: LearnKind,
+    ) {
         let ip = IpAddr::V4(Ipv4Addr::from(ip));
-        if view.neighbors.get(&(rx_if, ip)) == Some(&mac) {
+        let answer = matches!(kind, LearnKind::Answer(_));
+        if !answer && view.neighbors.mac(&(rx_if, ip)) == Some(mac) {
             return;
         }
         let n = NeighborLearn {
             interface: rx_if,
             ip,
             mac,
+            kind,
         };
         if self.learn.try_send(n).is_err() {
             cx.count_error(Error::LearnQueueFull as usize, 1);
@@ -130,7 +141,8 @@ impl ArpInput {
                     return Verdict::Drop(Error::BadSender);
                 }
                 if !probe {
-                    self.learn(cx, view, rx_if, arp.sender_ip, arp.sender_mac);
+                    let sender = (rx_if, arp.sender_ip, arp.sender_mac);
+                    self.learn(cx, view, sender, LearnKind::Request);
                 }
                 let reply = ArpPacket {
                     op: OP_REPLY,
@@ -155,7 +167,8 @@ impl ArpInput {
                 // neighbours we know already (gratuitous ARP after a MAC change).
                 let ip = IpAddr::V4(Ipv4Addr::from(arp.sender_ip));
                 if sender_ok && view.neighbors.contains_key(&(rx_if, ip)) {
-                    self.learn(cx, view, rx_if, arp.sender_ip, arp.sender_mac);
+                    let sender = (rx_if, arp.sender_ip, arp.sender_mac);
+                    self.learn(cx, view, sender, LearnKind::Update);
                 }
                 Verdict::Drop(Error::RequestNotForUs)
             }
@@ -167,7 +180,14 @@ impl ArpInput {
                 if !sender_ok {
                     return Verdict::Drop(Error::BadSender);
                 }
-                self.learn(cx, view, rx_if, arp.sender_ip, arp.sender_mac);
+                // A reply to us answers a request (ours, if the control plane is resolving
+                // the sender: it decides); one to another host only updates what we know.
+                let flags = Answer {
+                    solicited: for_us,
+                    override_: true,
+                };
+                let sender = (rx_if, arp.sender_ip, arp.sender_mac);
+                self.learn(cx, view, sender, LearnKind::Answer(flags));
                 Verdict::Consumed
             }
             _ => Verdict::Drop(Error::ReplyNotForUs),

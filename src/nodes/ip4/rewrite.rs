@@ -184,6 +184,7 @@ pub(crate) mod test_support {
             mtu,
             first: 0,
             count: 0,
+            slot: crate::router::neighbor_map::NO_SLOT,
         };
         v.adjs.push(neighbor([10, 1, 0, 2], true, 1500));
         v.adjs.push(Adjacency {

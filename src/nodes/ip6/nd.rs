@@ -23,12 +23,15 @@ use super::rewrite::neighbor_of;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
 use crate::graph::{Node, NodeCx, NodeDecl};
 use crate::router::adjacency::{ethernet_rewrite, AdjKind, L3View, SharedL3View};
-use crate::router::{LearnSender, NeighborLearn};
+use crate::router::neighbor_map::{Probe, ProbeQueue};
+use crate::router::nud::Answer;
+use crate::router::{LearnKind, LearnSender, NeighborLearn};
 use crate::wire::ethernet::{Frame, HEADER_LEN as ETH_HEADER_LEN};
 use crate::wire::icmp6::{self, parse_nd, NdError, NdMessage, ND_PACKET_LEN};
 use crate::wire::ipv6::{self, Ipv6Header, Ipv6View};
 use crate::wire::{EtherType, MacAddress};
 use std::net::{IpAddr, Ipv6Addr};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Solicitations before giving up, and the time between them (RFC 4861 section 10); the
@@ -67,12 +70,13 @@ pub enum Error {
     NoAnswer,
     NoSourceAddress,
     NoBuffer,
+    ProbesSent,
 }
 
-pub const ERRORS: [&str; 23] = concat(NdError::REASONS, OUTCOMES);
+pub const ERRORS: [&str; 24] = concat(NdError::REASONS, OUTCOMES);
 
 /// The names of the `Error` counters.
-const OUTCOMES: [&str; 13] = [
+const OUTCOMES: [&str; 14] = [
     "neighbour solicitations answered",
     "neighbour solicitation not for our address",
     "neighbour advertisements learnt",
@@ -86,6 +90,7 @@ const OUTCOMES: [&str; 13] = [
     "neighbour did not answer solicitations (held packet dropped)",
     "no IPv6 address to solicit from",
     "buffer allocation failed",
+    "neighbour solicitations sent as unicast probes",
 ];
 
 /// `a` then `b` (a const fn, so that `ERRORS` stays a constant).
@@ -122,6 +127,9 @@ pub struct Ip6Nd {
     clock: Clock,
     /// Where a solicitation or advertisement is built.
     scratch: Scratch,
+    /// The control plane's queue of unicast probes, and those taken from it.
+    queue: Arc<ProbeQueue>,
+    probes: Vec<Probe>,
 }
 
 /// Where a solicitation or advertisement is built: Ethernet header and IPv6 packet.
@@ -148,6 +156,8 @@ impl Ip6Nd {
             ],
             &ERRORS,
             Ip6Nd {
+                queue: view.load().probes.clone(),
+                probes: Vec::new(),
                 view,
                 learn,
                 hold: Resolver::new(HoldTable::with_schedule(SCHEDULE), SLOTS, now),
@@ -157,14 +167,28 @@ impl Ip6Nd {
         )
     }
 
-    fn learn(&self, cx: &mut NodeCx<'_>, interface: u32, ip: u128, mac: MacAddress) {
+    /// Tell the control plane what a neighbour said: a solicitation that repeats what the
+    /// published view has is not sent; an advertisement always is (see arp-input).
+    fn learn(
+        &self,
+        cx: &mut NodeCx<'_>,
+        view: &L3View,
+        n: (u32, u128, MacAddress),
+        kind: LearnKind,
+    ) {
         let Some(tx) = &self.learn else {
             return;
         };
+        let (interface, ip, mac) = n;
+        let ip = IpAddr::V6(Ipv6Addr::from(ip));
+        if kind == LearnKind::Request && view.neighbors.mac(&(interface, ip)) == Some(mac) {
+            return;
+        }
         let n = NeighborLearn {
             interface,
-            ip: IpAddr::V6(Ipv6Addr::from(ip)),
+            ip,
             mac,
+            kind,
         };
         if tx.try_send(n).is_err() {
             cx.count_error(Error::LearnDropped as usize, 1);
@@ -229,7 +253,7 @@ impl Ip6Nd {
                     (src, source_link_addr.unwrap_or(link_source), true)
                 };
                 if let (Some(mac), false) = (source_link_addr, ipv6::is_unspecified(src)) {
-                    self.learn(cx, rx_if, src, mac);
+                    self.learn(cx, view, (rx_if, src, mac), LearnKind::Request);
                 }
                 let ip_out = &mut self.scratch[ETH_HEADER_LEN..];
                 icmp6::build_advert(ip_out, target, dst_ip, our_mac, target, solicited);
@@ -239,10 +263,19 @@ impl Ip6Nd {
             NdMessage::Advert {
                 target,
                 target_link_addr,
-                ..
-            } => match target_link_addr {
+                flags,
+            } => match target_link_addr.or_else(|| {
+                // A solicited NA to a unicast probe may leave out the address (RFC 4861
+                // 7.2.4): it confirms the one we have.
+                let key = (rx_if, IpAddr::V6(Ipv6Addr::from(target)));
+                view.neighbors.mac(&key).filter(|_| flags.solicited)
+            }) {
                 Some(mac) => {
-                    self.learn(cx, rx_if, target, mac);
+                    let answer = Answer {
+                        solicited: flags.solicited,
+                        override_: flags.override_ || target_link_addr.is_none(),
+                    };
+                    self.learn(cx, view, (rx_if, target, mac), LearnKind::Answer(answer));
                     Error::AdvertLearnt
                 }
                 None => Error::AdvertNoAddress,
@@ -250,13 +283,35 @@ impl Ip6Nd {
         })
     }
 
-    /// Send a solicitation for `target` out of `interface`.
+    /// Send the unicast probes the control plane asks for; how many.
+    fn probe(&mut self, cx: &mut NodeCx<'_>, view: &L3View) -> usize {
+        self.queue.take(true, &mut self.probes);
+        let n = self.probes.len();
+        for p in std::mem::take(&mut self.probes) {
+            if let IpAddr::V6(ip) = p.ip {
+                Self::solicit(
+                    &mut self.scratch,
+                    cx,
+                    view,
+                    p.interface,
+                    ip.into(),
+                    Some(p.mac),
+                );
+                cx.count_error(Error::ProbesSent as usize, 1);
+            }
+        }
+        n
+    }
+
+    /// Send a solicitation for `target` out of `interface`: to its solicited-node group, or
+    /// to the target itself at `unicast` (a probe, RFC 4861 7.3.3).
     fn solicit(
         scratch: &mut Scratch,
         cx: &mut NodeCx<'_>,
         view: &L3View,
         interface: u32,
         target: u128,
+        unicast: Option<MacAddress>,
     ) {
         let Some(itf) = view.interface(interface) else {
             cx.count_error(Error::NoSourceAddress as usize, 1);
@@ -267,9 +322,15 @@ impl Ip6Nd {
             return;
         };
         let mac = itf.mac;
-        icmp6::build_solicit(&mut scratch[ETH_HEADER_LEN..], src, mac, target);
-        let group = ipv6::multicast_mac(ipv6::solicited_node(target));
-        Self::emit(scratch, cx, group, mac, interface);
+        let (dst_ip, dst_mac) = match unicast {
+            Some(m) => (target, m),
+            None => {
+                let group = ipv6::solicited_node(target);
+                (group, ipv6::multicast_mac(group))
+            }
+        };
+        icmp6::build_solicit_to(&mut scratch[ETH_HEADER_LEN..], src, mac, target, dst_ip);
+        Self::emit(scratch, cx, dst_mac, mac, interface);
         cx.count_error(Error::SolicitSent as usize, 1);
     }
 
@@ -292,7 +353,22 @@ impl Ip6Nd {
         }
         let now = (self.clock)();
         if self.hold.hold(cx, adj.interface, key, bi, now) {
-            Self::solicit(&mut self.scratch, cx, view, adj.interface, neighbor.into());
+            if let Some(tx) = &self.learn {
+                if tx
+                    .try_send(NeighborLearn::solicit(adj.interface, key))
+                    .is_err()
+                {
+                    cx.count_error(Error::LearnDropped as usize, 1);
+                }
+            }
+            Self::solicit(
+                &mut self.scratch,
+                cx,
+                view,
+                adj.interface,
+                neighbor.into(),
+                None,
+            );
         }
     }
 
@@ -346,17 +422,22 @@ impl Node for Ip6Nd {
     /// Release packets whose neighbour is now known, re-solicit the others once a second,
     /// give up on those that did not answer `MAX_SOLICIT` solicitations.
     fn poll(&mut self, cx: &mut NodeCx<'_>) -> usize {
-        if self.hold.is_empty() {
+        if self.hold.is_empty() && !self.queue.pending() {
             return 0;
         }
         let view = self.view.load();
+        let probes = self.probe(cx, &view);
+        if self.hold.is_empty() {
+            return probes;
+        }
         let now = (self.clock)();
         let scratch = &mut self.scratch;
-        self.hold.poll(cx, &view, now, |cx, itf, ip| {
-            if let IpAddr::V6(ip) = ip {
-                Self::solicit(scratch, cx, &view, itf, ip.into());
-            }
-        })
+        probes
+            + self.hold.poll(cx, &view, now, |cx, itf, ip| {
+                if let IpAddr::V6(ip) = ip {
+                    Self::solicit(scratch, cx, &view, itf, ip.into(), None);
+                }
+            })
     }
 }
 
