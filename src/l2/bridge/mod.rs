@@ -14,10 +14,21 @@ use std::sync::Arc;
 use std::time::Instant;
 
 mod report;
-pub use report::{DomainReport, MacReport};
+pub use report::{DomainReport, MacReport, PortReport};
 
 /// Learnt entries a bridge domain holds at most unless configured.
 pub const DEFAULT_MAC_LIMIT: usize = 1 << 20;
+/// Learnt entries one port holds at most unless configured: room for a large access
+/// segment, while a MAC flood from one port takes under 1 % of the domain's limit. An uplink
+/// facing a bigger L2 network needs more (`mac-limit` of the member).
+pub const DEFAULT_PORT_MAC_LIMIT: usize = 8192;
+/// Seconds a learnt entry lives unseen unless configured: Linux's `ageing_time` and IEEE
+/// 802.1D's recommended default (7.9.2).
+pub const DEFAULT_MAC_AGE_S: u32 = 300;
+/// Bits of `group-fwd-mask` refused, as Linux refuses them (`BR_GROUPFWD_RESTRICTED`):
+/// 01:80:C2:00:00:00 is the bridges' spanning tree, :01 MAC control (PAUSE), :02 slow
+/// protocols (LACP), all meant for the link alone.
+pub const GROUP_FWD_RESTRICTED: u16 = 0x0007;
 /// Internal indices are 16 bits (they are part of the MAC table's key).
 pub const MAX_DOMAINS: usize = 4096;
 
@@ -36,6 +47,9 @@ pub struct DomainSettings {
     pub mac_limit: usize,
     /// Answer ARP requests for the domain's ARP entries instead of flooding them.
     pub arp_term: bool,
+    /// Bit N set: forward frames to the reserved group 01:80:C2:00:00:0N (see
+    /// `nodes/l2/fwd.rs`); never bits 0-2 (`GROUP_FWD_RESTRICTED`).
+    pub group_fwd_mask: u16,
 }
 
 impl Default for DomainSettings {
@@ -44,9 +58,10 @@ impl Default for DomainSettings {
             learn: true,
             flood: true,
             uu_flood: true,
-            mac_age_s: 0,
+            mac_age_s: DEFAULT_MAC_AGE_S,
             mac_limit: DEFAULT_MAC_LIMIT,
             arp_term: false,
+            group_fwd_mask: 0,
         }
     }
 }
@@ -108,6 +123,8 @@ pub struct Bridges {
     domains: BTreeMap<BdId, Domain>,
     /// Interface → (domain, split-horizon group).
     members: BTreeMap<u32, (BdId, u8)>,
+    /// Interface → its learn limit, where not `DEFAULT_PORT_MAC_LIMIT`.
+    port_limits: BTreeMap<u32, usize>,
     /// Domain → its BVI and the BVI's MAC (a static entry of the domain).
     bvis: BTreeMap<BdId, (u32, MacAddress)>,
     /// Domain → its ARP entries (IPv4 address → MAC), for ARP termination.
@@ -124,6 +141,7 @@ impl Default for Bridges {
         Bridges {
             domains: BTreeMap::new(),
             members: BTreeMap::new(),
+            port_limits: BTreeMap::new(),
             bvis: BTreeMap::new(),
             arp: BTreeMap::new(),
             macs: MacTable::new(),
@@ -149,6 +167,7 @@ impl Bridges {
 
     /// Create domain `id`, or change an existing one's settings.
     pub fn create(&mut self, id: BdId, settings: DomainSettings) -> Result<(), String> {
+        check_group_fwd_mask(settings.group_fwd_mask)?;
         if let Some(d) = self.domains.get_mut(&id) {
             d.settings = settings;
         } else {
@@ -213,7 +232,10 @@ impl Bridges {
         }
         match to {
             Some(m) => self.members.insert(interface, m),
-            None => self.members.remove(&interface),
+            None => {
+                self.port_limits.remove(&interface);
+                self.members.remove(&interface)
+            }
         };
         Ok(())
     }
@@ -255,6 +277,23 @@ impl Bridges {
         }
     }
 
+    /// Let `interface` hold at most `limit` learnt entries (`None`: the default). Entries
+    /// beyond a lowered limit stay until they age or leave.
+    pub fn set_port_limit(&mut self, interface: u32, limit: Option<usize>) {
+        match limit.filter(|&l| l != DEFAULT_PORT_MAC_LIMIT) {
+            Some(l) => self.port_limits.insert(interface, l),
+            None => self.port_limits.remove(&interface),
+        };
+    }
+
+    /// The learn limit of `interface`.
+    pub fn port_limit(&self, interface: u32) -> usize {
+        self.port_limits
+            .get(&interface)
+            .copied()
+            .unwrap_or(DEFAULT_PORT_MAC_LIMIT)
+    }
+
     /// The BVI of domain `id`, if it has one.
     pub fn bvi_of(&self, id: BdId) -> Option<u32> {
         self.bvis.get(&id).map(|b| b.0)
@@ -278,6 +317,7 @@ impl Bridges {
                 }
             }
         }
+        self.macs.forget_port(id, interface);
     }
 
     /// `l2fib add`: `mac` behind `interface` in domain `id`, static or as if learnt now.
@@ -289,9 +329,9 @@ impl Bridges {
         is_static: bool,
     ) -> Result<(), String> {
         let index = self.domain(id)?.index;
-        if mac.is_multicast() {
+        if mac.is_multicast() || mac.0 == [0; 6] {
             return Err(format!(
-                "{mac} is a group address: only unicast ones are learnt"
+                "{mac} is a group or all-zero address: only unicast ones are learnt"
             ));
         }
         if self.members.get(&interface).map(|m| m.0) != Some(id) {
@@ -345,7 +385,8 @@ impl Bridges {
                 Some(d) if d.index == l.bd => {}
                 _ => continue,
             }
-            match self.macs.learn(id, l.mac, l.interface, now as u64) {
+            let limit = self.port_limit(l.interface);
+            match self.macs.learn(id, l.mac, l.interface, limit, now as u64) {
                 Learnt::Added | Learnt::Moved { .. } => {
                     self.fib.set(key(l.bd, &l.mac.0), l.interface, false, now);
                 }
@@ -379,6 +420,17 @@ impl Bridges {
         }
         expired.len()
     }
+}
+
+/// `group-fwd-mask` as Linux takes it: bits 0-2 are refused.
+pub fn check_group_fwd_mask(mask: u16) -> Result<(), String> {
+    if mask & GROUP_FWD_RESTRICTED != 0 {
+        return Err(format!(
+            "group-fwd-mask {mask:#06x}: bits 0-2 (01:80:c2:00:00:00 STP, :01 PAUSE, :02 LACP) \
+             are never forwarded"
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -18,8 +18,22 @@ pub struct DomainReport {
     pub moves: u64,
     pub aged: u64,
     pub over_limit: u64,
+    /// Sources refused because their port was at its limit, in all ports.
+    pub over_port_limit: u64,
+    /// Each port's learn limit and share, in interface order.
+    pub ports: Vec<PortReport>,
     /// (IPv4 address, MAC) of the ARP entries.
     pub arp_entries: Vec<(String, String)>,
+}
+
+/// A port of `show bridge-domain`: its learn limit, learnt entries and refusals.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PortReport {
+    pub interface: u32,
+    pub shg: u8,
+    pub mac_limit: usize,
+    pub learnt_entries: usize,
+    pub over_limit: u64,
 }
 
 /// A row of `show l2fib`.
@@ -91,6 +105,7 @@ impl Bridges {
                     moves,
                     aged,
                     over_limit,
+                    over_port_limit,
                 } = self.macs.counters(id);
                 DomainReport {
                     id,
@@ -108,6 +123,22 @@ impl Bridges {
                     moves,
                     aged,
                     over_limit,
+                    over_port_limit,
+                    ports: self
+                        .members
+                        .iter()
+                        .filter(|(_, m)| m.0 == id)
+                        .map(|(&i, m)| {
+                            let count = self.macs.port(id, i);
+                            PortReport {
+                                interface: i,
+                                shg: m.1,
+                                mac_limit: self.port_limit(i),
+                                learnt_entries: count.learnt,
+                                over_limit: count.over_limit,
+                            }
+                        })
+                        .collect(),
                     arp_entries: self
                         .arp
                         .get(&id)
