@@ -8,7 +8,8 @@
 //! uu-flood = true         # flood unicast to unknown addresses
 //! mac-age = 5             # minutes a learnt address lives unseen, or "30s", "5m"; 0: forever
 //! mac-limit = 1048576     # learnt addresses at most
-//! members = ["d0", { interface = "d1", shg = 1 }]
+//! group-fwd-mask = 0x4008 # forward 01:80:c2:00:00:03 (802.1X) and :0e (LLDP)
+//! members = ["d0", { interface = "d1", shg = 1, mac-limit = 100 }]
 //! arp-term = true         # answer ARP requests for these addresses instead of flooding
 //! arp-entries = [{ ip = "192.0.2.9", mac = "02:00:00:00:00:09" }]
 //!
@@ -26,7 +27,9 @@
 
 use super::reference::{Key, Section};
 use super::{Checker, ConfigError};
-use crate::l2::bridge::{DomainSettings, DEFAULT_MAC_LIMIT, MAX_DOMAINS};
+use crate::l2::bridge::{
+    check_group_fwd_mask, DomainSettings, DEFAULT_MAC_AGE_S, DEFAULT_MAC_LIMIT, MAX_DOMAINS,
+};
 use crate::wire::MacAddress;
 use serde::Deserialize;
 use toml::Spanned;
@@ -71,8 +74,8 @@ pub(super) const BRIDGE_DOMAIN: Section = Section {
         Key {
             name: "mac-age",
             ty: "integer (minutes) or string",
-            default: "0 (never)",
-            doc: "how long a learnt address lives unseen: minutes, or a number with s or m (\"30s\", \"5m\"); 0: forever",
+            default: "5 (300 s, Linux's ageing_time)",
+            doc: "how long a learnt address lives unseen: minutes, or a number with s or m (\"30s\", \"5m\"); 0: forever (a MAC flood then fills the table for good)",
             example: "5",
         },
         Key {
@@ -83,11 +86,18 @@ pub(super) const BRIDGE_DOMAIN: Section = Section {
             example: "1048576",
         },
         Key {
+            name: "group-fwd-mask",
+            ty: "integer",
+            default: "0 (none)",
+            doc: "bit N set: forward frames to the reserved group 01:80:c2:00:00:0N, as Linux's group_fwd_mask (others are dropped, counted; :00 is always forwarded, as no spanning tree runs here); bits 0-2 are refused",
+            example: "0x4008",
+        },
+        Key {
             name: "members",
             ty: "list of strings or {interface, shg} tables",
             default: "[] (none)",
-            doc: "the ports: an interface name, or { interface = NAME, shg = N } to put it in split-horizon group N (no forwarding between ports of one group); each interface in one domain only",
-            example: "[\"d2\", { interface = \"d3\", shg = 1 }]",
+            doc: "the ports: an interface name, or { interface = NAME, shg = N, mac-limit = M } to put it in split-horizon group N (no forwarding between ports of one group) and let it hold at most M learnt addresses (default 8192; beyond it new sources and moves to it are counted, not stored); each interface in one domain only",
+            example: "[\"d2\", { interface = \"d3\", shg = 1, mac-limit = 100 }]",
         },
         Key {
             name: "arp-term",
@@ -187,6 +197,8 @@ pub struct BridgeDomainConfig {
     pub settings: DomainSettings,
     /// (interface name, split-horizon group).
     pub members: Vec<(String, u8)>,
+    /// (interface name, learn limit) of the members given a `mac-limit`.
+    pub port_limits: Vec<(String, usize)>,
     /// (IPv4 address, MAC) the domain answers ARP requests for.
     pub arp_entries: Vec<(std::net::Ipv4Addr, MacAddress)>,
 }
@@ -289,7 +301,15 @@ pub struct StaticMac {
 #[serde(untagged)]
 pub(super) enum Member {
     Name(String),
-    Port { interface: String, shg: Option<u8> },
+    Port(PortKeys),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct PortKeys {
+    interface: String,
+    shg: Option<u8>,
+    mac_limit: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -308,6 +328,7 @@ pub(super) struct BridgeDomainKeys {
     uu_flood: Option<bool>,
     mac_age: Option<Spanned<Age>>,
     mac_limit: Option<Spanned<usize>>,
+    group_fwd_mask: Option<Spanned<u16>>,
     #[serde(default)]
     members: Vec<Spanned<Member>>,
     arp_term: Option<bool>,
@@ -366,7 +387,7 @@ pub(super) fn check_domains(
             ));
         }
         let mac_age_s = match &k.mac_age {
-            None => 0,
+            None => DEFAULT_MAC_AGE_S,
             Some(a) => match a.get_ref() {
                 Age::Minutes(m) => m.saturating_mul(60),
                 Age::Text(t) => parse_mac_age(t).map_err(|e| c.err(a.span(), "mac-age", e))?,
@@ -376,11 +397,25 @@ pub(super) fn check_domains(
             .mac_limit
             .as_ref()
             .map_or(DEFAULT_MAC_LIMIT, |l| *l.get_ref());
+        let group_fwd_mask = match &k.group_fwd_mask {
+            None => 0,
+            Some(m) => {
+                check_group_fwd_mask(*m.get_ref())
+                    .map_err(|e| c.err(m.span(), "group-fwd-mask", e))?;
+                *m.get_ref()
+            }
+        };
         let mut members = Vec::new();
+        let mut port_limits = Vec::new();
         for m in &k.members {
             let (name, shg) = match m.get_ref() {
                 Member::Name(n) => (n.clone(), 0),
-                Member::Port { interface, shg } => (interface.clone(), shg.unwrap_or(0)),
+                Member::Port(p) => {
+                    if let Some(l) = p.mac_limit {
+                        port_limits.push((p.interface.clone(), l));
+                    }
+                    (p.interface.clone(), p.shg.unwrap_or(0))
+                }
             };
             if !names.contains(&name.as_str()) {
                 return Err(c.err(
@@ -434,8 +469,10 @@ pub(super) fn check_domains(
                 mac_age_s,
                 mac_limit,
                 arp_term: k.arp_term.unwrap_or(false),
+                group_fwd_mask,
             },
             members,
+            port_limits,
             arp_entries,
         });
     }
@@ -495,7 +532,8 @@ mod tests {
     #[test]
     fn a_domain_with_members_and_a_static_entry_parses() {
         let src = format!(
-            "{TWO}[[bridge-domain]]\nid = 10\nmac-age = \"30s\"\nmembers = [\"a\", {{ interface = \"b\", shg = 2 }}]\n\
+            "{TWO}[[bridge-domain]]\nid = 10\nmac-age = \"30s\"\ngroup-fwd-mask = 0x4008\n\
+             members = [\"a\", {{ interface = \"b\", shg = 2, mac-limit = 7 }}]\n\
              arp-term = true\narp-entries = [{{ ip = \"192.0.2.9\", mac = \"02:00:00:00:00:09\" }}]\n\
              [[l2fib]]\nmac = \"02:00:00:00:00:01\"\nbridge-domain = 10\ninterface = \"b\"\n"
         );
@@ -503,6 +541,8 @@ mod tests {
         let d = &c.bridge_domains[0];
         assert_eq!(d.members, vec![("a".to_string(), 0), ("b".to_string(), 2)]);
         assert_eq!(d.settings.mac_age_s, 30);
+        assert_eq!(d.settings.group_fwd_mask, 0x4008);
+        assert_eq!(d.port_limits, vec![("b".to_string(), 7)]);
         assert!(d.settings.learn && d.settings.uu_flood && d.settings.arp_term);
         assert_eq!(d.arp_entries[0].0, std::net::Ipv4Addr::new(192, 0, 2, 9));
         assert_eq!(c.static_macs[0].interface, "b");
@@ -524,6 +564,8 @@ mod tests {
             => "t.toml:14: key 'members': interface 'a' is already in bridge domain 1";
         domain_twice: format!("{TWO}[[bridge-domain]]\nid = 1\n[[bridge-domain]]\nid = 1\n")
             => "t.toml:12: key 'id': bridge domain 1 is defined twice";
+        restricted_group: format!("{TWO}[[bridge-domain]]\nid = 1\ngroup-fwd-mask = 1\n")
+            => "t.toml:11: key 'group-fwd-mask': group-fwd-mask 0x0001: bits 0-2 (01:80:c2:00:00:00 STP, :01 PAUSE, :02 LACP) are never forwarded";
         bad_age: format!("{TWO}[[bridge-domain]]\nid = 1\nmac-age = \"1h\"\n")
             => "t.toml:11: key 'mac-age': '1h' is not an age (minutes, or a number with s or m)";
         static_in_unknown_domain: format!("{TWO}[[l2fib]]\nmac = \"02:00:00:00:00:01\"\nbridge-domain = 3\ninterface = \"a\"\n")

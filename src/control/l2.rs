@@ -20,9 +20,10 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["set", "interface", "l2", "bridge"],
-        syntax: "<IF> <BD> [shg <N> | bvi]",
+        syntax: "<IF> <BD> [shg <N>] [mac-limit <M>] | <IF> <BD> bvi",
         help: "make IF a port of bridge domain BD (split-horizon group N: no forwarding \
-               between ports of one group; bvi: IF, a BVI, is the domain's routed interface)",
+               between ports of one group; M: learnt addresses behind IF at most, default \
+               8192; bvi: IF, a BVI, is the domain's routed interface)",
         example: "set interface l2 bridge d2 10",
         args: &[Arg::Value("IF"), Arg::Value("BD"), Arg::Rest],
         run: set_bridge,
@@ -62,8 +63,9 @@ pub const COMMANDS: &[Command] = &[
     Command {
         words: &["create", "bridge-domain"],
         syntax: "<BD> [learn on|off] [flood on|off] [uu-flood on|off] [arp-term on|off] \
-                 [mac-age <MIN>|<N>s] [mac-limit <N>] [del]",
-        help: "create or change a bridge domain (del: delete it)",
+                 [mac-age <MIN>|<N>s] [mac-limit <N>] [group-fwd-mask <MASK>] [del]",
+        help: "create or change a bridge domain (del: delete it; MASK, as Linux's \
+               group_fwd_mask: bit N forwards the reserved group 01:80:c2:00:00:0N)",
         example: "create bridge-domain 10 learn on mac-age 5",
         args: &[Arg::Value("BD"), Arg::Rest],
         run: create_bridge_domain,
@@ -150,21 +152,31 @@ fn set_xconnect(c: &mut Control, a: &Args) -> Result<Output, String> {
 fn set_bridge(c: &mut Control, a: &Args) -> Result<Output, String> {
     let itf = c.interface(a.value("IF"))?.clone();
     let bd = bd_id(a.value("BD"))?;
-    let (shg, bvi) = match a.rest().as_slice() {
-        [] => (0, false),
-        ["bvi"] => (0, true),
-        ["shg", n] => (
-            n.parse::<u8>()
-                .map_err(|_| format!("'{n}' is not a split-horizon group (0-255)"))?,
-            false,
-        ),
-        other => {
-            return Err(format!(
-                "unexpected '{}': expected shg <N> or bvi",
-                other.join(" ")
-            ))
+    let (mut shg, mut bvi, mut limit) = (0, false, None);
+    let rest = a.rest();
+    let mut words = rest.iter();
+    while let Some(&w) = words.next() {
+        match (w, words.next()) {
+            ("bvi", None) if rest.len() == 1 => bvi = true,
+            ("shg", Some(n)) => {
+                shg = n
+                    .parse::<u8>()
+                    .map_err(|_| format!("'{n}' is not a split-horizon group (0-255)"))?
+            }
+            ("mac-limit", Some(n)) => {
+                limit = Some(
+                    n.parse::<usize>()
+                        .map_err(|_| format!("'{n}' is not a number of entries"))?,
+                )
+            }
+            _ => {
+                return Err(format!(
+                    "unexpected '{}': expected shg <N>, mac-limit <M>, or bvi alone",
+                    rest.join(" ")
+                ))
+            }
         }
-    };
+    }
     // A BVI routes by design; any other port must stop routing first.
     let is_bvi = itf.driver == crate::dataplane::BVI_DRIVER;
     if lock(c).exists(bd) && !bvi && !is_bvi {
@@ -181,6 +193,7 @@ fn set_bridge(c: &mut Control, a: &Args) -> Result<Output, String> {
         }
     }
     c.dp.set_l2_mode(itf.index, L2Mode::Bridge { bd, shg, bvi })?;
+    lock(c).set_port_limit(itf.index, limit);
     Output::done()
 }
 
@@ -259,10 +272,19 @@ fn create_bridge_domain(c: &mut Control, a: &Args) -> Result<Output, String> {
                         .parse()
                         .map_err(|_| format!("'{v}' is not a number of entries"))?;
                 }
+                "group-fwd-mask" => {
+                    let v = words.next().ok_or("group-fwd-mask takes a number")?;
+                    let n = match v.strip_prefix("0x") {
+                        Some(hex) => u16::from_str_radix(hex, 16),
+                        None => v.parse(),
+                    };
+                    s.group_fwd_mask =
+                        n.map_err(|_| format!("'{v}' is not a 16-bit mask (like 0x4008)"))?;
+                }
                 other => {
                     return Err(format!(
                         "unexpected '{other}': expected learn, flood, uu-flood, arp-term, \
-                         mac-age, mac-limit or del"
+                         mac-age, mac-limit, group-fwd-mask or del"
                     ))
                 }
             }
@@ -321,14 +343,24 @@ fn show_bridge_domain(c: &mut Control, a: &Args) -> Result<Output, String> {
             r.members.len()
         );
         if detail {
-            for (itf, shg) in &r.members {
-                let _ = writeln!(t, "    port {:<16} shg {shg}", name(*itf));
+            for p in &r.ports {
+                let _ = writeln!(
+                    t,
+                    "    port {:<16} shg {}  mac-limit {}  learnt entries {}  over port limit {}",
+                    name(p.interface),
+                    p.shg,
+                    p.mac_limit,
+                    p.learnt_entries,
+                    p.over_limit
+                );
             }
             let _ = writeln!(
                 t,
-                "    learnt {}  moves {}  aged {}  over limit {}  learnt entries {}",
-                r.learnt, r.moves, r.aged, r.over_limit, r.learnt_entries
+                "    learnt {}  moves {}  aged {}  over limit {}  over port limit {}  \
+                 learnt entries {}",
+                r.learnt, r.moves, r.aged, r.over_limit, r.over_port_limit, r.learnt_entries
             );
+            let _ = writeln!(t, "    group-fwd-mask {:#06x}", r.settings.group_fwd_mask);
             let _ = writeln!(
                 t,
                 "    arp-term {}, {} ARP entries",
@@ -345,6 +377,13 @@ fn show_bridge_domain(c: &mut Control, a: &Args) -> Result<Output, String> {
             .iter()
             .map(|(i, shg)| json!({ "interface": name(*i), "shg": shg }))
             .collect();
+        for (p, v) in r
+            .ports
+            .iter()
+            .zip(v["ports"].as_array_mut().into_iter().flatten())
+        {
+            v["interface"] = json!(name(p.interface));
+        }
         arr.push(v);
     }
     if detail {

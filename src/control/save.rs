@@ -21,6 +21,7 @@ use super::exec::Control;
 use crate::config::emit::{self, Entry};
 use crate::config::reference::Section;
 use crate::dataplane::BVI_DRIVER;
+use crate::l2::bridge::DEFAULT_PORT_MAC_LIMIT;
 use crate::router::{SavedHop, SavedRoute};
 use crate::subif::TagMatch;
 use serde_json::json;
@@ -330,17 +331,23 @@ fn bridge_domains(st: &State) -> Result<Vec<Entry>, String> {
     for d in b.report(None)? {
         let bvi = b.bvi_of(d.id);
         let mut members = Vec::new();
-        for &(itf, shg) in &d.members {
-            if Some(itf) == bvi {
+        for p in &d.ports {
+            if Some(p.interface) == bvi {
                 continue;
             }
-            let name = st.name(itf)?;
-            members.push(if shg == 0 {
+            let name = st.name(p.interface)?;
+            let limit = (p.mac_limit != DEFAULT_PORT_MAC_LIMIT).then_some(p.mac_limit);
+            members.push(if p.shg == 0 && limit.is_none() {
                 s(name)
             } else {
                 let mut t = toml::Table::new();
                 t.insert("interface".into(), s(name));
-                t.insert("shg".into(), int(shg));
+                if p.shg != 0 {
+                    t.insert("shg".into(), int(p.shg));
+                }
+                if let Some(l) = limit {
+                    t.insert("mac-limit".into(), uint(l));
+                }
                 Value::Table(t)
             });
         }
@@ -359,6 +366,7 @@ fn bridge_domains(st: &State) -> Result<Vec<Entry>, String> {
                 },
             )
             .set("mac-limit", uint(set.mac_limit))
+            .set("group-fwd-mask", int(set.group_fwd_mask))
             .set("members", members)
             .set("arp-term", set.arp_term);
         if !d.arp_entries.is_empty() {

@@ -279,6 +279,9 @@ pub(super) fn build_bridges(
         for (name, shg) in &d.members {
             bridges.set_member(index(name)?, Some((d.id, *shg)))?;
         }
+        for (name, limit) in &d.port_limits {
+            bridges.set_port_limit(index(name)?, Some(*limit));
+        }
         for (ip, mac) in &d.arp_entries {
             bridges.set_arp_entry(d.id, u32::from(*ip), Some(*mac))?;
         }

@@ -1,11 +1,14 @@
 //! l2-fwd: sends each bridged frame to the port its destination address was learnt on, or
 //! to l2-flood (broadcast, multicast, and unicast to an address not in the table), or drops
 //! it with the reason: flooding switched off, the destination behind the port it came in by,
-//! or both ports in one split-horizon group.
+//! or both ports in one split-horizon group. As IEEE 802.1D says (`l2::reserved`), a frame
+//! whose source is a group or all-zero address is dropped, and so is one to a reserved
+//! link-local group 01:80:C2:00:00:0N that the domain's `group-fwd-mask` does not let through.
 
 use crate::graph::{NodeCx, NodeDecl, TracedLoop};
 use crate::interface::SharedL2Modes;
 use crate::l2::fib::{key, L2FibReader};
+use crate::l2::reserved::{forwarded, link_local_group, valid_source};
 
 #[repr(usize)]
 #[derive(Clone, Copy)]
@@ -28,14 +31,18 @@ enum Error {
     UnknownUnicastOff,
     SameInterface,
     SplitHorizon,
+    BadSource,
+    ReservedGroup,
 }
-const ERRORS: [&str; 6] = [
+const ERRORS: [&str; 8] = [
     "interface is no longer in a bridge domain",
     "frame shorter than the ethernet header",
     "broadcast or multicast, and the bridge domain does not flood",
     "unknown unicast, and the bridge domain does not flood it (uu-flood off)",
     "destination is behind the interface the frame came in by",
     "destination is in the input interface's split-horizon group",
+    "source is a group or all-zero address (IEEE 802.1D)",
+    "to a reserved link-local group 01:80:c2:00:00:0x not in group-fwd-mask (IEEE 802.1D)",
 ];
 
 /// Packets ahead whose table slot is prefetched.
@@ -92,9 +99,17 @@ impl TracedLoop for L2Fwd {
             let rx = cx.bufs.meta(bi).rx_if;
             let verdict = (|| {
                 let (port, domain) = modes.bridge_port(rx).ok_or(Error::NotBridged)?;
-                let dst = cx.bufs.data(bi).get(..6).ok_or(Error::Runt)?;
+                let frame = cx.bufs.data(bi);
+                let dst = frame.get(..6).ok_or(Error::Runt)?;
+                if !valid_source(frame.get(6..12).ok_or(Error::Runt)?) {
+                    return Err(Error::BadSource);
+                }
                 if dst[0] & 1 != 0 {
-                    let frame = cx.bufs.data(bi);
+                    if let Some(n) = link_local_group(dst) {
+                        if !forwarded(n, domain.settings.group_fwd_mask) {
+                            return Err(Error::ReservedGroup);
+                        }
+                    }
                     if domain.settings.arp_term
                         && super::arp_term::request_target(frame)
                             .is_some_and(|ip| domain.arp.contains_key(&ip))
@@ -199,6 +214,36 @@ mod tests {
         assert_eq!(out.to_next(Next::InterfaceOutput as usize), 1);
         let sent: Vec<u32> = out.tx_ifs.into_iter().filter(|&t| t != u32::MAX).collect();
         assert_eq!(sent, vec![1], "the dropped one never got a tx interface");
+    }
+
+    fn frame(src: [u8; 6], dst: [u8; 6]) -> Vec<u8> {
+        let mut f = frame_bytes(64);
+        f[..6].copy_from_slice(&dst);
+        f[6..12].copy_from_slice(&src);
+        f
+    }
+
+    #[test]
+    fn bad_sources_and_reserved_groups_drop_as_8021d_says() {
+        let mask = 1 << 3 | 1 << 14;
+        let (h, b) = setup(DomainSettings {
+            group_fwd_mask: mask,
+            ..Default::default()
+        });
+        let ok = [2, 0, 0, 0, 0, 0x0e];
+        let group = |n: u8| [1, 0x80, 0xc2, 0, 0, n];
+        let mut frames = vec![
+            frame([0; 6], [2, 0, 0, 0, 0, 0x0a]),
+            frame([1, 0, 0x5e, 0, 0, 1], [2, 0, 0, 0, 0, 0x0a]),
+            frame([0xff; 6], [0xff; 6]),
+        ];
+        frames.extend((0..16).map(|n| frame(ok, group(n))));
+        frames.push(frame(ok, group(0x10)));
+        let out = h.run_node(L2Fwd::decl(h.modes.clone(), b.reader()), &frames, 0);
+        assert_eq!(out.errors[Error::BadSource as usize], 3);
+        // :00 (no spanning tree here), :03 and :0e (the mask) and 01:80:c2:00:00:10 flood.
+        assert_eq!(out.errors[Error::ReservedGroup as usize], 13);
+        assert_eq!(out.to_next(Next::Flood as usize), 4);
     }
 
     #[test]

@@ -8,6 +8,7 @@ use crate::graph::{NodeCx, NodeDecl, TracedLoop};
 use crate::interface::SharedL2Modes;
 use crate::l2::bridge::{L2Clock, MacLearn, MacLearnSender};
 use crate::l2::fib::{key, key_mac, L2FibReader};
+use crate::l2::reserved::{learns_from, valid_source};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -83,13 +84,17 @@ impl TracedLoop for L2Learn {
             self.recent_second = now;
         }
         // First each frame's key (the headers are in cache): the lookups then prefetch from
-        // these. 0: nothing to learn — the interface left its bridge meanwhile (l2-fwd drops
-        // and counts it), or the source is a group address, never learnt.
+        // these. 0: nothing to learn — the interface left its bridge meanwhile, or the source
+        // is a group or the all-zero address (l2-fwd drops and counts both), or the frame is
+        // a PAUSE (IEEE 802.1D: never learnt, as in Linux).
         self.keys.clear();
         for &bi in frame {
             let rx = cx.bufs.meta(bi).rx_if;
-            let k = match (modes.bridge_port(rx), cx.bufs.data(bi).get(6..12)) {
-                (Some((port, _)), Some(src)) if src[0] & 1 == 0 => key(port.bd, src),
+            let data = cx.bufs.data(bi);
+            let k = match (modes.bridge_port(rx), data.get(6..12)) {
+                (Some((port, _)), Some(src)) if valid_source(src) && learns_from(data) => {
+                    key(port.bd, src)
+                }
                 _ => 0,
             };
             self.keys.push(k);

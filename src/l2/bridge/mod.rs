@@ -13,8 +13,22 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+mod report;
+pub use report::{DomainReport, MacReport, PortReport};
+
 /// Learnt entries a bridge domain holds at most unless configured.
 pub const DEFAULT_MAC_LIMIT: usize = 1 << 20;
+/// Learnt entries one port holds at most unless configured: room for a large access
+/// segment, while a MAC flood from one port takes under 1 % of the domain's limit. An uplink
+/// facing a bigger L2 network needs more (`mac-limit` of the member).
+pub const DEFAULT_PORT_MAC_LIMIT: usize = 8192;
+/// Seconds a learnt entry lives unseen unless configured: Linux's `ageing_time` and IEEE
+/// 802.1D's recommended default (7.9.2).
+pub const DEFAULT_MAC_AGE_S: u32 = 300;
+/// Bits of `group-fwd-mask` refused, as Linux refuses them (`BR_GROUPFWD_RESTRICTED`):
+/// 01:80:C2:00:00:00 is the bridges' spanning tree, :01 MAC control (PAUSE), :02 slow
+/// protocols (LACP), all meant for the link alone.
+pub const GROUP_FWD_RESTRICTED: u16 = 0x0007;
 /// Internal indices are 16 bits (they are part of the MAC table's key).
 pub const MAX_DOMAINS: usize = 4096;
 
@@ -33,6 +47,9 @@ pub struct DomainSettings {
     pub mac_limit: usize,
     /// Answer ARP requests for the domain's ARP entries instead of flooding them.
     pub arp_term: bool,
+    /// Bit N set: forward frames to the reserved group 01:80:C2:00:00:0N (see
+    /// `nodes/l2/fwd.rs`); never bits 0-2 (`GROUP_FWD_RESTRICTED`).
+    pub group_fwd_mask: u16,
 }
 
 impl Default for DomainSettings {
@@ -41,9 +58,10 @@ impl Default for DomainSettings {
             learn: true,
             flood: true,
             uu_flood: true,
-            mac_age_s: 0,
+            mac_age_s: DEFAULT_MAC_AGE_S,
             mac_limit: DEFAULT_MAC_LIMIT,
             arp_term: false,
+            group_fwd_mask: 0,
         }
     }
 }
@@ -105,6 +123,8 @@ pub struct Bridges {
     domains: BTreeMap<BdId, Domain>,
     /// Interface → (domain, split-horizon group).
     members: BTreeMap<u32, (BdId, u8)>,
+    /// Interface → its learn limit, where not `DEFAULT_PORT_MAC_LIMIT`.
+    port_limits: BTreeMap<u32, usize>,
     /// Domain → its BVI and the BVI's MAC (a static entry of the domain).
     bvis: BTreeMap<BdId, (u32, MacAddress)>,
     /// Domain → its ARP entries (IPv4 address → MAC), for ARP termination.
@@ -121,6 +141,7 @@ impl Default for Bridges {
         Bridges {
             domains: BTreeMap::new(),
             members: BTreeMap::new(),
+            port_limits: BTreeMap::new(),
             bvis: BTreeMap::new(),
             arp: BTreeMap::new(),
             macs: MacTable::new(),
@@ -129,37 +150,6 @@ impl Default for Bridges {
             learns_lost: Arc::default(),
         }
     }
-}
-
-/// A row of `show bridge-domain`.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct DomainReport {
-    pub id: BdId,
-    pub index: u16,
-    #[serde(flatten)]
-    pub settings: DomainSettings,
-    pub entries: usize,
-    pub learnt_entries: usize,
-    /// (interface, split-horizon group).
-    pub members: Vec<(u32, u8)>,
-    pub learnt: u64,
-    pub moves: u64,
-    pub aged: u64,
-    pub over_limit: u64,
-    /// (IPv4 address, MAC) of the ARP entries.
-    pub arp_entries: Vec<(String, String)>,
-}
-
-/// A row of `show l2fib`.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct MacReport {
-    pub bd: BdId,
-    pub mac: String,
-    pub interface: u32,
-    #[serde(rename = "static")]
-    pub is_static: bool,
-    /// Seconds since it was last seen as a source.
-    pub age_s: u32,
 }
 
 impl Bridges {
@@ -177,6 +167,7 @@ impl Bridges {
 
     /// Create domain `id`, or change an existing one's settings.
     pub fn create(&mut self, id: BdId, settings: DomainSettings) -> Result<(), String> {
+        check_group_fwd_mask(settings.group_fwd_mask)?;
         if let Some(d) = self.domains.get_mut(&id) {
             d.settings = settings;
         } else {
@@ -241,7 +232,10 @@ impl Bridges {
         }
         match to {
             Some(m) => self.members.insert(interface, m),
-            None => self.members.remove(&interface),
+            None => {
+                self.port_limits.remove(&interface);
+                self.members.remove(&interface)
+            }
         };
         Ok(())
     }
@@ -283,6 +277,23 @@ impl Bridges {
         }
     }
 
+    /// Let `interface` hold at most `limit` learnt entries (`None`: the default). Entries
+    /// beyond a lowered limit stay until they age or leave.
+    pub fn set_port_limit(&mut self, interface: u32, limit: Option<usize>) {
+        match limit.filter(|&l| l != DEFAULT_PORT_MAC_LIMIT) {
+            Some(l) => self.port_limits.insert(interface, l),
+            None => self.port_limits.remove(&interface),
+        };
+    }
+
+    /// The learn limit of `interface`.
+    pub fn port_limit(&self, interface: u32) -> usize {
+        self.port_limits
+            .get(&interface)
+            .copied()
+            .unwrap_or(DEFAULT_PORT_MAC_LIMIT)
+    }
+
     /// The BVI of domain `id`, if it has one.
     pub fn bvi_of(&self, id: BdId) -> Option<u32> {
         self.bvis.get(&id).map(|b| b.0)
@@ -306,6 +317,7 @@ impl Bridges {
                 }
             }
         }
+        self.macs.forget_port(id, interface);
     }
 
     /// `l2fib add`: `mac` behind `interface` in domain `id`, static or as if learnt now.
@@ -317,9 +329,9 @@ impl Bridges {
         is_static: bool,
     ) -> Result<(), String> {
         let index = self.domain(id)?.index;
-        if mac.is_multicast() {
+        if mac.is_multicast() || mac.0 == [0; 6] {
             return Err(format!(
-                "{mac} is a group address: only unicast ones are learnt"
+                "{mac} is a group or all-zero address: only unicast ones are learnt"
             ));
         }
         if self.members.get(&interface).map(|m| m.0) != Some(id) {
@@ -373,7 +385,8 @@ impl Bridges {
                 Some(d) if d.index == l.bd => {}
                 _ => continue,
             }
-            match self.macs.learn(id, l.mac, l.interface, now as u64) {
+            let limit = self.port_limit(l.interface);
+            match self.macs.learn(id, l.mac, l.interface, limit, now as u64) {
                 Learnt::Added | Learnt::Moved { .. } => {
                     self.fib.set(key(l.bd, &l.mac.0), l.interface, false, now);
                 }
@@ -407,258 +420,18 @@ impl Bridges {
         }
         expired.len()
     }
+}
 
-    /// The published domains and ports, for `L2Modes`: `(ports by interface, domains by
-    /// index)` for `interfaces` interfaces.
-    pub fn view(&self, interfaces: usize) -> (Vec<Option<BridgePort>>, Vec<Option<DomainView>>) {
-        let mut ports = vec![None; interfaces];
-        let mut views: Vec<Option<DomainView>> = Vec::new();
-        for (id, d) in &self.domains {
-            let i = d.index as usize;
-            if views.len() <= i {
-                views.resize(i + 1, None);
-            }
-            views[i] = Some(DomainView {
-                id: *id,
-                settings: d.settings,
-                members: Vec::new(),
-                bvi: self.bvi_of(*id),
-                arp: Arc::new(
-                    self.arp
-                        .get(id)
-                        .map(|m| m.iter().map(|(ip, mac)| (*ip, *mac)).collect())
-                        .unwrap_or_default(),
-                ),
-            });
-        }
-        for (&itf, &(id, shg)) in &self.members {
-            let d = &self.domains[&id];
-            let bvi = self.bvis.get(&id).is_some_and(|b| b.0 == itf);
-            if let Some(p) = ports.get_mut(itf as usize) {
-                *p = Some(BridgePort {
-                    bd: d.index,
-                    shg,
-                    bvi,
-                });
-            }
-            if let Some(Some(v)) = views.get_mut(d.index as usize) {
-                v.members.push((itf, shg));
-            }
-        }
-        (ports, views)
+/// `group-fwd-mask` as Linux takes it: bits 0-2 are refused.
+pub fn check_group_fwd_mask(mask: u16) -> Result<(), String> {
+    if mask & GROUP_FWD_RESTRICTED != 0 {
+        return Err(format!(
+            "group-fwd-mask {mask:#06x}: bits 0-2 (01:80:c2:00:00:00 STP, :01 PAUSE, :02 LACP) \
+             are never forwarded"
+        ));
     }
-
-    /// `show bridge-domain`.
-    pub fn report(&self, id: Option<BdId>) -> Result<Vec<DomainReport>, String> {
-        if let Some(id) = id {
-            self.domain(id)?;
-        }
-        Ok(self
-            .domains
-            .iter()
-            .filter(|(i, _)| id.is_none_or(|want| **i == want))
-            .map(|(&id, d)| {
-                let (entries, learnt_entries) = self.macs.count(id);
-                let MacCounters {
-                    learnt,
-                    moves,
-                    aged,
-                    over_limit,
-                } = self.macs.counters(id);
-                DomainReport {
-                    id,
-                    index: d.index,
-                    settings: d.settings,
-                    entries,
-                    learnt_entries,
-                    members: self
-                        .members
-                        .iter()
-                        .filter(|(_, m)| m.0 == id)
-                        .map(|(&i, m)| (i, m.1))
-                        .collect(),
-                    learnt,
-                    moves,
-                    aged,
-                    over_limit,
-                    arp_entries: self
-                        .arp
-                        .get(&id)
-                        .map(|m| {
-                            m.iter()
-                                .map(|(ip, mac)| {
-                                    (std::net::Ipv4Addr::from(*ip).to_string(), mac.to_string())
-                                })
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                }
-            })
-            .collect())
-    }
-
-    /// `show l2fib`: the entries of `id` or of every domain, by domain and address.
-    pub fn entries(&self, id: Option<BdId>) -> Result<Vec<MacReport>, String> {
-        if let Some(id) = id {
-            self.domain(id)?;
-        }
-        let now = self.clock.now();
-        let table = self.fib.table();
-        let mut out = Vec::new();
-        for (&bd, d) in self
-            .domains
-            .iter()
-            .filter(|(i, _)| id.is_none_or(|w| **i == w))
-        {
-            for (mac, e) in self.macs.entries(bd) {
-                let seen = table.seen(key(d.index, &mac.0)).unwrap_or(now);
-                out.push(MacReport {
-                    bd,
-                    mac: mac.to_string(),
-                    interface: e.interface,
-                    is_static: e.is_static,
-                    age_s: now.saturating_sub(seen),
-                });
-            }
-        }
-        Ok(out)
-    }
-
-    /// Entries in every domain, and the table's memory.
-    pub fn totals(&self) -> (usize, usize) {
-        let t = self.fib.table();
-        (t.live(), t.memory_bytes())
-    }
-
-    pub fn learns_lost(&self) -> u64 {
-        self.learns_lost.load(Ordering::Relaxed)
-    }
+    Ok(())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn mac(n: u8) -> MacAddress {
-        MacAddress([2, 0, 0, 0, 0, n])
-    }
-
-    fn bridges() -> Bridges {
-        let mut b = Bridges::default();
-        b.create(10, DomainSettings::default()).unwrap();
-        b.set_member(0, Some((10, 0))).unwrap();
-        b.set_member(1, Some((10, 0))).unwrap();
-        b
-    }
-
-    fn lookup(b: &Bridges, n: u8) -> Option<u32> {
-        b.reader()
-            .load()
-            .lookup(key(0, &mac(n).0))
-            .map(|h| h.interface)
-    }
-
-    #[test]
-    fn learns_reach_the_published_table_and_leaving_forgets_them() {
-        let mut b = bridges();
-        b.learn(&[
-            MacLearn {
-                bd: 0,
-                mac: mac(1),
-                interface: 0,
-            },
-            MacLearn {
-                bd: 0,
-                mac: mac(2),
-                interface: 1,
-            },
-            // Interface 5 is in no domain: ignored.
-            MacLearn {
-                bd: 0,
-                mac: mac(3),
-                interface: 5,
-            },
-        ]);
-        assert_eq!(
-            (lookup(&b, 1), lookup(&b, 2), lookup(&b, 3)),
-            (Some(0), Some(1), None)
-        );
-        b.learn(&[MacLearn {
-            bd: 0,
-            mac: mac(1),
-            interface: 1,
-        }]);
-        assert_eq!(lookup(&b, 1), Some(1));
-        assert_eq!(b.report(Some(10)).unwrap()[0].moves, 1);
-        b.set_member(1, None).unwrap();
-        assert_eq!((lookup(&b, 1), lookup(&b, 2)), (None, None));
-        assert!(b.delete(10).is_err(), "interface 0 is still a member");
-        b.set_member(0, None).unwrap();
-        b.delete(10).unwrap();
-        assert!(b.report(None).unwrap().is_empty());
-    }
-
-    #[test]
-    fn static_entries_survive_flush_and_limit_counts_the_excess() {
-        let mut b = bridges();
-        b.create(
-            10,
-            DomainSettings {
-                mac_limit: 2,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        b.add_mac(10, mac(9), 1, true).unwrap();
-        assert!(b.add_mac(10, mac(8), 7, true).is_err(), "7 is not a member");
-        assert!(b.add_mac(10, MacAddress::BROADCAST, 0, true).is_err());
-        let flood: Vec<MacLearn> = (1..=50)
-            .map(|n| MacLearn {
-                bd: 0,
-                mac: mac(n),
-                interface: 0,
-            })
-            .collect();
-        b.learn(&flood);
-        let r = &b.report(Some(10)).unwrap()[0];
-        assert_eq!((r.entries, r.learnt_entries, r.over_limit), (3, 2, 47));
-        assert_eq!(b.totals().0, 3);
-        assert_eq!(b.flush(Some(10)).unwrap(), 2);
-        assert_eq!(b.totals().0, 1);
-        assert_eq!(lookup(&b, 9), Some(1));
-    }
-
-    #[test]
-    fn a_bvi_is_a_port_with_a_static_entry_that_leaves_with_it() {
-        let mut b = bridges();
-        let mac = MacAddress([2, 0xfe, 0, 0, 0, 9]);
-        b.set_bvi(9, 10, mac).unwrap();
-        assert!(b.set_bvi(8, 10, mac).is_err(), "one BVI per domain");
-        assert_eq!(b.bvi_of(10), Some(9));
-        assert!(b.view(10).0[9].unwrap().bvi);
-        let k = key(0, &mac.0);
-        assert_eq!(b.reader().load().lookup(k).map(|h| h.interface), Some(9));
-        b.set_member(9, None).unwrap();
-        assert_eq!(b.bvi_of(10), None);
-        assert!(b.reader().load().lookup(k).is_none());
-    }
-
-    #[test]
-    fn view_lists_ports_and_members() {
-        let mut b = bridges();
-        b.create(20, DomainSettings::default()).unwrap();
-        b.set_member(3, Some((20, 2))).unwrap();
-        let (ports, views) = b.view(4);
-        assert_eq!(
-            ports[3],
-            Some(BridgePort {
-                bd: 1,
-                shg: 2,
-                bvi: false
-            })
-        );
-        assert_eq!(ports[2], None);
-        assert_eq!(views[0].as_ref().unwrap().members, vec![(0, 0), (1, 0)]);
-        assert_eq!(views[1].as_ref().unwrap().id, 20);
-    }
-}
+mod tests;
