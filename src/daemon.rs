@@ -97,7 +97,7 @@ fn run(cfg: &Config) -> Result<(), String> {
     );
     let mut control = Control::new(dp);
     control.started = cfg.written.clone();
-    socket.serve(&mut control, &stop);
+    let control = socket.serve(control, &stop);
     eprintln!("sluice: stopping");
     if let Some(m) = metrics {
         m.stop();

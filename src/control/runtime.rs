@@ -326,7 +326,7 @@ fn show_threads(c: &Control) -> Output {
         c.dp.main_cpu
             .map(|c| c.to_string())
             .unwrap_or_else(|| "any".into());
-    let main_tid = crate::drivers::cpu::current_thread_id();
+    let main_tid = c.main_tid;
     let _ = writeln!(
         t,
         "{:<4}{:<16}{:<10}{:>8}{:>8}{:>6}",
