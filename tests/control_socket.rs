@@ -82,7 +82,9 @@ fn clients_beyond_the_limit_are_refused_with_a_reason() {
     let dir = common::tmpdir("ctl-limit");
     let (cfg, sock) = config(&dir);
     let _d = Daemon::start_here(&cfg, &sock);
-    let idle: Vec<UnixStream> = (0..16).map(|_| UnixStream::connect(&sock).unwrap()).collect();
+    let idle: Vec<UnixStream> = (0..16)
+        .map(|_| UnixStream::connect(&sock).unwrap())
+        .collect();
     // Let the daemon take all sixteen before the seventeenth comes.
     std::thread::sleep(Duration::from_millis(500));
     let e = ctl(&sock, "show version").unwrap_err();
@@ -90,7 +92,10 @@ fn clients_beyond_the_limit_are_refused_with_a_reason() {
     drop(idle);
     let deadline = Instant::now() + Duration::from_secs(5);
     while ctl(&sock, "show version").is_err() {
-        assert!(Instant::now() < deadline, "not served after the others closed");
+        assert!(
+            Instant::now() < deadline,
+            "not served after the others closed"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     std::fs::remove_dir_all(&dir).ok();
@@ -102,13 +107,22 @@ fn clients_beyond_the_limit_are_refused_with_a_reason() {
 fn only_a_stale_socket_is_removed_from_the_socket_path() {
     let dir = common::tmpdir("ctl-path");
     let (cfg, sock) = config(&dir);
-    let run = || Command::new(BIN).args(["run", "-c"]).arg(&cfg).output().unwrap();
+    let run = || {
+        Command::new(BIN)
+            .args(["run", "-c"])
+            .arg(&cfg)
+            .output()
+            .unwrap()
+    };
 
     std::fs::write(&sock, "precious").unwrap();
     let o = run();
     assert_eq!(o.status.code(), Some(1));
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(e.contains("is a regular file") && e.contains("refusing"), "{e}");
+    assert!(
+        e.contains("is a regular file") && e.contains("refusing"),
+        "{e}"
+    );
     assert_eq!(std::fs::read_to_string(&sock).unwrap(), "precious");
     std::fs::remove_file(&sock).unwrap();
 
@@ -117,7 +131,10 @@ fn only_a_stale_socket_is_removed_from_the_socket_path() {
     std::os::unix::fs::symlink(&target, &sock).unwrap();
     let e = String::from_utf8_lossy(&run().stderr).into_owned();
     assert!(e.contains("is a symbolic link"), "{e}");
-    assert!(std::fs::symlink_metadata(&sock).unwrap().file_type().is_symlink());
+    assert!(std::fs::symlink_metadata(&sock)
+        .unwrap()
+        .file_type()
+        .is_symlink());
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept");
     std::fs::remove_file(&sock).unwrap();
 

@@ -112,7 +112,9 @@ pub fn measure(workers: u32, seconds: f64, handoff: bool) -> Result<Measured, St
         dp.pool.report(),
         nodes(&dp),
     );
-    dp.stop();
+    if let Err(e) = dp.stop() {
+        eprintln!("sluice bench: {e}");
+    }
     let per_packet = |k: usize| {
         let (c, v) = (h1[k].0 - h0[k].0, h1[k].1 - h0[k].1);
         if v > 0 {

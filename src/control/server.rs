@@ -102,8 +102,9 @@ impl ControlSocket {
         }
         clear_path(path)?;
         // Made 0600 by bind itself: no moment when another user could connect.
-        let listener = crate::drivers::cpu::with_umask(SOCKET_UMASK, || UnixListener::bind(path))
-            .map_err(|e| format!("cannot bind control socket {}: {e}", path.display()))?;
+        let listener =
+            crate::drivers::cpu::with_umask(SOCKET_UMASK, || UnixListener::bind(path))
+                .map_err(|e| format!("cannot bind control socket {}: {e}", path.display()))?;
         listener
             .set_nonblocking(true)
             .map_err(|e| format!("control socket: {e}"))?;
@@ -339,14 +340,19 @@ fn answer(
     }
 }
 
-fn serve_lines(control: &Mutex<Control>, conn: &mut Conn<'_>, stats: &ClientStats) -> Result<(), Cut> {
+fn serve_lines(
+    control: &Mutex<Control>,
+    conn: &mut Conn<'_>,
+    stats: &ClientStats,
+) -> Result<(), Cut> {
     loop {
         let line = match conn.read_line()? {
             Got::Closed => return Ok(()),
             Got::Line(l) => l,
             Got::TooLong => {
                 stats.too_long.fetch_add(1, Ordering::Relaxed);
-                let e = json!({"ok": false, "error": format!("command longer than {MAX_LINE} bytes")});
+                let e =
+                    json!({"ok": false, "error": format!("command longer than {MAX_LINE} bytes")});
                 // The rest of an over-long line is not a command.
                 return conn.write_all(format!("{e}\n").as_bytes());
             }
