@@ -92,6 +92,7 @@ mod tests {
 
     #[test]
     fn addresses_are_paths_or_abstract_names() {
+        use std::os::linux::net::SocketAddrExt;
         assert!(address("/run/systemd/notify").is_ok());
         assert!(address("@sluice-test")
             .unwrap()

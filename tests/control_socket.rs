@@ -107,12 +107,24 @@ fn clients_beyond_the_limit_are_refused_with_a_reason() {
 fn only_a_stale_socket_is_removed_from_the_socket_path() {
     let dir = common::tmpdir("ctl-path");
     let (cfg, sock) = config(&dir);
+    // The daemon must refuse to start; one that starts anyway is killed and fails the test.
     let run = || {
-        Command::new(BIN)
+        let mut child = Command::new(BIN)
             .args(["run", "-c"])
             .arg(&cfg)
-            .output()
-            .unwrap()
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while child.try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                child.kill().unwrap();
+                let _ = child.wait();
+                panic!("the daemon started over what was at the socket path");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        child.wait_with_output().unwrap()
     };
 
     std::fs::write(&sock, "precious").unwrap();

@@ -22,8 +22,6 @@ pub struct Control {
     /// The kernel id of the thread that made this (the daemon's main thread; commands run
     /// on the control socket's client threads).
     pub main_tid: i32,
-    /// What the control socket counted (refused, timed-out clients).
-    pub clients: Arc<super::server::ClientStats>,
 }
 
 /// A reply: text for people, or JSON.
@@ -44,7 +42,6 @@ impl Control {
             dp,
             started: toml::Table::new(),
             main_tid: crate::drivers::cpu::current_thread_id(),
-            clients: Arc::default(),
         }
     }
 

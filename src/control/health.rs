@@ -204,6 +204,45 @@ pub fn heartbeat_text(h: &WorkerHealth) -> String {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stalls_and_client_counts_are_exposed() {
+        let mut r = prometheus_client::registry::Registry::default();
+        r.register_collector(Box::new(Exposition(HealthSnapshot {
+            workers: vec![
+                WorkerHealth::default(),
+                WorkerHealth {
+                    stalled: true,
+                    since_pass: 2.5,
+                    stalls: 1,
+                },
+            ],
+            clients: Some(ClientCounts {
+                refused: 3,
+                timed_out: 2,
+                ..ClientCounts::default()
+            }),
+        })));
+        let mut t = String::new();
+        prometheus_client::encoding::prometheus_text::encode(&mut t, &r).unwrap();
+        for line in [
+            "sys_worker_stalled{worker=\"0\"} 0",
+            "sys_worker_stalled{worker=\"1\"} 1",
+            "sys_worker_seconds_since_pass{worker=\"1\"} 2.5",
+            "sys_worker_stalls_total{worker=\"1\"} 1",
+            "control_clients_refused_total 3",
+            "control_clients_timed_out_total 2",
+            "control_clients_active 0",
+        ] {
+            assert!(t.lines().any(|l| l == line), "{line} not in\n{t}");
+        }
+        assert_eq!(heartbeat_text(&WorkerHealth::default()), "ok");
+    }
+}
+
 impl Control {
     /// The health of worker `w` now.
     pub(super) fn worker_health(&self, w: usize) -> WorkerHealth {

@@ -126,8 +126,7 @@ impl ControlSocket {
 
     /// Answer commands until `stop` is set; returns the control plane when every client
     /// thread has ended (within `POLL` of the stop plus one command).
-    pub fn serve(&self, mut control: Control, stop: &AtomicBool) -> Control {
-        control.clients = self.stats.clone();
+    pub fn serve(&self, control: Control, stop: &AtomicBool) -> Control {
         let control = Mutex::new(control);
         let stats = &*self.stats;
         let mut refused = Refused(Default::default());
