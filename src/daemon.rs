@@ -123,7 +123,7 @@ fn run(cfg: &Config) -> Result<(), String> {
     if let Some(m) = metrics {
         m.stop();
     }
-    let stopped = control.dp.stop();
+    let stopped = control.dp.finish();
     if tripped.load(std::sync::atomic::Ordering::Relaxed) {
         return Err("the watchdog stopped the daemon: a worker stalled (exit-on-stall)".into());
     }

@@ -112,9 +112,7 @@ pub fn measure(workers: u32, seconds: f64, handoff: bool) -> Result<Measured, St
         dp.pool.report(),
         nodes(&dp),
     );
-    if let Err(e) = dp.stop() {
-        eprintln!("sluice bench: {e}");
-    }
+    dp.stop();
     let per_packet = |k: usize| {
         let (c, v) = (h1[k].0 - h0[k].0, h1[k].1 - h0[k].1);
         if v > 0 {

@@ -204,6 +204,13 @@ pub fn heartbeat_text(h: &WorkerHealth) -> String {
     }
 }
 
+impl Control {
+    /// The health of worker `w` now.
+    pub(super) fn worker_health(&self, w: usize) -> WorkerHealth {
+        worker_health(&self.dp.workers[w].beat)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,12 +247,5 @@ mod tests {
             assert!(t.lines().any(|l| l == line), "{line} not in\n{t}");
         }
         assert_eq!(heartbeat_text(&WorkerHealth::default()), "ok");
-    }
-}
-
-impl Control {
-    /// The health of worker `w` now.
-    pub(super) fn worker_health(&self, w: usize) -> WorkerHealth {
-        worker_health(&self.dp.workers[w].beat)
     }
 }

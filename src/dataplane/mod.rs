@@ -431,8 +431,13 @@ impl Dataplane {
     }
 
     /// Stop the workers, close the drivers, restore device state. A thread that does not
-    /// stop within `watchdog::JOIN_DEADLINE` is left behind: the error names them.
-    pub fn stop(mut self) -> Result<(), String> {
+    /// stop within `watchdog::JOIN_DEADLINE` is left behind (and logged).
+    pub fn stop(self) {
+        let _ = self.finish();
+    }
+
+    /// `stop`, with an error that names the threads left behind.
+    pub fn finish(mut self) -> Result<(), String> {
         let stuck = self.shutdown();
         if stuck.is_empty() {
             return Ok(());

@@ -213,6 +213,6 @@ mod tests {
         assert!(e.contains("there are 1 worker(s)"), "{e}");
         let e = p.place("n0", "null", 1, 0).unwrap_err();
         assert!(e.contains("queues 0 to 0"), "{e}");
-        assert!(dp.stop().is_ok());
+        dp.stop();
     }
 }
