@@ -137,7 +137,7 @@ impl Collector for Exposition {
             ConstGauge::new(i64::from(h.stalled)).encode(m.encode_family(&l)?)?;
         }
         let mut m = enc.encode_descriptor(
-            "sys_worker_seconds_since_pass",
+            "sys_worker_since_pass_seconds",
             "Seconds since the worker last passed its loop, as the watchdog last saw it.",
             None,
             MetricType::Gauge,
@@ -238,7 +238,7 @@ mod tests {
         for line in [
             "sys_worker_stalled{worker=\"0\"} 0",
             "sys_worker_stalled{worker=\"1\"} 1",
-            "sys_worker_seconds_since_pass{worker=\"1\"} 2.5",
+            "sys_worker_since_pass_seconds{worker=\"1\"} 2.5",
             "sys_worker_stalls_total{worker=\"1\"} 1",
             "control_clients_refused_total 3",
             "control_clients_timed_out_total 2",
