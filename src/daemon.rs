@@ -1,13 +1,17 @@
 //! `sluice run -c FILE.toml`: the dataplane daemon. Workers forward; the main thread serves
 //! the control socket until SIGINT or SIGTERM, then stops the metrics thread (when `[metrics]`
 //! has one) and the workers and restores the interfaces it changed. Its options are the clap
-//! declarations of `RunArgs`.
+//! declarations of `RunArgs`. Under systemd (`Type=notify`) it sends `READY=1`, `WATCHDOG=1`
+//! while every worker passes its loop, and `STOPPING=1` (`sd_notify`); the watchdog
+//! (`dataplane::watchdog`) reports stalled workers and, with `exit-on-stall`, stops it.
 
 use crate::config::Config;
 use crate::control::exec::Control;
 use crate::control::metrics::{MetricsListener, MetricsSource};
 use crate::control::server::ControlSocket;
+use crate::dataplane::watchdog::Watchdog;
 use crate::dataplane::Dataplane;
+use crate::sd_notify::Notifier;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -71,11 +75,13 @@ fn run(cfg: &Config) -> Result<(), String> {
     // Bind first: a second daemon on the same socket must fail before touching interfaces.
     let socket = ControlSocket::bind(&cfg.control.socket)?;
     let metrics = cfg.metrics.listen.map(MetricsListener::bind).transpose()?;
+    let notify = Notifier::from_env()?;
     let dp = Dataplane::start(cfg)?;
     let metrics = match metrics {
         Some(l) => {
             let addr = l.local_addr().map_err(|e| format!("metrics socket: {e}"))?;
-            let server = l.serve(MetricsSource::new(&dp))?;
+            let source = MetricsSource::new(&dp).with_clients(socket.stats());
+            let server = l.serve(source)?;
             eprintln!("sluice: metrics on http://{addr}/metrics");
             Some(server)
         }
@@ -95,13 +101,31 @@ fn run(cfg: &Config) -> Result<(), String> {
         workers.join(", "),
         socket.path().display()
     );
+    let beats = dp
+        .workers
+        .iter()
+        .map(|w| (w.name.clone(), w.beat.clone()))
+        .collect();
+    let watchdog_notify = Notifier::from_env()?;
+    let watchdog = Watchdog::spawn(beats, cfg.watchdog, watchdog_notify, stop.clone())?;
+    if let Some(n) = &notify {
+        n.send("READY=1");
+    }
     let mut control = Control::new(dp);
     control.started = cfg.written.clone();
-    socket.serve(&mut control, &stop);
+    let control = socket.serve(control, &stop);
     eprintln!("sluice: stopping");
+    if let Some(n) = &notify {
+        n.send("STOPPING=1");
+    }
+    let tripped = watchdog.tripped.clone();
+    watchdog.join();
     if let Some(m) = metrics {
         m.stop();
     }
-    control.dp.stop();
-    Ok(())
+    let stopped = control.dp.finish();
+    if tripped.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err("the watchdog stopped the daemon: a worker stalled (exit-on-stall)".into());
+    }
+    stopped
 }

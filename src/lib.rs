@@ -24,6 +24,7 @@ pub mod netlink;
 pub mod nodes;
 pub mod router;
 pub mod rss;
+pub mod sd_notify;
 pub mod stats;
 pub mod subif;
 pub mod wire;

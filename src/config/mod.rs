@@ -16,6 +16,8 @@
 //! [metrics]                # optional: Prometheus GET /metrics; keys in metrics.rs
 //! listen = "127.0.0.1:9482"
 //!
+//! [watchdog]               # optional: stall-timeout, exit-on-stall; keys in watchdog.rs
+//!
 //! [[interface]]
 //! name = "d0"
 //! driver = "af_packet"     # af_packet | af_xdp | memif | pcap
@@ -120,6 +122,7 @@ pub mod reference;
 mod route;
 mod subif;
 mod table;
+mod watchdog;
 mod xconnect;
 
 pub use bridge::{parse_mac_age, BridgeDomainConfig, BviConfig, StaticMac};
@@ -150,6 +153,7 @@ pub struct Config {
     pub dataplane: Dataplane,
     pub control: Control,
     pub metrics: MetricsConfig,
+    pub watchdog: crate::dataplane::watchdog::WatchdogConfig,
     pub interfaces: Vec<InterfaceConfig>,
     pub subinterfaces: Vec<SubIfConfig>,
     pub xconnects: Vec<Xconnect>,
@@ -182,6 +186,8 @@ struct ConfigKeys {
     control: Control,
     #[serde(default)]
     metrics: metrics::MetricsKeys,
+    #[serde(default)]
+    watchdog: watchdog::WatchdogKeys,
     #[serde(default, rename = "interface")]
     interfaces: Vec<interface::InterfaceKeys>,
     #[serde(default, rename = "subinterface")]
@@ -357,6 +363,7 @@ impl Config {
     fn check(keys: ConfigKeys, c: &Checker<'_>) -> Result<Config, ConfigError> {
         let dataplane = keys.dataplane.check(c)?;
         let metrics = keys.metrics.check(c)?;
+        let watchdog = keys.watchdog.check(c)?;
         let mut interfaces: Vec<InterfaceConfig> = Vec::new();
         for i in keys.interfaces {
             let checked = i.check(&interfaces, c)?;
@@ -428,6 +435,7 @@ impl Config {
             dataplane,
             control: keys.control,
             metrics,
+            watchdog,
             interfaces,
             subinterfaces,
             xconnects: keys.xconnects,

@@ -38,11 +38,12 @@ pub struct Section {
 }
 
 /// Every section in the order of `ConfigKeys`.
-pub fn sections() -> [&'static Section; 20] {
+pub fn sections() -> [&'static Section; 21] {
     [
         &super::dataplane::SECTION,
         &super::CONTROL,
         &super::metrics::SECTION,
+        &super::watchdog::SECTION,
         &super::interface::SECTION,
         &super::subif::SECTION,
         &super::xconnect::SECTION,

@@ -128,6 +128,7 @@ pub const AREAS: &[(&str, &[Command])] = &[
     ("Queues and workers", super::queues::COMMANDS),
     ("Switching (L2)", super::l2::COMMANDS),
     ("Runtime, errors, buffers", super::runtime::COMMANDS),
+    ("Debugging (tests only)", super::health::COMMANDS),
     ("Packet trace", super::trace::COMMANDS),
     ("Routing", super::routing::COMMANDS),
     ("ACLs and sessions", super::acl::COMMANDS),

@@ -44,15 +44,19 @@ pub fn request(socket: &Path, line: &str) -> Result<Value, String> {
     })?;
     s.set_read_timeout(Some(Duration::from_secs(10)))
         .map_err(|e| e.to_string())?;
-    s.write_all(format!("{line}\n").as_bytes())
-        .map_err(|e| format!("send: {e}"))?;
-    // The daemon answers every line until we close our side.
-    s.shutdown(Shutdown::Write)
-        .map_err(|e| format!("send: {e}"))?;
-    let mut buf = String::new();
-    s.read_to_string(&mut buf)
-        .map_err(|e| format!("receive: {e}"))?;
-    serde_json::from_str(&buf).map_err(|e| format!("bad reply from daemon: {e}"))
+    // A daemon that refuses the connection (too many clients) may close before the line is
+    // sent: its reason is still there to read.
+    let sent = s
+        .write_all(format!("{line}\n").as_bytes())
+        .and_then(|()| s.shutdown(Shutdown::Write)); // it answers every line until we close
+    let mut buf = Vec::new();
+    let received = s.read_to_end(&mut buf);
+    if let Ok(v) = serde_json::from_slice(&buf) {
+        return Ok(v);
+    }
+    sent.map_err(|e| format!("send: {e}"))?;
+    received.map_err(|e| format!("receive: {e}"))?;
+    serde_json::from_slice(&buf).map_err(|e| format!("bad reply from daemon: {e}"))
 }
 
 /// Run one command and return its text (or JSON text), or the daemon's error.

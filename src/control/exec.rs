@@ -19,6 +19,9 @@ pub struct Control {
     /// The config file the daemon started from, as written: `save` keeps what the CLI
     /// cannot change from it (empty when there was none, as in tests).
     pub started: toml::Table,
+    /// The kernel id of the thread that made this (the daemon's main thread; commands run
+    /// on the control socket's client threads).
+    pub main_tid: i32,
 }
 
 /// A reply: text for people, or JSON.
@@ -38,6 +41,7 @@ impl Control {
             errors,
             dp,
             started: toml::Table::new(),
+            main_tid: crate::drivers::cpu::current_thread_id(),
         }
     }
 

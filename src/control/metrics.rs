@@ -65,6 +65,8 @@ pub struct Snapshot {
     pub workers: usize,
     /// The rate of the clock `nodes_clocks` counts in.
     pub tsc_hz: f64,
+    /// The workers' heartbeats and the control socket's counts (`health.rs`).
+    pub health: super::health::HealthSnapshot,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -92,6 +94,7 @@ pub struct MetricsSource {
     graphs: Vec<Arc<GraphShared>>,
     placement: Arc<RxPlacement>,
     tsc_hz: f64,
+    health: super::health::HealthSource,
 }
 
 impl MetricsSource {
@@ -103,7 +106,14 @@ impl MetricsSource {
             graphs: dp.workers.iter().map(|w| w.graph.clone()).collect(),
             placement: dp.rx_placement.clone(),
             tsc_hz: dp.tsc_hz,
+            health: super::health::HealthSource::new(dp),
         }
+    }
+
+    /// Report the control socket's counters too.
+    pub fn with_clients(mut self, clients: Arc<super::server::ClientStats>) -> MetricsSource {
+        self.health = self.health.with_clients(clients);
+        self
     }
 
     /// Every counter now.
@@ -169,6 +179,7 @@ impl MetricsSource {
             busy_clocks: self.graphs.iter().map(|g| g.busy_clocks.get()).collect(),
             workers: self.graphs.len(),
             tsc_hz: self.tsc_hz,
+            health: self.health.snapshot(),
         }
     }
 }
@@ -381,9 +392,11 @@ impl Collector for Exposition {
 
 /// The exposition of `s` in the Prometheus text format: interfaces in index order, nodes in
 /// name order, error counters by node name.
-pub fn encode(s: Snapshot) -> String {
+pub fn encode(mut s: Snapshot) -> String {
     let mut r = Registry::default();
+    let health = std::mem::take(&mut s.health);
     r.register_collector(Box::new(Exposition(s)));
+    r.register_collector(Box::new(super::health::Exposition(health)));
     let mut text = String::new();
     // Writing to a String cannot fail.
     let _ = prometheus_text::encode(&mut text, &r);
@@ -696,6 +709,7 @@ mod tests {
             busy_clocks: vec![100, 0],
             workers: 2,
             tsc_hz: 2.5e9,
+            health: Default::default(),
         }
     }
 

@@ -5,12 +5,14 @@
 //! `save`) in a `COMMANDS` slice that `cli::AREAS` gathers. `exec` keeps the control plane's
 //! state and runs a matched line; `save` writes the running configuration as a config file;
 //! `server` is the socket, `client` is `sluice ctl` (`monitor` its live view of `show queues`); `metrics` is the Prometheus endpoint
-//! (`[metrics] listen`), which reads the same counters on a thread of its own.
+//! (`[metrics] listen`), which reads the same counters on a thread of its own; `health` adds
+//! the watchdog's and the control socket's metrics and the debug command that stalls a worker.
 
 pub mod acl;
 pub mod cli;
 pub mod client;
 pub mod exec;
+pub mod health;
 pub mod interfaces;
 pub mod l2;
 pub mod lcp;

@@ -37,7 +37,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
         words: &["show", "threads"],
         syntax: "",
-        help: "main and worker threads with their CPUs",
+        help: "main and worker threads with their CPUs and heartbeats (STALLED: no pass of the loop for [watchdog] stall-timeout)",
         example: "show threads",
         args: &[],
         run: |c, _| Ok(show_threads(c)),
@@ -317,8 +317,8 @@ fn show_buffers(c: &Control) -> Output {
 
 fn show_threads(c: &Control) -> Output {
     let mut t = format!(
-        "{:<4}{:<16}{:<10}{:>8}{:>8}{:>6}\n",
-        "ID", "Name", "Type", "LWP", "lcore", "nice"
+        "{:<4}{:<16}{:<10}{:>8}{:>8}{:>6}  {}\n",
+        "ID", "Name", "Type", "LWP", "lcore", "nice", "Heartbeat"
     );
     let nice = |tid: i32| crate::drivers::cpu::thread_nice(tid);
     let show_nice = |n: Option<i32>| n.map_or("-".to_string(), |n| n.to_string());
@@ -326,10 +326,10 @@ fn show_threads(c: &Control) -> Output {
         c.dp.main_cpu
             .map(|c| c.to_string())
             .unwrap_or_else(|| "any".into());
-    let main_tid = crate::drivers::cpu::current_thread_id();
+    let main_tid = c.main_tid;
     let _ = writeln!(
         t,
-        "{:<4}{:<16}{:<10}{:>8}{:>8}{:>6}",
+        "{:<4}{:<16}{:<10}{:>8}{:>8}{:>6}  -",
         0,
         "sluice_main",
         "main",
@@ -343,19 +343,23 @@ fn show_threads(c: &Control) -> Output {
     for w in &c.dp.workers {
         let cpu = w.cpu.map(|c| c.to_string()).unwrap_or_else(|| "any".into());
         let tid = w.tid.load(std::sync::atomic::Ordering::Relaxed);
+        let health = c.worker_health(w.index);
         let _ = writeln!(
             t,
-            "{:<4}{:<16}{:<10}{:>8}{:>8}{:>6}",
+            "{:<4}{:<16}{:<10}{:>8}{:>8}{:>6}  {}",
             w.index + 1,
             w.name,
             "workers",
             tid,
             cpu,
-            show_nice(nice(tid))
+            show_nice(nice(tid)),
+            super::health::heartbeat_text(&health)
         );
-        arr.push(
-            json!({"id": w.index + 1, "name": w.name, "type": "workers", "lwp": tid, "cpu": w.cpu, "nice": nice(tid)}),
-        );
+        arr.push(json!({
+            "id": w.index + 1, "name": w.name, "type": "workers", "lwp": tid, "cpu": w.cpu,
+            "nice": nice(tid), "stalled": health.stalled, "since_pass_s": health.since_pass,
+            "stalls": health.stalls,
+        }));
     }
     Output::Shown(t, Value::Array(arr))
 }

@@ -8,6 +8,7 @@ mod open;
 pub mod pcap_trace;
 pub mod placement;
 pub mod queues;
+pub mod watchdog;
 
 use l2::{build_bridges, spawn_mac_learner, sub_interfaces, MAC_LEARN_QUEUE};
 pub use l2::{L2Mode, BVI_DRIVER};
@@ -62,6 +63,8 @@ pub struct WorkerInfo {
     pub cpu: Option<usize>,
     pub graph: Arc<GraphShared>,
     pub tid: Arc<AtomicI32>,
+    /// Bumped each pass of the worker's loop; the watchdog reads it.
+    pub beat: Arc<watchdog::Beat>,
     handle: Option<JoinHandle<()>>,
 }
 
@@ -302,13 +305,22 @@ impl Dataplane {
                 cpu,
                 nice: d.worker_nice,
             };
-            let handle = spawn_worker(w, place, graph, pool.clone(), stop.clone(), tid.clone())?;
+            let beat = Arc::new(watchdog::Beat::default());
+            let handle = spawn_worker(
+                w,
+                place,
+                graph,
+                pool.clone(),
+                (stop.clone(), beat.clone()),
+                tid.clone(),
+            )?;
             infos.push(WorkerInfo {
                 index: w,
                 name: format!("sluice_wk_{w}"),
                 cpu,
                 graph: shared,
                 tid,
+                beat,
                 handle: Some(handle),
             });
         }
@@ -418,40 +430,59 @@ impl Dataplane {
             .all(|(_, p)| p.done.load(Ordering::Relaxed))
     }
 
-    /// Stop the workers, close the drivers, restore device state.
-    pub fn stop(mut self) {
-        self.shutdown();
+    /// Stop the workers, close the drivers, restore device state. A thread that does not
+    /// stop within `watchdog::JOIN_DEADLINE` is left behind (and logged).
+    pub fn stop(self) {
+        let _ = self.finish();
     }
 
-    fn shutdown(&mut self) {
+    /// `stop`, with an error that names the threads left behind.
+    pub fn finish(mut self) -> Result<(), String> {
+        let stuck = self.shutdown();
+        if stuck.is_empty() {
+            return Ok(());
+        }
+        Err(format!("thread(s) did not stop: {}", stuck.join(", ")))
+    }
+
+    /// The names of the threads that did not stop in time.
+    fn shutdown(&mut self) -> Vec<String> {
         self.stop.store(true, Ordering::Relaxed);
+        // One deadline for the workers together, then one for the helper threads.
+        let deadline = Instant::now() + watchdog::JOIN_DEADLINE;
+        let mut stuck = Vec::new();
         for w in &mut self.workers {
             if let Some(h) = w.handle.take() {
-                let _ = h.join();
+                if !watchdog::join_by(h, &w.name, deadline) {
+                    stuck.push(w.name.clone());
+                }
             }
         }
-        for h in [self.learner.take(), self.mac_learner.take()]
-            .into_iter()
-            .flatten()
-        {
-            let _ = h.join();
-        }
-        for h in [self.link_monitor.take(), self.queue_sampler.take()]
-            .into_iter()
-            .flatten()
-        {
-            let _ = h.join();
+        let deadline = Instant::now() + watchdog::JOIN_DEADLINE;
+        let helpers = [
+            ("sluice_learn", self.learner.take()),
+            ("the MAC learner", self.mac_learner.take()),
+            ("the link monitor", self.link_monitor.take()),
+            ("the queue sampler", self.queue_sampler.take()),
+        ];
+        for (name, h) in helpers {
+            if let Some(h) = h {
+                if !watchdog::join_by(h, name, deadline) {
+                    stuck.push(name.to_string());
+                }
+            }
         }
         if let Some(l) = self.lcp.take() {
             l.join();
         }
         self.restore.clear();
+        stuck
     }
 }
 
 impl Drop for Dataplane {
     fn drop(&mut self) {
-        self.shutdown();
+        let _ = self.shutdown();
     }
 }
 
@@ -655,7 +686,7 @@ fn spawn_worker(
     place: Placement,
     mut graph: Graph,
     pool: Arc<BufferPool>,
-    stop: Arc<AtomicBool>,
+    (stop, beat): (Arc<AtomicBool>, Arc<watchdog::Beat>),
     tid: Arc<AtomicI32>,
 ) -> Result<JoinHandle<()>, String> {
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
@@ -678,6 +709,8 @@ fn spawn_worker(
             let mut bufs = pool.worker_handle();
             let mut idle = 0u32;
             while !stop.load(Ordering::Relaxed) {
+                beat.heartbeat.pass();
+                beat.heartbeat.stall_if_asked();
                 if graph.run_once(&mut bufs) > 0 {
                     idle = 0;
                 } else {

@@ -1,4 +1,5 @@
-//! Thread placement: pinning to a CPU and the kernel thread id for `show threads`.
+//! Thread placement: pinning to a CPU and the kernel thread id for `show threads`; and the
+//! process-wide helpers beside them (file locks, the file-creation mask).
 
 /// Pin the calling thread to `cpu`.
 pub fn pin_current_thread(cpu: usize) -> Result<(), String> {
@@ -75,4 +76,16 @@ pub fn lock_file(file: &std::fs::File) -> std::io::Result<()> {
             return Err(e);
         }
     }
+}
+
+/// Run `f` with the process's file-creation mask set to `mask`, then put the old one back.
+/// The mask is process-wide: call this only while no other thread creates files (the daemon
+/// binds its control socket before it starts any thread).
+pub fn with_umask<T>(mask: u32, f: impl FnOnce() -> T) -> T {
+    // SAFETY: umask takes a plain integer and cannot fail; it only swaps the process's mask.
+    let old = unsafe { libc::umask(mask as libc::mode_t) };
+    let out = f();
+    // SAFETY: as above, restoring the mask umask returned.
+    unsafe { libc::umask(old) };
+    out
 }

@@ -153,7 +153,9 @@ impl Daemon {
         Daemon::spawn(run, socket)
     }
 
-    fn spawn(mut run: Command, socket: &Path) -> Daemon {
+    /// Start `run` (a `sluice run` command, with the environment the test gives it) and wait
+    /// for its control socket.
+    pub fn spawn(mut run: Command, socket: &Path) -> Daemon {
         let child = run.stderr(Stdio::piped()).spawn().unwrap();
         let mut d = Daemon { child };
         let deadline = Instant::now() + Duration::from_secs(15);
