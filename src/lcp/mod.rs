@@ -21,6 +21,7 @@
 //! traffic is control traffic, rate-limited by each worker.
 
 pub mod policy;
+pub mod punt_class;
 
 use crate::buffer::BufferPool;
 use crate::drivers::tap::Tap;

@@ -7,13 +7,16 @@
 //! The packet's bytes are copied into a message for the lcp thread, which writes it to the
 //! tap, and the buffer is freed here: the punt path is a slow path by design, and a flood must
 //! not take buffers from forwarding. The punt policy (`[punt]`, `src/lcp/policy.rs`) decides
-//! what goes up: the rest is dropped and counted. Each worker's node has its own token bucket
-//! at the policy's rate, so a flood costs at most that many copies a second a worker; the
-//! rest are counted drops.
+//! what goes up and in which class (`src/lcp/punt_class.rs`): the rest is dropped and
+//! counted. Each worker's node has a token bucket per class at that class's rate, so a flood
+//! costs at most that many copies a second a worker and empties only its own class's bucket
+//! (a SYN flood does not starve the BGP of the configured peers); the rest are counted drops,
+//! a counter per class.
 
 use super::rate_limit::TokenBucket;
 use crate::graph::{Node, NodeCx, NodeDecl};
 use crate::lcp::policy::PuntPolicy;
+use crate::lcp::punt_class::{PuntClass, CLASSES};
 use crate::wire::EtherType;
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::Arc;
@@ -60,27 +63,55 @@ pub enum Error {
     Local6,
     ArpCopy,
     NdCopy,
-    RateLimited,
     QueueFull,
     NoHost,
     Refused,
+    /// A class's bucket was empty: one counter per class, in `PuntClass` order.
+    LimitProtected,
+    LimitRouting,
+    LimitArp,
+    LimitNd,
+    LimitIcmp,
+    LimitTcpUdp,
+    LimitOther,
 }
 
-pub const ERRORS: [&str; 8] = [
+impl Error {
+    fn limited(class: PuntClass) -> Error {
+        match class {
+            PuntClass::Protected => Error::LimitProtected,
+            PuntClass::Routing => Error::LimitRouting,
+            PuntClass::Arp => Error::LimitArp,
+            PuntClass::Nd => Error::LimitNd,
+            PuntClass::Icmp => Error::LimitIcmp,
+            PuntClass::TcpUdp => Error::LimitTcpUdp,
+            PuntClass::Other => Error::LimitOther,
+        }
+    }
+}
+
+pub const ERRORS: [&str; 14] = [
     "ip4 to the host (lcp)",
     "ip6 to the host (lcp)",
     "arp copied to the host (lcp)",
     "neighbour discovery copied to the host (lcp)",
-    "punt rate limit exceeded (dropped)",
     "punt queue to the host full (dropped)",
     "host side of the pair gone (dropped)",
     "outside the punt policy (dropped)",
+    "punt rate limit exceeded: protected (dropped)",
+    "punt rate limit exceeded: routing (dropped)",
+    "punt rate limit exceeded: arp (dropped)",
+    "punt rate limit exceeded: nd (dropped)",
+    "punt rate limit exceeded: icmp (dropped)",
+    "punt rate limit exceeded: tcp-udp (dropped)",
+    "punt rate limit exceeded: other (dropped)",
 ];
 
 pub struct HostPunt {
     to_host: PuntSender,
     policy: Arc<PuntPolicy>,
-    bucket: TokenBucket,
+    /// A bucket per class, by `PuntClass` index.
+    buckets: [TokenBucket; CLASSES.len()],
     frame: Vec<u8>,
 }
 
@@ -88,7 +119,10 @@ impl HostPunt {
     pub fn decl(to_host: PuntSender, policy: Arc<PuntPolicy>) -> NodeDecl {
         let node = HostPunt {
             to_host,
-            bucket: TokenBucket::on_tsc(policy.rate, policy.burst),
+            buckets: CLASSES.map(|c| {
+                let r = policy.rate(c);
+                TokenBucket::on_tsc(r.rate, r.burst)
+            }),
             policy,
             frame: Vec::new(),
         };
@@ -105,11 +139,11 @@ impl HostPunt {
             Reason::NdCopy => (Error::NdCopy, None),
         };
         let l3 = family.and_then(|e| super::l3_header(cx.bufs, bi, e));
-        if !self.policy.allows(why, l3) {
+        let Some(class) = self.policy.judge(why, l3) else {
             return Error::Refused;
-        }
-        if !self.bucket.allow_at(crate::drivers::tsc::now()) {
-            return Error::RateLimited;
+        };
+        if !self.buckets[class as usize].allow_at(crate::drivers::tsc::now()) {
+            return Error::limited(class);
         }
         self.frame.clear();
         cx.bufs.copy_packet(bi, &mut self.frame);
@@ -175,6 +209,44 @@ mod tests {
             0,
         );
         out.assert_counted(&[(Error::NoHost as usize, 1)]);
+    }
+
+    /// A flood of SYNs to port 22 empties the tcp-udp bucket and no other: the peer's BGP
+    /// segments after it still go up, each class counting its own drops.
+    #[test]
+    fn a_flood_empties_only_its_own_class() {
+        use crate::lcp::punt_class::{ClassRate, Peers};
+        let h = Harness::new(16);
+        let (tx, rx) = std::sync::mpsc::sync_channel(16);
+        let mut policy = PuntPolicy {
+            peers: Peers::parse(&["10.0.0.1"]).unwrap(),
+            ..PuntPolicy::default()
+        };
+        // One token a second: the test ends long before a refill.
+        policy.classes = CLASSES.map(|_| ClassRate { rate: 1, burst: 2 });
+        let tcp = |src: u8, dport: u16| {
+            let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x00];
+            f.extend_from_slice(&[0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0]);
+            f.extend_from_slice(&[10, 0, 0, src, 10, 0, 0, 2]);
+            f.extend_from_slice(&40000u16.to_be_bytes());
+            f.extend_from_slice(&dport.to_be_bytes());
+            f.resize(60, 0);
+            f
+        };
+        let mut frames = vec![tcp(1, 22); 6];
+        frames.extend([tcp(9, 179), tcp(9, 179), tcp(9, 179)]);
+        frames.extend([tcp(1, 179), tcp(1, 179)]);
+        let out = h.run_node_with(HostPunt::decl(tx, Arc::new(policy)), &frames, 1, |m, _| {
+            m.aux = Reason::Local4 as u32;
+            m.l3_offset = 14;
+        });
+        out.assert_counted(&[
+            (Error::Local4 as usize, 6),
+            (Error::LimitTcpUdp as usize, 4),
+            (Error::LimitRouting as usize, 1),
+        ]);
+        let up: Vec<Vec<u8>> = rx.try_iter().map(|p| p.frame).collect();
+        assert_eq!(&up[4..], [tcp(1, 179), tcp(1, 179)], "the peer's BGP went up");
     }
 
     /// With `allow = ["bgp", "nd"]` a BGP segment goes up, ssh and an ARP copy do not.
