@@ -375,12 +375,27 @@ fn a_peers_bgp_session_outlives_syn_floods_at_the_router() {
         &(session(T0_V4, 65001, D0_V4, 65000, "all")
             + "protocol static { ipv4; route 172.20.0.0/16 blackhole; }\n"),
     );
-    wait_for("the BGP session", 60, || {
-        bgp_state(&dut_bird, "left").0.contains("Established")
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !bgp_state(&dut_bird, "left").0.contains("Established") {
+        assert!(
+            Instant::now() < deadline,
+            "no BGP session: {}\n{}\n{}",
+            dut_bird.birdc("show protocols all left"),
+            left_bird.birdc("show protocols all left"),
+            ctl(&socket, "show errors").unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    wait_for("the peer's route in sluice's FIB", 30, || {
+        ctl(&socket, "show ip fib 172.20.1.1").is_ok_and(|r| r.contains(T0_V4))
     });
+    // At the test's rate the session's first exchange may have lost a few segments; the
+    // floods must not cost it any more.
+    let limit = |class: &str| format!("punt rate limit exceeded: {class} (dropped)");
+    let protected = punt_count(&socket, &limit("protected"));
 
     // To a closed port, from the peer's own address: other TCP.
-    let limit = |class: &str| format!("punt rate limit exceeded: {class} (dropped)");
     let sent = flood_keeps_the_session(&left, &dut_bird, T0_V4, 22);
     let dropped = punt_count(&socket, &limit("tcp-udp"));
     eprintln!("{sent} SYNs to port 22: {dropped} dropped in class tcp-udp");
@@ -391,9 +406,7 @@ fn a_peers_bgp_session_outlives_syn_floods_at_the_router() {
     let dropped = punt_count(&socket, &limit("routing"));
     eprintln!("{sent} SYNs to port 179 from a stranger: {dropped} dropped in class routing");
     assert!(dropped > sent / 2, "the flood exceeded its class's rate");
-    assert_eq!(punt_count(&socket, &limit("protected")), 0);
-    let route = ctl(&socket, "show ip fib 172.20.1.1").unwrap();
-    assert!(route.contains(T0_V4), "the peer's route: {route}");
+    assert_eq!(punt_count(&socket, &limit("protected")), protected);
     drop(left_bird);
     drop(dut_bird);
     assert!(daemon.stop());
