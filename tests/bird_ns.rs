@@ -292,20 +292,33 @@ fn punt_count(socket: &Path, reason: &str) -> u64 {
         .sum()
 }
 
+/// A flood, stopped if the test fails before it ends.
+struct Flood(Option<Child>);
+
+impl Drop for Flood {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 /// Flood from `from` while the session lives; it must stay Established throughout, its
 /// "since" unchanged.
 fn flood_keeps_the_session(from: &Netns, bird: &Bird, src: &str, port: u16) -> u64 {
     let (state, since) = bgp_state(bird, "left");
     assert!(state.contains("Established"), "{state}");
     let (pps, secs) = (FLOOD_PPS.to_string(), FLOOD_SECS.to_string());
-    let flood = from
-        .exec(
+    let mut flood = Flood(Some(
+        from.exec(
             "python3",
             &["-c", SYN_FLOOD, src, D0_V4, &port.to_string(), &pps, &secs],
         )
         .stdout(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap(),
+    ));
     let end = Instant::now() + Duration::from_secs(FLOOD_SECS + 1);
     while Instant::now() < end {
         let now = bgp_state(bird, "left");
@@ -315,7 +328,7 @@ fn flood_keeps_the_session(from: &Netns, bird: &Bird, src: &str, port: u16) -> u
         );
         std::thread::sleep(Duration::from_millis(250));
     }
-    let out = flood.wait_with_output().unwrap();
+    let out = flood.0.take().unwrap().wait_with_output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
 }
 

@@ -80,11 +80,7 @@ pub(super) const SECTION: Section = Section {
             "{ rate = 5000, burst = 500 }",
             "routing protocol packets from other sources",
         ),
-        class_key(
-            "arp",
-            "{ rate = 1000, burst = 100 }",
-            "the copies of ARP",
-        ),
+        class_key("arp", "{ rate = 1000, burst = 100 }", "the copies of ARP"),
         class_key(
             "nd",
             "{ rate = 1000, burst = 100 }",
@@ -250,11 +246,35 @@ mod tests {
              tcp-udp = { rate = 300 }\n[punt.protected]\nrate = 20000\nburst = 2000\n",
         );
         let rate = |c: PuntClass| p.rate(c);
-        assert_eq!(rate(PuntClass::Protected), ClassRate { rate: 20000, burst: 2000 });
-        assert_eq!(rate(PuntClass::TcpUdp), ClassRate { rate: 300, burst: 7 });
-        assert_eq!(rate(PuntClass::Arp), ClassRate { rate: 1000, burst: 7 });
+        assert_eq!(
+            rate(PuntClass::Protected),
+            ClassRate {
+                rate: 20000,
+                burst: 2000
+            }
+        );
+        assert_eq!(
+            rate(PuntClass::TcpUdp),
+            ClassRate {
+                rate: 300,
+                burst: 7
+            }
+        );
+        assert_eq!(
+            rate(PuntClass::Arp),
+            ClassRate {
+                rate: 1000,
+                burst: 7
+            }
+        );
         assert_eq!(p.peers.text(), ["192.0.2.2", "2001:db8::/64"]);
-        assert_eq!(punt("").rate(PuntClass::Routing), ClassRate { rate: 5000, burst: 500 });
+        assert_eq!(
+            punt("").rate(PuntClass::Routing),
+            ClassRate {
+                rate: 5000,
+                burst: 500
+            }
+        );
     }
 
     error_tests! {

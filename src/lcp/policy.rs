@@ -198,7 +198,9 @@ impl PuntPolicy {
     }
 
     fn allows_rule(&self, rule: PuntRule) -> bool {
-        self.allow.as_ref().is_none_or(|rules| rules.contains(&rule))
+        self.allow
+            .as_ref()
+            .is_none_or(|rules| rules.contains(&rule))
     }
 
     pub fn rate(&self, class: PuntClass) -> ClassRate {
@@ -354,12 +356,18 @@ mod tests {
             ..PuntPolicy::default()
         };
         let class = |p: &PuntPolicy, b: &[u8]| p.judge(Reason::Local4, Some(b));
-        assert_eq!(class(&p, &v4(TCP, 0, 40000, 179)), Some(PuntClass::Protected));
+        assert_eq!(
+            class(&p, &v4(TCP, 0, 40000, 179)),
+            Some(PuntClass::Protected)
+        );
         let mut stranger = v4(TCP, 0, 40000, 179);
         stranger[12] = 192;
         assert_eq!(class(&p, &stranger), Some(PuntClass::Routing));
         assert_eq!(class(&p, &v4(TCP, 0, 40000, 22)), Some(PuntClass::TcpUdp));
-        assert_eq!(class(&p, &v4(TCP, 0x2000, 40000, 179)), Some(PuntClass::Other));
+        assert_eq!(
+            class(&p, &v4(TCP, 0x2000, 40000, 179)),
+            Some(PuntClass::Other)
+        );
         assert_eq!(class(&p, &v4(ICMP, 0, 0x0800, 0)), Some(PuntClass::Icmp));
         assert_eq!(class(&p, &[0x45, 0]), Some(PuntClass::Other));
         assert_eq!(p.judge(Reason::ArpCopy, None), Some(PuntClass::Arp));
@@ -367,12 +375,19 @@ mod tests {
         let six = |b: &[u8]| p.judge(Reason::Local6, Some(b));
         assert_eq!(six(&v6(89, 0, 0)), Some(PuntClass::Protected));
         assert_eq!(six(&v6(ICMP6, 0x8600, 0)), Some(PuntClass::Nd), "an RA");
-        assert_eq!(six(&v6(ICMP6, 0x8000, 0)), Some(PuntClass::Icmp), "an echo request");
+        assert_eq!(
+            six(&v6(ICMP6, 0x8000, 0)),
+            Some(PuntClass::Icmp),
+            "an echo request"
+        );
         p.allow = Some(PuntRule::parse("bgp").unwrap());
         assert_eq!(class(&p, &v4(TCP, 0, 40000, 22)), None);
         assert_eq!(class(&p, &[0x45, 0]), None);
         assert_eq!(p.judge(Reason::ArpCopy, None), None);
-        assert_eq!(class(&p, &v4(TCP, 0, 179, 40000)), Some(PuntClass::Protected));
+        assert_eq!(
+            class(&p, &v4(TCP, 0, 179, 40000)),
+            Some(PuntClass::Protected)
+        );
     }
 
     #[test]

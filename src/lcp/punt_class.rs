@@ -153,17 +153,11 @@ impl Peers {
         match source {
             Source::V4(a) => {
                 self.v4.binary_search(&a).is_ok()
-                    || self
-                        .v4_prefixes
-                        .iter()
-                        .any(|&(p, l)| a & mask32(l) == p)
+                    || self.v4_prefixes.iter().any(|&(p, l)| a & mask32(l) == p)
             }
             Source::V6(a) => {
                 self.v6.binary_search(&a).is_ok()
-                    || self
-                        .v6_prefixes
-                        .iter()
-                        .any(|&(p, l)| a & mask128(l) == p)
+                    || self.v6_prefixes.iter().any(|&(p, l)| a & mask128(l) == p)
             }
         }
     }
@@ -246,7 +240,9 @@ mod tests {
         for bad in ["192.0.2.256", "10.0.0.0/33", "::/129", "x", "10.0.0.0/"] {
             assert!(Peers::parse(&[bad]).is_err(), "{bad}");
         }
-        let many: Vec<String> = (0..=MAX_PEERS).map(|k| format!("10.0.{}.{}", k >> 8, k & 255)).collect();
+        let many: Vec<String> = (0..=MAX_PEERS)
+            .map(|k| format!("10.0.{}.{}", k >> 8, k & 255))
+            .collect();
         let refs: Vec<&str> = many.iter().map(String::as_str).collect();
         assert!(Peers::parse(&refs).unwrap_err().contains("at most 1024"));
     }
@@ -266,8 +262,14 @@ mod tests {
         assert_eq!(ip_class(&p, 89, None, None, stranger), PuntClass::Routing);
         assert_eq!(ip_class(&p, 89, None, None, peer), PuntClass::Protected);
         assert_eq!(ip_class(&p, 1, None, Some(8), peer), PuntClass::Icmp);
-        assert_eq!(ip_class(&p, 58, None, Some(134), v6("fe80::1")), PuntClass::Nd);
-        assert_eq!(ip_class(&p, 58, None, Some(128), v6("fe80::1")), PuntClass::Icmp);
+        assert_eq!(
+            ip_class(&p, 58, None, Some(134), v6("fe80::1")),
+            PuntClass::Nd
+        );
+        assert_eq!(
+            ip_class(&p, 58, None, Some(128), v6("fe80::1")),
+            PuntClass::Icmp
+        );
         assert_eq!(ip_class(&p, 58, None, None, v6("fe80::1")), PuntClass::Icmp);
         assert_eq!(ip_class(&p, 47, None, None, peer), PuntClass::Other);
         let none = Peers::default();
@@ -283,7 +285,15 @@ mod tests {
         let names: Vec<&str> = CLASSES.iter().map(|c| c.name()).collect();
         assert_eq!(
             names,
-            ["protected", "routing", "arp", "nd", "icmp", "tcp-udp", "other"]
+            [
+                "protected",
+                "routing",
+                "arp",
+                "nd",
+                "icmp",
+                "tcp-udp",
+                "other"
+            ]
         );
         for (k, c) in CLASSES.iter().enumerate() {
             assert_eq!(*c as usize, k);

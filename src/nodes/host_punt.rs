@@ -18,8 +18,10 @@ use crate::graph::{Node, NodeCx, NodeDecl};
 use crate::lcp::policy::PuntPolicy;
 use crate::lcp::punt_class::{PuntClass, CLASSES};
 use crate::wire::EtherType;
-use std::sync::mpsc::{SyncSender, TrySendError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::Arc;
+use std::time::Duration;
 
 pub const HOST_PUNT: &str = "host-punt";
 
@@ -33,7 +35,72 @@ pub struct Punted {
     pub frame: Vec<u8>,
 }
 
-pub type PuntSender = SyncSender<Punted>;
+/// The workers' end of the channel to the lcp thread. It counts what waits in the channel
+/// so that only the protected class may fill its last quarter: when Linux or the lcp thread
+/// falls behind, the classes' floods fill the queue up to the reserve, and a peer's routing
+/// protocol packets still find room.
+#[derive(Clone)]
+pub struct PuntSender {
+    tx: SyncSender<Punted>,
+    queued: Arc<AtomicUsize>,
+    /// Queued frames from which only the protected class is taken.
+    reserve_from: usize,
+}
+
+/// The lcp thread's end.
+pub struct PuntReceiver {
+    rx: Receiver<Punted>,
+    queued: Arc<AtomicUsize>,
+}
+
+/// A channel of `PUNT_QUEUE` frames.
+pub fn punt_channel() -> (PuntSender, PuntReceiver) {
+    punt_channel_of(PUNT_QUEUE)
+}
+
+/// A channel of `capacity` frames, the last quarter kept for the protected class.
+pub fn punt_channel_of(capacity: usize) -> (PuntSender, PuntReceiver) {
+    let (tx, rx) = std::sync::mpsc::sync_channel(capacity);
+    let queued = Arc::new(AtomicUsize::new(0));
+    let sender = PuntSender {
+        tx,
+        queued: queued.clone(),
+        reserve_from: capacity - capacity / 4,
+    };
+    (sender, PuntReceiver { rx, queued })
+}
+
+impl PuntSender {
+    fn try_send(&self, p: Punted, protected: bool) -> Result<(), TrySendError<Punted>> {
+        // Counted before the send, so the receiver never takes away what was not added.
+        let before = self.queued.fetch_add(1, Ordering::Relaxed);
+        let sent = if !protected && before >= self.reserve_from {
+            Err(TrySendError::Full(p))
+        } else {
+            self.tx.try_send(p)
+        };
+        if sent.is_err() {
+            self.queued.fetch_sub(1, Ordering::Relaxed);
+        }
+        sent
+    }
+}
+
+impl PuntReceiver {
+    fn took(&self, p: Punted) -> Punted {
+        self.queued.fetch_sub(1, Ordering::Relaxed);
+        p
+    }
+
+    pub fn recv_timeout(&self, wait: Duration) -> Result<Punted, RecvTimeoutError> {
+        self.rx.recv_timeout(wait).map(|p| self.took(p))
+    }
+
+    /// What waits now, without blocking.
+    pub fn try_iter(&self) -> impl Iterator<Item = Punted> + '_ {
+        self.rx.try_iter().map(|p| self.took(p))
+    }
+}
 
 /// Why a packet goes to the host, carried in `BufferMeta::aux`.
 #[repr(u32)]
@@ -151,7 +218,7 @@ impl HostPunt {
             interface: meta.rx_if,
             frame: std::mem::take(&mut self.frame),
         };
-        match self.to_host.try_send(p) {
+        match self.to_host.try_send(p, class == PuntClass::Protected) {
             Ok(()) => reason,
             Err(TrySendError::Full(p)) => {
                 self.frame = p.frame;
@@ -187,7 +254,7 @@ mod tests {
     #[test]
     fn copies_the_frame_frees_the_buffer_and_counts_a_full_queue() {
         let h = Harness::new(4);
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let (tx, rx) = punt_channel_of(1);
         let frames = vec![vec![1u8; 60], vec![2u8; 64]];
         let reasons = [Reason::Local4, Reason::ArpCopy];
         let out = h.run_node_with(
@@ -196,12 +263,17 @@ mod tests {
             3,
             |m, k| m.aux = reasons[k] as u32,
         );
-        let got = rx.try_recv().unwrap();
-        assert_eq!((got.interface, got.frame), (3, vec![1u8; 60]));
-        assert!(rx.try_recv().is_err());
+        let got: Vec<Punted> = rx.try_iter().collect();
+        assert_eq!(
+            got,
+            [Punted {
+                interface: 3,
+                frame: vec![1u8; 60]
+            }]
+        );
         out.assert_counted(&[(Error::Local4 as usize, 1), (Error::QueueFull as usize, 1)]);
         drop(rx);
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let (tx, rx) = punt_channel_of(1);
         drop(rx);
         let out = h.run_node(
             HostPunt::decl(tx, Arc::new(PuntPolicy::default())),
@@ -217,7 +289,7 @@ mod tests {
     fn a_flood_empties_only_its_own_class() {
         use crate::lcp::punt_class::{ClassRate, Peers};
         let h = Harness::new(16);
-        let (tx, rx) = std::sync::mpsc::sync_channel(16);
+        let (tx, rx) = punt_channel_of(16);
         let mut policy = PuntPolicy {
             peers: Peers::parse(&["10.0.0.1"]).unwrap(),
             ..PuntPolicy::default()
@@ -246,14 +318,50 @@ mod tests {
             (Error::LimitRouting as usize, 1),
         ]);
         let up: Vec<Vec<u8>> = rx.try_iter().map(|p| p.frame).collect();
-        assert_eq!(&up[4..], [tcp(1, 179), tcp(1, 179)], "the peer's BGP went up");
+        assert_eq!(
+            &up[4..],
+            [tcp(1, 179), tcp(1, 179)],
+            "the peer's BGP went up"
+        );
+    }
+
+    /// The last quarter of the queue to the lcp thread is the protected class's: SSH fills
+    /// the queue to 6 of 8, a peer's BGP the rest.
+    #[test]
+    fn the_protected_class_has_the_end_of_the_queue() {
+        let h = Harness::new(16);
+        let (tx, rx) = punt_channel_of(8);
+        let policy = PuntPolicy {
+            peers: crate::lcp::punt_class::Peers::parse(&["10.0.0.1"]).unwrap(),
+            ..PuntPolicy::default()
+        };
+        let mut frames = vec![tcp_to(22); 8];
+        frames.extend([tcp_to(179), tcp_to(179), tcp_to(179)]);
+        let out = h.run_node_with(HostPunt::decl(tx, Arc::new(policy)), &frames, 1, |m, _| {
+            m.aux = Reason::Local4 as u32;
+            m.l3_offset = 14;
+        });
+        out.assert_counted(&[(Error::Local4 as usize, 8), (Error::QueueFull as usize, 3)]);
+        let up: Vec<Vec<u8>> = rx.try_iter().map(|p| p.frame).collect();
+        assert_eq!(&up[6..], [tcp_to(179), tcp_to(179)]);
+    }
+
+    /// A TCP SYN from 10.0.0.1 to 10.0.0.2 port `dport`, in an Ethernet frame.
+    fn tcp_to(dport: u16) -> Vec<u8> {
+        let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x00];
+        f.extend_from_slice(&[0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0]);
+        f.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
+        f.extend_from_slice(&40000u16.to_be_bytes());
+        f.extend_from_slice(&dport.to_be_bytes());
+        f.resize(60, 0);
+        f
     }
 
     /// With `allow = ["bgp", "nd"]` a BGP segment goes up, ssh and an ARP copy do not.
     #[test]
     fn the_policy_decides_what_goes_up() {
         let h = Harness::new(4);
-        let (tx, rx) = std::sync::mpsc::sync_channel(8);
+        let (tx, rx) = punt_channel_of(8);
         let mut allow = Vec::new();
         for w in ["bgp", "nd"] {
             allow.extend(crate::lcp::policy::PuntRule::parse(w).unwrap());
@@ -287,8 +395,7 @@ mod tests {
             (Error::Refused as usize, 2),
             (Error::NdCopy as usize, 1),
         ]);
-        assert_eq!(rx.try_recv().unwrap().frame, tcp(179));
-        assert_eq!(rx.try_recv().unwrap().frame, vec![0u8; 60]);
-        assert!(rx.try_recv().is_err());
+        let up: Vec<Vec<u8>> = rx.try_iter().map(|p| p.frame).collect();
+        assert_eq!(up, [tcp(179), vec![0u8; 60]]);
     }
 }
