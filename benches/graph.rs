@@ -257,7 +257,7 @@ fn run_once(path: Path, packets: u64) -> Run {
         &router.tables(),
         &learn,
         &sluice::nodes::acl::Filters::none(),
-        &std::sync::mpsc::sync_channel(1).0,
+        &sluice::nodes::host_punt::punt_channel_of(1).0,
         &std::sync::Arc::new(sluice::lcp::policy::PuntPolicy::default()),
     ));
     let mut g = Graph::build(decls, 0).unwrap();

@@ -232,3 +232,195 @@ fn bird_routes_reach_sluice_by_static_and_by_bgp_through_the_punt_path() {
     drop(dut_bird);
     assert!(daemon.stop());
 }
+
+/// Send TCP SYNs from SRC to DST:PORT at PPS packets a second for SECS seconds by a raw
+/// socket (any source address, so a stranger can be played), then print how many were sent.
+const SYN_FLOOD: &str = "import socket,struct,sys,time
+src,dst,port,pps,secs=sys.argv[1],sys.argv[2],int(sys.argv[3]),int(sys.argv[4]),float(sys.argv[5])
+s=socket.socket(socket.AF_INET,socket.SOCK_RAW,socket.IPPROTO_RAW)
+def csum(b):
+    t=sum(struct.unpack('!%dH'%(len(b)//2),b))
+    while t>>16: t=(t&0xffff)+(t>>16)
+    return ~t&0xffff
+a,d=socket.inet_aton(src),socket.inet_aton(dst)
+pkts=[]
+for k in range(256):
+    tcp=struct.pack('!HHIIBBHHH',40000+k,port,k,0,5<<4,2,65535,0,0)
+    c=csum(a+d+struct.pack('!BBH',0,6,20)+tcp)
+    tcp=tcp[:16]+struct.pack('!H',c)+tcp[18:]
+    pkts.append(struct.pack('!BBHHHBBH4s4s',0x45,0,40,0,0,64,6,0,a,d)+tcp)
+sent=0
+start=time.monotonic()
+while True:
+    now=time.monotonic()
+    if now-start>=secs: break
+    due=int((now-start)*pps)
+    while sent<due:
+        s.sendto(pkts[sent&255],(dst,0))
+        sent+=1
+    time.sleep(0.0005)
+print(sent)
+";
+
+/// Offered SYNs a second, and how long each flood lasts (past BGP's 9 s hold time): 200
+/// times the punt rate the test gives.
+const FLOOD_PPS: u64 = 10_000;
+const FLOOD_SECS: u64 = 15;
+
+/// A BGP session's `show protocols` line: (state, since).
+fn bgp_state(bird: &Bird, name: &str) -> (String, String) {
+    let out = bird.birdc(&format!("show protocols {name}"));
+    let line = out
+        .lines()
+        .find(|l| l.starts_with(name))
+        .unwrap_or_default();
+    let f: Vec<&str> = line.split_whitespace().collect();
+    (
+        f.get(5..).map(|s| s.join(" ")).unwrap_or_default(),
+        f.get(4).map(|s| s.to_string()).unwrap_or_default(),
+    )
+}
+
+/// host-punt's count of `reason` in `show errors`.
+fn punt_count(socket: &Path, reason: &str) -> u64 {
+    ctl_json(socket, "show errors")
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["node"] == "host-punt" && e["reason"] == reason)
+        .map(|e| e["count"].as_u64().unwrap())
+        .sum()
+}
+
+/// A flood, stopped if the test fails before it ends.
+struct Flood(Option<Child>);
+
+impl Drop for Flood {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Flood from `from` while the session lives; it must stay Established throughout, its
+/// "since" unchanged.
+fn flood_keeps_the_session(from: &Netns, bird: &Bird, src: &str, port: u16) -> u64 {
+    let (state, since) = bgp_state(bird, "left");
+    assert!(state.contains("Established"), "{state}");
+    let (pps, secs) = (FLOOD_PPS.to_string(), FLOOD_SECS.to_string());
+    let mut flood = Flood(Some(
+        from.exec(
+            "python3",
+            &["-c", SYN_FLOOD, src, D0_V4, &port.to_string(), &pps, &secs],
+        )
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap(),
+    ));
+    let end = Instant::now() + Duration::from_secs(FLOOD_SECS + 1);
+    while Instant::now() < end {
+        let now = bgp_state(bird, "left");
+        assert!(
+            now.0.contains("Established") && now.1 == since,
+            "BGP session lost under a SYN flood to port {port} from {src}: {now:?}, up since {since}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let out = flood.0.take().unwrap().wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+/// Item 5 of issue 33: a SYN flood at the router's address, 200 times the punt rate, first
+/// to another port from the peer's own address, then to tcp/179 from a stranger on the link,
+/// does not take down a BGP session with a configured peer (`[punt] peers`): the floods empty
+/// the `tcp-udp` and `routing` buckets, the peer's segments pass in `protected`. With one
+/// bucket for everything (before classes) the session's segments lost the race and its hold
+/// timer expired.
+#[test]
+fn a_peers_bgp_session_outlives_syn_floods_at_the_router() {
+    if !needs_root() {
+        return;
+    }
+    let have = |cmd: &str, arg: &str| {
+        std::process::Command::new(cmd)
+            .arg(arg)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !prerequisite(have("bird", "--version"), "bird (Debian's bird2)")
+        || !prerequisite(have("python3", "--version"), "python3 (the SYN flood)")
+        || !prerequisite(have("nft", "--version"), "nft (the DUT's stack off d0)")
+    {
+        return;
+    }
+    let (left, _right, dut) = routed_lab("bfl");
+    // Only sluice sees what arrives on d0: the session and the floods cross the punt path.
+    kernel_off(&dut, "d0");
+    let dir = tmpdir("bird-flood");
+    let (cfg, socket) = router_config(
+        &dir,
+        &format!(
+            "[[lcp]]\ninterface = \"d0\"\nhost-if = \"tap-d0\"\n\
+             [punt]\nrate = 50\nburst = 5\npeers = [\"{T0_V4}\"]\n"
+        ),
+    );
+    let mut daemon = Daemon::start(&dut, &cfg, &socket);
+    let session = |local: &str, las: u32, peer: &str, pas: u32, export: &str| {
+        format!(
+            "router id {local};\nprotocol device {{ scan time 1; }}\n\
+             protocol bgp left {{ local {local} as {las}; neighbor {peer} as {pas}; \
+             hold time 9; ipv4 {{ import all; export {export}; }}; }}\n"
+        )
+    };
+    let dut_bird = Bird::start(
+        &dut,
+        &dir,
+        "dut",
+        &(session(D0_V4, 65000, T0_V4, 65001, "none")
+            + "protocol kernel { ipv4 { import none; export all; }; }\n"),
+    );
+    let left_bird = Bird::start(
+        &left,
+        &dir,
+        "left",
+        &(session(T0_V4, 65001, D0_V4, 65000, "all")
+            + "protocol static { ipv4; route 172.20.0.0/16 blackhole; }\n"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !bgp_state(&dut_bird, "left").0.contains("Established") {
+        assert!(
+            Instant::now() < deadline,
+            "no BGP session: {}\n{}\n{}",
+            dut_bird.birdc("show protocols all left"),
+            left_bird.birdc("show protocols all left"),
+            ctl(&socket, "show errors").unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    wait_for("the peer's route in sluice's FIB", 30, || {
+        ctl(&socket, "show ip fib 172.20.1.1").is_ok_and(|r| r.contains(T0_V4))
+    });
+    // At the test's rate the session's first exchange may have lost a few segments; the
+    // floods must not cost it any more.
+    let limit = |class: &str| format!("punt rate limit exceeded: {class} (dropped)");
+    let protected = punt_count(&socket, &limit("protected"));
+
+    // To a closed port, from the peer's own address: other TCP.
+    let sent = flood_keeps_the_session(&left, &dut_bird, T0_V4, 22);
+    let dropped = punt_count(&socket, &limit("tcp-udp"));
+    eprintln!("{sent} SYNs to port 22: {dropped} dropped in class tcp-udp");
+    assert!(dropped > sent / 2, "the flood exceeded its class's rate");
+
+    // To tcp/179, from a host on the link that is not a peer: routing, not protected.
+    let sent = flood_keeps_the_session(&left, &dut_bird, "192.0.2.99", 179);
+    let dropped = punt_count(&socket, &limit("routing"));
+    eprintln!("{sent} SYNs to port 179 from a stranger: {dropped} dropped in class routing");
+    assert!(dropped > sent / 2, "the flood exceeded its class's rate");
+    assert_eq!(punt_count(&socket, &limit("protected")), protected);
+    drop(left_bird);
+    drop(dut_bird);
+    assert!(daemon.stop());
+}

@@ -129,15 +129,34 @@ fn show(c: &Control) -> Output {
         ));
     }
     let punt = &c.dp.punt;
+    let classes = crate::lcp::punt_class::CLASSES;
+    let rates: Vec<String> = classes
+        .iter()
+        .map(|&k| format!("{} {}/{}", k.name(), punt.rate(k).rate, punt.rate(k).burst))
+        .collect();
     t.push_str(&format!(
-        "punt policy: {} packets/s per worker, burst {}, allow {}\n",
-        punt.rate,
-        punt.burst,
-        punt.allow_text().join(" ")
+        "punt policy: allow {}; packets/s per worker/burst by class: {}; peers {}\n",
+        punt.allow_text().join(" "),
+        rates.join(", "),
+        if punt.peers.is_empty() {
+            "none".to_string()
+        } else {
+            punt.peers.text().join(" ")
+        }
     ));
+    let by_class: serde_json::Map<String, serde_json::Value> = classes
+        .iter()
+        .map(|&k| {
+            let r = punt.rate(k);
+            (
+                k.name().to_string(),
+                serde_json::json!({ "rate": r.rate, "burst": r.burst }),
+            )
+        })
+        .collect();
     let policy = serde_json::json!({
-        "rate": punt.rate,
-        "burst": punt.burst,
+        "classes": by_class,
+        "peers": punt.peers.text(),
         "allow": punt.allow.as_ref().map(|_| punt.allow_text()),
     });
     Output::Shown(

@@ -185,7 +185,7 @@ impl Dataplane {
         let view = router.view();
         let router = Arc::new(Mutex::new(router));
         let (learn_tx, learn_rx) = std::sync::mpsc::sync_channel(LEARN_QUEUE);
-        let (punt_tx, punt_rx) = std::sync::mpsc::sync_channel(crate::nodes::host_punt::PUNT_QUEUE);
+        let (punt_tx, punt_rx) = crate::nodes::host_punt::punt_channel();
         let punt_policy = Arc::new(cfg.punt.clone());
         let (mac_tx, mac_rx) = std::sync::mpsc::sync_channel(MAC_LEARN_QUEUE);
         let (l2fib, l2clock, learns_lost) = (

@@ -21,16 +21,16 @@
 //! traffic is control traffic, rate-limited by each worker.
 
 pub mod policy;
+pub mod punt_class;
 
 use crate::buffer::BufferPool;
 use crate::drivers::tap::Tap;
 use crate::drivers::TxQueue;
 use crate::interface::Interface;
 use crate::netlink::{HostPairs, Listener, NetlinkStats};
-use crate::nodes::host_punt::Punted;
+use crate::nodes::host_punt::PuntReceiver;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -115,7 +115,7 @@ pub struct LcpParts {
     /// Every interface by index (the parents' link states).
     pub interfaces: Vec<Arc<Interface>>,
     pub pool: Arc<BufferPool>,
-    pub punts: Receiver<Punted>,
+    pub punts: PuntReceiver,
     /// The main thread's index among the threads that count on interfaces (the last).
     pub thread: usize,
 }

@@ -10,16 +10,18 @@
 //! hop, udp/4784 multihop, udp/3785 echo). For IPv6 the protocol is the fixed header's next
 //! header: a packet with extension headers matches by the first one's number.
 //!
-//! Parsing is safe code over the packet's bytes; a packet too short for what a rule reads
-//! does not match it.
+//! What the policy lets up is then put in a class (`punt_class.rs`), each with its own rate.
+//!
+//! Parsing is safe code over the packet's bytes (the wire views); a packet too short for what
+//! a rule reads does not match it.
 
+use super::punt_class::{ip_class, ClassRate, Peers, PuntClass, Source, CLASSES};
 use crate::nodes::host_punt::Reason;
-
-/// Packets a second each worker's host-punt passes by default, and how many it saves up.
-pub const DEFAULT_RATE: u64 = 10_000;
-pub const DEFAULT_BURST: u64 = 1_000;
+use crate::wire::ipv4::Ipv4View;
+use crate::wire::ipv6::Ipv6View;
 
 const ICMP: u8 = 1;
+const ICMP6: u8 = 58;
 const TCP: u8 = 6;
 const UDP: u8 = 17;
 const IPV6_FRAGMENT: u8 = 44;
@@ -131,10 +133,10 @@ impl PuntRule {
 /// What goes up and how fast.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PuntPolicy {
-    /// Packets a second each worker passes (0: none).
-    pub rate: u64,
-    /// Packets a worker may pass at once after a quiet spell.
-    pub burst: u64,
+    /// Each class's bucket, by `PuntClass` index.
+    pub classes: [ClassRate; CLASSES.len()],
+    /// Whose routing protocol packets are in the protected class.
+    pub peers: Peers,
     /// `None`: everything the router hands up; else only what a rule matches.
     pub allow: Option<Vec<PuntRule>>,
 }
@@ -142,38 +144,67 @@ pub struct PuntPolicy {
 impl Default for PuntPolicy {
     fn default() -> Self {
         PuntPolicy {
-            rate: DEFAULT_RATE,
-            burst: DEFAULT_BURST,
+            classes: CLASSES.map(PuntClass::default_rate),
+            peers: Peers::default(),
             allow: None,
         }
     }
 }
 
-/// The fields of an IP packet the rules read.
+/// The fields of an IP packet the rules and the classes read.
 struct Facts {
     protocol: u8,
     fragment: bool,
     ports: Option<(u16, u16)>,
+    /// The first byte after the header, for ICMP and ICMPv6.
+    icmp_type: Option<u8>,
+    source: Source,
 }
 
 impl PuntPolicy {
-    /// Whether a packet handed up for `reason`, whose L3 header and what follows are `l3`
-    /// (`None`: not found), goes up.
-    pub fn allows(&self, reason: Reason, l3: Option<&[u8]>) -> bool {
-        let Some(rules) = &self.allow else {
-            return true;
+    /// The class of a packet handed up for `reason`, whose L3 header and what follows are
+    /// `l3` (`None`: not found), or `None` when the policy does not let it up.
+    pub fn judge(&self, reason: Reason, l3: Option<&[u8]>) -> Option<PuntClass> {
+        let facts = match reason {
+            Reason::ArpCopy => return self.allows_rule(PuntRule::Arp).then_some(PuntClass::Arp),
+            Reason::NdCopy => return self.allows_rule(PuntRule::Nd).then_some(PuntClass::Nd),
+            Reason::Local4 => l3.and_then(ipv4_facts),
+            Reason::Local6 => l3.and_then(ipv6_facts),
         };
-        match reason {
-            Reason::ArpCopy => rules.contains(&PuntRule::Arp),
-            Reason::NdCopy => rules.contains(&PuntRule::Nd),
-            Reason::Local4 | Reason::Local6 => {
-                let facts = l3.and_then(|b| match reason {
-                    Reason::Local4 => ipv4_facts(b),
-                    _ => ipv6_facts(b),
-                });
-                facts.is_some_and(|f| rules.iter().any(|r| matches(r, &f)))
+        let Some(f) = facts else {
+            // Nothing to classify by: up only without a list, in the last class.
+            return self.allow.is_none().then_some(PuntClass::Other);
+        };
+        if let Some(rules) = &self.allow {
+            if !rules.iter().any(|r| matches(r, &f)) {
+                return None;
             }
         }
+        if f.fragment {
+            return Some(PuntClass::Other);
+        }
+        Some(ip_class(
+            &self.peers,
+            f.protocol,
+            f.ports,
+            f.icmp_type,
+            f.source,
+        ))
+    }
+
+    /// Whether a packet handed up for `reason` with `l3` goes up at all.
+    pub fn allows(&self, reason: Reason, l3: Option<&[u8]>) -> bool {
+        self.judge(reason, l3).is_some()
+    }
+
+    fn allows_rule(&self, rule: PuntRule) -> bool {
+        self.allow
+            .as_ref()
+            .is_none_or(|rules| rules.contains(&rule))
+    }
+
+    pub fn rate(&self, class: PuntClass) -> ClassRate {
+        self.classes[class as usize]
     }
 
     /// The `allow` list as written, or "all".
@@ -208,26 +239,39 @@ fn ports(l4: Option<&[u8]>, protocol: u8) -> Option<(u16, u16)> {
     }
 }
 
+fn icmp_type(l4: Option<&[u8]>, protocol: u8) -> Option<u8> {
+    [ICMP, ICMP6]
+        .contains(&protocol)
+        .then(|| l4.and_then(|b| b.first().copied()))
+        .flatten()
+}
+
 fn ipv4_facts(b: &[u8]) -> Option<Facts> {
-    let ihl = (*b.first()? & 0x0f) as usize * 4;
-    if ihl < 20 || b.len() < 20 {
+    let v = Ipv4View::of(b)?;
+    if v.header_len() < 20 {
         return None;
     }
-    let fragment = u16::from_be_bytes([b[6], b[7]]) & 0x3fff != 0;
-    let protocol = b[9];
+    let protocol = v.protocol();
+    let l4 = b.get(v.header_len()..);
     Some(Facts {
         protocol,
-        fragment,
-        ports: ports(b.get(ihl..), protocol),
+        fragment: v.is_fragment(),
+        ports: ports(l4, protocol),
+        icmp_type: icmp_type(l4, protocol),
+        source: Source::V4(v.source()),
     })
 }
 
 fn ipv6_facts(b: &[u8]) -> Option<Facts> {
-    let protocol = *b.get(6)?;
+    let v = Ipv6View::of(b)?;
+    let protocol = v.next_header();
+    let l4 = b.get(40..);
     Some(Facts {
         protocol,
         fragment: protocol == IPV6_FRAGMENT,
-        ports: ports(b.get(40..), protocol),
+        ports: ports(l4, protocol),
+        icmp_type: icmp_type(l4, protocol),
+        source: Source::V6(v.source()),
     })
 }
 
@@ -301,6 +345,49 @@ mod tests {
         assert!(f.allows(Reason::Local4, Some(&v4(UDP, 0x0001, 0, 0))));
         assert!(f.allows(Reason::Local6, Some(&v6(58, 0, 0))));
         assert!(!f.allows(Reason::Local4, Some(&v4(UDP, 0, 0, 0))));
+    }
+
+    /// The classes the policy gives what it lets up: a peer's BGP is protected, a
+    /// stranger's is not, ssh is tcp-udp, fragments and headers cut short are other.
+    #[test]
+    fn what_goes_up_is_classed() {
+        let mut p = PuntPolicy {
+            peers: Peers::parse(&["10.0.0.1", "::/0"]).unwrap(),
+            ..PuntPolicy::default()
+        };
+        let class = |p: &PuntPolicy, b: &[u8]| p.judge(Reason::Local4, Some(b));
+        assert_eq!(
+            class(&p, &v4(TCP, 0, 40000, 179)),
+            Some(PuntClass::Protected)
+        );
+        let mut stranger = v4(TCP, 0, 40000, 179);
+        stranger[12] = 192;
+        assert_eq!(class(&p, &stranger), Some(PuntClass::Routing));
+        assert_eq!(class(&p, &v4(TCP, 0, 40000, 22)), Some(PuntClass::TcpUdp));
+        assert_eq!(
+            class(&p, &v4(TCP, 0x2000, 40000, 179)),
+            Some(PuntClass::Other)
+        );
+        assert_eq!(class(&p, &v4(ICMP, 0, 0x0800, 0)), Some(PuntClass::Icmp));
+        assert_eq!(class(&p, &[0x45, 0]), Some(PuntClass::Other));
+        assert_eq!(p.judge(Reason::ArpCopy, None), Some(PuntClass::Arp));
+        assert_eq!(p.judge(Reason::NdCopy, None), Some(PuntClass::Nd));
+        let six = |b: &[u8]| p.judge(Reason::Local6, Some(b));
+        assert_eq!(six(&v6(89, 0, 0)), Some(PuntClass::Protected));
+        assert_eq!(six(&v6(ICMP6, 0x8600, 0)), Some(PuntClass::Nd), "an RA");
+        assert_eq!(
+            six(&v6(ICMP6, 0x8000, 0)),
+            Some(PuntClass::Icmp),
+            "an echo request"
+        );
+        p.allow = Some(PuntRule::parse("bgp").unwrap());
+        assert_eq!(class(&p, &v4(TCP, 0, 40000, 22)), None);
+        assert_eq!(class(&p, &[0x45, 0]), None);
+        assert_eq!(p.judge(Reason::ArpCopy, None), None);
+        assert_eq!(
+            class(&p, &v4(TCP, 0, 179, 40000)),
+            Some(PuntClass::Protected)
+        );
     }
 
     #[test]

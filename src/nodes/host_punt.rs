@@ -7,16 +7,21 @@
 //! The packet's bytes are copied into a message for the lcp thread, which writes it to the
 //! tap, and the buffer is freed here: the punt path is a slow path by design, and a flood must
 //! not take buffers from forwarding. The punt policy (`[punt]`, `src/lcp/policy.rs`) decides
-//! what goes up: the rest is dropped and counted. Each worker's node has its own token bucket
-//! at the policy's rate, so a flood costs at most that many copies a second a worker; the
-//! rest are counted drops.
+//! what goes up and in which class (`src/lcp/punt_class.rs`): the rest is dropped and
+//! counted. Each worker's node has a token bucket per class at that class's rate, so a flood
+//! costs at most that many copies a second a worker and empties only its own class's bucket
+//! (a SYN flood does not starve the BGP of the configured peers); the rest are counted drops,
+//! a counter per class.
 
 use super::rate_limit::TokenBucket;
 use crate::graph::{Node, NodeCx, NodeDecl};
 use crate::lcp::policy::PuntPolicy;
+use crate::lcp::punt_class::{PuntClass, CLASSES};
 use crate::wire::EtherType;
-use std::sync::mpsc::{SyncSender, TrySendError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::Arc;
+use std::time::Duration;
 
 pub const HOST_PUNT: &str = "host-punt";
 
@@ -30,7 +35,72 @@ pub struct Punted {
     pub frame: Vec<u8>,
 }
 
-pub type PuntSender = SyncSender<Punted>;
+/// The workers' end of the channel to the lcp thread. It counts what waits in the channel
+/// so that only the protected class may fill its last quarter: when Linux or the lcp thread
+/// falls behind, the classes' floods fill the queue up to the reserve, and a peer's routing
+/// protocol packets still find room.
+#[derive(Clone)]
+pub struct PuntSender {
+    tx: SyncSender<Punted>,
+    queued: Arc<AtomicUsize>,
+    /// Queued frames from which only the protected class is taken.
+    reserve_from: usize,
+}
+
+/// The lcp thread's end.
+pub struct PuntReceiver {
+    rx: Receiver<Punted>,
+    queued: Arc<AtomicUsize>,
+}
+
+/// A channel of `PUNT_QUEUE` frames.
+pub fn punt_channel() -> (PuntSender, PuntReceiver) {
+    punt_channel_of(PUNT_QUEUE)
+}
+
+/// A channel of `capacity` frames, the last quarter kept for the protected class.
+pub fn punt_channel_of(capacity: usize) -> (PuntSender, PuntReceiver) {
+    let (tx, rx) = std::sync::mpsc::sync_channel(capacity);
+    let queued = Arc::new(AtomicUsize::new(0));
+    let sender = PuntSender {
+        tx,
+        queued: queued.clone(),
+        reserve_from: capacity - capacity / 4,
+    };
+    (sender, PuntReceiver { rx, queued })
+}
+
+impl PuntSender {
+    fn try_send(&self, p: Punted, protected: bool) -> Result<(), TrySendError<Punted>> {
+        // Counted before the send, so the receiver never takes away what was not added.
+        let before = self.queued.fetch_add(1, Ordering::Relaxed);
+        let sent = if !protected && before >= self.reserve_from {
+            Err(TrySendError::Full(p))
+        } else {
+            self.tx.try_send(p)
+        };
+        if sent.is_err() {
+            self.queued.fetch_sub(1, Ordering::Relaxed);
+        }
+        sent
+    }
+}
+
+impl PuntReceiver {
+    fn took(&self, p: Punted) -> Punted {
+        self.queued.fetch_sub(1, Ordering::Relaxed);
+        p
+    }
+
+    pub fn recv_timeout(&self, wait: Duration) -> Result<Punted, RecvTimeoutError> {
+        self.rx.recv_timeout(wait).map(|p| self.took(p))
+    }
+
+    /// What waits now, without blocking.
+    pub fn try_iter(&self) -> impl Iterator<Item = Punted> + '_ {
+        self.rx.try_iter().map(|p| self.took(p))
+    }
+}
 
 /// Why a packet goes to the host, carried in `BufferMeta::aux`.
 #[repr(u32)]
@@ -60,27 +130,55 @@ pub enum Error {
     Local6,
     ArpCopy,
     NdCopy,
-    RateLimited,
     QueueFull,
     NoHost,
     Refused,
+    /// A class's bucket was empty: one counter per class, in `PuntClass` order.
+    LimitProtected,
+    LimitRouting,
+    LimitArp,
+    LimitNd,
+    LimitIcmp,
+    LimitTcpUdp,
+    LimitOther,
 }
 
-pub const ERRORS: [&str; 8] = [
+impl Error {
+    fn limited(class: PuntClass) -> Error {
+        match class {
+            PuntClass::Protected => Error::LimitProtected,
+            PuntClass::Routing => Error::LimitRouting,
+            PuntClass::Arp => Error::LimitArp,
+            PuntClass::Nd => Error::LimitNd,
+            PuntClass::Icmp => Error::LimitIcmp,
+            PuntClass::TcpUdp => Error::LimitTcpUdp,
+            PuntClass::Other => Error::LimitOther,
+        }
+    }
+}
+
+pub const ERRORS: [&str; 14] = [
     "ip4 to the host (lcp)",
     "ip6 to the host (lcp)",
     "arp copied to the host (lcp)",
     "neighbour discovery copied to the host (lcp)",
-    "punt rate limit exceeded (dropped)",
     "punt queue to the host full (dropped)",
     "host side of the pair gone (dropped)",
     "outside the punt policy (dropped)",
+    "punt rate limit exceeded: protected (dropped)",
+    "punt rate limit exceeded: routing (dropped)",
+    "punt rate limit exceeded: arp (dropped)",
+    "punt rate limit exceeded: nd (dropped)",
+    "punt rate limit exceeded: icmp (dropped)",
+    "punt rate limit exceeded: tcp-udp (dropped)",
+    "punt rate limit exceeded: other (dropped)",
 ];
 
 pub struct HostPunt {
     to_host: PuntSender,
     policy: Arc<PuntPolicy>,
-    bucket: TokenBucket,
+    /// A bucket per class, by `PuntClass` index.
+    buckets: [TokenBucket; CLASSES.len()],
     frame: Vec<u8>,
 }
 
@@ -88,7 +186,10 @@ impl HostPunt {
     pub fn decl(to_host: PuntSender, policy: Arc<PuntPolicy>) -> NodeDecl {
         let node = HostPunt {
             to_host,
-            bucket: TokenBucket::on_tsc(policy.rate, policy.burst),
+            buckets: CLASSES.map(|c| {
+                let r = policy.rate(c);
+                TokenBucket::on_tsc(r.rate, r.burst)
+            }),
             policy,
             frame: Vec::new(),
         };
@@ -105,11 +206,11 @@ impl HostPunt {
             Reason::NdCopy => (Error::NdCopy, None),
         };
         let l3 = family.and_then(|e| super::l3_header(cx.bufs, bi, e));
-        if !self.policy.allows(why, l3) {
+        let Some(class) = self.policy.judge(why, l3) else {
             return Error::Refused;
-        }
-        if !self.bucket.allow_at(crate::drivers::tsc::now()) {
-            return Error::RateLimited;
+        };
+        if !self.buckets[class as usize].allow_at(crate::drivers::tsc::now()) {
+            return Error::limited(class);
         }
         self.frame.clear();
         cx.bufs.copy_packet(bi, &mut self.frame);
@@ -117,7 +218,7 @@ impl HostPunt {
             interface: meta.rx_if,
             frame: std::mem::take(&mut self.frame),
         };
-        match self.to_host.try_send(p) {
+        match self.to_host.try_send(p, class == PuntClass::Protected) {
             Ok(()) => reason,
             Err(TrySendError::Full(p)) => {
                 self.frame = p.frame;
@@ -153,7 +254,7 @@ mod tests {
     #[test]
     fn copies_the_frame_frees_the_buffer_and_counts_a_full_queue() {
         let h = Harness::new(4);
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let (tx, rx) = punt_channel_of(1);
         let frames = vec![vec![1u8; 60], vec![2u8; 64]];
         let reasons = [Reason::Local4, Reason::ArpCopy];
         let out = h.run_node_with(
@@ -162,12 +263,17 @@ mod tests {
             3,
             |m, k| m.aux = reasons[k] as u32,
         );
-        let got = rx.try_recv().unwrap();
-        assert_eq!((got.interface, got.frame), (3, vec![1u8; 60]));
-        assert!(rx.try_recv().is_err());
+        let got: Vec<Punted> = rx.try_iter().collect();
+        assert_eq!(
+            got,
+            [Punted {
+                interface: 3,
+                frame: vec![1u8; 60]
+            }]
+        );
         out.assert_counted(&[(Error::Local4 as usize, 1), (Error::QueueFull as usize, 1)]);
         drop(rx);
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let (tx, rx) = punt_channel_of(1);
         drop(rx);
         let out = h.run_node(
             HostPunt::decl(tx, Arc::new(PuntPolicy::default())),
@@ -177,11 +283,85 @@ mod tests {
         out.assert_counted(&[(Error::NoHost as usize, 1)]);
     }
 
+    /// A flood of SYNs to port 22 empties the tcp-udp bucket and no other: the peer's BGP
+    /// segments after it still go up, each class counting its own drops.
+    #[test]
+    fn a_flood_empties_only_its_own_class() {
+        use crate::lcp::punt_class::{ClassRate, Peers};
+        let h = Harness::new(16);
+        let (tx, rx) = punt_channel_of(16);
+        let mut policy = PuntPolicy {
+            peers: Peers::parse(&["10.0.0.1"]).unwrap(),
+            ..PuntPolicy::default()
+        };
+        // One token a second: the test ends long before a refill.
+        policy.classes = CLASSES.map(|_| ClassRate { rate: 1, burst: 2 });
+        let tcp = |src: u8, dport: u16| {
+            let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x00];
+            f.extend_from_slice(&[0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0]);
+            f.extend_from_slice(&[10, 0, 0, src, 10, 0, 0, 2]);
+            f.extend_from_slice(&40000u16.to_be_bytes());
+            f.extend_from_slice(&dport.to_be_bytes());
+            f.resize(60, 0);
+            f
+        };
+        let mut frames = vec![tcp(1, 22); 6];
+        frames.extend([tcp(9, 179), tcp(9, 179), tcp(9, 179)]);
+        frames.extend([tcp(1, 179), tcp(1, 179)]);
+        let out = h.run_node_with(HostPunt::decl(tx, Arc::new(policy)), &frames, 1, |m, _| {
+            m.aux = Reason::Local4 as u32;
+            m.l3_offset = 14;
+        });
+        out.assert_counted(&[
+            (Error::Local4 as usize, 6),
+            (Error::LimitTcpUdp as usize, 4),
+            (Error::LimitRouting as usize, 1),
+        ]);
+        let up: Vec<Vec<u8>> = rx.try_iter().map(|p| p.frame).collect();
+        assert_eq!(
+            &up[4..],
+            [tcp(1, 179), tcp(1, 179)],
+            "the peer's BGP went up"
+        );
+    }
+
+    /// The last quarter of the queue to the lcp thread is the protected class's: SSH fills
+    /// the queue to 6 of 8, a peer's BGP the rest.
+    #[test]
+    fn the_protected_class_has_the_end_of_the_queue() {
+        let h = Harness::new(16);
+        let (tx, rx) = punt_channel_of(8);
+        let policy = PuntPolicy {
+            peers: crate::lcp::punt_class::Peers::parse(&["10.0.0.1"]).unwrap(),
+            ..PuntPolicy::default()
+        };
+        let mut frames = vec![tcp_to(22); 8];
+        frames.extend([tcp_to(179), tcp_to(179), tcp_to(179)]);
+        let out = h.run_node_with(HostPunt::decl(tx, Arc::new(policy)), &frames, 1, |m, _| {
+            m.aux = Reason::Local4 as u32;
+            m.l3_offset = 14;
+        });
+        out.assert_counted(&[(Error::Local4 as usize, 8), (Error::QueueFull as usize, 3)]);
+        let up: Vec<Vec<u8>> = rx.try_iter().map(|p| p.frame).collect();
+        assert_eq!(&up[6..], [tcp_to(179), tcp_to(179)]);
+    }
+
+    /// A TCP SYN from 10.0.0.1 to 10.0.0.2 port `dport`, in an Ethernet frame.
+    fn tcp_to(dport: u16) -> Vec<u8> {
+        let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x00];
+        f.extend_from_slice(&[0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0]);
+        f.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
+        f.extend_from_slice(&40000u16.to_be_bytes());
+        f.extend_from_slice(&dport.to_be_bytes());
+        f.resize(60, 0);
+        f
+    }
+
     /// With `allow = ["bgp", "nd"]` a BGP segment goes up, ssh and an ARP copy do not.
     #[test]
     fn the_policy_decides_what_goes_up() {
         let h = Harness::new(4);
-        let (tx, rx) = std::sync::mpsc::sync_channel(8);
+        let (tx, rx) = punt_channel_of(8);
         let mut allow = Vec::new();
         for w in ["bgp", "nd"] {
             allow.extend(crate::lcp::policy::PuntRule::parse(w).unwrap());
@@ -215,8 +395,7 @@ mod tests {
             (Error::Refused as usize, 2),
             (Error::NdCopy as usize, 1),
         ]);
-        assert_eq!(rx.try_recv().unwrap().frame, tcp(179));
-        assert_eq!(rx.try_recv().unwrap().frame, vec![0u8; 60]);
-        assert!(rx.try_recv().is_err());
+        let up: Vec<Vec<u8>> = rx.try_iter().map(|p| p.frame).collect();
+        assert_eq!(up, [tcp(179), vec![0u8; 60]]);
     }
 }

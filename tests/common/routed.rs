@@ -134,3 +134,20 @@ pub fn routed_lab(tag: &str) -> (Netns, Netns, Netns) {
     }
     (left, right, dut)
 }
+
+/// Keep the DUT's own stack off `dev`'s frames: with the router's address on the tap, Linux
+/// would accept a segment that arrives on the port itself and answer it there, past sluice
+/// (and its punt policy). A drop at the port's netfilter ingress hook, which runs after the
+/// packet sockets' copy, stops that.
+pub fn kernel_off(dut: &Netns, dev: &str) {
+    let rules = format!(
+        "table netdev lab_{dev} {{ chain in {{ type filter hook ingress device \"{dev}\" \
+         priority 0; policy drop; }}; }}"
+    );
+    let o = dut.exec("nft", &[&rules]).output().unwrap();
+    assert!(
+        o.status.success(),
+        "nft: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
