@@ -11,7 +11,9 @@
 
 use crate::acl::control::AppliedList;
 use crate::acl::key::{flow_key4, flow_key6, KeyError};
-use crate::acl::session::{now_ms, Lookup, Prepared, Sessions, Timeouts, PACKETS_PER_SWEPT_BUCKET};
+use crate::acl::session::{
+    now_ms, Lookup, Prepared, Refused, Sessions, Timeouts, PACKETS_PER_SWEPT_BUCKET,
+};
 use crate::acl::Action;
 use crate::acl::FlowKey;
 use crate::features::{self, SharedFeatures, IP4_OUTPUT, IP4_UNICAST, IP6_OUTPUT, IP6_UNICAST};
@@ -74,15 +76,29 @@ pub enum Error {
     BadIpHeader,
     TruncatedTransport,
     BadExtensions,
+    NotSyn,
+    SessionTableFull,
+    SourceLimit,
 }
 
-pub const ERRORS: [&str; 5] = [
+pub const ERRORS: [&str; 8] = [
     "acl: denied by a rule",
     "acl: no rule matched (denied)",
     "acl: IP header invalid",
     "acl: transport header truncated",
     "acl: IPv6 extension headers invalid or too many",
+    "acl: reflect: TCP without a session, not a SYN",
+    "acl: reflect: session table full",
+    "acl: reflect: source at its session limit",
 ];
+
+fn refused(r: Refused) -> Error {
+    match r {
+        Refused::NotSyn => Error::NotSyn,
+        Refused::TableFull => Error::SessionTableFull,
+        Refused::SourceLimit => Error::SourceLimit,
+    }
+}
 
 fn key_error(e: KeyError) -> Error {
     match e {
@@ -215,14 +231,15 @@ impl AclIn {
         list.hits.count(thread, rule);
         match rule.map(|i| list.classifier.rules()[i].action) {
             Some(Action::Permit) => Ok(()),
-            Some(Action::PermitReflect) => {
-                // Permitted whether or not there was room for its session (a full table
-                // is counted by the table).
-                if let Some(p) = session {
-                    sessions.open_prepared(thread, p, key.tcp_flags, now);
-                }
-                Ok(())
-            }
+            Some(Action::PermitReflect) => match session {
+                // A packet that may not open its session, or finds no room for it, is
+                // dropped (its reply could not come back), as conntrack and VPP do.
+                Some(p) => sessions
+                    .open_prepared(thread, p, key.tcp_flags, now)
+                    .map_err(refused),
+                // A later fragment: no session can be told, the rule permits it.
+                None => Ok(()),
+            },
             Some(Action::Deny) => Err(Error::Denied),
             None => Err(Error::NoMatch),
         }
