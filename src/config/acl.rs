@@ -247,7 +247,10 @@ impl SessionsKeys {
                 return Err(c.err(
                     n.span(),
                     "per-source",
-                    format!("{v} sessions: at most per-worker ({}); 0 for no limit", out.per_worker),
+                    format!(
+                        "{v} sessions: at most per-worker ({}); 0 for no limit",
+                        out.per_worker
+                    ),
                 ));
             }
             out.per_source = v as u32;

@@ -65,6 +65,8 @@ pub struct Snapshot {
     pub workers: usize,
     /// The rate of the clock `nodes_clocks` counts in.
     pub tsc_hz: f64,
+    /// Per worker: the ACL session table (none before a reflect rule made them).
+    pub sessions: Vec<crate::acl::session::metrics::SessionTotals>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -92,6 +94,7 @@ pub struct MetricsSource {
     graphs: Vec<Arc<GraphShared>>,
     placement: Arc<RxPlacement>,
     tsc_hz: f64,
+    sessions: Arc<crate::acl::session::Sessions>,
 }
 
 impl MetricsSource {
@@ -103,6 +106,10 @@ impl MetricsSource {
             graphs: dp.workers.iter().map(|w| w.graph.clone()).collect(),
             placement: dp.rx_placement.clone(),
             tsc_hz: dp.tsc_hz,
+            sessions: (dp.acls.lock().unwrap_or_else(|p| p.into_inner()))
+                .filters()
+                .sessions
+                .clone(),
         }
     }
 
@@ -169,6 +176,7 @@ impl MetricsSource {
             busy_clocks: self.graphs.iter().map(|g| g.busy_clocks.get()).collect(),
             workers: self.graphs.len(),
             tsc_hz: self.tsc_hz,
+            sessions: crate::acl::session::metrics::totals(&self.sessions),
         }
     }
 }
@@ -369,6 +377,7 @@ impl Collector for Exposition {
             MetricType::Gauge,
         )?;
         ConstGauge::new(gauge_value(s.workers as u64)).encode(m)?;
+        crate::acl::session::metrics::encode(&mut enc, &s.sessions)?;
         let m = enc.encode_descriptor(
             "sys_tsc_hz",
             "Ticks per second of the clock nodes_clocks counts.",
@@ -696,6 +705,7 @@ mod tests {
             busy_clocks: vec![100, 0],
             workers: 2,
             tsc_hz: 2.5e9,
+            sessions: Vec::new(),
         }
     }
 

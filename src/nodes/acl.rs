@@ -384,4 +384,42 @@ mod tests {
         let out = h.run_node(AclIn::decl(false, f), &frames[..3], 1);
         assert_eq!(out.to_next(0), 3);
     }
+
+    /// A TCP frame from 198.18.0.8:1000 to 198.19.0.1:`dport` with `flags`.
+    fn tcp4(dport: u16, flags: u8) -> Vec<u8> {
+        let mut f = udp4([198, 18, 0, 8], dport);
+        f[14 + 9] = 6;
+        f[14 + 10..14 + 12].copy_from_slice(&[0, 0]);
+        let c = checksum(&f[14..34]);
+        f[14 + 10..14 + 12].copy_from_slice(&c.to_be_bytes());
+        f[34 + 12] = 0x50;
+        f[34 + 13] = flags;
+        f
+    }
+
+    #[test]
+    fn a_reflect_rule_opens_tcp_on_a_syn_and_drops_the_rest_without_a_session() {
+        let h = Harness::new(1);
+        let c = filters(&["permit+reflect proto tcp dport 80"], 0);
+        let f = c.filters().clone();
+        // An ACK and a SYN-ACK of no session: dropped; a SYN opens; its ACK then passes.
+        let frames = [
+            tcp4(80, 0x10),
+            tcp4(80, 0x12),
+            tcp4(80, 0x02),
+            tcp4(80, 0x10),
+        ];
+        let out = h.run_node(AclIn::decl(false, f.clone()), &frames, 0);
+        assert_eq!((out.to_next(0), out.to_next(1)), (2, 2));
+        assert_eq!(out.errors[Error::NotSyn as usize], 2);
+        let t = &f.sessions.tables()[0];
+        assert_eq!(
+            t.stats.not_syn.load(std::sync::atomic::Ordering::Relaxed),
+            2
+        );
+        assert_eq!(
+            t.stats.created.load(std::sync::atomic::Ordering::Relaxed),
+            1
+        );
+    }
 }

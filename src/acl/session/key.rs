@@ -3,7 +3,6 @@
 use super::state::{ICMP, ICMPV6};
 use crate::acl::rule::FlowKey;
 
-
 /// A flow as a session knows it, the same for both directions: side a is the lower
 /// (address, port) of the two.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

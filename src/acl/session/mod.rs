@@ -25,9 +25,11 @@
 
 //!
 //! - `key`: `SessionKey`, a flow the same both ways; `state`: flags, timeouts, what is
-//!   transient, what may open; `table`: one worker's table; `sources`: sessions per source.
+//!   transient, what may open; `table`: one worker's table; `sources`: sessions per source;
+//!   `metrics`: the tables in the metrics endpoint.
 
 mod key;
+pub mod metrics;
 mod sources;
 mod state;
 mod table;

@@ -152,7 +152,8 @@ impl SessionTable {
 
     /// Bytes of the table (and of its counts per source).
     pub fn memory_bytes(&self) -> usize {
-        std::mem::size_of_val(&*self.buckets) + self.sources.as_ref().map_or(0, |s| s.memory_bytes())
+        std::mem::size_of_val(&*self.buckets)
+            + self.sources.as_ref().map_or(0, |s| s.memory_bytes())
     }
 
     /// Sessions a source may hold (0: no limit).

@@ -1,10 +1,10 @@
 //! The session tables' unit tests.
 
-use super::*;
-use std::collections::HashMap;
 use super::state::{ICMP, ICMPV6, TCP, UDP};
 use super::table::{SLOTS, SWEEP_BUCKETS};
+use super::*;
 use crate::acl::rule::FlowKey;
+use std::collections::HashMap;
 
 fn key(src: u32, sport: u16, dst: u32, dport: u16, proto: u8, flags: u8) -> FlowKey {
     FlowKey {
@@ -291,7 +291,11 @@ fn only_a_syn_opens_a_tcp_session_and_the_rest_are_counted() {
     for (i, &flags) in refused.iter().enumerate() {
         let k = key(1, 1000 + i as u16, 2, 80, TCP, flags);
         let p = s.prepare(0, &k, 0).unwrap();
-        assert_eq!(s.open_prepared(0, &p, flags, 0), Err(Refused::NotSyn), "{flags:#x}");
+        assert_eq!(
+            s.open_prepared(0, &p, flags, 0),
+            Err(Refused::NotSyn),
+            "{flags:#x}"
+        );
         assert_eq!(s.lookup(0, &k, 0), Lookup::Miss);
     }
     assert_eq!(t.stats.not_syn.load(Relaxed), refused.len() as u64);
