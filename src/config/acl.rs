@@ -113,6 +113,15 @@ pub(super) const SESSIONS: Section = Section {
             example: "65536",
         },
         Key {
+            name: "per-source",
+            ty: "integer",
+            default: "0",
+            doc: "sessions one source address may open in each worker's table, 0 for no limit (counted by the \
+                  sender of a session's first packet and its routing table); a reflect packet \
+                  over it is dropped and counted. Costs about 48 bytes per slot per worker",
+            example: "1000",
+        },
+        Key {
             name: "tcp-established",
             ty: "integer",
             default: "7200",
@@ -185,6 +194,7 @@ pub struct AclInput {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub(super) struct SessionsKeys {
     per_worker: Option<Spanned<u64>>,
+    per_source: Option<Spanned<u64>>,
     tcp_established: Option<Spanned<u64>>,
     tcp_transient: Option<Spanned<u64>>,
     udp: Option<Spanned<u64>>,
@@ -196,6 +206,8 @@ pub(super) struct SessionsKeys {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionsConfig {
     pub per_worker: usize,
+    /// Sessions a source may hold in each worker's table (0: no limit).
+    pub per_source: u32,
     pub timeouts: Timeouts,
 }
 
@@ -203,6 +215,7 @@ impl Default for SessionsConfig {
     fn default() -> Self {
         SessionsConfig {
             per_worker: DEFAULT_SESSIONS,
+            per_source: 0,
             timeouts: Timeouts::default(),
         }
     }
@@ -227,6 +240,20 @@ impl SessionsKeys {
                 ));
             }
             out.per_worker = v as usize;
+        }
+        if let Some(n) = &self.per_source {
+            let v = *n.get_ref();
+            if v > out.per_worker as u64 {
+                return Err(c.err(
+                    n.span(),
+                    "per-source",
+                    format!(
+                        "{v} sessions: at most per-worker ({}); 0 for no limit",
+                        out.per_worker
+                    ),
+                ));
+            }
+            out.per_source = v as u32;
         }
         let t = &mut out.timeouts;
         for (key, value, field) in [
@@ -360,14 +387,18 @@ mod tests {
             => "t.toml:19: key 'per-worker': 10 sessions: from 1024 to 16777216 per worker";
         sessions_zero_timeout: format!("{GOOD}[sessions]\nudp = 0\n")
             => "t.toml:19: key 'udp': 0 s: a timeout is from 1 s to 2592000 s (30 days)";
+        sessions_per_source_too_many: format!("{GOOD}[sessions]\nper-worker = 2048\nper-source = 4096\n")
+            => "t.toml:20: key 'per-source': 4096 sessions: at most per-worker (2048); 0 for no limit";
         sessions_unknown_key: format!("{GOOD}[sessions]\ntcp = 5\n")
-            => "t.toml:19: unknown field `tcp`, expected one of `per-worker`, `tcp-established`, `tcp-transient`, `udp`, `icmp`, `other`";
+            => "t.toml:19: unknown field `tcp`, expected one of `per-worker`, `per-source`, `tcp-established`, `tcp-transient`, `udp`, `icmp`, `other`";
     }
 
     #[test]
     fn sessions_config_is_read() {
         let c = crate::config::Config::parse(
-            &format!("{GOOD}[sessions]\nper-worker = 2000000\ntcp-established = 600\nicmp = 5\n"),
+            &format!(
+                "{GOOD}[sessions]\nper-worker = 2000000\nper-source = 500\ntcp-established = 600\nicmp = 5\n"
+            ),
             "t.toml",
         )
         .unwrap();
@@ -375,6 +406,7 @@ mod tests {
         assert_eq!(c.sessions.timeouts.tcp_established, 600);
         assert_eq!(c.sessions.timeouts.icmp, 5);
         assert_eq!(c.sessions.timeouts.udp, 120);
+        assert_eq!(c.sessions.per_source, 500);
         let d = crate::config::Config::parse(GOOD, "t.toml").unwrap();
         assert_eq!(d.sessions, super::SessionsConfig::default());
     }

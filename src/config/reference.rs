@@ -304,6 +304,7 @@ mod tests {
                 quoted(&c.control.socket.display().to_string()),
             ),
             ("sessions", "per-worker", c.sessions.per_worker.to_string()),
+            ("sessions", "per-source", c.sessions.per_source.to_string()),
             ("sessions", "tcp-established", t.tcp_established.to_string()),
             ("sessions", "tcp-transient", t.tcp_transient.to_string()),
             ("sessions", "udp", t.udp.to_string()),

@@ -47,8 +47,9 @@ pub const COMMANDS: &[Command] = &[
     Command {
         words: &["show", "sessions"],
         syntax: "[summary]",
-        help: "the sessions permit+reflect rules opened: per worker, how many, the table's \
-               size and what it did; without summary also the first 100 sessions",
+        help: "the sessions permit+reflect rules opened: per worker, entries of capacity, \
+               opened, expired, evicted, refused by reason (not a SYN, table full, source \
+               limit); without summary also the first 100 sessions",
         example: "show sessions summary",
         args: &[Arg::Rest],
         run: show_sessions,
@@ -225,29 +226,39 @@ fn show_sessions(c: &mut Control, a: &Args) -> Result<Output, String> {
         };
         let (live, some) = table.live(now, t, limit);
         let s = &table.stats;
-        let (created, expired, full, hits) = (
-            s.created.load(Relaxed),
-            s.expired.load(Relaxed),
-            s.table_full.load(Relaxed),
-            s.hits.load(Relaxed),
+        let n = |c: &std::sync::atomic::AtomicU64| c.load(Relaxed);
+        let (entries, created, expired, evicted, hits) = (
+            n(&s.entries),
+            n(&s.created),
+            n(&s.expired),
+            n(&s.evicted),
+            n(&s.hits),
         );
+        let (not_syn, full, source) = (n(&s.not_syn), n(&s.table_full), n(&s.source_limit));
         let _ = writeln!(
             text,
-            "worker {w}: {live} sessions of {} ({:.1} MiB), {created} opened, {expired} \
-             expired, {full} not opened (table full), {hits} packets passed by a session",
+            "worker {w}: {entries} of {} entries ({live} live, {:.1} MiB), {created} opened, \
+             {expired} expired, {evicted} evicted; refused: {not_syn} not a SYN, {full} table \
+             full, {source} source limit; {hits} packets passed by a session",
             table.capacity(),
             table.memory_bytes() as f64 / (1 << 20) as f64
         );
         workers.push(json!({
-            "worker": w, "sessions": live, "capacity": table.capacity(),
+            "worker": w, "entries": entries, "sessions": live, "capacity": table.capacity(),
             "memory_bytes": table.memory_bytes(), "opened": created, "expired": expired,
-            "table_full": full, "hits": hits,
+            "evicted": evicted, "table_full": full, "hits": hits,
+            "refused": { "not_syn": not_syn, "table_full": full, "source_limit": source },
         }));
         listed.extend(some.into_iter().map(|v| (w, v)));
     }
+    let per_source = match sessions.per_source() {
+        0 => "no limit".to_string(),
+        n => n.to_string(),
+    };
     let _ = writeln!(
         text,
-        "timeouts (s): tcp established {}, tcp transient {}, udp {}, icmp {}, other {}",
+        "timeouts (s): tcp established {}, tcp transient {}, udp {}, icmp {}, other {}; \
+         sessions per source and worker: {per_source}",
         t.tcp_established, t.tcp_transient, t.udp, t.icmp, t.other
     );
     let mut shown = Vec::new();
@@ -274,6 +285,7 @@ fn show_sessions(c: &mut Control, a: &Args) -> Result<Output, String> {
         );
         shown.push(json!({
             "worker": w, "proto": v.key.proto, "from": from, "to": to, "state": v.state(),
+            "transient": v.transient,
             "table_index": v.key.table,
             "idle_ms": v.idle_ms, "expires_in_ms": v.expires_in_ms,
         }));
@@ -283,6 +295,7 @@ fn show_sessions(c: &mut Control, a: &Args) -> Result<Output, String> {
         json!({
             "workers": workers,
             "per_worker": sessions.per_worker(),
+            "per_source": sessions.per_source(),
             "sessions": shown,
             "timeouts": {
                 "tcp_established": t.tcp_established, "tcp_transient": t.tcp_transient,

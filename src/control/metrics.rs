@@ -67,6 +67,8 @@ pub struct Snapshot {
     pub tsc_hz: f64,
     /// The workers' heartbeats and the control socket's counts (`health.rs`).
     pub health: super::health::HealthSnapshot,
+    /// Per worker: the ACL session table (none before a reflect rule made them).
+    pub sessions: Vec<crate::acl::session::metrics::SessionTotals>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -95,6 +97,7 @@ pub struct MetricsSource {
     placement: Arc<RxPlacement>,
     tsc_hz: f64,
     health: super::health::HealthSource,
+    sessions: Arc<crate::acl::session::Sessions>,
 }
 
 impl MetricsSource {
@@ -107,6 +110,10 @@ impl MetricsSource {
             placement: dp.rx_placement.clone(),
             tsc_hz: dp.tsc_hz,
             health: super::health::HealthSource::new(dp),
+            sessions: (dp.acls.lock().unwrap_or_else(|p| p.into_inner()))
+                .filters()
+                .sessions
+                .clone(),
         }
     }
 
@@ -180,6 +187,7 @@ impl MetricsSource {
             workers: self.graphs.len(),
             tsc_hz: self.tsc_hz,
             health: self.health.snapshot(),
+            sessions: crate::acl::session::metrics::totals(&self.sessions),
         }
     }
 }
@@ -380,6 +388,7 @@ impl Collector for Exposition {
             MetricType::Gauge,
         )?;
         ConstGauge::new(gauge_value(s.workers as u64)).encode(m)?;
+        crate::acl::session::metrics::encode(&mut enc, &s.sessions)?;
         let m = enc.encode_descriptor(
             "sys_tsc_hz",
             "Ticks per second of the clock nodes_clocks counts.",
@@ -710,6 +719,7 @@ mod tests {
             workers: 2,
             tsc_hz: 2.5e9,
             health: Default::default(),
+            sessions: Vec::new(),
         }
     }
 

@@ -538,7 +538,8 @@ fn build_router(cfg: &Config, opened: &[Opened], subs: &[SubIf]) -> Result<Route
 /// The configuration's ACLs, compiled once each, and the interfaces they check.
 fn build_acls(cfg: &Config, router: &Router, threads: usize) -> Result<AclControl, String> {
     let sessions =
-        crate::acl::session::Sessions::new(threads, cfg.sessions.per_worker, cfg.sessions.timeouts);
+        crate::acl::session::Sessions::new(threads, cfg.sessions.per_worker, cfg.sessions.timeouts)
+            .with_per_source(cfg.sessions.per_source);
     let mut filters = crate::nodes::acl::Filters::new(sessions);
     filters.tables = router.tables();
     let mut acls = AclControl::new(filters, threads);

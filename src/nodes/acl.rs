@@ -11,7 +11,9 @@
 
 use crate::acl::control::AppliedList;
 use crate::acl::key::{flow_key4, flow_key6, KeyError};
-use crate::acl::session::{now_ms, Lookup, Prepared, Sessions, Timeouts, PACKETS_PER_SWEPT_BUCKET};
+use crate::acl::session::{
+    now_ms, Lookup, Prepared, Refused, Sessions, Timeouts, PACKETS_PER_SWEPT_BUCKET,
+};
 use crate::acl::Action;
 use crate::acl::FlowKey;
 use crate::features::{self, SharedFeatures, IP4_OUTPUT, IP4_UNICAST, IP6_OUTPUT, IP6_UNICAST};
@@ -74,15 +76,29 @@ pub enum Error {
     BadIpHeader,
     TruncatedTransport,
     BadExtensions,
+    NotSyn,
+    SessionTableFull,
+    SourceLimit,
 }
 
-pub const ERRORS: [&str; 5] = [
+pub const ERRORS: [&str; 8] = [
     "acl: denied by a rule",
     "acl: no rule matched (denied)",
     "acl: IP header invalid",
     "acl: transport header truncated",
     "acl: IPv6 extension headers invalid or too many",
+    "acl: reflect: TCP without a session, not a SYN",
+    "acl: reflect: session table full",
+    "acl: reflect: source at its session limit",
 ];
+
+fn refused(r: Refused) -> Error {
+    match r {
+        Refused::NotSyn => Error::NotSyn,
+        Refused::TableFull => Error::SessionTableFull,
+        Refused::SourceLimit => Error::SourceLimit,
+    }
+}
 
 fn key_error(e: KeyError) -> Error {
     match e {
@@ -215,14 +231,15 @@ impl AclIn {
         list.hits.count(thread, rule);
         match rule.map(|i| list.classifier.rules()[i].action) {
             Some(Action::Permit) => Ok(()),
-            Some(Action::PermitReflect) => {
-                // Permitted whether or not there was room for its session (a full table
-                // is counted by the table).
-                if let Some(p) = session {
-                    sessions.open_prepared(thread, p, key.tcp_flags, now);
-                }
-                Ok(())
-            }
+            Some(Action::PermitReflect) => match session {
+                // A packet that may not open its session, or finds no room for it, is
+                // dropped (its reply could not come back), as conntrack and VPP do.
+                Some(p) => sessions
+                    .open_prepared(thread, p, key.tcp_flags, now)
+                    .map_err(refused),
+                // A later fragment: no session can be told, the rule permits it.
+                None => Ok(()),
+            },
             Some(Action::Deny) => Err(Error::Denied),
             None => Err(Error::NoMatch),
         }
@@ -366,5 +383,43 @@ mod tests {
         // Another interface has no list: everything passes.
         let out = h.run_node(AclIn::decl(false, f), &frames[..3], 1);
         assert_eq!(out.to_next(0), 3);
+    }
+
+    /// A TCP frame from 198.18.0.8:1000 to 198.19.0.1:`dport` with `flags`.
+    fn tcp4(dport: u16, flags: u8) -> Vec<u8> {
+        let mut f = udp4([198, 18, 0, 8], dport);
+        f[14 + 9] = 6;
+        f[14 + 10..14 + 12].copy_from_slice(&[0, 0]);
+        let c = checksum(&f[14..34]);
+        f[14 + 10..14 + 12].copy_from_slice(&c.to_be_bytes());
+        f[34 + 12] = 0x50;
+        f[34 + 13] = flags;
+        f
+    }
+
+    #[test]
+    fn a_reflect_rule_opens_tcp_on_a_syn_and_drops_the_rest_without_a_session() {
+        let h = Harness::new(1);
+        let c = filters(&["permit+reflect proto tcp dport 80"], 0);
+        let f = c.filters().clone();
+        // An ACK and a SYN-ACK of no session: dropped; a SYN opens; its ACK then passes.
+        let frames = [
+            tcp4(80, 0x10),
+            tcp4(80, 0x12),
+            tcp4(80, 0x02),
+            tcp4(80, 0x10),
+        ];
+        let out = h.run_node(AclIn::decl(false, f.clone()), &frames, 0);
+        assert_eq!((out.to_next(0), out.to_next(1)), (2, 2));
+        assert_eq!(out.errors[Error::NotSyn as usize], 2);
+        let t = &f.sessions.tables()[0];
+        assert_eq!(
+            t.stats.not_syn.load(std::sync::atomic::Ordering::Relaxed),
+            2
+        );
+        assert_eq!(
+            t.stats.created.load(std::sync::atomic::Ordering::Relaxed),
+            1
+        );
     }
 }
