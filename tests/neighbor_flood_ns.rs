@@ -65,7 +65,10 @@ fn a_spoofed_arp_and_nd_flood_does_not_keep_a_new_host_out() {
     let deadline = Instant::now() + Duration::from_secs(90);
     let mut rounds = 0;
     while neighbors(&socket) < TABLE && Instant::now() < deadline {
-        let o = left.exec("python3", &[script, "t0", SPOOFED]).output().unwrap();
+        let o = left
+            .exec("python3", &[script, "t0", SPOOFED])
+            .output()
+            .unwrap();
         assert!(o.status.success(), "flood: {}", text(&o));
         rounds += 1;
     }
@@ -96,8 +99,14 @@ fn a_spoofed_arp_and_nd_flood_does_not_keep_a_new_host_out() {
     );
     let after = ctl(&socket, "show ip neighbors").unwrap_or_default();
     let summary = after.lines().rev().take(2).collect::<Vec<_>>().join("\n");
-    assert!(ok4, "IPv4 host unreachable after the flood: {out4}\n{summary}");
-    assert!(ok6, "IPv6 host unreachable after the flood: {out6}\n{summary}");
+    assert!(
+        ok4,
+        "IPv4 host unreachable after the flood: {out4}\n{summary}"
+    );
+    assert!(
+        ok6,
+        "IPv6 host unreachable after the flood: {out6}\n{summary}"
+    );
     // The new hosts are in the table, confirmed by their answers.
     let v: Value = ctl_json(&socket, "show ip neighbors");
     for ip in ["10.0.255.200", "2001:db8::ff:200"] {
@@ -118,5 +127,7 @@ fn a_spoofed_arp_and_nd_flood_does_not_keep_a_new_host_out() {
     assert!(t["unsolicited"].as_u64().unwrap() > 0, "{t}");
     assert!(t["evicted"].as_u64().unwrap() > 0, "{t}");
     assert_eq!(t["max_entries"].as_u64().unwrap() as usize, TABLE, "{t}");
-    let _ = Command::new("rm").args(["-rf", dir.to_str().unwrap()]).status();
+    let _ = Command::new("rm")
+        .args(["-rf", dir.to_str().unwrap()])
+        .status();
 }

@@ -17,6 +17,7 @@
 //! listen = "127.0.0.1:9482"
 //!
 //! [watchdog]               # optional: stall-timeout, exit-on-stall; keys in watchdog.rs
+//! [neighbors]              # optional: table size and NUD timers; keys in neighbors.rs
 //!
 //! [[interface]]
 //! name = "d0"
@@ -116,6 +117,7 @@ mod handoff;
 mod interface;
 pub mod lcp;
 mod metrics;
+mod neighbors;
 mod placement;
 mod punt;
 pub mod reference;
@@ -154,6 +156,7 @@ pub struct Config {
     pub control: Control,
     pub metrics: MetricsConfig,
     pub watchdog: crate::dataplane::watchdog::WatchdogConfig,
+    pub neighbors: crate::router::nud::Times,
     pub interfaces: Vec<InterfaceConfig>,
     pub subinterfaces: Vec<SubIfConfig>,
     pub xconnects: Vec<Xconnect>,
@@ -188,6 +191,8 @@ struct ConfigKeys {
     metrics: metrics::MetricsKeys,
     #[serde(default)]
     watchdog: watchdog::WatchdogKeys,
+    #[serde(default)]
+    neighbors: neighbors::NeighborKeys,
     #[serde(default, rename = "interface")]
     interfaces: Vec<interface::InterfaceKeys>,
     #[serde(default, rename = "subinterface")]
@@ -364,6 +369,7 @@ impl Config {
         let dataplane = keys.dataplane.check(c)?;
         let metrics = keys.metrics.check(c)?;
         let watchdog = keys.watchdog.check(c)?;
+        let neighbors = keys.neighbors.check(c)?;
         let mut interfaces: Vec<InterfaceConfig> = Vec::new();
         for i in keys.interfaces {
             let checked = i.check(&interfaces, c)?;
@@ -436,6 +442,7 @@ impl Config {
             control: keys.control,
             metrics,
             watchdog,
+            neighbors,
             interfaces,
             subinterfaces,
             xconnects: keys.xconnects,

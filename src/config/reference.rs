@@ -38,12 +38,13 @@ pub struct Section {
 }
 
 /// Every section in the order of `ConfigKeys`.
-pub fn sections() -> [&'static Section; 21] {
+pub fn sections() -> [&'static Section; 22] {
     [
         &super::dataplane::SECTION,
         &super::CONTROL,
         &super::metrics::SECTION,
         &super::watchdog::SECTION,
+        &super::neighbors::SECTION,
         &super::interface::SECTION,
         &super::subif::SECTION,
         &super::xconnect::SECTION,

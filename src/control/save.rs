@@ -82,9 +82,8 @@ fn header() -> Vec<String> {
 /// function here, so a new section is one more arm.
 fn section(st: &State, sec: &Section) -> Result<Vec<Entry>, String> {
     match sec.name {
-        "dataplane" | "control" | "metrics" | "fib" | "sessions" | "punt" => {
-            Ok(as_started(st, sec))
-        }
+        "dataplane" | "control" | "metrics" | "watchdog" | "neighbors" | "fib" | "sessions"
+        | "punt" => Ok(as_started(st, sec)),
         "interface" => interfaces(st, sec),
         "subinterface" => subinterfaces(st),
         "xconnect" => xconnects(st),
@@ -713,6 +712,8 @@ const WRITTEN: &[&str] = &[
     "dataplane",
     "control",
     "metrics",
+    "watchdog",
+    "neighbors",
     "interface",
     "subinterface",
     "xconnect",

@@ -495,6 +495,7 @@ fn build_router(cfg: &Config, opened: &[Opened], subs: &[SubIf]) -> Result<Route
         .map(|i| (i.name.clone(), i.mac, i.mtu))
         .collect();
     let mut router = Router::new(&itfs);
+    router.set_neighbor_times(cfg.neighbors);
     // Tables and their interfaces first: an address's routes go into its interface's table.
     for t in &cfg.tables {
         router.add_table(t.id)?;
