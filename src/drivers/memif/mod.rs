@@ -32,6 +32,7 @@
 
 pub mod connection;
 mod control;
+pub mod irq;
 pub mod proto;
 mod rings;
 mod rx;

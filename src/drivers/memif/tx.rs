@@ -1,7 +1,7 @@
 //! The transmit queues: a client posts its buffers as they are; a server copies packets into
 //! the buffers the client posted.
 
-use super::connection::{self, Connection, Role, POOL_REGION};
+use super::connection::{Connection, Role, POOL_REGION};
 use super::rings::{pool_offset, prefetch_buffer, RingLink, PREFETCH_AHEAD};
 use super::shm::{Desc, DESC_FLAG_NEXT};
 use super::violation::Violation;
@@ -103,8 +103,8 @@ impl MemifTx {
             r.bytes += len as u64;
         }
         ring.set_head(self.link.head);
-        if r.sent > 0 && !connection::notify(ring, &conn.c2s_irq[self.link.index]) {
-            self.link.violated(Violation::BadInterrupt);
+        if r.sent > 0 {
+            conn.interrupt(true, self.link.index);
         }
     }
 
@@ -158,8 +158,8 @@ impl MemifTx {
         if self.link.next != first {
             ring.set_tail(self.link.next);
         }
-        if r.sent > 0 && !connection::notify(ring, &conn.s2c_irq[self.link.index]) {
-            self.link.violated(Violation::BadInterrupt);
+        if r.sent > 0 {
+            conn.interrupt(false, self.link.index);
         }
     }
 
