@@ -3,6 +3,7 @@
 //! does not accept answers DISCONNECT with the reason and fails; nothing is mapped that was
 //! not checked.
 
+use super::copy::OwnBuffers;
 use super::irq::{is_nonblocking, Notifier};
 use super::proto::{
     AddRegion, AddRing, Hello, Init, Msg, MAX_LOG2_RING_SIZE, MAX_REGIONS, MAX_RINGS,
@@ -19,7 +20,8 @@ use std::sync::Arc;
 pub enum Role {
     /// Listens; maps the client's memory and copies packets in and out of it.
     Server,
-    /// Connects; owns the memory (for sluice: its own buffer pool, so nothing is copied).
+    /// Connects; owns the memory (a region of its own, copied in and out; or, for a trusted
+    /// peer, sluice's buffer pool, so nothing is copied).
     Client,
 }
 
@@ -43,7 +45,8 @@ pub struct Settings {
     /// Queue pairs we want (client) or accept at most (server).
     pub queues: usize,
     pub log2_ring_size: u8,
-    /// Client: the buffer pool's memfd and length, shared as region 1.
+    /// Client: the buffer pool's memfd and length, lent as region 1 (zero-copy). None: a
+    /// region of our own, copied in and out.
     pub pool: Option<(libc::c_int, usize)>,
 }
 
@@ -63,6 +66,8 @@ pub struct Connection {
     /// The peer's first violation on this connection: queues stop using its rings at once,
     /// and the control thread disconnects it.
     pub verdict: Verdict,
+    /// Client that lends nothing: its region 1, one buffer per ring slot.
+    pub own_buffers: Option<OwnBuffers>,
 }
 
 /// Region index of the buffer pool when we are the client.
@@ -310,6 +315,7 @@ pub fn serve(ch: &Channel, s: &Settings) -> Result<Connection, Failure> {
                     s2c_irq,
                     irq,
                     verdict: Verdict::default(),
+                    own_buffers: None,
                 });
             }
             (m, _) => {
@@ -373,10 +379,29 @@ pub fn connect(ch: &Channel, s: &Settings) -> Result<Connection, Failure> {
             "peer accepts only one region; we need two".into(),
         ));
     }
-    let Some((pool_fd, pool_len)) = s.pool else {
-        return Err(Failure::local(
-            "client role needs the buffer pool's memfd".into(),
-        ));
+    // Region 1: the buffer pool (lent, zero-copy) or buffers of our own, one per slot.
+    let (pool_fd, pool_len, own_buffers) = match s.pool {
+        Some((fd, len)) => (fd, len, None),
+        None => {
+            let bytes = OwnBuffers::bytes(queues, log2);
+            if bytes > 1 << 32 {
+                return Err(Failure::local(format!(
+                    "{queues} queue pairs of 2^{log2} slots need {bytes} bytes of buffers, more \
+                     than the 4 GiB 32-bit descriptor offsets reach: use smaller rings"
+                )));
+            }
+            let len = bytes as usize;
+            let fd = memfd("sluice-memif-buffers", len)
+                .map_err(|e| Failure::local(format!("memfd: {e}")))?;
+            let region = Arc::new(Region::map(fd, len, true).map_err(|(_, e)| Failure::local(e))?);
+            let fd = region.fd().unwrap_or(-1);
+            let own = OwnBuffers {
+                region,
+                queues,
+                log2,
+            };
+            (fd, len, Some(own))
+        }
     };
     // Region 0: the rings, C2S then S2C for each queue.
     let per_ring = ring_bytes(log2).div_ceil(64) * 64;
@@ -483,6 +508,7 @@ pub fn connect(ch: &Channel, s: &Settings) -> Result<Connection, Failure> {
         s2c_irq,
         irq,
         verdict: Verdict::default(),
+        own_buffers,
     })
 }
 

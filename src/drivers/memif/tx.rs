@@ -14,7 +14,9 @@ use std::sync::Arc;
 pub(super) struct MemifTx {
     pub(super) pool: Arc<BufferPool>,
     pub(super) role: Role,
-    /// Client: `slots` are the packets (first buffers, on their last slot) not yet consumed.
+    /// Client: our buffer pool is region 1 (else a region of our own, copied into).
+    pub(super) zero_copy: bool,
+    /// Client, zero-copy: `slots` are the packets (first buffers, on their last slot) not yet consumed.
     pub(super) link: RingLink,
     pub(super) max_frame: usize,
 }
@@ -258,11 +260,12 @@ impl TxQueue for MemifTx {
             r.errors = pkts.len();
             return r;
         }
-        match self.role {
-            Role::Client => self.tx_client(bufs, pkts, &mut r),
-            Role::Server => self.tx_server(bufs, pkts, &mut r),
+        match (self.role, self.zero_copy) {
+            (Role::Client, true) => self.tx_client(bufs, pkts, &mut r),
+            (Role::Client, false) => self.tx_client_copy(bufs, pkts, &mut r),
+            (Role::Server, _) => self.tx_server(bufs, pkts, &mut r),
         }
-        self.link.copies.add(self.role == Role::Server, r.sent);
+        self.link.copies.add(!self.zero_copy, r.sent);
         r
     }
 
