@@ -2,7 +2,8 @@
 //! both directions; frames arrive byte-identical (jumbo frames chained across descriptors
 //! included) and counts match. A peer killed mid-traffic takes the link down, every buffer
 //! comes back to the pool, and traffic resumes when the peer returns. The generator can
-//! serve a client DUT, which copies nothing (its `show hardware` counters say so).
+//! serve a client DUT, which copies nothing when it lends its pool (`show hardware` says so);
+//! a client copies by default.
 
 mod common;
 use common::*;
@@ -227,9 +228,20 @@ impl Drop for Testpmd {
     }
 }
 
-/// Frames both ways between sluice in `role` and testpmd in the other role.
-fn with_testpmd(role: &str) {
-    let dir = tmpdir(&format!("memif-tp-{role}"));
+/// sluice's client lends its buffer pool (`zero-copy = true`) instead of copying.
+fn lend_pool(cfg: &Path) {
+    let text = std::fs::read_to_string(cfg).unwrap();
+    let text = text.replace(
+        "role = \"client\"\n",
+        "role = \"client\"\nzero-copy = true\n",
+    );
+    std::fs::write(cfg, text).unwrap();
+}
+
+/// Frames both ways between sluice in `role` (a client copying, or lending its pool when
+/// `zero_copy`) and testpmd in the other role.
+fn with_testpmd(role: &str, zero_copy: bool) {
+    let dir = tmpdir(&format!("memif-tp-{role}-{zero_copy}"));
     let socket = dir.join("memif.sock");
     // Fewer descriptors than a ring holds: testpmd drops what does not fit (no back-pressure).
     let (to_tp, from_tp) = (frames(400, 1), frames(300, 2));
@@ -238,6 +250,9 @@ fn with_testpmd(role: &str) {
     write_pcap(&sl_in, &to_tp);
     write_pcap(&tp_in, &from_tp);
     let (cfg, ctl) = sluice_config(&dir, "sl", role, &socket, &sl_in, &sl_out);
+    if zero_copy {
+        lend_pool(&cfg);
+    }
     let peer_role = if role == "client" { "server" } else { "client" };
     // The server listens first.
     let (mut daemon, mut tp);
@@ -287,14 +302,21 @@ fn interop_with_testpmd_as_client_and_as_server() {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    with_testpmd("client");
-    with_testpmd("server");
+    with_testpmd("client", false);
+    with_testpmd("client", true);
+    with_testpmd("server", false);
 }
 
 #[test]
 fn sluice_to_sluice_both_roles_both_ways() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tmpdir("memif-sl");
+    sluice_to_sluice(false);
+    sluice_to_sluice(true);
+}
+
+/// sluice as server and as client (copying, or lending its pool when `zero_copy`).
+fn sluice_to_sluice(zero_copy: bool) {
+    let dir = tmpdir(&format!("memif-sl-{zero_copy}"));
     let socket = dir.join("memif.sock");
     let (a_frames, b_frames) = (frames(500, 3), frames(400, 4));
     let (a_in, a_out, b_in, b_out) = (
@@ -307,6 +329,9 @@ fn sluice_to_sluice_both_roles_both_ways() {
     write_pcap(&b_in, &b_frames);
     let (a_cfg, a_ctl) = sluice_config(&dir, "a", "server", &socket, &a_in, &a_out);
     let (b_cfg, b_ctl) = sluice_config(&dir, "b", "client", &socket, &b_in, &b_out);
+    if zero_copy {
+        lend_pool(&b_cfg);
+    }
     let mut a = start_daemon(&a_cfg, &a_ctl);
     let mut b = start_daemon(&b_cfg, &b_ctl);
     wait_for("the memif link", 10, || {
@@ -336,22 +361,23 @@ fn sluice_to_sluice_both_roles_both_ways() {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    // Both ways, the client (b) moved every frame without a copy; the server (a) copied each.
+    // The server (a) copied every frame; the client (b) too, into and out of its own region,
+    // unless it lends its pool (then none).
     let moved = (a_frames.len() + b_frames.len()).to_string();
     let copies = |ctl: &Path| {
         let m0 = interface(ctl, "m0");
         let d = &m0["details"];
         (d["frames copied"].clone(), d["frames zero-copy"].clone())
     };
-    assert_eq!(copies(&b_ctl), ("0".into(), moved.clone().into()), "client");
+    let client = match zero_copy {
+        true => ("0".into(), moved.clone().into()),
+        false => (moved.clone().into(), "0".into()),
+    };
+    assert_eq!(copies(&b_ctl), client, "client, zero-copy {zero_copy}");
     assert_eq!(copies(&a_ctl), (moved.into(), "0".into()), "server");
     assert!(a.stop() && b.stop());
-    assert_eq!(read_pcap(&b_out), a_frames, "server -> client (copied in)");
-    assert_eq!(
-        read_pcap(&a_out),
-        b_frames,
-        "client -> server (zero-copy out)"
-    );
+    assert_eq!(read_pcap(&b_out), a_frames, "server -> client");
+    assert_eq!(read_pcap(&a_out), b_frames, "client -> server");
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -645,8 +671,8 @@ fn malformed_control_messages_are_refused() {
 }
 
 /// `sluice gen` as the memif server of both ports (server:PATH) and sluice as a client
-/// cross-connecting them: every frame goes through, and the client's counters show that it
-/// copied none of them.
+/// cross-connecting them, lending its pool (`zero-copy = true`): every frame goes through,
+/// and the client's counters show that it copied none of them.
 #[test]
 fn the_generator_serves_a_client_dut_that_copies_nothing() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -656,7 +682,7 @@ fn the_generator_serves_a_client_dut_that_copies_nothing() {
     let cfg = dir.join("dut.toml");
     let port = |name: &str, socket: &Path| {
         format!(
-            "[[interface]]\nname = \"{name}\"\ndriver = \"memif\"\nsocket = \"{}\"\nrole = \"client\"\n",
+            "[[interface]]\nname = \"{name}\"\ndriver = \"memif\"\nsocket = \"{}\"\nrole = \"client\"\nzero-copy = true\n",
             socket.display()
         )
     };

@@ -81,8 +81,15 @@ pub(super) const SECTION: Section = Section {
             name: "role",
             ty: "string",
             default: "\"client\"",
-            doc: "memif: client (owns the shared memory: sluice's own buffers, no copy) | server (listens; copies in and out of the client's buffers)",
+            doc: "memif: client (owns the shared memory: a region of its own, copied in and out; or the buffer pool with zero-copy) | server (listens; copies in and out of the client's buffers)",
             example: "\"client\"",
+        },
+        Key {
+            name: "zero-copy",
+            ty: "boolean",
+            default: "false",
+            doc: "memif client: lend sluice's whole buffer pool to the peer as its region 1, so frames are not copied; the peer can then read and rewrite every interface's packets at any time: for trusted peers only",
+            example: "false",
         },
         Key {
             name: "id",
@@ -177,6 +184,8 @@ pub(super) struct InterfaceKeys {
     pub(super) role: Option<Spanned<String>>,
     /// memif: the interface id.
     pub(super) id: Option<u32>,
+    /// memif client: lend the buffer pool (no copy; trusted peers).
+    pub(super) zero_copy: Option<Spanned<bool>>,
     /// memif: the shared secret.
     pub(super) secret: Option<String>,
     mtu: Option<Spanned<u32>>,

@@ -65,6 +65,7 @@ pub(super) fn open_interface(
                 id: d.id,
                 secret: d.secret.clone(),
                 ring_size: d.ring_size,
+                zero_copy: d.zero_copy,
                 workers,
                 log: true,
             },

@@ -238,6 +238,8 @@ impl Ports {
                     id: 0,
                     secret: None,
                     ring_size: 2048,
+                    // The tester trusts the device under test with its own buffers.
+                    zero_copy: true,
                     workers: 1,
                     log: true,
                 },

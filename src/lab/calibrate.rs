@@ -151,6 +151,7 @@ impl DrainServers {
                     id: 0,
                     secret: None,
                     ring_size: 2048,
+                    zero_copy: false,
                     workers: 1,
                     // The lab's own sink: its connects are not news.
                     log: false,

@@ -14,8 +14,10 @@ const MAX_SECRET: usize = 23;
 pub struct Memif {
     /// The control socket's path.
     pub socket: PathBuf,
-    /// Client (owns the memory; zero-copy; the default) or server.
+    /// Client (owns the memory; the default) or server.
     pub role: Role,
+    /// Client: lend the buffer pool to the peer (no copy; for trusted peers).
+    pub zero_copy: bool,
     /// The interface id, as the peer names it.
     pub id: u32,
     pub secret: Option<String>,
@@ -39,7 +41,7 @@ impl Memif {
             return Err(c.err(
                 keys.driver.span(),
                 "driver",
-                "a memif interface takes socket, role, id, secret, ring-size".into(),
+                "a memif interface takes socket, role, id, secret, ring-size, zero-copy".into(),
             ));
         }
         let role = match &keys.role {
@@ -63,10 +65,22 @@ impl Memif {
                 format!("a memif secret is at most {MAX_SECRET} bytes"),
             ));
         }
+        if let Some(z) = &keys.zero_copy {
+            if role == Role::Server && *z.get_ref() {
+                return Err(c.err(
+                    z.span(),
+                    "zero-copy",
+                    "a memif server copies (the memory is the client's): zero-copy is for the \
+                     client role"
+                        .into(),
+                ));
+            }
+        }
         af_xdp::refuse_keys(keys, c)?;
         Ok(Memif {
             socket: socket.clone(),
             role,
+            zero_copy: keys.zero_copy.as_ref().is_some_and(|z| *z.get_ref()),
             id: keys.id.unwrap_or(0),
             secret: keys.secret.clone(),
             ring_size: ring_size(keys, (16, 16384), DEFAULT_RING_SIZE, c)?,
@@ -78,6 +92,9 @@ impl Memif {
 pub(super) fn refuse_keys(keys: &InterfaceKeys, c: &Checker<'_>) -> Result<(), ConfigError> {
     if let Some(r) = &keys.role {
         return Err(c.err(r.span(), "role", "belongs to memif interfaces".into()));
+    }
+    if let Some(z) = &keys.zero_copy {
+        return Err(c.err(z.span(), "zero-copy", "belongs to memif interfaces".into()));
     }
     if keys.socket.is_some() || keys.id.is_some() || keys.secret.is_some() {
         return Err(c.err(
@@ -107,9 +124,13 @@ mod tests {
         memif_without_socket: interface_with("memif", "")
             => "t.toml:3: key 'socket': memif interface 'a' needs socket = \"PATH\"";
         memif_with_host: interface_with("memif", "socket = \"s\"\nhost = \"h\"\n")
-            => "t.toml:3: key 'driver': a memif interface takes socket, role, id, secret, ring-size";
+            => "t.toml:3: key 'driver': a memif interface takes socket, role, id, secret, ring-size, zero-copy";
         memif_with_a_file: interface_with("memif", "socket = \"s\"\nrx-file = \"i\"\n")
-            => "t.toml:3: key 'driver': a memif interface takes socket, role, id, secret, ring-size";
+            => "t.toml:3: key 'driver': a memif interface takes socket, role, id, secret, ring-size, zero-copy";
+        zero_copy_on_another_driver: interface_with("af_packet", "zero-copy = true\n")
+            => "t.toml:4: key 'zero-copy': belongs to memif interfaces";
+        zero_copy_as_server: interface_with("memif", "socket = \"s\"\nrole = \"server\"\nzero-copy = true\n")
+            => "t.toml:6: key 'zero-copy': a memif server copies (the memory is the client's): zero-copy is for the client role";
         unknown_role: interface_with("memif", "socket = \"s\"\nrole = \"boss\"\n")
             => "t.toml:5: key 'role': 'boss' is not client or server";
         secret_too_long: interface_with("memif", &format!("socket = \"s\"\nsecret = \"{}\"\n", "s".repeat(24)))
@@ -141,8 +162,15 @@ mod tests {
             panic!("{c:?}")
         };
         assert_eq!(
-            (d.role, d.id, d.secret.as_deref(), d.ring_size),
-            (Role::Client, 0, None, DEFAULT_RING_SIZE)
+            (d.role, d.id, d.secret.as_deref(), d.ring_size, d.zero_copy),
+            (Role::Client, 0, None, DEFAULT_RING_SIZE, false),
+            "a client copies unless told"
         );
+        let src = interface_with("memif", "socket = \"s\"\nzero-copy = true\n");
+        let c = Config::parse(&src, "t.toml").unwrap();
+        let Driver::Memif(d) = &c.interfaces[0].driver else {
+            panic!("{c:?}")
+        };
+        assert!(d.zero_copy);
     }
 }

@@ -3,6 +3,8 @@
 //! does not accept answers DISCONNECT with the reason and fails; nothing is mapped that was
 //! not checked.
 
+use super::copy::OwnBuffers;
+use super::irq::{is_nonblocking, Notifier};
 use super::proto::{
     AddRegion, AddRing, Hello, Init, Msg, MAX_LOG2_RING_SIZE, MAX_REGIONS, MAX_RINGS,
     MODE_ETHERNET, RING_COOKIE, VERSION,
@@ -18,7 +20,8 @@ use std::sync::Arc;
 pub enum Role {
     /// Listens; maps the client's memory and copies packets in and out of it.
     Server,
-    /// Connects; owns the memory (for sluice: its own buffer pool, so nothing is copied).
+    /// Connects; owns the memory (a region of its own, copied in and out; or, for a trusted
+    /// peer, sluice's buffer pool, so nothing is copied).
     Client,
 }
 
@@ -42,7 +45,8 @@ pub struct Settings {
     /// Queue pairs we want (client) or accept at most (server).
     pub queues: usize,
     pub log2_ring_size: u8,
-    /// Client: the buffer pool's memfd and length, shared as region 1.
+    /// Client: the buffer pool's memfd and length, lent as region 1 (zero-copy). None: a
+    /// region of our own, copied in and out.
     pub pool: Option<(libc::c_int, usize)>,
 }
 
@@ -56,9 +60,14 @@ pub struct Connection {
     /// Interrupt eventfds of the rings (written by the producer when the consumer asks).
     pub c2s_irq: Vec<OwnedFd>,
     pub s2c_irq: Vec<OwnedFd>,
+    /// Writes those eventfds for the workers, which must not (the peer can make a write
+    /// sleep); the control thread stops it when the connection ends.
+    pub irq: Notifier,
     /// The peer's first violation on this connection: queues stop using its rings at once,
     /// and the control thread disconnects it.
     pub verdict: Verdict,
+    /// Client that lends nothing: its region 1, one buffer per ring slot.
+    pub own_buffers: Option<OwnBuffers>,
 }
 
 /// Region index of the buffer pool when we are the client.
@@ -133,9 +142,9 @@ fn send(ch: &Channel, m: &Msg, fd: Option<libc::c_int>) -> Result<(), Failure> {
         .map_err(|e| Failure::local(format!("sending {}: {e}", m.kind())))
 }
 
-/// A peer's interrupt descriptor must be a non-blocking eventfd: we write to it from a
-/// worker, and a pipe or a blocking eventfd whose counter the peer filled would stall the
-/// worker (and every interface it polls).
+/// A peer's interrupt descriptor must be a non-blocking eventfd: a pipe, or an eventfd that is
+/// blocking from the start, is refused at once. (The peer can still clear the flag later:
+/// hence the notifier thread of `irq`.)
 fn check_eventfd(fd: &OwnedFd) -> Result<(), String> {
     let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
         .map_err(|e| format!("cannot inspect the interrupt descriptor: {e}"))?;
@@ -151,10 +160,9 @@ fn check_eventfd(fd: &OwnedFd) -> Result<(), String> {
     Ok(())
 }
 
-fn is_nonblocking(fd: &OwnedFd) -> bool {
-    // SAFETY: reads the descriptor's status flags; no memory is passed.
-    let fl = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
-    fl >= 0 && fl & libc::O_NONBLOCK != 0
+fn notifier(name: &str, c2s: &[OwnedFd], s2c: &[OwnedFd]) -> Result<Notifier, Failure> {
+    Notifier::start(name, c2s, s2c)
+        .map_err(|e| Failure::local(format!("cannot start the interrupt thread: {e}")))
 }
 
 /// The server's side: HELLO out, then INIT, regions, rings and CONNECT in.
@@ -297,6 +305,7 @@ pub fn serve(ch: &Channel, s: &Settings) -> Result<Connection, Failure> {
                     None,
                 )?;
                 let peer = if name.is_empty() { peer_name } else { name };
+                let irq = notifier(&s.name, &c2s_irq, &s2c_irq)?;
                 return Ok(Connection {
                     peer_name: peer,
                     regions,
@@ -304,7 +313,9 @@ pub fn serve(ch: &Channel, s: &Settings) -> Result<Connection, Failure> {
                     s2c,
                     c2s_irq,
                     s2c_irq,
+                    irq,
                     verdict: Verdict::default(),
+                    own_buffers: None,
                 });
             }
             (m, _) => {
@@ -368,10 +379,29 @@ pub fn connect(ch: &Channel, s: &Settings) -> Result<Connection, Failure> {
             "peer accepts only one region; we need two".into(),
         ));
     }
-    let Some((pool_fd, pool_len)) = s.pool else {
-        return Err(Failure::local(
-            "client role needs the buffer pool's memfd".into(),
-        ));
+    // Region 1: the buffer pool (lent, zero-copy) or buffers of our own, one per slot.
+    let (pool_fd, pool_len, own_buffers) = match s.pool {
+        Some((fd, len)) => (fd, len, None),
+        None => {
+            let bytes = OwnBuffers::bytes(queues, log2);
+            if bytes > 1 << 32 {
+                return Err(Failure::local(format!(
+                    "{queues} queue pairs of 2^{log2} slots need {bytes} bytes of buffers, more \
+                     than the 4 GiB 32-bit descriptor offsets reach: use smaller rings"
+                )));
+            }
+            let len = bytes as usize;
+            let fd = memfd("sluice-memif-buffers", len)
+                .map_err(|e| Failure::local(format!("memfd: {e}")))?;
+            let region = Arc::new(Region::map(fd, len, true).map_err(|(_, e)| Failure::local(e))?);
+            let fd = region.fd().unwrap_or(-1);
+            let own = OwnBuffers {
+                region,
+                queues,
+                log2,
+            };
+            (fd, len, Some(own))
+        }
     };
     // Region 0: the rings, C2S then S2C for each queue.
     let per_ring = ring_bytes(log2).div_ceil(64) * 64;
@@ -468,6 +498,7 @@ pub fn connect(ch: &Channel, s: &Settings) -> Result<Connection, Failure> {
             ))
         }
     };
+    let irq = notifier(&s.name, &c2s_irq, &s2c_irq)?;
     Ok(Connection {
         peer_name,
         regions: vec![rings_region],
@@ -475,20 +506,22 @@ pub fn connect(ch: &Channel, s: &Settings) -> Result<Connection, Failure> {
         s2c,
         c2s_irq,
         s2c_irq,
+        irq,
         verdict: Verdict::default(),
+        own_buffers,
     })
 }
 
-/// Wake the consumer of a ring, unless it polls (masked its interrupts). False if the peer
-/// made its eventfd blocking since the handshake: a write could then stall the worker.
-pub fn notify(ring: &Ring, irq: &OwnedFd) -> bool {
-    if ring.flags() & RING_FLAG_MASK_INT == 0 {
-        if !is_nonblocking(irq) {
-            return false;
+impl Connection {
+    /// Wake the consumer of ring `index` of one direction, unless it polls (masked its
+    /// interrupts). Never blocks: the notifier writes (see `irq`).
+    pub fn interrupt(&self, c2s: bool, index: usize) {
+        let rings = if c2s { &self.c2s } else { &self.s2c };
+        if rings
+            .get(index)
+            .is_some_and(|r| r.flags() & RING_FLAG_MASK_INT == 0)
+        {
+            self.irq.kick(c2s, index);
         }
-        let one = 1u64.to_ne_bytes();
-        // SAFETY: an 8-byte write to an eventfd we hold.
-        unsafe { libc::write(irq.as_raw_fd(), one.as_ptr() as *const libc::c_void, 8) };
     }
-    true
 }

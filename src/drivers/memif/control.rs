@@ -51,6 +51,9 @@ pub(super) fn watch(
     conn: &Connection,
 ) {
     loop {
+        if conn.irq.saw_blocking() {
+            shared.count_violation(conn, Violation::BadInterrupt);
+        }
         if let Some(v) = conn.verdict.get() {
             // Counted by the queue that saw it.
             disconnect(
@@ -167,6 +170,9 @@ pub(super) fn control_loop(
                 let conn = Arc::new(conn);
                 shared.publish(Some(conn.clone()));
                 watch(&ch, listener.as_ref(), &shared, name, &conn);
+                // Before the queues let go of the connection (the last may drop it on a
+                // worker): a write the peer made sleep is interrupted here.
+                conn.irq.stop();
                 shared.publish(None);
                 shared.say(name, "disconnected");
             }

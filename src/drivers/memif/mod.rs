@@ -7,12 +7,16 @@
 //! it held in the old rings and takes up the new ones. No lock is taken per packet, and the old shared memory is unmapped only when the
 //! last queue has let go of it.
 //!
-//! Who copies: as **client**, the regions are ours, and region 1 *is* the buffer pool, so
-//! descriptors point at pool buffers: the peer writes received frames straight into the
-//! buffers the graph then uses, and transmitted buffers go out as they are — no copy on our
-//! side in either direction. As **server**, the memory is the client's (its buffers are not
-//! in our pool), so frames are copied out of the client's buffers on receive and into them
-//! on transmit. Every offset and length the peer gives is checked against its region first.
+//! Who copies: as **client**, the regions are ours. By default region 1 is a memfd of its
+//! own with one buffer per ring slot (`copy`): frames are copied into it on transmit and out
+//! of it on receive, and the peer never sees the buffer pool. With `zero_copy` (for trusted
+//! peers) region 1 *is* the buffer pool, so descriptors point at pool buffers: the peer
+//! writes received frames straight into the buffers the graph then uses, and transmitted
+//! buffers go out as they are — no copy, but the peer can read and rewrite every buffer of
+//! every interface, at any time. As **server**, the memory is the client's (its buffers are
+//! not in our pool), so frames are copied out of the client's buffers on receive and into
+//! them on transmit. Every offset and length the peer gives is checked against its region
+//! first.
 //!
 //! A peer is not trusted with anything it writes: ring indices must stay within what was
 //! posted, descriptors within its regions (and, handed back to a client, be the very buffer
@@ -22,16 +26,18 @@
 //! of the rings at once (every pool buffer they held comes back), and the control thread
 //! disconnects the peer with the violation as the reason.
 //!
-//! A client shares the whole buffer pool with its peer: use the server role towards a peer
-//! that is not trusted with that memory.
+//! Only a zero-copy client shares the whole buffer pool with its peer.
 //!
 //! Layout: this file opens an interface and holds what its threads share; `control` runs the
 //! protocol; `rings` is a queue's hold on the published rings; `rx` and `tx` are the queues;
+//! `copy` is a copying client's own buffers; `irq` writes interrupts for the workers;
 //! `connection`, `proto`, `shm` and `socket` are the protocol's pieces; `violation` names
 //! what a peer may not do.
 
 pub mod connection;
 mod control;
+pub mod copy;
+pub mod irq;
 pub mod proto;
 mod rings;
 mod rx;
@@ -65,6 +71,9 @@ pub struct MemifConfig {
     pub secret: Option<String>,
     /// Descriptors per ring (power of two).
     pub ring_size: u32,
+    /// Client: lend the buffer pool to the peer as region 1 (no copy; for trusted peers)
+    /// instead of a region of its own.
+    pub zero_copy: bool,
     pub workers: usize,
     /// Say on stderr when a peer connects, leaves or is refused (a daemon does; the lab's
     /// own short-lived servers do not).
@@ -195,8 +204,22 @@ pub fn open(cfg: &MemifConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
             cfg.ring_size
         ));
     }
-    let pool_share = match cfg.role {
-        Role::Client => {
+    let zero_copy = cfg.role == Role::Client && cfg.zero_copy;
+    if cfg.role == Role::Client && !zero_copy {
+        let bytes =
+            copy::OwnBuffers::bytes(cfg.workers.max(1), cfg.ring_size.trailing_zeros() as u8);
+        if bytes > 1 << 32 {
+            return Err(format!(
+                "a copying memif client needs {bytes} bytes of buffers for {} queue pairs of \
+                 {} slots, more than the 4 GiB that 32-bit descriptor offsets reach: use \
+                 smaller rings",
+                cfg.workers.max(1),
+                cfg.ring_size
+            ));
+        }
+    }
+    let pool_share = match zero_copy {
+        true => {
             // Descriptor offsets are 32 bits: every buffer of the shared pool must lie in
             // the first 4 GiB of region 1, or its offset would name another buffer.
             let bytes = pool.count() as u64 * STRIDE as u64;
@@ -216,7 +239,7 @@ pub fn open(cfg: &MemifConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
                 bytes as usize,
             ))
         }
-        Role::Server => None,
+        false => None,
     };
     let listener = match cfg.role {
         Role::Server => Some(
@@ -267,6 +290,7 @@ pub fn open(cfg: &MemifConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
             Box::new(MemifRx {
                 pool: pool.clone(),
                 role: cfg.role,
+                zero_copy,
                 // A client receives on server-to-client rings, a server on client-to-server.
                 link: RingLink::new(shared.clone(), q, cfg.role == Role::Server),
                 partial: Partial::default(),
@@ -280,6 +304,7 @@ pub fn open(cfg: &MemifConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
             Box::new(MemifTx {
                 pool: pool.clone(),
                 role: cfg.role,
+                zero_copy,
                 link: RingLink::new(shared.clone(), t, cfg.role == Role::Client),
                 max_frame,
             }) as Box<dyn TxQueue>
@@ -298,9 +323,16 @@ pub fn open(cfg: &MemifConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
         ),
         (
             "copy".to_string(),
-            match cfg.role {
-                Role::Client => "none: the peer reads and writes our buffer pool (region 1)",
-                Role::Server => "both ways: frames are copied out of and into the client's buffers",
+            match (cfg.role, zero_copy) {
+                (Role::Client, true) => {
+                    "none (zero-copy): the peer reads and writes our buffer pool (region 1)"
+                }
+                (Role::Client, false) => {
+                    "both ways: frames are copied into and out of our own region 1"
+                }
+                (Role::Server, _) => {
+                    "both ways: frames are copied out of and into the client's buffers"
+                }
             }
             .to_string(),
         ),

@@ -113,7 +113,9 @@ pub(super) fn segment_meta(bufs: &mut WorkerBuffers, bi: u32, length: u32) {
 pub(super) struct MemifRx {
     pub(super) pool: Arc<BufferPool>,
     pub(super) role: Role,
-    /// Client: `slots` are the buffers posted in the S2C ring.
+    /// Client: our buffer pool is region 1 (else a region of our own, copied out of).
+    pub(super) zero_copy: bool,
+    /// Client, zero-copy: `slots` are the buffers posted in the S2C ring.
     pub(super) link: RingLink,
     pub(super) partial: Partial,
 }
@@ -296,11 +298,12 @@ impl RxQueue for MemifRx {
         if !self.link.sync(bufs, |b| partial.discard(b)) {
             return r;
         }
-        match self.role {
-            Role::Client => self.rx_client(bufs, out, &mut r),
-            Role::Server => self.rx_server(bufs, out, &mut r),
+        match (self.role, self.zero_copy) {
+            (Role::Client, true) => self.rx_client(bufs, out, &mut r),
+            (Role::Client, false) => self.rx_client_copy(bufs, out, &mut r),
+            (Role::Server, _) => self.rx_server(bufs, out, &mut r),
         }
-        self.link.copies.add(self.role == Role::Server, r.packets);
+        self.link.copies.add(!self.zero_copy, r.packets);
         r
     }
 

@@ -1,7 +1,7 @@
 //! The transmit queues: a client posts its buffers as they are; a server copies packets into
 //! the buffers the client posted.
 
-use super::connection::{self, Connection, Role, POOL_REGION};
+use super::connection::{Connection, Role, POOL_REGION};
 use super::rings::{pool_offset, prefetch_buffer, RingLink, PREFETCH_AHEAD};
 use super::shm::{Desc, DESC_FLAG_NEXT};
 use super::violation::Violation;
@@ -14,7 +14,9 @@ use std::sync::Arc;
 pub(super) struct MemifTx {
     pub(super) pool: Arc<BufferPool>,
     pub(super) role: Role,
-    /// Client: `slots` are the packets (first buffers, on their last slot) not yet consumed.
+    /// Client: our buffer pool is region 1 (else a region of our own, copied into).
+    pub(super) zero_copy: bool,
+    /// Client, zero-copy: `slots` are the packets (first buffers, on their last slot) not yet consumed.
     pub(super) link: RingLink,
     pub(super) max_frame: usize,
 }
@@ -103,8 +105,8 @@ impl MemifTx {
             r.bytes += len as u64;
         }
         ring.set_head(self.link.head);
-        if r.sent > 0 && !connection::notify(ring, &conn.c2s_irq[self.link.index]) {
-            self.link.violated(Violation::BadInterrupt);
+        if r.sent > 0 {
+            conn.interrupt(true, self.link.index);
         }
     }
 
@@ -158,8 +160,8 @@ impl MemifTx {
         if self.link.next != first {
             ring.set_tail(self.link.next);
         }
-        if r.sent > 0 && !connection::notify(ring, &conn.s2c_irq[self.link.index]) {
-            self.link.violated(Violation::BadInterrupt);
+        if r.sent > 0 {
+            conn.interrupt(false, self.link.index);
         }
     }
 
@@ -258,11 +260,12 @@ impl TxQueue for MemifTx {
             r.errors = pkts.len();
             return r;
         }
-        match self.role {
-            Role::Client => self.tx_client(bufs, pkts, &mut r),
-            Role::Server => self.tx_server(bufs, pkts, &mut r),
+        match (self.role, self.zero_copy) {
+            (Role::Client, true) => self.tx_client(bufs, pkts, &mut r),
+            (Role::Client, false) => self.tx_client_copy(bufs, pkts, &mut r),
+            (Role::Server, _) => self.tx_server(bufs, pkts, &mut r),
         }
-        self.link.copies.add(self.role == Role::Server, r.sent);
+        self.link.copies.add(!self.zero_copy, r.sent);
         r
     }
 
