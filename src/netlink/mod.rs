@@ -31,7 +31,7 @@ pub use stats::{NetlinkStats, ReconcileReport};
 use crate::router::Router;
 use apply::{Applier, Item};
 use socket::{Dump, Events, Received};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -63,6 +63,9 @@ impl Default for Options {
 const CHUNK: usize = 16_384;
 /// How long the threads wait for something before they look at their stop flag.
 const TICK: Duration = Duration::from_millis(50);
+
+/// The next listener's id (each owns the kernel routes it puts in the router).
+static NEXT_ID: AtomicU32 = AtomicU32::new(1);
 
 /// What the caller and the reader share besides the stats.
 #[derive(Default)]
@@ -138,7 +141,8 @@ impl Listener {
         }
         let applier = {
             let (control, max) = (control.clone(), options.max_batch.max(1));
-            let mut a = Applier::new(router, pairs, stats.clone());
+            let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+            let mut a = Applier::new(id, router, pairs, stats.clone());
             std::thread::Builder::new()
                 .name("sluice_netlink_apply".into())
                 .spawn(move || apply_loop(&mut a, rx, &control, max))

@@ -32,7 +32,7 @@ mod saved;
 mod show;
 pub mod tables;
 
-pub use kernel::{KernelHops, KernelPath, KernelRouteChange};
+pub use kernel::{KernelHops, KernelOwner, KernelPath, KernelRouteChange};
 pub use saved::{SavedHop, SavedRoute};
 pub use show::{FibSummary, NeighborView, RouteView};
 pub use tables::{SharedTables, TableSet, TableView, DEFAULT_TABLE};
@@ -117,6 +117,8 @@ pub struct Router {
     /// Freed since the last commit: they join `free` once the commit is published.
     released: Vec<u32>,
     static_neighbors: std::collections::HashSet<(u32, IpAddr)>,
+    /// Which netlink listener put each kernel route in (`kernel`).
+    kernel_owners: kernel::KernelOwners,
     route_file: Option<String>,
     route_file_routes: usize,
     load_time: Duration,
@@ -171,6 +173,7 @@ impl Router {
             free: VecDeque::new(),
             released: Vec::new(),
             static_neighbors: Default::default(),
+            kernel_owners: Default::default(),
             route_file: None,
             route_file_routes: 0,
             load_time: Duration::ZERO,
