@@ -8,6 +8,7 @@ use common::{needs_root, Netns};
 use sluice::netlink::{HostPairs, Listener, Options};
 use sluice::router::{RouteSource, Router};
 use sluice::wire::MacAddress;
+use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -79,7 +80,14 @@ fn one_namespaces_resync_leaves_anothers_routes() {
         return;
     }
     let router = router();
-    let (na, a) = namespace("nl-own-a", "tap-a", "192.0.2.1/24", &router, 0, Options::default());
+    let (na, a) = namespace(
+        "nl-own-a",
+        "tap-a",
+        "192.0.2.1/24",
+        &router,
+        0,
+        Options::default(),
+    );
     let (nb, b) = namespace(
         "nl-own-b",
         "tap-b",
@@ -101,7 +109,11 @@ fn one_namespaces_resync_leaves_anothers_routes() {
     a.pause(Duration::from_millis(300));
     na.ip(&["route", "del", "10.1.0.0/16"]);
     a.resync();
-    assert!(a.wait_resyncs(2, Duration::from_secs(20)), "{:#?}", a.stats());
+    assert!(
+        a.wait_resyncs(2, Duration::from_secs(20)),
+        "{:#?}",
+        a.stats()
+    );
     let r = router.lock().unwrap();
     assert_eq!(source(&r, 0, "10.1.0.0/16"), None, "{:#?}", a.stats());
     assert_eq!(
@@ -116,4 +128,148 @@ fn one_namespaces_resync_leaves_anothers_routes() {
     b.resync();
     assert!(b.wait_resyncs(2, Duration::from_secs(20)));
     assert_eq!(router.lock().unwrap().kernel_route_count(0), (1, 1));
+}
+
+/// Item 7 of issue 33: a namespace's routes go only into the tables its taps' interfaces
+/// route in; a route for another table is refused and counted.
+#[test]
+fn a_namespace_writes_only_its_taps_tables() {
+    if !needs_root() {
+        return;
+    }
+    let router = router();
+    {
+        let mut r = router.lock().unwrap();
+        r.add_table(100).unwrap();
+        r.add_table(200).unwrap();
+        r.set_interface_table(1, false, 200).unwrap();
+    }
+    // A's tap is e0's (table 0), B's is e1's (table 200 for IPv4, 0 for IPv6).
+    let (na, a) = namespace(
+        "nl-tbl-a",
+        "tap-a",
+        "192.0.2.1/24",
+        &router,
+        0,
+        Options::default(),
+    );
+    let (nb, b) = namespace(
+        "nl-tbl-b",
+        "tap-b",
+        "198.51.100.1/24",
+        &router,
+        1,
+        Options::default(),
+    );
+    for t in ["100", "200"] {
+        na.ip(&[
+            "route",
+            "add",
+            "10.1.0.0/16",
+            "via",
+            "192.0.2.2",
+            "table",
+            t,
+        ]);
+    }
+    na.ip(&["route", "add", "10.1.0.0/16", "via", "192.0.2.2"]);
+    nb.ip(&[
+        "route",
+        "add",
+        "10.2.0.0/16",
+        "via",
+        "198.51.100.2",
+        "table",
+        "200",
+    ]);
+    nb.ip(&[
+        "route",
+        "add",
+        "10.2.0.0/16",
+        "via",
+        "198.51.100.2",
+        "table",
+        "100",
+    ]);
+    until(&router, "A's main route", &a, |r| {
+        source(r, 0, "10.1.0.0/16") == Some(RouteSource::Kernel)
+    });
+    until(&router, "B's table 200 route", &b, |r| {
+        source(r, 200, "10.2.0.0/16") == Some(RouteSource::Kernel)
+    });
+    // The listeners count what they refused.
+    let end = Instant::now() + Duration::from_secs(20);
+    while a.stats().routes_refused_table < 2 || b.stats().routes_refused_table < 1 {
+        assert!(Instant::now() < end, "{:#?} {:#?}", a.stats(), b.stats());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let r = router.lock().unwrap();
+    assert_eq!(r.kernel_route_count(100), (0, 0), "nobody's table");
+    assert_eq!(source(&r, 200, "10.1.0.0/16"), None, "B's table, not A's");
+    assert_eq!(r.kernel_route_count(200), (1, 0));
+    assert_eq!(r.kernel_route_count(0), (1, 0));
+    drop(r);
+    // A resync refuses them again, and counts them again.
+    let before = a.stats().routes_refused_table;
+    a.resync();
+    assert!(a.wait_resyncs(2, Duration::from_secs(20)));
+    assert_eq!(a.stats().routes_refused_table, before + 2);
+    assert_eq!(router.lock().unwrap().kernel_route_count(100), (0, 0));
+}
+
+/// Item 8 of issue 33: the reader's queue to the applier is bounded. With the applier held
+/// (the router locked) while a namespace adds routes, the queue fills; the reader drops
+/// what it read, counts the overflow, and its dump and reconcile leave the router equal to
+/// the kernel.
+#[test]
+fn a_full_queue_to_the_applier_is_an_overflow_and_a_resync() {
+    if !needs_root() {
+        return;
+    }
+    let router = router();
+    let (na, a) = namespace(
+        "nl-queue",
+        "tap-a",
+        "192.0.2.1/24",
+        &router,
+        0,
+        Options {
+            queue: 1,
+            ..Options::default()
+        },
+    );
+    // Ten batches with pauses between them, so that the reader, idle in between, queues
+    // each as a piece of its own: more pieces than the queue holds.
+    let n = 3000u32;
+    let held = router.lock().unwrap();
+    for k in 0..10 {
+        let lines: String = (k * n / 10..(k + 1) * n / 10)
+            .map(|i| format!("route add 10.{}.{}.0/24 via 192.0.2.2\n", i / 256, i % 256))
+            .collect();
+        let mut child = na
+            .exec("ip", &["-batch", "-"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(lines.as_bytes())
+            .unwrap();
+        assert!(child.wait().unwrap().success());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let end = Instant::now() + Duration::from_secs(20);
+    while a.stats().queue_overflows == 0 {
+        assert!(Instant::now() < end, "no queue overflow: {:#?}", a.stats());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(held);
+    until(&router, "every route after the resync", &a, |r| {
+        r.kernel_route_count(0) == (n as usize, 0)
+    });
+    let s = a.stats();
+    assert!(s.resyncs >= 2, "{s:#?}");
+    assert_eq!(s.overflows, 0, "the socket itself kept up: {s:#?}");
 }

@@ -68,6 +68,9 @@ pub(super) struct Applier {
     dump: Option<DumpState>,
     /// The router's interfaces, as of the round being applied.
     interfaces: usize,
+    /// The tables this listener may write, as of the round being applied: those its paired
+    /// interfaces route in (either family). A namespace reaches no other table.
+    allowed: Vec<u32>,
     /// Set when an event means the kernel changed routes without telling (IPv4 routes go
     /// silently with their link or address): the reader then dumps.
     pub resync: Option<&'static str>,
@@ -90,6 +93,7 @@ impl Applier {
             neighbors: HashSet::new(),
             dump: None,
             interfaces: 0,
+            allowed: Vec::new(),
             resync: None,
         }
     }
@@ -101,6 +105,12 @@ impl Applier {
         let mut r = router.lock().unwrap_or_else(|p| p.into_inner());
         let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
         self.interfaces = r.interface_count();
+        self.allowed.clear();
+        for (_, itf) in self.pairs.list() {
+            if (itf as usize) < self.interfaces {
+                self.allowed.extend(r.interface_table_ids(itf));
+            }
+        }
         let routes: usize = items
             .iter()
             .map(|i| match i {
@@ -281,6 +291,14 @@ impl Applier {
                 return;
             }
         };
+        if !self.allowed.contains(&table) {
+            s.routes_refused_table += 1;
+            s.last_refusal = Some(format!(
+                "route {} in kernel table {}: table {table} is not a table of this namespace's taps",
+                ev.prefix, ev.table
+            ));
+            return;
+        }
         if !ev.add {
             match r.del_kernel_route(self.id, table, ev.prefix) {
                 Ok(true) => s.routes_deleted += 1,

@@ -27,7 +27,9 @@ fn via(itf: u32, gw: &str) -> KernelHops {
 
 fn owned(r: &Router, owner: KernelOwner) -> Vec<String> {
     let (v4, _) = r.owned_kernel_prefixes(owner, 0).unwrap();
-    v4.into_iter().map(|p| IpPrefix::V4(p).to_string()).collect()
+    v4.into_iter()
+        .map(|p| IpPrefix::V4(p).to_string())
+        .collect()
 }
 
 #[test]

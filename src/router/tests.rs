@@ -526,8 +526,14 @@ fn kernel_routes_are_added_replaced_deleted_and_told_apart() {
     let attached = KernelHops::Paths(vec![kpath(0, None)]);
     use KernelRouteChange::*;
     assert_eq!(r.set_kernel_route(1, 0, p("10.0.0.0/8"), &one), Ok(Added));
-    assert_eq!(r.set_kernel_route(1, 0, p("10.0.0.0/8"), &one), Ok(Unchanged));
-    assert_eq!(r.set_kernel_route(1, 0, p("10.0.0.0/8"), &two), Ok(Replaced));
+    assert_eq!(
+        r.set_kernel_route(1, 0, p("10.0.0.0/8"), &one),
+        Ok(Unchanged)
+    );
+    assert_eq!(
+        r.set_kernel_route(1, 0, p("10.0.0.0/8"), &two),
+        Ok(Replaced)
+    );
     assert_eq!(
         r.set_kernel_route(1, 0, p("10.9.0.0/16"), &attached),
         Ok(Added)
@@ -537,7 +543,10 @@ fn kernel_routes_are_added_replaced_deleted_and_told_apart() {
         Ok(Added)
     );
     let v6 = KernelHops::Paths(vec![kpath(1, Some("fe80::2"))]);
-    assert_eq!(r.set_kernel_route(1, 0, p("2001:db8:9::/48"), &v6), Ok(Added));
+    assert_eq!(
+        r.set_kernel_route(1, 0, p("2001:db8:9::/48"), &v6),
+        Ok(Added)
+    );
     r.commit();
     assert_eq!(forward(&r, "10.1.1.1").kind, AdjKind::Multipath);
     let g = forward(&r, "10.9.1.1");
@@ -597,7 +606,9 @@ fn kernel_routes_leave_static_and_address_routes_alone() {
     let family = KernelHops::Paths(vec![kpath(1, Some("2001:db8::1"))]);
     assert!(r.set_kernel_route(1, 0, p("10.1.0.0/16"), &family).is_err());
     let nowhere = KernelHops::Paths(vec![kpath(9, None)]);
-    assert!(r.set_kernel_route(1, 0, p("10.1.0.0/16"), &nowhere).is_err());
+    assert!(r
+        .set_kernel_route(1, 0, p("10.1.0.0/16"), &nowhere)
+        .is_err());
     assert!(r.set_kernel_route(1, 7, p("10.1.0.0/16"), &hops).is_err());
     // A learnt host route gives way to the kernel's.
     r.learn(NeighborLearn {
