@@ -65,6 +65,8 @@ pub struct Snapshot {
     pub workers: usize,
     /// The rate of the clock `nodes_clocks` counts in.
     pub tsc_hz: f64,
+    /// Each namespace's netlink listener.
+    pub netlink: Vec<crate::netlink::NetlinkStats>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -92,6 +94,7 @@ pub struct MetricsSource {
     graphs: Vec<Arc<GraphShared>>,
     placement: Arc<RxPlacement>,
     tsc_hz: f64,
+    netlink: Option<crate::lcp::NetlinkCounters>,
 }
 
 impl MetricsSource {
@@ -103,6 +106,7 @@ impl MetricsSource {
             graphs: dp.workers.iter().map(|w| w.graph.clone()).collect(),
             placement: dp.rx_placement.clone(),
             tsc_hz: dp.tsc_hz,
+            netlink: dp.lcp.as_ref().map(|l| l.netlink_counters()),
         }
     }
 
@@ -169,6 +173,7 @@ impl MetricsSource {
             busy_clocks: self.graphs.iter().map(|g| g.busy_clocks.get()).collect(),
             workers: self.graphs.len(),
             tsc_hz: self.tsc_hz,
+            netlink: self.netlink.as_ref().map(|n| n.stats()).unwrap_or_default(),
         }
     }
 }
@@ -369,6 +374,7 @@ impl Collector for Exposition {
             MetricType::Gauge,
         )?;
         ConstGauge::new(gauge_value(s.workers as u64)).encode(m)?;
+        super::metrics_netlink::encode(&s.netlink, &mut enc)?;
         let m = enc.encode_descriptor(
             "sys_tsc_hz",
             "Ticks per second of the clock nodes_clocks counts.",
@@ -696,6 +702,25 @@ mod tests {
             busy_clocks: vec![100, 0],
             workers: 2,
             tsc_hz: 2.5e9,
+            netlink: vec![crate::netlink::NetlinkStats {
+                netns: Some("ns1".into()),
+                routes_refused_table: 3,
+                queue_overflows: 1,
+                ..Default::default()
+            }],
+        }
+    }
+
+    #[test]
+    fn netlink_metrics() {
+        let t = encode(snapshot());
+        let s = samples(&t);
+        for line in [
+            "netlink_routes_refused_table_total{netns=\"ns1\"} 3",
+            "netlink_queue_overflows_total{netns=\"ns1\"} 1",
+            "netlink_overflows_total{netns=\"ns1\"} 0",
+        ] {
+            assert!(s.contains(&line), "{line} missing from\n{t}");
         }
     }
 
