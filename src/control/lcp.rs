@@ -110,17 +110,19 @@ fn show(c: &Control) -> Output {
     let netlink = c.dp.lcp.as_ref().map(|l| l.netlink()).unwrap_or_default();
     for n in &netlink {
         t.push_str(&format!(
-            "netlink ({}): {} messages, routes +{} ~{} -{}, addresses +{} -{}, neighbours +{} -{}, {} overflows, {} resyncs{}\n",
+            "netlink ({}): {} messages, routes +{} ~{} -{}, {} refused (table not the namespace's), addresses +{} -{}, neighbours +{} -{}, {} overflows, {} queue overflows, {} resyncs{}\n",
             n.netns.as_deref().unwrap_or("daemon's namespace"),
             n.messages,
             n.routes_added,
             n.routes_replaced,
             n.routes_deleted,
+            n.routes_refused_table,
             n.addresses_added,
             n.addresses_deleted,
             n.neighbors_added,
             n.neighbors_deleted,
             n.overflows,
+            n.queue_overflows,
             n.resyncs,
             n.last_error
                 .as_ref()

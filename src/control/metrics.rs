@@ -69,6 +69,8 @@ pub struct Snapshot {
     pub health: super::health::HealthSnapshot,
     /// Per worker: the ACL session table (none before a reflect rule made them).
     pub sessions: Vec<crate::acl::session::metrics::SessionTotals>,
+    /// Each namespace's netlink listener.
+    pub netlink: Vec<crate::netlink::NetlinkStats>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -98,6 +100,7 @@ pub struct MetricsSource {
     tsc_hz: f64,
     health: super::health::HealthSource,
     sessions: Arc<crate::acl::session::Sessions>,
+    netlink: Option<crate::lcp::NetlinkCounters>,
 }
 
 impl MetricsSource {
@@ -114,6 +117,7 @@ impl MetricsSource {
                 .filters()
                 .sessions
                 .clone(),
+            netlink: dp.lcp.as_ref().map(|l| l.netlink_counters()),
         }
     }
 
@@ -188,6 +192,7 @@ impl MetricsSource {
             tsc_hz: self.tsc_hz,
             health: self.health.snapshot(),
             sessions: crate::acl::session::metrics::totals(&self.sessions),
+            netlink: self.netlink.as_ref().map(|n| n.stats()).unwrap_or_default(),
         }
     }
 }
@@ -389,6 +394,7 @@ impl Collector for Exposition {
         )?;
         ConstGauge::new(gauge_value(s.workers as u64)).encode(m)?;
         crate::acl::session::metrics::encode(&mut enc, &s.sessions)?;
+        super::metrics_netlink::encode(&s.netlink, &mut enc)?;
         let m = enc.encode_descriptor(
             "sys_tsc_hz",
             "Ticks per second of the clock nodes_clocks counts.",
@@ -720,6 +726,25 @@ mod tests {
             tsc_hz: 2.5e9,
             health: Default::default(),
             sessions: Vec::new(),
+            netlink: vec![crate::netlink::NetlinkStats {
+                netns: Some("ns1".into()),
+                routes_refused_table: 3,
+                queue_overflows: 1,
+                ..Default::default()
+            }],
+        }
+    }
+
+    #[test]
+    fn netlink_metrics() {
+        let t = encode(snapshot());
+        let s = samples(&t);
+        for line in [
+            "netlink_routes_refused_table_total{netns=\"ns1\"} 3",
+            "netlink_queue_overflows_total{netns=\"ns1\"} 1",
+            "netlink_overflows_total{netns=\"ns1\"} 0",
+        ] {
+            assert!(s.contains(&line), "{line} missing from\n{t}");
         }
     }
 

@@ -97,7 +97,19 @@ pub struct Lcp {
     thread: Option<JoinHandle<()>>,
     router: Arc<Mutex<crate::router::Router>>,
     /// A netlink listener per namespace that holds taps (`None`: the daemon's).
-    listeners: Mutex<Vec<NamespaceListener>>,
+    listeners: Arc<Mutex<Vec<NamespaceListener>>>,
+}
+
+/// The netlink listeners' counters, for a reader outside the control thread (metrics).
+#[derive(Clone)]
+pub struct NetlinkCounters(Arc<Mutex<Vec<NamespaceListener>>>);
+
+impl NetlinkCounters {
+    /// What each namespace's netlink listener has done.
+    pub fn stats(&self) -> Vec<NetlinkStats> {
+        let listeners = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        listeners.iter().map(|l| l.listener.stats()).collect()
+    }
 }
 
 struct NamespaceListener {
@@ -140,7 +152,7 @@ impl Lcp {
             unpaired,
             thread: Some(thread),
             router,
-            listeners: Mutex::default(),
+            listeners: Arc::default(),
         })
     }
 
@@ -171,12 +183,12 @@ impl Lcp {
 
     /// What each namespace's netlink listener has done.
     pub fn netlink(&self) -> Vec<NetlinkStats> {
-        self.listeners
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|l| l.listener.stats())
-            .collect()
+        self.netlink_counters().stats()
+    }
+
+    /// A handle on the listeners' counters.
+    pub fn netlink_counters(&self) -> NetlinkCounters {
+        NetlinkCounters(self.listeners.clone())
     }
 
     /// Pair `interface` with a new tap `host_if` (in `netns`), holding `addresses`; returns

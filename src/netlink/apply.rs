@@ -8,7 +8,9 @@ use super::stats::{NetlinkStats, ReconcileReport};
 use super::translate::{Event, LinuxHops, LinuxPath, RouteEvent, TABLE_MAIN};
 use crate::fib::parse::IpPrefix;
 use crate::fib::{Prefix4, Prefix6};
-use crate::router::{KernelHops, KernelPath, KernelRouteChange, NeighborLearn, Router};
+use crate::router::{
+    KernelHops, KernelOwner, KernelPath, KernelRouteChange, NeighborLearn, Router,
+};
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
@@ -52,6 +54,9 @@ struct DumpState {
 }
 
 pub(super) struct Applier {
+    /// The listener's id: the owner of the kernel routes it puts in, and the only ones its
+    /// reconcile deletes (another namespace's listener holds its own).
+    pub id: KernelOwner,
     pub router: Arc<Mutex<Router>>,
     pub pairs: HostPairs,
     pub stats: Arc<Mutex<NetlinkStats>>,
@@ -63,6 +68,9 @@ pub(super) struct Applier {
     dump: Option<DumpState>,
     /// The router's interfaces, as of the round being applied.
     interfaces: usize,
+    /// The tables this listener may write, as of the round being applied: those its paired
+    /// interfaces route in (either family). A namespace reaches no other table.
+    allowed: Vec<u32>,
     /// Set when an event means the kernel changed routes without telling (IPv4 routes go
     /// silently with their link or address): the reader then dumps.
     pub resync: Option<&'static str>,
@@ -70,11 +78,13 @@ pub(super) struct Applier {
 
 impl Applier {
     pub fn new(
+        id: KernelOwner,
         router: Arc<Mutex<Router>>,
         pairs: HostPairs,
         stats: Arc<Mutex<NetlinkStats>>,
     ) -> Applier {
         Applier {
+            id,
             router,
             pairs,
             stats,
@@ -83,6 +93,7 @@ impl Applier {
             neighbors: HashSet::new(),
             dump: None,
             interfaces: 0,
+            allowed: Vec::new(),
             resync: None,
         }
     }
@@ -94,6 +105,12 @@ impl Applier {
         let mut r = router.lock().unwrap_or_else(|p| p.into_inner());
         let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
         self.interfaces = r.interface_count();
+        self.allowed.clear();
+        for (_, itf) in self.pairs.list() {
+            if (itf as usize) < self.interfaces {
+                self.allowed.extend(r.interface_table_ids(itf));
+            }
+        }
         let routes: usize = items
             .iter()
             .map(|i| match i {
@@ -270,8 +287,16 @@ impl Applier {
                 return;
             }
         };
+        if !self.allowed.contains(&table) {
+            s.routes_refused_table += 1;
+            s.last_refusal = Some(format!(
+                "route {} in kernel table {}: table {table} is not a table of this namespace's taps",
+                ev.prefix, ev.table
+            ));
+            return;
+        }
         if !ev.add {
-            match r.del_kernel_route(table, ev.prefix) {
+            match r.del_kernel_route(self.id, table, ev.prefix) {
                 Ok(true) => s.routes_deleted += 1,
                 _ => s.ignore("delete of a route sluice does not hold"),
             }
@@ -281,13 +306,13 @@ impl Applier {
             Ok(h) => h,
             Err(reason) => {
                 s.ignore(reason);
-                if r.del_kernel_route(table, ev.prefix) == Ok(true) {
+                if r.del_kernel_route(self.id, table, ev.prefix) == Ok(true) {
                     s.routes_deleted += 1;
                 }
                 return;
             }
         };
-        match r.set_kernel_route(table, ev.prefix, &hops) {
+        match r.set_kernel_route(self.id, table, ev.prefix, &hops) {
             Ok(change) => {
                 let report = self.dump.as_mut().map(|d| {
                     match ev.prefix {
@@ -320,7 +345,7 @@ impl Applier {
             }
             Err(e) => {
                 refused(s, format!("route {}: {e}", ev.prefix));
-                if r.del_kernel_route(table, ev.prefix) == Ok(true) {
+                if r.del_kernel_route(self.id, table, ev.prefix) == Ok(true) {
                     s.routes_deleted += 1;
                 }
             }
@@ -348,18 +373,18 @@ impl Applier {
         Ok(KernelHops::Paths(paths))
     }
 
-    /// The end of a complete dump: what sluice holds from the kernel and the dump did not
-    /// show is deleted.
+    /// The end of a complete dump: what this listener put in from the kernel and the dump
+    /// did not show is deleted (other listeners' routes stay).
     fn reconcile(&mut self, r: &mut Router, s: &mut NetlinkStats, mut d: DumpState) -> Ended {
         for table in r.table_ids() {
-            let Ok((have4, have6)) = r.kernel_prefixes(table) else {
+            let Ok((have4, have6)) = r.owned_kernel_prefixes(self.id, table) else {
                 continue;
             };
             let mut seen4 = d.routes4.remove(&table).unwrap_or_default();
             seen4.sort_unstable();
             for p in have4 {
                 if seen4.binary_search(&p).is_err()
-                    && r.del_kernel_route(table, IpPrefix::V4(p)) == Ok(true)
+                    && r.del_kernel_route(self.id, table, IpPrefix::V4(p)) == Ok(true)
                 {
                     d.report.deleted += 1;
                 }
@@ -368,7 +393,7 @@ impl Applier {
             seen6.sort_unstable();
             for p in have6 {
                 if seen6.binary_search(&p).is_err()
-                    && r.del_kernel_route(table, IpPrefix::V6(p)) == Ok(true)
+                    && r.del_kernel_route(self.id, table, IpPrefix::V6(p)) == Ok(true)
                 {
                     d.report.deleted += 1;
                 }

@@ -7,7 +7,8 @@
 //! families, neighbours, rules): it drains every readable datagram, decodes the messages
 //! (netlink-packet-route) into events and queues them, in order, for the applier, which
 //! applies each round under one router lock and one commit. When the socket's queue
-//! overflowed (ENOBUFS), at start-up, when the pairs change and when Linux changed routes
+//! overflowed (ENOBUFS) or the queue to the applier was full, at start-up, when the pairs
+//! change and when Linux changed routes
 //! without telling (an IPv4 route goes silently with its link or address), the reader dumps
 //! links, addresses, neighbours and routes and queues the dump between markers; the
 //! applier's reconcile at its end deletes the kernel routes, addresses and neighbours sluice
@@ -31,8 +32,10 @@ pub use stats::{NetlinkStats, ReconcileReport};
 use crate::router::Router;
 use apply::{Applier, Item};
 use socket::{Dump, Events, Received};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::mpsc::{
+    channel, sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError,
+};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -47,6 +50,10 @@ pub struct Options {
     pub receive_buffer: usize,
     /// Events applied under one router lock at most, so that the lock is never held long.
     pub max_batch: usize,
+    /// Pieces of events (up to `CHUNK` each) queued from the reader to the applier at most.
+    /// A full queue is an overflow: what the reader read is dropped, counted, and a dump
+    /// and reconcile follow, as when the socket's queue overflows.
+    pub queue: usize,
 }
 
 impl Default for Options {
@@ -55,14 +62,20 @@ impl Default for Options {
             netns: None,
             receive_buffer: 64 << 20,
             max_batch: 100_000,
+            queue: QUEUE,
         }
     }
 }
 
 /// Events queued to the applier in one piece at most.
 const CHUNK: usize = 16_384;
+/// Pieces queued to the applier at most, by default: a million events at most.
+pub const QUEUE: usize = 64;
 /// How long the threads wait for something before they look at their stop flag.
 const TICK: Duration = Duration::from_millis(50);
+
+/// The next listener's id (each owns the kernel routes it puts in the router).
+static NEXT_ID: AtomicU32 = AtomicU32::new(1);
 
 /// What the caller and the reader share besides the stats.
 #[derive(Default)]
@@ -104,7 +117,7 @@ impl Listener {
             netns: options.netns.clone(),
             ..Default::default()
         }));
-        let (tx, rx) = channel::<Item>();
+        let (tx, rx) = sync_channel::<Item>(options.queue.max(1));
         let (ready_tx, ready_rx) = channel::<Result<(), String>>();
         let reader = {
             let (control, stats, pairs, options) = (
@@ -138,7 +151,8 @@ impl Listener {
         }
         let applier = {
             let (control, max) = (control.clone(), options.max_batch.max(1));
-            let mut a = Applier::new(router, pairs, stats.clone());
+            let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+            let mut a = Applier::new(id, router, pairs, stats.clone());
             std::thread::Builder::new()
                 .name("sluice_netlink_apply".into())
                 .spawn(move || apply_loop(&mut a, rx, &control, max))
@@ -231,7 +245,7 @@ fn open(options: &Options, stats: &Mutex<NetlinkStats>) -> Result<Events, String
 /// The reader: dumps when one is due, else drains the socket and queues what it read.
 fn read(
     mut events: Events,
-    tx: &Sender<Item>,
+    tx: &SyncSender<Item>,
     control: &Control,
     stats: &Mutex<NetlinkStats>,
     pairs: &HostPairs,
@@ -274,15 +288,21 @@ fn read(
         let mut batch = Vec::new();
         let mut messages = 0u64;
         let mut overflow = false;
+        let mut full = false;
         let mut wait = true;
         loop {
             match events.recv(!wait) {
                 Ok(Received::Datagram(buf)) => {
                     messages += decode(buf, &mut batch);
-                    if batch.len() >= CHUNK
-                        && tx.send(Item::Events(std::mem::take(&mut batch))).is_err()
-                    {
-                        return;
+                    if batch.len() >= CHUNK {
+                        match queue(tx, std::mem::take(&mut batch)) {
+                            Queued::Yes => {}
+                            Queued::Full => {
+                                full = true;
+                                break;
+                            }
+                            Queued::Closed => return,
+                        }
                     }
                 }
                 Ok(Received::Idle) => break,
@@ -299,8 +319,12 @@ fn read(
             }
             wait = false;
         }
-        if !batch.is_empty() && tx.send(Item::Events(batch)).is_err() {
-            return;
+        if !full && !batch.is_empty() {
+            match queue(tx, batch) {
+                Queued::Yes => {}
+                Queued::Full => full = true,
+                Queued::Closed => return,
+            }
         }
         let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
         s.messages += messages;
@@ -308,6 +332,29 @@ fn read(
             s.overflows += 1;
             due = Some("overflow");
         }
+        if full {
+            // What was read is dropped (the dump brings it back); the socket is left to
+            // queue what follows, and overflows in its turn if the applier stays behind.
+            s.queue_overflows += 1;
+            due = Some("queue full");
+        }
+    }
+}
+
+enum Queued {
+    Yes,
+    /// The applier is that far behind: the events were dropped.
+    Full,
+    /// The applier has stopped.
+    Closed,
+}
+
+/// Queue events to the applier without waiting.
+fn queue(tx: &SyncSender<Item>, events: Vec<translate::Event>) -> Queued {
+    match tx.try_send(Item::Events(events)) {
+        Ok(()) => Queued::Yes,
+        Err(TrySendError::Full(_)) => Queued::Full,
+        Err(TrySendError::Disconnected(_)) => Queued::Closed,
     }
 }
 
@@ -330,10 +377,12 @@ fn decode(buf: &[u8], out: &mut Vec<translate::Event>) -> u64 {
     n
 }
 
-/// Dump links, addresses, neighbours and routes, queued between the dump's markers.
+/// Dump links, addresses, neighbours and routes, queued between the dump's markers. A dump
+/// waits for room in the queue (it is what makes the state whole again); the kernel holds
+/// its parts meanwhile.
 fn dump_all(
     reason: &'static str,
-    tx: &Sender<Item>,
+    tx: &SyncSender<Item>,
     stats: &Mutex<NetlinkStats>,
 ) -> Result<(), String> {
     let _ = tx.send(Item::DumpBegin {

@@ -26,6 +26,9 @@ pub struct NetlinkStats {
     pub routes_deleted: u64,
     /// Route messages that changed nothing (the route was there already as told).
     pub routes_unchanged: u64,
+    /// Route messages for a table that no tap of the listener's namespace routes in:
+    /// refused, so that a namespace writes only its own tables.
+    pub routes_refused_table: u64,
     pub addresses_added: u64,
     pub addresses_deleted: u64,
     pub neighbors_added: u64,
@@ -38,6 +41,9 @@ pub struct NetlinkStats {
     /// Times the socket's queue overflowed (ENOBUFS): messages were lost, and a resync
     /// followed.
     pub overflows: u64,
+    /// Times the reader's queue to the applier was full (the applier that far behind):
+    /// what the reader had read was dropped, and a resync followed.
+    pub queue_overflows: u64,
     /// Dumps and reconciles done (the first at start-up).
     pub resyncs: u64,
     pub last_reconcile: Option<ReconcileReport>,
@@ -48,7 +54,7 @@ pub struct NetlinkStats {
 /// What one dump and reconcile did.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct ReconcileReport {
-    /// start-up, overflow, pairs changed, link change, address deleted.
+    /// start-up, overflow, queue full, pairs changed, link change, address deleted.
     pub reason: &'static str,
     /// Routes the dump held that sluice mirrors.
     pub routes: u64,

@@ -34,7 +34,7 @@ mod saved;
 mod show;
 pub mod tables;
 
-pub use kernel::{KernelHops, KernelPath, KernelRouteChange};
+pub use kernel::{KernelHops, KernelOwner, KernelPath, KernelRouteChange};
 pub use neighbors::LearnKind;
 pub use saved::{SavedHop, SavedRoute};
 pub use show::{FibSummary, NeighborTableView, NeighborView, RouteView};
@@ -155,6 +155,8 @@ pub struct Router {
     static_neighbors: std::collections::HashSet<(u32, IpAddr)>,
     /// Every neighbour's state and timers.
     nud: nud::Nud,
+    /// Which netlink listener put each kernel route in (`kernel`).
+    kernel_owners: kernel::KernelOwners,
     route_file: Option<String>,
     route_file_routes: usize,
     load_time: Duration,
@@ -210,6 +212,7 @@ impl Router {
             released: Vec::new(),
             static_neighbors: Default::default(),
             nud: nud::Nud::new(nud::Times::default()),
+            kernel_owners: Default::default(),
             route_file: None,
             route_file_routes: 0,
             load_time: Duration::ZERO,

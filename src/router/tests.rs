@@ -512,19 +512,28 @@ fn kernel_routes_are_added_replaced_deleted_and_told_apart() {
     ]);
     let attached = KernelHops::Paths(vec![kpath(0, None)]);
     use KernelRouteChange::*;
-    assert_eq!(r.set_kernel_route(0, p("10.0.0.0/8"), &one), Ok(Added));
-    assert_eq!(r.set_kernel_route(0, p("10.0.0.0/8"), &one), Ok(Unchanged));
-    assert_eq!(r.set_kernel_route(0, p("10.0.0.0/8"), &two), Ok(Replaced));
+    assert_eq!(r.set_kernel_route(1, 0, p("10.0.0.0/8"), &one), Ok(Added));
     assert_eq!(
-        r.set_kernel_route(0, p("10.9.0.0/16"), &attached),
+        r.set_kernel_route(1, 0, p("10.0.0.0/8"), &one),
+        Ok(Unchanged)
+    );
+    assert_eq!(
+        r.set_kernel_route(1, 0, p("10.0.0.0/8"), &two),
+        Ok(Replaced)
+    );
+    assert_eq!(
+        r.set_kernel_route(1, 0, p("10.9.0.0/16"), &attached),
         Ok(Added)
     );
     assert_eq!(
-        r.set_kernel_route(0, p("203.0.113.0/24"), &KernelHops::Drop),
+        r.set_kernel_route(1, 0, p("203.0.113.0/24"), &KernelHops::Drop),
         Ok(Added)
     );
     let v6 = KernelHops::Paths(vec![kpath(1, Some("fe80::2"))]);
-    assert_eq!(r.set_kernel_route(0, p("2001:db8:9::/48"), &v6), Ok(Added));
+    assert_eq!(
+        r.set_kernel_route(1, 0, p("2001:db8:9::/48"), &v6),
+        Ok(Added)
+    );
     r.commit();
     assert_eq!(forward(&r, "10.1.1.1").kind, AdjKind::Multipath);
     let g = forward(&r, "10.9.1.1");
@@ -555,8 +564,8 @@ fn kernel_routes_are_added_replaced_deleted_and_told_apart() {
     .unwrap();
     r.commit();
     assert!(forward(&r, "2001:db8:9::1").complete);
-    assert_eq!(r.del_kernel_route(0, p("10.0.0.0/8")), Ok(true));
-    assert_eq!(r.del_kernel_route(0, p("10.0.0.0/8")), Ok(false));
+    assert_eq!(r.del_kernel_route(1, 0, p("10.0.0.0/8")), Ok(true));
+    assert_eq!(r.del_kernel_route(1, 0, p("10.0.0.0/8")), Ok(false));
     r.commit();
     assert_eq!(forward(&r, "10.1.1.1").kind, AdjKind::Drop);
     assert!(r
@@ -573,23 +582,25 @@ fn kernel_routes_leave_static_and_address_routes_alone() {
         .unwrap();
     let hops = KernelHops::Paths(vec![kpath(1, Some("198.51.100.9"))]);
     // A static route holds its prefix; the address routes theirs.
-    assert!(r.set_kernel_route(0, p("10.0.0.0/8"), &hops).is_err());
-    assert!(r.set_kernel_route(0, p("192.0.2.0/24"), &hops).is_err());
-    assert!(r.set_kernel_route(0, p("192.0.2.1/32"), &hops).is_err());
-    assert_eq!(r.del_kernel_route(0, p("10.0.0.0/8")), Ok(false));
+    assert!(r.set_kernel_route(1, 0, p("10.0.0.0/8"), &hops).is_err());
+    assert!(r.set_kernel_route(1, 0, p("192.0.2.0/24"), &hops).is_err());
+    assert!(r.set_kernel_route(1, 0, p("192.0.2.1/32"), &hops).is_err());
+    assert_eq!(r.del_kernel_route(1, 0, p("10.0.0.0/8")), Ok(false));
     assert_eq!(r.source_of(p("10.0.0.0/8")), Some(RouteSource::Static));
     // A gateway that is our own address, of the other family, or an unknown interface.
     let ours = KernelHops::Paths(vec![kpath(1, Some("198.51.100.1"))]);
-    assert!(r.set_kernel_route(0, p("10.1.0.0/16"), &ours).is_err());
+    assert!(r.set_kernel_route(1, 0, p("10.1.0.0/16"), &ours).is_err());
     let family = KernelHops::Paths(vec![kpath(1, Some("2001:db8::1"))]);
-    assert!(r.set_kernel_route(0, p("10.1.0.0/16"), &family).is_err());
+    assert!(r.set_kernel_route(1, 0, p("10.1.0.0/16"), &family).is_err());
     let nowhere = KernelHops::Paths(vec![kpath(9, None)]);
-    assert!(r.set_kernel_route(0, p("10.1.0.0/16"), &nowhere).is_err());
-    assert!(r.set_kernel_route(7, p("10.1.0.0/16"), &hops).is_err());
+    assert!(r
+        .set_kernel_route(1, 0, p("10.1.0.0/16"), &nowhere)
+        .is_err());
+    assert!(r.set_kernel_route(1, 7, p("10.1.0.0/16"), &hops).is_err());
     // A learnt host route gives way to the kernel's.
     resolve(&mut r, 1, "198.51.100.7".parse().unwrap(), mac(0x07));
     assert_eq!(
-        r.set_kernel_route(0, p("198.51.100.7/32"), &hops),
+        r.set_kernel_route(1, 0, p("198.51.100.7/32"), &hops),
         Ok(KernelRouteChange::Replaced)
     );
     assert_eq!(r.kernel_prefixes(0).unwrap().0.len(), 1);
