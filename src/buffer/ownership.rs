@@ -243,7 +243,9 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "buffer 0: given back from a table, but it is held by worker handle 1")]
+    #[should_panic(
+        expected = "buffer 0: given back from a table, but it is held by worker handle 1"
+    )]
     fn giving_back_a_held_buffer_as_parked_panics() {
         let t = Tags::new(1);
         t.claim(0, 1);

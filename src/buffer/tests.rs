@@ -205,9 +205,7 @@ fn freeing_a_chain_whose_segment_is_free_panics() {
 }
 
 #[test]
-#[should_panic(
-    expected = "used by worker handle 1, but it is lent to a device by worker handle 1"
-)]
+#[should_panic(expected = "used by worker handle 1, but it is lent to a device by worker handle 1")]
 fn a_lent_buffer_cannot_be_used_until_reclaimed() {
     let pool = BufferPool::new(4, HugePages::Never).unwrap();
     let mut w = pool.worker_handle();

@@ -3,7 +3,9 @@
 //! handle holds the buffer (`ownership.rs`): a wrong index is a panic naming the buffer and its
 //! holder, never a read or write of a buffer another thread may be using.
 
-use super::{BufferMeta, BufferPool, OwnerCounts, CACHE_BATCH, CACHE_MAX, HEADROOM, NO_BUFFER, STRIDE};
+use super::{
+    BufferMeta, BufferPool, OwnerCounts, CACHE_BATCH, CACHE_MAX, HEADROOM, NO_BUFFER, STRIDE,
+};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -301,4 +303,3 @@ impl Drop for WorkerBuffers {
         self.flush_cache();
     }
 }
-
