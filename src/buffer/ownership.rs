@@ -49,6 +49,13 @@ fn refuse(bi: u32, what: &str, id: u32, found: u32) -> ! {
     panic!("buffer {bi}: {what}{by}, but it is {}", describe(found))
 }
 
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn out_of_range(bi: u32) -> ! {
+    panic!("buffer index {bi} out of range")
+}
+
 pub(super) struct Tags {
     tags: Box<[AtomicU32]>,
     last_id: AtomicU32,
@@ -189,11 +196,16 @@ impl Tags {
         }
     }
 
-    /// Worker `id` touches `bi`'s data or metadata: it must hold it.
+    /// Worker `id` touches `bi`'s data or metadata: `bi` must be in range (there is a tag
+    /// for each buffer of the pool, so this one bounds check serves the caller's index into
+    /// the metadata and the region too) and held by `id`.
     #[inline(always)]
     #[track_caller]
     pub fn check_held(&self, bi: u32, id: u32) {
-        let found = self.tag(bi).load(Ordering::Relaxed);
+        let Some(tag) = self.tags.get(bi as usize) else {
+            out_of_range(bi);
+        };
+        let found = tag.load(Ordering::Relaxed);
         if found != id {
             refuse(bi, "used", id, found);
         }

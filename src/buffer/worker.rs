@@ -145,9 +145,20 @@ impl WorkerBuffers {
     #[cfg_attr(any(test, debug_assertions), track_caller)]
     #[inline(always)]
     fn check(&self, bi: u32) -> usize {
-        assert!(bi < self.pool.count, "buffer index {bi} out of range");
+        // In range (there are `count` tags) and held by this handle.
         self.pool.tags.check_held(bi, self.id);
         bi as usize
+    }
+
+    /// Slot `i`'s metadata cell, without a second bounds check.
+    ///
+    /// # Safety
+    ///
+    /// `i` came from `check` (so `i < count`, the metadata's length).
+    #[inline(always)]
+    unsafe fn cell(&self, i: usize) -> &std::cell::UnsafeCell<super::BufferMeta> {
+        // SAFETY: `i < count` (the caller's contract), and the pool has `count` cells.
+        unsafe { self.pool.meta.get_unchecked(i) }
     }
 
     /// Buffer `bi`'s metadata. Panics unless this handle holds `bi`.
@@ -158,7 +169,7 @@ impl WorkerBuffers {
         // SAFETY: the index is in range, and buffer `bi`'s tag names this handle (`check`),
         // which only this handle can change (and not while `self` is borrowed), so no other
         // thread touches this cell; the borrow of `self` prevents a simultaneous `meta_mut`.
-        unsafe { &*self.pool.meta[i].get() }
+        unsafe { &*self.cell(i).get() }
     }
 
     /// As `meta`, writable.
@@ -167,7 +178,7 @@ impl WorkerBuffers {
     pub fn meta_mut(&mut self, bi: u32) -> &mut BufferMeta {
         let i = self.check(bi);
         // SAFETY: as in `meta`; `&mut self` makes this the only live view from this thread.
-        unsafe { &mut *self.pool.meta[i].get() }
+        unsafe { &mut *self.cell(i).get() }
     }
 
     /// The whole buffer, headroom included. Panics unless this handle holds `bi`.
@@ -214,7 +225,7 @@ impl WorkerBuffers {
     #[inline(always)]
     fn span(&self, i: usize) -> (usize, usize) {
         // SAFETY: `i` came from `check`: in range and held by this handle (see `meta`).
-        let m = unsafe { &*self.pool.meta[i].get() };
+        let m = unsafe { &*self.cell(i).get() };
         let start = (m.offset as usize).min(STRIDE);
         let end = (start + m.len as usize).min(STRIDE);
         (start, end - start)
