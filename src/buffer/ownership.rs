@@ -1,131 +1,219 @@
 //! Who holds each buffer: a tag per buffer, moved by every hand-over and checked on every
-//! access. Debug and test builds only: release builds leave this module and every call into
-//! it out, and rely on the invariant it checks (see the pool module's "Ownership and
-//! soundness").
+//! access, in every build. This is what makes the index-taking accessors of
+//! [`WorkerBuffers`](super::WorkerBuffers) sound as safe functions: a handle touches a buffer
+//! only while the buffer's tag names that handle, and only that handle's own thread moves a
+//! tag away from it (see the pool module's "Ownership and soundness").
 //!
 //! A tag is `FREE` (in the pool's free list or a worker's cache), the id of the worker handle
-//! that holds the buffer (in its frames, its drivers' queues, its nodes' tables), or `LENT`
-//! plus that id (on a device's ring, which the kernel or a peer reads and writes).
+//! that holds the buffer (in its frames, its drivers' queues), `LENT` plus that id (on a
+//! device's ring, which the kernel or a peer reads and writes), or `PARKED` plus that id (in a
+//! node's table that may outlive the handle: a packet waiting for its neighbour).
+//!
+//! The hot checks are one relaxed load and a compare (`check_held`, `release`, `lend`) or one
+//! store (`claim`): the tag array is 4 bytes a buffer, apart from the metadata. The moves that
+//! can race with another thread (`reclaim`, `give_back`: two takers of one lent buffer) are a
+//! compare-and-swap, so exactly one wins. Relaxed ordering is enough for the tags themselves:
+//! a handle only ever compares a tag with its own id, and a thread never reads an older value
+//! of a location than one it wrote or read before (coherence), so once a handle has moved a
+//! tag away from its id it cannot see its id there again unless it claims the buffer anew.
+//! The buffer's bytes are ordered by the hand-over that carries the index (the free list's
+//! mutex, a ring's release/acquire), as before.
 
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 
-const FREE: u16 = 0;
-const LENT: u16 = 0x8000;
-/// Handle ids run 1..=MAX_ID and then wrap (ids only name holders in checks and messages).
-const MAX_ID: u16 = LENT - 1;
-
-/// The next handle id after `counter`'s, never FREE and never with the LENT bit.
-fn next_handle(counter: &AtomicU16) -> u16 {
-    counter.fetch_add(1, Ordering::Relaxed) % MAX_ID + 1
-}
+const FREE: u32 = 0;
+const LENT: u32 = 0x8000_0000;
+const PARKED: u32 = 0x4000_0000;
+/// Handle ids run 1..=MAX_ID and are never reused, so a stale tag never names a live handle.
+const MAX_ID: u32 = PARKED - 1;
 
 /// What a tag says, for messages.
-fn describe(tag: u16) -> String {
+fn describe(tag: u32) -> String {
     match tag {
         FREE => "free".into(),
         t if t & LENT != 0 => format!("lent to a device by worker handle {}", t & MAX_ID),
+        t if t & PARKED != 0 => format!("parked in a table by worker handle {}", t & MAX_ID),
         t => format!("held by worker handle {t}"),
     }
 }
 
+/// The one message for every refused hand-over; out of line, so the checks stay small.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn refuse(bi: u32, what: &str, id: u32, found: u32) -> ! {
+    let by = match id {
+        FREE => String::new(),
+        id => format!(" by worker handle {id}"),
+    };
+    panic!("buffer {bi}: {what}{by}, but it is {}", describe(found))
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn out_of_range(bi: u32) -> ! {
+    panic!("buffer index {bi} out of range")
+}
+
 pub(super) struct Tags {
-    tags: Box<[AtomicU16]>,
-    last_id: AtomicU16,
+    tags: Box<[AtomicU32]>,
+    last_id: AtomicU32,
 }
 
 impl Tags {
     pub fn new(count: u32) -> Tags {
         Tags {
-            tags: (0..count).map(|_| AtomicU16::new(FREE)).collect(),
-            last_id: AtomicU16::new(0),
+            tags: (0..count).map(|_| AtomicU32::new(FREE)).collect(),
+            last_id: AtomicU32::new(0),
         }
     }
 
-    /// An id for a new worker handle.
-    pub fn new_handle(&self) -> u16 {
-        next_handle(&self.last_id)
+    /// An id for a new worker handle. Ids are not reused: after 2^31 - 1 handles (a daemon
+    /// makes one per worker and driver thread) the pool refuses more.
+    pub fn new_handle(&self) -> u32 {
+        let id = self.last_id.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
+        assert!(
+            (1..=MAX_ID).contains(&id),
+            "buffer pool: out of worker handle ids"
+        );
+        id
     }
 
-    /// Move `bi`'s tag from `from` to `to`, or panic saying that worker handle `id` tried
-    /// to do `what` and what it found instead. (The message is built only on failure: a
-    /// hand-over is on every packet's path.)
+    #[inline(always)]
+    fn tag(&self, bi: u32) -> &AtomicU32 {
+        &self.tags[bi as usize]
+    }
+
+    /// Worker `id` takes free buffer `bi` (alloc). The index came off a free list, where
+    /// each free buffer is once (every way onto one checks the tag first), so no other thread
+    /// moves this tag now: a store is enough. Debug builds still check it was free.
+    #[inline(always)]
     #[track_caller]
-    fn moved(&self, bi: u32, from: u16, to: u16, what: &str, id: u16) {
-        if let Err(found) =
-            self.tags[bi as usize].compare_exchange(from, to, Ordering::Relaxed, Ordering::Relaxed)
-        {
-            panic!(
-                "buffer {bi}: {what} by worker handle {id}, but it is {}",
-                describe(found)
-            );
+    pub fn claim(&self, bi: u32, id: u32) {
+        #[cfg(any(test, debug_assertions))]
+        self.check_free(bi);
+        self.tag(bi).store(id, Ordering::Relaxed);
+    }
+
+    /// Worker `id` frees `bi`: it must hold it (a second free finds it free). Only `id`'s
+    /// thread moves a tag that says `id`, so the load and the store need no atomic exchange.
+    #[inline(always)]
+    #[track_caller]
+    pub fn release(&self, bi: u32, id: u32) {
+        let found = self.tag(bi).load(Ordering::Relaxed);
+        if found != id {
+            refuse(bi, "freed", id, found);
         }
-    }
-
-    /// Worker `id` takes free buffer `bi` (alloc).
-    #[track_caller]
-    pub fn claim(&self, bi: u32, id: u16) {
-        self.moved(bi, FREE, id, "allocated", id);
-    }
-
-    /// Worker `id` frees `bi`: it must hold it (a second free finds it free).
-    #[track_caller]
-    pub fn release(&self, bi: u32, id: u16) {
-        self.moved(bi, id, FREE, "freed", id);
+        self.tag(bi).store(FREE, Ordering::Relaxed);
     }
 
     /// Worker `id` hands `bi` to a device.
+    #[inline(always)]
     #[track_caller]
-    pub fn lend(&self, bi: u32, id: u16) {
-        self.moved(bi, id, LENT | id, "lent", id);
+    pub fn lend(&self, bi: u32, id: u32) {
+        let found = self.tag(bi).load(Ordering::Relaxed);
+        if found != id {
+            refuse(bi, "lent", id, found);
+        }
+        self.tag(bi).store(LENT | id, Ordering::Relaxed);
     }
 
-    /// Worker `id` takes `bi` back from a device (whoever lent it: a queue may change threads).
+    /// Worker `id` puts `bi` in a table of held packets (`WorkerBuffers::park`).
+    #[inline(always)]
     #[track_caller]
-    pub fn reclaim(&self, bi: u32, id: u16) {
-        let found = self.tags[bi as usize].load(Ordering::Relaxed);
-        if found & LENT == 0 {
-            panic!(
-                "buffer {bi}: taken back from a device by worker handle {id}, but it is {}",
-                describe(found)
-            );
+    pub fn park(&self, bi: u32, id: u32) {
+        let found = self.tag(bi).load(Ordering::Relaxed);
+        if found != id {
+            refuse(bi, "parked", id, found);
         }
-        self.moved(bi, found, id, "taken back", id);
+        self.tag(bi).store(PARKED | id, Ordering::Relaxed);
+    }
+
+    /// Worker `id` takes parked `bi` out of its table. A compare-and-swap, as in `reclaim`.
+    #[track_caller]
+    pub fn unpark(&self, bi: u32, id: u32) {
+        self.take(bi, PARKED, id, "taken out of a table");
+    }
+
+    /// A table of parked packets is going away without a handle: `bi` goes free. Safe
+    /// because a parked buffer is used by no handle until one unparks it, and of an unpark
+    /// and this only one wins the compare-and-swap.
+    #[track_caller]
+    pub fn give_back_parked(&self, bi: u32) {
+        self.take(bi, PARKED, FREE, "given back from a table");
+    }
+
+    /// Move `bi` from any tag with bit `state` to `to`, or panic.
+    #[inline(always)]
+    #[track_caller]
+    fn take(&self, bi: u32, state: u32, to: u32, what: &str) {
+        let tag = self.tag(bi);
+        let found = tag.load(Ordering::Relaxed);
+        if found & state == 0
+            || tag
+                .compare_exchange(found, to, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            refuse(bi, what, to, tag.load(Ordering::Relaxed));
+        }
+    }
+
+    /// Worker `id` takes `bi` back from a device (whoever lent it: a queue may change
+    /// threads). A compare-and-swap: of two threads taking one lent buffer, one wins.
+    #[inline(always)]
+    #[track_caller]
+    pub fn reclaim(&self, bi: u32, id: u32) {
+        self.take(bi, LENT, id, "taken back from a device");
     }
 
     /// A holder with no handle (a closing driver, a node's table) returns `bi` to the pool.
+    /// The caller vouches that it holds `bi` (`BufferPool::give_back`'s contract); what is
+    /// checked here is that nobody gave it back before, with a compare-and-swap so that of
+    /// two such holders only one succeeds.
     #[track_caller]
     pub fn give_back(&self, bi: u32) {
-        let found = self.tags[bi as usize].swap(FREE, Ordering::Relaxed);
-        if found == FREE {
-            panic!("buffer {bi}: given back to the pool, but it is already free");
+        let tag = self.tag(bi);
+        let mut found = tag.load(Ordering::Relaxed);
+        loop {
+            if found == FREE {
+                panic!("buffer {bi}: given back to the pool, but it is already free");
+            }
+            match tag.compare_exchange(found, FREE, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(now) => found = now,
+            }
         }
     }
 
-    /// `bi` must be free (it is entering or leaving a free list).
+    /// `bi` must be free (it is entering or leaving a free list; debug and test builds).
+    #[cfg(any(test, debug_assertions))]
     #[track_caller]
     pub fn check_free(&self, bi: u32) {
-        let found = self.tags[bi as usize].load(Ordering::Relaxed);
+        let found = self.tag(bi).load(Ordering::Relaxed);
         if found != FREE {
             panic!("buffer {bi}: on a free list, but it is {}", describe(found));
         }
     }
 
-    /// Worker `id` touches `bi`'s data or metadata: it must hold it.
+    /// Worker `id` touches `bi`'s data or metadata: `bi` must be in range (there is a tag
+    /// for each buffer of the pool, so this one bounds check serves the caller's index into
+    /// the metadata and the region too) and held by `id`.
+    #[inline(always)]
     #[track_caller]
-    pub fn check_held(&self, bi: u32, id: u16) {
-        let found = self.tags[bi as usize].load(Ordering::Relaxed);
+    pub fn check_held(&self, bi: u32, id: u32) {
+        let Some(tag) = self.tags.get(bi as usize) else {
+            out_of_range(bi);
+        };
+        let found = tag.load(Ordering::Relaxed);
         if found != id {
-            panic!(
-                "buffer {bi}: used by worker handle {id}, but it is {}",
-                describe(found)
-            );
+            refuse(bi, "used", id, found);
         }
     }
 
-    /// `bi`'s tag is `id` (for tests of the transfers).
-    #[cfg(test)]
+    /// Who holds `bi`, in words (tests, messages).
     pub fn holder(&self, bi: u32) -> String {
-        describe(self.tags[bi as usize].load(Ordering::Relaxed))
+        describe(self.tag(bi).load(Ordering::Relaxed))
     }
 }
 
@@ -134,12 +222,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn handle_ids_skip_free_and_lent_values() {
+    fn handle_ids_are_never_free_lent_or_reused() {
         let t = Tags::new(1);
+        assert_eq!(t.new_handle(), 1);
         t.last_id.store(MAX_ID - 1, Ordering::Relaxed);
         assert_eq!(t.new_handle(), MAX_ID);
-        assert_eq!(t.new_handle(), 1);
-        assert_eq!(t.new_handle(), 2);
+        let exhausted = std::panic::catch_unwind(|| t.new_handle());
+        assert!(exhausted.is_err(), "an id past MAX_ID was handed out");
     }
 
     #[test]
@@ -156,6 +245,32 @@ mod tests {
         t.claim(0, 3);
         t.give_back(0);
         t.check_free(0);
+        t.claim(0, 3);
+        t.park(0, 3);
+        assert_eq!(t.holder(0), "parked in a table by worker handle 3");
+        t.unpark(0, 3);
+        t.park(0, 3);
+        t.give_back_parked(0);
+        t.check_free(0);
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "buffer 0: given back from a table, but it is held by worker handle 1"
+    )]
+    fn giving_back_a_held_buffer_as_parked_panics() {
+        let t = Tags::new(1);
+        t.claim(0, 1);
+        t.give_back_parked(0);
+    }
+
+    #[test]
+    #[should_panic(expected = "taken back from a device by worker handle 2, but it is parked")]
+    fn a_parked_buffer_is_not_lent() {
+        let t = Tags::new(1);
+        t.claim(0, 1);
+        t.park(0, 1);
+        t.reclaim(0, 2);
     }
 
     #[test]

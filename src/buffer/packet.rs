@@ -37,7 +37,7 @@ impl WorkerBuffers {
         if got < out.len() {
             // Give back what a short allocation did hand out.
             for &bi in &out[..got] {
-                tags!(self.pool.tags.release(bi, self.id));
+                self.pool.tags.release(bi, self.id);
                 self.cache.push(bi);
             }
             return false;

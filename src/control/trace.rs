@@ -46,8 +46,10 @@ pub const COMMANDS: &[Command] = &[
         help: "capture what the dataplane receives, sends and/or drops (on IF, or any \
                interface) into a pcap file: up to N packets (default 100, at most 1 000 000) \
                of at most snaplen bytes each (default the whole packet), kept in memory; \
-               'off' stops and writes the file (NAME without '/' goes in /tmp; default \
-               /tmp/sluice-trace.pcap); 'status' tells how far it is",
+               the file is made at the start, mode 0600, never over an existing file or \
+               through a link (NAME without '/' goes in the private directory \
+               /run/sluice/traces; default trace-<unix time>.pcap there); 'off' stops and \
+               writes it; 'status' tells how far it is",
         example: "pcap trace rx tx max 1000 intfc d0 file d0.pcap",
         args: &[Arg::Rest],
         run: pcap_trace_cmd,
@@ -92,16 +94,19 @@ fn pcap_trace_cmd(c: &mut Control, a: &Args) -> Result<Output, String> {
             };
             let file = s.spec.file.display().to_string();
             let text = format!(
-                "capturing {} on {itf}: {} of {} packets{}; 'pcap trace off' writes {file}\n",
+                "capturing {} on {itf}: {} of {} packets{}, {} bytes in memory; \
+                 'pcap trace off' writes {file}\n",
                 what.join(" "),
                 s.captured,
                 s.spec.max,
                 if s.taking { "" } else { " (full)" },
+                s.memory,
             );
             return Ok(Output::Shown(
                 text,
                 json!({"running": true, "what": what, "interface": itf, "captured": s.captured,
-                       "max": s.spec.max, "full": !s.taking, "file": file}),
+                       "max": s.spec.max, "full": !s.taking, "file": file,
+                       "memory": s.memory}),
             ));
         }
         _ => {}
@@ -111,7 +116,7 @@ fn pcap_trace_cmd(c: &mut Control, a: &Args) -> Result<Output, String> {
         max: 100,
         interface: pcap_trace::ANY,
         snaplen: usize::MAX,
-        file: PathBuf::from("/tmp/sluice-trace.pcap"),
+        file: PathBuf::new(),
     };
     let mut it = words.iter();
     let number = |what: &str, v: Option<&&str>| -> Result<u64, String> {
@@ -140,8 +145,10 @@ fn pcap_trace_cmd(c: &mut Control, a: &Args) -> Result<Output, String> {
                 let name = it.next().ok_or("file needs a name")?;
                 spec.file = if name.contains('/') {
                     PathBuf::from(name)
+                } else if matches!(*name, "." | "..") {
+                    return Err(format!("file '{name}': a file name, please"));
                 } else {
-                    PathBuf::from("/tmp").join(name)
+                    private(name)?
                 };
             }
             other => {
@@ -152,8 +159,24 @@ fn pcap_trace_cmd(c: &mut Control, a: &Args) -> Result<Output, String> {
             }
         }
     }
+    if spec.file.as_os_str().is_empty() {
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        spec.file = private(&format!("trace-{secs}.pcap"))?;
+    }
+    let file = spec.file.display().to_string();
     t.start(spec)?;
-    Output::done()
+    Ok(Output::Shown(
+        format!("capturing into {file}\n"),
+        json!({"file": file}),
+    ))
+}
+
+/// `name` in the daemon's private directory for captures (made on first use).
+fn private(name: &str) -> Result<PathBuf, String> {
+    let dir = pcap_trace::private_dir(std::path::Path::new(pcap_trace::TRACE_DIR))?;
+    Ok(dir.join(name))
 }
 
 fn trace_add(c: &mut Control, a: &Args) -> Result<Output, String> {

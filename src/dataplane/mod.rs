@@ -264,7 +264,7 @@ impl Dataplane {
         let (producers, consumers) = crate::handoff::rings(workers, crate::handoff::RING_SLOTS);
         let mut rings = producers.into_iter().zip(consumers);
 
-        let pcap_trace = Arc::new(pcap_trace::PcapTrace::default());
+        let pcap_trace = Arc::new(pcap_trace::PcapTrace::new(workers));
         let stop = Arc::new(AtomicBool::new(false));
         let mut infos = Vec::new();
         let cores = d.worker_cores.clone();

@@ -43,11 +43,13 @@ impl Node for ErrorDrop {
     fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
         let subifs = self.subifs.load();
         let capture = self.capture.as_ref().filter(|t| t.any(pcap_trace::DROP));
+        // This worker's capture buffer, taken once for the frame.
+        let mut taker = capture.map(|t| (t, t.worker(cx.thread)));
         for &bi in frame {
             let rx = cx.bufs.meta(bi).rx_if;
-            if let Some(t) = capture {
+            if let Some((t, taker)) = &mut taker {
                 if t.wants(pcap_trace::DROP, rx) {
-                    t.take(cx.bufs, bi);
+                    taker.take(cx.bufs, bi);
                 }
             }
             let counted = match self.interfaces.get(rx as usize) {

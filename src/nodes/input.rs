@@ -166,8 +166,9 @@ impl Node for InputNode {
             }
             if let Some(t) = &self.capture {
                 if t.wants(pcap_trace::RX, q.interface.index) {
+                    let mut capture = t.worker(cx.thread);
                     for &bi in pkts {
-                        t.take(cx.bufs, bi);
+                        capture.take(cx.bufs, bi);
                     }
                 }
             }

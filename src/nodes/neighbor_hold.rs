@@ -222,7 +222,8 @@ impl Drop for Resolver {
         let mut held = Vec::new();
         self.table.drain(&mut held);
         if let Some(pool) = &self.pool {
-            pool.give_back_chains(&held);
+            // Held packets are parked (`hold`), so they go back without the worker's handle.
+            pool.give_back_parked(&held);
         }
     }
 }
@@ -272,7 +273,11 @@ impl Resolver {
         cx.count_error(counter, 1);
         cx.trace(bi, s.name(counter));
         match request {
-            Some(request) => request,
+            Some(request) => {
+                // No handle may touch it while it waits (the table may outlive the handle).
+                cx.bufs.park(bi);
+                request
+            }
             None => {
                 cx.enqueue(s.drop, bi);
                 false
@@ -307,6 +312,7 @@ impl Resolver {
                 |i, ip| view.neighbors.contains_key(&(i, ip)),
                 &mut self.scratch,
             );
+            self.scratch.iter().for_each(|&bi| cx.bufs.unpark(bi));
             cx.count_error(s.released(), self.scratch.len() as u64);
             Self::trace_all(cx, &self.scratch, s.name(s.released()));
             cx.enqueue_all(s.rewrite, &self.scratch);
@@ -320,6 +326,7 @@ impl Resolver {
         handled += self.asks.len();
         self.scratch.clear();
         self.table.expire(now, &mut self.scratch);
+        self.scratch.iter().for_each(|&bi| cx.bufs.unpark(bi));
         cx.count_error(s.no_answer(), self.scratch.len() as u64);
         Self::trace_all(cx, &self.scratch, s.name(s.no_answer()));
         cx.enqueue_all(s.drop, &self.scratch);

@@ -69,8 +69,9 @@ impl Node for TxNode {
         }
         if let Some(t) = &self.capture {
             if t.wants(pcap_trace::TX, self.interface.index) {
+                let mut capture = t.worker(cx.thread);
                 for &bi in frame {
-                    t.take(cx.bufs, bi);
+                    capture.take(cx.bufs, bi);
                 }
             }
         }

@@ -125,7 +125,9 @@ impl Drop for SocketShared {
     fn drop(&mut self) {
         drop(self.fd.take());
         let left = std::mem::take(&mut *self.leftovers.lock().unwrap_or_else(|e| e.into_inner()));
-        self.pool.give_back(&left);
+        // SAFETY: `left` are the buffers this socket's rings still had (lent to the kernel),
+        // and the socket is closed above, so neither the kernel nor any handle uses them.
+        unsafe { self.pool.give_back(&left) };
     }
 }
 

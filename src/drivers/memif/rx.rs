@@ -96,7 +96,9 @@ impl Partial {
 
     pub(super) fn discard_to_pool(&mut self, pool: &BufferPool) {
         if let Some(head) = self.head.take() {
-            pool.give_back_chains(&[head]);
+            // SAFETY: the partial packet is this queue's alone (no frame carries it yet) and
+            // the queue is closing, so no handle uses its segments again.
+            unsafe { pool.give_back_chains(&[head]) };
         }
     }
 }
@@ -314,7 +316,9 @@ impl RxQueue for MemifRx {
 
 impl Drop for MemifRx {
     fn drop(&mut self) {
-        self.pool.give_back(&self.link.slots.drain());
+        // SAFETY: the slots are the buffers this queue put on its ring, held by no frame;
+        // the queue is closing, so no handle uses them again.
+        unsafe { self.pool.give_back(&self.link.slots.drain()) };
         self.partial.discard_to_pool(&self.pool);
     }
 }
