@@ -504,7 +504,10 @@ fn bad_bridge_commands_are_refused_with_reasons() {
         ),
         ("create bridge-domain 10 mac-age 1h", "is not an age"),
         ("create bridge-domain 10 del", "has members"),
-        ("l2fib add 01:00:5e:00:00:01 10 d0", "group or all-zero address"),
+        (
+            "l2fib add 01:00:5e:00:00:01 10 d0",
+            "group or all-zero address",
+        ),
         ("l2fib add zz 10 d0", "not a MAC address"),
         (
             "l2fib del 02:00:00:00:00:99 10",

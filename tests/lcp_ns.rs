@@ -245,7 +245,9 @@ fn linux_behind_a_tap_speaks_through_sluice() {
     let lcp = ctl_json(&socket, "show lcp");
     assert_eq!(lcp["netlink"].as_array().unwrap().len(), 2, "{lcp}");
     ctl(&socket, "lcp delete d1").unwrap();
-    assert!(link_flags(&right, "tap-n1").is_none());
+    wait_for("tap-n1 to go with its pair", || {
+        link_flags(&right, "tap-n1").is_none()
+    });
 
     assert!(daemon.stop(), "daemon exits cleanly");
     assert!(

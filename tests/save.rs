@@ -161,6 +161,9 @@ const VOLATILE: &[&str] = &[
     "tx_peer_full",
     "rx_miss",
     "age_s",
+    // A neighbour's seconds in its state and since confirmed.
+    "age",
+    "confirmed",
     "hits",
     "no_match",
     "learnt",
