@@ -196,12 +196,12 @@ pub fn parse_tags(id: u32, words: &[&str]) -> Result<TagMatch, String> {
 #[inline(always)]
 pub fn pop_tags(bufs: &mut WorkerBuffers, bi: u32, tags: usize) -> bool {
     let n = 4 * tags;
-    let d = bufs.data_mut(bi);
+    let (m, d) = bufs.meta_data_mut(bi);
     if d.len() < 12 + n {
         return false;
     }
     d.copy_within(0..12, n);
-    bufs.advance(bi, n)
+    m.advance(n)
 }
 
 /// Put `tags` (whole tags, outermost first) after the frame's MAC addresses, in the
@@ -212,10 +212,14 @@ pub fn push_tags(bufs: &mut WorkerBuffers, bi: u32, tags: &[u8]) -> bool {
     if n == 0 {
         return true;
     }
-    if bufs.data(bi).len() < 12 || !bufs.prepend(bi, n) {
+    let m = bufs.meta_mut(bi);
+    if m.len < 12 || !m.prepend(n) {
         return false;
     }
-    let d = bufs.data_mut(bi);
+    // Only a segment whose metadata overruns its buffer is short here (and is dropped).
+    let Some(d) = bufs.data_mut(bi).get_mut(..n + 12) else {
+        return false;
+    };
     d.copy_within(n..n + 12, 0);
     d[12..12 + n].copy_from_slice(tags);
     true

@@ -61,4 +61,37 @@ impl BufferMeta {
         trace_index: 0,
         timestamp_ns: 0,
     };
+
+    /// Drop the first `n` bytes of the first segment (outer headers a node removes).
+    /// Refused, with nothing changed, when the segment is shorter than `n`.
+    pub fn advance(&mut self, n: usize) -> bool {
+        let Ok(n16) = u16::try_from(n) else {
+            return false;
+        };
+        if n16 > self.len || n as u32 > self.total_len {
+            return false;
+        }
+        self.offset += n16;
+        self.len -= n16;
+        self.total_len -= n as u32;
+        // The L3 header stays where it was in the bytes: nearer the new start.
+        self.l3_offset = self.l3_offset.saturating_sub(n.min(u8::MAX as usize) as u8);
+        true
+    }
+
+    /// Make room for `n` more bytes in front of the first segment, out of the headroom.
+    /// Refused, with nothing changed, when the headroom is shorter than `n`.
+    pub fn prepend(&mut self, n: usize) -> bool {
+        let Ok(n16) = u16::try_from(n) else {
+            return false;
+        };
+        if n16 > self.offset || self.len as usize + n > u16::MAX as usize {
+            return false;
+        }
+        self.offset -= n16;
+        self.len += n16;
+        self.total_len += n as u32;
+        self.l3_offset = self.l3_offset.saturating_add(n.min(u8::MAX as usize) as u8);
+        true
+    }
 }

@@ -25,8 +25,10 @@
 //! So the accessors are safe functions that are sound for any `u32`: a handle reads or writes
 //! a buffer only while its tag names that handle, and only that handle's thread moves the tag
 //! away from it (`&self`/`&mut self` keep that from happening while a view is borrowed).
-//! The check is one load and a compare a call, from a 4-byte tag array apart from the
-//! metadata; the graph bench measured no rate lost (docs/performance.md).
+//! The check is one load and a compare a call, from a tag that shares a cache line with the
+//! buffer's metadata; hot nodes take the metadata and the bytes together (`meta_data`,
+//! `meta_data_mut`) for one check a packet. The graph bench measured no rate lost against
+//! the unchecked release build (docs/performance.md).
 //!
 //! The one hand-over the tags cannot check is `give_back`/`give_back_chains`: a closing
 //! driver's buffers carry the tag of the handle that lent or queued them, so the pool cannot

@@ -10,7 +10,8 @@
 //! node's table that may outlive the handle: a packet waiting for its neighbour).
 //!
 //! The hot checks are one relaxed load and a compare (`check_held`, `release`, `lend`) or one
-//! store (`claim`): the tag array is 4 bytes a buffer, apart from the metadata. The moves that
+//! store (`claim`). Each tag shares a cache line with its buffer's metadata (`Slot`), so the
+//! check touches no line the access would not have touched anyway. The moves that
 //! can race with another thread (`reclaim`, `give_back`: two takers of one lent buffer) are a
 //! compare-and-swap, so exactly one wins. Relaxed ordering is enough for the tags themselves:
 //! a handle only ever compares a tag with its own id, and a thread never reads an older value
@@ -19,6 +20,8 @@
 //! The buffer's bytes are ordered by the hand-over that carries the index (the free list's
 //! mutex, a ring's release/acquire), as before.
 
+use super::BufferMeta;
+use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 const FREE: u32 = 0;
@@ -56,17 +59,48 @@ fn out_of_range(bi: u32) -> ! {
     panic!("buffer index {bi} out of range")
 }
 
+/// One buffer's tag and metadata, one cache line: every access checks the tag and then reads
+/// or writes the metadata beside it.
+#[repr(C, align(64))]
+struct Slot {
+    tag: AtomicU32,
+    meta: UnsafeCell<BufferMeta>,
+}
+
 pub(super) struct Tags {
-    tags: Box<[AtomicU32]>,
+    slots: Box<[Slot]>,
     last_id: AtomicU32,
 }
 
 impl Tags {
     pub fn new(count: u32) -> Tags {
         Tags {
-            tags: (0..count).map(|_| AtomicU32::new(FREE)).collect(),
+            slots: (0..count)
+                .map(|_| Slot {
+                    tag: AtomicU32::new(FREE),
+                    meta: UnsafeCell::new(BufferMeta::FRESH),
+                })
+                .collect(),
             last_id: AtomicU32::new(0),
         }
+    }
+
+    /// Buffer `bi`'s metadata cell (panics when out of range). Who may touch it is the
+    /// caller's to show, from the tag.
+    #[inline(always)]
+    pub fn meta(&self, bi: u32) -> &UnsafeCell<BufferMeta> {
+        &self.slots[bi as usize].meta
+    }
+
+    /// As `meta`, without the bounds check.
+    ///
+    /// # Safety
+    ///
+    /// `i` is below the pool's buffer count (`check_held` passed for it).
+    #[inline(always)]
+    pub unsafe fn meta_unchecked(&self, i: usize) -> &UnsafeCell<BufferMeta> {
+        // SAFETY: `i < count` (the caller's contract), and there are `count` slots.
+        unsafe { &self.slots.get_unchecked(i).meta }
     }
 
     /// An id for a new worker handle. Ids are not reused: after 2^31 - 1 handles (a daemon
@@ -82,7 +116,7 @@ impl Tags {
 
     #[inline(always)]
     fn tag(&self, bi: u32) -> &AtomicU32 {
-        &self.tags[bi as usize]
+        &self.slots[bi as usize].tag
     }
 
     /// Worker `id` takes free buffer `bi` (alloc). The index came off a free list, where
@@ -202,9 +236,10 @@ impl Tags {
     #[inline(always)]
     #[track_caller]
     pub fn check_held(&self, bi: u32, id: u32) {
-        let Some(tag) = self.tags.get(bi as usize) else {
+        let Some(slot) = self.slots.get(bi as usize) else {
             out_of_range(bi);
         };
+        let tag = &slot.tag;
         let found = tag.load(Ordering::Relaxed);
         if found != id {
             refuse(bi, "used", id, found);
@@ -227,7 +262,7 @@ mod tests {
         assert_eq!(t.new_handle(), 1);
         t.last_id.store(MAX_ID - 1, Ordering::Relaxed);
         assert_eq!(t.new_handle(), MAX_ID);
-        let exhausted = std::panic::catch_unwind(|| t.new_handle());
+        let exhausted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| t.new_handle()));
         assert!(exhausted.is_err(), "an id past MAX_ID was handed out");
     }
 

@@ -3,17 +3,14 @@
 use super::ownership::Tags;
 use super::region::Region;
 use super::{
-    BufferMeta, BufferReport, HugePages, OwnerCounts, WorkerBuffers, CACHE_BATCH, CACHE_MAX,
-    DATA_SIZE, STRIDE,
+    BufferReport, HugePages, OwnerCounts, WorkerBuffers, CACHE_BATCH, CACHE_MAX, DATA_SIZE, STRIDE,
 };
-use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 /// The pool shared by all threads. Hand each thread a [`WorkerBuffers`] to use it.
 pub struct BufferPool {
     pub(super) region: Region,
-    pub(super) meta: Box<[UnsafeCell<BufferMeta>]>,
     free: Mutex<Vec<u32>>,
     free_count: AtomicU64,
     /// Takes of `free`'s lock, and those that had to wait for another thread.
@@ -21,7 +18,7 @@ pub struct BufferPool {
     contended: AtomicU64,
     owners: Mutex<Vec<Arc<OwnerCounts>>>,
     pub(super) count: u32,
-    /// Who holds each buffer, checked on every access (`ownership.rs`).
+    /// Who holds each buffer, checked on every access, beside its metadata (`ownership.rs`).
     pub(super) tags: Tags,
 }
 
@@ -44,14 +41,10 @@ impl BufferPool {
             ));
         }
         let region = Region::map(count as usize * STRIDE, huge)?;
-        let meta: Box<[UnsafeCell<BufferMeta>]> = (0..count)
-            .map(|_| UnsafeCell::new(BufferMeta::FRESH))
-            .collect();
         // Hand out low indices first: they are the ones most likely to be warm in cache.
         let free: Vec<u32> = (0..count).rev().collect();
         Ok(Arc::new(BufferPool {
             region,
-            meta,
             free: Mutex::new(free),
             free_count: AtomicU64::new(count as u64),
             locks: AtomicU64::new(0),
@@ -194,7 +187,7 @@ impl BufferPool {
                 all.push(bi);
                 // SAFETY: the caller holds this buffer and no handle uses it (the function's
                 // contract), so nothing writes this metadata while we read it.
-                bi = unsafe { (*self.meta[bi as usize].get()).next };
+                bi = unsafe { (*self.tags.meta(bi).get()).next };
             }
         }
         self.give_batch(&all);
@@ -218,7 +211,7 @@ impl BufferPool {
                 all.push(bi);
                 // SAFETY: this thread alone holds `bi` (above), so nothing writes its
                 // metadata while we read it.
-                bi = unsafe { (*self.meta[bi as usize].get()).next };
+                bi = unsafe { (*self.tags.meta(bi).get()).next };
             }
         }
         self.give_batch(&all);

@@ -42,7 +42,9 @@ impl WorkerBuffers {
         out[..n].copy_from_slice(&self.cache[at..]);
         for &bi in &out[..n] {
             self.pool.tags.claim(bi, self.id);
-            *self.meta_mut(bi) = BufferMeta::FRESH;
+            // SAFETY: `claim` indexed the tags with `bi` (so it is in range) and made this
+            // handle its holder, as `check` would have found.
+            unsafe { *self.cell(bi as usize).get() = BufferMeta::FRESH };
         }
         self.cache.truncate(at);
         n
@@ -65,7 +67,7 @@ impl WorkerBuffers {
             self.pool.tags.release(bi, self.id);
             // SAFETY: in range; this handle held `bi` until the line above (its tag said so),
             // and it reaches no free list, so no other thread, before this read.
-            let next = unsafe { (*self.pool.meta[bi as usize].get()).next };
+            let next = unsafe { (*self.pool.tags.meta(bi).get()).next };
             self.cache.push(bi);
             bi = next;
         }
@@ -157,8 +159,8 @@ impl WorkerBuffers {
     /// `i` came from `check` (so `i < count`, the metadata's length).
     #[inline(always)]
     unsafe fn cell(&self, i: usize) -> &std::cell::UnsafeCell<super::BufferMeta> {
-        // SAFETY: `i < count` (the caller's contract), and the pool has `count` cells.
-        unsafe { self.pool.meta.get_unchecked(i) }
+        // SAFETY: `i < count` (the caller's contract).
+        unsafe { self.pool.tags.meta_unchecked(i) }
     }
 
     /// Buffer `bi`'s metadata. Panics unless this handle holds `bi`.
@@ -220,6 +222,38 @@ impl WorkerBuffers {
         unsafe { std::slice::from_raw_parts_mut(self.pool.region.ptr().add(at), len) }
     }
 
+    /// Buffer `bi`'s metadata and its segment's bytes, for one ownership check where a node
+    /// needs both. Panics unless this handle holds `bi`.
+    #[cfg_attr(any(test, debug_assertions), track_caller)]
+    #[inline(always)]
+    pub fn meta_data(&self, bi: u32) -> (&BufferMeta, &[u8]) {
+        let i = self.check(bi);
+        let (start, len) = self.span(i);
+        // SAFETY: as in `meta` and `data`; the metadata and the bytes are apart.
+        unsafe {
+            (
+                &*self.cell(i).get(),
+                std::slice::from_raw_parts(self.pool.region.ptr().add(i * STRIDE + start), len),
+            )
+        }
+    }
+
+    /// As `meta_data`, both writable: the metadata cell and the bytes do not overlap.
+    #[cfg_attr(any(test, debug_assertions), track_caller)]
+    #[inline(always)]
+    pub fn meta_data_mut(&mut self, bi: u32) -> (&mut BufferMeta, &mut [u8]) {
+        let i = self.check(bi);
+        let (start, len) = self.span(i);
+        // SAFETY: as in `meta_mut` and `data_mut`; the metadata lives in the slot array and the
+        // bytes in the region, so the two borrows are disjoint.
+        unsafe {
+            (
+                &mut *self.cell(i).get(),
+                std::slice::from_raw_parts_mut(self.pool.region.ptr().add(i * STRIDE + start), len),
+            )
+        }
+    }
+
     /// Where slot `i`'s data lies in its buffer, clamped to the buffer: (start, length). One
     /// ownership check serves the metadata and the bytes.
     #[inline(always)]
@@ -234,52 +268,29 @@ impl WorkerBuffers {
     /// Drop the first `n` bytes of the packet starting at `bi` (outer headers a node
     /// removes). Refused, with nothing changed, when the first segment is shorter than `n`.
     pub fn advance(&mut self, bi: u32, n: usize) -> bool {
-        let m = self.meta_mut(bi);
-        let Ok(n16) = u16::try_from(n) else {
-            return false;
-        };
-        if n16 > m.len || n as u32 > m.total_len {
-            return false;
-        }
-        m.offset += n16;
-        m.len -= n16;
-        m.total_len -= n as u32;
-        // The L3 header stays where it was in the bytes: nearer the new start.
-        m.l3_offset = m.l3_offset.saturating_sub(n.min(u8::MAX as usize) as u8);
-        true
+        self.meta_mut(bi).advance(n)
     }
 
     /// Make room for `n` more bytes in front of the packet starting at `bi` (tags an
     /// output pushes), out of the headroom. Refused, with nothing changed, when the headroom
     /// is shorter than `n`.
     pub fn prepend(&mut self, bi: u32, n: usize) -> bool {
-        let m = self.meta_mut(bi);
-        let Ok(n16) = u16::try_from(n) else {
-            return false;
-        };
-        if n16 > m.offset || m.len as usize + n > u16::MAX as usize {
-            return false;
-        }
-        m.offset -= n16;
-        m.len += n16;
-        m.total_len += n as u32;
-        m.l3_offset = m.l3_offset.saturating_add(n.min(u8::MAX as usize) as u8);
-        true
+        self.meta_mut(bi).prepend(n)
     }
 
     /// The first segment's bytes from the L3 header on, where ethernet-input found it.
     /// Empty when the recorded offset lies past the segment's end.
     #[inline(always)]
     pub fn l3(&self, bi: u32) -> &[u8] {
-        let at = self.meta(bi).l3_offset as usize;
-        self.data(bi).get(at..).unwrap_or_default()
+        let (m, data) = self.meta_data(bi);
+        data.get(m.l3_offset as usize..).unwrap_or_default()
     }
 
     /// Like `l3`, writable.
     #[inline(always)]
     pub fn l3_mut(&mut self, bi: u32) -> &mut [u8] {
-        let at = self.meta(bi).l3_offset as usize;
-        self.data_mut(bi).get_mut(at..).unwrap_or_default()
+        let (m, data) = self.meta_data_mut(bi);
+        data.get_mut(m.l3_offset as usize..).unwrap_or_default()
     }
 
     /// Total length of the packet that starts at `bi`.
@@ -298,7 +309,7 @@ impl WorkerBuffers {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
             let data = self.pool.region.ptr().add(i * STRIDE + HEADROOM);
             _mm_prefetch::<_MM_HINT_T0>(data as *const i8);
-            _mm_prefetch::<_MM_HINT_T0>(self.pool.meta[i].get() as *const i8);
+            _mm_prefetch::<_MM_HINT_T0>(self.pool.tags.meta(bi).get() as *const i8);
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = i;

@@ -83,14 +83,15 @@ impl TracedLoop for InterfaceOutput {
                     cx.enqueue(drop, bi);
                     continue;
                 }
+                let meta = cx.bufs.meta_mut(bi);
+                meta.tx_if = sub.parent;
                 let c = sub.interface.counters(cx.thread);
                 c.tx_packets.add(1);
-                c.tx_bytes.add(cx.bufs.packet_len(bi) as u64);
+                c.tx_bytes.add(meta.total_len as u64);
                 if TRACE {
                     cx.trace(bi, format_args!("{}: tags pushed", sub.interface.name));
                 }
                 tx = sub.parent as usize;
-                cx.bufs.meta_mut(bi).tx_if = sub.parent;
             }
             let next = match self.interfaces.get(tx) {
                 Some(i) if i.is_up() => tx,

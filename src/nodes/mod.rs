@@ -115,25 +115,50 @@ pub(crate) fn l3_header(
     bi: u32,
     ethertype: crate::wire::EtherType,
 ) -> Option<&[u8]> {
-    let at = bufs.meta(bi).l3_offset as usize;
-    match bufs.data(bi).get(at.checked_sub(2)?..)? {
+    let (m, data) = bufs.meta_data(bi);
+    l3_in(data, m.l3_offset as usize, ethertype)
+}
+
+/// `l3_header` of a segment already in hand: its bytes and the recorded L3 offset.
+#[inline(always)]
+pub(crate) fn l3_in(data: &[u8], at: usize, ethertype: crate::wire::EtherType) -> Option<&[u8]> {
+    match data.get(at.checked_sub(2)?..)? {
         [high, low, l3 @ ..] if u16::from_be_bytes([*high, *low]) == ethertype.0 => Some(l3),
         _ => None,
     }
 }
 
+/// `l3_header` and `l3_len` together, for one ownership check.
+#[inline(always)]
+pub(crate) fn l3_packet(
+    bufs: &crate::buffer::WorkerBuffers,
+    bi: u32,
+    ethertype: crate::wire::EtherType,
+) -> (Option<&[u8]>, usize) {
+    let (m, data) = bufs.meta_data(bi);
+    let at = m.l3_offset as usize;
+    let len = (m.total_len as usize).saturating_sub(at);
+    (l3_in(data, at, ethertype), len)
+}
+
 /// Bytes from the L3 header to the end of the whole packet (its chained segments too).
 #[inline(always)]
 pub(crate) fn l3_len(bufs: &crate::buffer::WorkerBuffers, bi: u32) -> usize {
-    bufs.packet_len(bi)
-        .saturating_sub(bufs.meta(bi).l3_offset as usize)
+    let m = bufs.meta(bi);
+    (m.total_len as usize).saturating_sub(m.l3_offset as usize)
 }
 
 /// The packet came in a link-layer broadcast or multicast frame (the group bit of its
 /// destination MAC).
 #[inline(always)]
 pub(crate) fn link_group(bufs: &crate::buffer::WorkerBuffers, bi: u32) -> bool {
-    bufs.data(bi).first().is_some_and(|b| b & 1 != 0)
+    link_group_of(bufs.data(bi))
+}
+
+/// `link_group` of a frame's first segment already in hand.
+#[inline(always)]
+pub(crate) fn link_group_of(frame: &[u8]) -> bool {
+    frame.first().is_some_and(|b| b & 1 != 0)
 }
 
 /// Put an ICMP error built in `frame` (room for an Ethernet header, then the IP packet) into a

@@ -62,8 +62,8 @@ impl<F: InputChecks> Node for IpInput<F> {
         // With no feature on anywhere, every good packet goes to the lookup: no mask read.
         let any = features.any(F::UNICAST_ARC);
         for &bi in frame {
-            let ip = crate::nodes::l3_header(cx.bufs, bi, F::ETHERTYPE);
-            let (next, counted) = F::check(ip, crate::nodes::l3_len(cx.bufs, bi));
+            let (ip, len) = crate::nodes::l3_packet(cx.bufs, bi, F::ETHERTYPE);
+            let (next, counted) = F::check(ip, len);
             let counted: Option<usize> = counted.map(Into::into);
             if let Some(e) = counted {
                 cx.count_error(e, 1);

@@ -8,7 +8,7 @@
 //! frame whole.
 
 use super::Family;
-use crate::buffer::WorkerBuffers;
+use crate::buffer::BufferMeta;
 use crate::graph::frame::FRAME_SIZE;
 use crate::graph::{Node, NodeCx, NodeDecl};
 use crate::nodes::table_lookup::{FamilyLookup, TableLookup};
@@ -75,14 +75,15 @@ pub trait LookupRules: Family {
     /// a default route).
     fn key(ip: Option<&[u8]>) -> Self::Key;
     fn destination(key: &Self::Key) -> Self::Addr;
-    /// The fate of packet `bi` of routing table `table` whose FIB lookup gave `fib_adj`.
+    /// The fate of a packet of routing table `table` whose FIB lookup gave `fib_adj`, from
+    /// its metadata and its first segment's bytes.
     fn decide(
         view: &L3View,
         table: u16,
         key: &Self::Key,
         fib_adj: u32,
-        bufs: &WorkerBuffers,
-        bi: u32,
+        meta: &BufferMeta,
+        data: &[u8],
     ) -> Decision<Self::Counter>;
     /// The destination as people write it, for traces.
     fn display(dst: Self::Addr) -> String;
@@ -146,15 +147,15 @@ impl<F: LookupRules> Node for IpLookup<F> {
         let tracing = cx.tracing();
         for (k, &bi) in frame[..n].iter().enumerate() {
             let table = self.lookup.table[k];
-            let d = F::decide(&view, table, &self.keys[k], self.adj[k], cx.bufs, bi);
-            let counted: Option<usize> = d.counted.map(Into::into);
-            if let Some(e) = counted {
-                cx.count_error(e, 1);
-            }
-            let m = cx.bufs.meta_mut(bi);
+            let (m, data) = cx.bufs.meta_data_mut(bi);
+            let d = F::decide(&view, table, &self.keys[k], self.adj[k], m, data);
             m.adj = d.adj;
             if let Some(req) = d.icmp {
                 m.aux = req.to_aux();
+            }
+            let counted: Option<usize> = d.counted.map(Into::into);
+            if let Some(e) = counted {
+                cx.count_error(e, 1);
             }
             if tracing {
                 let why = counted.and_then(|e| F::ERRORS.get(e)).unwrap_or(&"");

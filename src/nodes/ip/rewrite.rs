@@ -158,8 +158,12 @@ fn write_header(
     if strip > 0 && !bufs.advance(bi, strip) {
         return false;
     }
-    bufs.data_mut(bi)[..ETH_HEADER_LEN].copy_from_slice(header);
-    bufs.meta_mut(bi).tx_if = tx_if;
+    let (meta, data) = bufs.meta_data_mut(bi);
+    let Some(eth) = data.get_mut(..ETH_HEADER_LEN) else {
+        return false;
+    };
+    eth.copy_from_slice(header);
+    meta.tx_if = tx_if;
     true
 }
 
@@ -209,7 +213,10 @@ impl<F: RewriteRules> IpRewrite<F> {
 
     /// Decide one packet's fate and, when it is forwarded, rewrite it in place.
     pub fn rewrite(view: &L3View, bufs: &mut WorkerBuffers, bi: u32) -> Verdict<F::Counter> {
-        let meta = *bufs.meta(bi);
+        // One ownership check for the common case: the metadata and bytes stay in hand
+        // until the packet is rewritten, unless it needs trimming or its tags stripped.
+        let (meta_cell, data) = bufs.meta_data_mut(bi);
+        let meta = *meta_cell;
         let adj = *view.adj(meta.adj);
         match adj.kind {
             AdjKind::Neighbor | AdjKind::Glean => {}
@@ -217,7 +224,7 @@ impl<F: RewriteRules> IpRewrite<F> {
             AdjKind::Local | AdjKind::Multipath => return Verdict::Drop(F::NOT_NEIGHBOR),
         }
         let l3 = meta.l3_offset as usize;
-        let Some(ip) = crate::nodes::l3_header(bufs, bi, F::ETHERTYPE) else {
+        let Some(ip) = crate::nodes::l3_in(data, l3, F::ETHERTYPE) else {
             return Verdict::Drop(F::NOT_OF_FAMILY);
         };
         // Our own replies and errors start with a fresh hop count and are not forwarded.
@@ -236,13 +243,22 @@ impl<F: RewriteRules> IpRewrite<F> {
             Err(NoHeader::NoInterface) => return Verdict::Drop(F::NO_INTERFACE),
         };
         if !local {
-            F::forward(view, &adj, bufs.l3_mut(bi));
-        }
-        crate::nodes::trim_to(bufs, bi, l3 + checked.total as usize);
-        if !write_header(bufs, bi, l3, &header, adj.interface) {
-            return Verdict::Drop(F::NOT_OF_FAMILY);
+            F::forward(view, &adj, data.get_mut(l3..).unwrap_or_default());
         }
         let tx_if = adj.interface;
+        let end = l3 + checked.total as usize;
+        if meta.total_len as usize <= end && l3 == ETH_HEADER_LEN {
+            // Untagged and no padding: the header goes in place.
+            data[..ETH_HEADER_LEN].copy_from_slice(&header);
+            meta_cell.tx_if = tx_if;
+        } else {
+            if meta.total_len as usize > end {
+                crate::nodes::trim_to(bufs, bi, end);
+            }
+            if !write_header(bufs, bi, l3, &header, tx_if) {
+                return Verdict::Drop(F::NOT_OF_FAMILY);
+            }
+        }
         if checked.too_big {
             return Verdict::Fragment {
                 tx_if,

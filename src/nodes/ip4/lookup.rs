@@ -10,7 +10,7 @@
 //! source is a martian (RFC 1812 5.3.7), and a unicast packet that came in a link-layer
 //! broadcast or multicast frame is not forwarded (5.3.4). Our own packets skip both.
 
-use crate::buffer::WorkerBuffers;
+use crate::buffer::BufferMeta;
 use crate::buffer::FLAG_LOCAL_ORIGIN;
 use crate::fib::NO_ROUTE;
 pub use crate::nodes::ip::lookup::Next;
@@ -93,11 +93,11 @@ impl LookupRules for V4 {
         table: u16,
         key: &Key,
         fib_adj: u32,
-        bufs: &WorkerBuffers,
-        bi: u32,
+        meta: &BufferMeta,
+        data: &[u8],
     ) -> Decision<Error> {
         let mut adj = fib_adj;
-        let own = bufs.meta(bi).flags & FLAG_LOCAL_ORIGIN != 0;
+        let own = meta.flags & FLAG_LOCAL_ORIGIN != 0;
         let refused = if own {
             None
         } else {
@@ -105,7 +105,7 @@ impl LookupRules for V4 {
                 // A group destination MAC on a packet we would forward (RFC 1812 5.3.4).
                 let forwards = adj != NO_ROUTE
                     && !matches!(view.adj(adj).kind, AdjKind::Local | AdjKind::Drop);
-                (forwards && super::link_group(bufs, bi)).then_some(Error::LinkBroadcast)
+                (forwards && super::link_group_of(data)).then_some(Error::LinkBroadcast)
             })
         };
         if let Some(e) = refused {
@@ -115,7 +115,7 @@ impl LookupRules for V4 {
             return Decision::error(adj, Error::NoRoute, NET_UNREACHABLE);
         }
         if view.adj(adj).kind == AdjKind::Multipath {
-            adj = view.pick(adj, flow_hash(header(bufs, bi)));
+            adj = view.pick(adj, flow_hash(header(meta, data)));
         }
         match view.adj(adj).kind {
             AdjKind::Local => Decision::go(Next::Local, adj),
@@ -146,8 +146,8 @@ fn flow_hash(ip: Option<Ipv4View<'_>>) -> u32 {
 
 /// The IPv4 header of `bi`, as ip4-input checked it.
 #[inline(always)]
-fn header(bufs: &WorkerBuffers, bi: u32) -> Option<Ipv4View<'_>> {
-    super::l3_header(bufs, bi, EtherType::IPV4).and_then(Ipv4View::of)
+fn header<'a>(meta: &BufferMeta, data: &'a [u8]) -> Option<Ipv4View<'a>> {
+    super::l3_in(data, meta.l3_offset as usize, EtherType::IPV4).and_then(Ipv4View::of)
 }
 
 #[cfg(test)]

@@ -16,7 +16,6 @@
 //! address (RFC 4291 2.5.2), or that came in a link-layer multicast frame, is dropped.
 
 use super::IcmpErrorRequest;
-use crate::buffer::WorkerBuffers;
 use crate::buffer::{BufferMeta, FLAG_LOCAL_ORIGIN};
 use crate::fib::NO_ROUTE;
 pub use crate::nodes::ip::lookup::Next;
@@ -105,11 +104,10 @@ impl LookupRules for V6 {
         _table: u16,
         key: &Key,
         fib_adj: u32,
-        bufs: &WorkerBuffers,
-        bi: u32,
+        meta: &BufferMeta,
+        data: &[u8],
     ) -> Decision<Error> {
-        let link_group = super::link_group(bufs, bi);
-        decide(view, *key, fib_adj, bufs.meta(bi), link_group)
+        decide(view, *key, fib_adj, meta, super::link_group_of(data))
     }
 
     fn display(dst: u128) -> String {

@@ -98,15 +98,14 @@ impl EthernetInput {
 /// Pad a one-segment frame shorter than `min` with zeros up to `min`.
 #[inline(always)]
 fn pad(bufs: &mut crate::buffer::WorkerBuffers, bi: u32, min: usize) {
-    let len = bufs.packet_len(bi);
-    let m = bufs.meta(bi);
+    let m = bufs.meta_mut(bi);
+    let len = m.total_len as usize;
     if len >= min || m.next != crate::buffer::NO_BUFFER || m.len as usize != len {
         return;
     }
     if m.offset as usize + min > crate::buffer::STRIDE {
         return;
     }
-    let m = bufs.meta_mut(bi);
     m.len = min as u16;
     m.total_len = min as u32;
     bufs.data_mut(bi)[len..].fill(0);
@@ -206,8 +205,9 @@ impl TracedLoop for EthernetInput {
             if let Some(&ahead) = frame.get(k + PREFETCH_AHEAD) {
                 cx.bufs.prefetch(ahead);
             }
-            let len = cx.bufs.packet_len(bi);
-            let verdict = Self::classify(cx.bufs.data(bi));
+            let (meta, data) = cx.bufs.meta_data(bi);
+            let len = meta.total_len as usize;
+            let verdict = Self::classify(data);
             let next = match verdict {
                 Ok(repr) => self.dispatch(cx, bi, &repr, len, (&modes, &view, &subifs)),
                 Err(e) => Err(e),

@@ -84,8 +84,8 @@ impl TracedLoop for L2Fwd {
         // nothing to look up; the lookups then prefetch from these.
         self.keys.clear();
         for &bi in frame {
-            let rx = cx.bufs.meta(bi).rx_if;
-            let k = match (modes.bridge_port(rx), cx.bufs.data(bi).get(..6)) {
+            let (meta, data) = cx.bufs.meta_data(bi);
+            let k = match (modes.bridge_port(meta.rx_if), data.get(..6)) {
                 (Some((port, _)), Some(dst)) if dst[0] & 1 == 0 => key(port.bd, dst),
                 _ => 0,
             };
@@ -96,10 +96,11 @@ impl TracedLoop for L2Fwd {
                 table.prefetch(ahead);
             }
             let k = self.keys[i];
-            let rx = cx.bufs.meta(bi).rx_if;
+            let (meta, frame) = cx.bufs.meta_data_mut(bi);
+            let rx = meta.rx_if;
+            let frame: &[u8] = frame;
             let verdict = (|| {
                 let (port, domain) = modes.bridge_port(rx).ok_or(Error::NotBridged)?;
-                let frame = cx.bufs.data(bi);
                 let dst = frame.get(..6).ok_or(Error::Runt)?;
                 if !valid_source(frame.get(6..12).ok_or(Error::Runt)?) {
                     return Err(Error::BadSource);
@@ -140,14 +141,14 @@ impl TracedLoop for L2Fwd {
             let next = match verdict {
                 Ok((Next::Bvi, bvi)) => {
                     // The router sees the frame arrive on the BVI.
-                    cx.bufs.meta_mut(bi).rx_if = bvi;
+                    meta.rx_if = bvi;
                     if TRACE {
                         cx.trace(bi, format_args!("to the BVI, if {bvi}"));
                     }
                     Next::Bvi
                 }
                 Ok((next, tx)) => {
-                    cx.bufs.meta_mut(bi).tx_if = tx;
+                    meta.tx_if = tx;
                     if TRACE {
                         match next {
                             Next::Flood => cx.trace(bi, "flood"),

@@ -89,9 +89,8 @@ impl TracedLoop for L2Learn {
         // a PAUSE (IEEE 802.1D: never learnt, as in Linux).
         self.keys.clear();
         for &bi in frame {
-            let rx = cx.bufs.meta(bi).rx_if;
-            let data = cx.bufs.data(bi);
-            let k = match (modes.bridge_port(rx), data.get(6..12)) {
+            let (meta, data) = cx.bufs.meta_data(bi);
+            let k = match (modes.bridge_port(meta.rx_if), data.get(6..12)) {
                 (Some((port, _)), Some(src)) if valid_source(src) && learns_from(data) => {
                     key(port.bd, src)
                 }

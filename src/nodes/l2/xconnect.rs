@@ -35,10 +35,11 @@ impl TracedLoop for L2Xconnect {
     fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
         let modes = self.modes.load();
         for &bi in frame {
-            let rx = cx.bufs.meta(bi).rx_if;
+            let meta = cx.bufs.meta_mut(bi);
+            let rx = meta.rx_if;
             let next = match modes.xconnect.get(rx as usize).copied().flatten() {
                 Some(tx) => {
-                    cx.bufs.meta_mut(bi).tx_if = tx;
+                    meta.tx_if = tx;
                     if TRACE {
                         cx.trace(bi, format_args!("rx if {rx} -> tx if {tx}"));
                     }
