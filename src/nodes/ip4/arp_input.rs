@@ -212,7 +212,8 @@ impl Node for ArpInput {
             if cx.tracing() {
                 let line = match &verdict {
                     Verdict::Reply => "request for us: replied".to_string(),
-                    Verdict::Consumed => "reply: learnt".to_string(),
+                    // The counter's own words, so a trace names what became of the frame.
+                    Verdict::Consumed => ERRORS[Error::ReplyLearnt as usize].to_string(),
                     Verdict::Drop(e) => format!("drop: {}", ERRORS[*e as usize]),
                 };
                 cx.trace(bi, line);
