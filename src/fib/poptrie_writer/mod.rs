@@ -10,7 +10,7 @@
 //! the parent's children array holding the new node; or, for a slot's root, the top-level
 //! entry. Each such word is stored with release ordering and read with acquire ordering, and
 //! a node's shape never changes in place, so a reader walks either the old subtree or the new
-//! one, both complete (see `poptrie.rs`). What was replaced is dead but stays where it is: a
+//! one, both complete (see `poptrie/`). What was replaced is dead but stays where it is: a
 //! reader may still be walking it.
 //!
 //! Most changes of a full table (a /24 or /48 added, removed or given another next hop, or a
@@ -28,16 +28,16 @@
 //! small and full (see below), or for a change of a prefix that covers too many top-level
 //! slots to remake one by one.
 
-use super::poptrie::{root_nodes, upto, Key, Poptrie, BLOCK, BLOCK_NODES, INDEX, STRIDE};
-use super::poptrie_build::{
-    build_all, build_slot, by_child, node_routes, runs_hold, split, Node, Route, Subtrees,
-};
+use super::poptrie::{root_nodes, Key, Poptrie, BLOCK_NODES, STRIDE};
+use super::poptrie_build::{build_all, build_slot, Node, Subtrees};
 use super::prefix::Prefix;
 use super::routes::RouteTable;
-use super::{CHILD, NO_ROUTE};
+use super::NO_ROUTE;
 use crate::fasthash::FastBuild;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
+
+mod update;
 
 /// Address bits the top level of a full table indexes: 18, so that an IPv4 /24 ends in the
 /// first node (18 + 6).
@@ -62,7 +62,7 @@ pub const NO_BLOCKS: u32 = BLOCK_NODES + 1;
 
 /// An IPv6 trie's shortcut leads to the nodes this many levels below the top level: in a
 /// full table the nodes of bits 42–48, where a /48 ends, so that a lookup there reads the
-/// shortcut, one node and a leaf (see `poptrie.rs`).
+/// shortcut, one node and a leaf (see `poptrie/`).
 pub(super) const SHORT_LEVELS: u32 = 4;
 
 /// `short_levels` for a trie with no shortcut.
@@ -359,280 +359,6 @@ impl<A: Key> PoptrieWriter<A> {
             .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
     }
 
-    /// Remakes only what `changed` touches (see the module's comment). False if it does not
-    /// fit in the room.
-    fn update_path(&mut self, routes: &RouteTable<A>, changed: Prefix<A>) -> bool {
-        let bits = self.trie.top_bits();
-        let (addr, len) = (changed.addr(), changed.len() as u32);
-        let slot = addr.top(bits);
-        let root = self.entry(slot);
-        if root & CHILD == 0 || len <= bits {
-            return self.update_slot(routes, slot);
-        }
-        // A slot with no route longer than the top level left becomes a leaf.
-        if !has_longer(routes, Prefix::containing(addr, bits as u8)) {
-            return self.update_slot(routes, slot);
-        }
-        // The nodes (index, node) from the root down to the one the change ends in, or the
-        // deepest there is. Under a block, from the block's node on.
-        let mut path: Vec<(u32, Node)> = Vec::new();
-        let mut at = root & INDEX;
-        let mut depth = bits;
-        let block = root & BLOCK != 0;
-        if block {
-            if len <= bits + STRIDE {
-                return self.update_block(routes, changed, root);
-            }
-            at += addr.chunk(bits);
-            depth += STRIDE;
-        }
-        loop {
-            let Some(n) = self.node(at) else {
-                return self.update_slot(routes, slot);
-            };
-            path.push((at, n));
-            let c = addr.chunk(depth);
-            if len <= depth + STRIDE || n.vector & (1 << c) == 0 {
-                break;
-            }
-            at = n.base_node + upto(n.vector, c) - 1;
-            depth += STRIDE;
-        }
-        // What to make anew under the last node: the change, or the child it lies in. The
-        // node stays a node even with no longer route left under it (a fresh build would
-        // make it a leaf of its parent): its shape, and so its parent's, does not change, and
-        // the change is published in one word. Reclaimed at the next whole rebuild.
-        let target = Prefix::containing(addr, len.min(depth + STRIDE) as u8);
-        let Some(&(at, old)) = path.last() else {
-            return self.update_slot(routes, slot);
-        };
-        let mut built = self.scratch();
-        let runs = old.leafvec.count_ones();
-        let leaves = self.leaves_of(old);
-        let leaf = |i: u32| {
-            let k = i.wrapping_sub(old.base_leaf) as usize;
-            leaves.get(k).copied().unwrap_or(NO_ROUTE)
-        };
-        // First, whether the node children under the target (a shorter prefix's next hop is
-        // pushed into the leaves below it) keep their shape: then, if the node keeps its own
-        // too, only next hops of leaves change, which `commit` stores in place, each in one
-        // word (a reader finds the old one or the new one). Nothing is written into the room
-        // and nothing dies, so such changes never bring a whole rebuild nearer.
-        let mut stores = Vec::new();
-        let lo = target.addr().chunk(depth);
-        let span = 1u32 << (depth + STRIDE - target.len() as u32);
-        let keep = (lo..lo + span)
-            .filter(|&c| old.vector & (1 << c) != 0)
-            .all(|c| {
-                let child = old.base_node + upto(old.vector, c) - 1;
-                let a = target.addr().to_left_u128() | (c as u128) << (128 - depth - STRIDE);
-                let block = Prefix::containing(A::from_left_u128(a), (depth + STRIDE) as u8);
-                let (long, default) = node_routes(routes, block);
-                self.refresh(child, &long, depth + STRIDE, default, &mut stores)
-            });
-        let remake = |built: &mut Subtrees, this: &Self, keep_children: bool| {
-            built.remake(
-                old,
-                |k| this.node(k).unwrap_or_default(),
-                leaf,
-                routes,
-                target,
-                depth,
-                keep_children,
-            )
-        };
-        let mut new = remake(&mut built, self, keep);
-        if keep && (new.vector, new.leafvec) == (old.vector, old.leafvec) {
-            let first = (new.base_leaf as usize).wrapping_sub(built.leaf_base);
-            for k in 0..runs {
-                let Some(&nh) = built.leaves.get(first + k as usize) else {
-                    continue;
-                };
-                if leaves[k as usize % 64] != nh {
-                    stores.push((old.base_leaf, old.base_leaf + k, nh));
-                }
-            }
-            for (node_leaf, i, nh) in stores {
-                self.pending_leaves.insert(i, nh);
-                self.pending_nodes.insert(node_leaf);
-            }
-            self.scratch = built;
-            return true;
-        }
-        if keep {
-            // The node's shape changes: made anew, with its children.
-            self.scratch = built;
-            built = self.scratch();
-            new = remake(&mut built, self, false);
-        }
-        // The node is made anew, with its pending next hops (if any).
-        self.forget_leaves(old);
-        // Dead: the old node's children array and leaves, and what was under the children
-        // made anew.
-        let kept_children = new.base_node == old.base_node;
-        let (mut dead_nodes, mut dead_leaves) = (
-            (!kept_children as usize) * old.vector.count_ones() as usize,
-            old.leafvec.count_ones() as usize,
-        );
-        let lo = target.addr().chunk(depth);
-        for c in lo..lo + (1 << (depth + STRIDE - target.len() as u32)) {
-            if old.vector & (1 << c) != 0 {
-                let child = old.base_node + upto(old.vector, c) - 1;
-                let (n, l) = self.retire(CHILD | child);
-                dead_nodes += n - 1;
-                dead_leaves += l;
-            }
-        }
-        let bases = |n: &Node| n.base_node as u64 | (n.base_leaf as u64) << 32;
-        // Where the change becomes visible: the node's own bases, its parent's, or the slot.
-        enum Publish {
-            Bases(u32, u64),
-            Entry(u32),
-        }
-        let publish = if (new.vector, new.leafvec) == (old.vector, old.leafvec) {
-            Publish::Bases(at, bases(&new))
-        } else if path.len() >= 2 {
-            let (parent_at, parent) = path[path.len() - 2];
-            let c = addr.chunk(depth - STRIDE);
-            let first = built.next_node() as u32;
-            let rank = upto(parent.vector, c) - 1;
-            for k in 0..parent.vector.count_ones() {
-                let sibling = if k == rank {
-                    new
-                } else {
-                    self.node(parent.base_node + k).unwrap_or_default()
-                };
-                built.nodes.push(sibling);
-            }
-            dead_nodes += parent.vector.count_ones() as usize;
-            let moved = Node {
-                base_node: first,
-                ..parent
-            };
-            Publish::Bases(parent_at, bases(&moved))
-        } else if block {
-            // A block's node changed shape: a copy of the block holding it.
-            let (first, c) = (built.next_node() as u32, addr.chunk(bits));
-            for k in 0..BLOCK_NODES {
-                let node = if k == c {
-                    new
-                } else {
-                    self.node((root & INDEX) + k).unwrap_or_default()
-                };
-                built.nodes.push(node);
-            }
-            dead_nodes += BLOCK_NODES as usize;
-            Publish::Entry(CHILD | BLOCK | first)
-        } else {
-            dead_nodes += 1;
-            Publish::Entry(built.push(new))
-        };
-        if !self.place(built) {
-            return false;
-        }
-        self.dead_nodes += dead_nodes;
-        self.dead_leaves += dead_leaves;
-        match publish {
-            Publish::Bases(node, b) => {
-                if node != at {
-                    // The node moved into its parent's new array.
-                    self.pending_bases.remove(&at);
-                }
-                self.pending_bases.insert(node, b);
-            }
-            Publish::Entry(entry) => {
-                self.pending_bases.remove(&at);
-                self.pending.insert(slot, entry);
-            }
-        }
-        true
-    }
-
-    /// The next hops to store in place (the node's first leaf, the leaf, the next hop) so that
-    /// node `i`'s subtree, at `depth`, answers as the routes `long` (those longer than `depth`
-    /// under it, sorted) and `default` (what the shorter ones give it) say, if every node in
-    /// it keeps its shape; false if one would not (and `stores` is then of no use). As
-    /// `Subtrees::make` builds a subtree, without writing it.
-    fn refresh(
-        &self,
-        i: u32,
-        long: &[Route<A>],
-        depth: u32,
-        default: u32,
-        stores: &mut Vec<(u32, u32, u32)>,
-    ) -> bool {
-        let Some(n) = self.node(i) else {
-            return false;
-        };
-        let mut value = [default; 64];
-        let (deeper, vector) = split(long, depth, &mut value);
-        if vector != n.vector || !runs_hold(&value, vector, n.leafvec) {
-            return false;
-        }
-        let leaves = self.leaves_of(n);
-        let mut k = 0;
-        for c in 0..64u32 {
-            if n.leafvec & (1 << c) == 0 {
-                continue;
-            }
-            if leaves[k as usize % 64] != value[c as usize] {
-                stores.push((n.base_leaf, n.base_leaf + k, value[c as usize]));
-            }
-            k += 1;
-        }
-        // The node children, in order, are the children that routes go deeper under.
-        let all_hold = by_child(&deeper, depth).enumerate().all(|(rank, g)| {
-            let c = g[0].0.chunk(depth) as usize;
-            depth < A::BITS as u32
-                && self.refresh(
-                    n.base_node + rank as u32,
-                    g,
-                    depth + STRIDE,
-                    value[c % 64],
-                    stores,
-                )
-        });
-        all_hold
-    }
-
-    /// A change of a prefix ending in the 6 bits a block resolves (`root`, the slot's entry):
-    /// a copy of the block whose nodes under `changed` are made anew, the others kept with
-    /// their subtrees shared. False if it does not fit.
-    fn update_block(&mut self, routes: &RouteTable<A>, changed: Prefix<A>, root: u32) -> bool {
-        let bits = self.trie.top_bits();
-        let (addr, len) = (changed.addr(), changed.len() as u32);
-        let slot = addr.top(bits);
-        let lo = addr.chunk(bits);
-        let inside = lo..lo + (1 << (bits + STRIDE - len));
-        let old = root & INDEX;
-        let mut built = self.scratch();
-        let first = built.node_base;
-        built.nodes.resize(BLOCK_NODES as usize, Node::default());
-        for c in 0..BLOCK_NODES {
-            built.nodes[c as usize] = if inside.contains(&c) {
-                let slot6 = slot << STRIDE | c as usize;
-                let child =
-                    Prefix::containing(A::of_slot(slot6, bits + STRIDE), (bits + STRIDE) as u8);
-                let (long, default) = node_routes(routes, child);
-                built.make(&long, bits + STRIDE, default)
-            } else {
-                self.node(old + c).unwrap_or_default()
-            };
-        }
-        if !self.place(built) {
-            return false;
-        }
-        // Dead: the old block, and what was under its nodes made anew.
-        self.dead_nodes += (BLOCK_NODES - (inside.end - inside.start)) as usize;
-        for c in inside {
-            let (n, l) = self.retire(CHILD | (old + c));
-            self.dead_nodes += n;
-            self.dead_leaves += l;
-        }
-        self.pending.insert(slot, CHILD | BLOCK | first as u32);
-        true
-    }
-
     /// Empty buffers for subtrees built after everything written so far: the last update's,
     /// so that their allocations are reused.
     fn scratch(&mut self) -> Subtrees {
@@ -767,6 +493,7 @@ impl<A: Key> PoptrieWriter<A> {
     /// its 64 children).
     #[cfg(test)]
     pub(super) fn blocks(&self) -> usize {
+        use super::{poptrie::BLOCK, CHILD};
         (0..1usize << self.trie.top_bits())
             .filter(|&slot| self.entry(slot) & (CHILD | BLOCK) == CHILD | BLOCK)
             .count()
@@ -776,13 +503,4 @@ impl<A: Key> PoptrieWriter<A> {
     pub fn top_bits(&self) -> u32 {
         self.trie.top_bits()
     }
-}
-
-/// Whether `routes` has a route longer than `block` inside it. The range starts at `block`
-/// itself, then its more-specifics in address order: at most two entries are looked at.
-fn has_longer<A: Key>(routes: &RouteTable<A>, block: Prefix<A>) -> bool {
-    routes
-        .within(block)
-        .take(2)
-        .any(|(p, _)| p.len() > block.len())
 }

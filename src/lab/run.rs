@@ -1,0 +1,331 @@
+//! A `lab run`: the namespaces up, the synthetic tables written, then each DUT started in
+//! turn, the generator run through it and the results gathered.
+
+use super::report::{self, RunResult};
+use super::table::{self, TableFiles, TableSpec};
+use super::{calibrate, dut, memif_socket, netns, profile, run_mtu, testpmd_rx_cpu, RunOptions};
+use crate::gen::port::Io;
+use crate::gen::Engine;
+use dut::DutKind;
+use netns::TESTER;
+use serde_json::Value;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// The generator's port k: t0/t1, or the DUT's memif socket.
+fn port_name(o: &RunOptions, k: usize) -> String {
+    match o.io {
+        Io::Memif if o.engine != Engine::Xdp => memif_socket(k).display().to_string(),
+        _ => format!("t{k}"),
+    }
+}
+
+/// Run the generator once in the tester namespace, receiving on port 1; returns its JSON.
+pub(crate) fn generate(o: &RunOptions, extra: &[String]) -> Result<Value, String> {
+    generate_with(o, true, extra)
+}
+
+/// Run the generator once in the tester namespace, with or without its receiving port.
+pub(crate) fn generate_with(o: &RunOptions, rx: bool, extra: &[String]) -> Result<Value, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut args: Vec<String> = vec![
+        "netns".into(),
+        "exec".into(),
+        TESTER.into(),
+        exe.display().to_string(),
+        "gen".into(),
+        "--tx".into(),
+        port_name(o, 0),
+        "--size".into(),
+        o.size.clone(),
+        "--flows".into(),
+        o.flows.clone(),
+        "--cpu".into(),
+        o.gen_cpu.to_string(),
+        "--json".into(),
+        "--quiet".into(),
+    ];
+    if rx {
+        args.extend(["--rx".into(), port_name(o, 1)]);
+    }
+    if let Some(d) = &o.duration {
+        args.extend(["--duration".into(), d.clone()]);
+    }
+    if let Some(c) = &o.count {
+        args.extend(["--count".into(), c.clone()]);
+    }
+    if let Some(r) = &o.rate {
+        args.extend(["--rate".into(), r.clone()]);
+    }
+    if o.bi {
+        args.push("--bi".into());
+    }
+    if o.macs > 1 {
+        args.extend(["--macs".into(), o.macs.to_string()]);
+    }
+    match o.vlans.as_slice() {
+        [] => {}
+        [v] => args.extend(["--vlan".into(), v.to_string()]),
+        [outer, inner, ..] => args.extend(["--qinq".into(), format!("{outer},{inner}")]),
+    }
+    if let Some(n) = o.vrfs {
+        args.extend([
+            "--vlan".into(),
+            dut::VRF_VLAN.to_string(),
+            "--vlans".into(),
+            n.to_string(),
+        ]);
+    }
+    args.extend(["--engine".into(), o.engine.name().into()]);
+    if o.engine == Engine::Testpmd && o.io == Io::Memif {
+        if let Some(c) = testpmd_rx_cpu(o) {
+            args.extend(["--rx-cpu".into(), c.to_string()]);
+        }
+    }
+    if o.engine != Engine::Xdp {
+        args.extend(["--io".into(), o.io.name().into()]);
+    }
+    args.extend(extra.iter().cloned());
+    let out = Command::new("ip")
+        .args(&args)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!(
+            "generator failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("generator output: {e}"))
+}
+
+/// One run of `kind`; a router DUT with `table`'s synthetic routes (None: the small table).
+pub(crate) fn one_run(
+    o: &RunOptions,
+    kind: DutKind,
+    table: Option<&TableFiles>,
+) -> Result<RunResult, String> {
+    let _mtu = netns::PortMtu::set(run_mtu(kind, o.io, &o.size))?;
+    netns::dut_napi(o.napi_on_dut, o.engine == Engine::Xdp, o.dut_cpu)?;
+    let mut d = dut::start(
+        kind,
+        o.dut_cpu,
+        o.io,
+        table,
+        &o.vlans,
+        (o.acl, o.vrfs, o.bird),
+    )?;
+    if kind.routes() {
+        warm_up(o, &d)?;
+    }
+    d.ctl("clear runtime");
+    d.ctl("clear interfaces");
+    let recording = match &o.profile {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            Some(profile::start(o.dut_cpu, &dir.join(".perf.data"))?)
+        }
+        None => None,
+    };
+    let mut extra = d.gen_args();
+    if o.macs == 1 && matches!(kind, DutKind::SluiceBridge | DutKind::LinuxBridge) {
+        // A learning bridge is measured forwarding to a destination it knows.
+        extra.extend(["--macs".to_string(), "1".to_string()]);
+    }
+    let gen = generate(o, &extra);
+    let profile = match (recording, &o.profile) {
+        (Some(rec), Some(dir)) => {
+            let stem = profile::next_stem(dir, kind.name());
+            let title = format!(
+                "{} on CPU {}: {} frames of {}, {} flows",
+                kind.name(),
+                o.dut_cpu,
+                calibrate::io_label(o),
+                o.size,
+                o.flows
+            );
+            // A profile that fails costs the run its flame graph, not its figures.
+            rec.finish(&stem, &title)
+                .map_err(|e| eprintln!("profile of {}: {e}", kind.name()))
+                .ok()
+        }
+        _ => None,
+    };
+    let runtime = d.ctl_json("show runtime");
+    let interfaces = d.ctl_json("show interface");
+    let l2fib = d.ctl_json("show l2fib count");
+    let load_s = d.table_load_s();
+    let convergence = d.convergence();
+    d.stop();
+    let mut r = RunResult::from_gen(kind.name(), &gen?, runtime, interfaces);
+    r.profile = profile;
+    if kind == DutKind::SluiceBridge {
+        r.l2fib_entries = l2fib.and_then(|v| v["all_domains"].as_u64());
+    }
+    if kind.routes() {
+        r.table = Some(table.map_or(TableSpec::Small, |t| t.spec).label());
+        r.table_load_s = load_s;
+        r.convergence = convergence;
+    }
+    Ok(r)
+}
+
+/// A few hundred frames each way through a router before the measured traffic, over
+/// AF_PACKET whatever the run's io, so that a router resolving its next hops by ARP has done
+/// so (an AF_XDP or XDP generator takes the frames the tester's kernel would answer).
+pub(crate) fn warm_up(o: &RunOptions, d: &dut::RunningDut) -> Result<(), String> {
+    let w = RunOptions {
+        size: "64".into(),
+        duration: None,
+        count: Some("200".into()),
+        rate: Some("20000".into()),
+        bi: true,
+        engine: Engine::Ports,
+        io: Io::AfPacket,
+        profile: None,
+        ..o.clone()
+    };
+    let g = generate(&w, &d.gen_args())?;
+    if g["rx_packets"].as_u64().unwrap_or(0) == 0 {
+        eprintln!("warm-up: no frame came through the router: {g}");
+    }
+    Ok(())
+}
+
+/// Write the synthetic tables `o` asks for (router DUTs only) into `dir`.
+fn table_files(o: &RunOptions, dir: &std::path::Path) -> Result<Vec<TableFiles>, String> {
+    if !o.duts.iter().any(|d| d.routes()) {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for &spec in &o.tables {
+        let t = std::time::Instant::now();
+        if let Some(f) = table::write(spec, dir)? {
+            if !o.json {
+                eprintln!(
+                    "table {}: {} IPv4 + {} IPv6 synthetic routes via t0/t1, written in {:.1} s",
+                    spec.label(),
+                    f.v4,
+                    f.v6,
+                    t.elapsed().as_secs_f64()
+                );
+            }
+            out.push(f);
+        }
+    }
+    Ok(out)
+}
+
+pub(super) fn run(o: &RunOptions) -> Result<(), String> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register(sig, stop.clone());
+    }
+    if let Some((k, why)) = o.duts.iter().find_map(|k| k.unavailable().map(|w| (k, w))) {
+        return Err(format!("DUT {} cannot run: {why}", k.name()));
+    }
+    let brought_up = netns::up()?;
+    let dir = std::env::temp_dir().join(format!("sluice-lab-tables-{}", std::process::id()));
+    let calibration = calibration(o);
+    let result = table_files(o, &dir).and_then(|files| run_matrix(o, &files, &stop));
+    let _ = std::fs::remove_dir_all(&dir);
+    if brought_up {
+        netns::down()?;
+    }
+    let results = result?;
+    if o.json {
+        println!("{}", report::json(o, &results, &calibration));
+    } else {
+        print!("{}", report::table(o, &results, &calibration));
+    }
+    Ok(())
+}
+
+/// What the generator sends alone, or why that is not known.
+fn calibration(o: &RunOptions) -> Result<calibrate::Calibration, String> {
+    if !o.calibrate {
+        return Err("not measured (--no-calibrate)".into());
+    }
+    let c = calibrate::Cache::default()
+        .get(o)
+        .map_err(|e| format!("not measured ({e})"));
+    if !o.json {
+        match &c {
+            Ok(c) => eprintln!(
+                "generator alone ({} s into {}): {}",
+                c.duration_s.round(),
+                c.sink,
+                crate::bench::linerate::fmt_pps(c.tx_pps)
+            ),
+            Err(e) => eprintln!("generator alone: {e}"),
+        }
+    }
+    c
+}
+
+fn run_matrix(
+    o: &RunOptions,
+    files: &[TableFiles],
+    stop: &AtomicBool,
+) -> Result<Vec<RunResult>, String> {
+    if !o.json {
+        if o.napi_on_dut {
+            eprintln!(
+                "generator on CPU {} ({TESTER}); DUT on CPU {} ({}): its worker and the NAPI \
+                 threads that receive on d0 and d1",
+                o.gen_cpu,
+                o.dut_cpu,
+                netns::DUT
+            );
+        } else {
+            eprintln!(
+                "generator on CPU {} ({TESTER}), DUT worker on CPU {} ({}); the DUT ports' receive \
+                 work runs in the sender's context",
+                o.gen_cpu,
+                o.dut_cpu,
+                netns::DUT
+            );
+        }
+    }
+    let mut results = Vec::new();
+    for r in 0..o.repeat {
+        // Alternate the order run by run, so drift on the machine hits every DUT alike.
+        let mut order = o.duts.clone();
+        if r % 2 == 1 {
+            order.reverse();
+        }
+        for kind in order {
+            // A router runs once per table, others once.
+            let tables: Vec<Option<&TableFiles>> = if kind.routes() {
+                o.tables
+                    .iter()
+                    .map(|spec| files.iter().find(|f| f.spec == *spec))
+                    .collect()
+            } else {
+                vec![None]
+            };
+            for table in tables {
+                if stop.load(Ordering::Relaxed) {
+                    return Err("interrupted".into());
+                }
+                let res = one_run(o, kind, table)?;
+                if !o.json {
+                    eprintln!(
+                        "run {}/{} {:<16} {}{}",
+                        r + 1,
+                        o.repeat,
+                        kind.name(),
+                        res.table
+                            .as_ref()
+                            .map(|t| format!("table {t}: "))
+                            .unwrap_or_default(),
+                        report::run_line(&res)
+                    );
+                }
+                results.push(res);
+            }
+        }
+    }
+    Ok(results)
+}
