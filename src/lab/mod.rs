@@ -125,7 +125,7 @@ impl args::RunArgs {
             }
         }
         if let Some(n) = o.vrfs {
-            if let Some(d) = o.duts.iter().find(|d| **d != DutKind::SluiceRouter) {
+            if let Some(d) = o.duts.iter().find(|d| !d.takes_vrfs()) {
                 return Err(format!(
                     "--vrfs is for sluice-router; {} has no VRFs here (this kernel has neither \
                      vrf nor 802.1Q devices)",
@@ -465,7 +465,7 @@ pub(crate) fn one_run(
         None => None,
     };
     let mut extra = d.gen_args();
-    if o.macs == 1 && matches!(kind, DutKind::SluiceBridge | DutKind::LinuxBridge) {
+    if o.macs == 1 && kind.bridges() {
         // A learning bridge is measured forwarding to a destination it knows.
         extra.extend(["--macs".to_string(), "1".to_string()]);
     }
