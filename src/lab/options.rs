@@ -88,7 +88,7 @@ impl args::RunArgs {
             bird: self.control == "bird",
         };
         if o.bird {
-            if let Some(d) = o.duts.iter().find(|d| **d != DutKind::SluiceRouter) {
+            if let Some(d) = o.duts.iter().find(|d| !d.takes_vrfs()) {
                 return Err(format!(
                     "--control bird is for sluice-router; {} loads its table itself",
                     d.name()
@@ -103,7 +103,7 @@ impl args::RunArgs {
             }
         }
         if let Some(n) = o.vrfs {
-            if let Some(d) = o.duts.iter().find(|d| **d != DutKind::SluiceRouter) {
+            if let Some(d) = o.duts.iter().find(|d| !d.takes_vrfs()) {
                 return Err(format!(
                     "--vrfs is for sluice-router; {} has no VRFs here (this kernel has neither \
                      vrf nor 802.1Q devices)",

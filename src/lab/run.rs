@@ -129,7 +129,7 @@ pub(crate) fn one_run(
         None => None,
     };
     let mut extra = d.gen_args();
-    if o.macs == 1 && matches!(kind, DutKind::SluiceBridge | DutKind::LinuxBridge) {
+    if o.macs == 1 && kind.bridges() {
         // A learning bridge is measured forwarding to a destination it knows.
         extra.extend(["--macs".to_string(), "1".to_string()]);
     }

@@ -2,7 +2,7 @@
 //! them with fixed neighbours (and the synthetic table, loaded with `ip -batch`). Nothing runs
 //! but the DUT namespace's kernel; stopping undoes the configuration.
 
-use super::{ip_in, mac_of, port_ipv6, routed_gen_args, Dut};
+use super::{ip_in, mac_of, port_ipv6, routed_gen_args, Dut, DutSpec};
 use crate::gen::port::Io;
 use crate::lab::netns::{in_ns, run, DUT, TESTER};
 use crate::lab::plan;
@@ -10,6 +10,22 @@ use crate::lab::table::TableFiles;
 use std::time::Instant;
 
 const BRIDGE: &str = "br0";
+
+/// `linux-bridge`: the kernel's bridge over d0 and d1, forwarding whatever io the veths
+/// bring.
+pub const BRIDGE_DUT: DutSpec = DutSpec {
+    bridges: true,
+    ..DutSpec::new("linux-bridge", |s| Ok(Box::new(start_bridge(s.io)?)))
+};
+
+/// `linux-router`: the kernel routing between d0 and d1, filtering with nftables.
+pub const ROUTER_DUT: DutSpec = DutSpec {
+    routes: true,
+    filters: true,
+    ..DutSpec::new("linux-router", |s| {
+        Ok(Box::new(start_router(s.table, s.acl)?))
+    })
+};
 
 /// The kernel's bridge over d0 and d1.
 pub struct LinuxBridge;

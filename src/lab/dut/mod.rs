@@ -1,17 +1,19 @@
 //! Devices under test in the lab's `sl-dut` namespace, one file each behind the `Dut` trait:
 //! sluice cross-connecting d0 and d1 or routing between them (`sluice.rs`), the kernel's
-//! bridge or router (`linux.rs`), testpmd (`testpmd.rs`), VPP (`vpp.rs`). `DutKind` names
-//! them and `start` starts one; this module holds what they share (the tester's MACs and
+//! bridge or router (`linux.rs`), testpmd (`testpmd.rs`), VPP (`vpp.rs`). Each file declares
+//! its DUTs (a `DutSpec` each), `kind.rs` lists them as `DutKind`, and `start` starts one;
+//! this module holds what they share (the tester's MACs and
 //! addresses, stopping a child process). Each starts before a run and is taken down after
 //! it, even on error: every DUT stops when dropped.
 
 pub mod bird;
+mod kind;
 pub mod linux;
 pub mod sluice;
 pub mod testpmd;
 pub mod vpp;
 
-use self::sluice::Forwarding;
+pub use self::kind::{DutKind, DutSpec, Setup, ANY_IO, VETH_IO};
 use super::netns::{in_ns, run, DUT, TESTER};
 use super::plan;
 use super::table::TableFiles;
@@ -19,117 +21,6 @@ use crate::gen::port::Io;
 use serde_json::Value;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DutKind {
-    /// sluice cross-connecting d0 and d1 with its default driver (`auto`: AF_XDP where the
-    /// veths allow it).
-    Sluice,
-    /// sluice with AF_XDP ports on the veths, whatever the generator uses.
-    SluiceAfXdp,
-    /// sluice with AF_PACKET ports on the veths: to compare it with the default in one run.
-    SluiceAfPacket,
-    LinuxBridge,
-    LinuxRouter,
-    /// sluice routing between d0 and d1 (addresses, static routes, its own ARP).
-    SluiceRouter,
-    /// sluice bridging d0 and d1: one learning bridge domain, as linux-bridge is.
-    SluiceBridge,
-    Testpmd,
-    /// FD.io VPP cross-connecting d0 and d1 (`l2 xconnect`).
-    Vpp,
-    /// FD.io VPP routing between d0 and d1, as linux-router does.
-    VppRouter,
-}
-
-impl DutKind {
-    pub const ALL: [DutKind; 10] = [
-        DutKind::Sluice,
-        DutKind::SluiceAfXdp,
-        DutKind::SluiceAfPacket,
-        DutKind::LinuxBridge,
-        DutKind::LinuxRouter,
-        DutKind::SluiceRouter,
-        DutKind::SluiceBridge,
-        DutKind::Testpmd,
-        DutKind::Vpp,
-        DutKind::VppRouter,
-    ];
-
-    pub fn parse(s: &str) -> Result<DutKind, String> {
-        DutKind::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| {
-                format!(
-                    "unknown DUT '{s}' (known: sluice, sluice-af_xdp, sluice-af_packet, sluice-bridge, linux-bridge, linux-router, sluice-router, testpmd, vpp, vpp-router)"
-                )
-            })
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            DutKind::Sluice => "sluice",
-            DutKind::SluiceAfXdp => "sluice-af_xdp",
-            DutKind::SluiceAfPacket => "sluice-af_packet",
-            DutKind::LinuxBridge => "linux-bridge",
-            DutKind::LinuxRouter => "linux-router",
-            DutKind::SluiceRouter => "sluice-router",
-            DutKind::SluiceBridge => "sluice-bridge",
-            DutKind::Testpmd => "testpmd",
-            DutKind::Vpp => "vpp",
-            DutKind::VppRouter => "vpp-router",
-        }
-    }
-
-    /// Whether the DUT routes (and so takes a route table).
-    pub fn routes(self) -> bool {
-        matches!(
-            self,
-            DutKind::LinuxRouter | DutKind::SluiceRouter | DutKind::VppRouter
-        )
-    }
-
-    /// Whether the DUT forwards VLAN-tagged traffic through sub-interfaces of d0 and d1
-    /// (`--vlan`, `--qinq`).
-    pub fn takes_vlans(self) -> bool {
-        matches!(
-            self,
-            DutKind::Sluice
-                | DutKind::SluiceAfXdp
-                | DutKind::SluiceAfPacket
-                | DutKind::SluiceBridge
-        )
-    }
-
-    /// Whether the DUT filters what it forwards with the lab's rules (`--acl-rules`).
-    pub fn filters(self) -> bool {
-        matches!(self, DutKind::SluiceRouter | DutKind::LinuxRouter)
-    }
-
-    /// Whether the DUT can use `io` for its ports (the kernel's DUTs forward whatever the
-    /// veths bring, so any io on the veths suits them).
-    pub fn supports(self, io: Io) -> bool {
-        match io {
-            Io::AfPacket | Io::AfXdp => true,
-            Io::Memif if matches!(self, DutKind::SluiceAfXdp | DutKind::SluiceAfPacket) => false,
-            Io::Memif if self == DutKind::SluiceBridge => true,
-            // The routers' next hops are the tester's veths, which a memif never reaches.
-            Io::Memif if self.routes() => false,
-            // Userspace forwarders only: the kernel has no memif.
-            Io::Memif => matches!(self, DutKind::Sluice | DutKind::Testpmd | DutKind::Vpp),
-        }
-    }
-
-    /// Why this DUT cannot run here, if it cannot.
-    pub fn unavailable(self) -> Option<String> {
-        match self {
-            DutKind::Testpmd => testpmd::unavailable(),
-            DutKind::Vpp | DutKind::VppRouter => vpp::unavailable(),
-            _ => None,
-        }
-    }
-}
 
 /// A running DUT. Each also stops when dropped (`impl Drop` calling `stop`), so that an
 /// error anywhere in a run takes it down.
@@ -180,31 +71,22 @@ pub fn start(
     if !vlans.is_empty() && !kind.takes_vlans() {
         return Err(format!("{} does not take --vlan or --qinq", kind.name()));
     }
-    if vrfs.is_some() && kind != DutKind::SluiceRouter {
+    if vrfs.is_some() && !kind.takes_vrfs() {
         return Err(format!("{} does not take --vrfs", kind.name()));
     }
     if acl.is_some() && !kind.filters() {
         return Err(format!("{} does not take --acl-rules", kind.name()));
     }
-    let xc = Forwarding::Xconnect(vlans);
-    Ok(match kind {
-        DutKind::Sluice => Box::new(sluice::start(dut_cpu, (io, None), xc)?),
-        DutKind::SluiceAfXdp => Box::new(sluice::start(dut_cpu, (Io::AfXdp, None), xc)?),
-        DutKind::SluiceAfPacket => Box::new(sluice::start(dut_cpu, (io, Some("af_packet")), xc)?),
-        DutKind::SluiceBridge => Box::new(sluice::start(
-            dut_cpu,
-            (io, None),
-            Forwarding::Bridge(vlans),
-        )?),
-        DutKind::SluiceRouter => {
-            Box::new(sluice::start_router(dut_cpu, io, table, (acl, vrfs, bird))?)
-        }
-        DutKind::LinuxBridge => Box::new(linux::start_bridge(io)?),
-        DutKind::LinuxRouter => Box::new(linux::start_router(table, acl)?),
-        DutKind::Testpmd => Box::new(testpmd::start(dut_cpu, io)?),
-        DutKind::Vpp => Box::new(vpp::Vpp::start(dut_cpu, io, None, None, Vec::new())?),
-        DutKind::VppRouter => Box::new(vpp::start_router(dut_cpu, io, table)?),
-    })
+    let setup = Setup {
+        dut_cpu,
+        io,
+        table,
+        vlans,
+        acl,
+        vrfs,
+        bird,
+    };
+    (kind.spec().start)(&setup)
 }
 
 /// The VLAN id of the first tenant with `--vrfs` (tenant k: this + k).

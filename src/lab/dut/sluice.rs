@@ -4,7 +4,7 @@
 //! the synthetic table when there is one). It runs as `sluice run` in the DUT namespace
 //! and answers the lab's `ctl` lines on its control socket.
 
-use super::{routed_gen_args, stop_child, tester_addresses, Dut};
+use super::{routed_gen_args, stop_child, tester_addresses, Dut, DutSpec, ANY_IO};
 use crate::gen::port::Io;
 use crate::lab::netns::DUT;
 use crate::lab::plan;
@@ -13,6 +13,59 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// `sluice`: cross-connecting d0 and d1 with its default driver (`auto`: AF_XDP where the
+/// veths allow it).
+pub const XCONNECT_DUT: DutSpec = DutSpec {
+    takes_vlans: true,
+    io: ANY_IO,
+    ..DutSpec::new("sluice", |s| {
+        let how = Forwarding::Xconnect(s.vlans);
+        Ok(Box::new(start(s.dut_cpu, (s.io, None), how)?))
+    })
+};
+
+/// `sluice-af_xdp`: AF_XDP ports on the veths, whatever the generator uses.
+pub const AF_XDP_DUT: DutSpec = DutSpec {
+    takes_vlans: true,
+    ..DutSpec::new("sluice-af_xdp", |s| {
+        let how = Forwarding::Xconnect(s.vlans);
+        Ok(Box::new(start(s.dut_cpu, (Io::AfXdp, None), how)?))
+    })
+};
+
+/// `sluice-af_packet`: AF_PACKET ports on the veths, to compare it with the default in one
+/// run.
+pub const AF_PACKET_DUT: DutSpec = DutSpec {
+    takes_vlans: true,
+    ..DutSpec::new("sluice-af_packet", |s| {
+        let how = Forwarding::Xconnect(s.vlans);
+        Ok(Box::new(start(s.dut_cpu, (s.io, Some("af_packet")), how)?))
+    })
+};
+
+/// `sluice-bridge`: one learning bridge domain of d0 and d1, as linux-bridge is.
+pub const BRIDGE_DUT: DutSpec = DutSpec {
+    bridges: true,
+    takes_vlans: true,
+    io: ANY_IO,
+    ..DutSpec::new("sluice-bridge", |s| {
+        let how = Forwarding::Bridge(s.vlans);
+        Ok(Box::new(start(s.dut_cpu, (s.io, None), how)?))
+    })
+};
+
+/// `sluice-router`: routing between d0 and d1 (addresses, static routes, its own ARP); the
+/// routers' next hops are the tester's veths, which a memif never reaches.
+pub const ROUTER_DUT: DutSpec = DutSpec {
+    routes: true,
+    filters: true,
+    takes_vrfs: true,
+    ..DutSpec::new("sluice-router", |s| {
+        let opts = (s.acl, s.vrfs, s.bird);
+        Ok(Box::new(start_router(s.dut_cpu, s.io, s.table, opts)?))
+    })
+};
 
 /// What sluice does between d0 and d1.
 #[derive(Clone, Copy, Debug)]

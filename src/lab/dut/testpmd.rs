@@ -2,13 +2,20 @@
 //! d0 and d1 (each port's frames go out of the other unchanged), no huge pages, no PCI
 //! devices, the forwarding core on the DUT CPU.
 
-use super::{stop_child, Dut};
+use super::{stop_child, Dut, DutSpec, ANY_IO};
 use crate::gen::port::Io;
 pub use crate::gen::testpmd::{unavailable, TESTPMD};
 use crate::lab::netns::{run, DUT};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// `testpmd`: io forwarding between d0 and d1 (a userspace forwarder: memif too).
+pub const IO_FORWARD_DUT: DutSpec = DutSpec {
+    io: ANY_IO,
+    unavailable,
+    ..DutSpec::new("testpmd", |s| Ok(Box::new(start(s.dut_cpu, s.io)?)))
+};
 
 /// A running testpmd.
 pub struct Testpmd {

@@ -9,7 +9,7 @@
 //! are parsed into the JSON shapes sluice's own commands give, so the lab's report shows VPP's
 //! clocks per node beside sluice's.
 
-use super::{mac_of, on_path, routed_gen_args, signal_child, Dut};
+use super::{mac_of, on_path, routed_gen_args, signal_child, Dut, DutSpec, ANY_IO};
 use crate::gen::port::Io;
 use crate::lab::memif_socket;
 use crate::lab::netns::{in_ns, run, DUT, TESTER};
@@ -22,6 +22,30 @@ use std::time::{Duration, Instant};
 
 pub const VPP: &str = "vpp";
 pub const VPPCTL: &str = "vppctl";
+
+/// `vpp`: FD.io VPP cross-connecting d0 and d1 (`l2 xconnect`).
+pub const XCONNECT_DUT: DutSpec = DutSpec {
+    io: ANY_IO,
+    unavailable,
+    ..DutSpec::new("vpp", |s| {
+        Ok(Box::new(Vpp::start(
+            s.dut_cpu,
+            s.io,
+            None,
+            None,
+            Vec::new(),
+        )?))
+    })
+};
+
+/// `vpp-router`: FD.io VPP routing between d0 and d1, as linux-router does.
+pub const ROUTER_DUT: DutSpec = DutSpec {
+    routes: true,
+    unavailable,
+    ..DutSpec::new("vpp-router", |s| {
+        Ok(Box::new(start_router(s.dut_cpu, s.io, s.table)?))
+    })
+};
 
 /// The plugins the lab uses; every other plugin stays disabled (a full build has ~100).
 const PLUGINS: [&str; 4] = ["af_packet", "af_xdp", "memif", "ping"];
