@@ -1,6 +1,6 @@
 //! The daemon's health as the control plane reports it: the watchdog's view of each worker
 //! and the control socket's counts, as Prometheus metrics (`Exposition`, a second collector
-//! beside `metrics.rs`'s), and the one debug command that tests the watchdog.
+//! beside `metrics`'s own), and the one debug command that tests the watchdog.
 
 use super::cli::{Arg, Command, Output};
 use super::exec::Control;

@@ -17,7 +17,6 @@ pub mod interfaces;
 pub mod l2;
 pub mod lcp;
 pub mod metrics;
-mod metrics_netlink;
 pub mod monitor;
 pub mod queues;
 pub mod routing;
