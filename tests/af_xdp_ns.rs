@@ -144,12 +144,7 @@ fn mixed_sizes(mode: &str) -> bool {
         )
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "gen: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let gen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gen = json_output(&out);
     // The DUT must forward everything; the tester, on a loaded machine, may miss frames in
     // its own receive ring, and says how many.
     let seen = gen["rx_packets"].as_u64().unwrap() + gen["rx_ring_drops"].as_u64().unwrap();
@@ -444,12 +439,7 @@ fn generator_on_af_xdp_ports() {
         )
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let gen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gen = json_output(&out);
     assert_eq!(gen["io"], "af_xdp", "{gen}");
     assert_eq!(gen["tx_packets"], 40000, "{gen}");
     let seen = gen["rx_packets"].as_u64().unwrap() + gen["rx_ring_drops"].as_u64().unwrap();

@@ -86,13 +86,7 @@ fn run_mixed_sizes(workers: usize, count: u64) {
         )
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "gen: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let gen: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("gen JSON: {e}: {}", String::from_utf8_lossy(&out.stdout)));
+    let gen = json_output(&out);
     assert_eq!(gen["tx_packets"], count, "{gen}");
     // sluice must forward every frame (checked on its counters below); the tester, on a
     // loaded machine, may miss some in its own receive ring, and counts them.

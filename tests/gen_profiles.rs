@@ -41,12 +41,7 @@ fn imix_and_var2_as_captured() {
         )
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let gen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gen = json_output(&out);
     assert_eq!(gen["rx_packets"], 5200, "{gen}");
     assert_eq!(gen["frame_size"], "imix");
     assert_eq!(gen["flows"], "var2");
@@ -97,12 +92,7 @@ fn xdp_engine_sends_what_it_says() {
         )
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let gen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gen = json_output(&out);
     assert_eq!(gen["tx_packets"], 300000, "{gen}");
     // Nothing between the two ends of a veth pair loses frames: the counter saw them all.
     assert_eq!(gen["rx_packets"], 300000, "{gen}");
@@ -128,12 +118,7 @@ fn xdp_engine_sends_what_it_says() {
         )
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let gen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gen = json_output(&out);
     let pps = gen["tx_pps"].as_f64().unwrap();
     // Never faster than asked; within 10 % below, or the generator says it fell short (a
     // loaded machine can hold it back, and a test is no benchmark: what must hold is that
@@ -161,12 +146,7 @@ fn xdp_engine_sends_what_it_says() {
         )
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let gen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gen = json_output(&out);
     assert_eq!(gen["direction"], "bi", "{gen}");
     assert_eq!(gen["tx_packets"], 200000, "{gen}");
     assert_eq!(gen["rx_packets"], 200000, "{gen}");
@@ -229,12 +209,7 @@ fn testpmd_engine_sends_and_counts() {
         )
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let gen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gen = json_output(&out);
     assert_eq!(gen["io"], "testpmd-af_packet", "{gen}");
     let tx = gen["tx_packets"].as_u64().unwrap();
     assert!(tx > 1000, "testpmd sent almost nothing: {gen}");

@@ -64,16 +64,7 @@ fn expect_link(socket: &Path, name: &str, want: &str, within: Duration) -> Value
 
 /// `sluice gen` in the tester namespace; returns its JSON summary.
 fn gen(tester: &Netns, args: &[&str]) -> Value {
-    let mut a = vec!["gen"];
-    a.extend_from_slice(args);
-    a.extend_from_slice(&["--json", "--quiet"]);
-    let out = tester.exec(BIN, &a).output().unwrap();
-    assert!(
-        out.status.success(),
-        "gen {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    gen_json(tester, args)
 }
 
 /// Frames the tester's receiver saw, its own ring's misses included (the loaded machine's

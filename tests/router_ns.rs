@@ -267,8 +267,7 @@ fn route_storm_while_traffic_flows_misroutes_nothing() {
         "{routes_after}"
     );
 
-    assert!(out.status.success(), "gen: {}", text(&out));
-    let g: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let g = json_output(&out);
     let sent = g["tx_packets"].as_u64().unwrap();
     assert!(sent > 50_000, "{g}");
     // Every frame of the traffic reached t1, routed and intact (the tester's own receive ring

@@ -144,15 +144,16 @@ pub fn render(u: &Usage) -> String {
         "Busy"
     );
     for q in &u.queues {
+        let n = &q.totals;
         let _ = writeln!(
             t,
             "{:<16}{:>6}{:>7}{:>16}{:>18}{:>10}{:>10}{:>10}{:>9}{:>8}{:>7}{}",
-            q.interface,
-            q.queue,
-            q.worker,
-            q.packets,
-            q.bytes,
-            q.drops,
+            n.interface,
+            n.queue,
+            n.worker,
+            n.packets,
+            n.bytes,
+            n.drops,
             si(q.pps),
             si(q.bps),
             si(q.drops_per_s),
@@ -190,7 +191,7 @@ pub fn render(u: &Usage) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dataplane::queues::{QueueUsage, WorkerUsage};
+    use crate::dataplane::queues::{QueueTotals, QueueUsage, WorkerUsage};
 
     #[test]
     fn worker_lists() {
@@ -205,12 +206,14 @@ mod tests {
     #[test]
     fn the_table_marks_what_is_imbalanced_and_explains_the_mark() {
         let q = |queue, pps, imbalanced| QueueUsage {
-            interface: "d0".into(),
-            queue,
-            worker: queue,
-            packets: 10,
-            bytes: 640,
-            drops: 0,
+            totals: QueueTotals {
+                interface: "d0".into(),
+                queue,
+                worker: queue,
+                packets: 10,
+                bytes: 640,
+                drops: 0,
+            },
             pps,
             bps: pps * 512.0,
             drops_per_s: 0.0,

@@ -44,15 +44,12 @@ struct Snapshot {
     busy: Vec<u64>,
 }
 
-/// One receive queue in a report.
+/// One receive queue in a report: its totals and its rates.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct QueueUsage {
-    pub interface: String,
-    pub queue: usize,
-    pub worker: usize,
-    pub packets: u64,
-    pub bytes: u64,
-    pub drops: u64,
+    /// Its identity and live totals (flattened: the JSON keeps one object per queue).
+    #[serde(flatten)]
+    pub totals: QueueTotals,
     /// Packets per second over the last interval.
     pub pps: f64,
     /// Bits per second (frames without preamble or gap) over the last interval.
@@ -183,7 +180,7 @@ fn empty_snapshot() -> Snapshot {
 }
 
 /// A receive queue's identity and live totals (`show queues`, the metrics scrape).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct QueueTotals {
     pub interface: String,
     pub queue: usize,
@@ -236,12 +233,7 @@ fn report(queues: &[QueueTotals], from: &Snapshot, to: &Snapshot, tsc_hz: f64) -
         .iter()
         .enumerate()
         .map(|(k, q)| QueueUsage {
-            interface: q.interface.clone(),
-            queue: q.queue,
-            worker: q.worker,
-            packets: q.packets,
-            bytes: q.bytes,
-            drops: q.drops,
+            totals: q.clone(),
             pps: per_s(delta(k, |s| s.0)),
             bps: per_s(delta(k, |s| s.1)) * 8.0,
             drops_per_s: per_s(delta(k, |s| s.2)),
@@ -252,22 +244,22 @@ fn report(queues: &[QueueTotals], from: &Snapshot, to: &Snapshot, tsc_hz: f64) -
         .collect();
     // Shares and imbalance within each interface.
     let names: Vec<String> = {
-        let mut n: Vec<String> = rows.iter().map(|r| r.interface.clone()).collect();
+        let mut n: Vec<String> = queues.iter().map(|q| q.interface.clone()).collect();
         n.dedup();
         n
     };
     for name in &names {
         let idx: Vec<usize> = (0..rows.len())
-            .filter(|&k| rows[k].interface == *name)
+            .filter(|&k| queues[k].interface == *name)
             .collect();
         let rate: f64 = idx.iter().map(|&k| rows[k].pps).sum();
-        let total: u64 = idx.iter().map(|&k| rows[k].packets).sum();
+        let total: u64 = idx.iter().map(|&k| queues[k].packets).sum();
         let mean = rate / idx.len() as f64;
         for &k in &idx {
             rows[k].share = if rate > 0.0 {
                 rows[k].pps / rate
             } else if total > 0 {
-                rows[k].packets as f64 / total as f64
+                queues[k].packets as f64 / total as f64
             } else {
                 0.0
             };
@@ -279,8 +271,12 @@ fn report(queues: &[QueueTotals], from: &Snapshot, to: &Snapshot, tsc_hz: f64) -
         .map(|w| WorkerUsage {
             worker: w,
             busy: busy[w],
-            queues: rows.iter().filter(|r| r.worker == w).count(),
-            pps: rows.iter().filter(|r| r.worker == w).map(|r| r.pps).sum(),
+            queues: rows.iter().filter(|r| r.totals.worker == w).count(),
+            pps: rows
+                .iter()
+                .filter(|r| r.totals.worker == w)
+                .map(|r| r.pps)
+                .sum(),
             imbalanced: false,
         })
         .collect();
@@ -346,6 +342,12 @@ mod tests {
         assert_eq!(share, [2.0 / 3.0, 2.0 / 9.0, 1.0 / 9.0, 1.0]);
         let flags: Vec<bool> = u.queues.iter().map(|r| r.imbalanced).collect();
         assert_eq!(flags, [true, false, false, false]);
+        // The JSON keeps one flat object per queue, totals first.
+        let json = serde_json::to_string(&u.queues[3]).unwrap();
+        assert!(
+            json.starts_with(r#"{"interface":"d1","queue":0,"worker":0,"packets":50,"#),
+            "{json}"
+        );
         // 1000 busy clocks in 2 s at 1000 Hz is half busy; 3000 is more than the whole
         // interval and is held at 1.
         assert_eq!(u.workers[0].busy, 0.5);

@@ -98,6 +98,29 @@ impl ArpPacket {
     }
 }
 
+/// Turn `frame`, an Ethernet frame carrying the ARP request `req` at `arp_at`, into the
+/// reply in place: `mac` says it has `req.target_ip`, and the frame goes back to the
+/// requester (its Ethernet source becomes the destination). Fails only on a short frame.
+pub fn reply_in_place(
+    frame: &mut [u8],
+    arp_at: usize,
+    req: &ArpPacket,
+    mac: MacAddress,
+) -> Result<(), WireError> {
+    let reply = ArpPacket {
+        op: OP_REPLY,
+        sender_mac: mac,
+        sender_ip: req.target_ip,
+        target_mac: req.sender_mac,
+        target_ip: req.sender_ip,
+    };
+    reply.emit(frame.get_mut(arp_at..).ok_or(WireError::Truncated)?)?;
+    let eth = frame.get_mut(..12).ok_or(WireError::Truncated)?;
+    eth[0..6].copy_from_slice(&req.sender_mac.0);
+    eth[6..12].copy_from_slice(&mac.0);
+    Ok(())
+}
+
 /// A whole broadcast ARP request frame asking who has `target_ip`, padded to the 60-byte
 /// Ethernet minimum.
 pub fn request_frame(our_mac: MacAddress, our_ip: u32, target_ip: u32) -> [u8; 60] {
@@ -131,6 +154,21 @@ mod tests {
         assert_eq!(p.op, OP_REQUEST);
         assert_eq!(p.sender_mac, me);
         assert_eq!((p.sender_ip, p.target_ip), (0xc000_0201, 0xc000_0202));
+    }
+
+    #[test]
+    fn a_request_becomes_its_reply_in_place() {
+        let peer = MacAddress([2, 0, 0, 0, 0, 1]);
+        let us = MacAddress([2, 0, 0, 0, 0, 9]);
+        let mut f = request_frame(peer, 0xc000_0202, 0xc000_0201);
+        let req = ArpPacket::parse(&f[14..]).unwrap();
+        reply_in_place(&mut f, 14, &req, us).unwrap();
+        assert_eq!((&f[0..6], &f[6..12]), (&peer.0[..], &us.0[..]));
+        let p = ArpPacket::parse(&f[14..]).unwrap();
+        assert_eq!(p.op, OP_REPLY);
+        assert_eq!((p.sender_mac, p.sender_ip), (us, 0xc000_0201));
+        assert_eq!((p.target_mac, p.target_ip), (peer, 0xc000_0202));
+        assert!(reply_in_place(&mut f[..40], 14, &req, us).is_err());
     }
 
     #[test]

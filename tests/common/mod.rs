@@ -236,13 +236,20 @@ pub fn gen_json(ns: &Netns, args: &[&str]) -> serde_json::Value {
     let mut all = vec!["gen"];
     all.extend_from_slice(args);
     all.extend_from_slice(&["--json", "--quiet"]);
-    let out = ns.exec(BIN, &all).output().unwrap();
+    json_output(&ns.exec(BIN, &all).output().unwrap())
+}
+
+/// The JSON a command printed, once it succeeded (its stderr, or what it printed that is not
+/// JSON, in the panic if not).
+#[allow(dead_code)] // not every test binary reads a command's JSON
+pub fn json_output(out: &std::process::Output) -> serde_json::Value {
     assert!(
         out.status.success(),
-        "gen: {}",
+        "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("JSON: {e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 /// The vectors `node` handled on each worker, from the JSON of `show runtime` (0 on a worker

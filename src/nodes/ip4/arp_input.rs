@@ -7,7 +7,7 @@ use crate::graph::{Node, NodeCx, NodeDecl};
 use crate::router::adjacency::{L3View, SharedL3View};
 use crate::router::nud::Answer;
 use crate::router::{LearnKind, LearnSender, NeighborLearn};
-use crate::wire::arp::{ArpError, ArpPacket, OP_REPLY, OP_REQUEST};
+use crate::wire::arp::{reply_in_place, ArpError, ArpPacket, OP_REQUEST};
 use crate::wire::MacAddress;
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -144,22 +144,14 @@ impl ArpInput {
                     let sender = (rx_if, arp.sender_ip, arp.sender_mac);
                     self.learn(cx, view, sender, LearnKind::Request);
                 }
-                let reply = ArpPacket {
-                    op: OP_REPLY,
-                    sender_mac: our_mac,
-                    sender_ip: arp.target_ip,
-                    target_mac: arp.sender_mac,
-                    target_ip: arp.sender_ip,
-                };
                 // Tags a sub-interface matched are off already (interface-output puts them
                 // back); tags on a parent without sub-interfaces stay.
-                let data = cx.bufs.data_mut(bi);
-                data[0..6].copy_from_slice(&arp.sender_mac.0);
-                data[6..12].copy_from_slice(&our_mac.0);
-                if reply.emit(cx.bufs.l3_mut(bi)).is_err() {
+                let (meta, data) = cx.bufs.meta_data_mut(bi);
+                let l3 = meta.l3_offset as usize;
+                if reply_in_place(data, l3, &arp, our_mac).is_err() {
                     return Verdict::Drop(Error::Truncated);
                 }
-                cx.bufs.meta_mut(bi).tx_if = rx_if;
+                meta.tx_if = rx_if;
                 Verdict::Reply
             }
             OP_REQUEST => {
@@ -241,6 +233,7 @@ impl Node for ArpInput {
 mod tests {
     use super::*;
     use crate::nodes::testing::Harness;
+    use crate::wire::arp::OP_REPLY;
     use std::sync::mpsc::{sync_channel, Receiver};
 
     const US: u32 = 0xc000_0201;

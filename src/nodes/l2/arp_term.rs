@@ -5,7 +5,7 @@
 
 use crate::graph::{NodeCx, NodeDecl, TracedLoop};
 use crate::interface::SharedL2Modes;
-use crate::wire::arp::{ArpPacket, OP_REPLY, OP_REQUEST};
+use crate::wire::arp::{reply_in_place, ArpPacket, OP_REQUEST};
 use crate::wire::ethernet::HEADER_LEN;
 
 #[repr(usize)]
@@ -67,19 +67,10 @@ impl TracedLoop for L2ArpTerm {
                 cx.enqueue(Next::Flood as usize, bi);
                 continue;
             };
-            let reply = ArpPacket {
-                op: OP_REPLY,
-                sender_mac: mac,
-                sender_ip: req.target_ip,
-                target_mac: req.sender_mac,
-                target_ip: req.sender_ip,
-            };
-            let data = cx.bufs.data_mut(bi);
-            data[0..6].copy_from_slice(&req.sender_mac.0);
-            data[6..12].copy_from_slice(&mac.0);
+            let (meta, data) = cx.bufs.meta_data_mut(bi);
             // The request parsed, so the 28 bytes are there.
-            let _ = reply.emit(&mut data[HEADER_LEN..]);
-            cx.bufs.meta_mut(bi).tx_if = rx;
+            let _ = reply_in_place(data, HEADER_LEN, &req, mac);
+            meta.tx_if = rx;
             cx.count_error(Counter::Answered as usize, 1);
             if TRACE {
                 cx.trace(
