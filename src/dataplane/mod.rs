@@ -8,6 +8,7 @@ mod open;
 pub mod pcap_trace;
 pub mod placement;
 pub mod queues;
+pub mod section;
 pub mod watchdog;
 
 use l2::{build_bridges, spawn_mac_learner, sub_interfaces, MAC_LEARN_QUEUE};
