@@ -1,10 +1,14 @@
 //! The ACL's config sections: [[acl]], [[acl-input]] and [[acl-output]] (their keys and
-//! checks in `config/acl.rs`), written back from the running lists by `sluice ctl save`.
+//! checks in `config/acl.rs`): `start` applies them when the dataplane starts, and
+//! `sluice ctl save` writes them back from the running lists.
 
+use crate::acl::control::AclControl;
 use crate::config::emit::Entry;
 use crate::config::reference::SectionDoc;
 use crate::config::section::Section;
+use crate::config::Config;
 use crate::control::save::{s, State};
+use crate::router::Router;
 use toml::Value;
 
 /// [[acl]].
@@ -72,4 +76,34 @@ fn acl_bindings(st: &State, output: bool) -> Result<Vec<Entry>, String> {
         out.push(e);
     }
     Ok(out)
+}
+
+/// The start step of the ACLs: the configuration's lists, compiled once each, and the
+/// interfaces they check.
+pub fn start(cfg: &Config, router: &Router, threads: usize) -> Result<AclControl, String> {
+    let sessions =
+        crate::acl::session::Sessions::new(threads, cfg.sessions.per_worker, cfg.sessions.timeouts)
+            .with_per_source(cfg.sessions.per_source);
+    let mut filters = crate::nodes::acl::Filters::new(sessions);
+    filters.tables = router.tables();
+    let mut acls = AclControl::new(filters, threads);
+    for a in &cfg.acls {
+        let rules = a
+            .texts
+            .iter()
+            .cloned()
+            .zip(a.rules.iter().cloned())
+            .collect();
+        acls.add(&a.name, rules)
+            .map_err(|e| format!("acl {}: {e}", a.name))?;
+    }
+    for input in &cfg.acl_inputs {
+        let index = router.interface_index(&input.interface)?;
+        acls.set_input(index, Some(&input.acl))?;
+    }
+    for output in &cfg.acl_outputs {
+        let index = router.interface_index(&output.interface)?;
+        acls.set_output(index, Some(&output.acl))?;
+    }
+    Ok(acls)
 }

@@ -35,3 +35,22 @@ fn handoffs(st: &State) -> Result<Vec<Entry>, String> {
     }
     Ok(out)
 }
+
+/// The start step of handoff: the spreads of the config's [[handoff]]s over `workers`, for
+/// the hardware `interfaces`.
+pub fn start(
+    cfg: &crate::config::Config,
+    interfaces: &[std::sync::Arc<crate::interface::Interface>],
+    workers: usize,
+) -> Result<std::sync::Arc<super::Handoff>, String> {
+    let handoff = std::sync::Arc::new(super::Handoff::new(workers, interfaces.len()));
+    for h in &cfg.handoffs {
+        let Some(i) = interfaces.iter().position(|i| i.name == h.interface) else {
+            continue;
+        };
+        let spread = super::Spread::new(&h.workers, h.key, workers)
+            .map_err(|e| format!("[[handoff]] {}: {e}", h.interface))?;
+        handoff.set(i, Some(spread))?;
+    }
+    Ok(handoff)
+}

@@ -35,3 +35,34 @@ fn lcps(st: &State) -> Result<Vec<Entry>, String> {
         })
         .collect())
 }
+
+/// The start step of lcp: the tap thread, and a tap for each of the config's [[lcp]] pairs
+/// (with its interface's addresses, and the interface then punting to it).
+pub fn start(
+    cfg: &crate::config::Config,
+    parts: super::LcpParts,
+    router: std::sync::Arc<std::sync::Mutex<crate::router::Router>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Result<super::Lcp, String> {
+    let interfaces = parts.interfaces.clone();
+    let lcp = super::Lcp::start(parts, router.clone(), stop)?;
+    for pair in &cfg.lcps {
+        let Some(itf) = interfaces.iter().find(|i| i.name == pair.interface) else {
+            continue;
+        };
+        let mut r = router.lock().unwrap();
+        let addresses = r.address_list(itf.index);
+        let refused = lcp
+            .create(itf, &pair.host_if, pair.netns.as_deref(), &addresses)
+            .map_err(|e| format!("[[lcp]] {}: {e}", pair.interface))?;
+        for r in refused {
+            eprintln!(
+                "sluice: [[lcp]] {}: Linux refused address {r}",
+                pair.host_if
+            );
+        }
+        r.set_host(itf.index, true)?;
+        r.commit();
+    }
+    Ok(lcp)
+}

@@ -1,12 +1,14 @@
 //! Routing's config sections: [[ip-table]] and [[route]] (keys and checks in
 //! `config/table.rs` and `config/route.rs`), written back from the running tables and
-//! routes by `sluice ctl save`.
+//! routes by `sluice ctl save`; `start` builds the router from them when the dataplane starts.
 
 use crate::config::emit::Entry;
 use crate::config::reference::SectionDoc;
 use crate::config::section::Section;
+use crate::config::Config;
 use crate::control::save::{int, State};
-use crate::router::{SavedHop, SavedRoute};
+use crate::router::{Router, SavedHop, SavedRoute};
+use crate::wire::MacAddress;
 
 /// [[ip-table]].
 pub struct IpTableSection;
@@ -166,6 +168,51 @@ pub fn route(r: &SavedRoute) -> Result<Entry, String> {
         e.set("next-hop-table", int(nh_table));
     }
     Ok(e)
+}
+
+/// The start step of routing: the router from the config, for interfaces `itfs` (name, MAC,
+/// MTU by index): tables, interface addresses, static routes, the route file.
+pub fn start(cfg: &Config, itfs: &[(String, MacAddress, u32)]) -> Result<Router, String> {
+    let mut router = Router::new(itfs);
+    router.set_neighbor_times(cfg.neighbors);
+    // Tables and their interfaces first: an address's routes go into its interface's table.
+    for t in &cfg.tables {
+        router.add_table(t.id)?;
+        for name in &t.interfaces {
+            let itf = router.interface_index(name)?;
+            for v6 in [false, true] {
+                router
+                    .set_interface_table(itf, v6, t.id)
+                    .map_err(|e| format!("ip-table {}: {e}", t.id))?;
+            }
+        }
+    }
+    let addresses = cfg
+        .interfaces
+        .iter()
+        .map(|i| (i.name.get_ref().clone(), &i.address))
+        .chain(cfg.subinterfaces.iter().map(|s| (s.name(), &s.address)))
+        .chain(cfg.bvis.iter().map(|b| (b.name(), &b.address)));
+    for (i, (name, address)) in addresses.enumerate() {
+        for a in address {
+            let (addr, len) = crate::router::parse_interface_address(a.get_ref())?;
+            router
+                .add_address(i as u32, addr, len)
+                .map_err(|e| format!("interface {name}: address {}: {e}", a.get_ref()))?;
+        }
+    }
+    for r in &cfg.routes {
+        router
+            .add_route(r.table, r.prefix, &r.hops)
+            .map_err(|e| format!("route {}: {e}", r.prefix))?;
+    }
+    if let Some(file) = &cfg.fib.route_file {
+        let path = file.get_ref();
+        let routes = crate::fib::parse::read_route_file(path).map_err(|e| e.to_string())?;
+        router.load_routes(&path.display().to_string(), &routes)?;
+    }
+    router.commit();
+    Ok(router)
 }
 
 #[cfg(test)]
