@@ -93,7 +93,9 @@
 //! back (`sluice ctl save`). This file holds `Config`, the errors and the order of the checks.
 //! Each section also declares its keys' documentation (`reference::SectionDoc`) beside its serde
 //! struct; `reference.rs` gathers them into `docs/config.md` (`sluice run
-//! --print-config-reference`) and its tests hold them to the keys serde accepts.
+//! --print-config-reference`) and its tests hold them to the keys serde accepts. `section.rs`
+//! holds the `Section` trait and `SECTIONS`, the one list of sections that the reference and
+//! `sluice ctl save` iterate.
 
 /// One `#[test]` per case: config text and the exact error it gives.
 #[cfg(test)]

@@ -87,7 +87,7 @@ pub struct Dataplane {
     pub started: Instant,
     pub tsc_hz: f64,
     /// Replay progress of pcap interfaces, by interface index.
-    pub replays: Vec<(u32, Arc<ReplayProgress>)>,
+    pub replays: Replays,
     stop: Arc<AtomicBool>,
     /// The Linux taps of the interfaces (lcp pairs); its thread sends what Linux sends on
     /// them with the main thread's tx queues (TX = RX + 1).
@@ -97,6 +97,9 @@ pub struct Dataplane {
     /// Undoes device changes (MTU, promiscuous) when dropped, after the workers stop.
     restore: Vec<Box<dyn Send + Sync>>,
 }
+
+/// The pcap interfaces' replay progress: (interface index, progress).
+pub type Replays = Vec<(u32, Arc<ReplayProgress>)>;
 
 /// An rx queue on its way to a worker: (interface index, queue number, queue).
 type PlacedRx = (usize, usize, Box<dyn RxQueue>, queues::SharedQueueCounters);
@@ -304,11 +307,7 @@ impl Drop for Dataplane {
 
 /// The start step of the interfaces: each one opened with its driver, and the pcap replays'
 /// progress by interface index.
-#[allow(clippy::type_complexity)]
-fn open_interfaces(
-    cfg: &Config,
-    pool: &Arc<BufferPool>,
-) -> Result<(Vec<Opened>, Vec<(u32, Arc<ReplayProgress>)>), String> {
+fn open_interfaces(cfg: &Config, pool: &Arc<BufferPool>) -> Result<(Vec<Opened>, Replays), String> {
     let mut opened = Vec::new();
     let mut replays = Vec::new();
     for (i, icfg) in cfg.interfaces.iter().enumerate() {
