@@ -23,6 +23,7 @@ pub mod control;
 pub mod key;
 pub mod parse;
 pub mod rule;
+pub mod section;
 pub mod session;
 
 pub use classify::Classifier;

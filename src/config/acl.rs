@@ -22,7 +22,7 @@
 //! A packet no rule matches is denied, as in VPP's ACL plugin (end a list with `permit` to
 //! pass the rest). Each rule is checked by `Rule::parse`, errors on its line.
 
-use super::reference::{Key, Section};
+use super::reference::{Key, SectionDoc};
 use super::{Checker, ConfigError};
 use crate::acl::session::Timeouts;
 use crate::acl::Rule;
@@ -30,7 +30,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 /// [[acl]] in the reference (`docs/config.md`).
-pub(super) const ACL: Section = Section {
+pub(crate) const ACL: SectionDoc = SectionDoc {
     name: "acl",
     array: true,
     file: "acl.rs",
@@ -57,7 +57,7 @@ pub(super) const ACL: Section = Section {
 };
 
 /// [[acl-input]] in the reference (`docs/config.md`).
-pub(super) const ACL_INPUT: Section = Section {
+pub(crate) const ACL_INPUT: SectionDoc = SectionDoc {
     name: "acl-input",
     array: true,
     file: "acl.rs",
@@ -68,7 +68,7 @@ pub(super) const ACL_INPUT: Section = Section {
 };
 
 /// [[acl-output]] in the reference (`docs/config.md`).
-pub(super) const ACL_OUTPUT: Section = Section {
+pub(crate) const ACL_OUTPUT: SectionDoc = SectionDoc {
     name: "acl-output",
     array: true,
     file: "acl.rs",
@@ -96,7 +96,7 @@ const ACL_BINDING_KEYS: [Key; 2] = [
 ];
 
 /// [sessions] in the reference (`docs/config.md`).
-pub(super) const SESSIONS: Section = Section {
+pub(crate) const SESSIONS: SectionDoc = SectionDoc {
     name: "sessions",
     array: false,
     file: "acl.rs",

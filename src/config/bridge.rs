@@ -25,7 +25,7 @@
 //! address = ["192.0.2.1/24", "2001:db8::1/64"]
 //! ```
 
-use super::reference::{Key, Section};
+use super::reference::{Key, SectionDoc};
 use super::{Checker, ConfigError};
 use crate::l2::bridge::{
     check_group_fwd_mask, DomainSettings, DEFAULT_MAC_AGE_S, DEFAULT_MAC_LIMIT, MAX_DOMAINS,
@@ -35,7 +35,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 /// [[bridge-domain]] in the reference (`docs/config.md`).
-pub(super) const BRIDGE_DOMAIN: Section = Section {
+pub(crate) const BRIDGE_DOMAIN: SectionDoc = SectionDoc {
     name: "bridge-domain",
     array: true,
     file: "bridge.rs",
@@ -117,7 +117,7 @@ pub(super) const BRIDGE_DOMAIN: Section = Section {
 };
 
 /// [[l2fib]] in the reference (`docs/config.md`).
-pub(super) const L2FIB: Section = Section {
+pub(crate) const L2FIB: SectionDoc = SectionDoc {
     name: "l2fib",
     array: true,
     file: "bridge.rs",
@@ -150,7 +150,7 @@ pub(super) const L2FIB: Section = Section {
 };
 
 /// [[bvi]] in the reference (`docs/config.md`).
-pub(super) const BVI: Section = Section {
+pub(crate) const BVI: SectionDoc = SectionDoc {
     name: "bvi",
     array: true,
     file: "bridge.rs",

@@ -1,13 +1,13 @@
 //! The [dataplane] section: the workers, their CPUs, the buffer pool.
 
-use super::reference::{Key, Section};
+use super::reference::{Key, SectionDoc};
 use super::{Checker, ConfigError, MAX_WORKERS};
 use crate::buffer::HugePages;
 use serde::Deserialize;
 use toml::Spanned;
 
 /// [dataplane] in the reference (`docs/config.md`).
-pub(super) const SECTION: Section = Section {
+pub(crate) const SECTION: SectionDoc = SectionDoc {
     name: "dataplane",
     array: false,
     file: "dataplane.rs",

@@ -1,12 +1,13 @@
 //! Writing a config file (`sluice ctl save`): TOML text with every section in the order of
-//! `reference::sections()` (the order of `docs/config.md`) and each section's keys in the
+//! `section::SECTIONS` (the order of `docs/config.md`) and each section's keys in the
 //! order its reference lists them, so that a saved file reads like a written one.
 //!
 //! Only what a config file holds is written: strings, integers, floats, booleans, arrays and
 //! inline tables. Strings are basic strings with every character TOML does not allow raw
 //! escaped, and keys are bare when TOML allows it, so any name round-trips.
 
-use super::reference::{sections, Section};
+use super::reference::SectionDoc;
+use super::section::{Section, SECTIONS};
 use std::fmt::Write as _;
 use toml::Value;
 
@@ -29,7 +30,7 @@ impl Entry {
     }
 
     /// Every key of a table as read from a file, aliases written as their key.
-    pub fn from_table(section: &Section, table: &toml::Table) -> Entry {
+    pub fn from_table(section: &SectionDoc, table: &toml::Table) -> Entry {
         let mut e = Entry::default();
         for (k, v) in table {
             let key = section
@@ -52,22 +53,22 @@ impl Entry {
 }
 
 /// The file: `comments` (each line written as a `# ` comment) first, then every section
-/// `entries` gives (by its reference section; none: the section is left out), then `notes`
-/// as comments at the end.
+/// `entries` gives (none: the section is left out), then `notes` as comments at the end.
 pub fn document(
     comments: &[String],
-    mut entries: impl FnMut(&Section) -> Result<Vec<Entry>, String>,
+    mut entries: impl FnMut(&dyn Section) -> Result<Vec<Entry>, String>,
     notes: &[String],
 ) -> Result<String, String> {
     let mut s = String::new();
     for c in comments {
         let _ = writeln!(s, "{}", comment(c));
     }
-    for sec in sections() {
+    for &sec in SECTIONS {
+        let doc = sec.doc();
         for e in entries(sec)? {
             s.push('\n');
-            let _ = writeln!(s, "{}", sec.header());
-            for (k, v) in ordered(sec, &e) {
+            let _ = writeln!(s, "{}", doc.header());
+            for (k, v) in ordered(doc, &e) {
                 let _ = writeln!(s, "{} = {}", key(k), value(v));
             }
         }
@@ -97,7 +98,7 @@ pub fn comment(text: &str) -> String {
 }
 
 /// The keys of `e` in the order `sec` documents them, then any others.
-fn ordered<'a>(sec: &Section, e: &'a Entry) -> Vec<(&'a str, &'a Value)> {
+fn ordered<'a>(sec: &SectionDoc, e: &'a Entry) -> Vec<(&'a str, &'a Value)> {
     let rank = |k: &str| {
         sec.keys
             .iter()
@@ -277,7 +278,7 @@ mod tests {
             &["top".into()],
             |sec| {
                 let mut e = Entry::default();
-                match sec.name {
+                match sec.doc().name {
                     "route" => {
                         e.set("via", vec!["192.0.2.2"]).set("prefix", "10.0.0.0/8");
                         Ok(vec![e.clone(), e])

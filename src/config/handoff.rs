@@ -9,14 +9,14 @@
 //!
 //! At run time `set interface handoff` changes or removes it (docs/architecture.md).
 
-use super::reference::{Key, Section};
+use super::reference::{Key, SectionDoc};
 use super::{Checker, ConfigError};
 use crate::handoff::{HashKey, Spread};
 use serde::Deserialize;
 use toml::Spanned;
 
 /// [[handoff]] in the reference (`docs/config.md`).
-pub(super) const SECTION: Section = Section {
+pub(crate) const SECTION: SectionDoc = SectionDoc {
     name: "handoff",
     array: true,
     file: "handoff.rs",

@@ -2,15 +2,19 @@
 //! `Driver`, which checks the keys of `driver = ...` (see driver/).
 
 use super::driver::Driver;
-use super::reference::{Key, Section};
+use super::emit::Entry;
+use super::reference::{Key, SectionDoc};
+use super::section::Section;
 use super::{Checker, ConfigError, MAX_MTU, MIN_MTU};
+use crate::control::save::{state_word, State};
 use serde::Deserialize;
 use std::path::PathBuf;
 use toml::Spanned;
+use toml::Value;
 
 /// [[interface]] in the reference (`docs/config.md`). The driver's own keys are checked in
 /// `driver/`, which refuses them on an interface of another driver.
-pub(super) const SECTION: Section = Section {
+pub(crate) const SECTION: SectionDoc = SectionDoc {
     name: "interface",
     array: true,
     file: "interface.rs` and `src/config/driver/",
@@ -283,6 +287,44 @@ impl InterfaceConfig {
         }
         Ok(())
     }
+}
+
+/// [[interface]] in the one list of sections (`section::SECTIONS`).
+pub struct InterfaceSection;
+
+impl Section for InterfaceSection {
+    fn doc(&self) -> &'static SectionDoc {
+        &SECTION
+    }
+
+    fn save(&self, st: &State) -> Result<Vec<Entry>, String> {
+        interfaces(st, &SECTION)
+    }
+}
+
+/// [[interface]]: the driver keys and MTU of the start-up file; the admin state and the
+/// addresses as they are now.
+fn interfaces(st: &State, sec: &SectionDoc) -> Result<Vec<Entry>, String> {
+    let started: Vec<&toml::Table> = match st.started("interface") {
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_table).collect(),
+        _ => Vec::new(),
+    };
+    let mut out = Vec::new();
+    for itf in &st.c.dp.interfaces.list[..st.c.dp.hardware] {
+        let written = started
+            .iter()
+            .find(|t| t.get("name").and_then(Value::as_str) == Some(itf.name.as_str()))
+            .ok_or_else(|| format!("interface {} is not in the start-up file", itf.name))?;
+        let mut e = Entry::from_table(sec, written);
+        e.remove("address");
+        e.set("state", state_word(itf.is_up()));
+        let addrs = st.addresses(itf.index);
+        if !addrs.is_empty() {
+            e.set("address", addrs);
+        }
+        out.push(e);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

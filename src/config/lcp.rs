@@ -1,12 +1,12 @@
 //! An [[lcp]]: a Linux tap that mirrors a sluice interface (`src/lcp/`).
 
-use super::reference::{Key, Section};
+use super::reference::{Key, SectionDoc};
 use super::{Checker, ConfigError};
 use serde::Deserialize;
 use toml::Spanned;
 
 /// [[lcp]] in the reference (`docs/config.md`).
-pub(super) const SECTION: Section = Section {
+pub(crate) const SECTION: SectionDoc = SectionDoc {
     name: "lcp",
     array: true,
     file: "lcp.rs",

@@ -7,14 +7,14 @@
 //! listen = "127.0.0.1:9482"   # GET /metrics over HTTP/1.1
 //! ```
 
-use super::reference::{Key, Section};
+use super::reference::{Key, SectionDoc};
 use super::{Checker, ConfigError};
 use serde::Deserialize;
 use std::net::SocketAddr;
 use toml::Spanned;
 
 /// [metrics] in the reference (`docs/config.md`).
-pub(super) const SECTION: Section = Section {
+pub(crate) const SECTION: SectionDoc = SectionDoc {
     name: "metrics",
     array: false,
     file: "metrics.rs",

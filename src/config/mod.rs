@@ -91,9 +91,11 @@
 //! ([[bridge-domain]], [[l2fib]]), `table.rs` ([[ip-table]]), `route.rs` ([[route]], [fib]) and `acl.rs` ([[acl]],
 //! [[acl-input]], [[acl-output]], [sessions]) and `lcp.rs` ([[lcp]]); `emit.rs` writes a file
 //! back (`sluice ctl save`). This file holds `Config`, the errors and the order of the checks.
-//! Each section also declares its keys' documentation (`reference::Section`) beside its serde
+//! Each section also declares its keys' documentation (`reference::SectionDoc`) beside its serde
 //! struct; `reference.rs` gathers them into `docs/config.md` (`sluice run
-//! --print-config-reference`) and its tests hold them to the keys serde accepts.
+//! --print-config-reference`) and its tests hold them to the keys serde accepts. `section.rs`
+//! holds the `Section` trait and `SECTIONS`, the one list of sections that the reference and
+//! `sluice ctl save` iterate.
 
 /// One `#[test]` per case: config text and the exact error it gives.
 #[cfg(test)]
@@ -106,26 +108,27 @@ macro_rules! error_tests {
     )*};
 }
 
-mod acl;
+pub(crate) mod acl;
 pub use acl::{AclConfig, AclInput, SessionsConfig, DEFAULT_SESSIONS};
-mod bridge;
-mod dataplane;
+pub(crate) mod bridge;
+pub(crate) mod dataplane;
 pub use dataplane::DEFAULT_WORKER_NICE;
 mod driver;
 pub mod emit;
-mod handoff;
+pub(crate) mod handoff;
 mod interface;
 pub mod lcp;
 mod metrics;
 mod neighbors;
-mod placement;
+pub(crate) mod placement;
 mod punt;
 pub mod reference;
-mod route;
+pub(crate) mod route;
+pub mod section;
 mod subif;
-mod table;
+pub(crate) mod table;
 mod watchdog;
-mod xconnect;
+pub(crate) mod xconnect;
 
 pub use bridge::{parse_mac_age, BridgeDomainConfig, BviConfig, StaticMac};
 pub use dataplane::Dataplane;
@@ -250,7 +253,7 @@ fn default_socket() -> PathBuf {
 }
 
 /// [control] in the reference (`docs/config.md`).
-const CONTROL: reference::Section = reference::Section {
+pub(crate) const CONTROL: reference::SectionDoc = reference::SectionDoc {
     name: "control",
     array: false,
     file: "mod.rs",

@@ -11,7 +11,7 @@
 //! probes = 3              # unicast probes before the neighbour is taken as gone
 //! ```
 
-use super::reference::{Key, Section};
+use super::reference::{Key, SectionDoc};
 use super::{Checker, ConfigError};
 use crate::router::nud::Times;
 use serde::Deserialize;
@@ -19,7 +19,7 @@ use std::time::Duration;
 use toml::Spanned;
 
 /// [neighbors] in the reference (`docs/config.md`).
-pub(super) const SECTION: Section = Section {
+pub(crate) const SECTION: SectionDoc = SectionDoc {
     name: "neighbors",
     array: false,
     file: "neighbors.rs",

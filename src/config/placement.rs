@@ -10,13 +10,13 @@
 //! A queue no [[rx-placement]] names goes to worker queue mod workers. At run time
 //! `set interface rx-placement` moves queues (docs/architecture.md).
 
-use super::reference::{Key, Section};
+use super::reference::{Key, SectionDoc};
 use super::{Checker, ConfigError};
 use serde::Deserialize;
 use toml::Spanned;
 
 /// [[rx-placement]] in the reference (`docs/config.md`).
-pub(super) const SECTION: Section = Section {
+pub(crate) const SECTION: SectionDoc = SectionDoc {
     name: "rx-placement",
     array: true,
     file: "placement.rs",

@@ -9,7 +9,7 @@
 //! allow = ["bgp", "bfd", "ospf", "icmp", "icmp6", "arp", "nd"]   # default: everything
 //! ```
 
-use super::reference::{Key, Section};
+use super::reference::{Key, SectionDoc};
 use super::{Checker, ConfigError};
 use crate::lcp::policy::{PuntPolicy, PuntRule};
 use crate::lcp::punt_class::{ClassRate, Peers, PuntClass, CLASSES};
@@ -28,7 +28,7 @@ const fn class_key(name: &'static str, default: &'static str, what: &'static str
 }
 
 /// [punt] in the reference (`docs/config.md`).
-pub(super) const SECTION: Section = Section {
+pub(crate) const SECTION: SectionDoc = SectionDoc {
     name: "punt",
     array: false,
     file: "punt.rs",

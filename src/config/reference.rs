@@ -1,8 +1,8 @@
 //! The configuration reference, `docs/config.md`, made from the config types themselves.
 //!
-//! Each section's file declares a `Section` beside its serde `*Keys` struct: the section's
-//! meaning and, per key, its type, default, meaning and an example value. `SECTIONS` gathers
-//! them in file order and `markdown` writes the reference (`sluice run
+//! Each section's file declares a `SectionDoc` beside its serde `*Keys` struct: the section's
+//! meaning and, per key, its type, default, meaning and an example value. `sections()` reads
+//! them from the one list of sections (`section::SECTIONS`), in file order, and `markdown` writes the reference (`sluice run
 //! --print-config-reference`). The tests below keep the two from drifting apart: the keys a
 //! section documents are exactly the field names serde accepts for it (read from the derive's
 //! own field list by a recording `Deserializer`), the section names are exactly the top-level
@@ -24,7 +24,7 @@ pub struct Key {
 }
 
 /// One table of the file: `[name]`, or `[[name]]` when `array` (it may appear many times).
-pub struct Section {
+pub struct SectionDoc {
     pub name: &'static str,
     pub array: bool,
     /// Where it is defined and checked, under `src/config/`.
@@ -37,32 +37,9 @@ pub struct Section {
     pub accepted: fn() -> &'static [&'static str],
 }
 
-/// Every section in the order of `ConfigKeys`.
-pub fn sections() -> [&'static Section; 22] {
-    [
-        &super::dataplane::SECTION,
-        &super::CONTROL,
-        &super::metrics::SECTION,
-        &super::watchdog::SECTION,
-        &super::neighbors::SECTION,
-        &super::interface::SECTION,
-        &super::subif::SECTION,
-        &super::xconnect::SECTION,
-        &super::placement::SECTION,
-        &super::handoff::SECTION,
-        &super::bridge::BRIDGE_DOMAIN,
-        &super::bridge::L2FIB,
-        &super::bridge::BVI,
-        &super::table::SECTION,
-        &super::route::ROUTE,
-        &super::route::FIB,
-        &super::acl::ACL,
-        &super::acl::ACL_INPUT,
-        &super::acl::ACL_OUTPUT,
-        &super::acl::SESSIONS,
-        &super::lcp::SECTION,
-        &super::punt::SECTION,
-    ]
+/// Every section's documentation, in the order of `ConfigKeys` (`section::SECTIONS`).
+pub fn sections() -> Vec<&'static SectionDoc> {
+    super::section::SECTIONS.iter().map(|s| s.doc()).collect()
 }
 
 /// The field names that `T`'s derived `Deserialize` passes to `deserialize_struct`: with
@@ -119,7 +96,7 @@ impl<'de> Deserializer<'de> for Recorder {
     }
 }
 
-impl Section {
+impl SectionDoc {
     /// The section's header line as the file writes it.
     pub fn header(&self) -> String {
         if self.array {

@@ -1,6 +1,6 @@
 //! Routes of the config: each [[route]], and the [fib] section's route file.
 
-use super::reference::{Key, Section};
+use super::reference::{Key, SectionDoc};
 use super::{Checker, ConfigError};
 use crate::fib::parse::IpPrefix;
 use crate::router::NextHopSpec;
@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use toml::Spanned;
 
 /// [[route]] in the reference (`docs/config.md`).
-pub(super) const ROUTE: Section = Section {
+pub(crate) const ROUTE: SectionDoc = SectionDoc {
     name: "route",
     array: true,
     file: "route.rs",
@@ -64,7 +64,7 @@ pub(super) const ROUTE: Section = Section {
 };
 
 /// [fib] in the reference (`docs/config.md`).
-pub(super) const FIB: Section = Section {
+pub(crate) const FIB: SectionDoc = SectionDoc {
     name: "fib",
     array: false,
     file: "route.rs",

@@ -14,14 +14,17 @@
 //! ```
 //! It is named `d0.100` wherever an interface is named ([[xconnect]], [[bridge-domain]]).
 
-use super::reference::{Key, Section};
+use super::emit::Entry;
+use super::reference::{Key, SectionDoc};
+use super::section::Section;
 use super::{Checker, ConfigError};
+use crate::control::save::{int, state_word, State};
 use crate::subif::TagMatch;
 use serde::Deserialize;
 use toml::Spanned;
 
 /// [[subinterface]] in the reference (`docs/config.md`).
-pub(super) const SECTION: Section = Section {
+pub(crate) const SECTION: SectionDoc = SectionDoc {
     name: "subinterface",
     array: true,
     file: "subif.rs",
@@ -251,6 +254,68 @@ impl SubIfKeys {
             address: self.address,
         })
     }
+}
+
+/// [[subinterface]] in the one list of sections (`section::SECTIONS`).
+pub struct SubIfSection;
+
+impl Section for SubIfSection {
+    fn doc(&self) -> &'static SectionDoc {
+        &SECTION
+    }
+
+    fn save(&self, st: &State) -> Result<Vec<Entry>, String> {
+        subinterfaces(st)
+    }
+}
+
+/// [[subinterface]].
+fn subinterfaces(st: &State) -> Result<Vec<Entry>, String> {
+    let mut out = Vec::new();
+    for sub in st.soft_interfaces(false) {
+        let parent = st.name(sub.parent)?;
+        let name = &sub.interface.name;
+        let id: u32 = name
+            .strip_prefix(parent)
+            .and_then(|rest| rest.strip_prefix('.'))
+            .and_then(|id| id.parse().ok())
+            .ok_or_else(|| format!("sub-interface {name} is not named {parent}.ID"))?;
+        let mut e = Entry::default();
+        e.set("parent", parent).set("id", int(id));
+        match sub.tags {
+            TagMatch::Dot1q { vid, exact } => {
+                e.set("dot1q", int(vid));
+                if exact {
+                    e.set("exact-match", true);
+                }
+            }
+            TagMatch::Qinq {
+                outer,
+                inner,
+                outer_ad,
+            } => {
+                let key = if outer_ad {
+                    "outer-dot1ad"
+                } else {
+                    "outer-dot1q"
+                };
+                e.set(key, int(outer)).set("inner-dot1q", int(inner));
+            }
+            TagMatch::Default => {
+                e.set("default", true);
+            }
+            TagMatch::Untagged => {
+                e.set("untagged", true);
+            }
+        }
+        e.set("state", state_word(sub.interface.is_up()));
+        let addrs = st.addresses(sub.interface.index);
+        if !addrs.is_empty() {
+            e.set("address", addrs);
+        }
+        out.push(e);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

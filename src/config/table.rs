@@ -10,13 +10,13 @@
 //! `table = 10` goes into table 10; `next-hop-table = 0` finds its next hop among table 0's
 //! connected networks (an inter-VRF route).
 
-use super::reference::{Key, Section};
+use super::reference::{Key, SectionDoc};
 use super::{Checker, ConfigError};
 use serde::Deserialize;
 use toml::Spanned;
 
 /// [[ip-table]] in the reference (`docs/config.md`).
-pub(super) const SECTION: Section = Section {
+pub(crate) const SECTION: SectionDoc = SectionDoc {
     name: "ip-table",
     array: true,
     file: "table.rs",

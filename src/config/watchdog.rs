@@ -8,7 +8,7 @@
 //! exit-on-stall = false
 //! ```
 
-use super::reference::{Key, Section};
+use super::reference::{Key, SectionDoc};
 use super::{Checker, ConfigError};
 use crate::dataplane::watchdog::WatchdogConfig;
 use serde::Deserialize;
@@ -20,7 +20,7 @@ const MIN_TIMEOUT: f64 = 0.1;
 const MAX_TIMEOUT: f64 = 3600.0;
 
 /// [watchdog] in the reference (`docs/config.md`).
-pub(super) const SECTION: Section = Section {
+pub(crate) const SECTION: SectionDoc = SectionDoc {
     name: "watchdog",
     array: false,
     file: "watchdog.rs",

@@ -1,12 +1,12 @@
 //! An [[xconnect]]: every frame received on `rx` is sent on `tx`.
 
-use super::reference::{Key, Section};
+use super::reference::{Key, SectionDoc};
 use super::{Checker, ConfigError};
 use serde::Deserialize;
 use toml::Spanned;
 
 /// [[xconnect]] in the reference (`docs/config.md`).
-pub(super) const SECTION: Section = Section {
+pub(crate) const SECTION: SectionDoc = SectionDoc {
     name: "xconnect",
     array: true,
     file: "xconnect.rs",

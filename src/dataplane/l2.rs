@@ -4,9 +4,10 @@
 
 use super::{Dataplane, Opened};
 use crate::config::Config;
-use crate::interface::Interface;
+use crate::interface::{Interface, L2Modes, SharedL2Modes};
 use crate::l2::bridge::{Bridges, MacLearn};
-use crate::subif::{SubIf, TagMatch};
+use crate::subif::{SharedSubIfs, SubIf, SubIfs, TagMatch};
+use arc_swap::ArcSwap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -231,7 +232,7 @@ pub enum L2Mode {
 }
 
 /// The config's sub-interfaces, numbered after the hardware interfaces, then its BVIs.
-pub(super) fn sub_interfaces(cfg: &Config, opened: &[Opened], threads: usize) -> Vec<SubIf> {
+fn sub_interfaces(cfg: &Config, opened: &[Opened], threads: usize) -> Vec<SubIf> {
     let mut out = Vec::new();
     for (k, s) in cfg.subinterfaces.iter().enumerate() {
         // The config checked that the parent is a hardware interface.
@@ -263,7 +264,7 @@ pub(super) fn sub_interfaces(cfg: &Config, opened: &[Opened], threads: usize) ->
 }
 
 /// The bridge domains of the config, their members and static entries.
-pub(super) fn build_bridges(
+fn build_bridges(
     cfg: &Config,
     find: &dyn Fn(&str) -> Option<usize>,
     soft: &[SubIf],
@@ -328,4 +329,57 @@ pub(super) fn spawn_mac_learner(
             }
         })
         .map_err(|e| format!("cannot start the MAC learner: {e}"))
+}
+
+/// What layer 2's start step makes: the sub-interfaces and BVIs (numbered after the
+/// hardware interfaces), each interface's mode, and the bridge domains.
+pub(super) struct L2Start {
+    pub subs: Vec<SubIf>,
+    pub modes: SharedL2Modes,
+    pub subifs: SharedSubIfs,
+    pub bridges: Bridges,
+}
+
+/// The start step of layer 2: the config's sub-interfaces, BVIs, cross-connects and bridge
+/// domains.
+pub(super) fn start(cfg: &Config, opened: &[Opened], workers: usize) -> Result<L2Start, String> {
+    // Sub-interfaces follow the hardware interfaces, in config order; then the BVIs.
+    let hardware = opened.len();
+    let sub_names: Vec<String> = cfg
+        .subinterfaces
+        .iter()
+        .map(|s| s.name())
+        .chain(cfg.bvis.iter().map(|b| b.name()))
+        .collect();
+    let find = |n: &str| {
+        opened
+            .iter()
+            .position(|o| o.interface.name == n)
+            .or_else(|| sub_names.iter().position(|s| s == n).map(|k| hardware + k))
+    };
+    let total = hardware + sub_names.len();
+    let mut xconnect = vec![None; total];
+    for x in &cfg.xconnects {
+        if let (Some(rx), Some(tx)) = (find(x.rx.get_ref()), find(x.tx.get_ref())) {
+            xconnect[rx] = Some(tx as u32);
+        }
+    }
+    let subs = sub_interfaces(cfg, opened, workers + 1);
+    let bridges = build_bridges(cfg, &find, &subs)?;
+    let (bridge, domains) = bridges.view(total);
+    let modes = L2Modes {
+        xconnect,
+        bridge,
+        domains,
+    };
+    let mut table = SubIfs::new(hardware as u32);
+    for s in &subs {
+        table.insert(s.clone());
+    }
+    Ok(L2Start {
+        subs,
+        modes: Arc::new(ArcSwap::from_pointee(modes)),
+        subifs: Arc::new(ArcSwap::from_pointee(table)),
+        bridges,
+    })
 }

@@ -12,10 +12,15 @@
 //! memif's rings) stay where they were placed at start: their buffers belong to that
 //! worker's handle.
 
+use super::open::Opened;
 use super::queues::SharedQueueCounters;
+use super::PlacedRx;
+use crate::config::Config;
+use crate::drivers::{NoTx, TxQueue};
+use crate::interface::Interface;
 use crate::nodes::input::PlacedQueue;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Where one receive queue is polled.
 #[derive(Clone, Debug)]
@@ -164,6 +169,82 @@ impl RxPlacement {
         let more = !out.is_empty() || !inbox.is_empty();
         self.pending[worker].store(more, Ordering::Release);
     }
+}
+
+/// The opened interfaces' queues, handed out to the threads.
+pub(super) struct HandedOut {
+    /// Each worker's receive queues.
+    pub rx_by_worker: Vec<Vec<PlacedRx>>,
+    /// Each worker's transmit queues, one per interface.
+    pub tx_by_worker: Vec<Vec<Box<dyn TxQueue>>>,
+    /// The main thread's transmit queues (the lcp taps send with them).
+    pub main_tx: Vec<Box<dyn TxQueue>>,
+    /// Undoes device changes when dropped.
+    pub restore: Vec<Box<dyn Send + Sync>>,
+    pub interfaces: Vec<Arc<Interface>>,
+    pub homes: Vec<QueueHome>,
+}
+
+/// The start step of the queues: rx queue k of an interface goes to the worker its
+/// [[rx-placement]] names, else to worker k mod workers; tx queue w to worker w, and the last
+/// one to the main thread.
+pub(super) fn hand_out(
+    cfg: &Config,
+    opened: Vec<Opened>,
+    workers: usize,
+) -> Result<HandedOut, String> {
+    for p in &cfg.rx_placements {
+        let Some(o) = opened.iter().find(|o| o.interface.name == p.interface) else {
+            continue;
+        };
+        let n = o.ports.rx.len();
+        if p.queue >= n {
+            return Err(format!(
+                "[[rx-placement]] {} queue {}: the interface has {n} receive queue(s)",
+                p.interface, p.queue
+            ));
+        }
+    }
+    let mut rx_by_worker: Vec<Vec<PlacedRx>> = (0..workers).map(|_| Vec::new()).collect();
+    let mut tx_by_thread: Vec<Vec<Box<dyn TxQueue>>> = (0..=workers).map(|_| Vec::new()).collect();
+    let mut restore = Vec::new();
+    let mut interfaces = Vec::new();
+    let mut homes = Vec::new();
+    for (i, o) in opened.into_iter().enumerate() {
+        let Opened { interface, ports } = o;
+        for (q, rx) in ports.rx.into_iter().enumerate() {
+            let worker = cfg
+                .rx_placements
+                .iter()
+                .find(|p| p.interface == interface.name && p.queue == q)
+                .map_or(q % workers, |p| p.worker);
+            let counters = SharedQueueCounters::default();
+            rx_by_worker[worker].push((i, q, rx, counters.clone()));
+            homes.push(QueueHome {
+                interface: interface.name.clone(),
+                interface_index: i as u32,
+                queue: q,
+                worker,
+                node: input_node_name(interface.driver),
+                counters,
+            });
+        }
+        let mut tx = ports.tx.into_iter();
+        for queues in tx_by_thread.iter_mut() {
+            queues.push(tx.next().unwrap_or_else(|| Box::new(NoTx)));
+        }
+        restore.extend(ports.restore);
+        interfaces.push(Arc::new(interface));
+    }
+    let main_tx = tx_by_thread.pop().unwrap_or_default();
+    Ok(HandedOut {
+        rx_by_worker,
+        tx_by_worker: tx_by_thread,
+        main_tx,
+        restore,
+        interfaces,
+        homes,
+    })
 }
 
 #[cfg(test)]

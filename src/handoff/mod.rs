@@ -21,6 +21,7 @@
 //! spent on them.
 
 pub mod ring;
+pub mod section;
 
 use crate::rss::{Toeplitz, STANDARD_KEY, SYMMETRIC_KEY};
 use arc_swap::ArcSwap;

@@ -7,3 +7,4 @@ pub mod bridge;
 pub mod fib;
 pub mod mac_table;
 pub mod reserved;
+pub mod section;

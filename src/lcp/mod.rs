@@ -22,6 +22,7 @@
 
 pub mod policy;
 pub mod punt_class;
+pub mod section;
 
 use crate::buffer::BufferPool;
 use crate::drivers::tap::Tap;

@@ -31,6 +31,7 @@ pub mod nud;
 mod route_file;
 mod routes;
 mod saved;
+pub mod section;
 mod show;
 pub mod tables;
 
