@@ -6,8 +6,8 @@
 //! clocks per hash by the TSC, median of 5 runs of 0.3 s. Issue 18's goal for the hash is 15
 //! clocks or fewer.
 
-use sluice::drivers::tsc;
 use sluice::rss::{Toeplitz, STANDARD_KEY, SYMMETRIC_KEY};
+use sluice::sys::tsc;
 use std::hint::black_box;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::time::{Duration, Instant};

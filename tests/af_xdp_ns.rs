@@ -7,7 +7,7 @@
 mod common;
 use common::*;
 use sluice::drivers::af_xdp::{netlink, program};
-use sluice::drivers::bpf;
+use sluice::sys::bpf;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};

@@ -15,7 +15,7 @@
 //! 5 × 5 × 2 = 50. Rules that fall into one bucket are checked one by one there.
 
 use super::rule::{mask, FlowKey, Rule};
-use crate::fasthash::FastBuild;
+use crate::sys::fasthash::FastBuild;
 use std::collections::HashMap;
 
 /// A prefix length rounded down to the group granularity: 8 bits for IPv4, 16 for IPv6.

@@ -8,7 +8,7 @@
 //! the peer's receive queue K with `queue_mapping == K` (measured on Linux 6.18 with a
 //! 4-queue veth pair; see `tests/capture_ns.rs`). [`Numbering`] says which an interface uses.
 
-use crate::drivers::bpf::{
+use crate::sys::bpf::{
     ClassicInsn, CLASSIC_JEQ_K, CLASSIC_LD_W_ABS, CLASSIC_RET_K, SKF_AD_OFF, SKF_AD_QUEUE,
 };
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! `[metrics]`: the Prometheus endpoint (`src/control/metrics.rs`). Off unless `listen` is
+//! `[metrics]`: the Prometheus endpoint (`src/control/metrics/`). Off unless `listen` is
 //! given; a non-loopback address also needs `allow-remote = true`, so that a config never
 //! serves the counters beyond the machine by accident.
 //!

@@ -41,7 +41,7 @@ impl Control {
             errors,
             dp,
             started: toml::Table::new(),
-            main_tid: crate::drivers::cpu::current_thread_id(),
+            main_tid: crate::sys::cpu::current_thread_id(),
         }
     }
 

@@ -320,7 +320,7 @@ fn show_threads(c: &Control) -> Output {
         "{:<4}{:<16}{:<10}{:>8}{:>8}{:>6}  {}\n",
         "ID", "Name", "Type", "LWP", "lcore", "nice", "Heartbeat"
     );
-    let nice = |tid: i32| crate::drivers::cpu::thread_nice(tid);
+    let nice = |tid: i32| crate::sys::cpu::thread_nice(tid);
     let show_nice = |n: Option<i32>| n.map_or("-".to_string(), |n| n.to_string());
     let main_cpu =
         c.dp.main_cpu

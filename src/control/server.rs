@@ -102,9 +102,8 @@ impl ControlSocket {
         }
         clear_path(path)?;
         // Made 0600 by bind itself: no moment when another user could connect.
-        let listener =
-            crate::drivers::cpu::with_umask(SOCKET_UMASK, || UnixListener::bind(path))
-                .map_err(|e| format!("cannot bind control socket {}: {e}", path.display()))?;
+        let listener = crate::sys::cpu::with_umask(SOCKET_UMASK, || UnixListener::bind(path))
+            .map_err(|e| format!("cannot bind control socket {}: {e}", path.display()))?;
         listener
             .set_nonblocking(true)
             .map_err(|e| format!("control socket: {e}"))?;

@@ -4,7 +4,7 @@
 use super::placement;
 use super::{pcap_trace, watchdog, PlacedRx, WorkerInfo};
 use crate::buffer::BufferPool;
-use crate::drivers::{cpu, TxQueue};
+use crate::drivers::TxQueue;
 use crate::graph::{Graph, NodeDecl};
 use crate::interface::{Interface, SharedL2Modes};
 use crate::nodes::{
@@ -23,6 +23,7 @@ use crate::nodes::{
 use crate::router::adjacency::SharedL3View;
 use crate::router::{LearnSender, SharedTables};
 use crate::subif::SharedSubIfs;
+use crate::sys::cpu;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;

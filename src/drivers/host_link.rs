@@ -4,8 +4,8 @@
 //! transmit queues read its state (one atomic load per burst) and drop, with a named count,
 //! what the device could not send anyway, instead of asking the kernel once per frame.
 
-use super::rtnetlink::{self, LinkMessage};
 use super::LiveStatus;
+use crate::sys::rtnetlink::{self, LinkMessage};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;

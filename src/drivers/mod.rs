@@ -4,19 +4,12 @@
 
 pub mod af_packet;
 pub mod af_xdp;
-pub mod bpf;
-pub mod cpu;
 pub mod host_device;
 pub mod host_link;
-pub mod mapping;
 pub mod memif;
-pub mod netns;
 pub mod null;
 pub mod pcap;
-pub mod rtnetlink;
-pub mod sockopt;
 pub mod tap;
-pub mod tsc;
 pub mod xdp_live;
 
 use crate::buffer::WorkerBuffers;

@@ -39,7 +39,7 @@ impl Tap {
         netns: Option<&str>,
         addresses: &[(IpAddr, u8)],
     ) -> io::Result<Tap> {
-        super::netns::run_in(netns, || Tap::create_here(name, mac, mtu, netns, addresses))
+        crate::sys::netns::run_in(netns, || Tap::create_here(name, mac, mtu, netns, addresses))
     }
 
     fn create_here(
@@ -110,7 +110,7 @@ impl Tap {
         tap.set_up(true)?;
         let mut tap = tap;
         for &(addr, len) in addresses {
-            if let Err(e) = super::rtnetlink::add_address(ifindex, addr, len) {
+            if let Err(e) = crate::sys::rtnetlink::add_address(ifindex, addr, len) {
                 tap.refused.push(format!("{addr}/{len}: {e}"));
             }
         }
@@ -121,11 +121,11 @@ impl Tap {
     /// address changes after the tap was made.
     pub fn set_address(&self, addr: IpAddr, len: u8, add: bool) -> io::Result<()> {
         let ifindex = self.ifindex;
-        super::netns::run_in(self.netns.as_deref(), || {
+        crate::sys::netns::run_in(self.netns.as_deref(), || {
             if add {
-                super::rtnetlink::add_address(ifindex, addr, len)
+                crate::sys::rtnetlink::add_address(ifindex, addr, len)
             } else {
-                super::rtnetlink::delete_address(ifindex, addr, len)
+                crate::sys::rtnetlink::delete_address(ifindex, addr, len)
             }
         })
     }

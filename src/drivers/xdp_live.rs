@@ -11,7 +11,7 @@
 //! Frames sent this way into a veth are dropped unless the peer receives in NAPI mode (an
 //! XDP program attached there, or GRO on): the lab turns GRO on at the DUT's port.
 
-use super::bpf::{
+use crate::sys::bpf::{
     self, insn, load_map_fd, map_create, map_lookup, map_update, prog_test_run, BpfFd, BpfMap,
     Insn, MapKind, TestRun, ALU64_ADD_IMM, ALU64_ADD_REG, ALU64_AND_IMM, ALU64_MOD_IMM,
     ALU64_MOV_IMM, ALU64_MOV_REG, ALU64_RSH_IMM, ALU64_SUB_REG, ALU64_XOR_IMM, ALU_TO_BE, JMP_CALL,

@@ -4,9 +4,9 @@
 //! almost every address in a full BGP table (which has no prefixes longer than /24), two at
 //! most.
 
-use super::mem::prefetch;
 use super::stride::Cells;
 use super::{CHILD, NO_ROUTE};
+use crate::sys::mem::prefetch;
 
 const TOP: usize = 1 << Ip4Lpm::TOP_BITS;
 

@@ -3,9 +3,9 @@
 //! five memory accesses, a /32 in three; the first level and the nodes of the busy /16s and /24s
 //! stay in cache, so the misses are the last two or three.
 
-use super::mem::prefetch;
 use super::stride::Cells;
 use super::{CHILD, NO_ROUTE};
+use crate::sys::mem::prefetch;
 
 const TOP: usize = 1 << Ip6Lpm::TOP_BITS;
 /// Lanes ahead to prefetch, per level. Measured with 200 k routes, table-hitting destinations:

@@ -28,7 +28,6 @@ pub mod destinations;
 pub mod ip4;
 pub mod ip6;
 pub mod measure;
-pub(crate) mod mem;
 pub mod parse;
 pub mod poptrie;
 mod poptrie_build;

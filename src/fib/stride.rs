@@ -18,8 +18,8 @@
 //! `Cells` holds the lookup side of either table (first level and node area, their memory
 //! figures and their huge-page-advised copy), so `ip4` and `ip6` keep only their lookups.
 
-use super::mem;
 use super::{CHILD, NO_ROUTE};
+use crate::sys::mem;
 
 /// The lookup side of a stride trie: the cells the fast path reads.
 pub(crate) trait StrideTable {

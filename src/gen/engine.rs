@@ -8,7 +8,7 @@ use super::port::{FrameSink, Ports};
 use super::report::{Report, RxReport, SecondLine, TxReport};
 use super::{lanes, now_ns, Options};
 use crate::drivers::af_packet::socket::MAX_BATCH;
-use crate::drivers::cpu;
+use crate::sys::cpu;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -5,7 +5,7 @@ use super::frame::{self, Profile};
 use super::report::{Report, RxReport, SecondLine, TxReport};
 use super::{lanes, Options};
 use crate::drivers::af_packet::netdev;
-use crate::drivers::cpu;
+use crate::sys::cpu;
 use std::time::{Duration, Instant};
 
 pub(super) fn rx_counter(name: &str) -> Result<u64, String> {

@@ -6,11 +6,12 @@
 //! every packet taken in a pass is transmitted or dropped before the pass ends.
 
 pub mod counter;
+pub mod features;
 pub mod frame;
 pub mod trace;
 
 use crate::buffer::WorkerBuffers;
-use crate::drivers::tsc;
+use crate::sys::tsc;
 use counter::{CacheAligned, Counter};
 use frame::Frame;
 use std::collections::VecDeque;

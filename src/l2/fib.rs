@@ -68,7 +68,7 @@ impl L2Fib {
     pub fn with_capacity(entries: usize) -> L2Fib {
         let n = (entries * 2).next_power_of_two().max(MIN_SLOTS);
         L2Fib {
-            slots: crate::fib::mem::huge_vec(n, Slot::default).into_boxed_slice(),
+            slots: crate::sys::mem::huge_vec(n, Slot::default).into_boxed_slice(),
             mask: n - 1,
             used: AtomicU64::new(0),
             live: AtomicU64::new(0),
@@ -109,7 +109,7 @@ impl L2Fib {
     /// packet.
     #[inline(always)]
     pub fn prefetch(&self, k: u64) {
-        crate::fib::mem::prefetch(&self.slots[hash(k) as usize & self.mask]);
+        crate::sys::mem::prefetch(&self.slots[hash(k) as usize & self.mask]);
     }
 
     /// Record that the entry `hit` found was seen at `now` (a store only when it changed).

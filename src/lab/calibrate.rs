@@ -13,10 +13,10 @@
 
 use super::{generate_with, memif_socket, netns, port_mtu, RunOptions};
 use crate::buffer::{BufferPool, HugePages};
-use crate::drivers::cpu;
 use crate::drivers::memif::{self, connection::Role, MemifConfig};
 use crate::gen::port::Io;
 use crate::gen::Engine;
+use crate::sys::cpu;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 

@@ -76,7 +76,7 @@ impl LabLock {
             .write(true)
             .open(LOCK_PATH)
             .map_err(|e| format!("{LOCK_PATH}: {e}"))?;
-        crate::drivers::cpu::lock_file(&file).map_err(|e| format!("{LOCK_PATH}: {e}"))?;
+        crate::sys::cpu::lock_file(&file).map_err(|e| format!("{LOCK_PATH}: {e}"))?;
         Ok(LabLock { _file: file })
     }
 }

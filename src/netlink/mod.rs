@@ -231,7 +231,7 @@ impl Drop for Listener {
 /// Enter the namespace and open the subscribed socket.
 fn open(options: &Options, stats: &Mutex<NetlinkStats>) -> Result<Events, String> {
     if let Some(ns) = &options.netns {
-        crate::drivers::netns::enter(ns)?;
+        crate::sys::netns::enter(ns)?;
     }
     let events = Events::open(options.receive_buffer, TICK)
         .map_err(|e| format!("cannot open the netlink socket: {e}"))?;

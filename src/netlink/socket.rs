@@ -66,9 +66,8 @@ impl Events {
         }
         let fd = socket.as_raw_fd();
         let size = receive_buffer.min(i32::MAX as usize) as libc::c_int;
-        if crate::drivers::sockopt::set(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &size).is_err()
-        {
-            crate::drivers::sockopt::set(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &size)?;
+        if crate::sys::sockopt::set(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &size).is_err() {
+            crate::sys::sockopt::set(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &size)?;
         }
         set_wait(fd, wait)?;
         let granted = socket.get_rx_buf_sz().unwrap_or(0);
@@ -106,7 +105,7 @@ fn set_wait(fd: libc::c_int, wait: Duration) -> io::Result<()> {
         tv_sec: wait.as_secs() as libc::time_t,
         tv_usec: wait.subsec_micros() as libc::suseconds_t,
     };
-    crate::drivers::sockopt::set(fd, libc::SOL_SOCKET, libc::SO_RCVTIMEO, &tv)
+    crate::sys::sockopt::set(fd, libc::SOL_SOCKET, libc::SO_RCVTIMEO, &tv)
 }
 
 /// What a dump asks for.

@@ -16,7 +16,9 @@ use crate::acl::session::{
 };
 use crate::acl::Action;
 use crate::acl::FlowKey;
-use crate::features::{self, SharedFeatures, IP4_OUTPUT, IP4_UNICAST, IP6_OUTPUT, IP6_UNICAST};
+use crate::graph::features::{
+    self, SharedFeatures, IP4_OUTPUT, IP4_UNICAST, IP6_OUTPUT, IP6_UNICAST,
+};
 use crate::graph::{Node, NodeCx, NodeDecl};
 use crate::wire::EtherType;
 use arc_swap::ArcSwap;

@@ -209,7 +209,7 @@ impl HostPunt {
         let Some(class) = self.policy.judge(why, l3) else {
             return Error::Refused;
         };
-        if !self.buckets[class as usize].allow_at(crate::drivers::tsc::now()) {
+        if !self.buckets[class as usize].allow_at(crate::sys::tsc::now()) {
             return Error::limited(class);
         }
         self.frame.clear();

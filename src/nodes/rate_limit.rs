@@ -5,7 +5,7 @@
 //! Tokens are kept in fixed point, `ticks_per_sec` units to the token, so that refilling is
 //! one multiplication and no tick is lost to rounding however often the bucket is asked.
 
-use crate::drivers::tsc;
+use crate::sys::tsc;
 
 #[derive(Clone, Debug)]
 pub struct TokenBucket {

@@ -518,7 +518,7 @@ impl Nud {
 /// its key, so that entries learnt together do not all go stale (and get probed) together.
 fn reachable_time(base: Duration, key: &Key) -> Duration {
     use std::hash::{Hash, Hasher};
-    let mut h = crate::fasthash::FastHasher::default();
+    let mut h = crate::sys::fasthash::FastHasher::default();
     key.hash(&mut h);
     let permille = 500 + h.finish() % 1000;
     base * permille as u32 / 1000

@@ -41,7 +41,7 @@ pub use state::{now_ms, Timeouts};
 pub use table::{Refused, SessionStats, SessionTable, SessionView, PACKETS_PER_SWEPT_BUCKET};
 
 use super::rule::FlowKey;
-use crate::fib::mem::prefetch;
+use crate::sys::mem::prefetch;
 use state::{may_open, packet_bits, FROM_B};
 use std::sync::atomic::Ordering::*;
 use std::sync::OnceLock;

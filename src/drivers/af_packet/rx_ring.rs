@@ -3,8 +3,8 @@
 //! over as it is written).
 
 use super::socket::{eth_p_all, PacketSocket};
-use crate::drivers::bpf::ClassicInsn;
-use crate::drivers::mapping::SharedMapping;
+use crate::sys::bpf::ClassicInsn;
+use crate::sys::mapping::SharedMapping;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Receive ring geometry.

@@ -2,7 +2,7 @@
 //! `rx_ring.rs`. The driver's queues and the generator both use these.
 
 pub use super::rx_ring::{RingGeometry, RingLayout, RxFrame, RxOptions, RxRing};
-use crate::drivers::bpf::ClassicInsn;
+use crate::sys::bpf::ClassicInsn;
 use std::io;
 
 /// ETH_P_ALL in network byte order, as sockaddr_ll and socket(2) want it.
@@ -38,7 +38,7 @@ impl PacketSocket {
 
     /// setsockopt(SOL_PACKET, opt, value).
     pub fn set_option<T>(&self, opt: libc::c_int, value: &T) -> io::Result<()> {
-        crate::drivers::sockopt::set(self.fd, libc::SOL_PACKET, opt, value)
+        crate::sys::sockopt::set(self.fd, libc::SOL_PACKET, opt, value)
     }
 
     /// Bind to interface `ifindex`, receiving `protocol` (network order; 0 receives nothing).
@@ -75,7 +75,7 @@ impl PacketSocket {
             filter: program.as_ptr() as *mut libc::sock_filter,
         };
         // The kernel copies the program during the call; `program` outlives it.
-        crate::drivers::sockopt::set(self.fd, libc::SOL_SOCKET, libc::SO_ATTACH_FILTER, &fprog)
+        crate::sys::sockopt::set(self.fd, libc::SOL_SOCKET, libc::SO_ATTACH_FILTER, &fprog)
     }
 
     /// Packets the kernel dropped because the ring was full, since the last call (the kernel
@@ -85,12 +85,7 @@ impl PacketSocket {
         let mut st: libc::tpacket_stats_v3 = unsafe { std::mem::zeroed() };
         // SAFETY: tpacket_stats_v3 is three u32 counters, valid whatever the kernel writes.
         let read = unsafe {
-            crate::drivers::sockopt::get(
-                self.fd,
-                libc::SOL_PACKET,
-                libc::PACKET_STATISTICS,
-                &mut st,
-            )
+            crate::sys::sockopt::get(self.fd, libc::SOL_PACKET, libc::PACKET_STATISTICS, &mut st)
         };
         match read {
             Ok(()) => st.tp_drops as u64,

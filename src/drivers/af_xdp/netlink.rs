@@ -2,7 +2,7 @@
 //! IFLA_XDP attributes and RTM_SETLINK with IFLA_XDP_FD = -1 (over the shared rtnetlink
 //! module).
 
-use crate::drivers::rtnetlink::{
+use crate::sys::rtnetlink::{
     attrs, error_of, push_attr, request, u16_at, u32_at, Socket, LINK_HEADER, NLA_F_NESTED,
     NLM_F_ACK, RTM_GETLINK, RTM_NEWLINK, RTM_SETLINK,
 };

@@ -6,7 +6,7 @@
 //! its process) is taken for a leftover of an earlier run and replaced.
 
 use super::netlink::{self, Attached};
-use crate::drivers::bpf::{
+use crate::sys::bpf::{
     insn, link_xdp, load_map_fd, load_xdp_program, map_create, map_update, program_name, BpfFd,
     BpfMap, Insn, MapKind, ALU64_MOV_IMM, JMP_CALL, JMP_EXIT, LDX_MEM_W,
 };
@@ -161,7 +161,7 @@ pub fn attach(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::drivers::bpf::{BPF_PSEUDO_MAP_FD, LD_IMM64};
+    use crate::sys::bpf::{BPF_PSEUDO_MAP_FD, LD_IMM64};
 
     #[test]
     fn redirect_program_shape() {

@@ -3,7 +3,7 @@
 //! we consume). Each is an mmap'd area holding a producer index, a consumer index, a flags
 //! word and a power-of-two array of entries; indices run freely and wrap at 2^32.
 
-use crate::drivers::mapping::SharedMapping;
+use crate::sys::mapping::SharedMapping;
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
 

@@ -111,14 +111,14 @@ pub struct Xsk {
 }
 
 fn setsockopt<T>(fd: libc::c_int, opt: libc::c_int, value: &T) -> io::Result<()> {
-    crate::drivers::sockopt::set(fd, SOL_XDP, opt, value)
+    crate::sys::sockopt::set(fd, SOL_XDP, opt, value)
 }
 
 /// getsockopt(SOL_XDP) into one of this module's `repr(C)` structs of integers.
 fn getsockopt<T>(fd: libc::c_int, opt: libc::c_int, value: &mut T) -> io::Result<()> {
     // SAFETY: T is one of this module's `repr(C)` structs of integers (MmapOffsets,
     // XskStats), which any bytes make valid.
-    unsafe { crate::drivers::sockopt::get(fd, SOL_XDP, opt, value) }
+    unsafe { crate::sys::sockopt::get(fd, SOL_XDP, opt, value) }
 }
 
 /// What to open.
@@ -252,9 +252,8 @@ fn explain(e: io::Error, mode: CopyMode) -> String {
 /// of `usecs` per call, a NAPI budget of `BUSY_POLL_BUDGET` frames.
 fn prefer_busy_poll(fd: libc::c_int, usecs: u32) -> io::Result<()> {
     let one: libc::c_int = 1;
-    let set = |opt: libc::c_int, v: libc::c_int| {
-        crate::drivers::sockopt::set(fd, libc::SOL_SOCKET, opt, &v)
-    };
+    let set =
+        |opt: libc::c_int, v: libc::c_int| crate::sys::sockopt::set(fd, libc::SOL_SOCKET, opt, &v);
     set(SO_PREFER_BUSY_POLL, one)?;
     set(libc::SO_BUSY_POLL, usecs as libc::c_int)?;
     set(SO_BUSY_POLL_BUDGET, BUSY_POLL_BUDGET as libc::c_int)

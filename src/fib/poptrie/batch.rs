@@ -3,9 +3,9 @@
 
 use super::shortcut::short_home;
 use super::{AtomicNode, Key, Poptrie, BLOCK, INDEX, STRIDE};
-use crate::fib::mem::prefetch;
 use crate::fib::poptrie_writer::{SMALL_TOP_BITS, TOP_BITS};
 use crate::fib::{CHILD, NO_ROUTE};
+use crate::sys::mem::prefetch;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 
 /// Addresses ahead the batched lookup prefetches its top-level entry.

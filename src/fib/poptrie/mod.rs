@@ -27,10 +27,10 @@
 //! One generic trie over `Key` (the top-level index and the 6-bit chunks of a `u32` or a
 //! `u128`), monomorphized for each family.
 
-use super::mem::huge_vec;
 use super::poptrie_build::{Node, Subtrees};
 use super::prefix::Addr;
 use super::{CHILD, NO_ROUTE};
+use crate::sys::mem::huge_vec;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 
 mod batch;

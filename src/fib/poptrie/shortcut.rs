@@ -3,9 +3,9 @@
 //! above. The writer keeps it in step with the trie; a key it cannot hold walks from the top.
 
 use super::{Key, Poptrie, BLOCK, BLOCK_NODES, INDEX, STRIDE};
-use crate::fib::mem::huge_vec;
 use crate::fib::prefix::Prefix;
 use crate::fib::CHILD;
+use crate::sys::mem::huge_vec;
 use std::sync::atomic::{AtomicU64, Ordering::*};
 
 /// Bits of a shortcut entry that hold the node index; the key (the address's first

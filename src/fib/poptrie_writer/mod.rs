@@ -33,7 +33,7 @@ use super::poptrie_build::{build_all, build_slot, Node, Subtrees};
 use super::prefix::Prefix;
 use super::routes::RouteTable;
 use super::NO_ROUTE;
-use crate::fasthash::FastBuild;
+use crate::sys::fasthash::FastBuild;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! interface, or straight to the lookup.
 
 use super::Family;
-use crate::features::{self, SharedFeatures};
+use crate::graph::features::{self, SharedFeatures};
 use crate::graph::{Node, NodeCx, NodeDecl};
 use std::marker::PhantomData;
 

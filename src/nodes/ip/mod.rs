@@ -63,7 +63,7 @@ impl Family for V4 {
     const ICMP_ERROR_NODE: &'static str = super::ICMP4_ERROR;
     const REWRITE_NODE: &'static str = super::ip4::lookup::IP4_REWRITE;
     const LOCAL_NODE: &'static str = super::IP4_LOCAL;
-    const UNICAST_ARC: usize = crate::features::IP4_UNICAST;
+    const UNICAST_ARC: usize = crate::graph::features::IP4_UNICAST;
 }
 
 impl Family for V6 {
@@ -75,5 +75,5 @@ impl Family for V6 {
     const ICMP_ERROR_NODE: &'static str = super::ICMP6_ERROR;
     const REWRITE_NODE: &'static str = super::IP6_REWRITE;
     const LOCAL_NODE: &'static str = super::IP6_LOCAL;
-    const UNICAST_ARC: usize = crate::features::IP6_UNICAST;
+    const UNICAST_ARC: usize = crate::graph::features::IP6_UNICAST;
 }

@@ -14,7 +14,7 @@
 
 use super::Family;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
-use crate::features::{self, FeatureView, SharedFeatures};
+use crate::graph::features::{self, FeatureView, SharedFeatures};
 use crate::graph::{NodeCx, NodeDecl, TracedLoop};
 use crate::nodes::IcmpErrorRequest;
 use crate::router::adjacency::{ethernet_rewrite, AdjKind, Adjacency, L3View, SharedL3View};

@@ -120,7 +120,7 @@ mod tests {
     fn run(frames: &[Vec<u8>]) -> (usize, usize, Vec<u64>) {
         let h = Harness::new(1);
         let out = h.run_node(
-            Ip4Input::decl(crate::features::shared(Default::default())),
+            Ip4Input::decl(crate::graph::features::shared(Default::default())),
             frames,
             0,
         );

@@ -51,7 +51,7 @@ impl RewriteRules for V4 {
     type Counter = Error;
     type Dst = u32;
     const RESOLVE_NODE: &'static str = super::IP4_ARP;
-    const OUTPUT_ARC: usize = crate::features::IP4_OUTPUT;
+    const OUTPUT_ARC: usize = crate::graph::features::IP4_OUTPUT;
     const REWRITE_ERRORS: &'static [&'static str] = &ERRORS;
     const HOPS: &'static str = "ttl";
     const NOT_OF_FAMILY: Error = Error::NotIpv4;

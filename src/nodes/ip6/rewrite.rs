@@ -55,7 +55,7 @@ impl RewriteRules for V6 {
     type Counter = Error;
     type Dst = u128;
     const RESOLVE_NODE: &'static str = super::IP6_ND;
-    const OUTPUT_ARC: usize = crate::features::IP6_OUTPUT;
+    const OUTPUT_ARC: usize = crate::graph::features::IP6_OUTPUT;
     const REWRITE_ERRORS: &'static [&'static str] = &ERRORS;
     const HOPS: &'static str = "hop limit";
     const NOT_OF_FAMILY: Error = Error::NotIpv6;
