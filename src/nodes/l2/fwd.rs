@@ -5,10 +5,9 @@
 //! whose source is a group or all-zero address is dropped, and so is one to a reserved
 //! link-local group 01:80:C2:00:00:0N that the domain's `group-fwd-mask` does not let through.
 
-use super::bridge_keys::BridgeKeys;
 use crate::graph::{NodeCx, NodeDecl, TracedLoop};
 use crate::interface::SharedL2Modes;
-use crate::l2::fib::L2FibReader;
+use crate::l2::fib::{key, L2FibReader};
 use crate::l2::reserved::{forwarded, link_local_group, valid_source};
 
 #[repr(usize)]
@@ -46,11 +45,14 @@ const ERRORS: [&str; 8] = [
     "to a reserved link-local group 01:80:c2:00:00:0x not in group-fwd-mask (IEEE 802.1D)",
 ];
 
+/// Packets ahead whose table slot is prefetched.
+const PREFETCH_AHEAD: usize = 16;
+
 pub struct L2Fwd {
     modes: SharedL2Modes,
     fib: L2FibReader,
-    /// The frame's destination keys.
-    keys: BridgeKeys,
+    /// The frame's destination keys, reused between frames.
+    keys: Vec<u64>,
 }
 
 impl L2Fwd {
@@ -68,7 +70,7 @@ impl L2Fwd {
             L2Fwd {
                 modes,
                 fib,
-                keys: BridgeKeys::default(),
+                keys: Vec::with_capacity(256),
             },
         )
     }
@@ -78,13 +80,22 @@ impl TracedLoop for L2Fwd {
     fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
         let modes = self.modes.load();
         let table = self.fib.load();
-        // First each frame's unicast destination key (a group address has nothing to look
-        // up); the lookups then prefetch from these.
-        self.keys.gather(cx.bufs, &modes, frame, |d| {
-            d.get(..6).filter(|dst| dst[0] & 1 == 0)
-        });
+        // First each frame's destination key (the headers are in cache), 0 where there is
+        // nothing to look up; the lookups then prefetch from these.
+        self.keys.clear();
+        for &bi in frame {
+            let (meta, data) = cx.bufs.meta_data(bi);
+            let k = match (modes.bridge_port(meta.rx_if), data.get(..6)) {
+                (Some((port, _)), Some(dst)) if dst[0] & 1 == 0 => key(port.bd, dst),
+                _ => 0,
+            };
+            self.keys.push(k);
+        }
         for (i, &bi) in frame.iter().enumerate() {
-            let k = self.keys.next(i, &table);
+            if let Some(&ahead) = self.keys.get(i + PREFETCH_AHEAD) {
+                table.prefetch(ahead);
+            }
+            let k = self.keys[i];
             let (meta, frame) = cx.bufs.meta_data_mut(bi);
             let rx = meta.rx_if;
             let frame: &[u8] = frame;

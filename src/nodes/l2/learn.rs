@@ -4,14 +4,16 @@
 //! worker sends an address at most once a second, so a busy unknown source costs one
 //! message, not one per frame. Every frame goes on to l2-fwd.
 
-use super::bridge_keys::BridgeKeys;
 use crate::graph::{NodeCx, NodeDecl, TracedLoop};
 use crate::interface::SharedL2Modes;
 use crate::l2::bridge::{L2Clock, MacLearn, MacLearnSender};
-use crate::l2::fib::{key_mac, L2FibReader};
+use crate::l2::fib::{key, key_mac, L2FibReader};
 use crate::l2::reserved::{learns_from, valid_source};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// Packets ahead whose table slot is prefetched.
+const PREFETCH_AHEAD: usize = 16;
 
 /// Addresses remembered as sent this second (direct-mapped; a collision only resends).
 const RECENT_SLOTS: usize = 4096;
@@ -28,8 +30,8 @@ pub struct L2Learn {
     learns: MacLearnSender,
     lost: Arc<AtomicU64>,
     pending: Vec<MacLearn>,
-    /// The frame's source keys.
-    keys: BridgeKeys,
+    /// The frame's source keys, reused between frames.
+    keys: Vec<u64>,
     /// Tags of (address, interface) sent during `recent_second`.
     recent: Box<[u64]>,
     recent_second: u32,
@@ -57,7 +59,7 @@ impl L2Learn {
                 learns: parts.learns,
                 lost: parts.lost,
                 pending: Vec::new(),
-                keys: BridgeKeys::default(),
+                keys: Vec::with_capacity(256),
                 recent: vec![0; RECENT_SLOTS].into_boxed_slice(),
                 recent_second: u32::MAX,
             },
@@ -85,12 +87,22 @@ impl TracedLoop for L2Learn {
         // these. 0: nothing to learn — the interface left its bridge meanwhile, or the source
         // is a group or the all-zero address (l2-fwd drops and counts both), or the frame is
         // a PAUSE (IEEE 802.1D: never learnt, as in Linux).
-        self.keys.gather(cx.bufs, &modes, frame, |d| {
-            d.get(6..12)
-                .filter(|src| valid_source(src) && learns_from(d))
-        });
+        self.keys.clear();
+        for &bi in frame {
+            let (meta, data) = cx.bufs.meta_data(bi);
+            let k = match (modes.bridge_port(meta.rx_if), data.get(6..12)) {
+                (Some((port, _)), Some(src)) if valid_source(src) && learns_from(data) => {
+                    key(port.bd, src)
+                }
+                _ => 0,
+            };
+            self.keys.push(k);
+        }
         for (i, &bi) in frame.iter().enumerate() {
-            let k = self.keys.next(i, &table);
+            if let Some(&ahead) = self.keys.get(i + PREFETCH_AHEAD) {
+                table.prefetch(ahead);
+            }
+            let k = self.keys[i];
             if k == 0 {
                 continue;
             }

@@ -5,7 +5,6 @@
 use super::*;
 
 pub mod arp_term;
-pub mod bridge_keys;
 pub mod ethernet_input;
 pub mod flood;
 pub mod fwd;
