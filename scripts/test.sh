@@ -42,10 +42,12 @@ fi
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
 cargo fmt --all -- --check
-cargo clippy --all-targets -- -D warnings
-cargo test --all-targets -- --test-threads=2
+cargo clippy --workspace --all-targets -- -D warnings
+# The product alone (the `sluice` command without the tester's commands) builds too.
+cargo clippy --no-default-features -- -D warnings
+cargo test --workspace --all-targets -- --test-threads=2
 # Doc tests: the compile_fail examples that show the pool's unsafe hand-overs need `unsafe`.
-cargo test --doc
+cargo test --workspace --doc
 # Production runs the release profile (optimised, panic = "abort"): run the routed, bridged
 # and memif namespace tests and the pool's ownership checks against it too.
 cargo test --release --test router_ns --test bridge_ns --test memif --test memif_hostile \

@@ -1,5 +1,7 @@
-//! The `sluice` command: one binary for the daemon, its CLI, the generator and the lab. The
-//! command line is declared for clap; each command's options live with its module. Argument
+//! The `sluice` command: one binary for the daemon and its CLI (the product, crates/sluice) and
+//! the generator, the lab and the benchmarks (the tester, crates/sluice-lab). Built without the
+//! default `lab` feature it carries the product alone. The command line is declared for clap;
+//! each command's options live with its module. Argument
 //! errors are one line on stderr and exit code 2; failed runs exit 1.
 
 use clap::error::ErrorKind;
@@ -25,20 +27,24 @@ enum Command {
     /// Send a command to a running daemon (try: sluice ctl help)
     Ctl(sluice::control::client::CtlArgs),
     /// Packet generator on af_packet, AF_XDP or memif ports
-    Gen(sluice::gen::GenArgs),
+    #[cfg(feature = "lab")]
+    Gen(sluice_lab::gen::GenArgs),
     /// Capture an interface's receive queues in parallel, one pcap file per queue
     Capture(sluice::capture::CaptureArgs),
     /// The namespace lab: up, down, run, bench
+    #[cfg(feature = "lab")]
     Lab {
         #[command(subcommand)]
-        command: sluice::lab::args::LabCommand,
+        command: sluice_lab::lab::args::LabCommand,
     },
     /// RFC 2544 NDR/PDR search of a DUT in the lab; `bench compare` compares results
-    Bench(sluice::lab::rfc2544::BenchCommand),
+    #[cfg(feature = "lab")]
+    Bench(sluice_lab::lab::rfc2544::BenchCommand),
     /// Route tables: synthetic full views, lookups, FIB benchmark
+    #[cfg(feature = "lab")]
     Fib {
         #[command(subcommand)]
-        command: sluice::fib::cli::FibCommand,
+        command: sluice_lab::fib::cli::FibCommand,
     },
     /// Print the version
     Version,
@@ -61,11 +67,15 @@ fn run(command: Command) -> i32 {
     match command {
         Command::Run(a) => sluice::daemon::main(a),
         Command::Ctl(a) => sluice::control::client::main(a),
-        Command::Gen(a) => sluice::gen::main(a),
+        #[cfg(feature = "lab")]
+        Command::Gen(a) => sluice_lab::gen::main(a),
         Command::Capture(a) => sluice::capture::main(a),
-        Command::Lab { command } => sluice::lab::main(command),
-        Command::Bench(a) => sluice::lab::rfc2544::main(a),
-        Command::Fib { command } => sluice::fib::cli::main(command),
+        #[cfg(feature = "lab")]
+        Command::Lab { command } => sluice_lab::lab::main(command),
+        #[cfg(feature = "lab")]
+        Command::Bench(a) => sluice_lab::lab::rfc2544::main(a),
+        #[cfg(feature = "lab")]
+        Command::Fib { command } => sluice_lab::fib::cli::main(command),
         Command::Version => {
             println!("sluice {}", env!("CARGO_PKG_VERSION"));
             0

@@ -1,7 +1,7 @@
 //! Our Student's t comparison against ministat itself, on the same data: the verdict, the
 //! difference, the interval and the pooled s must read the same at every confidence level.
 
-use sluice::stats::{compare, verdict_text, Summary, CONFIDENCE_LEVELS};
+use sluice_lab::stats::{compare, verdict_text, Summary, CONFIDENCE_LEVELS};
 use std::process::Command;
 
 fn ministat_verdict(a: &[f64], b: &[f64], conf: f64) -> Option<String> {

@@ -1,0 +1,133 @@
+//! Drivers: each one folder, each a small pair of traits (ixy style). A driver moves packets
+//! between its device and pool buffers; the generic input and tx nodes do the rest (counters,
+//! trace, enqueue), so a driver never sees the graph.
+
+pub mod af_packet;
+pub mod af_xdp;
+pub mod host_device;
+pub mod host_link;
+pub mod memif;
+pub mod null;
+pub mod pcap;
+pub mod tap;
+
+use crate::buffer::WorkerBuffers;
+
+/// What one receive burst did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RxBurst {
+    /// Packets written to the output slice.
+    pub packets: usize,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Packets dropped because the pool had no free buffers.
+    pub no_buffers: u64,
+    /// Packets dropped because they do not fit a buffer chain.
+    pub too_long: u64,
+    /// Packets dropped because the device delivered only part of them.
+    pub truncated: u64,
+    /// Descriptors from the device that named no buffer we gave it, or lay outside it.
+    pub bad_descriptors: u64,
+}
+
+/// The receive side of one queue.
+pub trait RxQueue: Send {
+    /// Take up to `out.len()` packets into freshly allocated buffers, whose indices go to
+    /// `out[..packets]`.
+    fn rx_burst(&mut self, bufs: &mut WorkerBuffers, out: &mut [u32]) -> RxBurst;
+    /// Packets the device dropped before we saw them, since the last call.
+    fn take_missed(&mut self) -> u64 {
+        0
+    }
+    /// Like `take_missed`, but read the device's counters now (drivers that read them only
+    /// every so many polls): for a final count.
+    fn take_missed_now(&mut self) -> u64 {
+        self.take_missed()
+    }
+    /// Pool buffers this queue holds (for `show buffers`).
+    fn held_buffers(&self) -> usize {
+        0
+    }
+}
+
+/// What one transmit burst did. Every packet handed to `tx_burst` is accounted for in
+/// exactly one of these counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TxBurst {
+    pub sent: usize,
+    pub bytes: u64,
+    /// Dropped because the device's queue was full.
+    pub queue_full: usize,
+    /// Dropped because the device refused them (an error from the kernel).
+    pub errors: usize,
+    /// Dropped because they exceed the interface MTU.
+    pub too_long: usize,
+    /// Dropped without trying because the host link is down or its device is gone.
+    pub link_down: usize,
+    /// Dropped because the peer had no room for them (a memif client that has not posted
+    /// receive buffers): the receiver's limit, not this one's.
+    pub peer_full: usize,
+}
+
+/// The transmit side of one queue.
+pub trait TxQueue: Send {
+    /// Transmit `pkts`. The queue takes ownership of every packet: it sends or drops each
+    /// one and frees (or keeps, for zero-copy devices) its buffers.
+    fn tx_burst(&mut self, bufs: &mut WorkerBuffers, pkts: &[u32]) -> TxBurst;
+    /// Pool buffers this queue holds (for `show buffers`).
+    fn held_buffers(&self) -> usize {
+        0
+    }
+}
+
+/// An opened interface: one rx queue per worker that polls it, and one tx queue per worker
+/// plus one for the main thread (TX = RX + 1, so no two threads share a tx queue).
+pub struct DriverPorts {
+    pub rx: Vec<Box<dyn RxQueue>>,
+    pub tx: Vec<Box<dyn TxQueue>>,
+    pub mtu: u32,
+    /// Facts for `show interface`.
+    pub details: Vec<(String, String)>,
+    /// Device state to restore when the interface is closed (MTU, promiscuous mode): these
+    /// values undo their change when dropped.
+    pub restore: Vec<Box<dyn Send + Sync>>,
+    /// State the driver changes while running (a memif peer that comes and goes).
+    pub live: Option<std::sync::Arc<dyn LiveStatus>>,
+}
+
+/// What a driver knows now about its link: for `show interface` and `show hardware`.
+pub trait LiveStatus: Send + Sync {
+    fn link_up(&self) -> bool;
+    fn details(&self) -> Vec<(String, String)>;
+    /// The link state by name ("up", "down"; host devices also "lower-down", "deleted").
+    fn link_state(&self) -> &'static str {
+        if self.link_up() {
+            "up"
+        } else {
+            "down"
+        }
+    }
+    /// Counters of the link itself (changes, frames dropped because it was down).
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+    /// The host device, for drivers that sit on a Linux interface (af_packet, af_xdp): the
+    /// link monitor keeps these current.
+    fn host_link(self: std::sync::Arc<Self>) -> Option<std::sync::Arc<host_link::HostLink>> {
+        None
+    }
+}
+
+/// The transmit side of an interface that has none (a pcap interface without `tx-file`):
+/// every packet is dropped and counted as a device error.
+pub struct NoTx;
+
+impl TxQueue for NoTx {
+    fn tx_burst(&mut self, bufs: &mut WorkerBuffers, pkts: &[u32]) -> TxBurst {
+        bufs.free_all(pkts);
+        TxBurst {
+            errors: pkts.len(),
+            ..TxBurst::default()
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! sluice: a userspace vector packet processor (software router and switch): the dataplane,
+//! its daemon and control socket. The traffic generator and the benchmark lab that measure it
+//! are the `sluice-lab` crate, which depends on this one.
+
+pub mod acl;
+pub mod buffer;
+pub mod capture;
+pub mod config;
+pub mod control;
+pub mod daemon;
+pub mod dataplane;
+pub mod drivers;
+pub mod fib;
+pub mod graph;
+pub mod handoff;
+pub mod interface;
+pub mod l2;
+pub mod lcp;
+pub mod netlink;
+pub mod nodes;
+pub mod router;
+pub mod rss;
+pub mod sd_notify;
+pub mod subif;
+pub mod sys;
+pub mod wire;
