@@ -381,7 +381,7 @@ fn one_socket_per_queue_one_queue_per_worker() {
             )
             .output()
             .unwrap();
-        let gen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let gen = common::json_output(&out);
         assert_eq!(gen["rx_packets"], 20000, "{gen}");
     }
     let runtime = ctl_json(&socket, "show runtime");

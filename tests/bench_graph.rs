@@ -4,6 +4,8 @@
 
 use std::process::Command;
 
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_sluice");
 
 #[test]
@@ -16,9 +18,7 @@ fn reports_each_worker_count_in_json() {
         .arg(list.join(","))
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = common::json_output(&out);
     let results = doc["results"].as_array().expect("results");
     assert_eq!(results.len(), counts.len(), "{doc}");
     for (r, &w) in results.iter().zip(&counts) {

@@ -246,8 +246,7 @@ fn an_l3_sub_interface_routes_tagged_traffic() {
         )
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let got: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let got = common::json_output(&o);
     let errors = ctl(&socket, "show errors").unwrap_or_default();
     assert_eq!(
         got["arp"]["vlans"],

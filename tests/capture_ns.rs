@@ -166,9 +166,7 @@ impl Capture {
             std::thread::sleep(Duration::from_millis(20));
         }
         let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "capture exited with {}", out.status);
-        serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+        common::json_output(&out)
     }
 
     fn signal(&self, sig: &str) {

@@ -112,7 +112,7 @@ fn ctl_answers_and_rejects_bad_lines() {
     assert!(out.contains("p0") && out.contains("p1"), "{out}");
 
     let o = sluice(&["ctl", "-s", s, "show", "interface", "--json"]);
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = common::json_output(&o);
     assert_eq!(v.as_array().unwrap().len(), 2);
 
     let o = sluice(&["ctl", "-s", s, "show", "frobs"]);
@@ -145,9 +145,7 @@ fn ctl_answers_and_rejects_bad_lines() {
 /// The vectors `node` handled on each worker since the last `clear runtime`.
 fn vectors_by_worker(s: &str, node: &str) -> Vec<u64> {
     let o = sluice(&["ctl", "-s", s, "show", "runtime", "--json"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    common::vectors_by_worker(&v, node)
+    common::vectors_by_worker(&common::json_output(&o), node)
 }
 
 /// Receive queues start where [[rx-placement]] puts them and move between two workers while
@@ -188,8 +186,7 @@ fn rx_placement_moves_queues_between_workers_under_traffic() {
     };
     let placement = || {
         let o = ctl(&["show", "interface", "rx-placement", "--json"]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let v = common::json_output(&o);
         v.as_array()
             .unwrap()
             .iter()
@@ -212,7 +209,7 @@ fn rx_placement_moves_queues_between_workers_under_traffic() {
     let settle = || std::thread::sleep(Duration::from_millis(300));
     let sent = || {
         let o = ctl(&["show", "interface", "n1", "--json"]);
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let v = common::json_output(&o);
         v[0]["tx_packets"].as_u64().unwrap_or(0)
     };
 
@@ -322,8 +319,7 @@ fn show_queues_and_the_monitor_follow_the_load() {
     };
     let queues = || {
         let o = ctl(&["show", "queues", "--json"]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+        common::json_output(&o)
     };
     // Two sampling intervals: the rates are over a whole second of traffic.
     std::thread::sleep(Duration::from_millis(2200));

@@ -4,6 +4,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_sluice");
 
 fn tmpfile(tag: &str) -> PathBuf {
@@ -197,8 +199,7 @@ fn fib_bench_command_reports_every_figure() {
 
     // The same figures as one JSON document.
     let o = sluice(&["fib", "bench", "--routes", f, "--seconds", "0.02", "--json"]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let doc = common::json_output(&o);
     assert_eq!(doc["v4"]["routes"], 2000, "{doc}");
     assert_eq!(doc["v4"]["longer_than_24"], 100, "{doc}");
     assert_eq!(doc["v6"]["routes"], 500, "{doc}");
@@ -254,8 +255,7 @@ fn fib_bench_command_reports_every_figure() {
         "--fib",
         "dir24",
     ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let doc = common::json_output(&o);
     assert!(
         doc.get("v4").is_none()
             && doc["dir24"]["v4"]["lookups_per_s"]["hit"].as_f64().unwrap() > 0.0,

@@ -15,8 +15,7 @@ fn run_rows(args: &[&str]) -> Vec<serde_json::Value> {
     all.extend(args);
     all.extend(["--count", "20000", "--rate", "50000", "--json"]);
     let o = lab(&all);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    match serde_json::from_slice(&o.stdout).unwrap() {
+    match common::json_output(&o) {
         serde_json::Value::Array(a) => a,
         one => vec![one],
     }
@@ -217,8 +216,7 @@ fn lab_up_down_is_idempotent_and_clean() {
             "1",
             "--json",
         ]);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let r = common::json_output(&o);
         assert_eq!(r["io"], "testpmd-af_packet", "{r}");
         let (tx, rx) = (
             r["tx_packets"].as_u64().unwrap(),
@@ -254,9 +252,9 @@ fn lab_up_down_is_idempotent_and_clean() {
         "--no-calibrate",
         "--json",
     ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let rows: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
-    for r in &rows {
+    let rows = common::json_output(&o);
+    let rows = rows.as_array().expect("rows");
+    for r in rows {
         let p = &r["runs"][0]["profile"];
         assert!(p["cpu_ns"].as_u64().is_some_and(|n| n > 0), "{r}");
         assert_eq!(p["top"].as_array().map(Vec::len), Some(10), "{p}");

@@ -710,12 +710,7 @@ fn the_generator_serves_a_client_dut_that_copies_nothing() {
         .unwrap();
     let mut dut = start_daemon(&cfg, &ctl);
     let out = gen.wait_with_output().unwrap();
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "gen gave no report ({e}): {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
+    let r = common::json_output(&out);
     assert_eq!(r["rx_packets"], 2000, "{r}");
     for (name, dir) in [("d0", "received"), ("d1", "sent")] {
         let i = interface(&ctl, name);

@@ -318,6 +318,17 @@ impl WorkerBuffers {
     pub fn packet_len(&self, bi: u32) -> usize {
         self.meta(bi).total_len as usize
     }
+
+    /// How many buffers the chain starting at `bi` holds (1 for an unchained packet).
+    pub fn segment_count(&self, bi: u32) -> usize {
+        let mut segs = 0;
+        let mut seg = bi;
+        while seg != NO_BUFFER {
+            segs += 1;
+            seg = self.meta(seg).next;
+        }
+        segs
+    }
 }
 
 impl Drop for WorkerBuffers {

@@ -39,20 +39,16 @@ pub(crate) const ACL: SectionDoc = SectionDoc {
     accepted: super::reference::serde_fields::<AclKeys>,
     aliases: &[],
     keys: &[
-        Key {
-            name: "name",
-            ty: "string",
-            default: "required",
-            doc: "the list's name, unique",
-            example: "\"edge\"",
-        },
-        Key {
-            name: "rules",
-            ty: "list of strings",
-            default: "required",
-            doc: "permit|deny|permit+reflect [ipv4|ipv6] [src PREFIX|any] [dst PREFIX|any] [proto tcp|udp|icmp|icmpv6|N] [sport P[-Q]] [dport P[-Q]] [icmp-type T[-U]] [icmp-code C[-D]] [tcp-flags VALUE MASK]; permit+reflect opens a session that lets the replies in",
-            example: "[\"deny proto icmp\", \"permit\"]",
-        },
+        Key::required("name", "string", "the list's name, unique", "\"edge\""),
+        Key::required(
+            "rules",
+            "list of strings",
+            "permit|deny|permit+reflect [ipv4|ipv6] [src PREFIX|any] [dst PREFIX|any] [proto \
+             tcp|udp|icmp|icmpv6|N] [sport P[-Q]] [dport P[-Q]] [icmp-type T[-U]] [icmp-code \
+             C[-D]] [tcp-flags VALUE MASK]; permit+reflect opens a session that lets the replies \
+             in",
+            "[\"deny proto icmp\", \"permit\"]",
+        ),
     ],
 };
 
@@ -79,20 +75,8 @@ pub(crate) const ACL_OUTPUT: SectionDoc = SectionDoc {
 };
 
 const ACL_BINDING_KEYS: [Key; 2] = [
-    Key {
-        name: "interface",
-        ty: "string",
-        default: "required",
-        doc: "the interface checked",
-        example: "\"d0\"",
-    },
-    Key {
-        name: "acl",
-        ty: "string",
-        default: "required",
-        doc: "an [[acl]]'s name",
-        example: "\"edge\"",
-    },
+    Key::required("interface", "string", "the interface checked", "\"d0\""),
+    Key::required("acl", "string", "an [[acl]]'s name", "\"edge\""),
 ];
 
 /// [sessions] in the reference (`docs/config.md`).

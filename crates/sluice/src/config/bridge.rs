@@ -43,13 +43,7 @@ pub(crate) const BRIDGE_DOMAIN: SectionDoc = SectionDoc {
     accepted: super::reference::serde_fields::<BridgeDomainKeys>,
     aliases: &[],
     keys: &[
-        Key {
-            name: "id",
-            ty: "integer",
-            default: "required",
-            doc: "the domain's number, unique",
-            example: "10",
-        },
+        Key::required("id", "integer", "the domain's number, unique", "10"),
         Key {
             name: "learn",
             ty: "boolean",
@@ -125,27 +119,24 @@ pub(crate) const L2FIB: SectionDoc = SectionDoc {
     accepted: super::reference::serde_fields::<StaticMacKeys>,
     aliases: &[],
     keys: &[
-        Key {
-            name: "mac",
-            ty: "string",
-            default: "required",
-            doc: "a unicast MAC address",
-            example: "\"02:00:00:00:00:01\"",
-        },
-        Key {
-            name: "bridge-domain",
-            ty: "integer",
-            default: "required",
-            doc: "a defined [[bridge-domain]]'s id",
-            example: "10",
-        },
-        Key {
-            name: "interface",
-            ty: "string",
-            default: "required",
-            doc: "the member the address is behind",
-            example: "\"d2\"",
-        },
+        Key::required(
+            "mac",
+            "string",
+            "a unicast MAC address",
+            "\"02:00:00:00:00:01\"",
+        ),
+        Key::required(
+            "bridge-domain",
+            "integer",
+            "a defined [[bridge-domain]]'s id",
+            "10",
+        ),
+        Key::required(
+            "interface",
+            "string",
+            "the member the address is behind",
+            "\"d2\"",
+        ),
     ],
 };
 
@@ -159,20 +150,8 @@ pub(crate) const BVI: SectionDoc = SectionDoc {
     accepted: super::reference::serde_fields::<BviKeys>,
     aliases: &[],
     keys: &[
-        Key {
-            name: "instance",
-            ty: "integer",
-            default: "required",
-            doc: "N of the name bviN, unique",
-            example: "10",
-        },
-        Key {
-            name: "bridge-domain",
-            ty: "integer",
-            default: "required",
-            doc: "the domain it joins",
-            example: "10",
-        },
+        Key::required("instance", "integer", "N of the name bviN, unique", "10"),
+        Key::required("bridge-domain", "integer", "the domain it joins", "10"),
         Key {
             name: "mac",
             ty: "string",

@@ -27,20 +27,18 @@ pub(crate) const SECTION: SectionDoc = SectionDoc {
     accepted: super::reference::serde_fields::<HandoffKeys>,
     aliases: &[],
     keys: &[
-        Key {
-            name: "interface",
-            ty: "string",
-            default: "required",
-            doc: "an [[interface]] (its sub-interfaces' packets follow it); named once",
-            example: "\"d0\"",
-        },
-        Key {
-            name: "workers",
-            ty: "array of integers",
-            default: "required",
-            doc: "the workers to spread over, each from 0 to workers - 1, each once",
-            example: "[0, 1]",
-        },
+        Key::required(
+            "interface",
+            "string",
+            "an [[interface]] (its sub-interfaces' packets follow it); named once",
+            "\"d0\"",
+        ),
+        Key::required(
+            "workers",
+            "array of integers",
+            "the workers to spread over, each from 0 to workers - 1, each once",
+            "[0, 1]",
+        ),
         Key {
             name: "key",
             ty: "string",

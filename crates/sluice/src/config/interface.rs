@@ -25,20 +25,20 @@ pub(crate) const SECTION: SectionDoc = SectionDoc {
     accepted: super::reference::serde_fields::<InterfaceKeys>,
     aliases: &[],
     keys: &[
-        Key {
-            name: "name",
-            ty: "string",
-            default: "required",
-            doc: "the interface's name in sluice (1-32 characters, no spaces, unique)",
-            example: "\"d0\"",
-        },
-        Key {
-            name: "driver",
-            ty: "string",
-            default: "required",
-            doc: "auto (AF_XDP where the kernel and device allow it, else AF_PACKET) | af_packet | af_xdp | memif | pcap | null (no device: 64-byte frames made on receive, freed on transmit; for benchmarks)",
-            example: "\"af_packet\"",
-        },
+        Key::required(
+            "name",
+            "string",
+            "the interface's name in sluice (1-32 characters, no spaces, unique)",
+            "\"d0\"",
+        ),
+        Key::required(
+            "driver",
+            "string",
+            "auto (AF_XDP where the kernel and device allow it, else AF_PACKET) | af_packet | \
+             af_xdp | memif | pcap | null (no device: 64-byte frames made on receive, freed on \
+             transmit; for benchmarks)",
+            "\"af_packet\"",
+        ),
         Key {
             name: "host",
             ty: "string",
@@ -318,10 +318,7 @@ fn interfaces(st: &State, sec: &SectionDoc) -> Result<Vec<Entry>, String> {
         let mut e = Entry::from_table(sec, written);
         e.remove("address");
         e.set("state", state_word(itf.is_up()));
-        let addrs = st.addresses(itf.index);
-        if !addrs.is_empty() {
-            e.set("address", addrs);
-        }
+        st.set_addresses(&mut e, itf.index);
         out.push(e);
     }
     Ok(out)

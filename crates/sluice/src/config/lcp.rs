@@ -18,20 +18,20 @@ pub(crate) const SECTION: SectionDoc = SectionDoc {
     accepted: super::reference::serde_fields::<LcpKeys>,
     aliases: &[],
     keys: &[
-        Key {
-            name: "interface",
-            ty: "string",
-            default: "required",
-            doc: "an interface or sub-interface (its tap is untagged: the sub-interface's tags are taken off on the way up and put on on the way down); paired at most once",
-            example: "\"e0\"",
-        },
-        Key {
-            name: "host-if",
-            ty: "string",
-            default: "required",
-            doc: "the tap's name in Linux (at most 15 characters); made when the daemon starts, gone when it stops",
-            example: "\"tap-e0\"",
-        },
+        Key::required(
+            "interface",
+            "string",
+            "an interface or sub-interface (its tap is untagged: the sub-interface's tags are \
+             taken off on the way up and put on on the way down); paired at most once",
+            "\"e0\"",
+        ),
+        Key::required(
+            "host-if",
+            "string",
+            "the tap's name in Linux (at most 15 characters); made when the daemon starts, gone \
+             when it stops",
+            "\"tap-e0\"",
+        ),
         Key {
             name: "netns",
             ty: "string",

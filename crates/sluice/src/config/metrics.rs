@@ -131,22 +131,22 @@ mod tests {
         assert_eq!(a.unwrap().port(), 9482);
     }
 
+    /// The error for a `listen` address on line `line` that is not a loopback one.
+    fn not_loopback(line: u32, addr: &str) -> String {
+        format!(
+            "t.toml:{line}: key 'listen': '{addr}' is not a loopback address; the endpoint has \
+             no authentication, so serving it beyond this machine needs allow-remote = true"
+        )
+    }
+
     error_tests! {
         public_address_is_refused:
-            "[metrics]\n\nlisten = \"192.0.2.1:9482\"\n"
-            => "t.toml:3: key 'listen': '192.0.2.1:9482' is not a loopback address; the \
-                endpoint has no authentication, so serving it beyond this machine needs \
-                allow-remote = true";
+            "[metrics]\n\nlisten = \"192.0.2.1:9482\"\n" => not_loopback(3, "192.0.2.1:9482");
         unspecified_address_is_refused:
             "[metrics]\nlisten = \"0.0.0.0:9482\"\nallow-remote = false\n"
-            => "t.toml:2: key 'listen': '0.0.0.0:9482' is not a loopback address; the \
-                endpoint has no authentication, so serving it beyond this machine needs \
-                allow-remote = true";
+            => not_loopback(2, "0.0.0.0:9482");
         unspecified_ipv6_is_refused:
-            "[metrics]\nlisten = \"[::]:9482\"\n"
-            => "t.toml:2: key 'listen': '[::]:9482' is not a loopback address; the \
-                endpoint has no authentication, so serving it beyond this machine needs \
-                allow-remote = true";
+            "[metrics]\nlisten = \"[::]:9482\"\n" => not_loopback(2, "[::]:9482");
         host_name_is_not_an_address:
             "[dataplane]\nworkers = 1\n[metrics]\nlisten = \"localhost:9482\"\n"
             => "t.toml:4: key 'listen': 'localhost:9482' is not an address and port (e.g. \

@@ -26,27 +26,25 @@ pub(crate) const SECTION: SectionDoc = SectionDoc {
     accepted: super::reference::serde_fields::<PlacementKeys>,
     aliases: &[],
     keys: &[
-        Key {
-            name: "interface",
-            ty: "string",
-            default: "required",
-            doc: "an [[interface]] (sub-interfaces have no queues of their own)",
-            example: "\"d0\"",
-        },
-        Key {
-            name: "queue",
-            ty: "integer",
-            default: "required",
-            doc: "its receive queue, from 0; named once (a queue the driver does not open is an error at start)",
-            example: "0",
-        },
-        Key {
-            name: "worker",
-            ty: "integer",
-            default: "required",
-            doc: "the worker, from 0 to workers - 1",
-            example: "0",
-        },
+        Key::required(
+            "interface",
+            "string",
+            "an [[interface]] (sub-interfaces have no queues of their own)",
+            "\"d0\"",
+        ),
+        Key::required(
+            "queue",
+            "integer",
+            "its receive queue, from 0; named once (a queue the driver does not open is an error \
+             at start)",
+            "0",
+        ),
+        Key::required(
+            "worker",
+            "integer",
+            "the worker, from 0 to workers - 1",
+            "0",
+        ),
     ],
 };
 

@@ -23,6 +23,24 @@ pub struct Key {
     pub example: &'static str,
 }
 
+impl Key {
+    /// A key that must be given (its default reads `required`).
+    pub const fn required(
+        name: &'static str,
+        ty: &'static str,
+        doc: &'static str,
+        example: &'static str,
+    ) -> Key {
+        Key {
+            name,
+            ty,
+            default: "required",
+            doc,
+            example,
+        }
+    }
+}
+
 /// One table of the file: `[name]`, or `[[name]]` when `array` (it may appear many times).
 pub struct SectionDoc {
     pub name: &'static str,

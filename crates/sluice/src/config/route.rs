@@ -18,13 +18,7 @@ pub(crate) const ROUTE: SectionDoc = SectionDoc {
     accepted: super::reference::serde_fields::<RouteKeys>,
     aliases: &[],
     keys: &[
-        Key {
-            name: "prefix",
-            ty: "string",
-            default: "required",
-            doc: "PREFIX/LENGTH",
-            example: "\"198.19.0.0/16\"",
-        },
+        Key::required("prefix", "string", "PREFIX/LENGTH", "\"198.19.0.0/16\""),
         Key {
             name: "table",
             ty: "integer",

@@ -35,20 +35,18 @@ pub(crate) const SECTION: SectionDoc = SectionDoc {
     accepted: super::reference::serde_fields::<SubIfKeys>,
     aliases: &[],
     keys: &[
-        Key {
-            name: "parent",
-            ty: "string",
-            default: "required",
-            doc: "the [[interface]] it belongs to",
-            example: "\"d0\"",
-        },
-        Key {
-            name: "id",
-            ty: "integer",
-            default: "required",
-            doc: "the sub-interface number: the name is PARENT.ID",
-            example: "100",
-        },
+        Key::required(
+            "parent",
+            "string",
+            "the [[interface]] it belongs to",
+            "\"d0\"",
+        ),
+        Key::required(
+            "id",
+            "integer",
+            "the sub-interface number: the name is PARENT.ID",
+            "100",
+        ),
         Key {
             name: "dot1q",
             ty: "integer",
@@ -309,10 +307,7 @@ fn subinterfaces(st: &State) -> Result<Vec<Entry>, String> {
             }
         }
         e.set("state", state_word(sub.interface.is_up()));
-        let addrs = st.addresses(sub.interface.index);
-        if !addrs.is_empty() {
-            e.set("address", addrs);
-        }
+        st.set_addresses(&mut e, sub.interface.index);
         out.push(e);
     }
     Ok(out)

@@ -25,13 +25,7 @@ pub(crate) const SECTION: SectionDoc = SectionDoc {
     accepted: super::reference::serde_fields::<TableKeys>,
     aliases: &[],
     keys: &[
-        Key {
-            name: "id",
-            ty: "integer",
-            default: "required",
-            doc: "the table's number, not 0, unique",
-            example: "10",
-        },
+        Key::required("id", "integer", "the table's number, not 0, unique", "10"),
         Key {
             name: "interfaces",
             ty: "list of strings",

@@ -15,20 +15,13 @@ pub(crate) const SECTION: SectionDoc = SectionDoc {
     accepted: super::reference::serde_fields::<Xconnect>,
     aliases: &[],
     keys: &[
-        Key {
-            name: "rx",
-            ty: "string",
-            default: "required",
-            doc: "the receiving interface (or sub-interface); cross-connected at most once",
-            example: "\"d0\"",
-        },
-        Key {
-            name: "tx",
-            ty: "string",
-            default: "required",
-            doc: "the interface it sends out of",
-            example: "\"d1\"",
-        },
+        Key::required(
+            "rx",
+            "string",
+            "the receiving interface (or sub-interface); cross-connected at most once",
+            "\"d0\"",
+        ),
+        Key::required("tx", "string", "the interface it sends out of", "\"d1\""),
     ],
 };
 

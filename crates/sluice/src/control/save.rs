@@ -119,6 +119,14 @@ impl State<'_> {
         r.addresses(index)
     }
 
+    /// Sets `address` in `e` to interface `index`'s addresses, when it has any.
+    pub fn set_addresses(&self, e: &mut Entry, index: u32) {
+        let addrs = self.addresses(index);
+        if !addrs.is_empty() {
+            e.set("address", addrs);
+        }
+    }
+
     /// The live sub-interfaces (`bvi` false) or BVIs, in index order.
     pub fn soft_interfaces(&self, bvi: bool) -> Vec<crate::subif::SubIf> {
         let table = self.c.dp.subifs.load();

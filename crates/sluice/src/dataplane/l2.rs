@@ -114,22 +114,7 @@ impl Dataplane {
             ("match".into(), tags.to_string()),
         ];
         itf.set_up(up);
-        let itf = Arc::new(itf);
-        {
-            let mut r = self.router.lock().unwrap_or_else(|p| p.into_inner());
-            let at = r.add_interface(&name, p.mac, p.mtu);
-            debug_assert_eq!(
-                at, index,
-                "the router numbers interfaces as the dataplane does"
-            );
-            r.commit();
-        }
-        self.interfaces.list.push(itf.clone());
-        // The modes cover every index before a frame can arrive on the new one.
-        let mut m = (**self.modes.load()).clone();
-        m.xconnect.resize(self.interfaces.list.len(), None);
-        m.bridge.resize(self.interfaces.list.len(), None);
-        self.modes.store(Arc::new(m));
+        let itf = self.add_soft_interface(itf);
         table.insert(SubIf::new(itf, p.index, tags));
         self.subifs.store(Arc::new(table));
         Ok(index)
@@ -152,25 +137,33 @@ impl Dataplane {
             itf.mac = m;
         }
         itf.set_up(true);
+        let itf = self.add_soft_interface(itf);
+        let mut table = (**self.subifs.load()).clone();
+        table.insert(SubIf::bvi(itf));
+        self.subifs.store(Arc::new(table));
+        Ok(index)
+    }
+
+    /// Registers a new software interface (a sub-interface or a BVI) with the router, under
+    /// the index the dataplane gave it, and in the interface list and the modes.
+    fn add_soft_interface(&mut self, itf: Interface) -> Arc<Interface> {
         let itf = Arc::new(itf);
         {
             let mut r = self.router.lock().unwrap_or_else(|p| p.into_inner());
-            let at = r.add_interface(&name, itf.mac, itf.mtu);
+            let at = r.add_interface(&itf.name, itf.mac, itf.mtu);
             debug_assert_eq!(
-                at, index,
+                at, itf.index,
                 "the router numbers interfaces as the dataplane does"
             );
             r.commit();
         }
         self.interfaces.list.push(itf.clone());
+        // The modes cover every index before a frame can arrive on the new one.
         let mut m = (**self.modes.load()).clone();
         m.xconnect.resize(self.interfaces.list.len(), None);
         m.bridge.resize(self.interfaces.list.len(), None);
         self.modes.store(Arc::new(m));
-        let mut table = (**self.subifs.load()).clone();
-        table.insert(SubIf::bvi(itf));
-        self.subifs.store(Arc::new(table));
-        Ok(index)
+        itf
     }
 
     /// Delete sub-interface or BVI `name`; refused while it has a mode or addresses.

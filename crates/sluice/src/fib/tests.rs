@@ -63,24 +63,6 @@ fn check6(w: &mut FibWriter, r: &Reference<u128>, dst: &[u128]) {
     }
 }
 
-/// A random prefix near `base`, so that prefixes of every length overlap a lot.
-fn near4(rng: &mut Rng, base: u32, spread_bits: u32) -> Prefix4 {
-    let a = base ^ (rng.next_u32() >> (32 - spread_bits));
-    // Short prefixes repaint up to 2^24 cells: rare, as in real tables.
-    let len = if rng.below(50) == 0 {
-        rng.below(8)
-    } else {
-        8 + rng.below(25)
-    };
-    Prefix4::containing(a, len as u8)
-}
-
-fn near6(rng: &mut Rng, base: u128, spread_bits: u32) -> Prefix6 {
-    let a = base ^ (rng.next_u128() >> (128 - spread_bits));
-    // Every length, with the long ones that need deep nodes often enough.
-    Prefix6::containing(a, (128 - rng.below(129) as u32 * rng.below(2) as u32) as u8)
-}
-
 /// Each test of a `FibWriter` runs with blocks where a full table's build makes them and with
 /// every subtree a block (`block_min` 0).
 const BLOCK_MINS: [u32; 2] = [super::poptrie_writer::BLOCK_MIN, 0];
@@ -109,7 +91,7 @@ fn v4_random_overlapping_updates_match_reference(block_min: u32) {
                 assert!(w.del4(p).is_some());
                 r.remove(p);
             } else {
-                let p = near4(&mut rng, base, 20);
+                let p = rng.prefix4_near(base, 20);
                 let nh = rng.below(1000) as u32;
                 if w.add4(p, nh).unwrap().is_none() {
                     live.push(p);
@@ -170,7 +152,7 @@ fn v6_random_overlapping_updates_match_reference(block_min: u32) {
                 r.remove(p);
             } else {
                 let spread = [8, 40, 100, 128][rng.below(4) as usize];
-                let p = near6(&mut rng, base, spread);
+                let p = rng.prefix6_near(base, spread);
                 let nh = rng.below(1000) as u32;
                 if w.add6(p, nh).unwrap().is_none() {
                     live.push(p);
@@ -452,11 +434,11 @@ fn fib_deferred_batches_build_once_and_match_reference() {
             }
             let mut added4 = Vec::new();
             for i in 0..400u32 {
-                let p = near4(&mut rng, 0x0a00_0000, 24);
+                let p = rng.prefix4_near(0x0a00_0000, 24);
                 w.add4(p, i + round).unwrap();
                 r4.insert(p, i + round);
                 added4.push(p);
-                let q = near6(&mut rng, 0x2001_0db8u128 << 96, 40);
+                let q = rng.prefix6_near(0x2001_0db8u128 << 96, 40);
                 w.add6(q, i).unwrap();
                 r6.insert(q, i);
             }

@@ -192,10 +192,7 @@ fn bvis(st: &State) -> Result<Vec<Entry>, String> {
         e.set("instance", int(instance))
             .set("bridge-domain", int(*bd))
             .set("mac", itf.mac.to_string());
-        let addrs = st.addresses(itf.index);
-        if !addrs.is_empty() {
-            e.set("address", addrs);
-        }
+        st.set_addresses(&mut e, itf.index);
         out.push(e);
     }
     Ok(out)

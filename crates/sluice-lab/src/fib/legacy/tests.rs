@@ -4,22 +4,6 @@ use super::StrideFibWriter;
 use crate::fib::synth::Rng;
 use sluice::fib::{Prefix4, Prefix6};
 
-fn near4(rng: &mut Rng, base: u32, spread_bits: u32) -> Prefix4 {
-    let a = base ^ (rng.next_u32() >> (32 - spread_bits));
-    // Short prefixes repaint up to 2^24 cells: rare, as in real tables.
-    let len = if rng.below(50) == 0 {
-        rng.below(8)
-    } else {
-        8 + rng.below(25)
-    };
-    Prefix4::containing(a, len as u8)
-}
-
-fn near6(rng: &mut Rng, base: u128, spread_bits: u32) -> Prefix6 {
-    let a = base ^ (rng.next_u128() >> (128 - spread_bits));
-    Prefix6::containing(a, (128 - rng.below(129) as u32 * rng.below(2) as u32) as u8)
-}
-
 /// After a commit the instance readers see and the writer's standby are identical cell for
 /// cell: the replayed log reproduces every write, node growth and node reuse included.
 #[test]
@@ -36,7 +20,7 @@ fn fib_both_instances_identical_after_commits() {
                 let p = live4.swap_remove(rng.below(live4.len() as u64) as usize);
                 w.del4(p);
             } else {
-                let p = near4(&mut rng, 0xc000_0000, 16);
+                let p = rng.prefix4_near(0xc000_0000, 16);
                 if w.add4(p, rng.below(50) as u32).unwrap().is_none() {
                     live4.push(p);
                 }
@@ -45,7 +29,7 @@ fn fib_both_instances_identical_after_commits() {
                 let p = live6.swap_remove(rng.below(live6.len() as u64) as usize);
                 w.del6(p);
             } else {
-                let p = near6(&mut rng, 0x2a00u128 << 112, 64);
+                let p = rng.prefix6_near(0x2a00u128 << 112, 64);
                 if w.add6(p, rng.below(50) as u32).unwrap().is_none() {
                     live6.push(p);
                 }

@@ -7,11 +7,11 @@
 
 use super::connection::POOL_REGION;
 use super::rings::PREFETCH_AHEAD;
-use super::rx::{segment_meta, MemifRx};
+use super::rx::MemifRx;
 use super::shm::{Desc, Region, DESC_FLAG_NEXT};
 use super::tx::MemifTx;
 use super::violation::Violation;
-use crate::buffer::{WorkerBuffers, DATA_SIZE, HEADROOM, NO_BUFFER, STRIDE};
+use crate::buffer::{WorkerBuffers, DATA_SIZE, NO_BUFFER, STRIDE};
 use crate::drivers::{RxBurst, TxBurst};
 use std::sync::Arc;
 
@@ -104,20 +104,8 @@ impl MemifRx {
                 self.partial.skipping = d.flags & DESC_FLAG_NEXT != 0;
                 continue;
             }
-            if used == got {
-                self.partial.drop_packet(bufs, d.flags);
-                r.no_buffers += 1;
-                continue;
-            }
-            let bi = fresh[used];
-            used += 1;
-            let len = d.length as usize;
-            own.region.read(
-                d.offset as usize,
-                &mut bufs.raw_mut(bi)[HEADROOM..HEADROOM + len],
-            );
-            segment_meta(bufs, bi, d.length);
-            self.partial.take(bufs, bi, d.length, d.flags, out, r);
+            let next = (used < got).then(|| fresh[used]);
+            used += self.partial.copy_in((&own.region, &d), bufs, next, out, r) as usize;
         }
         bufs.free_all(&fresh[used..got]);
         // Post again every slot the server gave back: the buffers are ours, always there.
@@ -161,19 +149,7 @@ impl MemifTx {
         }
         self.link.next = tail;
         for &bi in pkts {
-            let len = bufs.packet_len(bi);
-            let mut segs = 0;
-            let mut seg = bi;
-            while seg != NO_BUFFER {
-                segs += 1;
-                seg = bufs.meta(seg).next;
-            }
-            let room = size.wrapping_sub(self.link.head.wrapping_sub(self.link.next)) as usize;
-            if len > self.max_frame {
-                r.too_long += 1;
-            } else if segs > room {
-                r.queue_full += 1;
-            } else {
+            if let Some((len, _)) = self.admit(bufs, bi, size, r) {
                 let mut seg = bi;
                 while seg != NO_BUFFER {
                     let data = bufs.data(seg);

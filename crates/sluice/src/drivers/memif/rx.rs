@@ -3,7 +3,7 @@
 
 use super::connection::{Role, POOL_REGION};
 use super::rings::{pool_offset, prefetch_buffer, RingLink, PREFETCH_AHEAD};
-use super::shm::{Desc, DESC_FLAG_NEXT};
+use super::shm::{Desc, Region, DESC_FLAG_NEXT};
 use super::violation::Violation;
 use super::MAX_SEGMENTS;
 use crate::buffer::{BufferPool, WorkerBuffers, DATA_SIZE, HEADROOM, NO_BUFFER};
@@ -70,6 +70,27 @@ impl Partial {
         }
     }
 
+    /// Copies descriptor `d`'s segment out of `region` into `fresh` and takes it; with no
+    /// fresh buffer left the packet is dropped and counted. Whether `fresh` was used.
+    #[inline]
+    pub(super) fn copy_in(
+        &mut self,
+        (region, d): (&Region, &Desc),
+        bufs: &mut WorkerBuffers,
+        fresh: Option<u32>,
+        out: &mut [u32],
+        r: &mut RxBurst,
+    ) -> bool {
+        let Some(bi) = fresh else {
+            self.drop_packet(bufs, d.flags);
+            r.no_buffers += 1;
+            return false;
+        };
+        copy_segment(region, bufs, bi, d);
+        self.take(bufs, bi, d.length, d.flags, out, r);
+        true
+    }
+
     /// The finished packet's first buffer.
     pub(super) fn finish(&mut self, bufs: &mut WorkerBuffers) -> Option<u32> {
         let head = self.head.take()?;
@@ -104,11 +125,22 @@ impl Partial {
 }
 
 /// A received segment's buffer metadata: its data after the headroom, `length` bytes.
-pub(super) fn segment_meta(bufs: &mut WorkerBuffers, bi: u32, length: u32) {
+fn segment_meta(bufs: &mut WorkerBuffers, bi: u32, length: u32) {
     let m = bufs.meta_mut(bi);
     m.offset = HEADROOM as u16;
     m.len = length as u16;
     m.total_len = length;
+}
+
+/// Copies descriptor `d`'s bytes out of `region` into fresh buffer `bi` (the caller checked
+/// that the region holds them and that they fit a buffer) and sets its metadata.
+fn copy_segment(region: &Region, bufs: &mut WorkerBuffers, bi: u32, d: &Desc) {
+    let len = d.length as usize;
+    region.read(
+        d.offset as usize,
+        &mut bufs.raw_mut(bi)[HEADROOM..HEADROOM + len],
+    );
+    segment_meta(bufs, bi, d.length);
 }
 
 /// One receive queue: ring `index` of the connection's server-to-us direction.
@@ -270,20 +302,8 @@ impl MemifRx {
                 r.too_long += 1;
                 continue;
             }
-            if used == got {
-                self.partial.drop_packet(bufs, d.flags);
-                r.no_buffers += 1;
-                continue;
-            }
-            let bi = fresh[used];
-            used += 1;
-            let len = d.length as usize;
-            reg.read(
-                d.offset as usize,
-                &mut bufs.raw_mut(bi)[HEADROOM..HEADROOM + len],
-            );
-            segment_meta(bufs, bi, d.length);
-            self.partial.take(bufs, bi, d.length, d.flags, out, r);
+            let next = (used < got).then(|| fresh[used]);
+            used += self.partial.copy_in((reg, &d), bufs, next, out, r) as usize;
         }
         ring.set_tail(self.link.next);
         bufs.free_all(&fresh[used..got]);

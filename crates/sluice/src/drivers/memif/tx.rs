@@ -43,6 +43,30 @@ impl MemifTx {
         r.errors += pkts.len();
     }
 
+    /// Whether packet `bi` can go on a ring of `size` slots now: its length and the buffers
+    /// it spans (`Some((len, segs))`), or `None` with the reason counted (longer than the
+    /// interface's frames, or more segments than free slots).
+    pub(super) fn admit(
+        &self,
+        bufs: &WorkerBuffers,
+        bi: u32,
+        size: u16,
+        r: &mut TxBurst,
+    ) -> Option<(usize, usize)> {
+        let len = bufs.packet_len(bi);
+        let segs = bufs.segment_count(bi);
+        let room = size.wrapping_sub(self.link.head.wrapping_sub(self.link.next)) as usize;
+        if len > self.max_frame {
+            r.too_long += 1;
+            None
+        } else if segs > room {
+            r.queue_full += 1;
+            None
+        } else {
+            Some((len, segs))
+        }
+    }
+
     /// Client: put the packets' own buffers on the ring.
     pub(super) fn tx_client(&mut self, bufs: &mut WorkerBuffers, pkts: &[u32], r: &mut TxBurst) {
         let Some(att) = &self.link.att else { return };
@@ -62,24 +86,10 @@ impl MemifTx {
             self.link.next = self.link.next.wrapping_add(1);
         }
         for &bi in pkts {
-            let len = bufs.packet_len(bi);
-            let mut segs = 0;
-            let mut seg = bi;
-            while seg != NO_BUFFER {
-                segs += 1;
-                seg = bufs.meta(seg).next;
-            }
-            let room = size.wrapping_sub(self.link.head.wrapping_sub(self.link.next)) as usize;
-            if len > self.max_frame {
-                r.too_long += 1;
+            let Some((len, segs)) = self.admit(bufs, bi, size, r) else {
                 bufs.free(bi);
                 continue;
-            }
-            if segs > room {
-                r.queue_full += 1;
-                bufs.free(bi);
-                continue;
-            }
+            };
             let mut seg = bi;
             while seg != NO_BUFFER {
                 let m = *bufs.meta(seg);
