@@ -4,44 +4,20 @@
 
 use crate::acl::control::AclControl;
 use crate::config::emit::Entry;
-use crate::config::reference::SectionDoc;
-use crate::config::section::Section;
+use crate::config::section::Saved;
 use crate::config::Config;
 use crate::control::save::{s, State};
 use crate::router::Router;
 use toml::Value;
 
 /// [[acl]].
-pub struct AclSection;
-
-impl Section for AclSection {
-    fn doc(&self) -> &'static SectionDoc {
-        &crate::config::acl::ACL
-    }
-
-    fn save(&self, st: &State) -> Result<Vec<Entry>, String> {
-        acls(st)
-    }
-}
+pub static ACL: Saved = Saved(&crate::config::acl::ACL, acls);
 
 /// [[acl-input]] (`output` false) or [[acl-output]].
-pub struct AclBindingSection {
-    pub output: bool,
-}
+pub static ACL_INPUT: Saved = Saved(&crate::config::acl::ACL_INPUT, |st| acl_bindings(st, false));
 
-impl Section for AclBindingSection {
-    fn doc(&self) -> &'static SectionDoc {
-        if self.output {
-            &crate::config::acl::ACL_OUTPUT
-        } else {
-            &crate::config::acl::ACL_INPUT
-        }
-    }
-
-    fn save(&self, st: &State) -> Result<Vec<Entry>, String> {
-        acl_bindings(st, self.output)
-    }
-}
+/// [[acl-output]].
+pub static ACL_OUTPUT: Saved = Saved(&crate::config::acl::ACL_OUTPUT, |st| acl_bindings(st, true));
 
 /// [[acl]]: every list with its rules as they were given.
 fn acls(st: &State) -> Result<Vec<Entry>, String> {

@@ -4,7 +4,7 @@
 use super::driver::Driver;
 use super::emit::Entry;
 use super::reference::{Key, SectionDoc};
-use super::section::Section;
+use super::section::Saved;
 use super::{Checker, ConfigError, MAX_MTU, MIN_MTU};
 use crate::control::save::{state_word, State};
 use serde::Deserialize;
@@ -290,21 +290,12 @@ impl InterfaceConfig {
 }
 
 /// [[interface]] in the one list of sections (`section::SECTIONS`).
-pub struct InterfaceSection;
-
-impl Section for InterfaceSection {
-    fn doc(&self) -> &'static SectionDoc {
-        &SECTION
-    }
-
-    fn save(&self, st: &State) -> Result<Vec<Entry>, String> {
-        interfaces(st, &SECTION)
-    }
-}
+pub static INTERFACE: Saved = Saved(&SECTION, interfaces);
 
 /// [[interface]]: the driver keys and MTU of the start-up file; the admin state and the
 /// addresses as they are now.
-fn interfaces(st: &State, sec: &SectionDoc) -> Result<Vec<Entry>, String> {
+fn interfaces(st: &State) -> Result<Vec<Entry>, String> {
+    let sec = &SECTION;
     let started: Vec<&toml::Table> = match st.started("interface") {
         Some(Value::Array(a)) => a.iter().filter_map(Value::as_table).collect(),
         _ => Vec::new(),

@@ -39,6 +39,22 @@ impl Section for AsStarted {
     }
 }
 
+/// A section the CLI can change: saved by `save` from the running dataplane.
+pub struct Saved(
+    pub &'static SectionDoc,
+    pub fn(&State) -> Result<Vec<Entry>, String>,
+);
+
+impl Section for Saved {
+    fn doc(&self) -> &'static SectionDoc {
+        self.0
+    }
+
+    fn save(&self, st: &State) -> Result<Vec<Entry>, String> {
+        (self.1)(st)
+    }
+}
+
 /// Every section, in the order of `ConfigKeys`, docs/config.md and a saved file.
 pub static SECTIONS: &[&dyn Section] = &[
     &AsStarted(&super::dataplane::SECTION),
@@ -46,21 +62,21 @@ pub static SECTIONS: &[&dyn Section] = &[
     &AsStarted(&super::metrics::SECTION),
     &AsStarted(&super::watchdog::SECTION),
     &AsStarted(&super::neighbors::SECTION),
-    &super::interface::InterfaceSection,
-    &super::subif::SubIfSection,
-    &crate::l2::section::XconnectSection,
-    &crate::dataplane::section::RxPlacementSection,
-    &crate::handoff::section::HandoffSection,
-    &crate::l2::section::BridgeDomainSection,
-    &crate::l2::section::L2fibSection,
-    &crate::l2::section::BviSection,
-    &crate::router::section::IpTableSection,
-    &crate::router::section::RouteSection,
+    &super::interface::INTERFACE,
+    &super::subif::SUBINTERFACE,
+    &crate::l2::section::XCONNECT,
+    &crate::dataplane::section::RX_PLACEMENT,
+    &crate::handoff::section::HANDOFF,
+    &crate::l2::section::BRIDGE_DOMAIN,
+    &crate::l2::section::L2FIB,
+    &crate::l2::section::BVI,
+    &crate::router::section::IP_TABLE,
+    &crate::router::section::ROUTE,
     &AsStarted(&super::route::FIB),
-    &crate::acl::section::AclSection,
-    &crate::acl::section::AclBindingSection { output: false },
-    &crate::acl::section::AclBindingSection { output: true },
+    &crate::acl::section::ACL,
+    &crate::acl::section::ACL_INPUT,
+    &crate::acl::section::ACL_OUTPUT,
     &AsStarted(&super::acl::SESSIONS),
-    &crate::lcp::section::LcpSection,
+    &crate::lcp::section::LCP,
     &AsStarted(&super::punt::SECTION),
 ];

@@ -16,7 +16,7 @@
 
 use super::emit::Entry;
 use super::reference::{Key, SectionDoc};
-use super::section::Section;
+use super::section::Saved;
 use super::{Checker, ConfigError};
 use crate::control::save::{int, state_word, State};
 use crate::subif::TagMatch;
@@ -255,17 +255,7 @@ impl SubIfKeys {
 }
 
 /// [[subinterface]] in the one list of sections (`section::SECTIONS`).
-pub struct SubIfSection;
-
-impl Section for SubIfSection {
-    fn doc(&self) -> &'static SectionDoc {
-        &SECTION
-    }
-
-    fn save(&self, st: &State) -> Result<Vec<Entry>, String> {
-        subinterfaces(st)
-    }
-}
+pub static SUBINTERFACE: Saved = Saved(&SECTION, subinterfaces);
 
 /// [[subinterface]].
 fn subinterfaces(st: &State) -> Result<Vec<Entry>, String> {

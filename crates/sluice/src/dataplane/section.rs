@@ -2,22 +2,11 @@
 //! running placement by `sluice ctl save`.
 
 use crate::config::emit::Entry;
-use crate::config::reference::SectionDoc;
-use crate::config::section::Section;
+use crate::config::section::Saved;
 use crate::control::save::{uint, State};
 
 /// [[rx-placement]].
-pub struct RxPlacementSection;
-
-impl Section for RxPlacementSection {
-    fn doc(&self) -> &'static SectionDoc {
-        &crate::config::placement::SECTION
-    }
-
-    fn save(&self, st: &State) -> Result<Vec<Entry>, String> {
-        rx_placements(st)
-    }
-}
+pub static RX_PLACEMENT: Saved = Saved(&crate::config::placement::SECTION, rx_placements);
 
 /// [[rx-placement]]: the queues not on the worker they start on by default (queue mod
 /// workers).

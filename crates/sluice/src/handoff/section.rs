@@ -2,23 +2,12 @@
 //! spreads by `sluice ctl save`.
 
 use crate::config::emit::Entry;
-use crate::config::reference::SectionDoc;
-use crate::config::section::Section;
+use crate::config::section::Saved;
 use crate::control::save::{uint, State};
 use toml::Value;
 
 /// [[handoff]].
-pub struct HandoffSection;
-
-impl Section for HandoffSection {
-    fn doc(&self) -> &'static SectionDoc {
-        &crate::config::handoff::SECTION
-    }
-
-    fn save(&self, st: &State) -> Result<Vec<Entry>, String> {
-        handoffs(st)
-    }
-}
+pub static HANDOFF: Saved = Saved(&crate::config::handoff::SECTION, handoffs);
 
 /// [[handoff]]: the interfaces whose packets are spread over workers.
 fn handoffs(st: &State) -> Result<Vec<Entry>, String> {

@@ -3,64 +3,23 @@
 //! running modes and bridge domains by `sluice ctl save`.
 
 use crate::config::emit::Entry;
-use crate::config::reference::SectionDoc;
-use crate::config::section::Section;
+use crate::config::section::Saved;
 use crate::control::save::{int, s, uint, State};
 use crate::dataplane::BVI_DRIVER;
 use crate::l2::bridge::DEFAULT_PORT_MAC_LIMIT;
 use toml::Value;
 
 /// [[xconnect]].
-pub struct XconnectSection;
-
-impl Section for XconnectSection {
-    fn doc(&self) -> &'static SectionDoc {
-        &crate::config::xconnect::SECTION
-    }
-
-    fn save(&self, st: &State) -> Result<Vec<Entry>, String> {
-        xconnects(st)
-    }
-}
+pub static XCONNECT: Saved = Saved(&crate::config::xconnect::SECTION, xconnects);
 
 /// [[bridge-domain]].
-pub struct BridgeDomainSection;
-
-impl Section for BridgeDomainSection {
-    fn doc(&self) -> &'static SectionDoc {
-        &crate::config::bridge::BRIDGE_DOMAIN
-    }
-
-    fn save(&self, st: &State) -> Result<Vec<Entry>, String> {
-        bridge_domains(st)
-    }
-}
+pub static BRIDGE_DOMAIN: Saved = Saved(&crate::config::bridge::BRIDGE_DOMAIN, bridge_domains);
 
 /// [[l2fib]].
-pub struct L2fibSection;
-
-impl Section for L2fibSection {
-    fn doc(&self) -> &'static SectionDoc {
-        &crate::config::bridge::L2FIB
-    }
-
-    fn save(&self, st: &State) -> Result<Vec<Entry>, String> {
-        static_macs(st)
-    }
-}
+pub static L2FIB: Saved = Saved(&crate::config::bridge::L2FIB, static_macs);
 
 /// [[bvi]].
-pub struct BviSection;
-
-impl Section for BviSection {
-    fn doc(&self) -> &'static SectionDoc {
-        &crate::config::bridge::BVI
-    }
-
-    fn save(&self, st: &State) -> Result<Vec<Entry>, String> {
-        bvis(st)
-    }
-}
+pub static BVI: Saved = Saved(&crate::config::bridge::BVI, bvis);
 
 /// [[xconnect]]: every interface that sends what it receives out of another.
 fn xconnects(st: &State) -> Result<Vec<Entry>, String> {

@@ -2,22 +2,11 @@
 //! `sluice ctl save`.
 
 use crate::config::emit::Entry;
-use crate::config::reference::SectionDoc;
-use crate::config::section::Section;
+use crate::config::section::Saved;
 use crate::control::save::State;
 
 /// [[lcp]].
-pub struct LcpSection;
-
-impl Section for LcpSection {
-    fn doc(&self) -> &'static SectionDoc {
-        &crate::config::lcp::SECTION
-    }
-
-    fn save(&self, st: &State) -> Result<Vec<Entry>, String> {
-        lcps(st)
-    }
-}
+pub static LCP: Saved = Saved(&crate::config::lcp::SECTION, lcps);
 
 /// [[lcp]]: the interfaces' taps, as they are now.
 fn lcps(st: &State) -> Result<Vec<Entry>, String> {

@@ -3,38 +3,17 @@
 //! routes by `sluice ctl save`; `start` builds the router from them when the dataplane starts.
 
 use crate::config::emit::Entry;
-use crate::config::reference::SectionDoc;
-use crate::config::section::Section;
+use crate::config::section::Saved;
 use crate::config::Config;
 use crate::control::save::{int, State};
 use crate::router::{Router, SavedHop, SavedRoute};
 use crate::wire::MacAddress;
 
 /// [[ip-table]].
-pub struct IpTableSection;
-
-impl Section for IpTableSection {
-    fn doc(&self) -> &'static SectionDoc {
-        &crate::config::table::SECTION
-    }
-
-    fn save(&self, st: &State) -> Result<Vec<Entry>, String> {
-        tables(st)
-    }
-}
+pub static IP_TABLE: Saved = Saved(&crate::config::table::SECTION, tables);
 
 /// [[route]].
-pub struct RouteSection;
-
-impl Section for RouteSection {
-    fn doc(&self) -> &'static SectionDoc {
-        &crate::config::route::ROUTE
-    }
-
-    fn save(&self, st: &State) -> Result<Vec<Entry>, String> {
-        routes(st)
-    }
-}
+pub static ROUTE: Saved = Saved(&crate::config::route::ROUTE, routes);
 
 /// [[ip-table]]: the tables besides 0 and the interfaces routing in them. A [[ip-table]]
 /// binds both families, so an interface in different tables for IPv4 and IPv6 cannot be
