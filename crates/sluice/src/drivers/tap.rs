@@ -39,16 +39,13 @@ impl Tap {
         netns: Option<&str>,
         addresses: &[(IpAddr, u8)],
     ) -> io::Result<Tap> {
-        crate::sys::netns::run_in(netns, || Tap::create_here(name, mac, mtu, netns, addresses))
+        crate::sys::netns::run_in(netns, || {
+            Tap::open(name, netns)?.configure(mac, mtu, addresses)
+        })
     }
 
-    fn create_here(
-        name: &str,
-        mac: MacAddress,
-        mtu: u32,
-        netns: Option<&str>,
-        addresses: &[(IpAddr, u8)],
-    ) -> io::Result<Tap> {
+    /// Makes tap `name` in this thread's namespace (`netns` names it for later changes).
+    fn open(name: &str, netns: Option<&str>) -> io::Result<Tap> {
         let mut r = ifreq(name)?;
         let path = CString::new("/dev/net/tun").expect("no NUL in a constant");
         // SAFETY: plain open(2) of a NUL-terminated path; the result is checked.
@@ -87,15 +84,24 @@ impl Tap {
             // SAFETY: `c` is a valid NUL-terminated string for the duration of the call.
             unsafe { libc::if_nametoindex(c.as_ptr()) }
         };
-        let tap = Tap {
+        Ok(Tap {
             name: name.to_string(),
             ifindex,
             netns: netns.map(str::to_string),
             file: std::fs::File::from(fd),
             control,
             refused: Vec::new(),
-        };
-        let mut r = ifreq(name)?;
+        })
+    }
+
+    /// Gives the new tap `mac`, `mtu` and `addresses`, and sets it up.
+    fn configure(
+        mut self,
+        mac: MacAddress,
+        mtu: u32,
+        addresses: &[(IpAddr, u8)],
+    ) -> io::Result<Tap> {
+        let mut r = ifreq(&self.name)?;
         // SAFETY: ifreq was zeroed by `ifreq`, so the hwaddr member of the union is a valid
         // (all-zero) sockaddr to fill in.
         let hw = unsafe { &mut r.ifr_ifru.ifru_hwaddr };
@@ -103,18 +109,17 @@ impl Tap {
         for (d, s) in hw.sa_data.iter_mut().zip(mac.0) {
             *d = s as libc::c_char;
         }
-        tap.ioctl(libc::SIOCSIFHWADDR, &mut r, "set its MAC")?;
-        let mut r = ifreq(name)?;
+        self.ioctl(libc::SIOCSIFHWADDR, &mut r, "set its MAC")?;
+        let mut r = ifreq(&self.name)?;
         r.ifr_ifru.ifru_mtu = mtu as libc::c_int;
-        tap.ioctl(libc::SIOCSIFMTU, &mut r, "set its MTU")?;
-        tap.set_up(true)?;
-        let mut tap = tap;
+        self.ioctl(libc::SIOCSIFMTU, &mut r, "set its MTU")?;
+        self.set_up(true)?;
         for &(addr, len) in addresses {
-            if let Err(e) = crate::sys::rtnetlink::add_address(ifindex, addr, len) {
-                tap.refused.push(format!("{addr}/{len}: {e}"));
+            if let Err(e) = crate::sys::rtnetlink::add_address(self.ifindex, addr, len) {
+                self.refused.push(format!("{addr}/{len}: {e}"));
             }
         }
-        Ok(tap)
+        Ok(self)
     }
 
     /// Put `addr/len` on the tap (`add`) or take it off, in the tap's namespace: sluice's
