@@ -21,6 +21,7 @@ pub mod nodes;
 pub mod router;
 pub mod rss;
 pub mod sd_notify;
-pub mod subif;
+/// Sub-interfaces are the interface subsystem's (`interface/subif.rs`).
+pub use interface::subif;
 pub mod sys;
 pub mod wire;

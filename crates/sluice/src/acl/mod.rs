@@ -19,6 +19,8 @@
 //! The nodes that use them are `acl-ip4-in` / `acl-ip6-in` (`nodes::acl`).
 
 pub mod classify;
+pub mod commands;
+pub mod config;
 pub mod control;
 pub mod key;
 pub mod parse;

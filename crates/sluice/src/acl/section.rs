@@ -11,13 +11,13 @@ use crate::router::Router;
 use toml::Value;
 
 /// [[acl]].
-pub static ACL: Saved = Saved(&crate::config::acl::ACL, acls);
+pub static ACL: Saved = Saved(&crate::acl::config::ACL, acls);
 
 /// [[acl-input]] (`output` false) or [[acl-output]].
-pub static ACL_INPUT: Saved = Saved(&crate::config::acl::ACL_INPUT, |st| acl_bindings(st, false));
+pub static ACL_INPUT: Saved = Saved(&crate::acl::config::ACL_INPUT, |st| acl_bindings(st, false));
 
 /// [[acl-output]].
-pub static ACL_OUTPUT: Saved = Saved(&crate::config::acl::ACL_OUTPUT, |st| acl_bindings(st, true));
+pub static ACL_OUTPUT: Saved = Saved(&crate::acl::config::ACL_OUTPUT, |st| acl_bindings(st, true));
 
 /// [[acl]]: every list with its rules as they were given.
 fn acls(st: &State) -> Result<Vec<Entry>, String> {

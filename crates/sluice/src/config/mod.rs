@@ -108,27 +108,25 @@ macro_rules! error_tests {
     )*};
 }
 
-pub(crate) mod acl;
+#[cfg(test)]
+pub(crate) use error_tests;
+
+// Each section's keys and checks live with its subsystem (`acl/config.rs`,
+// `l2/config/`, ...); this file parses the whole and checks across sections.
+use crate::acl::config as acl;
+use crate::control::metrics::config as metrics;
+use crate::dataplane::config::{placement, watchdog, workers as dataplane};
+use crate::handoff::config as handoff;
+use crate::interface::config::{driver, interface, subif};
+use crate::l2::config::{bridge, xconnect};
+use crate::lcp::config::{pair as lcp, punt};
+use crate::router::config::{neighbors, route, table};
+
 pub use acl::{AclConfig, AclInput, SessionsConfig, DEFAULT_SESSIONS};
-pub(crate) mod bridge;
-pub(crate) mod dataplane;
 pub use dataplane::DEFAULT_WORKER_NICE;
-mod driver;
 pub mod emit;
-pub(crate) mod handoff;
-mod interface;
-pub mod lcp;
-mod metrics;
-mod neighbors;
-pub(crate) mod placement;
-mod punt;
 pub mod reference;
-pub(crate) mod route;
 pub mod section;
-mod subif;
-pub(crate) mod table;
-mod watchdog;
-pub(crate) mod xconnect;
 
 pub use bridge::{parse_mac_age, BridgeDomainConfig, BviConfig, StaticMac};
 pub use dataplane::Dataplane;
@@ -256,7 +254,7 @@ fn default_socket() -> PathBuf {
 pub(crate) const CONTROL: reference::SectionDoc = reference::SectionDoc {
     name: "control",
     array: false,
-    file: "mod.rs",
+    file: "config/mod.rs",
     doc: "The control socket that `sluice ctl` talks to.",
     accepted: reference::serde_fields::<Control>,
     aliases: &[],
@@ -284,13 +282,13 @@ fn line_of(src: &str, offset: usize) -> usize {
 }
 
 /// Turns a span of the text into a "origin:line: key 'k': what" error.
-struct Checker<'a> {
-    src: &'a str,
-    origin: &'a str,
+pub(crate) struct Checker<'a> {
+    pub(crate) src: &'a str,
+    pub(crate) origin: &'a str,
 }
 
 impl Checker<'_> {
-    fn err(&self, span: std::ops::Range<usize>, key: &str, msg: String) -> ConfigError {
+    pub(crate) fn err(&self, span: std::ops::Range<usize>, key: &str, msg: String) -> ConfigError {
         ConfigError(format!(
             "{}:{}: key '{key}': {msg}",
             self.origin,
@@ -300,7 +298,7 @@ impl Checker<'_> {
 
     /// `name` (the value of `key`) is one of the interfaces `names` (the [[interface]]s, or
     /// those and the sub-interfaces, as the section allows).
-    fn known_interface(
+    pub(crate) fn known_interface(
         &self,
         name: &Spanned<String>,
         key: &str,
@@ -321,7 +319,7 @@ impl Checker<'_> {
     }
 
     /// The value that `v` names among `choices`, or an error listing them.
-    fn one_of<T: Copy>(
+    pub(crate) fn one_of<T: Copy>(
         &self,
         v: &Spanned<String>,
         key: &str,
@@ -470,19 +468,19 @@ impl Config {
 
 /// The error `src` gives, for the tests of each section.
 #[cfg(test)]
-fn parse_error(src: &str) -> String {
+pub(crate) fn parse_error(src: &str) -> String {
     Config::parse(src, "t.toml").unwrap_err().0
 }
 
 /// An interface `a` of `driver` (lines 1-3) followed by `extra` (from line 4).
 #[cfg(test)]
-fn interface_with(driver: &str, extra: &str) -> String {
+pub(crate) fn interface_with(driver: &str, extra: &str) -> String {
     format!("[[interface]]\nname = \"a\"\ndriver = \"{driver}\"\n{extra}")
 }
 
 /// Two pcap interfaces, p0 cross-connected to p1 (the xconnect at lines 15-17).
 #[cfg(test)]
-const GOOD: &str = r#"
+pub(crate) const GOOD: &str = r#"
 [dataplane]
 workers = 1
 

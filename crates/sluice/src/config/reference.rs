@@ -45,7 +45,7 @@ impl Key {
 pub struct SectionDoc {
     pub name: &'static str,
     pub array: bool,
-    /// Where it is defined and checked, under `src/config/`.
+    /// Where it is defined and checked, under `crates/sluice/src/`.
     pub file: &'static str,
     pub doc: &'static str,
     pub keys: &'static [Key],
@@ -168,7 +168,7 @@ pub fn markdown() -> String {
             s.push_str(&format!(" `{key}` may also be written `{alias}`."));
         }
         s.push_str(&format!(
-            " Checked in `crates/sluice/src/config/{}`.\n\n",
+            " Checked in `crates/sluice/src/{}`.\n\n",
             sec.file
         ));
         s.push_str("| key | type | default | meaning |\n|---|---|---|---|\n");

@@ -124,15 +124,15 @@ const BASIC: &[Command] = &[
 /// help order.
 pub const AREAS: &[(&str, &[Command])] = &[
     ("General", BASIC),
-    ("Interfaces", super::interfaces::COMMANDS),
+    ("Interfaces", crate::interface::commands::COMMANDS),
     ("Queues and workers", super::queues::COMMANDS),
-    ("Switching (L2)", super::l2::COMMANDS),
+    ("Switching (L2)", crate::l2::commands::COMMANDS),
     ("Runtime, errors, buffers", super::runtime::COMMANDS),
     ("Debugging (tests only)", super::health::COMMANDS),
     ("Packet trace", super::trace::COMMANDS),
-    ("Routing", super::routing::COMMANDS),
-    ("ACLs and sessions", super::acl::COMMANDS),
-    ("Linux control plane (lcp)", super::lcp::COMMANDS),
+    ("Routing", crate::router::commands::COMMANDS),
+    ("ACLs and sessions", crate::acl::commands::COMMANDS),
+    ("Linux control plane (lcp)", crate::lcp::commands::COMMANDS),
     ("Saving the configuration", super::save::COMMANDS),
 ];
 

@@ -55,7 +55,7 @@ impl Control {
     }
 
     /// The interface called `name`, or an error naming the known ones.
-    pub(super) fn interface(&self, name: &str) -> Result<&Arc<Interface>, String> {
+    pub(crate) fn interface(&self, name: &str) -> Result<&Arc<Interface>, String> {
         self.dp.interfaces.by_name(name).ok_or_else(|| {
             format!(
                 "no interface named '{name}' (known: {})",
@@ -65,7 +65,7 @@ impl Control {
     }
 
     /// The interface called `name`, or all of them.
-    pub(super) fn interfaces(&self, name: Option<&str>) -> Result<Vec<Arc<Interface>>, String> {
+    pub(crate) fn interfaces(&self, name: Option<&str>) -> Result<Vec<Arc<Interface>>, String> {
         match name {
             Some(n) => Ok(vec![self.interface(n)?.clone()]),
             None => Ok(self.dp.interfaces.live().cloned().collect()),

@@ -1,25 +1,22 @@
 //! The control plane: the CLI socket, its commands, and the client that talks to it.
 //!
 //! `cli` holds the command table and its matcher; every area declares its commands next to
-//! their handlers (`interfaces`, `queues`, `l2`, `runtime`, `trace`, `routing`, `acl`, `lcp`,
-//! `save`) in a `COMMANDS` slice that `cli::AREAS` gathers. `exec` keeps the control plane's
+//! their handlers in a `COMMANDS` slice that `cli::AREAS` gathers: the subsystems in their
+//! folders (`interface/commands.rs`, `l2/commands.rs`, `router/commands.rs`,
+//! `acl/commands.rs`, `lcp/commands.rs`) and the dataplane-wide ones here (`queues`,
+//! `runtime`, `trace`, `save`). `exec` keeps the control plane's
 //! state and runs a matched line; `save` writes the running configuration as a config file;
 //! `server` is the socket, `client` is `sluice ctl` (`monitor` its live view of `show queues`); `metrics` is the Prometheus endpoint
 //! (`[metrics] listen`), which reads the same counters on a thread of its own; `health` adds
 //! the watchdog's and the control socket's metrics and the debug command that stalls a worker.
 
-pub mod acl;
 pub mod cli;
 pub mod client;
 pub mod exec;
 pub mod health;
-pub mod interfaces;
-pub mod l2;
-pub mod lcp;
 pub mod metrics;
 pub mod monitor;
 pub mod queues;
-pub mod routing;
 pub mod runtime;
 pub mod save;
 pub mod server;

@@ -2,6 +2,7 @@
 //! drivers, one graph per worker, and the worker threads. `open` opens one interface; `l2`
 //! holds the layer-2 control (modes, sub-interfaces, BVIs, bridge domains, the MAC learner).
 
+pub mod config;
 mod l2;
 mod learner;
 mod open;

@@ -6,7 +6,8 @@ use crate::config::section::Saved;
 use crate::control::save::{uint, State};
 
 /// [[rx-placement]].
-pub static RX_PLACEMENT: Saved = Saved(&crate::config::placement::SECTION, rx_placements);
+pub static RX_PLACEMENT: Saved =
+    Saved(&crate::dataplane::config::placement::SECTION, rx_placements);
 
 /// [[rx-placement]]: the queues not on the worker they start on by default (queue mod
 /// workers).

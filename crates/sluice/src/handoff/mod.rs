@@ -20,6 +20,7 @@
 //! that do not fit at once (the handoff node's "congestion drop" counter), before any work is
 //! spent on them.
 
+pub mod config;
 pub mod ring;
 pub mod section;
 

@@ -7,7 +7,7 @@ use crate::control::save::{uint, State};
 use toml::Value;
 
 /// [[handoff]].
-pub static HANDOFF: Saved = Saved(&crate::config::handoff::SECTION, handoffs);
+pub static HANDOFF: Saved = Saved(&crate::handoff::config::SECTION, handoffs);
 
 /// [[handoff]]: the interfaces whose packets are spread over workers.
 fn handoffs(st: &State) -> Result<Vec<Entry>, String> {

@@ -4,6 +4,8 @@
 //! workers read without a lock; `reserved`, the addresses IEEE 802.1D sets apart.
 
 pub mod bridge;
+pub mod commands;
+pub mod config;
 pub mod fib;
 pub mod mac_table;
 pub mod reserved;

@@ -10,16 +10,16 @@ use crate::l2::bridge::DEFAULT_PORT_MAC_LIMIT;
 use toml::Value;
 
 /// [[xconnect]].
-pub static XCONNECT: Saved = Saved(&crate::config::xconnect::SECTION, xconnects);
+pub static XCONNECT: Saved = Saved(&crate::l2::config::xconnect::SECTION, xconnects);
 
 /// [[bridge-domain]].
-pub static BRIDGE_DOMAIN: Saved = Saved(&crate::config::bridge::BRIDGE_DOMAIN, bridge_domains);
+pub static BRIDGE_DOMAIN: Saved = Saved(&crate::l2::config::bridge::BRIDGE_DOMAIN, bridge_domains);
 
 /// [[l2fib]].
-pub static L2FIB: Saved = Saved(&crate::config::bridge::L2FIB, static_macs);
+pub static L2FIB: Saved = Saved(&crate::l2::config::bridge::L2FIB, static_macs);
 
 /// [[bvi]].
-pub static BVI: Saved = Saved(&crate::config::bridge::BVI, bvis);
+pub static BVI: Saved = Saved(&crate::l2::config::bridge::BVI, bvis);
 
 /// [[xconnect]]: every interface that sends what it receives out of another.
 fn xconnects(st: &State) -> Result<Vec<Entry>, String> {

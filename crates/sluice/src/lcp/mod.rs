@@ -20,6 +20,8 @@
 //! channel, so a punted packet waits at most that long. The slow path is deliberate: punted
 //! traffic is control traffic, rate-limited by each worker.
 
+pub mod commands;
+pub mod config;
 pub mod policy;
 pub mod punt_class;
 pub mod section;
@@ -201,9 +203,9 @@ impl Lcp {
         netns: Option<&str>,
         addresses: &[(IpAddr, u8)],
     ) -> Result<Vec<String>, String> {
-        crate::config::lcp::check_host_name(host_if)?;
+        crate::lcp::config::pair::check_host_name(host_if)?;
         if let Some(ns) = netns {
-            crate::config::lcp::check_netns_name(ns)?;
+            crate::lcp::config::pair::check_netns_name(ns)?;
         }
         let mut pairs = self.pairs.lock().unwrap();
         if let Some(p) = pairs.iter().find(|p| p.interface.index == interface.index) {

@@ -6,7 +6,7 @@ use crate::config::section::Saved;
 use crate::control::save::State;
 
 /// [[lcp]].
-pub static LCP: Saved = Saved(&crate::config::lcp::SECTION, lcps);
+pub static LCP: Saved = Saved(&crate::lcp::config::pair::SECTION, lcps);
 
 /// [[lcp]]: the interfaces' taps, as they are now.
 fn lcps(st: &State) -> Result<Vec<Entry>, String> {

@@ -24,6 +24,8 @@
 mod addresses;
 pub mod adjacency;
 mod allocator;
+pub mod commands;
+pub mod config;
 mod kernel;
 pub mod neighbor_map;
 mod neighbors;

@@ -10,10 +10,10 @@ use crate::router::{Router, SavedHop, SavedRoute};
 use crate::wire::MacAddress;
 
 /// [[ip-table]].
-pub static IP_TABLE: Saved = Saved(&crate::config::table::SECTION, tables);
+pub static IP_TABLE: Saved = Saved(&crate::router::config::table::SECTION, tables);
 
 /// [[route]].
-pub static ROUTE: Saved = Saved(&crate::config::route::ROUTE, routes);
+pub static ROUTE: Saved = Saved(&crate::router::config::route::ROUTE, routes);
 
 /// [[ip-table]]: the tables besides 0 and the interfaces routing in them. A [[ip-table]]
 /// binds both families, so an interface in different tables for IPv4 and IPv6 cannot be

@@ -21,6 +21,7 @@
 //! stops.
 
 mod buffers;
+pub mod config;
 mod exposition;
 mod http;
 mod interfaces;
