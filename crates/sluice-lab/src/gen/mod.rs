@@ -13,6 +13,8 @@ mod args;
 mod check;
 mod engine;
 pub mod frame;
+#[cfg(test)]
+mod ipv4_pin_tests;
 pub mod port;
 mod report;
 pub mod testpmd;
