@@ -137,8 +137,7 @@ fn send_all(sink: &mut dyn FrameSink, batch: &[Vec<u8>]) -> usize {
     sent
 }
 
-/// Sequence numbers of warm-up frames carry this bit; receivers do not count them.
-pub(super) const WARMUP_SEQ: u64 = 1 << 47;
+pub(super) use super::frame::WARMUP_SEQ;
 
 fn send_loop(
     opts: &Options,

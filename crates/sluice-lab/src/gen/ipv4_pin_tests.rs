@@ -3,7 +3,7 @@
 //! before the frame builder changed; a change to any byte of any of these frames fails here.
 
 use super::args::tests::options;
-use super::engine::WARMUP_SEQ;
+use super::frame::WARMUP_SEQ;
 use super::reverse_profile;
 
 /// FNV-1a, 64 bits: small, stable, no dependency.

@@ -103,6 +103,8 @@ fn reverse_profile(opts: &Options) -> Profile {
     p.dst_mac = opts.dst_mac_reverse.unwrap_or(opts.profile.src_mac);
     p.src_net = opts.profile.dst_net;
     p.dst_net = opts.profile.src_net;
+    p.src_net6 = opts.profile.dst_net6;
+    p.dst_net6 = opts.profile.src_net6;
     p
 }
 

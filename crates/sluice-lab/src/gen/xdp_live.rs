@@ -394,7 +394,7 @@ mod tests {
             eprintln!("SKIPPED (not under CI): the BPF test run needs root");
             return;
         }
-        use crate::gen::frame::{parse_sizes, Profile, VAR2_FLOWS};
+        use crate::gen::frame::{parse_sizes, Family, Profile, DST_NET6, L4, SRC_NET6, VAR2_FLOWS};
         for (sizes, var2) in [
             ("64", true),
             ("imix", false),
@@ -407,6 +407,10 @@ mod tests {
                 var2,
                 src_net: [16, 0],
                 dst_net: [48, 0],
+                family: Family::Ipv4,
+                l4: L4::Udp,
+                src_net6: SRC_NET6,
+                dst_net6: DST_NET6,
                 routed: false,
                 src_mac: sluice::wire::MacAddress([2, 0, 0, 0, 0, 1]),
                 dst_mac: sluice::wire::MacAddress([2, 0, 0, 0, 0, 2]),
