@@ -443,9 +443,6 @@ fn check(o: &Options) -> Result<(), String> {
                 .into(),
         );
     }
-    if o.engine == Engine::Xdp && o.profile.family == Family::Ipv6 {
-        return Err("--engine xdp sends IPv4 only".into());
-    }
     if o.engine == Engine::Xdp {
         if o.profile.flows != 1 && !o.profile.var2 {
             return Err("--engine xdp sends single flow or var2".into());

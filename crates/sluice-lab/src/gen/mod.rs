@@ -20,6 +20,7 @@ mod report;
 pub mod testpmd;
 mod xdp;
 pub mod xdp_live;
+mod xdp_live6;
 
 pub use args::{engine_arg, flows_arg, io_arg, qinq_arg, size_arg, Engine, GenArgs, Options};
 pub use report::Report;
