@@ -33,9 +33,9 @@ pub struct GenArgs {
     /// their sequence numbers advancing; a FIN+ACK per flow after the run, not counted)
     #[arg(long, value_name = "P", default_value = "udp", value_parser = l4_arg())]
     l4: L4,
-    /// 'single', N flows varying IPv4 source and UDP source port (up to 4 128 768, each a
-    /// 5-tuple of its own), or 'var2' (T-Rex: source 16.0.0.0/16 and destination
-    /// 48.0.0.0/16 both varying)
+    /// 'single', N flows varying source address and source port (up to 4 128 768, each a
+    /// 5-tuple of its own), or 'var2' (T-Rex: the low 16 bits of source and destination
+    /// addresses both varying)
     #[arg(long, value_name = "F", default_value = "single", value_parser = flows_arg)]
     flows: String,
     /// Send N frames (default: --duration 5)

@@ -79,12 +79,14 @@ impl Tuple {
 }
 
 /// `net` with its low 16 bits replaced by `low`.
+#[inline]
 pub fn v4_in(net: [u8; 2], low: u16) -> IpAddr {
     let l = low.to_be_bytes();
     IpAddr::V4(Ipv4Addr::new(net[0], net[1], l[0], l[1]))
 }
 
 /// `net` with its low 16 bits replaced by `low`.
+#[inline]
 pub fn v6_in(net: [u8; 16], low: u16) -> IpAddr {
     let mut a = net;
     a[14..16].copy_from_slice(&low.to_be_bytes());
@@ -93,6 +95,7 @@ pub fn v6_in(net: [u8; 16], low: u16) -> IpAddr {
 
 /// Write an IPv4 header (no options, DF, TTL 64, identification `id`) for `total` bytes of
 /// IPv4 packet carrying `proto`, with its checksum.
+#[inline]
 pub fn write_v4(h: &mut [u8], total: usize, id: u16, proto: u8, t: &Tuple) {
     h[0] = 0x45;
     h[1] = 0;
@@ -112,6 +115,7 @@ pub fn write_v4(h: &mut [u8], total: usize, id: u16, proto: u8, t: &Tuple) {
 
 /// Write an IPv6 header (traffic class and flow label 0, hop limit 64) for `payload` bytes
 /// of `next` header.
+#[inline]
 pub fn write_v6(h: &mut [u8], payload: usize, next: u8, t: &Tuple) {
     h[0..4].copy_from_slice(&[0x60, 0, 0, 0]);
     h[4..6].copy_from_slice(&(payload as u16).to_be_bytes());

@@ -120,6 +120,7 @@ impl Segment {
 }
 
 /// Write a UDP header for `len` bytes of UDP (header included), checksum 0.
+#[inline]
 pub fn write_udp(h: &mut [u8], t: &Tuple, len: usize) {
     h[0..2].copy_from_slice(&t.sport.to_be_bytes());
     h[2..4].copy_from_slice(&t.dport.to_be_bytes());
@@ -128,6 +129,7 @@ pub fn write_udp(h: &mut [u8], t: &Tuple, len: usize) {
 }
 
 /// Write a TCP header without options, checksum 0.
+#[inline]
 pub fn write_tcp(h: &mut [u8], t: &Tuple, s: Segment) {
     h[0..2].copy_from_slice(&t.sport.to_be_bytes());
     h[2..4].copy_from_slice(&t.dport.to_be_bytes());

@@ -167,6 +167,7 @@ impl Profile {
 
     /// What sizes and flows follow: the sequence number, or for TCP its place in the run, so
     /// that warm-up and closing frames are segments of the run's flows.
+    #[inline]
     fn key(&self, seq: u64) -> u64 {
         match self.l4 {
             L4::Udp => seq,
@@ -195,11 +196,13 @@ impl Profile {
     }
 
     /// The flow frame `seq` belongs to.
+    #[inline]
     pub fn flow_of(&self, seq: u64) -> u32 {
         (self.key(seq) % self.flows.max(1) as u64) as u32
     }
 
     /// Addresses and ports of `flow`.
+    #[inline]
     pub fn tuple(&self, flow: u32) -> Tuple {
         let (src, dst, sport) = if self.var2 {
             let k = (flow + 1) as u16;

@@ -20,6 +20,7 @@ const SEQ_MASK: u64 = (1 << 48) - 1;
 
 /// Write the test header of frame `seq` at the start of `p` (the L4 payload); returns its
 /// length.
+#[inline]
 pub(super) fn write_stamp(p: &mut [u8], seq: u64, tx_ns: u64) -> usize {
     let short = p.len() < STAMP_LEN;
     let magic = if short { MAGIC_SHORT } else { MAGIC };
