@@ -2,7 +2,7 @@
 //! text), value parsers for the checks of one value, and `GenArgs::options` for the checks
 //! across options.
 
-use super::frame::{self, Profile};
+use super::frame::{self, Family, Profile, L4};
 use super::port::Io;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use sluice::wire::MacAddress;
@@ -21,12 +21,21 @@ pub struct GenArgs {
     rx: Option<String>,
     /// Frame size with FCS: 64..9018, a list (64,512,1514) used in turn, 'mixed'
     /// (64,128,256,512,1024,1514), 'imix' (T-Rex bench: 64, 594, 1518 at 28:20:4) or
-    /// 'simple-imix' (64, 594, 1518 at 7:4:1); 64 sends 60 bytes
-    #[arg(long, value_name = "S", default_value = "64", value_parser = size_arg)]
-    size: String,
-    /// 'single', N flows varying IPv4 source and UDP source port (up to 4 128 768, each a
-    /// 5-tuple of its own), or 'var2' (T-Rex: source 16.0.0.0/16 and destination
-    /// 48.0.0.0/16 both varying)
+    /// 'simple-imix' (64, 594, 1518 at 7:4:1); 64 sends 60 bytes. The smallest frame (and the
+    /// default) is 64 for IPv4/UDP, 78 for IPv6/UDP, 70 for IPv4/TCP, 90 for IPv6/TCP; a
+    /// named mix's 64-byte frames take that size
+    #[arg(long, value_name = "S", value_parser = size_arg)]
+    size: Option<String>,
+    /// Address family of the frames: ipv4 or ipv6
+    #[arg(long, value_name = "F", default_value = "ipv4", value_parser = family_arg())]
+    family: Family,
+    /// Transport: udp, or tcp (each flow's first segment is a SYN, the next ones ACKs with
+    /// their sequence numbers advancing; a FIN+ACK per flow after the run, not counted)
+    #[arg(long, value_name = "P", default_value = "udp", value_parser = l4_arg())]
+    l4: L4,
+    /// 'single', N flows varying source address and source port (up to 4 128 768, each a
+    /// 5-tuple of its own), or 'var2' (T-Rex: the low 16 bits of source and destination
+    /// addresses both varying)
     #[arg(long, value_name = "F", default_value = "single", value_parser = flows_arg)]
     flows: String,
     /// Send N frames (default: --duration 5)
@@ -105,6 +114,12 @@ pub struct GenArgs {
     /// Destination /16 (T-Rex uses 48.0)
     #[arg(long, value_name = "C.D", default_value = "198.19", value_parser = net16)]
     dst_net: [u8; 2],
+    /// IPv6 source prefix, /112 or shorter: flows vary its low 16 bits as --src-net's
+    #[arg(long, value_name = "PREFIX", default_value = "2001:db8:198:18::/64", value_parser = frame::ip::net6)]
+    src_net6: [u8; 16],
+    /// IPv6 destination prefix, /112 or shorter (::1 in it, or ::k with var2)
+    #[arg(long, value_name = "PREFIX", default_value = "2001:db8:198:19::/64", value_parser = frame::ip::net6)]
+    dst_net6: [u8; 16],
     /// Write every frame the receiver gets to a pcap file
     #[arg(long, value_name = "FILE")]
     rx_pcap: Option<PathBuf>,
@@ -291,6 +306,22 @@ pub fn engine_arg() -> impl TypedValueParser<Value = Engine> {
     })
 }
 
+/// `--family ipv4|ipv6`.
+pub fn family_arg() -> impl TypedValueParser<Value = Family> {
+    PossibleValuesParser::new(["ipv4", "ipv6"]).map(|f| match f.as_str() {
+        "ipv6" => Family::Ipv6,
+        _ => Family::Ipv4,
+    })
+}
+
+/// `--l4 udp|tcp`.
+pub fn l4_arg() -> impl TypedValueParser<Value = L4> {
+    PossibleValuesParser::new(["udp", "tcp"]).map(|p| match p.as_str() {
+        "tcp" => L4::Tcp,
+        _ => L4::Udp,
+    })
+}
+
 /// `--io af_packet|af_xdp|memif`.
 pub fn io_arg() -> impl TypedValueParser<Value = Io> {
     PossibleValuesParser::new(["af_packet", "af_xdp", "memif"]).try_map(|v| Io::parse(&v))
@@ -307,13 +338,20 @@ impl GenArgs {
                 .parse()
                 .map_err(|_| format!("--flows: '{n}' is not a number"))?,
         };
+        let min = frame::min_size(self.family, self.l4);
+        let size = self.size.unwrap_or_else(|| min.to_string());
+        let kind = format!("{}/{}", self.family.name(), self.l4.name()).to_uppercase();
         let o = Options {
             profile: Profile {
-                sizes: frame::parse_sizes(&self.size)?,
+                sizes: frame::sizes_for(&size, min, &kind)?,
                 flows,
                 var2,
                 src_net: self.src_net,
                 dst_net: self.dst_net,
+                family: self.family,
+                l4: self.l4,
+                src_net6: self.src_net6,
+                dst_net6: self.dst_net6,
                 routed: self.routed,
                 src_mac: self.src_mac,
                 dst_mac: self.dst_mac,
@@ -325,7 +363,7 @@ impl GenArgs {
                 },
                 vlan_spread: self.vlans.unwrap_or(1),
             },
-            size_name: self.size.parse::<usize>().is_err().then_some(self.size),
+            size_name: size.parse::<usize>().is_err().then_some(size),
             tx: self.tx,
             rx: self.rx,
             count: self.count,
@@ -389,6 +427,21 @@ fn check(o: &Options) -> Result<(), String> {
         {
             return Err("--engine testpmd is a memif client only".into());
         }
+    }
+    let ipv4_udp = (o.profile.family, o.profile.l4) == (Family::Ipv4, L4::Udp);
+    if o.engine == Engine::Testpmd && !ipv4_udp {
+        return Err(
+            "--engine testpmd sends the IPv4/UDP frames its txonly mode builds: no --family \
+             ipv6 or --l4 tcp"
+                .into(),
+        );
+    }
+    if o.engine == Engine::Xdp && o.profile.l4 == L4::Tcp {
+        return Err(
+            "--engine xdp sends UDP: TCP segments need per-flow sequence numbers its program \
+             does not keep"
+                .into(),
+        );
     }
     if o.engine == Engine::Xdp {
         if o.profile.flows != 1 && !o.profile.var2 {
@@ -510,6 +563,37 @@ pub(crate) mod tests {
         let mean = (7.0 * 64.0 + 4.0 * 594.0 + 1518.0) / 12.0;
         assert!((o.rate.unwrap() - 1e9 / ((mean + 20.0) * 8.0)).abs() < 1.0);
         assert_eq!(o.warmup, Duration::from_secs(2));
+    }
+
+    #[test]
+    fn family_and_l4_choose_the_frames_and_their_smallest_size() {
+        let o = parse_args("--tx t0 --family ipv6").unwrap();
+        assert_eq!((o.profile.family, o.profile.l4), (Family::Ipv6, L4::Udp));
+        assert_eq!((o.profile.sizes.clone(), o.size_name), (vec![78], None));
+        let o = parse_args("--tx t0 --l4 tcp --size imix").unwrap();
+        assert!(o.profile.sizes.contains(&70) && !o.profile.sizes.contains(&64));
+        assert_eq!(o.size_name.as_deref(), Some("imix"));
+        let o = parse_args("--tx t0 --family ipv6 --l4 tcp --src-net6 2001:db8:aa::/48").unwrap();
+        assert_eq!(o.profile.sizes, vec![90]);
+        assert_eq!(&o.profile.src_net6[..6], &[0x20, 1, 0xd, 0xb8, 0, 0xaa]);
+        // IPv4/UDP as it was.
+        let o = parse_args("--tx t0").unwrap();
+        assert_eq!((o.profile.family, o.profile.l4), (Family::Ipv4, L4::Udp));
+        assert_eq!((o.profile.sizes.clone(), o.size_name), (vec![64], None));
+        for bad in [
+            "--tx t0 --family ipv6 --size 64",
+            "--tx t0 --l4 tcp --size 64,1518",
+            "--tx t0 --family ipx",
+            "--tx t0 --l4 sctp",
+            "--tx t0 --src-net6 2001:db8::1/64",
+            "--tx t0 --dst-net6 2001:db8::/120",
+            "--tx t0 --dst-net6 2001:db8::",
+            "--tx t0 --family ipv6 --engine testpmd",
+            "--tx t0 --l4 tcp --engine testpmd",
+            "--tx t0 --l4 tcp --engine xdp",
+        ] {
+            assert!(parse_args(bad).is_err(), "accepted: {bad}");
+        }
     }
 
     #[test]

@@ -3,8 +3,7 @@
 //! timestamp and length are checked; its bytes are compared for one frame in
 //! `--verify`'s sample (all with `--verify all`).
 
-use super::engine::WARMUP_SEQ;
-use super::frame::{self, Profile, Stamp};
+use super::frame::{self, Profile, CLOSE_SEQ, WARMUP_SEQ};
 use super::port::FrameSource;
 use super::report::{RxReport, SecondLine};
 use super::Options;
@@ -46,8 +45,9 @@ pub(super) fn receive_loop(
                 r.other += 1;
                 return;
             };
-            let Stamp { seq, tx_ns } = st;
-            if seq & WARMUP_SEQ != 0 {
+            let seq = st.seq;
+            // Warm-up and closing frames are checked, not counted.
+            if seq & (WARMUP_SEQ | CLOSE_SEQ) != 0 {
                 if !frame::verify(profile, data, st, &mut scratch) {
                     r.corrupt += 1;
                 }
@@ -89,7 +89,7 @@ pub(super) fn receive_loop(
                 r.corrupt += 1;
             }
             if r.latencies.len() < 4_000_000 {
-                r.latencies.push(ts.saturating_sub(tx_ns));
+                r.latencies.push(st.latency(ts));
             }
         }) > 0;
         let now = Instant::now();

@@ -3,7 +3,7 @@
 //! the other port.
 
 use super::check::{receive_loop, PcapWriter};
-use super::frame::Profile;
+use super::frame::{Profile, CLOSE_SEQ, L4};
 use super::port::{FrameSink, Ports};
 use super::report::{Report, RxReport, SecondLine, TxReport};
 use super::{lanes, now_ns, Options};
@@ -137,8 +137,7 @@ fn send_all(sink: &mut dyn FrameSink, batch: &[Vec<u8>]) -> usize {
     sent
 }
 
-/// Sequence numbers of warm-up frames carry this bit; receivers do not count them.
-pub(super) const WARMUP_SEQ: u64 = 1 << 47;
+pub(super) use super::frame::WARMUP_SEQ;
 
 fn send_loop(
     opts: &Options,
@@ -155,8 +154,35 @@ fn send_loop(
         send_phase(&warm, profile, label, sender, WARMUP_SEQ);
     }
     let r = send_phase(opts, profile, label, sender, 0);
+    if profile.l4 == L4::Tcp {
+        close_flows(opts, profile, sender, r.packets + r.errors);
+    }
     tx_done.store(true, Ordering::Release);
     r
+}
+
+/// TCP: close every flow the run opened with a FIN+ACK at its next sequence number, at the
+/// run's rate. The frames carry `CLOSE_SEQ`, so receivers check them without counting them,
+/// and the sender does not count them either. `taken` is how many frames the run numbered.
+fn close_flows(opts: &Options, profile: &Profile, sender: &mut dyn FrameSink, taken: u64) {
+    let flows = profile.flows.max(1) as u64;
+    let opened = taken.min(flows);
+    let mut batch: Vec<Vec<u8>> = (0..MAX_BATCH).map(|_| Vec::with_capacity(9018)).collect();
+    let mut flow = 0;
+    while flow < opened {
+        let n = (MAX_BATCH as u64).min(opened - flow) as usize;
+        let ts = now_ns();
+        for buf in batch.iter_mut().take(n) {
+            // The flow's next frame: the first at or past `taken` that belongs to it.
+            let next = flow + flows * (taken - flow).div_ceil(flows);
+            profile.build(CLOSE_SEQ | next, ts, buf);
+            flow += 1;
+        }
+        send_all(sender, &batch[..n]);
+        if let Some(rate) = opts.rate {
+            std::thread::sleep(Duration::from_secs_f64(n as f64 / rate));
+        }
+    }
 }
 
 /// Send for the options' count or duration, numbering frames from `first_seq`.

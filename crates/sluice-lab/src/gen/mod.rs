@@ -13,11 +13,14 @@ mod args;
 mod check;
 mod engine;
 pub mod frame;
+#[cfg(test)]
+mod ipv4_pin_tests;
 pub mod port;
 mod report;
 pub mod testpmd;
 mod xdp;
 pub mod xdp_live;
+mod xdp_live6;
 
 pub use args::{engine_arg, flows_arg, io_arg, qinq_arg, size_arg, Engine, GenArgs, Options};
 pub use report::Report;
@@ -101,6 +104,8 @@ fn reverse_profile(opts: &Options) -> Profile {
     p.dst_mac = opts.dst_mac_reverse.unwrap_or(opts.profile.src_mac);
     p.src_net = opts.profile.dst_net;
     p.dst_net = opts.profile.src_net;
+    p.src_net6 = opts.profile.dst_net6;
+    p.dst_net6 = opts.profile.src_net6;
     p
 }
 

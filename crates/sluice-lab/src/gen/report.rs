@@ -122,6 +122,7 @@ impl Report {
             "frame_size": size,
             "flows": if opts.profile.var2 { json!("var2") } else { json!(opts.profile.flows) },
             "macs": opts.profile.macs,
+            "family": opts.profile.family.name(), "l4": opts.profile.l4.name(),
             "rate_asked": opts.rate, "rate_reached": self.rate_reached(opts),
             "tx_cpu": opts.cpu,
             "io": super::io_label(opts),

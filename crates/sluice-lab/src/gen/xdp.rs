@@ -29,6 +29,7 @@ pub fn xdp_frames(profile: &Profile) -> (Vec<u8>, crate::gen::xdp_live::Variatio
         lengths: (0..profile.sizes.len() as u64)
             .map(|s| profile.frame_len(s) as u32)
             .collect(),
+        ipv6: profile.family == crate::gen::frame::Family::Ipv6,
     };
     (template, v)
 }

@@ -24,8 +24,10 @@ const HELPER_KTIME_GET_NS: i32 = 5;
 const BPF_F_TEST_XDP_LIVE_FRAMES: u32 = 1 << 1;
 const XDP_DROP: i32 = 1;
 const XDP_TX: i32 = 3;
-/// Bytes of header the program writes back on every run.
+/// Bytes of header the program writes back on every run: Ethernet, IPv4, UDP.
 pub const HEADER_LEN: usize = 42;
+/// The same with IPv6.
+pub const HEADER_LEN6: usize = 62;
 
 /// The pacing state shared with the program (one array-map value):
 /// next frame's due time (ns, CLOCK_MONOTONIC), the interval between frames, frames sent.
@@ -40,21 +42,23 @@ pub struct Variation {
     /// Frame lengths (without FCS) taken in turn by sequence number; empty or one entry: the
     /// template's length. The template must be the longest.
     pub lengths: Vec<u32>,
+    /// IPv6/UDP frames (the program also writes the UDP checksum, which IPv6 requires).
+    pub ipv6: bool,
 }
 
 impl Variation {
-    fn mixed_lengths(&self) -> bool {
+    pub(super) fn mixed_lengths(&self) -> bool {
         self.lengths.len() > 1
     }
 
-    fn rewrites(&self) -> bool {
+    pub(super) fn rewrites(&self) -> bool {
         self.var2_flows.is_some() || self.mixed_lengths()
     }
 }
 
 const HELPER_XDP_ADJUST_TAIL: i32 = 65;
 const STX_MEM_W: u8 = 0x63;
-const JMP_JNE_IMM: u8 = 0x55;
+pub(super) const JMP_JNE_IMM: u8 = 0x55;
 
 /// The XDP program. The kernel runs it as fast as it can; it transmits a frame only when one is
 /// due, which paces the output smoothly (a run of the kernel's loop costs far less than a
@@ -66,16 +70,18 @@ const JMP_JNE_IMM: u8 = 0x55;
 /// state.next_due = max(state.next_due + state.interval, now); seq = state.sent; state.sent += 1
 /// [mixed sizes] cut the frame to lengths[seq % n] (bpf_xdp_adjust_tail)
 /// write the header template into the frame
-/// [var2 or mixed sizes] write seq's addresses, lengths, IPv4 id and header checksum
+/// [var2 or mixed sizes] write seq's addresses, lengths, IPv4 id and header checksum (IPv6:
+///                       addresses, lengths and the UDP checksum, `xdp_live6`)
 /// transmit
 /// ```
 /// Catching up to `now` after a stall means no burst of missed frames follows it.
 fn program(
-    header: &[u8; HEADER_LEN],
+    header: &[u8],
     template_len: usize,
     state_fd: i32,
     lengths_fd: Option<i32>,
     v: &Variation,
+    payload_sum: u32,
 ) -> Vec<Insn> {
     let mut p = vec![
         insn(ALU64_MOV_REG, 6, 1, 0, 0),  // r6 = ctx
@@ -119,6 +125,8 @@ fn program(
         to_drop.push(p.len());
         p.push(insn(JMP_JEQ_IMM, 0, 0, 0, 0)); // if r0 == NULL drop
         p.extend([
+            // IPv6: r7 = the payload's sum at this length (the state is no longer needed).
+            insn(LDX_MEM_W, 7, 0, 4, 0),
             insn(LDX_MEM_W, 2, 0, 0, 0), // r2 = length - template length (<= 0)
             insn(ALU64_ADD_IMM, 2, 0, 0, -(template_len as i32)),
             insn(ALU64_MOV_REG, 1, 6, 0, 0),
@@ -131,20 +139,23 @@ fn program(
         insn(LDX_MEM_W, 2, 6, 0, 0), // r2 = ctx->data
         insn(LDX_MEM_W, 3, 6, 4, 0), // r3 = ctx->data_end
         insn(ALU64_MOV_REG, 4, 2, 0, 0),
-        insn(ALU64_ADD_IMM, 4, 0, 0, HEADER_LEN as i32),
+        insn(ALU64_ADD_IMM, 4, 0, 0, header.len() as i32),
     ]);
     to_drop.push(p.len());
-    p.push(insn(JMP_JGT_REG, 4, 3, 0, 0)); // if data + 42 > data_end drop
-    for w in 0..HEADER_LEN / 4 {
+    p.push(insn(JMP_JGT_REG, 4, 3, 0, 0)); // if data + header > data_end drop
+    let hl = header.len();
+    for w in 0..hl / 4 {
         let b = &header[w * 4..w * 4 + 4];
         // Stores take the immediate in host order; the bytes land as they are in memory.
         let imm = i32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
         p.push(insn(ST_MEM_W, 2, 0, (w * 4) as i16, imm));
     }
-    let tail = u16::from_ne_bytes([header[40], header[41]]);
-    p.push(insn(ST_MEM_H, 2, 0, 40, tail as i32));
-    if v.rewrites() {
-        p.extend(rewrite(header, v));
+    let tail = u16::from_ne_bytes([header[hl - 2], header[hl - 1]]);
+    p.push(insn(ST_MEM_H, 2, 0, hl as i16 - 2, tail as i32));
+    match (v.rewrites(), v.ipv6) {
+        (true, false) => p.extend(rewrite(header, v)),
+        (true, true) => p.extend(super::xdp_live6::rewrite6(header, v, payload_sum)),
+        (false, _) => {}
     }
     p.push(insn(ALU64_MOV_IMM, 0, 0, 0, XDP_TX));
     p.push(insn(JMP_EXIT, 0, 0, 0, 0));
@@ -168,7 +179,7 @@ const DST_LO_AT: usize = IP_AT + 18;
 const UDP_LEN_AT: usize = IP_AT + 20 + 4;
 
 /// The sum of the IPv4 header's 16-bit words that the rewrite leaves alone.
-fn constant_header_sum(header: &[u8; HEADER_LEN], var2: bool) -> u32 {
+fn constant_header_sum(header: &[u8], var2: bool) -> u32 {
     let mut varying = vec![TOTAL_LEN_AT, ID_AT, CSUM_AT];
     if var2 {
         varying.extend([SRC_LO_AT, DST_LO_AT]);
@@ -182,7 +193,7 @@ fn constant_header_sum(header: &[u8; HEADER_LEN], var2: bool) -> u32 {
 
 /// Instructions (r2 = frame data, r3 = data end, r8 = sequence number) that give frame `seq`
 /// its lengths, IPv4 id, var2 addresses and header checksum.
-fn rewrite(header: &[u8; HEADER_LEN], v: &Variation) -> Vec<Insn> {
+fn rewrite(header: &[u8], v: &Variation) -> Vec<Insn> {
     let store_be16 = |reg: u8, at: usize| {
         [
             insn(ALU64_MOV_REG, 4, reg, 0, 0),
@@ -271,15 +282,21 @@ impl LiveFrames {
         {
             return Err("xdp engine: every length must be 60 bytes up to the template's".into());
         }
-        let mut header = [0u8; HEADER_LEN];
-        header.copy_from_slice(&frame[..HEADER_LEN]);
+        let hl = if v.ipv6 { HEADER_LEN6 } else { HEADER_LEN };
+        let header = &frame[..hl];
+        // IPv6's UDP checksum covers the payload: its sum at each length the program cuts the
+        // template to (folded to 16 bits), beside the length in the size table.
+        let payload_sum = |len: usize| super::xdp_live6::folded_sum(&frame[hl.min(len)..len]);
         let map =
             map_create(MapKind::Array, 4, STATE_SIZE, 1).map_err(|e| format!("xdp engine: {e}"))?;
         let lengths = if v.mixed_lengths() {
-            let m = map_create(MapKind::Array, 4, 4, v.lengths.len() as u32)
+            let m = map_create(MapKind::Array, 4, 8, v.lengths.len() as u32)
                 .map_err(|e| format!("xdp engine: {e}"))?;
-            for (i, l) in v.lengths.iter().enumerate() {
-                map_update(&m, &(i as u32).to_ne_bytes(), &l.to_ne_bytes())
+            for (i, &l) in v.lengths.iter().enumerate() {
+                let mut value = [0u8; 8];
+                value[..4].copy_from_slice(&l.to_ne_bytes());
+                value[4..].copy_from_slice(&payload_sum(l as usize).to_ne_bytes());
+                map_update(&m, &(i as u32).to_ne_bytes(), &value)
                     .map_err(|e| format!("xdp engine: filling its size table: {e}"))?;
             }
             Some(m)
@@ -287,11 +304,12 @@ impl LiveFrames {
             None
         };
         let insns = program(
-            &header,
+            header,
             frame.len(),
             map.raw_fd(),
             lengths.as_ref().map(|m| m.raw_fd()),
             v,
+            payload_sum(frame.len()),
         );
         let prog =
             bpf::load_xdp_program(&insns, "sluice_gen").map_err(|e| format!("xdp engine: {e}"))?;
@@ -394,19 +412,29 @@ mod tests {
             eprintln!("SKIPPED (not under CI): the BPF test run needs root");
             return;
         }
-        use crate::gen::frame::{parse_sizes, Profile, VAR2_FLOWS};
-        for (sizes, var2) in [
-            ("64", true),
-            ("imix", false),
-            ("imix", true),
-            ("mixed", true),
+        use crate::gen::frame::{Family, Profile, DST_NET6, L4, SRC_NET6, VAR2_FLOWS};
+        for (sizes, var2, family) in [
+            ("64", true, Family::Ipv4),
+            ("imix", false, Family::Ipv4),
+            ("imix", true, Family::Ipv4),
+            ("mixed", true, Family::Ipv4),
+            ("78", false, Family::Ipv6),
+            ("78", true, Family::Ipv6),
+            ("imix", false, Family::Ipv6),
+            ("imix", true, Family::Ipv6),
+            ("mixed", true, Family::Ipv6),
         ] {
+            let min = crate::gen::frame::min_size(family, L4::Udp);
             let profile = Profile {
-                sizes: parse_sizes(sizes).unwrap(),
+                sizes: crate::gen::frame::sizes_for(sizes, min, "").unwrap(),
                 flows: if var2 { VAR2_FLOWS } else { 1 },
                 var2,
                 src_net: [16, 0],
                 dst_net: [48, 0],
+                family,
+                l4: L4::Udp,
+                src_net6: SRC_NET6,
+                dst_net6: DST_NET6,
                 routed: false,
                 src_mac: sluice::wire::MacAddress([2, 0, 0, 0, 0, 1]),
                 dst_mac: sluice::wire::MacAddress([2, 0, 0, 0, 0, 2]),
@@ -425,12 +453,22 @@ mod tests {
                 profile.build(seq, 0, &mut want);
                 // Length, and the Ethernet, IPv4 (lengths, addresses, id, checksum) and UDP
                 // headers are the profile's.
-                assert_eq!(got.len(), want.len(), "{sizes} var2 {var2}: frame {seq}");
-                assert_eq!(
-                    got[..HEADER_LEN],
-                    want[..HEADER_LEN],
-                    "{sizes} var2 {var2}: frame {seq}"
-                );
+                let what = format!("{sizes} var2 {var2} {family:?}: frame {seq}");
+                assert_eq!(got.len(), want.len(), "{what}");
+                if family == Family::Ipv4 {
+                    assert_eq!(got[..HEADER_LEN], want[..HEADER_LEN], "{what}");
+                    continue;
+                }
+                // IPv6: the headers but the UDP checksum are the profile's; the checksum,
+                // over the template's payload, is right (pseudo-header and segment sum to
+                // 0xffff).
+                assert_eq!(got[..HEADER_LEN6 - 2], want[..HEADER_LEN6 - 2], "{what}");
+                let mut pseudo = got[22..54].to_vec();
+                pseudo.extend_from_slice(&[0, 17]);
+                pseudo.extend_from_slice(&got[58..60]);
+                let sum = crate::gen::xdp_live6::folded_sum(&pseudo)
+                    + crate::gen::xdp_live6::folded_sum(&got[54..]);
+                assert_eq!((sum & 0xffff) + (sum >> 16), 0xffff, "{what}");
             }
             assert_eq!(e.sent().unwrap(), 70_000);
         }
@@ -438,7 +476,7 @@ mod tests {
 
     #[test]
     fn program_shape() {
-        let p = program(&[0xab; HEADER_LEN], 60, 7, None, &Variation::default());
+        let p = program(&[0xab; HEADER_LEN], 60, 7, None, &Variation::default(), 0);
         assert_eq!(p[p.len() - 2].imm, XDP_DROP);
         assert_eq!(p[p.len() - 4].imm, XDP_TX);
         // Every conditional jump lands on the drop return or just past the catch-up move.
