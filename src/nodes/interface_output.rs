@@ -3,10 +3,12 @@
 //! sub-interface is counted there, gets the sub-interface's VLAN tags and leaves by the
 //! parent's tx node.
 
-use crate::graph::{NodeCx, NodeDecl, TracedLoop};
+use crate::graph::{traced_loop_nodes, NodeCx, NodeDecl, TracedLoop};
 use crate::interface::Interface;
 use crate::subif::{push_tags, SharedSubIfs};
 use std::sync::Arc;
+
+pub const NAME: &str = "interface-output";
 
 #[repr(usize)]
 enum Error {
@@ -37,9 +39,11 @@ impl InterfaceOutput {
         // After the drop: what a BVI sends goes into its bridge domain.
         next.push(super::L2_FWD.to_string());
         let node = InterfaceOutput { interfaces, subifs };
-        NodeDecl::internal(super::INTERFACE_OUTPUT, &[], &ERRORS, node).with_next(next)
+        NodeDecl::internal(NAME, &[], &ERRORS, node).with_next(next)
     }
 }
+
+traced_loop_nodes!(InterfaceOutput);
 
 impl TracedLoop for InterfaceOutput {
     fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {

@@ -64,12 +64,18 @@ pub struct IcmpError<F: ErrorBuilder> {
 }
 
 impl<F: ErrorBuilder> IcmpError<F> {
-    pub fn decl(view: SharedL3View) -> NodeDecl {
+    pub fn decl(view: SharedL3View) -> NodeDecl
+    where
+        Self: Node,
+    {
         Self::decl_with_limit(view, RATE_PER_SEC, BURST)
     }
 
     /// With its own rate limit: `rate` errors a second, `burst` at once.
-    pub fn decl_with_limit(view: SharedL3View, rate: u64, burst: u64) -> NodeDecl {
+    pub fn decl_with_limit(view: SharedL3View, rate: u64, burst: u64) -> NodeDecl
+    where
+        Self: Node,
+    {
         NodeDecl::internal(
             F::ICMP_ERROR_NODE,
             &[F::LOOKUP_NODE, crate::nodes::ERROR_DROP],
@@ -112,8 +118,12 @@ impl<F: ErrorBuilder> IcmpError<F> {
     }
 }
 
-impl<F: ErrorBuilder> Node for IcmpError<F> {
-    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+super::per_family_nodes!(IcmpError);
+
+impl<F: ErrorBuilder> IcmpError<F> {
+    /// The node's loop, `Node::process` of each family's instance.
+    #[inline(always)]
+    fn process_frame(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
         let view = self.view.load();
         let tracing = cx.tracing();
         for &bi in frame {

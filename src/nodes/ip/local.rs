@@ -59,7 +59,10 @@ pub struct IpLocal<F: LocalRules> {
 }
 
 impl<F: LocalRules> IpLocal<F> {
-    pub fn decl(view: SharedL3View) -> NodeDecl {
+    pub fn decl(view: SharedL3View) -> NodeDecl
+    where
+        Self: Node,
+    {
         let node = IpLocal::<F> {
             view,
             _family: std::marker::PhantomData,
@@ -75,8 +78,12 @@ impl<F: LocalRules> IpLocal<F> {
     }
 }
 
-impl<F: LocalRules> Node for IpLocal<F> {
-    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+super::per_family_nodes!(IpLocal);
+
+impl<F: LocalRules> IpLocal<F> {
+    /// The node's loop, `Node::process` of each family's instance.
+    #[inline(always)]
+    fn process_frame(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
         let view = self.view.load();
         let tracing = cx.tracing();
         for &bi in frame {

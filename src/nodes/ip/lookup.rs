@@ -100,7 +100,10 @@ pub struct IpLookup<F: LookupRules> {
 }
 
 impl<F: LookupRules> IpLookup<F> {
-    pub fn decl(tables: SharedTables, view: SharedL3View) -> NodeDecl {
+    pub fn decl(tables: SharedTables, view: SharedL3View) -> NodeDecl
+    where
+        Self: Node,
+    {
         NodeDecl::internal(
             F::LOOKUP_NODE,
             &[
@@ -122,8 +125,12 @@ impl<F: LookupRules> IpLookup<F> {
     }
 }
 
-impl<F: LookupRules> Node for IpLookup<F> {
-    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+super::per_family_nodes!(IpLookup);
+
+impl<F: LookupRules> IpLookup<F> {
+    /// The node's loop, `Node::process` of each family's instance.
+    #[inline(always)]
+    fn process_frame(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
         let n = frame.len().min(FRAME_SIZE);
         let tables = self.tables.load();
         for (k, &bi) in frame[..n].iter().enumerate() {

@@ -33,6 +33,26 @@ macro_rules! counter_index {
 }
 pub(crate) use counter_index;
 
+/// `Node` for the IPv4 and IPv6 instances of generic node `$node`, by its `process_frame`.
+/// An impl per family rather than one generic impl: symbols are named by their impl, so
+/// under `impl<F> Node for IpInput<F>` both families' frames read `IpInput<F>` in a profile
+/// and flame graphs fold ip4-input and ip6-input into one; here each names its family.
+macro_rules! per_family_nodes {
+    ($node:ident) => {
+        impl crate::graph::Node for $node<crate::nodes::ip::V4> {
+            fn process(&mut self, cx: &mut crate::graph::NodeCx<'_>, frame: &[u32]) -> usize {
+                self.process_frame(cx, frame)
+            }
+        }
+        impl crate::graph::Node for $node<crate::nodes::ip::V6> {
+            fn process(&mut self, cx: &mut crate::graph::NodeCx<'_>, frame: &[u32]) -> usize {
+                self.process_frame(cx, frame)
+            }
+        }
+    };
+}
+pub(crate) use per_family_nodes;
+
 /// One address family as the shared nodes see it.
 pub trait Family: Send + Sync + 'static {
     /// "ip4" or "ip6": how traces and node names start.
@@ -58,7 +78,7 @@ impl Family for V4 {
     const NAME: &'static str = "ip4";
     const IPV6: bool = false;
     const ETHERTYPE: EtherType = EtherType::IPV4;
-    const INPUT_NODE: &'static str = super::ip4::input::IP4_INPUT;
+    const INPUT_NODE: &'static str = super::ip4::input::NAME;
     const LOOKUP_NODE: &'static str = super::ip4::input::IP4_LOOKUP;
     const ICMP_ERROR_NODE: &'static str = super::ICMP4_ERROR;
     const REWRITE_NODE: &'static str = super::ip4::lookup::IP4_REWRITE;

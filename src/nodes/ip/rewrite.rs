@@ -15,7 +15,7 @@
 use super::Family;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
 use crate::graph::features::{self, FeatureView, SharedFeatures};
-use crate::graph::{NodeCx, NodeDecl, TracedLoop};
+use crate::graph::{traced_loop_nodes, NodeCx, NodeDecl, TracedLoop};
 use crate::nodes::IcmpErrorRequest;
 use crate::router::adjacency::{ethernet_rewrite, AdjKind, Adjacency, L3View, SharedL3View};
 use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
@@ -188,13 +188,19 @@ pub struct IpRewrite<F: RewriteRules> {
 
 impl<F: RewriteRules> IpRewrite<F> {
     /// With no output feature on any interface.
-    pub fn decl(view: SharedL3View) -> NodeDecl {
+    pub fn decl(view: SharedL3View) -> NodeDecl
+    where
+        Self: crate::graph::Node,
+    {
         Self::decl_with(view, features::shared(FeatureView::new()))
     }
 
     /// Packets leave for interface-output, or for the output arc's first feature on their
     /// interface (its features are this node's nexts from `OUTPUT_FEATURES` on).
-    pub fn decl_with(view: SharedL3View, features: SharedFeatures) -> NodeDecl {
+    pub fn decl_with(view: SharedL3View, features: SharedFeatures) -> NodeDecl
+    where
+        Self: crate::graph::Node,
+    {
         let node = IpRewrite::<F> {
             view,
             features,
@@ -356,6 +362,8 @@ impl<F: RewriteRules> IpRewrite<F> {
         }
     }
 }
+
+traced_loop_nodes!(IpRewrite<super::V4>, IpRewrite<super::V6>);
 
 impl<F: RewriteRules> TracedLoop for IpRewrite<F> {
     fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {

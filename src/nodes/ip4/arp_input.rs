@@ -11,6 +11,8 @@ use crate::wire::arp::{reply_in_place, ArpError, ArpPacket, OP_REQUEST};
 use crate::wire::MacAddress;
 use std::net::{IpAddr, Ipv4Addr};
 
+pub const NAME: &str = "arp-input";
+
 #[repr(usize)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Next {

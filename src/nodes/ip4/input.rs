@@ -11,7 +11,7 @@ use crate::nodes::ip::input::{InputChecks, IpInput};
 use crate::nodes::ip::{counter_index, V4};
 use crate::wire::ipv4::{Ipv4Error, Ipv4Header};
 
-pub const IP4_INPUT: &str = "ip4-input";
+pub const NAME: &str = "ip4-input";
 pub const IP4_LOOKUP: &str = "ip4-lookup";
 
 #[repr(usize)]

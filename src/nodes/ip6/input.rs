@@ -10,6 +10,8 @@ use crate::nodes::ip::input::{InputChecks, IpInput};
 use crate::nodes::ip::{counter_index, V6};
 use crate::wire::ipv6::{self, Ipv6Error, Ipv6Header};
 
+pub const NAME: &str = "ip6-input";
+
 #[repr(usize)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Error {
