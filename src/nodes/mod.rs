@@ -23,26 +23,6 @@ pub mod tx;
 #[cfg(test)]
 pub mod testing;
 
-/// Names of the fixed nodes, used where other nodes name them as next nodes.
-pub const ETHERNET_INPUT: &str = l2::ethernet_input::NAME;
-pub const L2_XCONNECT: &str = l2::xconnect::NAME;
-pub const L2_LEARN: &str = l2::learn::NAME;
-pub const L2_FWD: &str = l2::fwd::NAME;
-pub const L2_FLOOD: &str = l2::flood::NAME;
-pub const L2_ARP_TERM: &str = l2::arp_term::NAME;
-pub const INTERFACE_OUTPUT: &str = interface_output::NAME;
-pub const ERROR_DROP: &str = error_drop::NAME;
-pub const ARP_INPUT: &str = ip4::arp_input::NAME;
-pub const IP4_ARP: &str = "ip4-arp";
-pub const IP4_LOCAL: &str = "ip4-local";
-pub const ICMP4_ERROR: &str = "icmp4-error";
-pub const IP6_INPUT: &str = ip6::input::NAME;
-pub const IP6_LOOKUP: &str = "ip6-lookup";
-pub const IP6_REWRITE: &str = "ip6-rewrite";
-pub const IP6_ND: &str = "ip6-nd";
-pub const IP6_LOCAL: &str = "ip6-local";
-pub const ICMP6_ERROR: &str = "icmp6-error";
-
 /// The routing nodes of one worker's graph (ethernet-input sends them IPv4, ARP and IPv6).
 pub fn routing_decls(
     view: &crate::router::adjacency::SharedL3View,

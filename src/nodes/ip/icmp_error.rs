@@ -8,7 +8,9 @@
 
 use super::Family;
 use crate::buffer::WorkerBuffers;
+use crate::graph::names::next_nodes;
 use crate::graph::{Node, NodeCx, NodeDecl};
+use crate::nodes::error_drop;
 use crate::nodes::rate_limit::TokenBucket;
 use crate::nodes::IcmpErrorRequest;
 use crate::router::adjacency::{L3View, SharedL3View};
@@ -18,11 +20,11 @@ use crate::wire::ethernet::HEADER_LEN as ETH_HEADER_LEN;
 pub const RATE_PER_SEC: u64 = 1000;
 pub const BURST: u64 = 100;
 
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {
-    Lookup,
-    Drop,
+next_nodes! {
+    pub enum Next<F: ErrorBuilder> {
+        Lookup = F::LOOKUP_NODE,
+        Drop = error_drop::NAME,
+    }
 }
 
 /// What a family's ICMP errors need of it.
@@ -78,7 +80,7 @@ impl<F: ErrorBuilder> IcmpError<F> {
     {
         NodeDecl::internal(
             F::ICMP_ERROR_NODE,
-            &[F::LOOKUP_NODE, crate::nodes::ERROR_DROP],
+            &Next::names::<F>(),
             F::ERRORS,
             Self::new(view, rate, burst),
         )

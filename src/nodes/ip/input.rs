@@ -39,7 +39,7 @@ impl<F: InputChecks> IpInput<F> {
         Self: Node,
     {
         let mut next = features::next_names(F::UNICAST_ARC, None);
-        next.push(crate::nodes::ERROR_DROP.to_string());
+        next.push(crate::nodes::error_drop::NAME.to_string());
         let node = IpInput::<F> {
             features,
             _family: PhantomData,

@@ -10,19 +10,21 @@
 use super::Family;
 use crate::buffer::BufferMeta;
 use crate::graph::frame::FRAME_SIZE;
+use crate::graph::names::next_nodes;
 use crate::graph::{Node, NodeCx, NodeDecl};
+use crate::nodes::error_drop;
 use crate::nodes::table_lookup::{FamilyLookup, TableLookup};
 use crate::nodes::IcmpErrorRequest;
 use crate::router::adjacency::{L3View, SharedL3View};
 use crate::router::SharedTables;
 
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {
-    Rewrite,
-    Local,
-    IcmpError,
-    Drop,
+next_nodes! {
+    pub enum Next<F: Family> {
+        Rewrite = F::REWRITE_NODE,
+        Local = F::LOCAL_NODE,
+        IcmpError = F::ICMP_ERROR_NODE,
+        Drop = error_drop::NAME,
+    }
 }
 
 /// Where one packet goes: next node, adjacency, the counter it bumps and the error it asks for.
@@ -106,12 +108,7 @@ impl<F: LookupRules> IpLookup<F> {
     {
         NodeDecl::internal(
             F::LOOKUP_NODE,
-            &[
-                F::REWRITE_NODE,
-                F::LOCAL_NODE,
-                F::ICMP_ERROR_NODE,
-                crate::nodes::ERROR_DROP,
-            ],
+            &Next::names::<F>(),
             F::ERRORS,
             IpLookup::<F> {
                 tables,

@@ -18,20 +18,8 @@ pub mod local;
 pub mod lookup;
 pub mod rewrite;
 
+use crate::nodes::{ip4, ip6};
 use crate::wire::EtherType;
-
-/// A node's counter enum (`#[repr(usize)]`, in the order of its `ERRORS`) as the index
-/// `NodeCx::count_error` takes: what the shared nodes need of each family's counters.
-macro_rules! counter_index {
-    ($t:ty) => {
-        impl From<$t> for usize {
-            fn from(e: $t) -> usize {
-                e as usize
-            }
-        }
-    };
-}
-pub(crate) use counter_index;
 
 /// `Node` for the IPv4 and IPv6 instances of generic node `$node`, by its `process_frame`.
 /// An impl per family rather than one generic impl: symbols are named by their impl, so
@@ -78,11 +66,11 @@ impl Family for V4 {
     const NAME: &'static str = "ip4";
     const IPV6: bool = false;
     const ETHERTYPE: EtherType = EtherType::IPV4;
-    const INPUT_NODE: &'static str = super::ip4::input::NAME;
-    const LOOKUP_NODE: &'static str = super::ip4::input::IP4_LOOKUP;
-    const ICMP_ERROR_NODE: &'static str = super::ICMP4_ERROR;
-    const REWRITE_NODE: &'static str = super::ip4::lookup::IP4_REWRITE;
-    const LOCAL_NODE: &'static str = super::IP4_LOCAL;
+    const INPUT_NODE: &'static str = ip4::input::NAME;
+    const LOOKUP_NODE: &'static str = ip4::lookup::NAME;
+    const ICMP_ERROR_NODE: &'static str = ip4::icmp_error::NAME;
+    const REWRITE_NODE: &'static str = ip4::rewrite::NAME;
+    const LOCAL_NODE: &'static str = ip4::local::NAME;
     const UNICAST_ARC: usize = crate::graph::features::IP4_UNICAST;
 }
 
@@ -90,10 +78,10 @@ impl Family for V6 {
     const NAME: &'static str = "ip6";
     const IPV6: bool = true;
     const ETHERTYPE: EtherType = EtherType::IPV6;
-    const INPUT_NODE: &'static str = super::IP6_INPUT;
-    const LOOKUP_NODE: &'static str = super::IP6_LOOKUP;
-    const ICMP_ERROR_NODE: &'static str = super::ICMP6_ERROR;
-    const REWRITE_NODE: &'static str = super::IP6_REWRITE;
-    const LOCAL_NODE: &'static str = super::IP6_LOCAL;
+    const INPUT_NODE: &'static str = ip6::input::NAME;
+    const LOOKUP_NODE: &'static str = ip6::lookup::NAME;
+    const ICMP_ERROR_NODE: &'static str = ip6::icmp_error::NAME;
+    const REWRITE_NODE: &'static str = ip6::rewrite::NAME;
+    const LOCAL_NODE: &'static str = ip6::local::NAME;
     const UNICAST_ARC: usize = crate::graph::features::IP6_UNICAST;
 }

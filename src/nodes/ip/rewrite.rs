@@ -15,8 +15,10 @@
 use super::Family;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
 use crate::graph::features::{self, FeatureView, SharedFeatures};
+use crate::graph::names::next_nodes;
 use crate::graph::{traced_loop_nodes, NodeCx, NodeDecl, TracedLoop};
 use crate::nodes::IcmpErrorRequest;
+use crate::nodes::{error_drop, interface_output};
 use crate::router::adjacency::{ethernet_rewrite, AdjKind, Adjacency, L3View, SharedL3View};
 use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
 use crate::wire::EtherType;
@@ -28,14 +30,14 @@ const PREFETCH_AHEAD: usize = 4;
 /// The first next slot of the output arc's features (after the `Next` slots).
 pub const OUTPUT_FEATURES: usize = 4;
 
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {
-    InterfaceOutput,
-    /// ip4-arp or ip6-nd.
-    Resolve,
-    IcmpError,
-    Drop,
+next_nodes! {
+    pub enum Next<F: RewriteRules> {
+        InterfaceOutput = interface_output::NAME,
+        /// ip4-arp or ip6-nd.
+        Resolve = F::RESOLVE_NODE,
+        IcmpError = F::ICMP_ERROR_NODE,
+        Drop = error_drop::NAME,
+    }
 }
 
 /// What happens to one packet; `Forward` and `Fragment` have already been applied to its
@@ -207,14 +209,13 @@ impl<F: RewriteRules> IpRewrite<F> {
             fragmenter: Fragmenter::default(),
             _family: std::marker::PhantomData,
         };
-        let next = [
-            crate::nodes::INTERFACE_OUTPUT,
-            F::RESOLVE_NODE,
-            F::ICMP_ERROR_NODE,
-            crate::nodes::ERROR_DROP,
-        ];
-        NodeDecl::internal(F::REWRITE_NODE, &next, F::REWRITE_ERRORS, node)
-            .with_next(features::feature_names(F::OUTPUT_ARC))
+        NodeDecl::internal(
+            F::REWRITE_NODE,
+            &Next::names::<F>(),
+            F::REWRITE_ERRORS,
+            node,
+        )
+        .with_next(features::feature_names(F::OUTPUT_ARC))
     }
 
     /// Decide one packet's fate and, when it is forwarded, rewrite it in place.
