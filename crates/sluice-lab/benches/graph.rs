@@ -12,16 +12,8 @@ use sluice::drivers::{TxBurst, TxQueue};
 use sluice::graph::{Graph, Node, NodeCx, NodeDecl, NodeKind};
 use sluice::interface::{Interface, L2Modes};
 use sluice::l2::bridge::{Bridges, DomainSettings};
-use sluice::nodes::{
-    error_drop::ErrorDrop,
-    interface_output::InterfaceOutput,
-    l2::ethernet_input::EthernetInput,
-    l2::{
-        arp_term::L2ArpTerm, flood::L2Flood, fwd::L2Fwd, learn::L2Learn, learn::LearnParts,
-        xconnect::L2Xconnect,
-    },
-    tx::TxNode,
-};
+use sluice::nodes::graph::{graph_nodes, GraphParts};
+use sluice::nodes::l2::{ethernet_input, learn::LearnParts};
 use sluice::router::{NeighborLearn, Router};
 use sluice::subif::{SubIf, SubIfs, TagMatch};
 use sluice::wire::MacAddress;
@@ -219,47 +211,39 @@ fn run_once(path: Path, packets: u64) -> Run {
     }
     let (learn, _learnt) = std::sync::mpsc::sync_channel(16);
     let frame = frame(path);
-    let decls = vec![
-        NodeDecl {
-            name: "synthetic-input".into(),
-            kind: NodeKind::Input,
-            next: vec!["ethernet-input".into()],
-            errors: vec![],
-            node: Box::new(Synthetic {
-                frame,
-                bis: vec![0; 256],
-                macs,
-                next_mac: 0,
-            }),
+    let synthetic = NodeDecl {
+        name: "synthetic-input".into(),
+        kind: NodeKind::Input,
+        next: vec![ethernet_input::NAME.into()],
+        errors: vec![],
+        node: Box::new(Synthetic {
+            frame,
+            bis: vec![0; 256],
+            macs,
+            next_mac: 0,
+        }),
+    };
+    let parts = GraphParts {
+        interfaces,
+        modes,
+        subifs,
+        l2: LearnParts {
+            fib: bridges.reader(),
+            clock: bridges.clock(),
+            learns: mac_learns,
+            lost: Arc::default(),
         },
-        EthernetInput::decl(modes.clone(), router.view(), subifs.clone(), 60),
-        L2Xconnect::decl(modes.clone()),
-        L2Learn::decl(
-            modes.clone(),
-            LearnParts {
-                fib: bridges.reader(),
-                clock: bridges.clock(),
-                learns: mac_learns,
-                lost: Arc::default(),
-            },
-        ),
-        L2Fwd::decl(modes.clone(), bridges.reader()),
-        L2Flood::decl(modes.clone()),
-        L2ArpTerm::decl(modes),
-        InterfaceOutput::decl(interfaces.clone(), subifs.clone()),
-        TxNode::decl(interfaces[0].clone(), Box::new(NullTx)),
-        TxNode::decl(interfaces[1].clone(), Box::new(NullTx)),
-        ErrorDrop::decl(interfaces.clone(), subifs),
-    ];
-    let mut decls = decls;
-    decls.extend(sluice::nodes::routing_decls(
-        &router.view(),
-        &router.tables(),
-        &learn,
-        &sluice::nodes::acl::Filters::none(),
-        &sluice::nodes::host_punt::punt_channel_of(1).0,
-        &std::sync::Arc::new(sluice::lcp::policy::PuntPolicy::default()),
-    ));
+        view: router.view(),
+        tables: router.tables(),
+        learn,
+        filters: sluice::nodes::acl::Filters::none(),
+        to_host: sluice::nodes::host_punt::punt_channel_of(1).0,
+        punt: Arc::new(sluice::lcp::policy::PuntPolicy::default()),
+        capture: None,
+        min_frame: 60,
+    };
+    let txs: Vec<Box<dyn TxQueue>> = vec![Box::new(NullTx), Box::new(NullTx)];
+    let decls = graph_nodes(parts, vec![synthetic], txs);
     let mut g = Graph::build(decls, 0).unwrap();
     let mut bufs = pool.worker_handle();
     let shared = g.shared().clone();

@@ -8,17 +8,10 @@ use crate::drivers::TxQueue;
 use crate::graph::{Graph, NodeDecl};
 use crate::interface::{Interface, SharedL2Modes};
 use crate::nodes::{
-    error_drop::ErrorDrop,
+    graph::{graph_nodes, GraphParts},
     handoff::{HandoffInput, WorkerHandoff},
     input::{InputNode, PlacedQueue},
-    interface_output::InterfaceOutput,
-    l2::arp_term::L2ArpTerm,
-    l2::ethernet_input::EthernetInput,
-    l2::flood::L2Flood,
-    l2::fwd::L2Fwd,
-    l2::learn::{L2Learn, LearnParts},
-    l2::xconnect::L2Xconnect,
-    tx::TxNode,
+    l2::learn::LearnParts,
 };
 use crate::router::adjacency::SharedL3View;
 use crate::router::{LearnSender, SharedTables};
@@ -151,7 +144,7 @@ pub(super) fn spawn_workers(
     Ok(infos)
 }
 
-/// The nodes of one worker's graph.
+/// The nodes of one worker's graph: its input nodes and handoff, then `nodes::graph`'s list.
 fn worker_graph(
     interfaces: &[Arc<Interface>],
     shared: &Shared,
@@ -196,40 +189,21 @@ fn worker_graph(
     }
     decls.push(HandoffInput::decl(from));
     decls.push(WorkerHandoff::decl(handoff, inputs.placement.1, to));
-    decls.push(EthernetInput::decl(
-        modes.clone(),
-        l3.view.clone(),
-        subifs.clone(),
+    let parts = GraphParts {
+        interfaces: interfaces.to_vec(),
+        modes: modes.clone(),
+        subifs: subifs.clone(),
+        l2,
+        view: l3.view.clone(),
+        tables: l3.tables.clone(),
+        learn: l3.learn.clone(),
+        filters: l3.filters.clone(),
+        to_host: l3.to_host.clone(),
+        punt: l3.punt.clone(),
+        capture: Some(capture.clone()),
         min_frame,
-    ));
-    decls.push(L2Xconnect::decl(modes.clone()));
-    let l2fib = l2.fib.clone();
-    decls.push(L2Learn::decl(modes.clone(), l2));
-    decls.push(L2Fwd::decl(modes.clone(), l2fib));
-    decls.push(L2Flood::decl(modes.clone()));
-    decls.push(L2ArpTerm::decl(modes.clone()));
-    decls.extend(crate::nodes::routing_decls(
-        &l3.view,
-        &l3.tables,
-        &l3.learn,
-        &l3.filters,
-        &l3.to_host,
-        &l3.punt,
-    ));
-    decls.push(InterfaceOutput::decl(interfaces.to_vec(), subifs.clone()));
-    for (itf, tx) in interfaces.iter().zip(txs) {
-        decls.push(TxNode::decl_captured(
-            itf.clone(),
-            tx,
-            Some(capture.clone()),
-        ));
-    }
-    decls.push(ErrorDrop::decl_captured(
-        interfaces.to_vec(),
-        subifs.clone(),
-        Some(capture.clone()),
-    ));
-    decls
+    };
+    graph_nodes(parts, decls, txs)
 }
 
 /// Where a worker runs and at what scheduler weight.

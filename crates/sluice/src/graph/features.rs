@@ -12,6 +12,7 @@
 //! ip4-rewrite and ip6-rewrite start the output arcs (ending at interface-output), whose
 //! features are the ACL output nodes.
 
+use crate::nodes::{acl, interface_output, ip4, ip6};
 use arc_swap::ArcSwap;
 use std::sync::Arc;
 
@@ -36,27 +37,27 @@ pub struct ArcDef {
 pub static ARCS: [ArcDef; 4] = [
     ArcDef {
         name: "ip4-unicast",
-        start: "ip4-input",
-        end: "ip4-lookup",
-        features: &["acl-ip4-in"],
+        start: ip4::input::NAME,
+        end: ip4::lookup::NAME,
+        features: &[acl::ACL_IP4_IN],
     },
     ArcDef {
         name: "ip6-unicast",
-        start: "ip6-input",
-        end: "ip6-lookup",
-        features: &["acl-ip6-in"],
+        start: ip6::input::NAME,
+        end: ip6::lookup::NAME,
+        features: &[acl::ACL_IP6_IN],
     },
     ArcDef {
         name: "ip4-output",
-        start: "ip4-rewrite",
-        end: "interface-output",
-        features: &["acl-ip4-out"],
+        start: ip4::rewrite::NAME,
+        end: interface_output::NAME,
+        features: &[acl::ACL_IP4_OUT],
     },
     ArcDef {
         name: "ip6-output",
-        start: "ip6-rewrite",
-        end: "interface-output",
-        features: &["acl-ip6-out"],
+        start: ip6::rewrite::NAME,
+        end: interface_output::NAME,
+        features: &[acl::ACL_IP6_OUT],
     },
 ];
 

@@ -8,6 +8,7 @@
 pub mod counter;
 pub mod features;
 pub mod frame;
+pub mod names;
 pub mod trace;
 
 use crate::buffer::WorkerBuffers;
@@ -55,21 +56,33 @@ pub trait Node: Send {
 
 /// A node whose per-frame loop is built twice, with and without trace records, so the plain
 /// loop carries no trace test per packet; the graph picks one per frame. Such a node is a
-/// [`Node`] by the blanket impl below.
+/// [`Node`] by `traced_loop_nodes!`.
 pub trait TracedLoop: Send {
     fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]);
 }
 
-impl<T: TracedLoop> Node for T {
-    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
-        if cx.tracing() {
-            self.run::<true>(cx, frame);
-        } else {
-            self.run::<false>(cx, frame);
-        }
-        frame.len()
-    }
+/// `Node` for each type given, by its [`TracedLoop`]. An impl per node type rather than a
+/// blanket `impl<T: TracedLoop> Node for T`: symbols are named by their impl, so under the
+/// blanket impl every such node's frames read `<T as sluice::graph::Node>::process` in a
+/// profile and flame graphs fold them into one; here each reads, e.g.,
+/// `<sluice::nodes::l2::fwd::L2Fwd as sluice::graph::Node>::process`.
+macro_rules! traced_loop_nodes {
+    ($($node:ty),+ $(,)?) => {
+        $(
+            impl $crate::graph::Node for $node {
+                fn process(&mut self, cx: &mut $crate::graph::NodeCx<'_>, frame: &[u32]) -> usize {
+                    if cx.tracing() {
+                        $crate::graph::TracedLoop::run::<true>(self, cx, frame);
+                    } else {
+                        $crate::graph::TracedLoop::run::<false>(self, cx, frame);
+                    }
+                    frame.len()
+                }
+            }
+        )+
+    };
 }
+pub(crate) use traced_loop_nodes;
 
 /// Passes between two reports of the buffers held by drivers.
 const HELD_REPORT_PASSES: u64 = 256;

@@ -19,6 +19,7 @@ use crate::acl::FlowKey;
 use crate::graph::features::{
     self, SharedFeatures, IP4_OUTPUT, IP4_UNICAST, IP6_OUTPUT, IP6_UNICAST,
 };
+use crate::graph::names::error_counters;
 use crate::graph::{Node, NodeCx, NodeDecl};
 use crate::wire::EtherType;
 use arc_swap::ArcSwap;
@@ -70,29 +71,18 @@ impl Filters {
     }
 }
 
-#[repr(usize)]
-#[derive(Clone, Copy)]
-pub enum Error {
-    Denied,
-    NoMatch,
-    BadIpHeader,
-    TruncatedTransport,
-    BadExtensions,
-    NotSyn,
-    SessionTableFull,
-    SourceLimit,
+error_counters! {
+    pub enum Error {
+        Denied = "acl: denied by a rule",
+        NoMatch = "acl: no rule matched (denied)",
+        BadIpHeader = "acl: IP header invalid",
+        TruncatedTransport = "acl: transport header truncated",
+        BadExtensions = "acl: IPv6 extension headers invalid or too many",
+        NotSyn = "acl: reflect: TCP without a session, not a SYN",
+        SessionTableFull = "acl: reflect: session table full",
+        SourceLimit = "acl: reflect: source at its session limit",
+    }
 }
-
-pub const ERRORS: [&str; 8] = [
-    "acl: denied by a rule",
-    "acl: no rule matched (denied)",
-    "acl: IP header invalid",
-    "acl: transport header truncated",
-    "acl: IPv6 extension headers invalid or too many",
-    "acl: reflect: TCP without a session, not a SYN",
-    "acl: reflect: session table full",
-    "acl: reflect: source at its session limit",
-];
 
 fn refused(r: Refused) -> Error {
     match r {
@@ -145,7 +135,7 @@ impl AclIn {
         // The arc lists this node; a missing entry would be caught by the graph build.
         let me = features::feature_index(arc, name).unwrap_or(0);
         let mut next = features::next_names(arc, Some(me));
-        next.push(super::ERROR_DROP.to_string());
+        next.push(super::error_drop::NAME.to_string());
         let node = AclIn {
             ipv6,
             output,
@@ -155,7 +145,7 @@ impl AclIn {
             sweep_credit: 0,
             preps: Vec::new(),
         };
-        NodeDecl::internal(name, &[], &ERRORS, node).with_next(next)
+        NodeDecl::internal(name, &[], &Error::REASONS, node).with_next(next)
     }
 
     /// The drop slot: after the later features and the end.
@@ -308,7 +298,7 @@ impl Node for AclIn {
                 Err(e) => {
                     cx.count_error(e as usize, 1);
                     if tracing {
-                        cx.trace(bi, ERRORS[e as usize]);
+                        cx.trace(bi, e.reason());
                     }
                     cx.enqueue(drop, bi);
                 }

@@ -7,6 +7,8 @@ use crate::interface::Interface;
 use crate::subif::SharedSubIfs;
 use std::sync::Arc;
 
+pub const NAME: &str = "error-drop";
+
 pub struct ErrorDrop {
     interfaces: Vec<Arc<Interface>>,
     subifs: SharedSubIfs,
@@ -26,7 +28,7 @@ impl ErrorDrop {
         capture: Option<Arc<PcapTrace>>,
     ) -> NodeDecl {
         NodeDecl::new(
-            super::ERROR_DROP,
+            NAME,
             NodeKind::Drop,
             &[],
             &[],

@@ -4,9 +4,12 @@
 //! handed to this one.
 
 use crate::graph::frame::FRAME_SIZE;
+use crate::graph::names::error_counters;
+use crate::graph::names::next_nodes;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::handoff::ring::{Consumer, Producer};
 use crate::handoff::{Handoff, TABLE};
+use crate::nodes::{error_drop, l2::ethernet_input};
 use std::sync::Arc;
 
 pub const WORKER_HANDOFF: &str = "worker-handoff";
@@ -14,21 +17,19 @@ pub const WORKER_HANDOFF: &str = "worker-handoff";
 const PREFETCH_AHEAD: usize = 4;
 pub const HANDOFF_INPUT: &str = "handoff-input";
 
-#[repr(usize)]
-enum Next {
-    EthernetInput,
-    Drop,
+next_nodes! {
+    enum Next {
+        EthernetInput = ethernet_input::NAME,
+        Drop = error_drop::NAME,
+    }
 }
 
-#[repr(usize)]
-enum Counter {
-    HandedOff,
-    Congestion,
+error_counters! {
+    enum Counter {
+        HandedOff = "handed off to another worker",
+        Congestion = "congestion drop (the ring to the worker was full)",
+    }
 }
-const COUNTERS: [&str; 2] = [
-    "handed off to another worker",
-    "congestion drop (the ring to the worker was full)",
-];
 
 struct HandoffTrace {
     hash: u32,
@@ -56,8 +57,8 @@ impl WorkerHandoff {
         let workers = rings.len();
         NodeDecl::internal(
             WORKER_HANDOFF,
-            &[super::ETHERNET_INPUT, super::ERROR_DROP],
-            &COUNTERS,
+            &Next::NAMES,
+            &Counter::REASONS,
             WorkerHandoff {
                 handoff,
                 worker,
@@ -143,7 +144,7 @@ impl HandoffInput {
         NodeDecl::new(
             HANDOFF_INPUT,
             NodeKind::Input,
-            &[super::ETHERNET_INPUT],
+            &[ethernet_input::NAME],
             &[],
             HandoffInput {
                 rings,

@@ -14,6 +14,7 @@
 //! a counter per class.
 
 use super::rate_limit::TokenBucket;
+use crate::graph::names::error_counters;
 use crate::graph::{Node, NodeCx, NodeDecl};
 use crate::lcp::policy::PuntPolicy;
 use crate::lcp::punt_class::{PuntClass, CLASSES};
@@ -23,7 +24,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub const HOST_PUNT: &str = "host-punt";
+pub const NAME: &str = "host-punt";
 
 /// Punted frames waiting for the lcp thread at most; workers drop (and count) more.
 pub const PUNT_QUEUE: usize = 4096;
@@ -123,24 +124,24 @@ impl Reason {
     }
 }
 
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Error {
-    Local4,
-    Local6,
-    ArpCopy,
-    NdCopy,
-    QueueFull,
-    NoHost,
-    Refused,
-    /// A class's bucket was empty: one counter per class, in `PuntClass` order.
-    LimitProtected,
-    LimitRouting,
-    LimitArp,
-    LimitNd,
-    LimitIcmp,
-    LimitTcpUdp,
-    LimitOther,
+error_counters! {
+    pub enum Error {
+        Local4 = "ip4 to the host (lcp)",
+        Local6 = "ip6 to the host (lcp)",
+        ArpCopy = "arp copied to the host (lcp)",
+        NdCopy = "neighbour discovery copied to the host (lcp)",
+        QueueFull = "punt queue to the host full (dropped)",
+        NoHost = "host side of the pair gone (dropped)",
+        Refused = "outside the punt policy (dropped)",
+        /// A class's bucket was empty: one counter per class, in `PuntClass` order.
+        LimitProtected = "punt rate limit exceeded: protected (dropped)",
+        LimitRouting = "punt rate limit exceeded: routing (dropped)",
+        LimitArp = "punt rate limit exceeded: arp (dropped)",
+        LimitNd = "punt rate limit exceeded: nd (dropped)",
+        LimitIcmp = "punt rate limit exceeded: icmp (dropped)",
+        LimitTcpUdp = "punt rate limit exceeded: tcp-udp (dropped)",
+        LimitOther = "punt rate limit exceeded: other (dropped)",
+    }
 }
 
 impl Error {
@@ -156,23 +157,6 @@ impl Error {
         }
     }
 }
-
-pub const ERRORS: [&str; 14] = [
-    "ip4 to the host (lcp)",
-    "ip6 to the host (lcp)",
-    "arp copied to the host (lcp)",
-    "neighbour discovery copied to the host (lcp)",
-    "punt queue to the host full (dropped)",
-    "host side of the pair gone (dropped)",
-    "outside the punt policy (dropped)",
-    "punt rate limit exceeded: protected (dropped)",
-    "punt rate limit exceeded: routing (dropped)",
-    "punt rate limit exceeded: arp (dropped)",
-    "punt rate limit exceeded: nd (dropped)",
-    "punt rate limit exceeded: icmp (dropped)",
-    "punt rate limit exceeded: tcp-udp (dropped)",
-    "punt rate limit exceeded: other (dropped)",
-];
 
 pub struct HostPunt {
     to_host: PuntSender,
@@ -193,7 +177,7 @@ impl HostPunt {
             policy,
             frame: Vec::new(),
         };
-        NodeDecl::internal(HOST_PUNT, &[], &ERRORS, node)
+        NodeDecl::internal(NAME, &[], &Error::REASONS, node)
     }
 
     fn punt(&mut self, cx: &mut NodeCx<'_>, bi: u32) -> Error {
@@ -238,7 +222,7 @@ impl Node for HostPunt {
             let outcome = self.punt(cx, bi);
             cx.count_error(outcome as usize, 1);
             if cx.tracing() {
-                cx.trace(bi, ERRORS[outcome as usize]);
+                cx.trace(bi, outcome.reason());
             }
             cx.bufs.free(bi);
         }

@@ -6,32 +6,31 @@ use crate::dataplane::placement::RxPlacement;
 use crate::dataplane::queues::SharedQueueCounters;
 use crate::drivers::RxQueue;
 use crate::graph::frame::FRAME_SIZE;
+use crate::graph::names::error_counters;
+use crate::graph::names::next_nodes;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::handoff::Handoff;
 use crate::interface::Interface;
+use crate::nodes::{handoff, l2::ethernet_input};
 use std::fmt;
 use std::sync::Arc;
 
-#[repr(usize)]
-enum Next {
-    EthernetInput,
-    /// Only in graphs with handoff (`decl_placed` given one).
-    WorkerHandoff,
+next_nodes! {
+    enum Next {
+        EthernetInput = ethernet_input::NAME,
+        /// Only in graphs with handoff (`decl_placed` given one).
+        WorkerHandoff = handoff::WORKER_HANDOFF,
+    }
 }
 
-#[repr(usize)]
-enum Error {
-    NoBuffers,
-    TooLong,
-    Truncated,
-    BadDescriptor,
+error_counters! {
+    enum Error {
+        NoBuffers = "no free buffers (packet dropped)",
+        TooLong = "frame larger than a buffer chain",
+        Truncated = "frame truncated by the device",
+        BadDescriptor = "bad descriptor from the device",
+    }
 }
-const ERRORS: [&str; 4] = [
-    "no free buffers (packet dropped)",
-    "frame larger than a buffer chain",
-    "frame truncated by the device",
-    "bad descriptor from the device",
-];
 
 struct Trace<'a> {
     interface: &'a str,
@@ -85,16 +84,16 @@ impl InputNode {
         handoff: Option<Arc<Handoff>>,
         capture: Option<Arc<PcapTrace>>,
     ) -> NodeDecl {
-        let next: &[&str] = if handoff.is_some() {
-            &[super::ETHERNET_INPUT, super::handoff::WORKER_HANDOFF]
-        } else {
-            &[super::ETHERNET_INPUT]
+        // Without a handoff (tests, tools) there is no worker-handoff node to name.
+        let next = match handoff {
+            Some(_) => &Next::NAMES[..],
+            None => &Next::NAMES[..Next::WorkerHandoff as usize],
         };
         NodeDecl::new(
             name,
             NodeKind::Input,
             next,
-            &ERRORS,
+            &Error::REASONS,
             InputNode {
                 name: name.to_string(),
                 queues,

@@ -3,22 +3,21 @@
 //! sub-interface is counted there, gets the sub-interface's VLAN tags and leaves by the
 //! parent's tx node.
 
-use crate::graph::{NodeCx, NodeDecl, TracedLoop};
+use crate::graph::names::error_counters;
+use crate::graph::{traced_loop_nodes, NodeCx, NodeDecl, TracedLoop};
 use crate::interface::Interface;
 use crate::subif::{push_tags, SharedSubIfs};
 use std::sync::Arc;
 
-#[repr(usize)]
-enum Error {
-    InterfaceDown,
-    NoInterface,
-    NoHeadroom,
+pub const NAME: &str = "interface-output";
+
+error_counters! {
+    enum Error {
+        InterfaceDown = "output interface is down",
+        NoInterface = "no such output interface",
+        NoHeadroom = "no headroom for the sub-interface's VLAN tags",
+    }
 }
-const ERRORS: [&str; 3] = [
-    "output interface is down",
-    "no such output interface",
-    "no headroom for the sub-interface's VLAN tags",
-];
 
 /// Next slots: one per interface, in interface index order, then the drop node, then l2-fwd
 /// (for BVIs).
@@ -33,13 +32,15 @@ impl InterfaceOutput {
             .iter()
             .map(|i| super::tx_node_name(&i.name))
             .collect();
-        next.push(super::ERROR_DROP.to_string());
+        next.push(super::error_drop::NAME.to_string());
         // After the drop: what a BVI sends goes into its bridge domain.
-        next.push(super::L2_FWD.to_string());
+        next.push(super::l2::fwd::NAME.to_string());
         let node = InterfaceOutput { interfaces, subifs };
-        NodeDecl::internal(super::INTERFACE_OUTPUT, &[], &ERRORS, node).with_next(next)
+        NodeDecl::internal(NAME, &[], &Error::REASONS, node).with_next(next)
     }
 }
+
+traced_loop_nodes!(InterfaceOutput);
 
 impl TracedLoop for InterfaceOutput {
     fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {

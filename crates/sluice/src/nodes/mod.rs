@@ -7,6 +7,7 @@
 
 pub mod acl;
 pub mod error_drop;
+pub mod graph;
 pub mod handoff;
 pub mod host_punt;
 pub mod input;
@@ -22,57 +23,6 @@ pub mod tx;
 
 #[cfg(test)]
 pub mod testing;
-
-/// Names of the fixed nodes, used where other nodes name them as next nodes.
-pub const ETHERNET_INPUT: &str = "ethernet-input";
-pub const L2_XCONNECT: &str = "l2-xconnect";
-pub const L2_LEARN: &str = "l2-learn";
-pub const L2_FWD: &str = "l2-fwd";
-pub const L2_FLOOD: &str = "l2-flood";
-pub const L2_ARP_TERM: &str = "l2-arp-term";
-pub const INTERFACE_OUTPUT: &str = "interface-output";
-pub const ERROR_DROP: &str = "error-drop";
-pub const ARP_INPUT: &str = "arp-input";
-pub const IP4_ARP: &str = "ip4-arp";
-pub const IP4_LOCAL: &str = "ip4-local";
-pub const ICMP4_ERROR: &str = "icmp4-error";
-pub const IP6_INPUT: &str = "ip6-input";
-pub const IP6_LOOKUP: &str = "ip6-lookup";
-pub const IP6_REWRITE: &str = "ip6-rewrite";
-pub const IP6_ND: &str = "ip6-nd";
-pub const IP6_LOCAL: &str = "ip6-local";
-pub const ICMP6_ERROR: &str = "icmp6-error";
-
-/// The routing nodes of one worker's graph (ethernet-input sends them IPv4, ARP and IPv6).
-pub fn routing_decls(
-    view: &crate::router::adjacency::SharedL3View,
-    tables: &crate::router::SharedTables,
-    learn: &crate::router::LearnSender,
-    filters: &acl::Filters,
-    to_host: &host_punt::PuntSender,
-    punt: &std::sync::Arc<crate::lcp::policy::PuntPolicy>,
-) -> Vec<crate::graph::NodeDecl> {
-    vec![
-        host_punt::HostPunt::decl(to_host.clone(), punt.clone()),
-        ip4::input::Ip4Input::decl(filters.features.clone()),
-        acl::AclIn::decl(false, filters.clone()),
-        acl::AclIn::decl(true, filters.clone()),
-        ip4::lookup::Ip4Lookup::decl(tables.clone(), view.clone()),
-        ip4::arp_input::ArpInput::decl(view.clone(), learn.clone()),
-        ip4::arp::Ip4Arp::decl_learning(view.clone(), Some(learn.clone())),
-        ip4::rewrite::Ip4Rewrite::decl_with(view.clone(), filters.features.clone()),
-        acl::AclIn::decl_output(false, filters.clone()),
-        ip4::local::Ip4Local::decl(view.clone()),
-        ip4::icmp_error::Icmp4Error::decl(view.clone()),
-        ip6::input::Ip6Input::decl(filters.features.clone()),
-        ip6::lookup::Ip6Lookup::decl(tables.clone(), view.clone()),
-        ip6::nd::Ip6Nd::decl(view.clone(), Some(learn.clone())),
-        ip6::rewrite::Ip6Rewrite::decl_with(view.clone(), filters.features.clone()),
-        acl::AclIn::decl_output(true, filters.clone()),
-        ip6::local::Ip6Local::decl(view.clone()),
-        ip6::icmp_error::Icmp6Error::decl(view.clone()),
-    ]
-}
 
 /// The tx node of interface `name`.
 pub fn tx_node_name(interface: &str) -> String {

@@ -3,25 +3,20 @@
 
 use crate::dataplane::pcap_trace::{self, PcapTrace};
 use crate::drivers::TxQueue;
+use crate::graph::names::error_counters;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
 use crate::interface::Interface;
 use std::sync::Arc;
 
-#[repr(usize)]
-enum Error {
-    QueueFull,
-    DeviceRefused,
-    TooLong,
-    LinkDown,
-    PeerFull,
+error_counters! {
+    enum Error {
+        QueueFull = "transmit queue full",
+        DeviceRefused = "transmit error from the device",
+        TooLong = "packet larger than the interface MTU",
+        LinkDown = "link down or device gone",
+        PeerFull = "peer had no room (its receiver is behind)",
+    }
 }
-const ERRORS: [&str; 5] = [
-    "transmit queue full",
-    "transmit error from the device",
-    "packet larger than the interface MTU",
-    "link down or device gone",
-    "peer had no room (its receiver is behind)",
-];
 
 pub struct TxNode {
     interface: Arc<Interface>,
@@ -45,7 +40,7 @@ impl TxNode {
             &super::tx_node_name(&interface.name),
             NodeKind::Output,
             &[],
-            &ERRORS,
+            &Error::REASONS,
             TxNode {
                 interface,
                 queue,

@@ -8,7 +8,9 @@
 
 use super::Family;
 use crate::buffer::WorkerBuffers;
+use crate::graph::names::next_nodes;
 use crate::graph::{Node, NodeCx, NodeDecl};
+use crate::nodes::error_drop;
 use crate::nodes::rate_limit::TokenBucket;
 use crate::nodes::IcmpErrorRequest;
 use crate::router::adjacency::{L3View, SharedL3View};
@@ -18,11 +20,11 @@ use crate::wire::ethernet::HEADER_LEN as ETH_HEADER_LEN;
 pub const RATE_PER_SEC: u64 = 1000;
 pub const BURST: u64 = 100;
 
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {
-    Lookup,
-    Drop,
+next_nodes! {
+    pub enum Next<F: ErrorBuilder> {
+        Lookup = F::LOOKUP_NODE,
+        Drop = error_drop::NAME,
+    }
 }
 
 /// What a family's ICMP errors need of it.
@@ -64,15 +66,21 @@ pub struct IcmpError<F: ErrorBuilder> {
 }
 
 impl<F: ErrorBuilder> IcmpError<F> {
-    pub fn decl(view: SharedL3View) -> NodeDecl {
+    pub fn decl(view: SharedL3View) -> NodeDecl
+    where
+        Self: Node,
+    {
         Self::decl_with_limit(view, RATE_PER_SEC, BURST)
     }
 
     /// With its own rate limit: `rate` errors a second, `burst` at once.
-    pub fn decl_with_limit(view: SharedL3View, rate: u64, burst: u64) -> NodeDecl {
+    pub fn decl_with_limit(view: SharedL3View, rate: u64, burst: u64) -> NodeDecl
+    where
+        Self: Node,
+    {
         NodeDecl::internal(
             F::ICMP_ERROR_NODE,
-            &[F::LOOKUP_NODE, crate::nodes::ERROR_DROP],
+            &Next::names::<F>(),
             F::ERRORS,
             Self::new(view, rate, burst),
         )
@@ -112,8 +120,12 @@ impl<F: ErrorBuilder> IcmpError<F> {
     }
 }
 
-impl<F: ErrorBuilder> Node for IcmpError<F> {
-    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+super::per_family_nodes!(IcmpError);
+
+impl<F: ErrorBuilder> IcmpError<F> {
+    /// The node's loop, `Node::process` of each family's instance.
+    #[inline(always)]
+    fn process_frame(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
         let view = self.view.load();
         let tracing = cx.tracing();
         for &bi in frame {

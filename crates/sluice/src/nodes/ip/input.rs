@@ -34,9 +34,12 @@ pub struct IpInput<F> {
 }
 
 impl<F: InputChecks> IpInput<F> {
-    pub fn decl(features: SharedFeatures) -> NodeDecl {
+    pub fn decl(features: SharedFeatures) -> NodeDecl
+    where
+        Self: Node,
+    {
         let mut next = features::next_names(F::UNICAST_ARC, None);
-        next.push(crate::nodes::ERROR_DROP.to_string());
+        next.push(crate::nodes::error_drop::NAME.to_string());
         let node = IpInput::<F> {
             features,
             _family: PhantomData,
@@ -55,8 +58,12 @@ impl<F: InputChecks> IpInput<F> {
     }
 }
 
-impl<F: InputChecks> Node for IpInput<F> {
-    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+super::per_family_nodes!(IpInput);
+
+impl<F: InputChecks> IpInput<F> {
+    /// The node's loop, `Node::process` of each family's instance.
+    #[inline(always)]
+    fn process_frame(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
         let tracing = cx.tracing();
         let features = self.features.load();
         // With no feature on anywhere, every good packet goes to the lookup: no mask read.

@@ -7,20 +7,22 @@
 
 use super::Family;
 use crate::buffer::WorkerBuffers;
+use crate::graph::names::next_nodes;
 use crate::graph::{Node, NodeCx, NodeDecl};
 use crate::nodes::IcmpErrorRequest;
+use crate::nodes::{error_drop, host_punt};
 use crate::router::adjacency::{L3View, SharedL3View};
 
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {
-    Lookup,
-    IcmpError,
-    Drop,
-    /// host-punt: to the Linux tap of the interface's lcp pair.
-    Punt,
-    /// ip6-nd (IPv6 only: ARP reaches IPv4 through arp-input, not here).
-    Discovery,
+next_nodes! {
+    pub enum Next<F: LocalRules> {
+        Lookup = F::LOOKUP_NODE,
+        IcmpError = F::ICMP_ERROR_NODE,
+        Drop = error_drop::NAME,
+        /// host-punt: to the Linux tap of the interface's lcp pair.
+        Punt = host_punt::NAME,
+        /// ip6-nd (IPv6 only: ARP reaches IPv4 through arp-input, not here).
+        Discovery = F::DISCOVERY_NODE.unwrap_or(""),
+    }
 }
 
 /// What happens to one packet; `Reply` has already turned it into the reply, every other
@@ -59,24 +61,30 @@ pub struct IpLocal<F: LocalRules> {
 }
 
 impl<F: LocalRules> IpLocal<F> {
-    pub fn decl(view: SharedL3View) -> NodeDecl {
+    pub fn decl(view: SharedL3View) -> NodeDecl
+    where
+        Self: Node,
+    {
         let node = IpLocal::<F> {
             view,
             _family: std::marker::PhantomData,
         };
-        let next = [
-            F::LOOKUP_NODE,
-            F::ICMP_ERROR_NODE,
-            crate::nodes::ERROR_DROP,
-            crate::nodes::host_punt::HOST_PUNT,
-        ];
-        NodeDecl::internal(F::LOCAL_NODE, &next, F::LOCAL_ERRORS, node)
-            .with_next(F::DISCOVERY_NODE.map(String::from))
+        // A family with no discovery here (IPv4) names no node for the slot it never uses.
+        let names = Next::names::<F>();
+        let next = match F::DISCOVERY_NODE {
+            None => &names[..Next::Discovery as usize],
+            Some(_) => &names[..],
+        };
+        NodeDecl::internal(F::LOCAL_NODE, next, F::LOCAL_ERRORS, node)
     }
 }
 
-impl<F: LocalRules> Node for IpLocal<F> {
-    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+super::per_family_nodes!(IpLocal);
+
+impl<F: LocalRules> IpLocal<F> {
+    /// The node's loop, `Node::process` of each family's instance.
+    #[inline(always)]
+    fn process_frame(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
         let view = self.view.load();
         let tracing = cx.tracing();
         for &bi in frame {

@@ -10,19 +10,21 @@
 use super::Family;
 use crate::buffer::BufferMeta;
 use crate::graph::frame::FRAME_SIZE;
+use crate::graph::names::next_nodes;
 use crate::graph::{Node, NodeCx, NodeDecl};
+use crate::nodes::error_drop;
 use crate::nodes::table_lookup::{FamilyLookup, TableLookup};
 use crate::nodes::IcmpErrorRequest;
 use crate::router::adjacency::{L3View, SharedL3View};
 use crate::router::SharedTables;
 
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {
-    Rewrite,
-    Local,
-    IcmpError,
-    Drop,
+next_nodes! {
+    pub enum Next<F: Family> {
+        Rewrite = F::REWRITE_NODE,
+        Local = F::LOCAL_NODE,
+        IcmpError = F::ICMP_ERROR_NODE,
+        Drop = error_drop::NAME,
+    }
 }
 
 /// Where one packet goes: next node, adjacency, the counter it bumps and the error it asks for.
@@ -100,15 +102,13 @@ pub struct IpLookup<F: LookupRules> {
 }
 
 impl<F: LookupRules> IpLookup<F> {
-    pub fn decl(tables: SharedTables, view: SharedL3View) -> NodeDecl {
+    pub fn decl(tables: SharedTables, view: SharedL3View) -> NodeDecl
+    where
+        Self: Node,
+    {
         NodeDecl::internal(
             F::LOOKUP_NODE,
-            &[
-                F::REWRITE_NODE,
-                F::LOCAL_NODE,
-                F::ICMP_ERROR_NODE,
-                crate::nodes::ERROR_DROP,
-            ],
+            &Next::names::<F>(),
             F::ERRORS,
             IpLookup::<F> {
                 tables,
@@ -122,8 +122,12 @@ impl<F: LookupRules> IpLookup<F> {
     }
 }
 
-impl<F: LookupRules> Node for IpLookup<F> {
-    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+super::per_family_nodes!(IpLookup);
+
+impl<F: LookupRules> IpLookup<F> {
+    /// The node's loop, `Node::process` of each family's instance.
+    #[inline(always)]
+    fn process_frame(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
         let n = frame.len().min(FRAME_SIZE);
         let tables = self.tables.load();
         for (k, &bi) in frame[..n].iter().enumerate() {

@@ -18,20 +18,28 @@ pub mod local;
 pub mod lookup;
 pub mod rewrite;
 
+use crate::nodes::{ip4, ip6};
 use crate::wire::EtherType;
 
-/// A node's counter enum (`#[repr(usize)]`, in the order of its `ERRORS`) as the index
-/// `NodeCx::count_error` takes: what the shared nodes need of each family's counters.
-macro_rules! counter_index {
-    ($t:ty) => {
-        impl From<$t> for usize {
-            fn from(e: $t) -> usize {
-                e as usize
+/// `Node` for the IPv4 and IPv6 instances of generic node `$node`, by its `process_frame`.
+/// An impl per family rather than one generic impl: symbols are named by their impl, so
+/// under `impl<F> Node for IpInput<F>` both families' frames read `IpInput<F>` in a profile
+/// and flame graphs fold ip4-input and ip6-input into one; here each names its family.
+macro_rules! per_family_nodes {
+    ($node:ident) => {
+        impl crate::graph::Node for $node<crate::nodes::ip::V4> {
+            fn process(&mut self, cx: &mut crate::graph::NodeCx<'_>, frame: &[u32]) -> usize {
+                self.process_frame(cx, frame)
+            }
+        }
+        impl crate::graph::Node for $node<crate::nodes::ip::V6> {
+            fn process(&mut self, cx: &mut crate::graph::NodeCx<'_>, frame: &[u32]) -> usize {
+                self.process_frame(cx, frame)
             }
         }
     };
 }
-pub(crate) use counter_index;
+pub(crate) use per_family_nodes;
 
 /// One address family as the shared nodes see it.
 pub trait Family: Send + Sync + 'static {
@@ -58,11 +66,11 @@ impl Family for V4 {
     const NAME: &'static str = "ip4";
     const IPV6: bool = false;
     const ETHERTYPE: EtherType = EtherType::IPV4;
-    const INPUT_NODE: &'static str = super::ip4::input::IP4_INPUT;
-    const LOOKUP_NODE: &'static str = super::ip4::input::IP4_LOOKUP;
-    const ICMP_ERROR_NODE: &'static str = super::ICMP4_ERROR;
-    const REWRITE_NODE: &'static str = super::ip4::lookup::IP4_REWRITE;
-    const LOCAL_NODE: &'static str = super::IP4_LOCAL;
+    const INPUT_NODE: &'static str = ip4::input::NAME;
+    const LOOKUP_NODE: &'static str = ip4::lookup::NAME;
+    const ICMP_ERROR_NODE: &'static str = ip4::icmp_error::NAME;
+    const REWRITE_NODE: &'static str = ip4::rewrite::NAME;
+    const LOCAL_NODE: &'static str = ip4::local::NAME;
     const UNICAST_ARC: usize = crate::graph::features::IP4_UNICAST;
 }
 
@@ -70,10 +78,10 @@ impl Family for V6 {
     const NAME: &'static str = "ip6";
     const IPV6: bool = true;
     const ETHERTYPE: EtherType = EtherType::IPV6;
-    const INPUT_NODE: &'static str = super::IP6_INPUT;
-    const LOOKUP_NODE: &'static str = super::IP6_LOOKUP;
-    const ICMP_ERROR_NODE: &'static str = super::ICMP6_ERROR;
-    const REWRITE_NODE: &'static str = super::IP6_REWRITE;
-    const LOCAL_NODE: &'static str = super::IP6_LOCAL;
+    const INPUT_NODE: &'static str = ip6::input::NAME;
+    const LOOKUP_NODE: &'static str = ip6::lookup::NAME;
+    const ICMP_ERROR_NODE: &'static str = ip6::icmp_error::NAME;
+    const REWRITE_NODE: &'static str = ip6::rewrite::NAME;
+    const LOCAL_NODE: &'static str = ip6::local::NAME;
     const UNICAST_ARC: usize = crate::graph::features::IP6_UNICAST;
 }

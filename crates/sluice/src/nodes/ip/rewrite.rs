@@ -15,8 +15,10 @@
 use super::Family;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
 use crate::graph::features::{self, FeatureView, SharedFeatures};
-use crate::graph::{NodeCx, NodeDecl, TracedLoop};
+use crate::graph::names::next_nodes;
+use crate::graph::{traced_loop_nodes, NodeCx, NodeDecl, TracedLoop};
 use crate::nodes::IcmpErrorRequest;
+use crate::nodes::{error_drop, interface_output};
 use crate::router::adjacency::{ethernet_rewrite, AdjKind, Adjacency, L3View, SharedL3View};
 use crate::wire::ethernet::{Repr as EthernetRepr, HEADER_LEN as ETH_HEADER_LEN};
 use crate::wire::EtherType;
@@ -28,14 +30,14 @@ const PREFETCH_AHEAD: usize = 4;
 /// The first next slot of the output arc's features (after the `Next` slots).
 pub const OUTPUT_FEATURES: usize = 4;
 
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {
-    InterfaceOutput,
-    /// ip4-arp or ip6-nd.
-    Resolve,
-    IcmpError,
-    Drop,
+next_nodes! {
+    pub enum Next<F: RewriteRules> {
+        InterfaceOutput = interface_output::NAME,
+        /// ip4-arp or ip6-nd.
+        Resolve = F::RESOLVE_NODE,
+        IcmpError = F::ICMP_ERROR_NODE,
+        Drop = error_drop::NAME,
+    }
 }
 
 /// What happens to one packet; `Forward` and `Fragment` have already been applied to its
@@ -188,27 +190,32 @@ pub struct IpRewrite<F: RewriteRules> {
 
 impl<F: RewriteRules> IpRewrite<F> {
     /// With no output feature on any interface.
-    pub fn decl(view: SharedL3View) -> NodeDecl {
+    pub fn decl(view: SharedL3View) -> NodeDecl
+    where
+        Self: crate::graph::Node,
+    {
         Self::decl_with(view, features::shared(FeatureView::new()))
     }
 
     /// Packets leave for interface-output, or for the output arc's first feature on their
     /// interface (its features are this node's nexts from `OUTPUT_FEATURES` on).
-    pub fn decl_with(view: SharedL3View, features: SharedFeatures) -> NodeDecl {
+    pub fn decl_with(view: SharedL3View, features: SharedFeatures) -> NodeDecl
+    where
+        Self: crate::graph::Node,
+    {
         let node = IpRewrite::<F> {
             view,
             features,
             fragmenter: Fragmenter::default(),
             _family: std::marker::PhantomData,
         };
-        let next = [
-            crate::nodes::INTERFACE_OUTPUT,
-            F::RESOLVE_NODE,
-            F::ICMP_ERROR_NODE,
-            crate::nodes::ERROR_DROP,
-        ];
-        NodeDecl::internal(F::REWRITE_NODE, &next, F::REWRITE_ERRORS, node)
-            .with_next(features::feature_names(F::OUTPUT_ARC))
+        NodeDecl::internal(
+            F::REWRITE_NODE,
+            &Next::names::<F>(),
+            F::REWRITE_ERRORS,
+            node,
+        )
+        .with_next(features::feature_names(F::OUTPUT_ARC))
     }
 
     /// Decide one packet's fate and, when it is forwarded, rewrite it in place.
@@ -356,6 +363,8 @@ impl<F: RewriteRules> IpRewrite<F> {
         }
     }
 }
+
+traced_loop_nodes!(IpRewrite<super::V4>, IpRewrite<super::V6>);
 
 impl<F: RewriteRules> TracedLoop for IpRewrite<F> {
     fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {

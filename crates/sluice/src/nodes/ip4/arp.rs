@@ -3,10 +3,13 @@
 //! neighbour (learnt by arp-input), the held packets go back to ip4-rewrite. A neighbour
 //! that never answers costs its packets, each counted.
 
-use super::lookup::IP4_REWRITE;
 use super::neighbor_hold::{HoldSlots, HoldTable, Resolver};
+use super::rewrite;
 use crate::buffer::FLAG_LOCAL_ORIGIN;
+use crate::graph::names::error_counters;
+use crate::graph::names::next_nodes;
 use crate::graph::{Node, NodeCx, NodeDecl};
+use crate::nodes::{error_drop, interface_output};
 use crate::router::adjacency::{AdjKind, L3View, SharedL3View};
 use crate::router::neighbor_map::{Probe, ProbeQueue};
 use crate::router::{LearnSender, NeighborLearn};
@@ -18,50 +21,38 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::Instant;
 
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {
-    Rewrite,
-    InterfaceOutput,
-    Drop,
+pub const NAME: &str = "ip4-arp";
+
+next_nodes! {
+    pub enum Next {
+        Rewrite = rewrite::NAME,
+        InterfaceOutput = interface_output::NAME,
+        Drop = error_drop::NAME,
+    }
 }
 
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Error {
-    Held,
-    RequestsSent,
-    Released,
-    QueueFull,
-    TableFull,
-    NoAnswer,
-    NotResolvable,
-    NoSourceAddress,
-    NoBuffer,
-    ProbesSent,
-    LearnQueueFull,
+error_counters! {
+    pub enum Error {
+        Held = "packets held for ARP resolution",
+        RequestsSent = "arp requests sent",
+        Released = "held packets released to ip4-rewrite",
+        QueueFull = "arp hold queue full for the neighbour (dropped)",
+        TableFull = "too many neighbours being resolved (dropped)",
+        NoAnswer = "neighbour did not answer ARP (held packet dropped)",
+        NotResolvable = "adjacency is not a glean or neighbour (dropped)",
+        NoSourceAddress = "no IPv4 address on the interface to ask from (dropped)",
+        NoBuffer = "no buffer for an arp request",
+        ProbesSent = "arp unicast probes sent (neighbour unreachability detection)",
+        LearnQueueFull = "neighbour learn queue full (resolution not announced)",
+    }
 }
-
-pub const ERRORS: [&str; 11] = [
-    "packets held for ARP resolution",
-    "arp requests sent",
-    "held packets released to ip4-rewrite",
-    "arp hold queue full for the neighbour (dropped)",
-    "too many neighbours being resolved (dropped)",
-    "neighbour did not answer ARP (held packet dropped)",
-    "adjacency is not a glean or neighbour (dropped)",
-    "no IPv4 address on the interface to ask from (dropped)",
-    "no buffer for an arp request",
-    "arp unicast probes sent (neighbour unreachability detection)",
-    "neighbour learn queue full (resolution not announced)",
-];
 
 /// The hold counters, `Held` to `NoAnswer`, in `HoldSlots` order.
 const SLOTS: HoldSlots = HoldSlots {
     counters: Error::Held as usize,
     rewrite: Next::Rewrite as usize,
     drop: Next::Drop as usize,
-    names: &ERRORS,
+    names: &Error::REASONS,
 };
 const _: () = assert!(Error::NoAnswer as usize == SLOTS.counters + 5);
 
@@ -85,9 +76,9 @@ impl Ip4Arp {
     /// With the control plane told of each resolution started (the daemon's).
     pub fn decl_learning(view: SharedL3View, learn: Option<LearnSender>) -> NodeDecl {
         NodeDecl::internal(
-            super::IP4_ARP,
-            &[IP4_REWRITE, super::INTERFACE_OUTPUT, super::ERROR_DROP],
-            &ERRORS,
+            NAME,
+            &Next::NAMES,
+            &Error::REASONS,
             Ip4Arp {
                 queue: view.load().probes.clone(),
                 view,
@@ -160,7 +151,7 @@ impl Node for Ip4Arp {
                 Self::target(&view, adj, super::l3_header(cx.bufs, bi, EtherType::IPV4))
             else {
                 cx.count_error(Error::NotResolvable as usize, 1);
-                cx.trace(bi, ERRORS[Error::NotResolvable as usize]);
+                cx.trace(bi, Error::NotResolvable.reason());
                 cx.enqueue(Next::Drop as usize, bi);
                 continue;
             };

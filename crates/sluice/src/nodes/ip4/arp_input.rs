@@ -3,7 +3,10 @@
 //! requester, and the sender of a reply to us, are learnt (sent to the control plane, which
 //! completes the adjacencies waiting for them). Everything else is dropped with its reason.
 
+use crate::graph::names::error_counters;
+use crate::graph::names::next_nodes;
 use crate::graph::{Node, NodeCx, NodeDecl};
+use crate::nodes::{error_drop, host_punt, interface_output};
 use crate::router::adjacency::{L3View, SharedL3View};
 use crate::router::nud::Answer;
 use crate::router::{LearnKind, LearnSender, NeighborLearn};
@@ -11,46 +14,33 @@ use crate::wire::arp::{reply_in_place, ArpError, ArpPacket, OP_REQUEST};
 use crate::wire::MacAddress;
 use std::net::{IpAddr, Ipv4Addr};
 
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {
-    InterfaceOutput,
-    Drop,
-    /// host-punt: a copy for the Linux tap of the interface's lcp pair.
-    Punt,
+pub const NAME: &str = "arp-input";
+
+next_nodes! {
+    pub enum Next {
+        InterfaceOutput = interface_output::NAME,
+        Drop = error_drop::NAME,
+        /// host-punt: a copy for the Linux tap of the interface's lcp pair.
+        Punt = host_punt::NAME,
+    }
 }
 
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Error {
-    Replied,
-    ReplyLearnt,
-    Truncated,
-    NotEthernet,
-    NotIpv4,
-    BadLengths,
-    BadOperation,
-    RequestNotForUs,
-    ReplyNotForUs,
-    BadSender,
-    LearnQueueFull,
-    AddressConflict,
+error_counters! {
+    pub enum Error {
+        Replied = "arp requests answered",
+        ReplyLearnt = "arp replies learnt (consumed)",
+        Truncated = "arp packet truncated",
+        NotEthernet = "arp hardware type is not Ethernet",
+        NotIpv4 = "arp protocol type is not IPv4",
+        BadLengths = "arp address lengths are not 6 and 4",
+        BadOperation = "arp operation is not request or reply",
+        RequestNotForUs = "arp request not for our address",
+        ReplyNotForUs = "arp reply not for our address",
+        BadSender = "arp sender MAC or address invalid",
+        LearnQueueFull = "neighbour learn queue full (learnt again later)",
+        AddressConflict = "arp sender claims one of our addresses (conflict)",
+    }
 }
-
-pub const ERRORS: [&str; 12] = [
-    "arp requests answered",
-    "arp replies learnt (consumed)",
-    "arp packet truncated",
-    "arp hardware type is not Ethernet",
-    "arp protocol type is not IPv4",
-    "arp address lengths are not 6 and 4",
-    "arp operation is not request or reply",
-    "arp request not for our address",
-    "arp reply not for our address",
-    "arp sender MAC or address invalid",
-    "neighbour learn queue full (learnt again later)",
-    "arp sender claims one of our addresses (conflict)",
-];
 
 fn error_of(e: ArpError) -> Error {
     match e {
@@ -79,13 +69,9 @@ pub struct ArpInput {
 impl ArpInput {
     pub fn decl(view: SharedL3View, learn: LearnSender) -> NodeDecl {
         NodeDecl::internal(
-            super::ARP_INPUT,
-            &[
-                super::INTERFACE_OUTPUT,
-                super::ERROR_DROP,
-                super::host_punt::HOST_PUNT,
-            ],
-            &ERRORS,
+            NAME,
+            &Next::NAMES,
+            &Error::REASONS,
             ArpInput { view, learn },
         )
     }
@@ -205,8 +191,8 @@ impl Node for ArpInput {
                 let line = match &verdict {
                     Verdict::Reply => "request for us: replied".to_string(),
                     // The counter's own words, so a trace names what became of the frame.
-                    Verdict::Consumed => ERRORS[Error::ReplyLearnt as usize].to_string(),
-                    Verdict::Drop(e) => format!("drop: {}", ERRORS[*e as usize]),
+                    Verdict::Consumed => Error::ReplyLearnt.reason().to_string(),
+                    Verdict::Drop(e) => format!("drop: {}", e.reason()),
                 };
                 cx.trace(bi, line);
             }

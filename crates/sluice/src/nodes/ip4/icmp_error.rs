@@ -7,38 +7,29 @@
 
 use super::IcmpErrorRequest;
 use crate::buffer::WorkerBuffers;
+use crate::graph::names::error_counters;
 use crate::nodes::ip::icmp_error::{ErrorBuilder, IcmpError};
 pub use crate::nodes::ip::icmp_error::{Next, BURST, RATE_PER_SEC};
-use crate::nodes::ip::{counter_index, V4};
+use crate::nodes::ip::V4;
 use crate::router::adjacency::L3View;
 use crate::wire::icmp4::{self, build_error, error_forbidden, MAX_ERROR_LEN};
 use crate::wire::ipv4::Ipv4View;
 
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Error {
-    SentTimeExceeded,
-    SentUnreachable,
-    SentFragmentationNeeded,
-    SentOther,
-    RateLimited,
-    Forbidden,
-    NoAddress,
-    NotIpv4,
-    NoBuffer,
-}
+pub const NAME: &str = "icmp4-error";
 
-pub const ERRORS: [&str; 9] = [
-    "sent time exceeded",
-    "sent unreachable",
-    "sent fragmentation needed",
-    "sent other ICMP error",
-    "rate limited",
-    "not sent (RFC 1812 forbids)",
-    "not sent: no IPv4 address on the receiving interface",
-    "not sent: original is not an IPv4 packet",
-    "not sent: buffer allocation failed",
-];
+error_counters! {
+    pub enum Error {
+        SentTimeExceeded = "sent time exceeded",
+        SentUnreachable = "sent unreachable",
+        SentFragmentationNeeded = "sent fragmentation needed",
+        SentOther = "sent other ICMP error",
+        RateLimited = "rate limited",
+        Forbidden = "not sent (RFC 1812 forbids)",
+        NoAddress = "not sent: no IPv4 address on the receiving interface",
+        NotIpv4 = "not sent: original is not an IPv4 packet",
+        NoBuffer = "not sent: buffer allocation failed",
+    }
+}
 
 /// The counter of a sent error.
 fn sent(req: IcmpErrorRequest) -> Error {
@@ -55,12 +46,10 @@ fn sent(req: IcmpErrorRequest) -> Error {
 /// The ICMP error node of IPv4 (`nodes::ip::icmp_error`, with the rules above).
 pub type Icmp4Error = IcmpError<V4>;
 
-counter_index!(Error);
-
 impl ErrorBuilder for V4 {
     type Counter = Error;
     type Addr = u32;
-    const ERRORS: &'static [&'static str] = &ERRORS;
+    const ERRORS: &'static [&'static str] = &Error::REASONS;
     const RATE_LIMITED: Error = Error::RateLimited;
     const NOT_OF_FAMILY: Error = Error::NotIpv4;
     const NO_BUFFER: Error = Error::NoBuffer;
@@ -319,14 +308,14 @@ mod tests {
             NodeDecl::new(
                 "feed-rewrite",
                 NodeKind::Input,
-                &[crate::nodes::ip4::lookup::IP4_REWRITE],
+                &[crate::nodes::ip4::rewrite::NAME],
                 &[],
                 Feed(to_rewrite),
             ),
             NodeDecl::new(
                 "feed-local",
                 NodeKind::Input,
-                &[crate::nodes::IP4_LOCAL],
+                &[crate::nodes::ip4::local::NAME],
                 &[],
                 Feed(to_local),
             ),

@@ -6,39 +6,27 @@
 //! received whatever its TTL (5.3.1), and ip4-rewrite answers an expired one with time
 //! exceeded.
 
+use crate::graph::names::error_counters;
 pub use crate::nodes::ip::input::Next;
 use crate::nodes::ip::input::{InputChecks, IpInput};
-use crate::nodes::ip::{counter_index, V4};
+use crate::nodes::ip::V4;
 use crate::wire::ipv4::{Ipv4Error, Ipv4Header};
 
-pub const IP4_INPUT: &str = "ip4-input";
-pub const IP4_LOOKUP: &str = "ip4-lookup";
+pub const NAME: &str = "ip4-input";
 
-#[repr(usize)]
-#[derive(Clone, Copy, Debug)]
-pub enum Error {
-    NotIpv4,
-    Truncated,
-    Version,
-    HeaderLength,
-    TotalLength,
-    Checksum,
-    MartianSource,
-    MartianDestination,
-    Options,
+error_counters! {
+    pub enum Error {
+        NotIpv4 = "not an IPv4 frame",
+        Truncated = "ip4 header truncated",
+        Version = "ip4 version is not 4",
+        HeaderLength = "ip4 header length (IHL) invalid",
+        TotalLength = "ip4 total length invalid",
+        Checksum = "ip4 header checksum bad",
+        MartianSource = "ip4 source invalid (0/8, 127/8, multicast, class E, broadcast)",
+        MartianDestination = "ip4 destination invalid (0/8, 127/8, class E)",
+        Options = "ip4 options present (forwarded)",
+    }
 }
-
-pub const ERRORS: [&str; 9] = [
-    "not an IPv4 frame",
-    "ip4 header truncated",
-    "ip4 version is not 4",
-    "ip4 header length (IHL) invalid",
-    "ip4 total length invalid",
-    "ip4 header checksum bad",
-    "ip4 source invalid (0/8, 127/8, multicast, class E, broadcast)",
-    "ip4 destination invalid (0/8, 127/8, class E)",
-    "ip4 options present (forwarded)",
-];
 
 /// RFC 1812 4.2.2.11 and 5.3.7: a source on network 0 or 127, a multicast source, or a
 /// class E one (which includes the limited broadcast 255.255.255.255) names no single host.
@@ -65,11 +53,9 @@ fn error_of(e: Ipv4Error) -> Error {
 /// The input node of IPv4 (`nodes::ip::input`, with the checks below).
 pub type Ip4Input = IpInput<V4>;
 
-counter_index!(Error);
-
 impl InputChecks for V4 {
     type Counter = Error;
-    const ERRORS: &'static [&'static str] = &ERRORS;
+    const ERRORS: &'static [&'static str] = &Error::REASONS;
 
     /// The verdict for one packet: where it goes, and which counter (if any) it bumps.
     /// `ip` is the packet from its L3 header on (`None` when it is not IPv4), `ip_len` the

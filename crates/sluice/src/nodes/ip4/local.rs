@@ -6,7 +6,7 @@
 
 use super::IcmpErrorRequest;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
-use crate::nodes::ip::counter_index;
+use crate::graph::names::error_counters;
 pub use crate::nodes::ip::local::Next;
 use crate::nodes::ip::local::{IpLocal, LocalRules};
 use crate::nodes::ip::V4;
@@ -16,38 +16,25 @@ use crate::wire::icmp4::{self, echo_request_to_reply, Icmp4Error};
 use crate::wire::ipv4::Ipv4Header;
 use crate::wire::EtherType;
 
+pub const NAME: &str = "ip4-local";
+
 const UDP: u8 = 17;
 
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Error {
-    NotIpv4,
-    BadHeader,
-    Fragment,
-    EchoReplied,
-    EchoNotOurs,
-    EchoTooLong,
-    IcmpChecksum,
-    IcmpTruncated,
-    IcmpOtherType,
-    PortUnreachable,
-    ProtocolUnreachable,
+error_counters! {
+    pub enum Error {
+        NotIpv4 = "not an IPv4 packet",
+        BadHeader = "ip4 header invalid",
+        Fragment = "fragment to us (reassembly not supported)",
+        EchoReplied = "echo request answered",
+        EchoNotOurs = "echo request to a broadcast or multicast address (ignored)",
+        EchoTooLong = "echo request larger than one buffer (ignored)",
+        IcmpChecksum = "icmp checksum bad",
+        IcmpTruncated = "icmp message truncated",
+        IcmpOtherType = "icmp type not handled",
+        PortUnreachable = "udp to us: port unreachable (to icmp4-error)",
+        ProtocolUnreachable = "protocol not handled: protocol unreachable (to icmp4-error)",
+    }
 }
-counter_index!(Error);
-
-pub const ERRORS: [&str; 11] = [
-    "not an IPv4 packet",
-    "ip4 header invalid",
-    "fragment to us (reassembly not supported)",
-    "echo request answered",
-    "echo request to a broadcast or multicast address (ignored)",
-    "echo request larger than one buffer (ignored)",
-    "icmp checksum bad",
-    "icmp message truncated",
-    "icmp type not handled",
-    "udp to us: port unreachable (to icmp4-error)",
-    "protocol not handled: protocol unreachable (to icmp4-error)",
-];
 
 /// The IPv4 local delivery node.
 pub type Ip4Local = IpLocal<V4>;
@@ -56,7 +43,7 @@ pub type Verdict = crate::nodes::ip::local::Verdict<Error>;
 
 impl LocalRules for V4 {
     type Counter = Error;
-    const LOCAL_ERRORS: &'static [&'static str] = &ERRORS;
+    const LOCAL_ERRORS: &'static [&'static str] = &Error::REASONS;
     const DISCOVERY_NODE: Option<&'static str> = None;
 
     const HOST_REASON: crate::nodes::host_punt::Reason = crate::nodes::host_punt::Reason::Local4;

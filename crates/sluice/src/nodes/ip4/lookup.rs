@@ -13,33 +13,27 @@
 use crate::buffer::BufferMeta;
 use crate::buffer::FLAG_LOCAL_ORIGIN;
 use crate::fib::NO_ROUTE;
+use crate::graph::names::error_counters;
 pub use crate::nodes::ip::lookup::Next;
 use crate::nodes::ip::lookup::{Decision, IpLookup, LookupRules};
-use crate::nodes::ip::{counter_index, V4};
+use crate::nodes::ip::V4;
 use crate::router::adjacency::{AdjKind, L3View, SourceKind};
 use crate::wire::ipv4::Ipv4View;
 use crate::wire::EtherType;
 
 use super::IcmpErrorRequest;
 
-pub const IP4_REWRITE: &str = "ip4-rewrite";
+pub const NAME: &str = "ip4-lookup";
 
-#[repr(usize)]
-#[derive(Clone, Copy)]
-pub enum Error {
-    NoRoute,
-    DropRoute,
-    SourceOurs,
-    SourceBroadcast,
-    LinkBroadcast,
+error_counters! {
+    pub enum Error {
+        NoRoute = "ip4 no route to destination",
+        DropRoute = "ip4 drop route (blackhole, subnet network or broadcast address)",
+        SourceOurs = "ip4 source is one of our addresses",
+        SourceBroadcast = "ip4 source is a connected subnet's broadcast address",
+        LinkBroadcast = "ip4 unicast in a link-layer broadcast or multicast frame (not forwarded)",
+    }
 }
-pub const ERRORS: [&str; 5] = [
-    "ip4 no route to destination",
-    "ip4 drop route (blackhole, subnet network or broadcast address)",
-    "ip4 source is one of our addresses",
-    "ip4 source is a connected subnet's broadcast address",
-    "ip4 unicast in a link-layer broadcast or multicast frame (not forwarded)",
-];
 
 /// Why a source cannot be a host beside us: one of our addresses in its table, or the
 /// broadcast address of one of that table's subnets (RFC 1812 4.2.2.11: {net, -1} is never a
@@ -58,8 +52,6 @@ const NET_UNREACHABLE: IcmpErrorRequest = IcmpErrorRequest::new(3, 0, 0);
 /// The lookup node of IPv4 (`nodes::ip::lookup`, with the decision below).
 pub type Ip4Lookup = IpLookup<V4>;
 
-counter_index!(Error);
-
 /// What ip4-lookup reads of a packet ip4-input has checked: (source, destination), 0.0.0.0
 /// where it cannot be read (as a destination that matches only a default route).
 #[derive(Clone, Copy, Default)]
@@ -72,7 +64,7 @@ impl LookupRules for V4 {
     type Key = Key;
     type Addr = u32;
     type Counter = Error;
-    const ERRORS: &'static [&'static str] = &ERRORS;
+    const ERRORS: &'static [&'static str] = &Error::REASONS;
 
     #[inline(always)]
     fn key(ip: Option<&[u8]>) -> Key {

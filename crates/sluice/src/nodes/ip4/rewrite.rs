@@ -4,55 +4,44 @@
 //! packet larger than the MTU goes back to its sender as ICMP fragmentation needed when it
 //! has DF set, and otherwise leaves in fragments, each in a buffer of its own.
 
+use crate::graph::names::error_counters;
 use crate::nodes::ip::rewrite::{Checked, IpRewrite, RewriteRules};
 pub use crate::nodes::ip::rewrite::{Next, OUTPUT_FEATURES};
-use crate::nodes::ip::{counter_index, V4};
+use crate::nodes::ip::V4;
 use crate::nodes::IcmpErrorRequest;
 use crate::router::adjacency::{Adjacency, L3View};
 use crate::wire::icmp4;
 use crate::wire::ipv4::{decrement_ttl, fragment, record_route, Ipv4View, MIN_HEADER_LEN};
 use std::net::{IpAddr, Ipv4Addr};
 
+pub const NAME: &str = "ip4-rewrite";
+
 /// The IPv4 rewrite node.
 pub type Ip4Rewrite = IpRewrite<V4>;
 /// What happens to one packet.
 pub type Verdict = crate::nodes::ip::rewrite::Verdict<Error>;
 
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Error {
-    NotIpv4,
-    DropAdjacency,
-    NotNeighbor,
-    NoInterface,
-    TtlExpired,
-    TooBig,
-    OwnTooBig,
-    Unresolved,
-    Fragmented,
-    FragmentFailed,
+error_counters! {
+    pub enum Error {
+        NotIpv4 = "not an IPv4 packet",
+        DropAdjacency = "adjacency drops the packet",
+        NotNeighbor = "adjacency is not a neighbour (local, multipath or stale)",
+        NoInterface = "adjacency's interface is not in the view",
+        TtlExpired = "ttl expired (sent to icmp4-error)",
+        TooBig = "larger than the MTU with DF set (sent to icmp4-error)",
+        OwnTooBig = "own packet with DF set larger than the MTU",
+        Unresolved = "neighbour not resolved (sent to ip4-arp)",
+        Fragmented = "larger than the MTU: fragmented",
+        FragmentFailed = "larger than the MTU: no buffer for its fragments",
+    }
 }
-counter_index!(Error);
-
-pub const ERRORS: [&str; 10] = [
-    "not an IPv4 packet",
-    "adjacency drops the packet",
-    "adjacency is not a neighbour (local, multipath or stale)",
-    "adjacency's interface is not in the view",
-    "ttl expired (sent to icmp4-error)",
-    "larger than the MTU with DF set (sent to icmp4-error)",
-    "own packet with DF set larger than the MTU",
-    "neighbour not resolved (sent to ip4-arp)",
-    "larger than the MTU: fragmented",
-    "larger than the MTU: no buffer for its fragments",
-];
 
 impl RewriteRules for V4 {
     type Counter = Error;
     type Dst = u32;
-    const RESOLVE_NODE: &'static str = super::IP4_ARP;
+    const RESOLVE_NODE: &'static str = super::arp::NAME;
     const OUTPUT_ARC: usize = crate::graph::features::IP4_OUTPUT;
-    const REWRITE_ERRORS: &'static [&'static str] = &ERRORS;
+    const REWRITE_ERRORS: &'static [&'static str] = &Error::REASONS;
     const HOPS: &'static str = "ttl";
     const NOT_OF_FAMILY: Error = Error::NotIpv4;
     const DROP_ADJACENCY: Error = Error::DropAdjacency;

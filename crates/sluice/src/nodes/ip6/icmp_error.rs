@@ -6,42 +6,31 @@
 
 use super::IcmpErrorRequest;
 use crate::buffer::WorkerBuffers;
+use crate::graph::names::error_counters;
 use crate::nodes::ip::icmp_error::{ErrorBuilder, IcmpError};
 pub use crate::nodes::ip::icmp_error::{Next, BURST, RATE_PER_SEC};
-use crate::nodes::ip::{counter_index, V6};
+use crate::nodes::ip::V6;
 use crate::router::adjacency::{L3Interface, L3View};
 use crate::wire::icmp6::{self, build_error, error_forbidden, Forbidden};
 use crate::wire::ipv6::{self, Ipv6Header, MIN_MTU};
 
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Error {
-    SentTimeExceeded,
-    SentUnreachable,
-    SentPacketTooBig,
-    SentOther,
-    RateLimited,
-    AboutError,
-    AboutMulticast,
-    BadSource,
-    NotIpv6,
-    NoAddress,
-    NoBuffer,
-}
+pub const NAME: &str = "icmp6-error";
 
-pub const ERRORS: [&str; 11] = [
-    "sent time exceeded",
-    "sent destination unreachable",
-    "sent packet too big",
-    "sent other ICMPv6 error",
-    "rate limited",
-    "not sent: about an ICMPv6 error or redirect",
-    "not sent: about a multicast packet",
-    "not sent: source multicast or unspecified",
-    "not sent: original is not an IPv6 packet",
-    "not sent: no IPv6 address on the receiving interface",
-    "not sent: buffer allocation failed",
-];
+error_counters! {
+    pub enum Error {
+        SentTimeExceeded = "sent time exceeded",
+        SentUnreachable = "sent destination unreachable",
+        SentPacketTooBig = "sent packet too big",
+        SentOther = "sent other ICMPv6 error",
+        RateLimited = "rate limited",
+        AboutError = "not sent: about an ICMPv6 error or redirect",
+        AboutMulticast = "not sent: about a multicast packet",
+        BadSource = "not sent: source multicast or unspecified",
+        NotIpv6 = "not sent: original is not an IPv6 packet",
+        NoAddress = "not sent: no IPv6 address on the receiving interface",
+        NoBuffer = "not sent: buffer allocation failed",
+    }
+}
 
 fn sent(req: IcmpErrorRequest) -> Error {
     match req.kind {
@@ -85,12 +74,10 @@ pub fn v6_towards(itf: &L3Interface, to: u128) -> Option<u128> {
 /// The ICMP error node of IPv6 (`nodes::ip::icmp_error`, with the rules above).
 pub type Icmp6Error = IcmpError<V6>;
 
-counter_index!(Error);
-
 impl ErrorBuilder for V6 {
     type Counter = Error;
     type Addr = u128;
-    const ERRORS: &'static [&'static str] = &ERRORS;
+    const ERRORS: &'static [&'static str] = &Error::REASONS;
     const RATE_LIMITED: Error = Error::RateLimited;
     const NOT_OF_FAMILY: Error = Error::NotIpv6;
     const NO_BUFFER: Error = Error::NoBuffer;

@@ -5,30 +5,24 @@
 //! hop limit is not checked here: a packet for the router is received whatever it is, and
 //! ip6-rewrite answers an expired one with time exceeded (RFC 8200 3, RFC 4443 3.3).
 
+use crate::graph::names::error_counters;
 pub use crate::nodes::ip::input::Next;
 use crate::nodes::ip::input::{InputChecks, IpInput};
-use crate::nodes::ip::{counter_index, V6};
+use crate::nodes::ip::V6;
 use crate::wire::ipv6::{self, Ipv6Error, Ipv6Header};
 
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Error {
-    NotIpv6,
-    Truncated,
-    Version,
-    PayloadLength,
-    MulticastSource,
-    Loopback,
-}
+pub const NAME: &str = "ip6-input";
 
-pub const ERRORS: [&str; 6] = [
-    "not an IPv6 frame",
-    "ip6 header truncated",
-    "ip6 version is not 6",
-    "ip6 payload length beyond the frame",
-    "ip6 source is multicast",
-    "ip6 loopback source or destination from the wire",
-];
+error_counters! {
+    pub enum Error {
+        NotIpv6 = "not an IPv6 frame",
+        Truncated = "ip6 header truncated",
+        Version = "ip6 version is not 6",
+        PayloadLength = "ip6 payload length beyond the frame",
+        MulticastSource = "ip6 source is multicast",
+        Loopback = "ip6 loopback source or destination from the wire",
+    }
+}
 
 fn error_of(e: Ipv6Error) -> Error {
     match e {
@@ -41,11 +35,9 @@ fn error_of(e: Ipv6Error) -> Error {
 /// The input node of IPv6 (`nodes::ip::input`, with the checks below).
 pub type Ip6Input = IpInput<V6>;
 
-counter_index!(Error);
-
 impl InputChecks for V6 {
     type Counter = Error;
-    const ERRORS: &'static [&'static str] = &ERRORS;
+    const ERRORS: &'static [&'static str] = &Error::REASONS;
 
     /// The verdict for one packet: where it goes, and which counter (if any) it bumps.
     /// `ip` is the packet from its L3 header on (`None` when it is not IPv6), `ip_len` the

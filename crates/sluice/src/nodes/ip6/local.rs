@@ -9,7 +9,7 @@
 use super::icmp_error::v6_towards;
 use super::IcmpErrorRequest;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
-use crate::nodes::ip::counter_index;
+use crate::graph::names::error_counters;
 pub use crate::nodes::ip::local::Next;
 use crate::nodes::ip::local::{IpLocal, LocalRules};
 use crate::nodes::ip::V6;
@@ -18,38 +18,24 @@ use crate::wire::icmp6::{self, echo_request_to_reply, upper_layer_named, EchoErr
 use crate::wire::ipv6::{self, next_header, Ipv6Header};
 use crate::wire::EtherType;
 
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Error {
-    EchoReplied,
-    NeighborDiscovery,
-    PortUnreachable,
-    NotIpv6,
-    EchoChecksum,
-    EchoUnanswerable,
-    NoAddress,
-    Icmp6Other,
-    UdpToGroup,
-    Fragment,
-    NoNextHeader,
-    UnknownNextHeader,
-}
-counter_index!(Error);
+pub const NAME: &str = "ip6-local";
 
-pub const ERRORS: [&str; 12] = [
-    "echo requests answered",
-    "neighbour discovery (to ip6-nd)",
-    "udp to a closed port (to icmp6-error)",
-    "not an IPv6 packet",
-    "icmp6 checksum bad",
-    "echo request not answerable (multicast source, truncated)",
-    "no IPv6 address to answer from",
-    "icmp6 type not handled",
-    "udp to a group with no listener",
-    "fragment for us (no reassembly)",
-    "no next header (nothing to deliver)",
-    "next header not recognised: parameter problem (to icmp6-error)",
-];
+error_counters! {
+    pub enum Error {
+        EchoReplied = "echo requests answered",
+        NeighborDiscovery = "neighbour discovery (to ip6-nd)",
+        PortUnreachable = "udp to a closed port (to icmp6-error)",
+        NotIpv6 = "not an IPv6 packet",
+        EchoChecksum = "icmp6 checksum bad",
+        EchoUnanswerable = "echo request not answerable (multicast source, truncated)",
+        NoAddress = "no IPv6 address to answer from",
+        Icmp6Other = "icmp6 type not handled",
+        UdpToGroup = "udp to a group with no listener",
+        Fragment = "fragment for us (no reassembly)",
+        NoNextHeader = "no next header (nothing to deliver)",
+        UnknownNextHeader = "next header not recognised: parameter problem (to icmp6-error)",
+    }
+}
 
 /// Parameter problem code 1: unrecognised Next Header type.
 const UNRECOGNISED_NEXT_HEADER: u8 = 1;
@@ -61,8 +47,8 @@ pub type Verdict = crate::nodes::ip::local::Verdict<Error>;
 
 impl LocalRules for V6 {
     type Counter = Error;
-    const LOCAL_ERRORS: &'static [&'static str] = &ERRORS;
-    const DISCOVERY_NODE: Option<&'static str> = Some(super::IP6_ND);
+    const LOCAL_ERRORS: &'static [&'static str] = &Error::REASONS;
+    const DISCOVERY_NODE: Option<&'static str> = Some(super::nd::NAME);
 
     const HOST_REASON: crate::nodes::host_punt::Reason = crate::nodes::host_punt::Reason::Local6;
 

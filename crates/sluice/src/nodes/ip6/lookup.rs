@@ -18,35 +18,28 @@
 use super::IcmpErrorRequest;
 use crate::buffer::{BufferMeta, FLAG_LOCAL_ORIGIN};
 use crate::fib::NO_ROUTE;
+use crate::graph::names::error_counters;
 pub use crate::nodes::ip::lookup::Next;
 use crate::nodes::ip::lookup::{Decision, IpLookup, LookupRules};
-use crate::nodes::ip::{counter_index, V6};
+use crate::nodes::ip::V6;
 use crate::router::adjacency::{AdjKind, L3View, ADJ_DROP, ADJ_LOCAL};
 use crate::wire::icmp6;
 use crate::wire::ipv6;
 use crate::wire::ipv6::Ipv6View;
 
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Error {
-    NoRoute,
-    DropAdjacency,
-    MulticastNotRouted,
-    LinkLocalNotOurs,
-    LinkLocalSource,
-    UnspecifiedSource,
-    LinkMulticast,
-}
+pub const NAME: &str = "ip6-lookup";
 
-pub const ERRORS: [&str; 7] = [
-    "ip6 no route to destination (to icmp6-error)",
-    "ip6 route drops the packet",
-    "ip6 multicast beyond the link not routed",
-    "ip6 link-local destination not ours (never routed)",
-    "ip6 link-local source not forwarded: beyond scope (to icmp6-error)",
-    "ip6 unspecified source not forwarded",
-    "ip6 unicast in a link-layer multicast frame (not forwarded)",
-];
+error_counters! {
+    pub enum Error {
+        NoRoute = "ip6 no route to destination (to icmp6-error)",
+        DropAdjacency = "ip6 route drops the packet",
+        MulticastNotRouted = "ip6 multicast beyond the link not routed",
+        LinkLocalNotOurs = "ip6 link-local destination not ours (never routed)",
+        LinkLocalSource = "ip6 link-local source not forwarded: beyond scope (to icmp6-error)",
+        UnspecifiedSource = "ip6 unspecified source not forwarded",
+        LinkMulticast = "ip6 unicast in a link-layer multicast frame (not forwarded)",
+    }
+}
 
 /// Destination unreachable (RFC 4443 3.1) with `code`.
 const fn unreachable(code: u8) -> IcmpErrorRequest {
@@ -71,13 +64,11 @@ pub struct Key {
 /// The lookup node of IPv6 (`nodes::ip::lookup`, with the decision below).
 pub type Ip6Lookup = IpLookup<V6>;
 
-counter_index!(Error);
-
 impl LookupRules for V6 {
     type Key = Key;
     type Addr = u128;
     type Counter = Error;
-    const ERRORS: &'static [&'static str] = &ERRORS;
+    const ERRORS: &'static [&'static str] = &Error::REASONS;
 
     /// The key of a packet ip6-input has checked (all zero if it cannot be read: :: matches
     /// only a default route).

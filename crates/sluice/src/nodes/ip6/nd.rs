@@ -19,9 +19,13 @@
 
 use super::icmp_error::v6_towards;
 use super::neighbor_hold::{HoldSlots, HoldTable, Resolver, Schedule};
+use super::rewrite;
 use super::rewrite::neighbor_of;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
+use crate::graph::names::error_counters;
+use crate::graph::names::next_nodes;
 use crate::graph::{Node, NodeCx, NodeDecl};
+use crate::nodes::{error_drop, interface_output};
 use crate::router::adjacency::{ethernet_rewrite, AdjKind, L3View, SharedL3View};
 use crate::router::neighbor_map::{Probe, ProbeQueue};
 use crate::router::nud::Answer;
@@ -34,6 +38,8 @@ use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub const NAME: &str = "ip6-nd";
+
 /// Solicitations before giving up, and the time between them (RFC 4861 section 10); the
 /// neighbour is given up one more RETRANS_TIMER after the last.
 pub const MAX_SOLICIT: u32 = 3;
@@ -44,68 +50,33 @@ pub const SCHEDULE: Schedule = Schedule {
     give_up: RETRANS,
 };
 
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {
-    Rewrite,
-    InterfaceOutput,
-    Drop,
-}
-
-/// ip6-nd's counters after the first `NdError::REASONS.len()`, which count the malformed
-/// messages by their `NdError` (its index is `NdError as usize`).
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Error {
-    SolicitAnswered = NdError::REASONS.len(),
-    SolicitNotOurs,
-    AdvertLearnt,
-    AdvertNoAddress,
-    LearnDropped,
-    Held,
-    SolicitSent,
-    Released,
-    QueueFull,
-    TableFull,
-    NoAnswer,
-    NoSourceAddress,
-    NoBuffer,
-    ProbesSent,
-}
-
-pub const ERRORS: [&str; 24] = concat(NdError::REASONS, OUTCOMES);
-
-/// The names of the `Error` counters.
-const OUTCOMES: [&str; 14] = [
-    "neighbour solicitations answered",
-    "neighbour solicitation not for our address",
-    "neighbour advertisements learnt",
-    "neighbour advertisement without link-layer address",
-    "neighbour learn dropped (control plane busy)",
-    "packets held for resolution",
-    "neighbour solicitations sent",
-    "held packets released to ip6-rewrite",
-    "nd hold queue full for the neighbour (dropped)",
-    "too many neighbours being resolved (dropped)",
-    "neighbour did not answer solicitations (held packet dropped)",
-    "no IPv6 address to solicit from",
-    "buffer allocation failed",
-    "neighbour solicitations sent as unicast probes",
-];
-
-/// `a` then `b` (a const fn, so that `ERRORS` stays a constant).
-const fn concat<const A: usize, const B: usize, const N: usize>(
-    a: [&'static str; A],
-    b: [&'static str; B],
-) -> [&'static str; N] {
-    assert!(A + B == N);
-    let mut out = [""; N];
-    let mut i = 0;
-    while i < N {
-        out[i] = if i < A { a[i] } else { b[i - A] };
-        i += 1;
+next_nodes! {
+    pub enum Next {
+        Rewrite = rewrite::NAME,
+        InterfaceOutput = interface_output::NAME,
+        Drop = error_drop::NAME,
     }
-    out
+}
+
+error_counters! {
+    /// ip6-nd's counters after the first `NdError::REASONS.len()`, which count the malformed
+    /// messages by their `NdError` (its index is `NdError as usize`); `Error::ALL` is both.
+    pub enum Error after NdError::REASONS {
+        SolicitAnswered = "neighbour solicitations answered",
+        SolicitNotOurs = "neighbour solicitation not for our address",
+        AdvertLearnt = "neighbour advertisements learnt",
+        AdvertNoAddress = "neighbour advertisement without link-layer address",
+        LearnDropped = "neighbour learn dropped (control plane busy)",
+        Held = "packets held for resolution",
+        SolicitSent = "neighbour solicitations sent",
+        Released = "held packets released to ip6-rewrite",
+        QueueFull = "nd hold queue full for the neighbour (dropped)",
+        TableFull = "too many neighbours being resolved (dropped)",
+        NoAnswer = "neighbour did not answer solicitations (held packet dropped)",
+        NoSourceAddress = "no IPv6 address to solicit from",
+        NoBuffer = "buffer allocation failed",
+        ProbesSent = "neighbour solicitations sent as unicast probes",
+    }
 }
 
 /// The hold counters, `Held` to `NoAnswer`, in `HoldSlots` order.
@@ -113,7 +84,7 @@ const SLOTS: HoldSlots = HoldSlots {
     counters: Error::Held as usize,
     rewrite: Next::Rewrite as usize,
     drop: Next::Drop as usize,
-    names: &ERRORS,
+    names: &Error::ALL,
 };
 const _: () = assert!(Error::NoAnswer as usize == SLOTS.counters + 5);
 
@@ -148,13 +119,9 @@ impl Ip6Nd {
     ) -> NodeDecl {
         let now = clock();
         NodeDecl::internal(
-            super::IP6_ND,
-            &[
-                super::IP6_REWRITE,
-                super::INTERFACE_OUTPUT,
-                super::ERROR_DROP,
-            ],
-            &ERRORS,
+            NAME,
+            &Next::NAMES,
+            &Error::ALL,
             Ip6Nd {
                 queue: view.load().probes.clone(),
                 probes: Vec::new(),
@@ -403,7 +370,7 @@ impl Node for Ip6Nd {
                 };
                 cx.count_error(e, 1);
                 if tracing {
-                    cx.trace(bi, ERRORS[e]);
+                    cx.trace(bi, Error::ALL[e]);
                 }
                 cx.enqueue(Next::Drop as usize, bi);
             }

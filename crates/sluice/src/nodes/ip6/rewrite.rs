@@ -3,43 +3,34 @@
 //! the MTU goes back to its sender as ICMPv6 Packet Too Big.
 
 use super::IcmpErrorRequest;
+use crate::graph::names::error_counters;
 use crate::nodes::ip::rewrite::{Checked, IpRewrite, RewriteRules};
 pub use crate::nodes::ip::rewrite::{Next, OUTPUT_FEATURES};
-use crate::nodes::ip::{counter_index, V6};
+use crate::nodes::ip::V6;
 use crate::router::adjacency::{AdjKind, Adjacency, L3View};
 use crate::wire::icmp6;
 use crate::wire::ipv6::{self, Ipv6View};
 use std::net::{IpAddr, Ipv6Addr};
+
+pub const NAME: &str = "ip6-rewrite";
 
 /// The IPv6 rewrite node.
 pub type Ip6Rewrite = IpRewrite<V6>;
 /// What happens to one packet.
 pub type Verdict = crate::nodes::ip::rewrite::Verdict<Error>;
 
-#[repr(usize)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Error {
-    NotIpv6,
-    DropAdjacency,
-    NotNeighbor,
-    NoInterface,
-    HopLimitExpired,
-    TooBig,
-    LocalTooBig,
-    Unresolved,
+error_counters! {
+    pub enum Error {
+        NotIpv6 = "not an IPv6 packet",
+        DropAdjacency = "adjacency drops the packet",
+        NotNeighbor = "adjacency is not a neighbour (local, multipath or stale)",
+        NoInterface = "adjacency's interface is not in the view",
+        HopLimitExpired = "hop limit expired (sent to icmp6-error)",
+        TooBig = "larger than the MTU (sent to icmp6-error)",
+        LocalTooBig = "own packet larger than the MTU",
+        Unresolved = "neighbour not resolved (sent to ip6-nd)",
+    }
 }
-counter_index!(Error);
-
-pub const ERRORS: [&str; 8] = [
-    "not an IPv6 packet",
-    "adjacency drops the packet",
-    "adjacency is not a neighbour (local, multipath or stale)",
-    "adjacency's interface is not in the view",
-    "hop limit expired (sent to icmp6-error)",
-    "larger than the MTU (sent to icmp6-error)",
-    "own packet larger than the MTU",
-    "neighbour not resolved (sent to ip6-nd)",
-];
 
 /// The neighbour a packet to `dst` by adjacency `adj` goes to: the next hop, or the
 /// destination itself on a connected network.
@@ -54,9 +45,9 @@ pub fn neighbor_of(view: &L3View, adj: u32, dst: u128) -> IpAddr {
 impl RewriteRules for V6 {
     type Counter = Error;
     type Dst = u128;
-    const RESOLVE_NODE: &'static str = super::IP6_ND;
+    const RESOLVE_NODE: &'static str = super::nd::NAME;
     const OUTPUT_ARC: usize = crate::graph::features::IP6_OUTPUT;
-    const REWRITE_ERRORS: &'static [&'static str] = &ERRORS;
+    const REWRITE_ERRORS: &'static [&'static str] = &Error::REASONS;
     const HOPS: &'static str = "hop limit";
     const NOT_OF_FAMILY: Error = Error::NotIpv6;
     const DROP_ADJACENCY: Error = Error::DropAdjacency;

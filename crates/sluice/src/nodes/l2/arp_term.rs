@@ -3,28 +3,29 @@
 //! the request is turned into the reply in place and goes back out of the port it came in
 //! by, so it is never flooded. A request whose entry went away meanwhile is flooded as usual.
 
-use crate::graph::{NodeCx, NodeDecl, TracedLoop};
+use crate::graph::names::{error_counters, next_nodes};
+use crate::graph::{traced_loop_nodes, NodeCx, NodeDecl, TracedLoop};
 use crate::interface::SharedL2Modes;
+use crate::nodes::interface_output;
+use crate::nodes::l2::flood;
 use crate::wire::arp::{reply_in_place, ArpPacket, OP_REQUEST};
 use crate::wire::ethernet::HEADER_LEN;
 
-#[repr(usize)]
-#[derive(Clone, Copy)]
-enum Next {
-    InterfaceOutput,
-    Flood,
+pub const NAME: &str = "l2-arp-term";
+
+next_nodes! {
+    enum Next {
+        InterfaceOutput = interface_output::NAME,
+        Flood = flood::NAME,
+    }
 }
 
-#[repr(usize)]
-#[derive(Clone, Copy)]
-enum Counter {
-    Answered,
-    Flooded,
+error_counters! {
+    enum Counter {
+        Answered = "ARP requests answered by the bridge domain",
+        Flooded = "ARP request flooded: no entry (or no longer a request)",
+    }
 }
-const COUNTERS: [&str; 2] = [
-    "ARP requests answered by the bridge domain",
-    "ARP request flooded: no entry (or no longer a request)",
-];
 
 pub struct L2ArpTerm {
     modes: SharedL2Modes,
@@ -32,12 +33,7 @@ pub struct L2ArpTerm {
 
 impl L2ArpTerm {
     pub fn decl(modes: SharedL2Modes) -> NodeDecl {
-        NodeDecl::internal(
-            super::L2_ARP_TERM,
-            &[super::INTERFACE_OUTPUT, super::L2_FLOOD],
-            &COUNTERS,
-            L2ArpTerm { modes },
-        )
+        NodeDecl::internal(NAME, &Next::NAMES, &Counter::REASONS, L2ArpTerm { modes })
     }
 }
 
@@ -50,6 +46,8 @@ pub fn request_target(frame: &[u8]) -> Option<u32> {
     let arp = ArpPacket::parse(frame.get(HEADER_LEN..)?).ok()?;
     (arp.op == OP_REQUEST).then_some(arp.target_ip)
 }
+
+traced_loop_nodes!(L2ArpTerm);
 
 impl TracedLoop for L2ArpTerm {
     fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {

@@ -4,49 +4,44 @@
 //! dropped here, each with its reason counted. It records where the L3 header starts (after any VLAN tags) in
 //! the buffer's metadata, so no node behind it parses the Ethernet header again.
 
-use crate::graph::{NodeCx, NodeDecl, TracedLoop};
+use crate::graph::names::{error_counters, next_nodes};
+use crate::graph::{traced_loop_nodes, NodeCx, NodeDecl, TracedLoop};
 use crate::interface::{L2Modes, SharedL2Modes};
+use crate::nodes::l2::{fwd, learn, xconnect};
+use crate::nodes::{error_drop, ip4, ip6};
 use crate::router::adjacency::{L3View, SharedL3View};
 use crate::subif::{pop_tags, Classified, SharedSubIfs, SubIfs};
 use crate::wire::ethernet::{EtherType, ParseError, Repr};
 
+pub const NAME: &str = "ethernet-input";
+
 /// How many packets ahead the data is prefetched.
 const PREFETCH_AHEAD: usize = 4;
 
-#[repr(usize)]
-#[derive(Clone, Copy)]
-enum Next {
-    L2Xconnect,
-    L2Learn,
-    L2Fwd,
-    Ip4Input,
-    ArpInput,
-    Ip6Input,
-    Drop,
+next_nodes! {
+    enum Next {
+        L2Xconnect = xconnect::NAME,
+        L2Learn = learn::NAME,
+        L2Fwd = fwd::NAME,
+        Ip4Input = ip4::input::NAME,
+        ArpInput = ip4::arp_input::NAME,
+        Ip6Input = ip6::input::NAME,
+        Drop = error_drop::NAME,
+    }
 }
 
-#[repr(usize)]
-#[derive(Clone, Copy)]
-enum Error {
-    TruncatedHeader,
-    TruncatedVlan,
-    TooManyVlans,
-    NoMode,
-    NotOurMac,
-    L3Protocol,
-    NoSubInterface,
-    SubInterfaceDown,
+error_counters! {
+    enum Error {
+        TruncatedHeader = "frame shorter than the ethernet header",
+        TruncatedVlan = "truncated VLAN tag",
+        TooManyVlans = "more than two VLAN tags",
+        NoMode = "interface has no L2 or L3 mode (unhandled)",
+        NotOurMac = "routed interface: destination MAC is not ours",
+        L3Protocol = "routed interface: ethertype not routed",
+        NoSubInterface = "no sub-interface for the frame's VLAN tags",
+        SubInterfaceDown = "sub-interface is down",
+    }
 }
-const ERRORS: [&str; 8] = [
-    "frame shorter than the ethernet header",
-    "truncated VLAN tag",
-    "more than two VLAN tags",
-    "interface has no L2 or L3 mode (unhandled)",
-    "routed interface: destination MAC is not ours",
-    "routed interface: ethertype not routed",
-    "no sub-interface for the frame's VLAN tags",
-    "sub-interface is down",
-];
 
 pub struct EthernetInput {
     modes: SharedL2Modes,
@@ -64,17 +59,9 @@ impl EthernetInput {
         min_frame: usize,
     ) -> NodeDecl {
         NodeDecl::internal(
-            super::ETHERNET_INPUT,
-            &[
-                super::L2_XCONNECT,
-                super::L2_LEARN,
-                super::L2_FWD,
-                crate::nodes::ip4::input::IP4_INPUT,
-                super::ARP_INPUT,
-                super::IP6_INPUT,
-                super::ERROR_DROP,
-            ],
-            &ERRORS,
+            NAME,
+            &Next::NAMES,
+            &Error::REASONS,
             EthernetInput {
                 modes,
                 view,
@@ -194,6 +181,8 @@ impl EthernetInput {
     }
 }
 
+traced_loop_nodes!(EthernetInput);
+
 impl TracedLoop for EthernetInput {
     fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
         let modes = self.modes.load();
@@ -215,10 +204,8 @@ impl TracedLoop for EthernetInput {
             if TRACE {
                 match (verdict, next) {
                     (Ok(r), Ok(_)) => cx.trace(bi, r),
-                    (Ok(r), Err(e)) => {
-                        cx.trace(bi, format_args!("{r}: drop: {}", ERRORS[e as usize]))
-                    }
-                    (Err(_), Err(e)) => cx.trace(bi, format_args!("drop: {}", ERRORS[e as usize])),
+                    (Ok(r), Err(e)) => cx.trace(bi, format_args!("{r}: drop: {}", e.reason())),
+                    (Err(_), Err(e)) => cx.trace(bi, format_args!("drop: {}", e.reason())),
                     (Err(_), Ok(_)) => {}
                 }
             }
@@ -251,7 +238,7 @@ mod tests {
             0,
         );
         assert_eq!(out.to_next(Next::L2Xconnect as usize), 1);
-        assert_eq!(out.errors, vec![0; ERRORS.len()]);
+        assert_eq!(out.errors, vec![0; Error::REASONS.len()]);
     }
 
     #[test]

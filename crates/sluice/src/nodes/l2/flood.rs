@@ -2,30 +2,29 @@
 //! and those in the input's split-horizon group: a copy to each but the last, which gets the
 //! frame itself. A copy the pool has no buffer for is counted, never silently missing.
 
-use crate::graph::{NodeCx, NodeDecl, TracedLoop};
+use crate::graph::names::{error_counters, next_nodes};
+use crate::graph::{traced_loop_nodes, NodeCx, NodeDecl, TracedLoop};
 use crate::interface::SharedL2Modes;
+use crate::nodes::{error_drop, interface_output, l2::ethernet_input};
 
-#[repr(usize)]
-#[derive(Clone, Copy)]
-enum Next {
-    InterfaceOutput,
-    Drop,
-    /// A copy for the domain's BVI: the routing nodes, through ethernet-input.
-    Bvi,
+pub const NAME: &str = "l2-flood";
+
+next_nodes! {
+    enum Next {
+        InterfaceOutput = interface_output::NAME,
+        Drop = error_drop::NAME,
+        /// A copy for the domain's BVI: the routing nodes, through ethernet-input.
+        Bvi = ethernet_input::NAME,
+    }
 }
 
-#[repr(usize)]
-#[derive(Clone, Copy)]
-enum Error {
-    NotBridged,
-    NoMembers,
-    NoBuffer,
+error_counters! {
+    enum Error {
+        NotBridged = "interface is no longer in a bridge domain",
+        NoMembers = "no other member to flood to",
+        NoBuffer = "flood copy lost: no free buffer",
+    }
 }
-const ERRORS: [&str; 3] = [
-    "interface is no longer in a bridge domain",
-    "no other member to flood to",
-    "flood copy lost: no free buffer",
-];
 
 pub struct L2Flood {
     modes: SharedL2Modes,
@@ -36,13 +35,9 @@ pub struct L2Flood {
 impl L2Flood {
     pub fn decl(modes: SharedL2Modes) -> NodeDecl {
         NodeDecl::internal(
-            super::L2_FLOOD,
-            &[
-                super::INTERFACE_OUTPUT,
-                super::ERROR_DROP,
-                super::ETHERNET_INPUT,
-            ],
-            &ERRORS,
+            NAME,
+            &Next::NAMES,
+            &Error::REASONS,
             L2Flood {
                 modes,
                 targets: Vec::new(),
@@ -50,6 +45,8 @@ impl L2Flood {
         )
     }
 }
+
+traced_loop_nodes!(L2Flood);
 
 impl TracedLoop for L2Flood {
     fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
@@ -72,10 +69,7 @@ impl TracedLoop for L2Flood {
             let Some((&last, rest)) = self.targets.split_last() else {
                 cx.count_error(Error::NoMembers as usize, 1);
                 if TRACE {
-                    cx.trace(
-                        bi,
-                        format_args!("drop: {}", ERRORS[Error::NoMembers as usize]),
-                    );
+                    cx.trace(bi, format_args!("drop: {}", Error::NoMembers.reason()));
                 }
                 cx.enqueue(Next::Drop as usize, bi);
                 continue;

@@ -5,45 +5,40 @@
 //! whose source is a group or all-zero address is dropped, and so is one to a reserved
 //! link-local group 01:80:C2:00:00:0N that the domain's `group-fwd-mask` does not let through.
 
-use crate::graph::{NodeCx, NodeDecl, TracedLoop};
+use crate::graph::names::{error_counters, next_nodes};
+use crate::graph::{traced_loop_nodes, NodeCx, NodeDecl, TracedLoop};
 use crate::interface::SharedL2Modes;
 use crate::l2::fib::{key, L2FibReader};
 use crate::l2::reserved::{forwarded, link_local_group, valid_source};
+use crate::nodes::l2::{arp_term, ethernet_input, flood};
+use crate::nodes::{error_drop, interface_output};
 
-#[repr(usize)]
-#[derive(Clone, Copy)]
-enum Next {
-    InterfaceOutput,
-    Flood,
-    Drop,
-    /// To the domain's BVI: the routing nodes, through ethernet-input.
-    Bvi,
-    /// A broadcast ARP request the domain answers itself.
-    ArpTerm,
+pub const NAME: &str = "l2-fwd";
+
+next_nodes! {
+    enum Next {
+        InterfaceOutput = interface_output::NAME,
+        Flood = flood::NAME,
+        Drop = error_drop::NAME,
+        /// To the domain's BVI: the routing nodes, through ethernet-input.
+        Bvi = ethernet_input::NAME,
+        /// A broadcast ARP request the domain answers itself.
+        ArpTerm = arp_term::NAME,
+    }
 }
 
-#[repr(usize)]
-#[derive(Clone, Copy)]
-enum Error {
-    NotBridged,
-    Runt,
-    FloodOff,
-    UnknownUnicastOff,
-    SameInterface,
-    SplitHorizon,
-    BadSource,
-    ReservedGroup,
+error_counters! {
+    enum Error {
+        NotBridged = "interface is no longer in a bridge domain",
+        Runt = "frame shorter than the ethernet header",
+        FloodOff = "broadcast or multicast, and the bridge domain does not flood",
+        UnknownUnicastOff = "unknown unicast, and the bridge domain does not flood it (uu-flood off)",
+        SameInterface = "destination is behind the interface the frame came in by",
+        SplitHorizon = "destination is in the input interface's split-horizon group",
+        BadSource = "source is a group or all-zero address (IEEE 802.1D)",
+        ReservedGroup = "to a reserved link-local group 01:80:c2:00:00:0x not in group-fwd-mask (IEEE 802.1D)",
+    }
 }
-const ERRORS: [&str; 8] = [
-    "interface is no longer in a bridge domain",
-    "frame shorter than the ethernet header",
-    "broadcast or multicast, and the bridge domain does not flood",
-    "unknown unicast, and the bridge domain does not flood it (uu-flood off)",
-    "destination is behind the interface the frame came in by",
-    "destination is in the input interface's split-horizon group",
-    "source is a group or all-zero address (IEEE 802.1D)",
-    "to a reserved link-local group 01:80:c2:00:00:0x not in group-fwd-mask (IEEE 802.1D)",
-];
 
 /// Packets ahead whose table slot is prefetched.
 const PREFETCH_AHEAD: usize = 16;
@@ -58,15 +53,9 @@ pub struct L2Fwd {
 impl L2Fwd {
     pub fn decl(modes: SharedL2Modes, fib: L2FibReader) -> NodeDecl {
         NodeDecl::internal(
-            super::L2_FWD,
-            &[
-                super::INTERFACE_OUTPUT,
-                super::L2_FLOOD,
-                super::ERROR_DROP,
-                super::ETHERNET_INPUT,
-                super::L2_ARP_TERM,
-            ],
-            &ERRORS,
+            NAME,
+            &Next::NAMES,
+            &Error::REASONS,
             L2Fwd {
                 modes,
                 fib,
@@ -75,6 +64,8 @@ impl L2Fwd {
         )
     }
 }
+
+traced_loop_nodes!(L2Fwd);
 
 impl TracedLoop for L2Fwd {
     fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
@@ -161,7 +152,7 @@ impl TracedLoop for L2Fwd {
                 Err(e) => {
                     cx.count_error(e as usize, 1);
                     if TRACE {
-                        cx.trace(bi, format_args!("drop: {}", ERRORS[e as usize]));
+                        cx.trace(bi, format_args!("drop: {}", e.reason()));
                     }
                     Next::Drop
                 }

@@ -4,13 +4,17 @@
 //! worker sends an address at most once a second, so a busy unknown source costs one
 //! message, not one per frame. Every frame goes on to l2-fwd.
 
-use crate::graph::{NodeCx, NodeDecl, TracedLoop};
+use crate::graph::names::next_nodes;
+use crate::graph::{traced_loop_nodes, NodeCx, NodeDecl, TracedLoop};
 use crate::interface::SharedL2Modes;
 use crate::l2::bridge::{L2Clock, MacLearn, MacLearnSender};
 use crate::l2::fib::{key, key_mac, L2FibReader};
 use crate::l2::reserved::{learns_from, valid_source};
+use crate::nodes::l2::fwd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+pub const NAME: &str = "l2-learn";
 
 /// Packets ahead whose table slot is prefetched.
 const PREFETCH_AHEAD: usize = 16;
@@ -18,9 +22,10 @@ const PREFETCH_AHEAD: usize = 16;
 /// Addresses remembered as sent this second (direct-mapped; a collision only resends).
 const RECENT_SLOTS: usize = 4096;
 
-#[repr(usize)]
-enum Next {
-    L2Fwd,
+next_nodes! {
+    enum Next {
+        L2Fwd = fwd::NAME,
+    }
 }
 
 pub struct L2Learn {
@@ -49,8 +54,8 @@ pub struct LearnParts {
 impl L2Learn {
     pub fn decl(modes: SharedL2Modes, parts: LearnParts) -> NodeDecl {
         NodeDecl::internal(
-            super::L2_LEARN,
-            &[super::L2_FWD],
+            NAME,
+            &Next::NAMES,
             &[],
             L2Learn {
                 modes,
@@ -73,6 +78,8 @@ impl L2Learn {
         std::mem::replace(slot, tag) == tag
     }
 }
+
+traced_loop_nodes!(L2Learn);
 
 impl TracedLoop for L2Learn {
     fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {

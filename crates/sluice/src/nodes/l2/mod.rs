@@ -1,9 +1,6 @@
 //! Layer 2: ethernet-input (classifies each frame by EtherType and VLAN tags), the
 //! cross-connect, and the bridge: l2-learn, l2-fwd, l2-flood, l2-arp-term.
 
-// The nodes here name the shared helpers and node names of `nodes` as `super::NAME`.
-use super::*;
-
 pub mod arp_term;
 pub mod ethernet_input;
 pub mod flood;

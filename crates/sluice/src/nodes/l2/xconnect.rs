@@ -1,20 +1,25 @@
 //! l2-xconnect: everything received on an interface leaves by its cross-connected peer
 //! (VPP's `set interface l2 xconnect`). The frame is not touched.
 
-use crate::graph::{NodeCx, NodeDecl, TracedLoop};
+use crate::graph::names::{error_counters, next_nodes};
+use crate::graph::{traced_loop_nodes, NodeCx, NodeDecl, TracedLoop};
 use crate::interface::SharedL2Modes;
+use crate::nodes::{error_drop, interface_output};
 
-#[repr(usize)]
-enum Next {
-    InterfaceOutput,
-    Drop,
+pub const NAME: &str = "l2-xconnect";
+
+next_nodes! {
+    enum Next {
+        InterfaceOutput = interface_output::NAME,
+        Drop = error_drop::NAME,
+    }
 }
 
-#[repr(usize)]
-enum Error {
-    NotConnected,
+error_counters! {
+    enum Error {
+        NotConnected = "interface no longer cross-connected",
+    }
 }
-const ERRORS: [&str; 1] = ["interface no longer cross-connected"];
 
 pub struct L2Xconnect {
     modes: SharedL2Modes,
@@ -22,14 +27,11 @@ pub struct L2Xconnect {
 
 impl L2Xconnect {
     pub fn decl(modes: SharedL2Modes) -> NodeDecl {
-        NodeDecl::internal(
-            super::L2_XCONNECT,
-            &[super::INTERFACE_OUTPUT, super::ERROR_DROP],
-            &ERRORS,
-            L2Xconnect { modes },
-        )
+        NodeDecl::internal(NAME, &Next::NAMES, &Error::REASONS, L2Xconnect { modes })
     }
 }
+
+traced_loop_nodes!(L2Xconnect);
 
 impl TracedLoop for L2Xconnect {
     fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
@@ -49,7 +51,10 @@ impl TracedLoop for L2Xconnect {
                 None => {
                     cx.count_error(Error::NotConnected as usize, 1);
                     if TRACE {
-                        cx.trace(bi, format_args!("rx if {rx}: drop, {}", ERRORS[0]));
+                        cx.trace(
+                            bi,
+                            format_args!("rx if {rx}: drop, {}", Error::NotConnected.reason()),
+                        );
                     }
                     Next::Drop
                 }
