@@ -9,11 +9,12 @@
 use arc_swap::ArcSwap;
 use sluice::buffer::{BufferPool, HugePages, WorkerBuffers};
 use sluice::drivers::{TxBurst, TxQueue};
+use sluice::ethernet::input as ethernet_input;
 use sluice::graph::{Graph, Node, NodeCx, NodeDecl, NodeKind};
 use sluice::interface::{Interface, L2Modes};
 use sluice::l2::bridge::{Bridges, DomainSettings};
+use sluice::l2::nodes::learn::LearnParts;
 use sluice::nodes::graph::{graph_nodes, GraphParts};
-use sluice::nodes::l2::{ethernet_input, learn::LearnParts};
 use sluice::router::{NeighborLearn, Router};
 use sluice::subif::{SubIf, SubIfs, TagMatch};
 use sluice::wire::MacAddress;
@@ -236,8 +237,8 @@ fn run_once(path: Path, packets: u64) -> Run {
         view: router.view(),
         tables: router.tables(),
         learn,
-        filters: sluice::nodes::acl::Filters::none(),
-        to_host: sluice::nodes::host_punt::punt_channel_of(1).0,
+        filters: sluice::acl::node::Filters::none(),
+        to_host: sluice::lcp::host_punt::punt_channel_of(1).0,
         punt: Arc::new(sluice::lcp::policy::PuntPolicy::default()),
         capture: None,
         min_frame: 60,

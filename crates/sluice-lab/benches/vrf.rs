@@ -9,7 +9,7 @@
 
 use sluice::fib::rng::Rng;
 use sluice::fib::{FibWriter, Prefix4};
-use sluice::nodes::table_lookup::TableLookup;
+use sluice::ip::table_lookup::TableLookup;
 use sluice::router::TableSet;
 use std::hint::black_box;
 use std::time::{Duration, Instant};

@@ -100,8 +100,8 @@ pub fn measure(workers: u32, seconds: f64, handoff: bool) -> Result<Measured, St
     std::thread::sleep(Duration::from_millis(500));
     let nodes = |dp: &Dataplane| {
         [
-            node_clocks(dp, sluice::nodes::handoff::WORKER_HANDOFF),
-            node_clocks(dp, sluice::nodes::handoff::HANDOFF_INPUT),
+            node_clocks(dp, sluice::handoff::node::WORKER_HANDOFF),
+            node_clocks(dp, sluice::handoff::node::HANDOFF_INPUT),
         ]
     };
     let (t0, n0, r0, h0) = (Instant::now(), sent(&dp), dp.pool.report(), nodes(&dp));

@@ -5,8 +5,8 @@
 //! interface`) both go through `AclControl`, so a list is compiled and applied in one place.
 
 use super::{Action, Classifier, Rule};
+use crate::acl::node::{AclView, Filters, ACL_IP4_IN, ACL_IP4_OUT, ACL_IP6_IN, ACL_IP6_OUT};
 use crate::graph::features::{IP4_OUTPUT, IP4_UNICAST, IP6_OUTPUT, IP6_UNICAST};
-use crate::nodes::acl::{AclView, Filters, ACL_IP4_IN, ACL_IP4_OUT, ACL_IP6_IN, ACL_IP6_OUT};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;

@@ -23,6 +23,7 @@ pub mod commands;
 pub mod config;
 pub mod control;
 pub mod key;
+pub mod node;
 pub mod parse;
 pub mod rule;
 pub mod section;

@@ -60,7 +60,7 @@ pub fn start(cfg: &Config, router: &Router, threads: usize) -> Result<AclControl
     let sessions =
         crate::acl::session::Sessions::new(threads, cfg.sessions.per_worker, cfg.sessions.timeouts)
             .with_per_source(cfg.sessions.per_source);
-    let mut filters = crate::nodes::acl::Filters::new(sessions);
+    let mut filters = crate::acl::node::Filters::new(sessions);
     filters.tables = router.tables();
     let mut acls = AclControl::new(filters, threads);
     for a in &cfg.acls {

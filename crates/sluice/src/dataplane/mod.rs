@@ -25,7 +25,7 @@ use crate::drivers::RxQueue;
 use crate::graph::GraphShared;
 use crate::interface::{Interface, Interfaces, SharedL2Modes};
 use crate::l2::bridge::{Bridges, MacLearn};
-use crate::nodes::l2::learn::LearnParts;
+use crate::l2::nodes::learn::LearnParts;
 use crate::router::{NeighborLearn, Router};
 use crate::subif::SharedSubIfs;
 use crate::sys::{cpu, tsc};
@@ -154,7 +154,7 @@ impl Dataplane {
         let handoff = crate::handoff::section::start(cfg, &interfaces, workers)?;
 
         let (learn_tx, learn_rx) = std::sync::mpsc::sync_channel(LEARN_QUEUE);
-        let (punt_tx, punt_rx) = crate::nodes::host_punt::punt_channel();
+        let (punt_tx, punt_rx) = crate::lcp::host_punt::punt_channel();
         let (mac_tx, mac_rx) = std::sync::mpsc::sync_channel(MAC_LEARN_QUEUE);
         let punt_policy = Arc::new(cfg.punt.clone());
         let pcap_trace = Arc::new(pcap_trace::PcapTrace::new(workers));

@@ -6,12 +6,12 @@ use super::{pcap_trace, watchdog, PlacedRx, WorkerInfo};
 use crate::buffer::BufferPool;
 use crate::drivers::TxQueue;
 use crate::graph::{Graph, NodeDecl};
+use crate::handoff::node::{HandoffInput, WorkerHandoff};
 use crate::interface::{Interface, SharedL2Modes};
+use crate::l2::nodes::learn::LearnParts;
 use crate::nodes::{
     graph::{graph_nodes, GraphParts},
-    handoff::{HandoffInput, WorkerHandoff},
     input::{InputNode, PlacedQueue},
-    l2::learn::LearnParts,
 };
 use crate::router::adjacency::SharedL3View;
 use crate::router::{LearnSender, SharedTables};
@@ -34,8 +34,8 @@ pub(super) struct L3Parts {
     pub view: SharedL3View,
     pub tables: SharedTables,
     pub learn: LearnSender,
-    pub filters: crate::nodes::acl::Filters,
-    pub to_host: crate::nodes::host_punt::PuntSender,
+    pub filters: crate::acl::node::Filters,
+    pub to_host: crate::lcp::host_punt::PuntSender,
     pub punt: Arc<crate::lcp::policy::PuntPolicy>,
 }
 

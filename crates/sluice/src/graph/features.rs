@@ -12,7 +12,10 @@
 //! ip4-rewrite and ip6-rewrite start the output arcs (ending at interface-output), whose
 //! features are the ACL output nodes.
 
-use crate::nodes::{acl, interface_output, ip4, ip6};
+use crate::acl::node as acl;
+use crate::ip::ip4;
+use crate::ip::ip6;
+use crate::nodes::interface_output;
 use arc_swap::ArcSwap;
 use std::sync::Arc;
 

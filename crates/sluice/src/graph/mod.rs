@@ -65,7 +65,7 @@ pub trait TracedLoop: Send {
 /// blanket `impl<T: TracedLoop> Node for T`: symbols are named by their impl, so under the
 /// blanket impl every such node's frames read `<T as sluice::graph::Node>::process` in a
 /// profile and flame graphs fold them into one; here each reads, e.g.,
-/// `<sluice::nodes::l2::fwd::L2Fwd as sluice::graph::Node>::process`.
+/// `<sluice::l2::nodes::fwd::L2Fwd as sluice::graph::Node>::process`.
 macro_rules! traced_loop_nodes {
     ($($node:ty),+ $(,)?) => {
         $(

@@ -21,6 +21,7 @@
 //! spent on them.
 
 pub mod config;
+pub mod node;
 pub mod ring;
 pub mod section;
 

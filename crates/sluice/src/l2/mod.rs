@@ -8,5 +8,6 @@ pub mod commands;
 pub mod config;
 pub mod fib;
 pub mod mac_table;
+pub mod nodes;
 pub mod reserved;
 pub mod section;

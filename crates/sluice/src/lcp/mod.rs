@@ -22,6 +22,7 @@
 
 pub mod commands;
 pub mod config;
+pub mod host_punt;
 pub mod policy;
 pub mod punt_class;
 pub mod section;
@@ -30,8 +31,8 @@ use crate::buffer::BufferPool;
 use crate::drivers::tap::Tap;
 use crate::drivers::TxQueue;
 use crate::interface::Interface;
+use crate::lcp::host_punt::PuntReceiver;
 use crate::netlink::{HostPairs, Listener, NetlinkStats};
-use crate::nodes::host_punt::PuntReceiver;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

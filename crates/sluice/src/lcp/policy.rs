@@ -16,7 +16,7 @@
 //! a rule reads does not match it.
 
 use super::punt_class::{ip_class, ClassRate, Peers, PuntClass, Source, CLASSES};
-use crate::nodes::host_punt::Reason;
+use crate::lcp::host_punt::Reason;
 use crate::wire::ipv4::Ipv4View;
 use crate::wire::ipv6::Ipv6View;
 

@@ -4,11 +4,16 @@
 //! the input nodes that poll its queues (and the worker handoff's), and a tx node per
 //! interface.
 
-use super::{acl, error_drop, host_punt, interface_output, ip4, ip6, l2, tx};
+use super::{error_drop, interface_output, tx};
+use crate::acl::node as acl;
 use crate::dataplane::pcap_trace::PcapTrace;
 use crate::drivers::TxQueue;
 use crate::graph::NodeDecl;
 use crate::interface::{Interface, SharedL2Modes};
+use crate::ip::ip4;
+use crate::ip::ip6;
+use crate::l2::nodes as l2;
+use crate::lcp::host_punt;
 use crate::lcp::policy::PuntPolicy;
 use crate::router::adjacency::SharedL3View;
 use crate::router::{LearnSender, SharedTables};
@@ -60,7 +65,7 @@ pub fn graph_nodes(
     let fib = l2.fib.clone();
     let mut decls = inputs;
     decls.extend([
-        l2::ethernet_input::EthernetInput::decl(
+        crate::ethernet::input::EthernetInput::decl(
             modes.clone(),
             view.clone(),
             subifs.clone(),
@@ -159,7 +164,7 @@ mod tests {
         let input = NodeDecl::new(
             "test-input",
             NodeKind::Input,
-            &[l2::ethernet_input::NAME],
+            &[crate::ethernet::input::NAME],
             &[],
             NullNode,
         );
@@ -167,7 +172,7 @@ mod tests {
         let g = Graph::build(graph_nodes(parts, vec![input], txs), 0).unwrap();
         let names = &g.shared().names;
         for name in [
-            l2::ethernet_input::NAME,
+            crate::ethernet::input::NAME,
             l2::xconnect::NAME,
             l2::learn::NAME,
             l2::fwd::NAME,

@@ -5,13 +5,14 @@ use crate::dataplane::pcap_trace::{self, PcapTrace};
 use crate::dataplane::placement::RxPlacement;
 use crate::dataplane::queues::SharedQueueCounters;
 use crate::drivers::RxQueue;
+use crate::ethernet::input as ethernet_input;
 use crate::graph::frame::FRAME_SIZE;
 use crate::graph::names::error_counters;
 use crate::graph::names::next_nodes;
 use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+use crate::handoff::node as handoff;
 use crate::handoff::Handoff;
 use crate::interface::Interface;
-use crate::nodes::{handoff, l2::ethernet_input};
 use std::fmt;
 use std::sync::Arc;
 

@@ -34,7 +34,7 @@ impl InterfaceOutput {
             .collect();
         next.push(super::error_drop::NAME.to_string());
         // After the drop: what a BVI sends goes into its bridge domain.
-        next.push(super::l2::fwd::NAME.to_string());
+        next.push(crate::l2::nodes::fwd::NAME.to_string());
         let node = InterfaceOutput { interfaces, subifs };
         NodeDecl::internal(NAME, &[], &Error::REASONS, node).with_next(next)
     }

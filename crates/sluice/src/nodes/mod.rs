@@ -1,24 +1,15 @@
-//! Graph nodes, one file each: the node, its next nodes, its error counters and its trace.
-//! Grouped by layer: `l2/` (ethernet-input, the cross-connect, the bridge's learn, forward
-//! and flood), `ip4/` and `ip6/` (input,
-//! lookup, rewrite, local delivery, ICMP errors, ARP / ND); the device nodes (input, tx,
-//! interface-output, error-drop) and what several layers share (neighbour hold, rate limits)
-//! stay here.
+//! The device nodes (input, tx, interface-output, error-drop), the one list every graph is
+//! built from (`graph.rs`), and what several layers share (rate limits, the L3 offset
+//! helpers, ICMP error requests). Every other node lives with its subsystem, one file each:
+//! `ethernet/` (ethernet-input), `l2/nodes/` (the cross-connect, the bridge's learn, forward,
+//! flood and ARP termination), `ip/` (the IPv4/IPv6 nodes written once, `ip4/` and `ip6/`
+//! with what differs, ARP and ND), `acl/node.rs`, `lcp/host_punt.rs`, `handoff/node.rs`.
 
-pub mod acl;
 pub mod error_drop;
 pub mod graph;
-pub mod handoff;
-pub mod host_punt;
 pub mod input;
 pub mod interface_output;
-pub mod ip;
-pub mod ip4;
-pub mod ip6;
-pub mod l2;
-pub mod neighbor_hold;
 pub mod rate_limit;
-pub mod table_lookup;
 pub mod tx;
 
 #[cfg(test)]
@@ -200,7 +191,8 @@ mod trim_tests {
 #[cfg(test)]
 mod l3_offset_tests {
     use crate::buffer::{BufferPool, HugePages};
-    use crate::nodes::{ip4, ip6};
+    use crate::ip::ip4;
+    use crate::ip::ip6;
     use proptest::prelude::*;
 
     proptest::proptest! {
@@ -228,17 +220,17 @@ mod l3_offset_tests {
                         let _ = ip4::rewrite::Ip4Rewrite::rewrite(&view4, &mut bufs, bi);
                     }
                     (1, false) => {
-                        let _ = <super::ip::V4 as super::ip::local::LocalRules>::local(&view4, &mut bufs, bi);
+                        let _ = <crate::ip::V4 as crate::ip::local::LocalRules>::local(&view4, &mut bufs, bi);
                     }
                     (0, true) => {
                         let _ = ip6::rewrite::Ip6Rewrite::rewrite(&view6, &mut bufs, bi);
                     }
                     (1, true) => {
-                        let _ = <super::ip::V6 as super::ip::local::LocalRules>::local(&view6, &mut bufs, bi);
+                        let _ = <crate::ip::V6 as crate::ip::local::LocalRules>::local(&view6, &mut bufs, bi);
                     }
                     _ => {
                         let ip = super::l3_header(&bufs, bi, crate::wire::EtherType::IPV6);
-                        let _ = <super::ip::V6 as super::ip::input::InputChecks>::check(ip, super::l3_len(&bufs, bi));
+                        let _ = <crate::ip::V6 as crate::ip::input::InputChecks>::check(ip, super::l3_len(&bufs, bi));
                     }
                 }
                 bufs.free(bi);
