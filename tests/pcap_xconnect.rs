@@ -354,7 +354,7 @@ fn pcap_trace_captures_rx_tx_and_drops_to_a_file() {
     };
     let file = dir.join("all.pcap");
     c.handle_line(&format!(
-        "pcap trace rx tx drop max 40 file {}",
+        "pcap trace rx tx drop max 600 file {}",
         file.display()
     ))
     .unwrap();
@@ -363,19 +363,21 @@ fn pcap_trace_captures_rx_tx_and_drops_to_a_file() {
     };
     assert!(e.contains("running"), "{e}");
     let s = wait_full(&mut c);
-    assert_eq!(s["captured"], 40, "{s}");
+    assert_eq!(s["captured"], 600, "{s}");
     assert_eq!(s["what"], serde_json::json!(["rx", "tx", "drop"]));
     let off = json(&mut c, "pcap trace off");
-    assert_eq!(off["packets"], 40, "{off}");
+    assert_eq!(off["packets"], 600, "{off}");
     let recs = sluice::drivers::pcap::file::read_file(&file).unwrap();
-    assert_eq!(recs.len(), 40);
+    assert_eq!(recs.len(), 600);
     for r in &recs {
         assert!(frames.contains(&r.data), "a captured packet was never sent");
     }
     // The short frame is captured twice a round (received, then dropped); each good one
-    // twice (received, sent): every kind shows up.
+    // twice (received, sent): every kind shows up. The capture may start in the middle of a
+    // pass, after its input node ran, and a pass may hold a vector of 256 (the replay loops):
+    // 600 packets reach past that pass's sends into the next pass's receives and drops.
     let short = recs.iter().filter(|r| r.data.len() == 10).count();
-    assert!(short > 0 && short < 40, "{short} short frames of 40");
+    assert!(short > 0 && short < 600, "{short} short frames of 600");
 
     // Only what p1 sends: good frames only, cut at 20 bytes.
     let file = dir.join("p1.pcap");
