@@ -115,6 +115,43 @@ fn ctl_answers_and_rejects_bad_lines() {
     let v = common::json_output(&o);
     assert_eq!(v.as_array().unwrap().len(), 2);
 
+    // The graph: ethernet-input's next nodes by slot, and who sends to it.
+    let o = sluice(&["ctl", "-s", s, "show", "graph", "ethernet-input", "--json"]);
+    let g = common::json_output(&o);
+    let node = &g.as_array().unwrap()[0];
+    assert_eq!(node["kind"], "internal", "{g}");
+    let next: Vec<&str> = node["next"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(
+        next.contains(&"l2-xconnect") && next.contains(&"ip4-input"),
+        "{g}"
+    );
+    assert!(
+        node["previous"]
+            .as_array()
+            .unwrap()
+            .contains(&"pcap-input".into()),
+        "{g}"
+    );
+    let o = sluice(&["ctl", "-s", s, "show", "graph"]);
+    let all = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        all.lines()
+            .any(|l| l.starts_with("error-drop") && l.contains("drop")),
+        "{all}"
+    );
+    let o = sluice(&["ctl", "-s", s, "show", "graph", "nosuch-node"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("no graph node named 'nosuch-node'"),
+        "{}",
+        stderr(&o)
+    );
+
     let o = sluice(&["ctl", "-s", s, "show", "frobs"]);
     assert_eq!(o.status.code(), Some(1));
     let e = stderr(&o);

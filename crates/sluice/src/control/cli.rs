@@ -128,6 +128,7 @@ pub const AREAS: &[(&str, &[Command])] = &[
     ("Queues and workers", super::queues::COMMANDS),
     ("Switching (L2)", crate::l2::commands::COMMANDS),
     ("Runtime, errors, buffers", super::runtime::COMMANDS),
+    ("The graph", crate::graph::commands::COMMANDS),
     ("Debugging (tests only)", super::health::COMMANDS),
     ("Packet trace", super::trace::COMMANDS),
     ("Routing", crate::router::commands::COMMANDS),

@@ -5,6 +5,7 @@
 //! dispatcher polls every input node, then runs pending frames until none are left, so that
 //! every packet taken in a pass is transmitted or dropped before the pass ends.
 
+pub mod commands;
 pub mod counter;
 pub mod features;
 pub mod frame;
@@ -147,6 +148,8 @@ pub struct GraphShared {
     pub names: Vec<String>,
     pub kinds: Vec<NodeKind>,
     pub error_names: Vec<Vec<&'static str>>,
+    /// Each node's next nodes, by index, in the order of its `Next` (`show graph`).
+    pub nexts: Vec<Vec<u32>>,
     pub stats: Vec<CacheAligned<NodeStats>>,
     pub errors: Vec<Box<[Counter]>>,
     /// Passes through the dispatcher loop.
@@ -302,6 +305,7 @@ impl Graph {
         let mut nodes = Vec::with_capacity(decls.len());
         let mut kinds = Vec::new();
         let mut error_names = Vec::new();
+        let mut next_lists = Vec::new();
         for d in decls {
             let nexts = d
                 .next
@@ -321,6 +325,7 @@ impl Graph {
                 .collect::<Result<Vec<u32>, String>>()?;
             kinds.push(d.kind);
             error_names.push(d.errors.clone());
+            next_lists.push(nexts.clone());
             nodes.push(NodeSlot {
                 node: d.node,
                 nexts: nexts.into_boxed_slice(),
@@ -342,6 +347,7 @@ impl Graph {
             names,
             kinds,
             error_names,
+            nexts: next_lists,
             loops: Counter::default(),
             busy_clocks: Counter::default(),
         });
