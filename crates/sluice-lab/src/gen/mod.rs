@@ -16,6 +16,7 @@ pub mod frame;
 #[cfg(test)]
 mod ipv4_pin_tests;
 pub mod port;
+mod reply;
 mod report;
 pub mod testpmd;
 mod xdp;
