@@ -106,7 +106,12 @@ pub fn router_parts(
 ) -> (String, String, String) {
     let addresses = |v4: &str, v6: &str| format!("address = [\"{v4}\", \"{v6}\"]\n");
     let mut tail = String::new();
-    for (prefix, via) in [(plan::TO_T1, plan::T1_V4), (plan::TO_T0, plan::T0_V4)] {
+    for (prefix, via) in [
+        (plan::TO_T1, plan::T1_V4),
+        (plan::TO_T0, plan::T0_V4),
+        (plan::TO_T1_V6, plan::T1_V6),
+        (plan::TO_T0_V6, plan::T0_V6),
+    ] {
         tail.push_str(&format!(
             "[[route]]\nprefix = \"{prefix}\"\nvia = [\"{via}\"]\n"
         ));
