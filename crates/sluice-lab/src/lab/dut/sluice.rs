@@ -610,12 +610,13 @@ mod tests {
             (Forwarding::Xconnect(&[100]), 0),
             (Forwarding::Bridge(&[]), 0),
             (Forwarding::Bridge(&[10, 20]), 0),
-            (Forwarding::Router(None, None, None), 2),
-            (Forwarding::Router(Some(&table), None, None), 2),
-            (Forwarding::Router(None, Some(acl(0, false)), None), 2),
-            (Forwarding::Router(None, Some(acl(1000, false)), None), 2),
-            (Forwarding::Router(None, Some(acl(10, true)), None), 2),
-            (Forwarding::Router(None, None, Some(3)), 2 + 3 * 2),
+            // Each direction's IPv4 and IPv6 routes, and each tenant's IPv4 ones.
+            (Forwarding::Router(None, None, None), 4),
+            (Forwarding::Router(Some(&table), None, None), 4),
+            (Forwarding::Router(None, Some(acl(0, false)), None), 4),
+            (Forwarding::Router(None, Some(acl(1000, false)), None), 4),
+            (Forwarding::Router(None, Some(acl(10, true)), None), 4),
+            (Forwarding::Router(None, None, Some(3)), 4 + 3 * 2),
         ];
         for (how, routes) in cases {
             let text: String =
