@@ -418,6 +418,7 @@ fn lab_up_down_is_idempotent_and_clean() {
             .any(|n| n[0] == "acl-ip4-in");
         assert!(acl_node, "no acl-ip4-in in sluice's runtime: {s}");
     }
+    ipv6_and_answering_rows();
     let tables = sh("ip", &["netns", "exec", "sl-dut", "nft", "list", "tables"]);
     let tables = String::from_utf8_lossy(&tables.stdout).into_owned();
     assert!(
@@ -536,6 +537,97 @@ fn lab_up_down_is_idempotent_and_clean() {
     assert!(String::from_utf8_lossy(&second.stderr).contains("not up"));
     let ns = namespaces();
     assert!(!ns.contains("sl-tester") && !ns.contains("sl-dut"), "{ns}");
+}
+
+/// Issue 35's rows: both routers route IPv6 var2 (the kind's smallest frame, 78 bytes) and
+/// carry every frame; and stateful TCP with t1 answering: every frame and every answer
+/// arrives, each flow opened a session in sluice and an assured conntrack entry in the
+/// kernel (SYN, SYN+ACK, ACK), and the rows say which direction is which.
+fn ipv6_and_answering_rows() {
+    let rows = run_rows(&[
+        "--dut",
+        "sluice-router,linux-router",
+        "--family",
+        "ipv6",
+        "--flows",
+        "var2",
+        "--no-calibrate",
+    ]);
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        assert_eq!(
+            (&r["family"], &r["frame_size"]),
+            (&"ipv6".into(), &78.into()),
+            "{r}"
+        );
+        assert_eq!(r["tx_packets"], 20000, "{r}");
+        assert_counted(r);
+    }
+    let s = rows.iter().find(|r| r["dut"] == "sluice-router").unwrap();
+    let ip6 = s["node_clocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n[0] == "ip6-lookup");
+    assert!(ip6, "sluice routed no IPv6: {s}");
+    // 100 flows at 5 kpps: each flow's next segment leaves 20 ms after its SYN.
+    let o = lab(&[
+        "run",
+        "--dut",
+        "sluice-router,linux-router",
+        "--stateful",
+        "--l4",
+        "tcp",
+        "--reply",
+        "--flows",
+        "100",
+        "--count",
+        "2000",
+        "--rate",
+        "5000",
+        "--no-calibrate",
+        "--json",
+    ]);
+    let rows = common::json_output(&o);
+    let rows = rows.as_array().unwrap();
+    for r in rows {
+        assert_eq!(
+            (&r["l4"], &r["reply"]),
+            (&"tcp".into(), &true.into()),
+            "{r}"
+        );
+        assert_eq!(r["tx_packets"], 2000, "{r}");
+        assert_counted(r);
+        let back = &r["reverse"];
+        assert_eq!(
+            (&back["tx_interface"], &back["latency"]),
+            (&"t1".into(), &"round-trip".into())
+        );
+        assert_eq!(
+            back["tx_packets"], r["rx_packets"],
+            "every frame answered: {r}"
+        );
+        let answers_lost = back["lost"].as_u64().unwrap();
+        assert!(
+            answers_lost <= back["rx_ring_drops"].as_u64().unwrap() + missed(r),
+            "{r}"
+        );
+    }
+    let s = rows.iter().find(|r| r["dut"] == "sluice-router").unwrap();
+    let w = &s["sessions"]["workers"][0];
+    // The 100 TCP flows, besides the warm-up's UDP flows.
+    assert!(w["opened"].as_u64().unwrap() >= 100, "{s}");
+    assert_eq!(w["refused"]["not_syn"], 0, "{s}");
+    let k = rows.iter().find(|r| r["dut"] == "linux-router").unwrap();
+    // Every TCP flow reached ESTABLISHED (assured), and closed by the FIN after the run.
+    let tcp: u64 = k["sessions"]["tcp_states"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    assert_eq!(tcp, 100, "{k}");
+    assert!(k["sessions"]["assured"].as_u64().unwrap() >= 100, "{k}");
 }
 
 /// The table of a real run: latency, the generator's own maximum (calibrated first) and who

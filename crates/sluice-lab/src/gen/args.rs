@@ -99,6 +99,12 @@ pub struct GenArgs {
     /// Send both ways at once (tx → rx and rx → tx), addresses mirrored
     #[arg(long)]
     bi: bool,
+    /// The rx port answers every frame it gets, out of the same port, with the reversed
+    /// 5-tuple (UDP: a datagram of the same size; TCP: a SYN+ACK to a SYN, an ACK to the
+    /// rest), and the tx port counts the answers as the reverse direction (round-trip
+    /// latency); the ports engine only, one way
+    #[arg(long)]
+    reply: bool,
     /// The DUT routes: accept rewritten MACs, a lower TTL, a new checksum
     #[arg(long)]
     routed: bool,
@@ -173,6 +179,8 @@ pub struct Options {
     pub rx_pcap: Option<std::path::PathBuf>,
     /// Send both ways at once: tx → rx and rx → tx.
     pub bi: bool,
+    /// The rx port answers what it receives; the tx port counts the answers.
+    pub reply: bool,
     /// Traffic sent before the measured period and not counted by the receiver.
     pub warmup: Duration,
     /// Who sends: sluice's ports, the kernel's XDP live frames or DPDK's testpmd.
@@ -375,6 +383,7 @@ impl GenArgs {
             quiet: self.quiet,
             rx_pcap: self.rx_pcap,
             bi: self.bi,
+            reply: self.reply,
             warmup: self.warmup,
             engine: self.engine,
             io: self.io,
@@ -496,6 +505,21 @@ fn check(o: &Options) -> Result<(), String> {
             biggest + 4,
             o.io.max_frame() + 4
         ));
+    }
+    if o.reply {
+        if o.engine != Engine::Ports {
+            return Err(format!(
+                "--reply answers from the ports engine's receive loop; --engine {} counts \
+                 arrivals without reading them",
+                o.engine.name()
+            ));
+        }
+        if o.rx.is_none() || o.bi {
+            return Err("--reply needs --rx (the answering port) and goes one way: no --bi".into());
+        }
+        if o.teach && o.io != Io::AfPacket {
+            return Err("--reply with --macs needs --io af_packet".into());
+        }
     }
     if o.bi && o.rx.is_none() {
         return Err("--bi needs --rx (the other port)".into());
@@ -619,6 +643,11 @@ pub(crate) mod tests {
             "--tx t0 --flows 100 --vlan 4000 --vlans 100",
             "--tx t0 --flows 2 --vlan 10 --vlans 4",
             "--tx t0 --flows 100 --vlan 10 --vlans 0",
+            "--tx t0 --reply",
+            "--tx t0 --rx t1 --reply --bi",
+            "--tx t0 --rx t1 --reply --engine xdp",
+            "--tx t0 --rx t1 --reply --engine testpmd --duration 1",
+            "--tx t0 --rx t1 --reply --macs 4 --io af_xdp",
         ] {
             assert!(parse_args(bad).is_err(), "accepted: {bad}");
         }

@@ -3,7 +3,7 @@
 //! timestamp and length are checked; its bytes are compared for one frame in
 //! `--verify`'s sample (all with `--verify all`).
 
-use super::frame::{self, Profile, CLOSE_SEQ, WARMUP_SEQ};
+use super::frame::{self, Profile, Stamp, CLOSE_SEQ, WARMUP_SEQ};
 use super::port::FrameSource;
 use super::report::{RxReport, SecondLine};
 use super::Options;
@@ -11,13 +11,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Receive until the sender is done and nothing new arrived for a drain time.
-pub(super) fn receive_loop(
+pub(super) fn receive_loop<R: Role>(
     opts: &Options,
     profile: &Profile,
     label: &str,
     ring: &mut dyn FrameSource,
     tx_done: &AtomicBool,
     mut capture: Option<PcapWriter>,
+    role: &mut R,
 ) -> RxReport {
     const DRAIN_QUIET: Duration = Duration::from_millis(300);
     const DRAIN_MAX: Duration = Duration::from_secs(2);
@@ -28,7 +29,6 @@ pub(super) fn receive_loop(
     // number seen + 1, 0 for none yet. Grows to the flows seen, at most `profile.flows`.
     let flows = profile.flows.max(1) as u64;
     let mut flow_max: Vec<u64> = Vec::new();
-    let mut scratch = Vec::with_capacity(9018);
     let mut done_at: Option<Instant> = None;
     let mut last_rx = Instant::now();
     let mut line = SecondLine::new();
@@ -46,9 +46,10 @@ pub(super) fn receive_loop(
                 return;
             };
             let seq = st.seq;
+            role.answer(profile, data, st);
             // Warm-up and closing frames are checked, not counted.
             if seq & (WARMUP_SEQ | CLOSE_SEQ) != 0 {
-                if !frame::verify(profile, data, st, &mut scratch) {
+                if !role.check(profile, data, st, true) {
                     r.corrupt += 1;
                 }
                 return;
@@ -85,13 +86,14 @@ pub(super) fn receive_loop(
             max_seq = Some(max_seq.map_or(seq, |m| m.max(seq)));
             let full = seq & opts.verify_mask == 0;
             r.verified += full as u64;
-            if !frame::check(profile, data, st, full, &mut scratch) {
+            if !role.check(profile, data, st, full) {
                 r.corrupt += 1;
             }
             if r.latencies.len() < 4_000_000 {
                 r.latencies.push(st.latency(ts));
             }
         }) > 0;
+        role.flush();
         let now = Instant::now();
         if got {
             last_rx = now;
@@ -112,6 +114,42 @@ pub(super) fn receive_loop(
     }
     r.ring_drops = ring.drops();
     r
+}
+
+/// What a receiver does with the frames of ours besides counting them: check them as the
+/// frames sent (`Plain`), and answer them too (`reply::Answering`), or check them as the
+/// answers to the frames sent (`reply::Answers`). Each receiver is compiled for its role,
+/// so a plain receiver does nothing per frame it did not do before `--reply`.
+pub(super) trait Role {
+    /// Whether a frame of ours is the one its test header says was sent: its length, and
+    /// every byte when `full`.
+    fn check(&mut self, profile: &Profile, data: &[u8], st: Stamp, full: bool) -> bool;
+    /// Answer a frame of ours (before it is checked and counted).
+    #[inline]
+    fn answer(&mut self, _profile: &Profile, _data: &[u8], _st: Stamp) {}
+    /// After each poll: send what was answered.
+    #[inline]
+    fn flush(&mut self) {}
+}
+
+/// The receiver of the frames sent.
+pub(super) struct Plain {
+    scratch: Vec<u8>,
+}
+
+impl Plain {
+    pub(super) fn new() -> Plain {
+        Plain {
+            scratch: Vec::with_capacity(9018),
+        }
+    }
+}
+
+impl Role for Plain {
+    #[inline]
+    fn check(&mut self, profile: &Profile, data: &[u8], st: Stamp, full: bool) -> bool {
+        frame::check(profile, data, st, full, &mut self.scratch)
+    }
 }
 
 pub(super) type PcapWriter = sluice::drivers::pcap::file::Writer<std::io::BufWriter<std::fs::File>>;
@@ -151,7 +189,15 @@ mod tests {
             frames.push(f);
         }
         let done = AtomicBool::new(true);
-        let r = receive_loop(&opts, &opts.profile, "", &mut Frames(frames), &done, None);
+        let r = receive_loop(
+            &opts,
+            &opts.profile,
+            "",
+            &mut Frames(frames),
+            &done,
+            None,
+            &mut Plain::new(),
+        );
         assert_eq!(r.packets, 10);
         // Behind a higher number: 1 (after 2), 5 (after 9), 7 (after 9), 8 (after 9).
         assert_eq!(r.reorder, 4);

@@ -2,15 +2,17 @@
 //! sends frames at the asked rate through a `port` sink, and a receiver thread (`check`) on
 //! the other port.
 
-use super::check::{receive_loop, PcapWriter};
+use super::check::{receive_loop, PcapWriter, Plain};
 use super::frame::{Profile, CLOSE_SEQ, L4};
-use super::port::{FrameSink, Ports};
-use super::report::{Report, RxReport, SecondLine, TxReport};
+use super::port::{FrameSink, FrameSource, Ports};
+use super::reply::{Answered, Answering, Answers};
+use super::report::{Report, Reverse, RxReport, SecondLine, TxReport};
 use super::{lanes, now_ns, Options};
 use sluice::drivers::af_packet::socket::MAX_BATCH;
 use sluice::sys::cpu;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Send on every lane's port and check what the other ports receive.
@@ -24,25 +26,44 @@ pub(super) fn run_ports(opts: &Options) -> Result<Report, String> {
     for (k, lane) in lanes.iter().enumerate() {
         let done = Arc::new(AtomicBool::new(false));
         if let Some(name) = &lane.rx {
-            let mut ring = ports.source(name)?;
             let capture = match (&opts.rx_pcap, k) {
                 (Some(p), 0) => Some(PcapWriter::create(p).map_err(|e| e.to_string())?),
                 _ => None,
             };
+            let ring = ports.source(name)?;
             let (o, d, profile, label) =
                 (opts.clone(), done.clone(), lane.profile.clone(), lane.label);
-            let pin = opts.rx_cpu.or(opts.cpu);
-            receivers.push(
-                std::thread::Builder::new()
-                    .name("gen-rx".into())
-                    .spawn(move || {
-                        if let Some(c) = pin {
-                            let _ = cpu::pin_current_thread(c);
-                        }
-                        receive_loop(&o, &profile, label, ring.as_mut(), &d, capture)
-                    })
-                    .map_err(|e| e.to_string())?,
-            );
+            let rx = if opts.reply {
+                // The answers go out of the port the frames came in on, and come back to
+                // the port that sent them.
+                let answering = Answering::new(ports.sink(name)?);
+                let back = ports.source(&lane.tx)?;
+                let (o2, d2, p2) = (opts.clone(), done.clone(), lane.profile.clone());
+                receivers.push(spawn_receiver(opts, "gen-answers", back, move |ring| {
+                    let mut role = Answers::new();
+                    Received {
+                        rx: receive_loop(&o2, &p2, "answers ", ring, &d2, None, &mut role),
+                        answered: None,
+                        reverse: true,
+                    }
+                })?);
+                spawn_receiver(opts, "gen-rx", ring, move |ring| {
+                    let mut role = answering;
+                    let rx = receive_loop(&o, &profile, label, ring, &d, capture, &mut role);
+                    Received {
+                        rx,
+                        answered: Some(role.done),
+                        reverse: false,
+                    }
+                })?
+            } else {
+                spawn_receiver(opts, "gen-rx", ring, move |ring| Received {
+                    rx: receive_loop(&o, &profile, label, ring, &d, capture, &mut Plain::new()),
+                    answered: None,
+                    reverse: false,
+                })?
+            };
+            receivers.push(rx);
         }
         senders.push((ports.sink(&lane.tx)?, done));
     }
@@ -69,6 +90,7 @@ pub(super) fn run_ports(opts: &Options) -> Result<Report, String> {
         tx: TxReport::default(),
         rx: None,
         lanes: handles.len(),
+        reverse: None,
     };
     for h in handles {
         let t = h.join().map_err(|_| "sender thread failed".to_string())?;
@@ -79,7 +101,15 @@ pub(super) fn run_ports(opts: &Options) -> Result<Report, String> {
         report.tx.elapsed = report.tx.elapsed.max(t.elapsed);
     }
     for h in receivers {
-        let r = h.join().map_err(|_| "receiver thread failed".to_string())?;
+        let got = h.join().map_err(|_| "receiver thread failed".to_string())?;
+        if got.reverse {
+            report.reverse.get_or_insert_with(Reverse::default).rx = got.rx;
+            continue;
+        }
+        if let Some(a) = got.answered {
+            report.reverse.get_or_insert_with(Reverse::default).answered = a;
+        }
+        let r = got.rx;
         let all = report.rx.get_or_insert_with(RxReport::default);
         all.packets += r.packets;
         all.bytes += r.bytes;
@@ -93,6 +123,34 @@ pub(super) fn run_ports(opts: &Options) -> Result<Report, String> {
         all.latencies.extend(r.latencies);
     }
     Ok(report)
+}
+
+/// What a receiver thread saw.
+struct Received {
+    rx: RxReport,
+    /// The answering side's counts (`--reply`, the rx port's receiver).
+    answered: Option<Answered>,
+    /// The receiver of the answers (`--reply`, on the tx port).
+    reverse: bool,
+}
+
+/// Start a receiver thread on `ring`, pinned to the receive CPU.
+fn spawn_receiver(
+    opts: &Options,
+    name: &str,
+    mut ring: Box<dyn FrameSource>,
+    f: impl FnOnce(&mut dyn FrameSource) -> Received + Send + 'static,
+) -> Result<JoinHandle<Received>, String> {
+    let pin = opts.rx_cpu.or(opts.cpu);
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            if let Some(c) = pin {
+                let _ = cpu::pin_current_thread(c);
+            }
+            f(ring.as_mut())
+        })
+        .map_err(|e| e.to_string())
 }
 
 /// One way with `--macs N`: send one frame from each of the N destination MACs out of the

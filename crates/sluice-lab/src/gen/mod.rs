@@ -16,13 +16,16 @@ pub mod frame;
 #[cfg(test)]
 mod ipv4_pin_tests;
 pub mod port;
+mod reply;
 mod report;
 pub mod testpmd;
 mod xdp;
 pub mod xdp_live;
 mod xdp_live6;
 
-pub use args::{engine_arg, flows_arg, io_arg, qinq_arg, size_arg, Engine, GenArgs, Options};
+pub use args::{
+    engine_arg, family_arg, flows_arg, io_arg, l4_arg, qinq_arg, size_arg, Engine, GenArgs, Options,
+};
 pub use report::Report;
 pub use xdp::xdp_frames;
 

@@ -67,13 +67,23 @@ pub(super) struct RxReport {
     pub(super) latencies: Vec<u64>,
 }
 
+/// The reverse direction with `--reply`: the answers the rx port sent, and what of them
+/// came back to the tx port.
+#[derive(Debug, Default)]
+pub(super) struct Reverse {
+    pub(super) answered: super::reply::Answered,
+    pub(super) rx: RxReport,
+}
+
 /// The run's outcome.
 pub struct Report {
-    /// Both directions added up.
+    /// Both directions added up (with `--bi`); with `--reply`, the frames sent.
     pub(super) tx: TxReport,
     pub(super) rx: Option<RxReport>,
     /// Directions sent: 1, or 2 with --bi.
     pub(super) lanes: usize,
+    /// The answers, with `--reply`.
+    pub(super) reverse: Option<Reverse>,
 }
 
 fn percentile(sorted: &[u64], p: f64) -> u64 {
@@ -82,6 +92,33 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
     }
     let i = ((sorted.len() - 1) as f64 * p).round() as usize;
     sorted[i]
+}
+
+/// What a receiver saw, as JSON fields: `sent` frames were sent its way in `elapsed`.
+fn rx_fields(
+    rx: &RxReport,
+    sent: u64,
+    elapsed: Duration,
+    opts: &Options,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut lat = rx.latencies.clone();
+    lat.sort_unstable();
+    let pps = rx.packets as f64 / elapsed.as_secs_f64().max(1e-9);
+    let v = json!({
+        "rx_packets": rx.packets, "rx_bytes": rx.bytes,
+        "lost": sent.saturating_sub(rx.packets),
+        "rx_corrupt": rx.corrupt, "rx_verified": rx.verified, "rx_dup": rx.dup,
+        "rx_reorder": rx.reorder, "rx_flow_reorder": rx.flow_reorder, "rx_other": rx.other,
+        "rx_ring_drops": rx.ring_drops, "rx_pps": pps,
+        "l2_bps": l2_bps(pps, Report::mean_size(opts)),
+        "latency_ns": {"min": lat.first().copied().unwrap_or(0), "median": percentile(&lat, 0.5),
+                       "p99": percentile(&lat, 0.99), "max": lat.last().copied().unwrap_or(0),
+                       "samples": lat.len()},
+    });
+    match v {
+        serde_json::Value::Object(m) => m,
+        _ => unreachable!("a JSON object"),
+    }
 }
 
 impl Report {
@@ -128,33 +165,32 @@ impl Report {
             "io": super::io_label(opts),
         });
         if let Some(rx) = &self.rx {
-            let mut lat = rx.latencies.clone();
-            lat.sort_unstable();
             let m = v.as_object_mut().expect("object");
-            m.insert("rx_packets".into(), json!(rx.packets));
-            m.insert("rx_bytes".into(), json!(rx.bytes));
-            m.insert(
-                "lost".into(),
-                json!(self.tx.packets.saturating_sub(rx.packets)),
-            );
-            m.insert("rx_corrupt".into(), json!(rx.corrupt));
-            m.insert("rx_verified".into(), json!(rx.verified));
-            m.insert("rx_dup".into(), json!(rx.dup));
-            m.insert("rx_reorder".into(), json!(rx.reorder));
-            m.insert("rx_flow_reorder".into(), json!(rx.flow_reorder));
-            m.insert("rx_other".into(), json!(rx.other));
-            m.insert("rx_ring_drops".into(), json!(rx.ring_drops));
-            m.insert("rx_pps".into(), json!(self.rx_pps()));
-            m.insert(
-                "l2_bps".into(),
-                json!(l2_bps(self.rx_pps(), Self::mean_size(opts))),
-            );
-            m.insert(
-                "latency_ns".into(),
-                json!({"min": lat.first().copied().unwrap_or(0), "median": percentile(&lat, 0.5),
-                       "p99": percentile(&lat, 0.99), "max": lat.last().copied().unwrap_or(0),
-                       "samples": lat.len()}),
-            );
+            m.extend(rx_fields(rx, self.tx.packets, self.tx.elapsed, opts));
+        }
+        if let Some(rev) = &self.reverse {
+            let m = v.as_object_mut().expect("object");
+            m.insert("reply".into(), json!(true));
+            let mut fwd = json!({
+                "tx_interface": opts.tx, "rx_interface": opts.rx,
+                "tx_packets": self.tx.packets, "tx_bytes": self.tx.bytes,
+                "tx_errors": self.tx.errors, "latency": "one-way",
+            });
+            if let Some(rx) = &self.rx {
+                let f = fwd.as_object_mut().expect("object");
+                f.extend(rx_fields(rx, self.tx.packets, self.tx.elapsed, opts));
+            }
+            let a = rev.answered;
+            let mut back = json!({
+                "tx_interface": opts.rx, "rx_interface": opts.tx,
+                "tx_packets": a.sent, "tx_errors": a.errors, "tx_not_sent": a.queue_full,
+                "latency": "round-trip",
+            });
+            let b = back.as_object_mut().expect("object");
+            b.extend(rx_fields(&rev.rx, a.sent, self.tx.elapsed, opts));
+            b.insert("tx_uncounted".into(), json!(a.uncounted));
+            m.insert("forward".into(), fwd);
+            m.insert("reverse".into(), back);
         }
         v
     }
@@ -196,6 +232,24 @@ impl Report {
                 rx.other,
                 fmt_pps(self.rx_pps()),
                 fmt_bps(l2_bps(self.rx_pps(), Self::mean_size(opts)))
+            );
+        }
+        if let Some(rev) = &self.reverse {
+            let a = rev.answered;
+            let mut lat = rev.rx.latencies.clone();
+            lat.sort_unstable();
+            s += &format!(
+                "answered {} ({} not sent, {} refused); answers received {} ({} lost, {} corrupt, {} duplicate, {} reordered, {} not ours), round trip median {} ns\n",
+                a.sent,
+                a.queue_full,
+                a.errors,
+                rev.rx.packets,
+                a.sent.saturating_sub(rev.rx.packets),
+                rev.rx.corrupt,
+                rev.rx.dup,
+                rev.rx.reorder,
+                rev.rx.other,
+                percentile(&lat, 0.5)
             );
         }
         s

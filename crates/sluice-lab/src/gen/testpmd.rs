@@ -320,6 +320,7 @@ pub(super) fn run_testpmd(opts: &Options) -> Result<Report, String> {
             ..RxReport::default()
         }),
         lanes: 1,
+        reverse: None,
     })
 }
 

@@ -101,6 +101,7 @@ pub(super) fn run_xdp(opts: &Options) -> Result<Report, String> {
         },
         rx,
         lanes: lanes.len(),
+        reverse: None,
     })
 }
 

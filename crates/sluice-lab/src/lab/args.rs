@@ -5,6 +5,7 @@
 use super::bench::Loadtest;
 use super::dut::DutKind;
 use super::table::TableSpec;
+use crate::gen::frame::{Family, L4};
 use crate::gen::port::Io;
 use crate::gen::Engine;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
@@ -52,9 +53,22 @@ pub struct RunArgs {
     /// synthetic routes; a comma list runs each; the load time of each is printed
     #[arg(long = "table", value_name = "LIST", value_delimiter = ',', default_value = "small", value_parser = table_arg)]
     pub tables: Vec<TableSpec>,
-    /// Frame size with FCS (lists and 'mixed' as sluice gen takes)
-    #[arg(long, value_name = "S", default_value = "64", value_parser = crate::gen::size_arg)]
-    pub size: String,
+    /// Frame size with FCS (lists and 'mixed' as sluice gen takes) [default: the smallest
+    /// of --family and --l4: 64 for IPv4/UDP, 78 IPv6/UDP, 70 IPv4/TCP, 90 IPv6/TCP]
+    #[arg(long, value_name = "S", value_parser = crate::gen::size_arg)]
+    pub size: Option<String>,
+    /// Address family of the frames (sluice gen --family); the router DUTs route the
+    /// generator's IPv6 networks as they do its IPv4 ones
+    #[arg(long, value_name = "F", default_value = "ipv4", value_parser = crate::gen::family_arg())]
+    pub family: Family,
+    /// Transport of the frames: udp, or tcp (flows that open with a SYN; sluice gen --l4)
+    #[arg(long, value_name = "P", default_value = "udp", value_parser = crate::gen::l4_arg())]
+    pub l4: L4,
+    /// t1 answers every frame it receives (sluice gen --reply): traffic crosses the DUT both
+    /// ways, TCP flows open (SYN, SYN+ACK, ACK), and the results count the answers as the
+    /// reverse direction, with round-trip latency; one way only (no --bi)
+    #[arg(long, conflicts_with = "bi")]
+    pub reply: bool,
     /// single, var2 (T-Rex) or a number of flows
     #[arg(long, value_name = "F", default_value = "single", value_parser = crate::gen::flows_arg)]
     pub flows: String,

@@ -319,6 +319,9 @@ fn run_matrix(
             acl: None,
             vrfs: None,
             bird: false,
+            family: crate::gen::frame::Family::Ipv4,
+            l4: crate::gen::frame::L4::Udp,
+            reply: false,
         };
         for r in 0..o.repeat {
             let mut order = duts.to_vec();

@@ -117,10 +117,32 @@ fn with_lock(f: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gen::frame::{Family, L4};
     use crate::gen::Engine;
 
     pub(crate) fn parse_run(s: &str) -> Result<RunOptions, String> {
         args::parse_words::<args::RunArgs>(s)?.options()
+    }
+
+    #[test]
+    fn family_l4_and_reply_reach_the_run() {
+        let o = parse_run("--dut sluice-router,linux-router --family ipv6 --flows var2").unwrap();
+        assert_eq!(
+            (o.family, o.size.as_str()),
+            (Family::Ipv6, "78"),
+            "the kind's smallest"
+        );
+        let o = parse_run("--dut linux-router --stateful --l4 tcp --reply").unwrap();
+        assert_eq!((o.l4, o.reply, o.size.as_str()), (L4::Tcp, true, "70"));
+        for bad in [
+            "--family ipv6 --size 64",
+            "--reply --bi",
+            "--reply --engine xdp",
+            "--l4 tcp --engine xdp",
+            "--family ipv6 --dut vpp-router",
+        ] {
+            assert!(parse_run(bad).is_err(), "accepted: {bad}");
+        }
     }
 
     #[test]

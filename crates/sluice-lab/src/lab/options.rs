@@ -3,6 +3,7 @@
 
 use super::table::TableSpec;
 use super::{args, dut, profile};
+use crate::gen::frame::{Family, L4};
 use crate::gen::port::Io;
 use crate::gen::Engine;
 use dut::DutKind;
@@ -46,15 +47,24 @@ pub struct RunOptions {
     pub vrfs: Option<u16>,
     /// sluice-router's table from BIRD over netlink instead of its route file.
     pub bird: bool,
+    /// The frames' address family and transport.
+    pub family: Family,
+    pub l4: L4,
+    /// t1 answers every frame (sluice gen --reply).
+    pub reply: bool,
 }
 
 impl args::RunArgs {
     /// The settings, after the checks across options.
     pub fn options(self) -> Result<RunOptions, String> {
         let sessions = dut::LabAcl::sessions_for(&self.flows);
+        let min = crate::gen::frame::min_size(self.family, self.l4);
         let o = RunOptions {
             duts: self.duts,
-            size: self.size,
+            size: self.size.unwrap_or_else(|| min.to_string()),
+            family: self.family,
+            l4: self.l4,
+            reply: self.reply,
             flows: self.flows,
             duration: self.duration,
             count: self.count,
@@ -147,6 +157,7 @@ impl args::RunArgs {
                 d.name()
             ));
         }
+        check_frames(&o)?;
         check_io(o.io, o.engine, &o.duts)?;
         check_profile(o.profile.is_some())?;
         check_testpmd_engine(&o, &o.flows, &o.size, o.rate.is_some(), o.bi)?;
@@ -155,6 +166,37 @@ impl args::RunArgs {
         }
         Ok(o)
     }
+}
+
+/// `--family`, `--l4` and `--reply` with the rest: what the generator can send, and the
+/// DUTs that route IPv6 here.
+fn check_frames(o: &RunOptions) -> Result<(), String> {
+    let kind = format!("{}/{}", o.family.name(), o.l4.name()).to_uppercase();
+    let min = crate::gen::frame::min_size(o.family, o.l4);
+    crate::gen::frame::sizes_for(&o.size, min, &kind)?;
+    let plain = (o.family, o.l4) == (Family::Ipv4, L4::Udp);
+    if o.engine == Engine::Testpmd && (!plain || o.reply) {
+        return Err(
+            "--engine testpmd sends IPv4/UDP one way: no --family ipv6, --l4 tcp or --reply".into(),
+        );
+    }
+    if o.engine == Engine::Xdp && (o.l4 == L4::Tcp || o.reply) {
+        return Err(
+            "--engine xdp sends UDP and reads nothing it receives: no --l4 tcp or --reply".into(),
+        );
+    }
+    if o.family == Family::Ipv6 {
+        if let Some(d) = o.duts.iter().find(|d| d.routes() && !d.routes_ipv6()) {
+            return Err(format!(
+                "--family ipv6: {} has no IPv6 routes in the lab",
+                d.name()
+            ));
+        }
+        if o.vrfs.is_some() {
+            return Err("--vrfs routes the tenants' IPv4 only: no --family ipv6".into());
+        }
+    }
+    Ok(())
 }
 
 /// `--io` with the rest: a DUT with no driver for the io cannot take part. (With the XDP

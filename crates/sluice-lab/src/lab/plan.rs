@@ -15,6 +15,9 @@ pub const T1_V6: &str = "2001:db8:1::2";
 pub const TO_T1: &str = "198.19.0.0/16";
 /// The generator's sources: the reverse direction's destinations.
 pub const TO_T0: &str = "198.18.0.0/16";
+/// The generator's IPv6 destinations and sources (`sluice gen`'s default prefixes).
+pub const TO_T1_V6: &str = "2001:db8:198:19::/64";
+pub const TO_T0_V6: &str = "2001:db8:198:18::/64";
 /// Length of the IPv4 subnets on both sides.
 pub const V4_LEN: &str = "24";
 pub const V6_LEN: &str = "64";

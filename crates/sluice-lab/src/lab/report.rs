@@ -50,6 +50,14 @@ pub struct RunResult {
     /// A sluice bridge's learnt and static MAC entries at the end of the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub l2fib_entries: Option<u64>,
+    /// With `--reply`: the answers, the generator's `reverse` object (sent by t1, received
+    /// by t0, lost, round-trip latency).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reverse: Option<Value>,
+    /// With `--stateful`: the DUT's state table after the run (sluice's `show sessions
+    /// summary`, the kernel's conntrack entries by state).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<Value>,
 }
 
 impl RunResult {
@@ -107,6 +115,8 @@ impl RunResult {
             profile: None,
             macs: gen["macs"].as_u64().unwrap_or(1) as u32,
             l2fib_entries: None,
+            reverse: Some(gen["reverse"].clone()).filter(|r| r.is_object()),
+            sessions: None,
         }
     }
 }
@@ -239,8 +249,17 @@ pub fn type_label(o: &RunOptions) -> String {
 
 /// One line per run, for progress.
 pub fn run_line(r: &RunResult) -> String {
+    let answers = r.reverse.as_ref().map_or(String::new(), |v| {
+        format!(
+            "; answers sent {} received {} lost {}, round trip median {}",
+            v["tx_packets"],
+            v["rx_packets"],
+            v["lost"],
+            fmt_latency(v["latency_ns"]["median"].as_u64())
+        )
+    });
     format!(
-        "sent {} received {} lost {}: {} ({}){}",
+        "sent {} received {} lost {}: {} ({}){}{answers}",
         r.tx_packets,
         r.rx_packets,
         r.lost,
@@ -528,6 +547,8 @@ pub fn json(o: &RunOptions, results: &[RunResult], cal: &Result<Calibration, Str
                 "node_clocks": m.node_clocks, "dut_interfaces": m.dut_interfaces,
                 "table": table, "table_load_s": load_median(&runs).map(|l| l.median),
                 "macs": m.macs, "l2fib_entries": m.l2fib_entries,
+                "family": o.family.name(), "l4": o.l4.name(), "reply": o.reply,
+                "reverse": m.reverse, "sessions": m.sessions,
                 "acl_rules": o.acl.map(|a| a.rules),
                 "stateful": o.acl.map(|a| a.stateful),
                 "vrfs": o.vrfs,

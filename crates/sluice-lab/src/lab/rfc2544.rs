@@ -288,6 +288,9 @@ fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
         acl: None,
         vrfs: None,
         bird: false,
+        family: crate::gen::frame::Family::Ipv4,
+        l4: crate::gen::frame::L4::Udp,
+        reply: false,
     };
     let _mtu = netns::PortMtu::set(super::run_mtu(o.dut, o.io, &base.size))?;
     netns::dut_napi(
@@ -295,7 +298,14 @@ fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
         base.engine == crate::gen::Engine::Xdp,
         base.dut_cpu,
     )?;
-    let running = dut::start(o.dut, base.dut_cpu, o.io, None, &[], (None, None, false))?;
+    let running = dut::start(
+        o.dut,
+        base.dut_cpu,
+        o.io,
+        None,
+        &[],
+        (None, None, false, base.family),
+    )?;
     if o.dut.routes() {
         super::warm_up(&base, &running)?;
     }

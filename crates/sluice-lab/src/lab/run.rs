@@ -4,6 +4,7 @@
 use super::report::{self, RunResult};
 use super::table::{self, TableFiles, TableSpec};
 use super::{calibrate, dut, memif_socket, netns, profile, run_mtu, testpmd_rx_cpu, RunOptions};
+use crate::gen::frame::{Family, L4};
 use crate::gen::port::Io;
 use crate::gen::Engine;
 use dut::DutKind;
@@ -61,6 +62,15 @@ pub(crate) fn generate_with(o: &RunOptions, rx: bool, extra: &[String]) -> Resul
     if o.bi {
         args.push("--bi".into());
     }
+    if o.family != Family::Ipv4 {
+        args.extend(["--family".into(), o.family.name().into()]);
+    }
+    if o.l4 != L4::Udp {
+        args.extend(["--l4".into(), o.l4.name().into()]);
+    }
+    if o.reply && rx {
+        args.push("--reply".into());
+    }
     if o.macs > 1 {
         args.extend(["--macs".into(), o.macs.to_string()]);
     }
@@ -114,7 +124,7 @@ pub(crate) fn one_run(
         o.io,
         table,
         &o.vlans,
-        (o.acl, o.vrfs, o.bird),
+        (o.acl, o.vrfs, o.bird, o.family),
     )?;
     if kind.routes() {
         warm_up(o, &d)?;
@@ -155,11 +165,21 @@ pub(crate) fn one_run(
     let runtime = d.ctl_json("show runtime");
     let interfaces = d.ctl_json("show interface");
     let l2fib = d.ctl_json("show l2fib count");
+    let sessions = match o.acl {
+        Some(a) if a.stateful => d.ctl_json("show sessions summary").or_else(|| {
+            (kind == DutKind::LinuxRouter)
+                .then(|| netns::in_ns(netns::DUT, "cat", &["/proc/net/nf_conntrack"]).ok())
+                .flatten()
+                .map(|out| conntrack_summary(&String::from_utf8_lossy(&out.stdout)))
+        }),
+        _ => None,
+    };
     let load_s = d.table_load_s();
     let convergence = d.convergence();
     d.stop();
     let mut r = RunResult::from_gen(kind.name(), &gen?, runtime, interfaces);
     r.profile = profile;
+    r.sessions = sessions;
     if kind == DutKind::SluiceBridge {
         r.l2fib_entries = l2fib.and_then(|v| v["all_domains"].as_u64());
     }
@@ -171,12 +191,35 @@ pub(crate) fn one_run(
     Ok(r)
 }
 
+/// The kernel's conntrack table as the lab reports it: entries, how many reached
+/// ESTABLISHED (assured), and entries by TCP state.
+pub(crate) fn conntrack_summary(table: &str) -> Value {
+    let mut states = serde_json::Map::new();
+    let (mut entries, mut assured) = (0u64, 0u64);
+    for line in table.lines() {
+        entries += 1;
+        assured += line.contains("[ASSURED]") as u64;
+        let w: Vec<&str> = line.split_whitespace().collect();
+        // "ipv4 2 tcp 6 TIMEOUT STATE src=..."
+        if w.get(2) == Some(&"tcp") {
+            if let Some(state) = w.get(5) {
+                let n = states.entry(state.to_string()).or_insert(0.into());
+                *n = (n.as_u64().unwrap_or(0) + 1).into();
+            }
+        }
+    }
+    serde_json::json!({"conntrack_entries": entries, "assured": assured, "tcp_states": states})
+}
+
 /// A few hundred frames each way through a router before the measured traffic, over
 /// AF_PACKET whatever the run's io, so that a router resolving its next hops by ARP has done
 /// so (an AF_XDP or XDP generator takes the frames the tester's kernel would answer).
 pub(crate) fn warm_up(o: &RunOptions, d: &dut::RunningDut) -> Result<(), String> {
+    // UDP of the run's family: what makes a router resolve that family's next hops.
     let w = RunOptions {
-        size: "64".into(),
+        size: crate::gen::frame::min_size(o.family, L4::Udp).to_string(),
+        l4: L4::Udp,
+        reply: false,
         duration: None,
         count: Some("200".into()),
         rate: Some("20000".into()),

@@ -15,6 +15,7 @@
 //! The L4 checksum is filled in for IPv6 (where UDP's is mandatory) and for TCP; IPv4/UDP
 //! frames carry none, as they always have.
 
+pub mod answer;
 mod checksum;
 pub mod ip;
 pub mod l4;

@@ -122,8 +122,13 @@ const CSUM_AT: usize = 10;
 /// IPv4 checksum right). `scratch` avoids an allocation per frame.
 pub fn verify(profile: &Profile, frame: &[u8], st: Stamp, scratch: &mut Vec<u8>) -> bool {
     profile.build(st.seq, st.tx_ns, scratch);
+    same_as_sent(profile, frame, scratch)
+}
+
+/// Whether `frame` is `scratch` as sent (for a routed profile: as a router forwards it).
+pub(super) fn same_as_sent(profile: &Profile, frame: &[u8], scratch: &[u8]) -> bool {
     if !profile.routed {
-        return scratch.as_slice() == frame;
+        return scratch == frame;
     }
     let ip = ETH_LEN + 4 * profile.vlans.len();
     let ttl = ip + profile.family.ttl_at();

@@ -4,6 +4,7 @@
 //! read the specs. Adding a DUT is its file and one line of that list.
 
 use super::{linux, sluice, testpmd, vpp, LabAcl, RunningDut};
+use crate::gen::frame::Family;
 use crate::gen::port::Io;
 use crate::lab::table::TableFiles;
 
@@ -21,6 +22,8 @@ pub struct Setup<'a> {
     pub vrfs: Option<u16>,
     /// BIRD as the control plane (`--control bird`).
     pub bird: bool,
+    /// The frames' address family: a router routes that family's networks.
+    pub family: Family,
 }
 
 /// Starts a DUT.
@@ -127,6 +130,12 @@ impl DutKind {
     /// Whether the DUT routes (and so takes a route table).
     pub fn routes(self) -> bool {
         self.spec().routes
+    }
+
+    /// Whether the DUT routes the generator's IPv6 networks (`--family ipv6`): the
+    /// routers but VPP's, whose lab setup holds IPv4 routes only.
+    pub fn routes_ipv6(self) -> bool {
+        matches!(self, DutKind::SluiceRouter | DutKind::LinuxRouter)
     }
 
     /// Whether the DUT is a learning bridge.

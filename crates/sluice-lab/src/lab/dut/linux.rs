@@ -3,6 +3,7 @@
 //! but the DUT namespace's kernel; stopping undoes the configuration.
 
 use super::{ip_in, mac_of, port_ipv6, routed_gen_args, Dut, DutSpec};
+use crate::gen::frame::Family;
 use crate::gen::port::Io;
 use crate::lab::netns::{in_ns, run, DUT, TESTER};
 use crate::lab::plan;
@@ -23,7 +24,7 @@ pub const ROUTER_DUT: DutSpec = DutSpec {
     routes: true,
     filters: true,
     ..DutSpec::new("linux-router", |s| {
-        Ok(Box::new(start_router(s.table, s.acl)?))
+        Ok(Box::new(start_router(s.table, s.acl, s.family)?))
     })
 };
 
@@ -133,11 +134,67 @@ fn linux_load(table: &TableFiles) -> Result<f64, String> {
     Ok(s)
 }
 
+/// The generator's IPv6 networks routed to the tester's ports through fixed neighbours (the
+/// tester's MACs `t0`, `t1`), as its IPv4 ones are, and IPv6 forwarding on.
+fn route_ipv6(t0: &str, t1: &str) -> Result<(), String> {
+    let steps: [&[&str]; 4] = [
+        &[
+            "-6",
+            "route",
+            "add",
+            plan::TO_T1_V6,
+            "via",
+            plan::T1_V6,
+            "dev",
+            "d1",
+        ],
+        &[
+            "-6",
+            "route",
+            "add",
+            plan::TO_T0_V6,
+            "via",
+            plan::T0_V6,
+            "dev",
+            "d0",
+        ],
+        &[
+            "-6",
+            "neigh",
+            "replace",
+            plan::T1_V6,
+            "lladdr",
+            t1,
+            "dev",
+            "d1",
+            "nud",
+            "permanent",
+        ],
+        &[
+            "-6",
+            "neigh",
+            "replace",
+            plan::T0_V6,
+            "lladdr",
+            t0,
+            "dev",
+            "d0",
+            "nud",
+            "permanent",
+        ],
+    ];
+    for step in steps {
+        ip_in(DUT, step)?;
+    }
+    in_ns(DUT, "sysctl", &["-qw", "net.ipv6.conf.all.forwarding=1"]).map(|_| ())
+}
+
 /// Address d0 and d1, route the generator's ranges to the tester, fix the neighbours, load
 /// `table` if any, and turn forwarding on.
 pub fn start_router(
     table: Option<&TableFiles>,
     acl: Option<super::LabAcl>,
+    family: Family,
 ) -> Result<LinuxRouter, String> {
     let t0 = mac_of(TESTER, "t0")?;
     let t1 = mac_of(TESTER, "t1")?;
@@ -179,14 +236,18 @@ pub fn start_router(
     for step in steps {
         ip_in(DUT, step)?;
     }
-    if let Some(t) = table {
-        if t.v6 > 0 {
-            // IPv6 next hops must lie on a connected subnet.
-            for (dev, addr) in [("d0", plan::D0_V6), ("d1", plan::D1_V6)] {
-                port_ipv6(DUT, dev, true)?;
-                ip_in(DUT, &["addr", "add", addr, "dev", dev, "nodad"])?;
-            }
+    let v6_routes = table.is_some_and(|t| t.v6 > 0);
+    if v6_routes || family == Family::Ipv6 {
+        // IPv6 next hops must lie on a connected subnet.
+        for (dev, addr) in [("d0", plan::D0_V6), ("d1", plan::D1_V6)] {
+            port_ipv6(DUT, dev, true)?;
+            ip_in(DUT, &["addr", "add", addr, "dev", dev, "nodad"])?;
         }
+    }
+    if family == Family::Ipv6 {
+        route_ipv6(&t0, &t1)?;
+    }
+    if let Some(t) = table {
         dut.load_s = Some(linux_load(t)?);
     }
     if let Some(acl) = acl {
@@ -215,6 +276,7 @@ impl Dut for LinuxRouter {
     /// Forwarding off, routes, addresses and neighbours flushed, IPv6 off again.
     fn stop(&mut self) {
         let _ = in_ns(DUT, "sysctl", &["-qw", "net.ipv4.ip_forward=0"]);
+        let _ = in_ns(DUT, "sysctl", &["-qw", "net.ipv6.conf.all.forwarding=0"]);
         if super::on_path("nft") {
             let _ = in_ns(DUT, "nft", &["delete", "table", "inet", NFT_TABLE]);
         }

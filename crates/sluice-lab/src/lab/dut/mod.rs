@@ -17,6 +17,7 @@ pub use self::kind::{DutKind, DutSpec, Setup, ANY_IO, VETH_IO};
 use super::netns::{in_ns, run, DUT, TESTER};
 use super::plan;
 use super::table::TableFiles;
+use crate::gen::frame::Family;
 use crate::gen::port::Io;
 use serde_json::Value;
 use std::process::{Child, Command};
@@ -66,7 +67,7 @@ pub fn start(
     io: Io,
     table: Option<&TableFiles>,
     vlans: &[u16],
-    (acl, vrfs, bird): (Option<LabAcl>, Option<u16>, bool),
+    (acl, vrfs, bird, family): (Option<LabAcl>, Option<u16>, bool, Family),
 ) -> Result<RunningDut, String> {
     if !vlans.is_empty() && !kind.takes_vlans() {
         return Err(format!("{} does not take --vlan or --qinq", kind.name()));
@@ -85,6 +86,7 @@ pub fn start(
         acl,
         vrfs,
         bird,
+        family,
     };
     (kind.spec().start)(&setup)
 }

@@ -106,7 +106,12 @@ pub fn router_parts(
 ) -> (String, String, String) {
     let addresses = |v4: &str, v6: &str| format!("address = [\"{v4}\", \"{v6}\"]\n");
     let mut tail = String::new();
-    for (prefix, via) in [(plan::TO_T1, plan::T1_V4), (plan::TO_T0, plan::T0_V4)] {
+    for (prefix, via) in [
+        (plan::TO_T1, plan::T1_V4),
+        (plan::TO_T0, plan::T0_V4),
+        (plan::TO_T1_V6, plan::T1_V6),
+        (plan::TO_T0_V6, plan::T0_V6),
+    ] {
         tail.push_str(&format!(
             "[[route]]\nprefix = \"{prefix}\"\nvia = [\"{via}\"]\n"
         ));
@@ -605,12 +610,13 @@ mod tests {
             (Forwarding::Xconnect(&[100]), 0),
             (Forwarding::Bridge(&[]), 0),
             (Forwarding::Bridge(&[10, 20]), 0),
-            (Forwarding::Router(None, None, None), 2),
-            (Forwarding::Router(Some(&table), None, None), 2),
-            (Forwarding::Router(None, Some(acl(0, false)), None), 2),
-            (Forwarding::Router(None, Some(acl(1000, false)), None), 2),
-            (Forwarding::Router(None, Some(acl(10, true)), None), 2),
-            (Forwarding::Router(None, None, Some(3)), 2 + 3 * 2),
+            // Each direction's IPv4 and IPv6 routes, and each tenant's IPv4 ones.
+            (Forwarding::Router(None, None, None), 4),
+            (Forwarding::Router(Some(&table), None, None), 4),
+            (Forwarding::Router(None, Some(acl(0, false)), None), 4),
+            (Forwarding::Router(None, Some(acl(1000, false)), None), 4),
+            (Forwarding::Router(None, Some(acl(10, true)), None), 4),
+            (Forwarding::Router(None, None, Some(3)), 4 + 3 * 2),
         ];
         for (how, routes) in cases {
             let text: String =
