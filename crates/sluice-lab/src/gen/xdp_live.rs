@@ -191,16 +191,48 @@ fn constant_header_sum(header: &[u8], var2: bool) -> u32 {
         .sum()
 }
 
+/// Stores register `reg`'s low 16 bits big-endian at `at` in the frame (r2), through r4.
+pub(super) fn store_be16(reg: u8, at: usize) -> [Insn; 3] {
+    [
+        insn(ALU64_MOV_REG, 4, reg, 0, 0),
+        insn(ALU_TO_BE, 4, 0, 0, 16),
+        insn(STX_MEM_H, 2, 4, at as i16, 0),
+    ]
+}
+
+/// var2: both addresses' low halves (at `src_lo_at`, `dst_lo_at`) become seq % flows + 1,
+/// added twice to the checksum in r0.
+pub(super) fn var2_addresses(flows: u32, src_lo_at: usize, dst_lo_at: usize) -> Vec<Insn> {
+    let mut p = vec![
+        insn(ALU64_MOV_REG, 3, 8, 0, 0), // r3 = seq % flows + 1
+        insn(ALU64_MOD_IMM, 3, 0, 0, flows.max(1) as i32),
+        insn(ALU64_ADD_IMM, 3, 0, 0, 1),
+        insn(ALU64_ADD_REG, 0, 3, 0, 0),
+        insn(ALU64_ADD_REG, 0, 3, 0, 0),
+    ];
+    p.extend(store_be16(3, src_lo_at));
+    p.push(insn(STX_MEM_H, 2, 4, dst_lo_at as i16, 0));
+    p
+}
+
+/// Folds the sum in r0 to 16 bits (twice: the first fold may carry) and inverts it.
+pub(super) fn fold_and_invert() -> Vec<Insn> {
+    let mut p = Vec::new();
+    for _ in 0..2 {
+        p.extend([
+            insn(ALU64_MOV_REG, 4, 0, 0, 0),
+            insn(ALU64_RSH_IMM, 4, 0, 0, 16),
+            insn(ALU64_AND_IMM, 0, 0, 0, 0xffff),
+            insn(ALU64_ADD_REG, 0, 4, 0, 0),
+        ]);
+    }
+    p.push(insn(ALU64_XOR_IMM, 0, 0, 0, 0xffff));
+    p
+}
+
 /// Instructions (r2 = frame data, r3 = data end, r8 = sequence number) that give frame `seq`
 /// its lengths, IPv4 id, var2 addresses and header checksum.
 fn rewrite(header: &[u8], v: &Variation) -> Vec<Insn> {
-    let store_be16 = |reg: u8, at: usize| {
-        [
-            insn(ALU64_MOV_REG, 4, reg, 0, 0),
-            insn(ALU_TO_BE, 4, 0, 0, 16),
-            insn(STX_MEM_H, 2, 4, at as i16, 0),
-        ]
-    };
     let mut p = vec![
         insn(ALU64_MOV_REG, 9, 3, 0, 0), // r9 = IPv4 total length = data_end - data - 14
         insn(ALU64_SUB_REG, 9, 2, 0, 0),
@@ -228,27 +260,11 @@ fn rewrite(header: &[u8], v: &Variation) -> Vec<Insn> {
         insn(ALU64_ADD_REG, 0, 5, 0, 0),
     ]);
     if let Some(flows) = v.var2_flows {
-        p.extend([
-            insn(ALU64_MOV_REG, 3, 8, 0, 0), // r3 = seq % flows + 1
-            insn(ALU64_MOD_IMM, 3, 0, 0, flows.max(1) as i32),
-            insn(ALU64_ADD_IMM, 3, 0, 0, 1),
-            insn(ALU64_ADD_REG, 0, 3, 0, 0),
-            insn(ALU64_ADD_REG, 0, 3, 0, 0),
-        ]);
-        p.extend(store_be16(3, SRC_LO_AT));
-        p.push(insn(STX_MEM_H, 2, 4, DST_LO_AT as i16, 0));
+        p.extend(var2_addresses(flows, SRC_LO_AT, DST_LO_AT));
     }
     // Fold the carries twice, invert, store.
-    for _ in 0..2 {
-        p.extend([
-            insn(ALU64_MOV_REG, 4, 0, 0, 0),
-            insn(ALU64_RSH_IMM, 4, 0, 0, 16),
-            insn(ALU64_AND_IMM, 0, 0, 0, 0xffff),
-            insn(ALU64_ADD_REG, 0, 4, 0, 0),
-        ]);
-    }
+    p.extend(fold_and_invert());
     p.extend([
-        insn(ALU64_XOR_IMM, 0, 0, 0, 0xffff),
         insn(ALU_TO_BE, 0, 0, 0, 16),
         insn(STX_MEM_H, 2, 0, CSUM_AT as i16, 0),
     ]);

@@ -2,10 +2,10 @@
 //! sizes), the low halves of both addresses (var2), and the UDP checksum that IPv6 requires
 //! (RFC 8200 8.1), from a constant part and what varies.
 
-use super::xdp_live::{Variation, JMP_JNE_IMM};
+use super::xdp_live::{fold_and_invert, store_be16, var2_addresses, Variation, JMP_JNE_IMM};
 use sluice::sys::bpf::{
-    insn, Insn, ALU64_ADD_IMM, ALU64_ADD_REG, ALU64_AND_IMM, ALU64_MOD_IMM, ALU64_MOV_IMM,
-    ALU64_MOV_REG, ALU64_RSH_IMM, ALU64_SUB_REG, ALU64_XOR_IMM, ALU_TO_BE, STX_MEM_H,
+    insn, Insn, ALU64_ADD_IMM, ALU64_ADD_REG, ALU64_MOV_IMM, ALU64_MOV_REG, ALU64_SUB_REG,
+    ALU_TO_BE, STX_MEM_H,
 };
 
 const IP_AT: usize = 14;
@@ -44,13 +44,6 @@ fn constant_sum(header: &[u8], var2: bool) -> u32 {
 /// with mixed sizes) that give frame `seq` its lengths, var2 addresses and UDP checksum.
 /// `payload_sum`: the payload's sum when every frame has the template's length.
 pub fn rewrite6(header: &[u8], v: &Variation, payload_sum: u32) -> Vec<Insn> {
-    let store_be16 = |reg: u8, at: usize| {
-        [
-            insn(ALU64_MOV_REG, 4, reg, 0, 0),
-            insn(ALU_TO_BE, 4, 0, 0, 16),
-            insn(STX_MEM_H, 2, 4, at as i16, 0),
-        ]
-    };
     let mut p = vec![
         insn(ALU64_MOV_REG, 9, 3, 0, 0), // r9 = UDP length = data_end - data - 54
         insn(ALU64_SUB_REG, 9, 2, 0, 0),
@@ -73,27 +66,11 @@ pub fn rewrite6(header: &[u8], v: &Variation, payload_sum: u32) -> Vec<Insn> {
         p.push(insn(ALU64_ADD_REG, 0, 7, 0, 0));
     }
     if let Some(flows) = v.var2_flows {
-        p.extend([
-            insn(ALU64_MOV_REG, 3, 8, 0, 0), // r3 = seq % flows + 1
-            insn(ALU64_MOD_IMM, 3, 0, 0, flows.max(1) as i32),
-            insn(ALU64_ADD_IMM, 3, 0, 0, 1),
-            insn(ALU64_ADD_REG, 0, 3, 0, 0),
-            insn(ALU64_ADD_REG, 0, 3, 0, 0),
-        ]);
-        p.extend(store_be16(3, SRC_LO_AT));
-        p.push(insn(STX_MEM_H, 2, 4, DST_LO_AT as i16, 0));
+        p.extend(var2_addresses(flows, SRC_LO_AT, DST_LO_AT));
     }
     // Fold the carries twice, invert; a UDP checksum of 0 is sent as 0xffff.
-    for _ in 0..2 {
-        p.extend([
-            insn(ALU64_MOV_REG, 4, 0, 0, 0),
-            insn(ALU64_RSH_IMM, 4, 0, 0, 16),
-            insn(ALU64_AND_IMM, 0, 0, 0, 0xffff),
-            insn(ALU64_ADD_REG, 0, 4, 0, 0),
-        ]);
-    }
+    p.extend(fold_and_invert());
     p.extend([
-        insn(ALU64_XOR_IMM, 0, 0, 0, 0xffff),
         insn(JMP_JNE_IMM, 0, 0, 1, 0),
         insn(ALU64_MOV_IMM, 0, 0, 0, 0xffff),
         insn(ALU_TO_BE, 0, 0, 0, 16),
