@@ -155,11 +155,11 @@ impl Role for Plain {
 pub(super) type PcapWriter = sluice::drivers::pcap::file::Writer<std::io::BufWriter<std::fs::File>>;
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    /// Hands over prepared frames once, then nothing.
-    struct Frames(Vec<Vec<u8>>);
+    /// Hands over prepared frames once, then nothing (the answering side's tests use it too).
+    pub(in crate::gen) struct Frames(pub(in crate::gen) Vec<Vec<u8>>);
 
     impl FrameSource for Frames {
         fn poll(&mut self, f: &mut dyn FnMut(u64, &[u8])) -> usize {

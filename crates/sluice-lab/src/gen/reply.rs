@@ -118,28 +118,11 @@ impl Role for Answers {
 #[cfg(test)]
 mod tests {
     use super::super::check::receive_loop;
-    use super::super::port::FrameSource;
+    use super::super::check::tests::Frames;
     use super::*;
     use sluice::drivers::af_packet::socket::SendResult;
     use std::sync::atomic::AtomicBool;
     use std::sync::{Arc, Mutex};
-
-    /// Hands over prepared frames once, then nothing.
-    struct Frames(Vec<Vec<u8>>);
-
-    impl FrameSource for Frames {
-        fn poll(&mut self, f: &mut dyn FnMut(u64, &[u8])) -> usize {
-            let n = self.0.len();
-            for frame in self.0.drain(..) {
-                f(super::super::now_ns(), &frame);
-            }
-            n
-        }
-        fn wait(&mut self, _ms: i32) {}
-        fn drops(&mut self) -> u64 {
-            0
-        }
-    }
 
     /// Keeps what is sent.
     struct Kept(Arc<Mutex<Vec<Vec<u8>>>>);
