@@ -147,6 +147,32 @@ pub struct LoadArgs {
     pub rate: Option<String>,
 }
 
+/// What the benchmarks' frames carry (`lab bench`, `bench`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct FrameArgs {
+    /// Address family of the frames (sluice gen --family); a loadtest's 64b is then the
+    /// family's smallest frame (78 B for IPv6/UDP); the router DUTs route the generator's
+    /// IPv6 networks as they do its IPv4 ones
+    #[arg(long, value_name = "F", default_value = "ipv4", value_parser = crate::gen::family_arg())]
+    pub family: Family,
+    /// Transport of the frames: udp, or tcp (flows that open with a SYN; sluice gen --l4);
+    /// a loadtest's 64b is then the smallest frame of the kind (70 B IPv4/TCP, 90 B IPv6/TCP)
+    #[arg(long, value_name = "P", default_value = "udp", value_parser = crate::gen::l4_arg())]
+    pub l4: L4,
+}
+
+impl FrameArgs {
+    /// `lt` with its size raised to the kind's smallest frame where it is below it (the 64 B
+    /// class); the named mixes already start at the kind's smallest.
+    pub fn loadtest(&self, mut lt: Loadtest) -> Loadtest {
+        let min = crate::gen::frame::min_size(self.family, self.l4);
+        if lt.size.parse::<usize>().is_ok_and(|n| n < min) {
+            lt.size = min.to_string();
+        }
+        lt
+    }
+}
+
 /// Where generator and DUT run.
 #[derive(clap::Args, Debug, Clone)]
 pub struct CpuArgs {

@@ -88,6 +88,8 @@ pub struct BenchOptions {
     pub io: Io,
     /// Flame graphs of every run into `out` (flame-DUT-N.svg).
     pub profile: bool,
+    pub family: crate::gen::frame::Family,
+    pub l4: crate::gen::frame::L4,
 }
 
 /// `sluice lab bench`.
@@ -121,6 +123,8 @@ pub struct BenchArgs {
     #[arg(long)]
     profile: bool,
     #[command(flatten)]
+    frames: args::FrameArgs,
+    #[command(flatten)]
     cpus: args::CpuArgs,
     #[command(flatten)]
     ports: args::PortArgs,
@@ -131,7 +135,13 @@ impl BenchArgs {
     pub fn options(self) -> Result<BenchOptions, String> {
         let o = BenchOptions {
             duts: self.duts,
-            loadtests: self.loadtests,
+            loadtests: self
+                .loadtests
+                .into_iter()
+                .map(|l| self.frames.loadtest(l))
+                .collect(),
+            family: self.frames.family,
+            l4: self.frames.l4,
             repeat: self.repeat,
             duration: self.duration,
             rate: self.load.rate,
@@ -319,10 +329,11 @@ fn run_matrix(
             acl: None,
             vrfs: None,
             bird: false,
-            family: crate::gen::frame::Family::Ipv4,
-            l4: crate::gen::frame::L4::Udp,
+            family: o.family,
+            l4: o.l4,
             reply: false,
         };
+        super::options::check_frames(&run_opts)?;
         for r in 0..o.repeat {
             let mut order = duts.to_vec();
             if r % 2 == 1 {
@@ -690,8 +701,12 @@ mod tests {
             "--repeat 0",
             "--baseline testpmd --dut sluice",
             "--loadtest 64",
+            "--family ipv5",
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
+        let o = parse("--dut sluice-router --family ipv6 --loadtest 64b,var2-imix").unwrap();
+        let sizes: Vec<&str> = o.loadtests.iter().map(|l| l.size.as_str()).collect();
+        assert_eq!(sizes, ["78", "imix"]);
     }
 }

@@ -170,7 +170,7 @@ impl args::RunArgs {
 
 /// `--family`, `--l4` and `--reply` with the rest: what the generator can send, and the
 /// DUTs that route IPv6 here.
-fn check_frames(o: &RunOptions) -> Result<(), String> {
+pub(super) fn check_frames(o: &RunOptions) -> Result<(), String> {
     let kind = format!("{}/{}", o.family.name(), o.l4.name()).to_uppercase();
     let min = crate::gen::frame::min_size(o.family, o.l4);
     crate::gen::frame::sizes_for(&o.size, min, &kind)?;

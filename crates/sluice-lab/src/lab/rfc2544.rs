@@ -69,6 +69,8 @@ pub struct SearchArgs {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
+    frames: args::FrameArgs,
+    #[command(flatten)]
     ports: args::PortArgs,
 }
 
@@ -93,6 +95,8 @@ pub struct Options {
     pub json: bool,
     pub engine: crate::gen::Engine,
     pub io: Io,
+    pub family: crate::gen::frame::Family,
+    pub l4: crate::gen::frame::L4,
 }
 
 impl SearchArgs {
@@ -100,7 +104,7 @@ impl SearchArgs {
     pub fn options(self) -> Result<Options, String> {
         let o = Options {
             dut: self.dut,
-            loadtest: self.loadtest,
+            loadtest: self.frames.loadtest(self.loadtest),
             fixed: self.fixed,
             trial_s: self.trial_s,
             search: SearchConfig {
@@ -113,6 +117,8 @@ impl SearchArgs {
             json: self.json,
             engine: self.ports.engine,
             io: self.ports.io,
+            family: self.frames.family,
+            l4: self.frames.l4,
         };
         check(&o)?;
         Ok(o)
@@ -288,10 +294,11 @@ fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
         acl: None,
         vrfs: None,
         bird: false,
-        family: crate::gen::frame::Family::Ipv4,
-        l4: crate::gen::frame::L4::Udp,
+        family: o.family,
+        l4: o.l4,
         reply: false,
     };
+    super::options::check_frames(&base)?;
     let _mtu = netns::PortMtu::set(super::run_mtu(o.dut, o.io, &base.size))?;
     netns::dut_napi(
         base.napi_on_dut,
@@ -351,6 +358,7 @@ fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gen::frame::{Family, L4};
 
     fn parse(s: &str) -> Result<Options, String> {
         args::parse_words::<SearchArgs>(s)?.options()
@@ -371,8 +379,18 @@ mod tests {
             "--min-rate 5 --max-rate 4",
             "--repeat 0",
             "--dut x",
+            "--family ipv5",
+            "--l4 sctp",
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
+        // The 64 B class is each kind's smallest frame; larger sizes stay.
+        let o = parse("--dut linux-router --family ipv6 --loadtest var2-64b").unwrap();
+        assert_eq!((o.family, o.loadtest.size.as_str()), (Family::Ipv6, "78"));
+        let o = parse("--family ipv6 --l4 tcp --loadtest 64b").unwrap();
+        assert_eq!((o.l4, o.loadtest.size.as_str()), (L4::Tcp, "90"));
+        let o = parse("--family ipv6 --loadtest var2-1514b").unwrap();
+        assert_eq!(o.loadtest.size, "1514");
+        assert_eq!(parse("--loadtest 64b").unwrap().loadtest.size, "64");
     }
 }
