@@ -57,13 +57,8 @@ pub struct RunArgs {
     /// of --family and --l4: 64 for IPv4/UDP, 78 IPv6/UDP, 70 IPv4/TCP, 90 IPv6/TCP]
     #[arg(long, value_name = "S", value_parser = crate::gen::size_arg)]
     pub size: Option<String>,
-    /// Address family of the frames (sluice gen --family); the router DUTs route the
-    /// generator's IPv6 networks as they do its IPv4 ones
-    #[arg(long, value_name = "F", default_value = "ipv4", value_parser = crate::gen::family_arg())]
-    pub family: Family,
-    /// Transport of the frames: udp, or tcp (flows that open with a SYN; sluice gen --l4)
-    #[arg(long, value_name = "P", default_value = "udp", value_parser = crate::gen::l4_arg())]
-    pub l4: L4,
+    #[command(flatten)]
+    pub frames: FrameArgs,
     /// t1 answers every frame it receives (sluice gen --reply): traffic crosses the DUT both
     /// ways, TCP flows open (SYN, SYN+ACK, ACK), and the results count the answers as the
     /// reverse direction, with round-trip latency; one way only (no --bi)
@@ -147,16 +142,15 @@ pub struct LoadArgs {
     pub rate: Option<String>,
 }
 
-/// What the benchmarks' frames carry (`lab bench`, `bench`).
+/// What the frames carry (`lab run`, `lab bench`, `bench`). In a loadtest the 64b class is
+/// the kind's smallest frame (78 B IPv6/UDP, 70 B IPv4/TCP, 90 B IPv6/TCP).
 #[derive(clap::Args, Debug, Clone)]
 pub struct FrameArgs {
-    /// Address family of the frames (sluice gen --family); a loadtest's 64b is then the
-    /// family's smallest frame (78 B for IPv6/UDP); the router DUTs route the generator's
-    /// IPv6 networks as they do its IPv4 ones
+    /// Address family of the frames (sluice gen --family); the router DUTs route the
+    /// generator's IPv6 networks as they do its IPv4 ones
     #[arg(long, value_name = "F", default_value = "ipv4", value_parser = crate::gen::family_arg())]
     pub family: Family,
-    /// Transport of the frames: udp, or tcp (flows that open with a SYN; sluice gen --l4);
-    /// a loadtest's 64b is then the smallest frame of the kind (70 B IPv4/TCP, 90 B IPv6/TCP)
+    /// Transport of the frames: udp, or tcp (flows that open with a SYN; sluice gen --l4)
     #[arg(long, value_name = "P", default_value = "udp", value_parser = crate::gen::l4_arg())]
     pub l4: L4,
 }

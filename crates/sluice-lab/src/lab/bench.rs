@@ -98,7 +98,8 @@ pub struct BenchArgs {
     /// DUTs (those that cannot run here are reported and skipped)
     #[arg(long = "dut", value_name = "LIST", value_delimiter = ',', default_value = "sluice,linux-bridge,linux-router,testpmd", value_parser = args::dut_arg)]
     duts: Vec<DutKind>,
-    /// Of 64b, var2-64b, var2-imix, var2-1514b, each optionally -bi
+    /// Of 64b, var2-64b, var2-imix, var2-1514b, each optionally -bi (64b: the smallest frame
+    /// of --family and --l4, 78 B for IPv6/UDP)
     #[arg(long = "loadtest", value_name = "LIST", value_delimiter = ',', default_value = "64b,var2-64b,var2-imix,var2-1514b", value_parser = args::loadtest_arg)]
     loadtests: Vec<Loadtest>,
     /// Runs per cell

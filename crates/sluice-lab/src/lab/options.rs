@@ -58,12 +58,13 @@ impl args::RunArgs {
     /// The settings, after the checks across options.
     pub fn options(self) -> Result<RunOptions, String> {
         let sessions = dut::LabAcl::sessions_for(&self.flows);
-        let min = crate::gen::frame::min_size(self.family, self.l4);
+        let (family, l4) = (self.frames.family, self.frames.l4);
+        let min = crate::gen::frame::min_size(family, l4);
         let o = RunOptions {
             duts: self.duts,
             size: self.size.unwrap_or_else(|| min.to_string()),
-            family: self.family,
-            l4: self.l4,
+            family,
+            l4,
             reply: self.reply,
             flows: self.flows,
             duration: self.duration,

@@ -39,7 +39,8 @@ pub struct SearchArgs {
     /// sluice, sluice-router, linux-bridge, linux-router or testpmd
     #[arg(long, value_name = "D", default_value = "sluice", value_parser = args::dut_arg)]
     dut: DutKind,
-    /// 64b, var2-64b, var2-imix, var2-1514b, optionally -bi
+    /// 64b, var2-64b, var2-imix, var2-1514b, optionally -bi (64b: the smallest frame of
+    /// --family and --l4, 78 B for IPv6/UDP)
     #[arg(long, value_name = "L", default_value = "64b", value_parser = args::loadtest_arg)]
     loadtest: Loadtest,
     /// search: RFC 2544 NDR and PDR by bisection; fixed: send at --max-rate (or as fast as
