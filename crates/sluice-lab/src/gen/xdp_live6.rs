@@ -2,6 +2,7 @@
 //! sizes), the low halves of both addresses (var2), and the UDP checksum that IPv6 requires
 //! (RFC 8200 8.1), from a constant part and what varies.
 
+use super::frame::checksum;
 use super::xdp_live::{fold_and_invert, store_be16, var2_addresses, Variation, JMP_JNE_IMM};
 use sluice::sys::bpf::{
     insn, Insn, ALU64_ADD_IMM, ALU64_ADD_REG, ALU64_MOV_IMM, ALU64_MOV_REG, ALU64_SUB_REG,
@@ -16,16 +17,10 @@ const UDP_AT: usize = IP_AT + 40;
 const UDP_LEN_AT: usize = UDP_AT + 4;
 const UDP_CSUM_AT: usize = UDP_AT + 6;
 
-/// The one's-complement sum of `bytes`, folded to 16 bits.
+/// The one's-complement sum of `bytes`, folded to 16 bits (the frame builder's sum,
+/// uncomplemented).
 pub fn folded_sum(bytes: &[u8]) -> u32 {
-    let mut s: u64 = bytes
-        .chunks(2)
-        .map(|w| u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]) as u64)
-        .sum();
-    while s > 0xffff {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    s as u32
+    !checksum::finish(checksum::sum(bytes)) as u32
 }
 
 /// The checksum's words that no frame changes: the addresses (but their low halves with

@@ -16,7 +16,7 @@
 //! frames carry none, as they always have.
 
 pub mod answer;
-mod checksum;
+pub(super) mod checksum;
 pub mod ip;
 pub mod l4;
 mod sizes;
