@@ -18,6 +18,7 @@ pub mod interface;
 pub mod ip;
 pub mod l2;
 pub mod lcp;
+pub mod nat44;
 pub mod netlink;
 pub mod nodes;
 pub mod router;

@@ -52,6 +52,8 @@ pub struct Filters {
     pub sessions: Arc<Sessions>,
     /// The routing tables: a session is kept per table (VRF) of the interface checked.
     pub tables: crate::router::SharedTables,
+    /// The NAT's configuration and the workers' tables (`nat44`), run on the same arcs.
+    pub nat: Arc<crate::nat44::shared::Nat44Shared>,
 }
 
 impl Filters {
@@ -62,6 +64,7 @@ impl Filters {
             acls: Arc::new(ArcSwap::from_pointee(AclView::default())),
             sessions: Arc::new(sessions),
             tables: Default::default(),
+            nat: crate::nat44::shared::Nat44Shared::new(1),
         }
     }
 
@@ -361,8 +364,8 @@ mod tests {
             udp4([198, 18, 0, 8], 53)[..36].to_vec(), // UDP header cut short
         ];
         let out = h.run_node(AclIn::decl(false, f.clone()), &frames, 0);
-        // Next slots: the end (ip4-lookup, no later feature), then error-drop.
-        assert_eq!((out.to_next(0), out.to_next(1)), (1, 3));
+        // Next slots: nat44-in (off here), the end (ip4-lookup), then error-drop.
+        assert_eq!((out.to_next(1), out.to_next(2)), (1, 3));
         assert_eq!(out.errors[Error::Denied as usize], 1);
         assert_eq!(out.errors[Error::NoMatch as usize], 1);
         // The cut frame is too short for its own IPv4 total length too, but the ACL only
@@ -374,7 +377,7 @@ mod tests {
         assert_eq!((hits, r.no_match), (vec![1, 1], 1));
         // Another interface has no list: everything passes.
         let out = h.run_node(AclIn::decl(false, f), &frames[..3], 1);
-        assert_eq!(out.to_next(0), 3);
+        assert_eq!(out.to_next(1), 3);
     }
 
     /// A TCP frame from 198.18.0.8:1000 to 198.19.0.1:`dport` with `flags`.
@@ -402,7 +405,7 @@ mod tests {
             tcp4(80, 0x10),
         ];
         let out = h.run_node(AclIn::decl(false, f.clone()), &frames, 0);
-        assert_eq!((out.to_next(0), out.to_next(1)), (2, 2));
+        assert_eq!((out.to_next(1), out.to_next(2)), (2, 2));
         assert_eq!(out.errors[Error::NotSyn as usize], 2);
         let t = &f.sessions.tables()[0];
         assert_eq!(

@@ -62,6 +62,7 @@ pub fn start(cfg: &Config, router: &Router, threads: usize) -> Result<AclControl
             .with_per_source(cfg.sessions.per_source);
     let mut filters = crate::acl::node::Filters::new(sessions);
     filters.tables = router.tables();
+    filters.nat = crate::nat44::shared::Nat44Shared::new(threads);
     let mut acls = AclControl::new(filters, threads);
     for a in &cfg.acls {
         let rules = a

@@ -7,6 +7,11 @@ pub const FLAG_TRACED: u8 = 1 << 0;
 /// Buffer flag: the router itself made this packet (an ICMP reply or error), so forwarding
 /// does not check or decrement its TTL.
 pub const FLAG_LOCAL_ORIGIN: u8 = 1 << 1;
+/// Buffer flag: nat44-in translated this packet, so nat44-out leaves it alone.
+pub const FLAG_NAT_DONE: u8 = 1 << 2;
+/// Buffer flag: worker-handoff sends this packet to the worker in `aux` (a NAT reply to the
+/// worker owning its session) instead of the one its flow hash picks.
+pub const FLAG_TO_WORKER: u8 = 1 << 3;
 /// Where the L3 header of a packet without VLAN tags starts: after the 14-byte Ethernet
 /// header. A fresh buffer's `l3_offset`, so the packets the router builds itself need not set
 /// it.

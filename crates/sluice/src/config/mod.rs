@@ -175,6 +175,8 @@ pub struct Config {
     pub sessions: SessionsConfig,
     pub lcps: Vec<LcpConfig>,
     pub punt: crate::lcp::policy::PuntPolicy,
+    /// [nat44], [[nat44-interface]], [[nat44-static]]; `None` when none is written.
+    pub nat44: Option<crate::nat44::config::Nat44Config>,
     /// The file's tables as written (`sluice ctl save` keeps the sections the CLI cannot
     /// change, and each interface's driver keys, from it).
     pub written: toml::Table,
@@ -228,6 +230,12 @@ struct ConfigKeys {
     lcps: Vec<lcp::LcpKeys>,
     #[serde(default)]
     punt: punt::PuntKeys,
+    #[serde(default)]
+    nat44: crate::nat44::config::NatKeys,
+    #[serde(default, rename = "nat44-interface")]
+    nat44_interfaces: Vec<crate::nat44::config::NatInterfaceKeys>,
+    #[serde(default, rename = "nat44-static")]
+    nat44_statics: Vec<crate::nat44::config::NatStaticKeys>,
 }
 
 /// The [control] section.
@@ -438,6 +446,8 @@ impl Config {
         let sessions = keys.sessions.check(c)?;
         let lcps = lcp::check(keys.lcps, &names, c)?;
         let punt = keys.punt.check(c)?;
+        let nat = (keys.nat44, keys.nat44_interfaces, keys.nat44_statics);
+        let nat44 = crate::nat44::config::check(nat, &route_names, c)?;
         Ok(Config {
             dataplane,
             control: keys.control,
@@ -461,6 +471,7 @@ impl Config {
             sessions,
             lcps,
             punt,
+            nat44,
             written: toml::Table::new(),
         })
     }

@@ -79,4 +79,7 @@ pub static SECTIONS: &[&dyn Section] = &[
     &AsStarted(&super::acl::SESSIONS),
     &crate::lcp::section::LCP,
     &AsStarted(&super::punt::SECTION),
+    &crate::nat44::section::NAT44,
+    &crate::nat44::section::NAT44_INTERFACE,
+    &crate::nat44::section::NAT44_STATIC,
 ];

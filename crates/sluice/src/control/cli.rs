@@ -133,6 +133,7 @@ pub const AREAS: &[(&str, &[Command])] = &[
     ("Packet trace", super::trace::COMMANDS),
     ("Routing", crate::router::commands::COMMANDS),
     ("ACLs and sessions", crate::acl::commands::COMMANDS),
+    ("NAT44", crate::nat44::commands::COMMANDS),
     ("Linux control plane (lcp)", crate::lcp::commands::COMMANDS),
     ("Saving the configuration", super::save::COMMANDS),
 ];

@@ -276,6 +276,9 @@ const WRITTEN: &[&str] = &[
     "sessions",
     "lcp",
     "punt",
+    "nat44",
+    "nat44-interface",
+    "nat44-static",
 ];
 
 #[cfg(test)]

@@ -68,6 +68,8 @@ pub struct Dataplane {
     /// The ACLs and the interfaces they check; the CLI locks it, workers read what it
     /// publishes.
     pub acls: Mutex<AclControl>,
+    /// NAT44's configuration; the CLI locks it, workers read what it publishes.
+    pub nat44: Mutex<crate::nat44::control::Nat44Control>,
     /// Neighbour learns the control plane refused (not on a connected network, table full).
     pub learns_refused: Arc<AtomicU64>,
     learner: Option<JoinHandle<()>>,
@@ -136,6 +138,7 @@ impl Dataplane {
             .collect();
         let router = crate::router::section::start(cfg, &itfs)?;
         let acls = crate::acl::section::start(cfg, &router, workers)?;
+        let nat44 = crate::nat44::section::start(cfg, &router, acls.filters())?;
         let placement::HandedOut {
             rx_by_worker,
             tx_by_worker,
@@ -223,6 +226,7 @@ impl Dataplane {
             router,
             bridges,
             acls: Mutex::new(acls),
+            nat44: Mutex::new(nat44),
             learns_refused: helpers.learns_refused,
             learner: Some(helpers.learner),
             mac_learner: Some(helpers.mac_learner),

@@ -10,11 +10,14 @@
 //!
 //! ip4-input and ip6-input start the unicast arcs, whose features are the ACL input nodes;
 //! ip4-rewrite and ip6-rewrite start the output arcs (ending at interface-output), whose
-//! features are the ACL output nodes.
+//! features are the ACL output nodes. NAT44 runs after the input ACL (which sees the
+//! addresses as they arrived) and before the output ACL (which sees them translated), as
+//! in Linux, where filtering sees packets between DNAT and SNAT.
 
 use crate::acl::node as acl;
 use crate::ip::ip4;
 use crate::ip::ip6;
+use crate::nat44::node as nat44;
 use crate::nodes::interface_output;
 use arc_swap::ArcSwap;
 use std::sync::Arc;
@@ -42,7 +45,7 @@ pub static ARCS: [ArcDef; 4] = [
         name: "ip4-unicast",
         start: ip4::input::NAME,
         end: ip4::lookup::NAME,
-        features: &[acl::ACL_IP4_IN],
+        features: &[acl::ACL_IP4_IN, nat44::NAT44_IN],
     },
     ArcDef {
         name: "ip6-unicast",
@@ -54,7 +57,7 @@ pub static ARCS: [ArcDef; 4] = [
         name: "ip4-output",
         start: ip4::rewrite::NAME,
         end: interface_output::NAME,
-        features: &[acl::ACL_IP4_OUT],
+        features: &[nat44::NAT44_OUT, acl::ACL_IP4_OUT],
     },
     ArcDef {
         name: "ip6-output",
@@ -263,10 +266,10 @@ mod tests {
         // The output arc, from a start node that lists its end first.
         assert_eq!(start_slot(&v, IP4_OUTPUT, 3, 4), 0);
         v.set(IP4_OUTPUT, 3, "acl-ip4-out", true).unwrap();
-        assert_eq!(start_slot(&v, IP4_OUTPUT, 3, 4), 4);
-        assert_eq!(feature_names(IP4_OUTPUT), ["acl-ip4-out"]);
+        assert_eq!(start_slot(&v, IP4_OUTPUT, 3, 4), 5);
+        assert_eq!(feature_names(IP4_OUTPUT), ["nat44-out", "acl-ip4-out"]);
         assert_eq!(
-            next_names(IP4_OUTPUT, Some(0)),
+            next_names(IP4_OUTPUT, Some(1)),
             ["interface-output"],
             "the output feature goes on to interface-output"
         );

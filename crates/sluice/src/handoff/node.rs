@@ -3,6 +3,7 @@
 //! to that worker — and handoff-input, the input node that takes in what other workers
 //! handed to this one.
 
+use crate::buffer::FLAG_TO_WORKER;
 use crate::ethernet::input as ethernet_input;
 use crate::graph::frame::FRAME_SIZE;
 use crate::graph::names::error_counters;
@@ -84,7 +85,19 @@ impl Node for WorkerHandoff {
             if let Some(&ahead) = frame.get(k + PREFETCH_AHEAD) {
                 cx.bufs.prefetch(ahead);
             }
-            let rx = cx.bufs.meta(bi).rx_if as usize;
+            let meta = cx.bufs.meta_mut(bi);
+            // A NAT reply for the worker that owns its session: sent there as it asks.
+            if meta.flags & FLAG_TO_WORKER != 0 {
+                meta.flags &= !FLAG_TO_WORKER;
+                let worker = std::mem::take(&mut meta.aux) as usize;
+                if worker == self.worker || worker >= self.outgoing.len() {
+                    self.local.push(bi);
+                } else {
+                    self.outgoing[worker].push(bi);
+                }
+                continue;
+            }
+            let rx = meta.rx_if as usize;
             // A spread removed while the frame was on its way: keep the packet here.
             let Some(spread) = spreads.get(rx).and_then(Option::as_ref) else {
                 self.local.push(bi);

@@ -15,6 +15,7 @@ use crate::ip::ip6;
 use crate::l2::nodes as l2;
 use crate::lcp::host_punt;
 use crate::lcp::policy::PuntPolicy;
+use crate::nat44::node::Nat44;
 use crate::router::adjacency::SharedL3View;
 use crate::router::{LearnSender, SharedTables};
 use crate::subif::SharedSubIfs;
@@ -85,6 +86,8 @@ pub fn graph_nodes(
         ip4::arp::Ip4Arp::decl_learning(view.clone(), Some(learn.clone())),
         ip4::rewrite::Ip4Rewrite::decl_with(view.clone(), features.clone()),
         acl::AclIn::decl_output(false, filters.clone()),
+        Nat44::decl(false, filters.nat.clone(), features.clone(), view.clone()),
+        Nat44::decl(true, filters.nat.clone(), features.clone(), view.clone()),
         ip4::local::Ip4Local::decl(view.clone()),
         ip4::icmp_error::Icmp4Error::decl(view.clone()),
         ip6::input::Ip6Input::decl(features.clone()),
@@ -183,6 +186,8 @@ mod tests {
             acl::ACL_IP6_IN,
             acl::ACL_IP4_OUT,
             acl::ACL_IP6_OUT,
+            crate::nat44::node::NAT44_IN,
+            crate::nat44::node::NAT44_OUT,
             ip4::input::NAME,
             ip4::lookup::NAME,
             ip4::arp_input::NAME,
@@ -203,7 +208,7 @@ mod tests {
         ] {
             assert!(names.iter().any(|n| n == name), "{name} missing: {names:?}");
         }
-        assert_eq!(names.len(), 29, "{names:?}");
+        assert_eq!(names.len(), 31, "{names:?}");
         assert_eq!(names.last().map(String::as_str), Some(error_drop::NAME));
     }
 

@@ -329,6 +329,8 @@ mod tests {
             "error-drop",
             "ip4-lookup",
             "acl-ip4-out",
+            "nat44-in",
+            "nat44-out",
             "host-punt",
         ] {
             decls.push(NodeDecl::new(

@@ -413,8 +413,8 @@ mod tests {
         ];
         let out = run(&frames, &adjs);
         // The 1200-byte packet without DF leaves as two fragments.
-        // (The last slot is the output ACL, off here.)
-        assert_eq!(out.per_next, vec![4, 1, 2, 3, 0]);
+        // (The last slots are the output features, NAT and ACL, off here.)
+        assert_eq!(out.per_next, vec![4, 1, 2, 3, 0, 0]);
         // Adjacency 0 and a stale index both read as drop; 1 is local.
         out.assert_counted(&[
             (Error::Unresolved, 1),

@@ -1,0 +1,150 @@
+//! The NAT's control plane: the configuration the CLI and the config file change, turned
+//! into the `NatView` the workers read and the feature bits of the NAT interfaces.
+
+use super::config::Nat44Config;
+use super::node::{NAT44_IN, NAT44_OUT};
+use super::shared::Nat44Shared;
+use super::{Limits, NatView, Role, StaticMapping};
+use crate::graph::features::{SharedFeatures, IP4_OUTPUT, IP4_UNICAST};
+use std::sync::Arc;
+
+pub struct Nat44Control {
+    shared: Arc<Nat44Shared>,
+    features: SharedFeatures,
+    pub config: Nat44Config,
+    /// By interface index.
+    roles: Vec<Option<Role>>,
+    generation: u64,
+}
+
+impl Nat44Control {
+    pub fn new(shared: Arc<Nat44Shared>, features: SharedFeatures) -> Nat44Control {
+        Nat44Control {
+            shared,
+            features,
+            config: Nat44Config::default(),
+            roles: Vec::new(),
+            generation: 0,
+        }
+    }
+
+    pub fn shared(&self) -> &Arc<Nat44Shared> {
+        &self.shared
+    }
+
+    /// The NAT interfaces by index with their roles.
+    pub fn roles(&self) -> Vec<(u32, Role)> {
+        self.roles
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.map(|r| (i as u32, r)))
+            .collect()
+    }
+
+    /// Make interface `index` inside or outside (`None`: neither). The workers' sessions are
+    /// closed: a session may have been opened by a role that no longer holds.
+    pub fn set_role(&mut self, index: u32, role: Option<Role>) -> Result<(), String> {
+        let i = index as usize;
+        if self.roles.len() <= i {
+            self.roles.resize(i + 1, None);
+        }
+        self.roles[i] = role;
+        // The view first, so that a packet the new feature bit sends to a NAT node finds its
+        // role; when a role goes, the bits first.
+        if role.is_some() {
+            self.publish(true);
+        }
+        let mut f = (**self.features.load()).clone();
+        f.set(IP4_UNICAST, index, NAT44_IN, role.is_some())?;
+        f.set(IP4_OUTPUT, index, NAT44_OUT, role == Some(Role::Outside))?;
+        self.features.store(Arc::new(f));
+        if role.is_none() {
+            self.publish(true);
+        }
+        Ok(())
+    }
+
+    /// Add (or with `del` remove) pool addresses.
+    pub fn set_addresses(&mut self, addrs: &[u32], del: bool) -> Result<(), String> {
+        let pool = &mut self.config.addresses;
+        for a in addrs {
+            let at = pool.iter().position(|p| p == a);
+            match (at, del) {
+                (Some(i), true) => {
+                    pool.remove(i);
+                }
+                (None, false) => pool.push(*a),
+                (None, true) => {
+                    return Err(format!(
+                        "{} is not in the pool",
+                        std::net::Ipv4Addr::from(*a)
+                    ))
+                }
+                (Some(_), false) => {}
+            }
+        }
+        self.publish(true);
+        Ok(())
+    }
+
+    /// Add (or remove) a static mapping.
+    pub fn set_static(&mut self, m: StaticMapping, del: bool) -> Result<(), String> {
+        let statics = &mut self.config.statics;
+        let at = statics.iter().position(|s| *s == m);
+        match (at, del) {
+            (Some(i), true) => {
+                statics.remove(i);
+            }
+            (None, true) => return Err("no such static mapping".into()),
+            (None, false) => {
+                if statics
+                    .iter()
+                    .any(|s| s.proto == m.proto && (s.external == m.external || s.local == m.local))
+                {
+                    return Err("another static mapping has this external or local endpoint".into());
+                }
+                statics.push(m);
+            }
+            (Some(_), false) => {}
+        }
+        self.publish(false);
+        Ok(())
+    }
+
+    /// Publish what the workers read; `reset` closes every session (a new generation).
+    pub fn publish(&mut self, reset: bool) {
+        if reset {
+            self.generation += 1;
+        }
+        let c = &self.config;
+        let workers = self.shared.workers.len().max(1);
+        let mut addresses = c.addresses.clone();
+        let key = |p: u8, (a, port): (u32, u16)| (p, a, port);
+        addresses.extend(c.statics.iter().map(|s| s.external.0));
+        addresses.sort_unstable();
+        addresses.dedup();
+        let view = NatView {
+            roles: self.roles.clone(),
+            pool: c.addresses.clone(),
+            statics_out: c
+                .statics
+                .iter()
+                .map(|s| (key(s.proto, s.external), s.local))
+                .collect(),
+            statics_in: c
+                .statics
+                .iter()
+                .map(|s| (key(s.proto, s.local), s.external))
+                .collect(),
+            timeouts: c.timeouts,
+            limits: Some(Limits {
+                sessions: c.max_sessions.div_ceil(workers),
+                per_host: c.per_host,
+            }),
+            addresses,
+            generation: self.generation,
+            workers,
+        };
+        self.shared.view.store(Arc::new(view));
+    }
+}

@@ -1,0 +1,363 @@
+//! nat44-in (a feature of ip4-unicast on inside and outside interfaces) and nat44-out (a
+//! feature of ip4-output on outside interfaces): see the module's summary in `mod.rs`.
+
+use super::packet::{classify, rewrite, rewrite_error, Kind, Tuple, Unfit};
+use super::shared::{trace_line, Nat44Shared};
+use super::table::{Dir, Source, Table};
+use super::{ports, NatView, Refusal, Role};
+use crate::acl::session::now_ms;
+use crate::buffer::{FLAG_LOCAL_ORIGIN, FLAG_NAT_DONE, FLAG_TO_WORKER};
+use crate::graph::features::{self, SharedFeatures, IP4_OUTPUT, IP4_UNICAST};
+use crate::graph::names::error_counters;
+use crate::graph::{Node, NodeCx, NodeDecl};
+use crate::handoff::node::WORKER_HANDOFF;
+use crate::router::adjacency::SharedL3View;
+use std::sync::Arc;
+
+pub const NAT44_IN: &str = "nat44-in";
+pub const NAT44_OUT: &str = "nat44-out";
+/// Sessions looked at for expiry per packet handled, and per idle pass.
+const SWEEP_PER_PACKET: usize = 1;
+const SWEEP_IDLE: usize = 64;
+
+error_counters! {
+    pub enum Error {
+        HandedOff = "nat44: handed to the worker owning the port",
+        TableFull = "nat44: session table full",
+        HostLimit = "nat44: inside host at its session limit",
+        PortsFull = "nat44: no free port on the outside address",
+        NoAddress = "nat44: no outside address",
+        Collision = "nat44: reply tuple taken by another session",
+        Fragment = "nat44: fragment (not translated)",
+        Protocol = "nat44: protocol not translated",
+        BadPacket = "nat44: header invalid or truncated",
+        BadError = "nat44: ICMP error unreadable",
+    }
+}
+
+fn refused(r: Refusal) -> Error {
+    match r {
+        Refusal::TableFull => Error::TableFull,
+        Refusal::HostLimit => Error::HostLimit,
+        Refusal::PortsFull => Error::PortsFull,
+        Refusal::NoAddress => Error::NoAddress,
+        Refusal::Collision => Error::Collision,
+    }
+}
+
+fn unfit(u: Unfit) -> Error {
+    match u {
+        Unfit::BadHeader | Unfit::Truncated => Error::BadPacket,
+        Unfit::Fragment => Error::Fragment,
+        Unfit::Protocol => Error::Protocol,
+        Unfit::BadError => Error::BadError,
+    }
+}
+
+/// What becomes of one packet.
+enum Step {
+    /// On along the arc (translated or not), with a trace line.
+    Pass(Option<String>),
+    Drop(Error),
+    /// To worker `w`, which owns its port.
+    Handoff(usize),
+}
+
+pub struct Nat44 {
+    output: bool,
+    arc: usize,
+    me: usize,
+    nat: Arc<Nat44Shared>,
+    features: SharedFeatures,
+    l3: SharedL3View,
+}
+
+impl Nat44 {
+    /// nat44-in (`output` false) or nat44-out.
+    pub fn decl(
+        output: bool,
+        nat: Arc<Nat44Shared>,
+        features: SharedFeatures,
+        l3: SharedL3View,
+    ) -> NodeDecl {
+        let (name, arc) = if output {
+            (NAT44_OUT, IP4_OUTPUT)
+        } else {
+            (NAT44_IN, IP4_UNICAST)
+        };
+        let me = features::feature_index(arc, name).unwrap_or(0);
+        let mut next = features::next_names(arc, Some(me));
+        next.push(crate::nodes::error_drop::NAME.to_string());
+        if !output && nat.workers.len() > 1 {
+            next.push(WORKER_HANDOFF.to_string());
+        }
+        let node = Nat44 {
+            output,
+            arc,
+            me,
+            nat,
+            features,
+            l3,
+        };
+        NodeDecl::internal(name, &[], &Error::REASONS, node).with_next(next)
+    }
+
+    fn drop_slot(&self) -> usize {
+        features::next_names(self.arc, Some(self.me)).len()
+    }
+
+    /// nat44-in: the session of a packet arriving on `role`'s interface `rx`, or a new one
+    /// for a static mapping, or the worker that owns it.
+    fn inbound(&self, cx: (&NatView, &mut Table, usize), ip: &mut [u8], rx: u32, now: u64) -> Step {
+        let (view, table, me) = cx;
+        match classify(ip) {
+            Ok(Kind::Flow { tuple, l4, flags }) => {
+                if let Some((i, dir)) = table.find(&tuple) {
+                    // A packet that would expire here is not translated: the router's time
+                    // exceeded then quotes it as its sender sent it.
+                    if dir == Dir::Forward && ip[8] <= 1 {
+                        return Step::Pass(None);
+                    }
+                    let Some(to) = table.used(i, dir, flags, now) else {
+                        return Step::Pass(None);
+                    };
+                    rewrite(ip, l4, &tuple, &to);
+                    return Step::Pass(Some(trace_line("session", &tuple, &to)));
+                }
+                let key = (tuple.proto, tuple.dst, tuple.dport);
+                if let Some(&local) = view.statics_out.get(&key) {
+                    if ip[8] <= 1 {
+                        return Step::Pass(None);
+                    }
+                    // From inside to a port forward's outside address: hairpin, the source
+                    // mapped too (to that address) so that the reply comes back here.
+                    let src = match view.role(rx) {
+                        Some(Role::Inside) => Source::Map(tuple.dst),
+                        _ => Source::Keep,
+                    };
+                    return self.open((table, me), (tuple, l4, ip), (src, Some(local)), now);
+                }
+                if let Some(w) = self.owner(view, &tuple, me) {
+                    return Step::Handoff(w);
+                }
+                Step::Pass(None)
+            }
+            Ok(Kind::Error { inner, l4, at }) => self.error(table, (inner, l4, at), ip, view, me),
+            Err(Unfit::Fragment) if self.ours(view, dst_of(ip)) => Step::Drop(Error::Fragment),
+            // Anything else goes on as it came: the router's own traffic, or not ours.
+            Err(_) => Step::Pass(None),
+        }
+    }
+
+    /// The worker owning the port a reply is sent to, when it is not this one.
+    fn owner(&self, view: &NatView, t: &Tuple, me: usize) -> Option<usize> {
+        let workers = self.nat.workers.len();
+        if workers < 2 || !self.ours(view, t.dst) {
+            return None;
+        }
+        ports::owner(t.dport, workers).filter(|&w| w != me)
+    }
+
+    /// Whether `addr` is one of the NAT's outside addresses: the pool's and the static
+    /// mappings', or without a pool the outside interfaces' own.
+    fn ours(&self, view: &NatView, addr: u32) -> bool {
+        if view.is_outside_address(addr) {
+            return true;
+        }
+        if !view.pool.is_empty() {
+            return false;
+        }
+        let l3 = self.l3.load();
+        view.roles.iter().enumerate().any(|(i, r)| {
+            *r == Some(Role::Outside) && l3.interface(i as u32).is_some_and(|x| x.has_v4(addr))
+        })
+    }
+
+    /// Open a session for the packet `tuple` (transport at `l4` of `ip`) and translate it.
+    fn open(
+        &self,
+        (table, me): (&mut Table, usize),
+        (tuple, l4, ip): (Tuple, usize, &mut [u8]),
+        how: (Source, Option<(u32, u16)>),
+        now: u64,
+    ) -> Step {
+        let stats = &self.nat.workers[me].stats;
+        match table.open(tuple, how, (now, stats)) {
+            Ok((_, to)) => {
+                rewrite(ip, l4, &tuple, &to);
+                Step::Pass(Some(trace_line("new session", &tuple, &to)))
+            }
+            Err(r) => Step::Drop(refused(r)),
+        }
+    }
+
+    /// An ICMP error quoting a packet of a session: translated back the way the error goes.
+    fn error(
+        &self,
+        table: &mut Table,
+        (inner, l4, at): (Tuple, usize, usize),
+        ip: &mut [u8],
+        view: &NatView,
+        me: usize,
+    ) -> Step {
+        // The quoted packet went the other way: its reverse is how the error's direction
+        // finds the session.
+        let Some((i, dir)) = table.find(&inner.reversed()) else {
+            return match self.owner(view, &inner.reversed(), me) {
+                Some(w) => Step::Handoff(w),
+                None => Step::Pass(None),
+            };
+        };
+        let Some(s) = table.get(i) else {
+            return Step::Pass(None);
+        };
+        // This direction's translation, applied to the error's reverse view of the quote.
+        let (from, to) = match dir {
+            Dir::Forward => (s.orig, s.xlat),
+            Dir::Reply => (s.xlat.reversed(), s.orig.reversed()),
+        };
+        let new_inner = to.reversed();
+        let src = u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]);
+        let outer_src = if src == from.src { to.src } else { src };
+        rewrite_error(ip, (l4, at), (&inner, &new_inner), (outer_src, to.dst));
+        Step::Pass(Some(format!(
+            "icmp error: quote {inner} => {new_inner}, to {}",
+            std::net::Ipv4Addr::from(to.dst)
+        )))
+    }
+
+    /// nat44-out: a packet routed out of an outside interface that nat44-in did not
+    /// translate.
+    fn outbound(
+        &self,
+        cx: (&NatView, &mut Table, usize),
+        ip: &mut [u8],
+        tx: u32,
+        now: u64,
+    ) -> Step {
+        let (view, table, me) = cx;
+        match classify(ip) {
+            Ok(Kind::Flow { tuple, l4, flags }) => {
+                if let Some((i, dir)) = table.find(&tuple) {
+                    let Some(to) = table.used(i, dir, flags, now) else {
+                        return Step::Pass(None);
+                    };
+                    rewrite(ip, l4, &tuple, &to);
+                    return Step::Pass(Some(trace_line("session", &tuple, &to)));
+                }
+                if view.is_outside_address(tuple.src) {
+                    return Step::Pass(None);
+                }
+                let key = (tuple.proto, tuple.src, tuple.sport);
+                let src = match view.statics_in.get(&key) {
+                    Some(&(a, p)) => Source::Fixed(a, p),
+                    None => match self.outside_address(view, tx, &tuple) {
+                        Some(a) => Source::Map(a),
+                        None => return Step::Drop(Error::NoAddress),
+                    },
+                };
+                self.open((table, me), (tuple, l4, ip), (src, None), now)
+            }
+            Ok(Kind::Error { inner, l4, at }) => self.error(table, (inner, l4, at), ip, view, me),
+            Err(u) => Step::Drop(unfit(u)),
+        }
+    }
+
+    /// The outside address a new session through interface `tx` to `dst` maps to: the
+    /// pool's (paired: by the inside address) or, without a pool, the interface's own.
+    fn outside_address(&self, view: &NatView, tx: u32, t: &Tuple) -> Option<u32> {
+        if !view.pool.is_empty() {
+            return view.pool.get(view.pool_index(t.src)).copied();
+        }
+        let l3 = self.l3.load();
+        let a = l3.interface(tx)?.v4_towards(t.dst);
+        (a != 0).then_some(a)
+    }
+}
+
+fn dst_of(ip: &[u8]) -> u32 {
+    ip.get(16..20)
+        .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+impl Node for Nat44 {
+    fn process(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) -> usize {
+        let view = self.nat.view.load();
+        let features = self.features.load();
+        let me = cx.thread;
+        let Some(mut guard) = self.nat.table(me, &view) else {
+            cx.enqueue_all(self.drop_slot(), frame);
+            return frame.len();
+        };
+        let table = &mut guard.table;
+        let now = now_ms();
+        let tracing = cx.tracing();
+        let drop = self.drop_slot();
+        let handoff = drop + 1;
+        for &bi in frame {
+            let (meta, data) = cx.bufs.meta_data_mut(bi);
+            let interface = if self.output { meta.tx_if } else { meta.rx_if };
+            let at = meta.l3_offset as usize;
+            let skip = meta.flags & (FLAG_NAT_DONE | FLAG_LOCAL_ORIGIN) != 0 && self.output;
+            let step = match data.get_mut(at..) {
+                _ if skip => Step::Pass(None),
+                None => Step::Drop(Error::BadPacket),
+                Some(ip) if self.output => self.outbound((&view, table, me), ip, interface, now),
+                Some(ip) => self.inbound((&view, table, me), ip, interface, now),
+            };
+            match step {
+                Step::Pass(line) => {
+                    if line.is_some() {
+                        meta.flags |= FLAG_NAT_DONE;
+                    }
+                    if tracing {
+                        if let Some(l) = &line {
+                            cx.trace(bi, l);
+                        }
+                    }
+                    cx.enqueue(features.next_slot(self.arc, interface, Some(self.me)), bi);
+                }
+                Step::Drop(e) => {
+                    cx.count_error(e as usize, 1);
+                    if tracing {
+                        cx.trace(bi, e.reason());
+                    }
+                    cx.enqueue(drop, bi);
+                }
+                Step::Handoff(w) => {
+                    meta.flags |= FLAG_TO_WORKER;
+                    meta.aux = w as u32;
+                    cx.count_error(Error::HandedOff as usize, 1);
+                    cx.enqueue(handoff, bi);
+                }
+            }
+        }
+        table.sweep(
+            frame.len() * SWEEP_PER_PACKET,
+            now,
+            &view.timeouts,
+            &self.nat.workers[me].stats,
+        );
+        frame.len()
+    }
+
+    fn wants_poll(&self) -> bool {
+        !self.output
+    }
+
+    fn poll(&mut self, cx: &mut NodeCx<'_>) -> usize {
+        let view = self.nat.view.load();
+        if view.limits.is_none() {
+            return 0;
+        }
+        let me = cx.thread;
+        let Some(mut guard) = self.nat.table(me, &view) else {
+            return 0;
+        };
+        let now = now_ms();
+        let stats = &self.nat.workers[me].stats;
+        guard.table.sweep(SWEEP_IDLE, now, &view.timeouts, stats);
+        self.nat.answer(me, &guard.table, now);
+        0
+    }
+}

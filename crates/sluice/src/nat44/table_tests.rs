@@ -1,0 +1,113 @@
+use super::*;
+use crate::nat44::packet::UDP;
+
+const A: u32 = 0x0a00_0002;
+const B: u32 = 0x0a00_0003;
+const R: u32 = 0xc633_6402;
+const R2: u32 = 0xc633_6403;
+const E: u32 = 0xcb00_7101;
+
+fn table(sessions: usize, per_host: u32) -> Table {
+    Table::new(0, 1, Limits { sessions, per_host })
+}
+
+fn udp(src: u32, sport: u16, dst: u32, dport: u16) -> Tuple {
+    Tuple {
+        proto: UDP,
+        src,
+        dst,
+        sport,
+        dport,
+    }
+}
+
+#[test]
+fn a_mapping_is_endpoint_independent_and_keeps_its_port() {
+    let stats = Stats::default();
+    let mut t = table(100, 100);
+    let first = udp(A, 40000, R, 53);
+    let (_, x1) = t.open(first, (Source::Map(E), None), (0, &stats)).unwrap();
+    assert_eq!((x1.src, x1.sport), (E, 40000), "port preserved");
+    // A second destination from the same endpoint: the same outside port (EIM).
+    let (_, x2) = t
+        .open(udp(A, 40000, R2, 53), (Source::Map(E), None), (0, &stats))
+        .unwrap();
+    assert_eq!((x2.src, x2.sport), (E, 40000));
+    // Another inside host with the same port to the same destination: another port.
+    let (_, x3) = t
+        .open(udp(B, 40000, R, 53), (Source::Map(E), None), (0, &stats))
+        .unwrap();
+    assert_eq!(x3.src, E);
+    assert_ne!(x3.sport, 40000);
+    // The reply finds the session, in the reply direction, and leaves as the reverse of orig.
+    let (i, dir) = t.find(&x1.reversed()).unwrap();
+    assert_eq!(dir, Dir::Reply);
+    assert_eq!(t.used(i, dir, 0, 1), Some(first.reversed()));
+    // A packet from another remote to the mapped port is not let in (APDF).
+    assert!(t.find(&udp(R2, 53, E, x3.sport)).is_none());
+    assert_eq!(stats.sessions(), 3);
+}
+
+#[test]
+fn limits_and_expiry_are_counted() {
+    let stats = Stats::default();
+    let mut t = table(2, 1);
+    t.open(udp(A, 1, R, 53), (Source::Map(E), None), (0, &stats))
+        .unwrap();
+    assert_eq!(
+        t.open(udp(A, 2, R, 53), (Source::Map(E), None), (0, &stats)),
+        Err(Refusal::HostLimit)
+    );
+    t.open(udp(B, 1, R, 53), (Source::Map(E), None), (0, &stats))
+        .unwrap();
+    assert_eq!(
+        t.open(
+            udp(R, 9, E, 80),
+            (Source::Keep, Some((A, 8080))),
+            (0, &stats)
+        ),
+        Err(Refusal::TableFull)
+    );
+    let timeouts = Timeouts {
+        udp: 2,
+        ..Timeouts::default()
+    };
+    t.sweep(10, 1_999, &timeouts, &stats);
+    assert_eq!(t.len(), 2);
+    t.sweep(10, 2_000, &timeouts, &stats);
+    assert_eq!(t.len(), 0);
+    assert_eq!(stats.expired.load(std::sync::atomic::Ordering::Relaxed), 2);
+    assert!(t.ports_in_use().iter().all(|(_, n)| *n == 0), "ports freed");
+}
+
+#[test]
+fn a_static_mapping_translates_the_destination_and_its_replies() {
+    let stats = Stats::default();
+    let mut t = table(10, 10);
+    let orig = udp(R, 5000, E, 80);
+    let (_, x) = t
+        .open(orig, (Source::Keep, Some((A, 8080))), (0, &stats))
+        .unwrap();
+    assert_eq!(x, udp(R, 5000, A, 8080));
+    let (i, dir) = t.find(&x.reversed()).unwrap();
+    assert_eq!(t.used(i, dir, 0, 0), Some(orig.reversed()));
+}
+
+#[test]
+fn tcp_states_follow_the_handshake_and_the_close() {
+    let stats = Stats::default();
+    let mut t = table(10, 10);
+    let syn = Tuple {
+        proto: TCP,
+        ..udp(A, 41000, R, 80)
+    };
+    let (i, x) = t.open(syn, (Source::Map(E), None), (0, &stats)).unwrap();
+    assert_eq!(t.get(i).unwrap().state, State::Open);
+    t.used(i, Dir::Reply, SYN | 0x10, 1);
+    assert_eq!(t.get(i).unwrap().state, State::Open, "SYN+ACK alone");
+    t.used(i, Dir::Forward, 0x10, 2);
+    assert_eq!(t.get(i).unwrap().state, State::Established);
+    t.used(i, Dir::Reply, FIN | 0x10, 3);
+    assert_eq!(t.get(i).unwrap().state, State::Closing);
+    assert_eq!(x.sport, 41000);
+}
