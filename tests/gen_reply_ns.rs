@@ -2,7 +2,9 @@
 //! every frame is answered and every answer counted, both directions without loss, for
 //! UDP and TCP over IPv4 and IPv6; and through a Linux router whose nftables ruleset lets
 //! TCP through only as conntrack's established flows opened by a SYN, the flows open with
-//! SYN, SYN+ACK, ACK and everything passes (without `--reply`, only the SYNs do).
+//! SYN, SYN+ACK, ACK and everything passes (without `--reply`, only the SYNs do); and
+//! through the same router masquerading what leaves by d1 (NAT44), where the far side
+//! answers the translated address and every frame and answer is counted and checked.
 
 mod common;
 use common::*;
@@ -85,8 +87,8 @@ fn every_frame_is_answered_and_every_answer_counted() {
 /// (198.51.100.1, 2001:db8:1::1) towards t1, the generator's networks routed to each side
 /// through fixed neighbours, and an nftables forward chain that drops what conntrack calls
 /// invalid, accepts established flows and new ones only by a SYN, and drops the rest.
-fn router(tester: &Netns) -> Netns {
-    let r = Netns::new("rtct");
+fn router(tester: &Netns, tag: &str) -> Netns {
+    let r = Netns::new(tag);
     veth(tester, "t0", &r, "d0", 1500);
     veth(tester, "t1", &r, "d1", 1500);
     let t0 = routed::mac_of(tester, "t0");
@@ -211,7 +213,7 @@ fn tcp_flows_become_established_through_conntrack() {
         return;
     }
     let tester = Netns::new("rtgen");
-    let r = router(&tester);
+    let r = router(&tester, "rtct");
     let d0 = routed::mac_of(&r, "d0");
     let t0 = routed::mac_of(&tester, "t0");
     // 100 flows at 2000 pps: a flow's next segment leaves 50 ms after its SYN, long after
@@ -279,4 +281,101 @@ fn nft_present() -> bool {
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success())
+}
+
+/// Through NAT44 (nftables `masquerade` out of d1): the frames reach t1 from d1's address,
+/// the far side answers that address and conntrack translates the answers back; with
+/// `--translated` every frame and every answer is counted and checked, nothing corrupt.
+/// Without it, the frames compared byte for byte (one in 16) count as corrupt: the
+/// receiver counts by the test header, the check is what needs to know of the NAT.
+#[test]
+fn every_frame_is_counted_through_masquerade() {
+    if !needs_root() || !prerequisite(nft_present(), "nft") {
+        return;
+    }
+    let tester = Netns::new("natgen");
+    let r = router(&tester, "natrt");
+    // No filter (it lets TCP SYNs only open flows), the NAT instead.
+    let o = r
+        .exec("nft", &["delete", "table", "inet", "ct_test"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", routed::text(&o));
+    let rules =
+        "table ip nat_test {\n chain post {\n  type nat hook postrouting priority srcnat;\n  \
+                 oifname \"d1\" masquerade\n }\n}\n";
+    let mut child = r
+        .exec("nft", &["-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("nft");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(rules.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success(), "nft -f");
+    let d0 = routed::mac_of(&r, "d0");
+    let t0 = routed::mac_of(&tester, "t0");
+    let (flows, count) = (100u64, 1000u64);
+    for l4 in ["udp", "tcp"] {
+        let gen = |translated: bool| {
+            let (c, f) = (count.to_string(), flows.to_string());
+            let mut args = vec![
+                "--tx",
+                "t0",
+                "--rx",
+                "t1",
+                "--l4",
+                l4,
+                "--flows",
+                &f,
+                "--count",
+                &c,
+                "--rate",
+                "2000",
+                "--size",
+                "70,1514",
+                "--routed",
+                "--src-mac",
+                &t0,
+                "--dst-mac",
+                &d0,
+                "--reply",
+            ];
+            if translated {
+                args.push("--translated");
+            }
+            gen_json(&tester, &args)
+        };
+        let g = gen(true);
+        both_ways(&g, count, l4, 4);
+        assert!(
+            g["forward"]["rx_verified"].as_u64().unwrap() > 0,
+            "{l4}: {g}"
+        );
+        // Translated by conntrack: each flow from its 198.18 source, answered to d1.
+        let ct = r.exec("cat", &["/proc/net/nf_conntrack"]).output().unwrap();
+        let ct = String::from_utf8_lossy(&ct.stdout);
+        let ours = ct
+            .lines()
+            .filter(|l| {
+                l.contains(&format!(" {l4} "))
+                    && l.contains("src=198.18.")
+                    && l.contains("dst=198.51.100.1 ")
+            })
+            .count();
+        assert_eq!(ours as u64, flows, "{l4}: {ct}");
+        let g = gen(false);
+        assert_eq!(
+            g["forward"]["rx_packets"], count,
+            "{l4}: counted all the same: {g}"
+        );
+        assert!(
+            g["forward"]["rx_corrupt"].as_u64().unwrap() > 0,
+            "{l4}: {g}"
+        );
+    }
 }

@@ -419,6 +419,7 @@ fn lab_up_down_is_idempotent_and_clean() {
         assert!(acl_node, "no acl-ip4-in in sluice's runtime: {s}");
     }
     ipv6_and_answering_rows();
+    nat_row();
     let tables = sh("ip", &["netns", "exec", "sl-dut", "nft", "list", "tables"]);
     let tables = String::from_utf8_lossy(&tables.stdout).into_owned();
     assert!(
@@ -628,6 +629,42 @@ fn ipv6_and_answering_rows() {
         .sum();
     assert_eq!(tcp, 100, "{k}");
     assert!(k["sessions"]["assured"].as_u64().unwrap() >= 100, "{k}");
+}
+
+/// Issue 36's linux-nat: with no --reply asked, t1 answers (a NAT DUT implies it), every
+/// frame crosses the NAT and every answer the way back, the row carries conntrack's
+/// entries for the flows, and the kernel's conntrack size is put back after the run.
+fn nat_row() {
+    let max = || std::fs::read_to_string("/proc/sys/net/netfilter/nf_conntrack_max").ok();
+    let before = max();
+    let rows = run_rows(&["--dut", "linux-nat", "--flows", "1000", "--no-calibrate"]);
+    let r = &rows[0];
+    assert_eq!(
+        (&r["dut"], &r["reply"]),
+        (&"linux-nat".into(), &true.into())
+    );
+    assert_eq!(r["tx_packets"], 20000, "{r}");
+    assert_counted(r);
+    let back = &r["reverse"];
+    let not_sent = back["tx_not_sent"].as_u64().unwrap();
+    assert_eq!(
+        back["tx_packets"].as_u64().unwrap() + not_sent,
+        r["rx_packets"].as_u64().unwrap(),
+        "every frame answered (or counted as the tester's loss): {r}"
+    );
+    assert_eq!(
+        back["rx_corrupt"], 0,
+        "the answers translated back as sent: {r}"
+    );
+    let answers_lost = back["lost"].as_u64().unwrap();
+    assert!(
+        answers_lost <= back["rx_ring_drops"].as_u64().unwrap() + missed(r),
+        "{r}"
+    );
+    // The 1000 flows and the warm-up's.
+    let entries = r["sessions"]["conntrack_entries"].as_u64().unwrap();
+    assert!(entries >= 1000, "{r}");
+    assert_eq!(max(), before, "conntrack's limit put back");
 }
 
 /// The table of a real run: latency, the generator's own maximum (calibrated first) and who

@@ -108,6 +108,10 @@ pub struct GenArgs {
     /// The DUT routes: accept rewritten MACs, a lower TTL, a new checksum
     #[arg(long)]
     routed: bool,
+    /// The DUT translates sources (NAT44, with --routed): frames on the rx port may come
+    /// from any IPv4 address and port, their IP and L4 checksums right; the rest is checked
+    #[arg(long, requires = "routed")]
+    translated: bool,
     /// Destination MAC of the reverse direction with --bi (default: the forward source MAC)
     #[arg(long, value_name = "MAC")]
     dst_mac_reverse: Option<MacAddress>,
@@ -361,6 +365,7 @@ impl GenArgs {
                 src_net6: self.src_net6,
                 dst_net6: self.dst_net6,
                 routed: self.routed,
+                translated: self.translated,
                 src_mac: self.src_mac,
                 dst_mac: self.dst_mac,
                 macs: self.macs.unwrap_or(1),

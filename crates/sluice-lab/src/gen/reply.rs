@@ -137,6 +137,72 @@ mod tests {
         }
     }
 
+    /// Through a NAT44 router: the frames reach the rx port from the NAT's address and
+    /// ports it chose, are counted by their test header and answered to that address and
+    /// port; the answers, translated back, reach the tx port as the answers to the frames
+    /// sent, and are counted and checked as such.
+    #[test]
+    fn translated_frames_counted_and_answered() {
+        use super::super::frame::tests::{nat44, NAT_ADDRESS};
+        for args in ["--l4 tcp --flows 7 --size imix", "--flows 5 --size 64,1514"] {
+            let opts = crate::gen::args::tests::options(&format!(
+                "--tx t0 --rx t1 --reply --routed --translated {args}"
+            ))
+            .unwrap();
+            let p = &opts.profile;
+            // Each flow's source, and the port the NAT gave it.
+            let mut sent = Vec::new();
+            for seq in 0..300u64 {
+                let mut f = Vec::new();
+                p.build(seq, super::super::now_ns(), &mut f);
+                let src: [u8; 4] = f[26..30].try_into().unwrap();
+                let sport = u16::from_be_bytes([f[34], f[35]]);
+                let port = 20_000 + p.flow_of(seq) as u16;
+                sent.push((nat44(&f, Some((NAT_ADDRESS, port)), None), (src, sport)));
+            }
+            let kept = Arc::new(Mutex::new(Vec::new()));
+            let mut answering = Answering::new(Box::new(Kept(kept.clone())));
+            let done = AtomicBool::new(true);
+            let frames = sent.iter().map(|(f, _)| f.clone()).collect();
+            let fwd = receive_loop(
+                &opts,
+                p,
+                "",
+                &mut Frames(frames),
+                &done,
+                None,
+                &mut answering,
+            );
+            assert_eq!((fwd.packets, fwd.corrupt, fwd.other), (300, 0, 0), "{args}");
+            assert!(fwd.verified > 0, "{args}: some compared whole");
+            let answers = std::mem::take(&mut *kept.lock().unwrap());
+            assert_eq!(answers.len(), 300);
+            let back: Vec<Vec<u8>> = answers
+                .iter()
+                .zip(&sent)
+                .map(|(a, (_, original))| {
+                    assert_eq!(a[30..34], NAT_ADDRESS, "{args}: answered to the NAT");
+                    nat44(a, None, Some(*original))
+                })
+                .collect();
+            let rev = receive_loop(
+                &opts,
+                p,
+                "",
+                &mut Frames(back),
+                &done,
+                None,
+                &mut Answers::new(),
+            );
+            assert_eq!((rev.packets, rev.corrupt, rev.other), (300, 0, 0), "{args}");
+            assert_eq!(
+                rev.verified,
+                300 / 16 + 1,
+                "{args}: one in 16 compared whole"
+            );
+        }
+    }
+
     /// The rx port's receiver answers every frame (warm-up and closing ones too, not counted),
     /// and the tx port's receiver counts the answers of the counted ones, all checked.
     #[test]

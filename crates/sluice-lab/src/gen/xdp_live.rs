@@ -452,6 +452,7 @@ mod tests {
                 src_net6: SRC_NET6,
                 dst_net6: DST_NET6,
                 routed: false,
+                translated: false,
                 src_mac: sluice::wire::MacAddress([2, 0, 0, 0, 0, 1]),
                 dst_mac: sluice::wire::MacAddress([2, 0, 0, 0, 0, 2]),
                 macs: 1,

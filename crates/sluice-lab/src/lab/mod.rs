@@ -145,6 +145,23 @@ mod tests {
         }
     }
 
+    /// A NAT DUT implies the answering generator, and so none of what excludes it.
+    #[test]
+    fn a_nat_dut_implies_reply() {
+        let o = parse_run("--dut linux-nat --flows 10000").unwrap();
+        assert!(o.reply, "implied");
+        assert_eq!((o.family, o.l4), (Family::Ipv4, L4::Udp));
+        assert!(parse_run("--dut linux-nat --l4 tcp --reply").unwrap().reply);
+        for bad in [
+            "--dut linux-nat --bi",
+            "--dut linux-nat --engine xdp",
+            "--dut linux-nat --family ipv6",
+            "--dut linux-nat --stateful",
+        ] {
+            assert!(parse_run(bad).is_err(), "accepted: {bad}");
+        }
+    }
+
     #[test]
     fn run_defaults_and_options() {
         let o = parse_run("").unwrap();

@@ -60,12 +60,15 @@ impl args::RunArgs {
         let sessions = dut::LabAcl::sessions_for(&self.flows);
         let (family, l4) = (self.frames.family, self.frames.l4);
         let min = crate::gen::frame::min_size(family, l4);
+        // A NAT DUT is measured with traffic that answers: its far side answers the
+        // translated address, and the answers are translated back.
+        let reply = self.reply || self.duts.iter().any(|d| d.translates());
         let o = RunOptions {
             duts: self.duts,
             size: self.size.unwrap_or_else(|| min.to_string()),
             family,
             l4,
-            reply: self.reply,
+            reply,
             flows: self.flows,
             duration: self.duration,
             count: self.count,
@@ -155,6 +158,13 @@ impl args::RunArgs {
             return Err(format!(
                 "--vlan and --qinq are for the sluice DUTs; {} does not take them (the kernel \
                  here has no 802.1Q devices for linux-bridge)",
+                d.name()
+            ));
+        }
+        if let Some(d) = o.duts.iter().find(|d| o.bi && d.translates()) {
+            return Err(format!(
+                "{} is measured with the answering generator (--reply, which it implies): \
+                 no --bi",
                 d.name()
             ));
         }

@@ -165,15 +165,7 @@ pub(crate) fn one_run(
     let runtime = d.ctl_json("show runtime");
     let interfaces = d.ctl_json("show interface");
     let l2fib = d.ctl_json("show l2fib count");
-    let sessions = match o.acl {
-        Some(a) if a.stateful => d.ctl_json("show sessions summary").or_else(|| {
-            (kind == DutKind::LinuxRouter)
-                .then(|| netns::in_ns(netns::DUT, "cat", &["/proc/net/nf_conntrack"]).ok())
-                .flatten()
-                .map(|out| conntrack_summary(&String::from_utf8_lossy(&out.stdout)))
-        }),
-        _ => None,
-    };
+    let sessions = session_table(o, kind, &d);
     let load_s = d.table_load_s();
     let convergence = d.convergence();
     d.stop();
@@ -189,6 +181,24 @@ pub(crate) fn one_run(
         r.convergence = convergence;
     }
     Ok(r)
+}
+
+/// With `--stateful` or a NAT DUT: the DUT's session table after the run (sluice's `show
+/// sessions summary` or `show nat44 summary`, the kernel's conntrack).
+fn session_table(o: &RunOptions, kind: DutKind, d: &dut::RunningDut) -> Option<Value> {
+    let line = if kind.translates() {
+        "show nat44 summary"
+    } else if o.acl.is_some_and(|a| a.stateful) {
+        "show sessions summary"
+    } else {
+        return None;
+    };
+    d.ctl_json(line).or_else(|| {
+        matches!(kind, DutKind::LinuxRouter | DutKind::LinuxNat)
+            .then(|| netns::in_ns(netns::DUT, "cat", &["/proc/net/nf_conntrack"]).ok())
+            .flatten()
+            .map(|out| conntrack_summary(&String::from_utf8_lossy(&out.stdout)))
+    })
 }
 
 /// The kernel's conntrack table as the lab reports it: entries, how many reached

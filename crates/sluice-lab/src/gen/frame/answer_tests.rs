@@ -17,6 +17,7 @@ fn profile(family: Family, l4: L4, sizes: &[usize]) -> Profile {
         src_net6: SRC_NET6,
         dst_net6: DST_NET6,
         routed: false,
+        translated: false,
         src_mac: "02:00:00:00:00:01".parse().unwrap(),
         dst_mac: "02:00:00:00:00:02".parse().unwrap(),
         macs: 1,

@@ -85,6 +85,9 @@ pub struct Profile {
     /// The DUT routes (rewrites MACs, decrements TTL, updates the checksum): the receiver
     /// checks everything else.
     pub routed: bool,
+    /// The DUT translates the IPv4 source address and port (NAT44): the receiver accepts
+    /// any, with the IP and L4 checksums right for them.
+    pub translated: bool,
     pub src_mac: MacAddress,
     pub dst_mac: MacAddress,
     /// MAC pairs the frames step through (1: the two above only): frame `seq` adds
@@ -308,4 +311,4 @@ impl Profile {
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

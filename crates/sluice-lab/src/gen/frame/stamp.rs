@@ -125,10 +125,14 @@ pub fn verify(profile: &Profile, frame: &[u8], st: Stamp, scratch: &mut Vec<u8>)
     same_as_sent(profile, frame, scratch)
 }
 
-/// Whether `frame` is `scratch` as sent (for a routed profile: as a router forwards it).
+/// Whether `frame` is `scratch` as sent (for a routed profile: as a router forwards it; for
+/// a translated one, as a NAT44 router does).
 pub(super) fn same_as_sent(profile: &Profile, frame: &[u8], scratch: &[u8]) -> bool {
     if !profile.routed {
         return scratch == frame;
+    }
+    if profile.translated && profile.family == Family::Ipv4 {
+        return translated_as_sent(profile, frame, scratch);
     }
     let ip = ETH_LEN + 4 * profile.vlans.len();
     let ttl = ip + profile.family.ttl_at();
@@ -147,6 +151,43 @@ pub(super) fn same_as_sent(profile: &Profile, frame: &[u8], scratch: &[u8]) -> b
         // No header checksum; the L4 checksum does not cover the hop limit.
         Family::Ipv6 => same_but_ttl && frame[ttl + 1..] == scratch[ttl + 1..],
     }
+}
+
+/// Whether `frame` is `scratch` as a NAT44 router forwards it: any MACs, the TTL
+/// decremented, any source address and port, the IP and L4 checksums right for them (an
+/// IPv4/UDP frame sent without a checksum still without one), every other byte as sent.
+fn translated_as_sent(profile: &Profile, frame: &[u8], scratch: &[u8]) -> bool {
+    let ip = ETH_LEN + 4 * profile.vlans.len();
+    let ttl = ip + profile.family.ttl_at();
+    // The generator's IPv4 headers have no options.
+    let l4 = ip + 20;
+    let l4_sum = l4 + super::l4::checksum_at(profile.l4);
+    let src = ip + 12..ip + 16;
+    let same = |r: std::ops::Range<usize>| frame.get(r.clone()) == scratch.get(r);
+    let end = scratch.len();
+    if frame.len() != end || l4_sum + 2 > end {
+        return false;
+    }
+    let unchanged = same(MACS_END..ttl)
+        && frame[ttl] < scratch[ttl]
+        && frame[ttl] > 0
+        && same(ttl + 1..ip + CSUM_AT)
+        && same(src.end..l4)
+        && same(l4 + 2..l4_sum)
+        && same(l4_sum + 2..end);
+    let ip_len = u16::from_be_bytes([frame[ip + 2], frame[ip + 3]]) as usize;
+    let Some(segment) = frame.get(l4..ip + ip_len) else {
+        return false;
+    };
+    let l4_ok = if scratch[l4_sum..l4_sum + 2] == [0, 0] && profile.l4 == super::L4::Udp {
+        frame[l4_sum..l4_sum + 2] == [0, 0]
+    } else {
+        let pseudo = super::checksum::sum(&frame[src.start..l4])
+            + frame[ip + 9] as u64
+            + segment.len() as u64;
+        super::checksum::finish(pseudo + super::checksum::sum(segment)) == 0
+    };
+    unchanged && l4_ok && checksum(&frame[ip..l4]) == 0
 }
 
 /// The receiver compares the bytes of one frame in this many by default: rebuilding and

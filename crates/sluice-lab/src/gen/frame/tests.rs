@@ -15,6 +15,7 @@ fn profile() -> Profile {
         src_net6: SRC_NET6,
         dst_net6: DST_NET6,
         routed: false,
+        translated: false,
         src_mac: "02:00:00:00:00:01".parse().unwrap(),
         dst_mac: "02:00:00:00:00:02".parse().unwrap(),
         macs: 1,
@@ -250,6 +251,94 @@ fn routed_verification_accepts_a_routers_rewrite_only() {
     let mut payload = routed.clone();
     payload[50] ^= 1;
     assert!(!verify(&p, &payload, st, &mut scratch));
+}
+
+/// An IPv4 frame (no tags, no options) as a NAT44 router forwards it: new MACs, TTL less
+/// one, `src` and `sport` for the source (`dst` and `dport` for the destination, when
+/// given: a reply translated back), both checksums recomputed (a UDP checksum of 0 left
+/// 0), as Linux's conntrack or sluice's NAT leave it.
+pub(in crate::gen) fn nat44(
+    f: &[u8],
+    src: Option<([u8; 4], u16)>,
+    dst: Option<([u8; 4], u16)>,
+) -> Vec<u8> {
+    let mut n = f.to_vec();
+    let (ip, l4) = (14, 34);
+    n[0..12].copy_from_slice(&[0x0a; 12]);
+    n[ip + 8] -= 1;
+    if let Some((a, p)) = src {
+        n[ip + 12..ip + 16].copy_from_slice(&a);
+        n[l4..l4 + 2].copy_from_slice(&p.to_be_bytes());
+    }
+    if let Some((a, p)) = dst {
+        n[ip + 16..ip + 20].copy_from_slice(&a);
+        n[l4 + 2..l4 + 4].copy_from_slice(&p.to_be_bytes());
+    }
+    n[ip + 10..ip + 12].copy_from_slice(&[0, 0]);
+    let c = checksum(&n[ip..l4]);
+    n[ip + 10..ip + 12].copy_from_slice(&c.to_be_bytes());
+    let at = l4 + if n[ip + 9] == 6 { 16 } else { 6 };
+    if n[ip + 9] == 6 || n[at..at + 2] != [0, 0] {
+        n[at..at + 2].copy_from_slice(&[0, 0]);
+        let total = u16::from_be_bytes([n[ip + 2], n[ip + 3]]) as usize;
+        let mut pseudo = n[ip + 12..ip + 20].to_vec();
+        pseudo.extend_from_slice(&[0, n[ip + 9]]);
+        pseudo.extend_from_slice(&((total - 20) as u16).to_be_bytes());
+        pseudo.extend_from_slice(&n[l4..ip + total]);
+        let c = checksum(&pseudo);
+        n[at..at + 2].copy_from_slice(&c.to_be_bytes());
+    }
+    n
+}
+
+/// d1's address in the NAT tests.
+pub(in crate::gen) const NAT_ADDRESS: [u8; 4] = [198, 51, 100, 1];
+
+#[test]
+fn translated_verification_accepts_a_nat_rewrite_only() {
+    for l4 in [L4::Udp, L4::Tcp] {
+        let mut p = kind(Family::Ipv4, l4, &[70, 1514], 4);
+        (p.routed, p.translated) = (true, true);
+        let mut scratch = Vec::new();
+        for seq in [5, 6] {
+            let mut f = Vec::new();
+            p.build(seq, 1, &mut f);
+            let st = stamp(&f).unwrap();
+            let nat = nat44(&f, Some((NAT_ADDRESS, 61_000)), None);
+            assert!(verify(&p, &nat, st, &mut scratch), "{l4:?} {seq}");
+            // As a plain router would have it: the source kept (any source is accepted).
+            assert!(verify(&p, &nat44(&f, None, None), st, &mut scratch));
+            // The destination changed, a stale checksum, a changed payload, a TTL kept: no.
+            let other = nat44(&f, None, Some(([198, 19, 9, 9], 7)));
+            assert!(!verify(&p, &other, st, &mut scratch), "{l4:?}: destination");
+            let mut stale = nat.clone();
+            stale[14 + 12] ^= 1;
+            assert!(!verify(&p, &stale, st, &mut scratch), "{l4:?}: IP checksum");
+            let mut payload = nat.clone();
+            *payload.last_mut().unwrap() ^= 1;
+            let payload = nat44(&payload, None, None);
+            assert!(!verify(&p, &payload, st, &mut scratch), "{l4:?}: payload");
+            let mut ttl = nat.clone();
+            ttl[14 + 8] += 1;
+            assert!(!verify(&p, &ttl, st, &mut scratch), "{l4:?}: TTL");
+            // Without --translated, the new source is not accepted.
+            p.translated = false;
+            assert!(
+                !verify(&p, &nat, st, &mut scratch),
+                "{l4:?}: not translated"
+            );
+            p.translated = true;
+        }
+    }
+    // A bad L4 checksum after translation (TCP, whose checksum is always filled in).
+    let mut p = kind(Family::Ipv4, L4::Tcp, &[70], 4);
+    (p.routed, p.translated) = (true, true);
+    let mut f = Vec::new();
+    p.build(3, 1, &mut f);
+    let st = stamp(&f).unwrap();
+    let mut nat = nat44(&f, Some((NAT_ADDRESS, 61_000)), None);
+    nat[14 + 20 + 16] ^= 1;
+    assert!(!verify(&p, &nat, st, &mut Vec::new()));
 }
 
 #[test]

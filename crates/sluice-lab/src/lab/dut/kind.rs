@@ -3,7 +3,7 @@
 //! makes `DutKind` of them, and `--dut`'s parsing, its "known:" error and every predicate
 //! read the specs. Adding a DUT is its file and one line of that list.
 
-use super::{linux, sluice, testpmd, vpp, LabAcl, RunningDut};
+use super::{linux, linux_nat, sluice, testpmd, vpp, LabAcl, RunningDut};
 use crate::gen::frame::Family;
 use crate::gen::port::Io;
 use crate::lab::table::TableFiles;
@@ -50,6 +50,9 @@ pub struct DutSpec {
     pub filters: bool,
     /// It serves tenants in VRFs (`--vrfs`).
     pub takes_vrfs: bool,
+    /// It translates the inside's addresses (NAT44): the generator's far side answers
+    /// (`--reply`), frames reach it translated, and its row counts its sessions.
+    pub translates: bool,
     /// The io its ports can use.
     pub io: &'static [Io],
     /// Why it cannot run here, if it cannot (a program missing from the PATH).
@@ -68,6 +71,7 @@ impl DutSpec {
             takes_vlans: false,
             filters: false,
             takes_vrfs: false,
+            translates: false,
             io: VETH_IO,
             unavailable: || None,
             start,
@@ -105,6 +109,7 @@ dut_kinds! {
     SluiceBridge => sluice::BRIDGE_DUT,
     LinuxBridge => linux::BRIDGE_DUT,
     LinuxRouter => linux::ROUTER_DUT,
+    LinuxNat => linux_nat::NAT_DUT,
     SluiceRouter => sluice::ROUTER_DUT,
     Testpmd => testpmd::IO_FORWARD_DUT,
     Vpp => vpp::XCONNECT_DUT,
@@ -159,6 +164,11 @@ impl DutKind {
         self.spec().takes_vrfs
     }
 
+    /// Whether the DUT translates addresses (NAT44): the answering generator is implied.
+    pub fn translates(self) -> bool {
+        self.spec().translates
+    }
+
     /// Whether the DUT can use `io` for its ports (the kernel's DUTs forward whatever the
     /// veths bring, so any io on the veths suits them).
     pub fn supports(self, io: Io) -> bool {
@@ -184,8 +194,8 @@ mod tests {
             DutKind::parse("vpp9"),
             Err(
                 "unknown DUT 'vpp9' (known: sluice, sluice-af_xdp, sluice-af_packet, \
-                 sluice-bridge, linux-bridge, linux-router, sluice-router, testpmd, vpp, \
-                 vpp-router)"
+                 sluice-bridge, linux-bridge, linux-router, linux-nat, sluice-router, \
+                 testpmd, vpp, vpp-router)"
                     .into()
             )
         );
@@ -205,25 +215,27 @@ mod tests {
                 k.takes_vlans(),
                 k.filters(),
                 k.takes_vrfs(),
+                k.translates(),
             ];
             let flags: String = flags.iter().map(|&f| if f { 'y' } else { '-' }).collect();
             format!("{} {io} {flags}", k.name())
         };
         let rows: Vec<String> = DutKind::ALL.iter().map(|&k| row(k)).collect();
-        // io: af_packet af_xdp memif; routes bridges vlans filters vrfs
+        // io: af_packet af_xdp memif; routes bridges vlans filters vrfs translates
         assert_eq!(
             rows,
             [
-                "sluice yyy --y--",
-                "sluice-af_xdp yy- --y--",
-                "sluice-af_packet yy- --y--",
-                "sluice-bridge yyy -yy--",
-                "linux-bridge yy- -y---",
-                "linux-router yy- y--y-",
-                "sluice-router yy- y--yy",
-                "testpmd yyy -----",
-                "vpp yyy -----",
-                "vpp-router yy- y----",
+                "sluice yyy --y---",
+                "sluice-af_xdp yy- --y---",
+                "sluice-af_packet yy- --y---",
+                "sluice-bridge yyy -yy---",
+                "linux-bridge yy- -y----",
+                "linux-router yy- y--y--",
+                "linux-nat yy- y----y",
+                "sluice-router yy- y--yy-",
+                "testpmd yyy ------",
+                "vpp yyy ------",
+                "vpp-router yy- y-----",
             ]
         );
     }

@@ -1,6 +1,6 @@
 //! Devices under test in the lab's `sl-dut` namespace, one file each behind the `Dut` trait:
 //! sluice cross-connecting d0 and d1 or routing between them (`sluice.rs`), the kernel's
-//! bridge or router (`linux.rs`), testpmd (`testpmd.rs`), VPP (`vpp.rs`). Each file declares
+//! bridge or router (`linux.rs`), the kernel's NAT (`linux_nat.rs`), testpmd (`testpmd.rs`), VPP (`vpp.rs`). Each file declares
 //! its DUTs (a `DutSpec` each), `kind.rs` lists them as `DutKind`, and `start` starts one;
 //! this module holds what they share (the tester's MACs and
 //! addresses, stopping a child process). Each starts before a run and is taken down after
@@ -9,6 +9,7 @@
 pub mod bird;
 mod kind;
 pub mod linux;
+pub mod linux_nat;
 pub mod sluice;
 pub mod testpmd;
 pub mod vpp;
