@@ -8,10 +8,11 @@
 //! Two checks need the router's addresses, so they are made here rather than in ip4-input: a
 //! packet claiming one of our addresses, or a connected subnet's broadcast address, as its
 //! source is a martian (RFC 1812 5.3.7), and a unicast packet that came in a link-layer
-//! broadcast or multicast frame is not forwarded (5.3.4). Our own packets skip both.
+//! broadcast or multicast frame is not forwarded (5.3.4). Our own packets skip both, and a
+//! packet NAT44 translated skips the first (its source is ours by translation).
 
 use crate::buffer::BufferMeta;
-use crate::buffer::FLAG_LOCAL_ORIGIN;
+use crate::buffer::{FLAG_LOCAL_ORIGIN, FLAG_NAT_DONE};
 use crate::fib::NO_ROUTE;
 use crate::graph::names::error_counters;
 pub use crate::ip::lookup::Next;
@@ -90,10 +91,17 @@ impl LookupRules for V4 {
     ) -> Decision<Error> {
         let mut adj = fib_adj;
         let own = meta.flags & FLAG_LOCAL_ORIGIN != 0;
+        // NAT44 made the source one of our addresses itself (nat44-in, before the lookup).
+        let translated = meta.flags & FLAG_NAT_DONE != 0;
         let refused = if own {
             None
         } else {
-            source_error(view, table, key.src).or_else(|| {
+            let source = if translated {
+                None
+            } else {
+                source_error(view, table, key.src)
+            };
+            source.or_else(|| {
                 // A group destination MAC on a packet we would forward (RFC 1812 5.3.4).
                 let forwards = adj != NO_ROUTE
                     && !matches!(view.adj(adj).kind, AdjKind::Local | AdjKind::Drop);
