@@ -308,31 +308,19 @@ fn run_matrix(
     let mut trials = Vec::new();
     for lt in &o.loadtests {
         let run_opts = RunOptions {
-            duts: duts.to_vec(),
-            size: lt.size.clone(),
-            flows: lt.flows.clone(),
-            duration: Some(o.duration.clone()),
-            count: None,
             rate: o.rate.clone(),
-            repeat: 1,
             gen_cpu: o.gen_cpu,
             dut_cpu: o.dut_cpu,
-            json: true,
-            bi: lt.bi,
-            engine: o.engine,
             napi_on_dut: o.napi_on_dut,
-            io: o.io,
-            tables: vec![super::table::TableSpec::Small],
-            calibrate: false,
             profile: o.profile.then(|| o.out.clone()),
-            macs: 1,
-            vlans: Vec::new(),
-            acl: None,
-            vrfs: None,
-            bird: false,
-            family: o.family,
-            l4: o.l4,
-            reply: false,
+            ..RunOptions::loadtest(
+                lt,
+                duts.to_vec(),
+                o.duration.clone(),
+                o.engine,
+                o.io,
+                (o.family, o.l4),
+            )
         };
         super::options::check_frames(&run_opts)?;
         for r in 0..o.repeat {

@@ -1,6 +1,7 @@
 //! `lab run`'s settings: its command line turned into `RunOptions`, and the checks across
 //! options that `lab bench` and `sluice bench` share.
 
+use super::bench::Loadtest;
 use super::table::TableSpec;
 use super::{args, dut, profile};
 use crate::gen::frame::{Family, L4};
@@ -52,6 +53,48 @@ pub struct RunOptions {
     pub l4: L4,
     /// t1 answers every frame (sluice gen --reply).
     pub reply: bool,
+}
+
+impl RunOptions {
+    /// A `lab run` of loadtest `lt` on `duts`, `duration` long, as the bench and `sluice
+    /// bench` make one: one run in JSON, the small table, nothing calibrated or profiled, no
+    /// filter, tenants, tags or answers, the generator on CPU 0 and the DUT on CPU 1.
+    pub fn loadtest(
+        lt: &Loadtest,
+        duts: Vec<DutKind>,
+        duration: String,
+        engine: Engine,
+        io: Io,
+        (family, l4): (Family, L4),
+    ) -> RunOptions {
+        RunOptions {
+            duts,
+            size: lt.size.clone(),
+            flows: lt.flows.clone(),
+            duration: Some(duration),
+            count: None,
+            rate: None,
+            repeat: 1,
+            gen_cpu: 0,
+            dut_cpu: 1,
+            json: true,
+            bi: lt.bi,
+            engine,
+            napi_on_dut: true,
+            io,
+            tables: vec![TableSpec::Small],
+            calibrate: false,
+            profile: None,
+            macs: 1,
+            vlans: Vec::new(),
+            acl: None,
+            vrfs: None,
+            bird: false,
+            family,
+            l4,
+            reply: false,
+        }
+    }
 }
 
 impl args::RunArgs {

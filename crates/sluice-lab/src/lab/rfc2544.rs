@@ -272,33 +272,14 @@ fn run(o: &Options) -> Result<(), String> {
 }
 
 fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
-    let base = RunOptions {
-        duts: vec![o.dut],
-        size: o.loadtest.size.clone(),
-        flows: o.loadtest.flows.clone(),
-        duration: Some(format!("{}", o.trial_s)),
-        count: None,
-        rate: None,
-        repeat: 1,
-        gen_cpu: 0,
-        dut_cpu: 1,
-        json: true,
-        bi: o.loadtest.bi,
-        engine: o.engine,
-        napi_on_dut: true,
-        io: o.io,
-        tables: vec![super::table::TableSpec::Small],
-        calibrate: false,
-        profile: None,
-        macs: 1,
-        vlans: Vec::new(),
-        acl: None,
-        vrfs: None,
-        bird: false,
-        family: o.family,
-        l4: o.l4,
-        reply: false,
-    };
+    let base = RunOptions::loadtest(
+        &o.loadtest,
+        vec![o.dut],
+        format!("{}", o.trial_s),
+        o.engine,
+        o.io,
+        (o.family, o.l4),
+    );
     super::options::check_frames(&base)?;
     let _mtu = netns::PortMtu::set(super::run_mtu(o.dut, o.io, &base.size))?;
     netns::dut_napi(

@@ -40,20 +40,25 @@ pub trait ErrorBuilder: Family {
     const NO_BUFFER: Self::Counter;
     /// The longest error the family sends (IP header on).
     const MAX_LEN: usize;
-    /// Whether an error may be sent about `bi` (its L3 header `orig`), and the address it
-    /// comes from; `Err` is the reason it may not.
-    fn source(
-        view: &L3View,
-        bufs: &WorkerBuffers,
-        bi: u32,
-        orig: &[u8],
-        req: IcmpErrorRequest,
-    ) -> Result<Self::Addr, Self::Counter>;
+    /// Whether an error may be sent about `orig`, and the address it comes from; `Err` is
+    /// the reason it may not.
+    fn source(view: &L3View, orig: &Original) -> Result<Self::Addr, Self::Counter>;
     /// Write the error (IP header on) into `out`; its length, `None` if `orig` is unusable.
-    fn build(out: &mut [u8], orig: &[u8], req: IcmpErrorRequest, from: Self::Addr)
-        -> Option<usize>;
+    fn build(out: &mut [u8], orig: &Original, from: Self::Addr) -> Option<usize>;
     /// The counter of a sent error.
     fn sent(req: IcmpErrorRequest) -> Self::Counter;
+}
+
+/// The packet an error is about, as the families' rules read it.
+pub struct Original<'a> {
+    /// The packet from its L3 header on.
+    pub ip: &'a [u8],
+    /// The interface it came in by.
+    pub rx_if: u32,
+    /// It came to a link-layer broadcast or multicast address.
+    pub link_group: bool,
+    /// The error asked for.
+    pub req: IcmpErrorRequest,
 }
 
 /// The ICMP error node of family `F`.
@@ -105,13 +110,18 @@ impl<F: ErrorBuilder> IcmpError<F> {
     ) -> Result<(u32, F::Counter), F::Counter> {
         let meta = *bufs.meta(bi);
         let req = IcmpErrorRequest::from_aux(meta.aux);
-        let orig = crate::nodes::l3_header(bufs, bi, F::ETHERTYPE).ok_or(F::NOT_OF_FAMILY)?;
-        let from = F::source(view, bufs, bi, orig, req)?;
+        let orig = Original {
+            ip: crate::nodes::l3_header(bufs, bi, F::ETHERTYPE).ok_or(F::NOT_OF_FAMILY)?,
+            rx_if: meta.rx_if,
+            link_group: crate::nodes::link_group(bufs, bi),
+            req,
+        };
+        let from = F::source(view, &orig)?;
         if !self.bucket.allow() {
             return Err(F::RATE_LIMITED);
         }
         let ip_out = &mut self.scratch[ETH_HEADER_LEN..];
-        let n = F::build(ip_out, orig, req, from).ok_or(F::NOT_OF_FAMILY)?;
+        let n = F::build(ip_out, &orig, from).ok_or(F::NOT_OF_FAMILY)?;
         let len = ETH_HEADER_LEN + n;
         let nb =
             crate::nodes::icmp_error_buffer(bufs, &mut self.scratch[..len], F::ETHERTYPE, &meta)
@@ -153,5 +163,62 @@ impl<F: ErrorBuilder> IcmpError<F> {
             cx.enqueue(Next::Drop as usize, bi);
         }
         frame.len()
+    }
+}
+
+/// What the families' tests share: the node run over frames, and one error built.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{ErrorBuilder, IcmpError};
+    use crate::buffer::{BufferPool, HugePages, FLAG_LOCAL_ORIGIN};
+    use crate::graph::Node;
+    use crate::nodes::testing::{received, Harness, Outcome};
+    use crate::nodes::IcmpErrorRequest;
+    use crate::router::adjacency::SharedL3View;
+
+    /// Family `F`'s node, with a bucket of `burst` that never refills, over `frames` from
+    /// `rx_if`, each asking for `req`.
+    pub fn run<F: ErrorBuilder>(
+        view: SharedL3View,
+        frames: &[Vec<u8>],
+        req: IcmpErrorRequest,
+        rx_if: u32,
+        burst: u64,
+    ) -> Outcome
+    where
+        IcmpError<F>: Node,
+    {
+        let decl = IcmpError::<F>::decl_with_limit(view, 0, burst);
+        Harness::new(3).run_node_with(decl, frames, rx_if, |m, _| m.aux = req.to_aux())
+    }
+
+    /// The error family `F` builds about `frame` from `rx_if`, as bytes, with the counter
+    /// of what was sent, or why none was. The original is left as it was; the error comes
+    /// in by `rx_if` and is the router's own.
+    pub fn build<F: ErrorBuilder>(
+        view: SharedL3View,
+        frame: &[u8],
+        req: IcmpErrorRequest,
+        rx_if: u32,
+    ) -> Result<(Vec<u8>, F::Counter), F::Counter> {
+        let pool = BufferPool::new(16, HugePages::Never).unwrap();
+        let mut bufs = pool.worker_handle();
+        let bi = received(&mut bufs, frame);
+        bufs.meta_mut(bi).rx_if = rx_if;
+        bufs.meta_mut(bi).aux = req.to_aux();
+        let mut node = IcmpError::<F>::new(view.clone(), 0, 10);
+        let r = node.make_error(&view.load(), &mut bufs, bi);
+        let mut before = Vec::new();
+        bufs.copy_packet(bi, &mut before);
+        assert_eq!(before, frame, "the original is not changed");
+        bufs.free(bi);
+        let (nb, counter) = r?;
+        let m = *bufs.meta(nb);
+        assert_eq!(m.rx_if, rx_if);
+        assert_ne!(m.flags & FLAG_LOCAL_ORIGIN, 0);
+        let mut out = Vec::new();
+        bufs.copy_packet(nb, &mut out);
+        bufs.free(nb);
+        Ok((out, counter))
     }
 }

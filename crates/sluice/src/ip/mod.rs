@@ -21,6 +21,8 @@ pub mod lookup;
 pub mod neighbor_hold;
 pub mod rewrite;
 pub mod table_lookup;
+#[cfg(test)]
+pub(crate) mod test_view;
 
 use crate::wire::EtherType;
 

@@ -5,8 +5,11 @@
 //! default schedule is ARP's (`REQUEST_INTERVAL`, `MAX_REQUESTS`, `GIVE_UP`); ND brings its
 //! own. The bounds keep a scan of a connected /16 from eating the buffer pool.
 
+use super::Family;
 use crate::buffer::BufferPool;
+use crate::graph::names::next_nodes;
 use crate::graph::NodeCx;
+use crate::nodes::{error_drop, interface_output};
 use crate::router::adjacency::L3View;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -166,20 +169,36 @@ impl HoldTable {
     }
 }
 
-/// Where a resolving node (ip4-arp, ip6-nd) counts and sends what its table decides.
+next_nodes! {
+    /// Where a resolving node (ip4-arp, ip6-nd) sends packets: released ones back to its
+    /// family's rewrite, its requests out, the ones it gives up on to the drop.
+    pub enum Next<F: Family> {
+        Rewrite = F::REWRITE_NODE,
+        InterfaceOutput = interface_output::NAME,
+        Drop = error_drop::NAME,
+    }
+}
+
+/// Where a resolving node counts what its table decides.
 #[derive(Clone, Copy, Debug)]
 pub struct HoldSlots {
     /// Index of the node's first hold counter; its counters follow in this order: held,
     /// requests sent (counted by the node), released, queue full, table full, no answer.
     pub counters: usize,
-    /// Next slot of the rewrite node released packets return to.
-    pub rewrite: usize,
-    pub drop: usize,
     /// The node's counter names, so that a traced packet's record says what became of it.
     pub names: &'static [&'static str],
 }
 
 impl HoldSlots {
+    /// The hold counters of a node from `held` to `no_answer` (which must be five on: a
+    /// `const` that breaks the order does not compile), among all its counters `names`.
+    pub const fn new(held: usize, no_answer: usize, names: &'static [&'static str]) -> Self {
+        assert!(no_answer == held + 5, "hold counters out of order");
+        HoldSlots {
+            counters: held,
+            names,
+        }
+    }
     fn held(self) -> usize {
         self.counters
     }
@@ -279,7 +298,7 @@ impl Resolver {
                 request
             }
             None => {
-                cx.enqueue(s.drop, bi);
+                cx.enqueue(Next::Drop as usize, bi);
                 false
             }
         }
@@ -315,7 +334,7 @@ impl Resolver {
             self.scratch.iter().for_each(|&bi| cx.bufs.unpark(bi));
             cx.count_error(s.released(), self.scratch.len() as u64);
             Self::trace_all(cx, &self.scratch, s.name(s.released()));
-            cx.enqueue_all(s.rewrite, &self.scratch);
+            cx.enqueue_all(Next::Rewrite as usize, &self.scratch);
             handled += self.scratch.len();
         }
         self.asks.clear();
@@ -329,7 +348,7 @@ impl Resolver {
         self.scratch.iter().for_each(|&bi| cx.bufs.unpark(bi));
         cx.count_error(s.no_answer(), self.scratch.len() as u64);
         Self::trace_all(cx, &self.scratch, s.name(s.no_answer()));
-        cx.enqueue_all(s.drop, &self.scratch);
+        cx.enqueue_all(Next::Drop as usize, &self.scratch);
         handled + self.scratch.len()
     }
 

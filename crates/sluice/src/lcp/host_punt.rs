@@ -233,7 +233,7 @@ impl Node for HostPunt {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nodes::testing::Harness;
+    use crate::nodes::testing::{Harness, Outcome};
 
     #[test]
     fn copies_the_frame_frees_the_buffer_and_counts_a_full_queue() {
@@ -267,41 +267,44 @@ mod tests {
         out.assert_counted(&[(Error::NoHost as usize, 1)]);
     }
 
+    /// Run host-punt with `policy` and a queue of `queue` to the lcp thread over `frames`
+    /// (IPv4 from if1, frame k punted for `reasons[k]`, the rest for the last reason): the
+    /// counters and the frames that went up.
+    fn punt(
+        policy: PuntPolicy,
+        queue: usize,
+        frames: &[Vec<u8>],
+        reasons: &[Reason],
+    ) -> (Outcome, Vec<Vec<u8>>) {
+        let (tx, rx) = punt_channel_of(queue);
+        let h = Harness::new(4);
+        let out = h.run_node_with(HostPunt::decl(tx, Arc::new(policy)), frames, 1, |m, k| {
+            m.aux = reasons[k.min(reasons.len() - 1)] as u32;
+            m.l3_offset = 14;
+        });
+        (out, rx.try_iter().map(|p| p.frame).collect())
+    }
+
     /// A flood of SYNs to port 22 empties the tcp-udp bucket and no other: the peer's BGP
     /// segments after it still go up, each class counting its own drops.
     #[test]
     fn a_flood_empties_only_its_own_class() {
         use crate::lcp::punt_class::{ClassRate, Peers};
-        let h = Harness::new(16);
-        let (tx, rx) = punt_channel_of(16);
         let mut policy = PuntPolicy {
             peers: Peers::parse(&["10.0.0.1"]).unwrap(),
             ..PuntPolicy::default()
         };
         // One token a second: the test ends long before a refill.
         policy.classes = CLASSES.map(|_| ClassRate { rate: 1, burst: 2 });
-        let tcp = |src: u8, dport: u16| {
-            let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x00];
-            f.extend_from_slice(&[0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0]);
-            f.extend_from_slice(&[10, 0, 0, src, 10, 0, 0, 2]);
-            f.extend_from_slice(&40000u16.to_be_bytes());
-            f.extend_from_slice(&dport.to_be_bytes());
-            f.resize(60, 0);
-            f
-        };
         let mut frames = vec![tcp(1, 22); 6];
         frames.extend([tcp(9, 179), tcp(9, 179), tcp(9, 179)]);
         frames.extend([tcp(1, 179), tcp(1, 179)]);
-        let out = h.run_node_with(HostPunt::decl(tx, Arc::new(policy)), &frames, 1, |m, _| {
-            m.aux = Reason::Local4 as u32;
-            m.l3_offset = 14;
-        });
+        let (out, up) = punt(policy, 16, &frames, &[Reason::Local4]);
         out.assert_counted(&[
             (Error::Local4 as usize, 6),
             (Error::LimitTcpUdp as usize, 4),
             (Error::LimitRouting as usize, 1),
         ]);
-        let up: Vec<Vec<u8>> = rx.try_iter().map(|p| p.frame).collect();
         assert_eq!(
             &up[4..],
             [tcp(1, 179), tcp(1, 179)],
@@ -313,28 +316,27 @@ mod tests {
     /// the queue to 6 of 8, a peer's BGP the rest.
     #[test]
     fn the_protected_class_has_the_end_of_the_queue() {
-        let h = Harness::new(16);
-        let (tx, rx) = punt_channel_of(8);
         let policy = PuntPolicy {
             peers: crate::lcp::punt_class::Peers::parse(&["10.0.0.1"]).unwrap(),
             ..PuntPolicy::default()
         };
         let mut frames = vec![tcp_to(22); 8];
         frames.extend([tcp_to(179), tcp_to(179), tcp_to(179)]);
-        let out = h.run_node_with(HostPunt::decl(tx, Arc::new(policy)), &frames, 1, |m, _| {
-            m.aux = Reason::Local4 as u32;
-            m.l3_offset = 14;
-        });
+        let (out, up) = punt(policy, 8, &frames, &[Reason::Local4]);
         out.assert_counted(&[(Error::Local4 as usize, 8), (Error::QueueFull as usize, 3)]);
-        let up: Vec<Vec<u8>> = rx.try_iter().map(|p| p.frame).collect();
         assert_eq!(&up[6..], [tcp_to(179), tcp_to(179)]);
     }
 
     /// A TCP SYN from 10.0.0.1 to 10.0.0.2 port `dport`, in an Ethernet frame.
     fn tcp_to(dport: u16) -> Vec<u8> {
+        tcp(1, dport)
+    }
+
+    /// A TCP SYN from 10.0.0.`src` to 10.0.0.2 port `dport`, in an Ethernet frame.
+    fn tcp(src: u8, dport: u16) -> Vec<u8> {
         let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x00];
         f.extend_from_slice(&[0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0]);
-        f.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
+        f.extend_from_slice(&[10, 0, 0, src, 10, 0, 0, 2]);
         f.extend_from_slice(&40000u16.to_be_bytes());
         f.extend_from_slice(&dport.to_be_bytes());
         f.resize(60, 0);
@@ -344,8 +346,6 @@ mod tests {
     /// With `allow = ["bgp", "nd"]` a BGP segment goes up, ssh and an ARP copy do not.
     #[test]
     fn the_policy_decides_what_goes_up() {
-        let h = Harness::new(4);
-        let (tx, rx) = punt_channel_of(8);
         let mut allow = Vec::new();
         for w in ["bgp", "nd"] {
             allow.extend(crate::lcp::policy::PuntRule::parse(w).unwrap());
@@ -354,32 +354,19 @@ mod tests {
             allow: Some(allow),
             ..PuntPolicy::default()
         };
-        let tcp = |dport: u16| {
-            let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x00];
-            f.extend_from_slice(&[0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0]);
-            f.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
-            f.extend_from_slice(&40000u16.to_be_bytes());
-            f.extend_from_slice(&dport.to_be_bytes());
-            f.resize(60, 0);
-            f
-        };
-        let frames = vec![tcp(179), tcp(22), vec![0u8; 60], vec![0u8; 60]];
+        let frames = vec![tcp_to(179), tcp_to(22), vec![0u8; 60], vec![0u8; 60]];
         let reasons = [
             Reason::Local4,
             Reason::Local4,
             Reason::ArpCopy,
             Reason::NdCopy,
         ];
-        let out = h.run_node_with(HostPunt::decl(tx, Arc::new(policy)), &frames, 1, |m, k| {
-            m.aux = reasons[k] as u32;
-            m.l3_offset = 14;
-        });
+        let (out, up) = punt(policy, 8, &frames, &reasons);
         out.assert_counted(&[
             (Error::Local4 as usize, 1),
             (Error::Refused as usize, 2),
             (Error::NdCopy as usize, 1),
         ]);
-        let up: Vec<Vec<u8>> = rx.try_iter().map(|p| p.frame).collect();
-        assert_eq!(up, [tcp(179), vec![0u8; 60]]);
+        assert_eq!(up, [tcp_to(179), vec![0u8; 60]]);
     }
 }

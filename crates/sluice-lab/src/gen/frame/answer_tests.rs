@@ -1,28 +1,15 @@
 //! The answering side's frames: a generator frame in, its answer out, with every header
 //! field an answer must have (checked field by field here, not by rebuilding it).
 
-use super::super::{l4, stamp, Family, Profile, CLOSE_SEQ, DST_NET6, L4, SRC_NET6, WARMUP_SEQ};
+use super::super::{l4, stamp, Family, Profile, CLOSE_SEQ, L4, WARMUP_SEQ};
 use super::*;
 use sluice::wire::ipv4::checksum as ip_checksum;
 
+/// The frame builder tests' profile with three flows.
 fn profile(family: Family, l4: L4, sizes: &[usize]) -> Profile {
     Profile {
-        sizes: sizes.to_vec(),
         flows: 3,
-        var2: false,
-        src_net: [198, 18],
-        dst_net: [198, 19],
-        family,
-        l4,
-        src_net6: SRC_NET6,
-        dst_net6: DST_NET6,
-        routed: false,
-        translated: false,
-        src_mac: "02:00:00:00:00:01".parse().unwrap(),
-        dst_mac: "02:00:00:00:00:02".parse().unwrap(),
-        macs: 1,
-        vlans: Vec::new(),
-        vlan_spread: 1,
+        ..super::super::tests::profile_of(family, l4, sizes)
     }
 }
 

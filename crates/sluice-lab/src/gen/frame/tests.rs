@@ -4,14 +4,20 @@ use super::*;
 use sluice::wire::ipv4::checksum;
 
 fn profile() -> Profile {
+    profile_of(Family::Ipv4, L4::Udp, &[64, 1514, 9000])
+}
+
+/// Four flows of `family` and `l4` in `sizes`, from 198.18/16 (or `SRC_NET6`) to 198.19/16
+/// (`DST_NET6`), MAC 02:00:00:00:00:01 to :02, untagged.
+pub(super) fn profile_of(family: Family, l4: L4, sizes: &[usize]) -> Profile {
     Profile {
-        sizes: vec![64, 1514, 9000],
+        sizes: sizes.to_vec(),
         flows: 4,
         var2: false,
         src_net: [198, 18],
         dst_net: [198, 19],
-        family: Family::Ipv4,
-        l4: L4::Udp,
+        family,
+        l4,
         src_net6: SRC_NET6,
         dst_net6: DST_NET6,
         routed: false,

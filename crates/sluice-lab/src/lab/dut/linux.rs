@@ -137,56 +137,29 @@ fn linux_load(table: &TableFiles) -> Result<f64, String> {
 /// The generator's IPv6 networks routed to the tester's ports through fixed neighbours (the
 /// tester's MACs `t0`, `t1`), as its IPv4 ones are, and IPv6 forwarding on.
 fn route_ipv6(t0: &str, t1: &str) -> Result<(), String> {
-    let steps: [&[&str]; 4] = [
-        &[
-            "-6",
-            "route",
-            "add",
-            plan::TO_T1_V6,
-            "via",
-            plan::T1_V6,
-            "dev",
-            "d1",
-        ],
-        &[
-            "-6",
-            "route",
-            "add",
-            plan::TO_T0_V6,
-            "via",
-            plan::T0_V6,
-            "dev",
-            "d0",
-        ],
-        &[
-            "-6",
-            "neigh",
-            "replace",
-            plan::T1_V6,
-            "lladdr",
-            t1,
-            "dev",
-            "d1",
-            "nud",
-            "permanent",
-        ],
-        &[
-            "-6",
-            "neigh",
-            "replace",
-            plan::T0_V6,
-            "lladdr",
-            t0,
-            "dev",
-            "d0",
-            "nud",
-            "permanent",
-        ],
-    ];
-    for step in steps {
-        ip_in(DUT, step)?;
-    }
+    route_through(true, plan::TO_T1_V6, plan::T1_V6, t1, "d1")?;
+    route_through(true, plan::TO_T0_V6, plan::T0_V6, t0, "d0")?;
     in_ns(DUT, "sysctl", &["-qw", "net.ipv6.conf.all.forwarding=1"]).map(|_| ())
+}
+
+/// The DUT routes `to` via the tester's port `via` (MAC `mac`) out of `dev`. The tester's
+/// ports have no addresses for this DUT: the neighbour is fixed.
+fn route_through(v6: bool, to: &str, via: &str, mac: &str, dev: &str) -> Result<(), String> {
+    let family: &[&str] = if v6 { &["-6"] } else { &[] };
+    let route = ["route", "add", to, "via", via, "dev", dev];
+    let neigh = [
+        "neigh",
+        "replace",
+        via,
+        "lladdr",
+        mac,
+        "dev",
+        dev,
+        "nud",
+        "permanent",
+    ];
+    ip_in(DUT, &[family, &route].concat())?;
+    ip_in(DUT, &[family, &neigh].concat())
 }
 
 /// Address d0 and d1, route the generator's ranges to the tester, fix the neighbours, load
@@ -202,40 +175,10 @@ pub fn start_router(
         gen_args: routed_gen_args()?,
         load_s: None,
     };
-    let t0_v4 = plan::T0_V4;
-    let t1_v4 = plan::T1_V4;
-    let steps: [&[&str]; 6] = [
-        &["addr", "add", plan::D0_V4, "dev", "d0"],
-        &["addr", "add", plan::D1_V4, "dev", "d1"],
-        &["route", "add", plan::TO_T1, "via", t1_v4, "dev", "d1"],
-        &["route", "add", plan::TO_T0, "via", t0_v4, "dev", "d0"],
-        // The tester's ports have no addresses for this DUT: its neighbours are fixed.
-        &[
-            "neigh",
-            "replace",
-            t1_v4,
-            "lladdr",
-            &t1,
-            "dev",
-            "d1",
-            "nud",
-            "permanent",
-        ],
-        &[
-            "neigh",
-            "replace",
-            t0_v4,
-            "lladdr",
-            &t0,
-            "dev",
-            "d0",
-            "nud",
-            "permanent",
-        ],
-    ];
-    for step in steps {
-        ip_in(DUT, step)?;
-    }
+    ip_in(DUT, &["addr", "add", plan::D0_V4, "dev", "d0"])?;
+    ip_in(DUT, &["addr", "add", plan::D1_V4, "dev", "d1"])?;
+    route_through(false, plan::TO_T1, plan::T1_V4, &t1, "d1")?;
+    route_through(false, plan::TO_T0, plan::T0_V4, &t0, "d0")?;
     let v6_routes = table.is_some_and(|t| t.v6 > 0);
     if v6_routes || family == Family::Ipv6 {
         // IPv6 next hops must lie on a connected subnet.

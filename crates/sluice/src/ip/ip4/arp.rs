@@ -3,13 +3,11 @@
 //! neighbour (learnt by arp-input), the held packets go back to ip4-rewrite. A neighbour
 //! that never answers costs its packets, each counted.
 
-use super::neighbor_hold::{HoldSlots, HoldTable, Resolver};
-use super::rewrite;
+use super::neighbor_hold::{HoldSlots, HoldTable, Next, Resolver};
 use crate::buffer::FLAG_LOCAL_ORIGIN;
 use crate::graph::names::error_counters;
-use crate::graph::names::next_nodes;
 use crate::graph::{Node, NodeCx, NodeDecl};
-use crate::nodes::{error_drop, interface_output};
+use crate::ip::V4;
 use crate::router::adjacency::{AdjKind, L3View, SharedL3View};
 use crate::router::neighbor_map::{Probe, ProbeQueue};
 use crate::router::{LearnSender, NeighborLearn};
@@ -22,14 +20,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 pub const NAME: &str = "ip4-arp";
-
-next_nodes! {
-    pub enum Next {
-        Rewrite = rewrite::NAME,
-        InterfaceOutput = interface_output::NAME,
-        Drop = error_drop::NAME,
-    }
-}
 
 error_counters! {
     pub enum Error {
@@ -48,13 +38,11 @@ error_counters! {
 }
 
 /// The hold counters, `Held` to `NoAnswer`, in `HoldSlots` order.
-const SLOTS: HoldSlots = HoldSlots {
-    counters: Error::Held as usize,
-    rewrite: Next::Rewrite as usize,
-    drop: Next::Drop as usize,
-    names: &Error::REASONS,
-};
-const _: () = assert!(Error::NoAnswer as usize == SLOTS.counters + 5);
+const SLOTS: HoldSlots = HoldSlots::new(
+    Error::Held as usize,
+    Error::NoAnswer as usize,
+    &Error::REASONS,
+);
 
 pub struct Ip4Arp {
     view: SharedL3View,
@@ -77,7 +65,7 @@ impl Ip4Arp {
     pub fn decl_learning(view: SharedL3View, learn: Option<LearnSender>) -> NodeDecl {
         NodeDecl::internal(
             NAME,
-            &Next::NAMES,
+            &Next::names::<V4>(),
             &Error::REASONS,
             Ip4Arp {
                 queue: view.load().probes.clone(),

@@ -6,10 +6,8 @@
 //! errors.
 
 use super::IcmpErrorRequest;
-use crate::buffer::WorkerBuffers;
 use crate::graph::names::error_counters;
-use crate::ip::icmp_error::{ErrorBuilder, IcmpError};
-pub use crate::ip::icmp_error::{Next, BURST, RATE_PER_SEC};
+use crate::ip::icmp_error::{ErrorBuilder, IcmpError, Original};
 use crate::ip::V4;
 use crate::router::adjacency::L3View;
 use crate::wire::icmp4::{self, build_error, error_forbidden, MAX_ERROR_LEN};
@@ -31,18 +29,6 @@ error_counters! {
     }
 }
 
-/// The counter of a sent error.
-fn sent(req: IcmpErrorRequest) -> Error {
-    match (req.kind, req.code) {
-        (icmp4::TIME_EXCEEDED, _) => Error::SentTimeExceeded,
-        (icmp4::DEST_UNREACHABLE, icmp4::CODE_FRAGMENTATION_NEEDED) => {
-            Error::SentFragmentationNeeded
-        }
-        (icmp4::DEST_UNREACHABLE, _) => Error::SentUnreachable,
-        _ => Error::SentOther,
-    }
-}
-
 /// The ICMP error node of IPv4 (`nodes::ip::icmp_error`, with the rules above).
 pub type Icmp4Error = IcmpError<V4>;
 
@@ -55,21 +41,15 @@ impl ErrorBuilder for V4 {
     const NO_BUFFER: Error = Error::NoBuffer;
     const MAX_LEN: usize = MAX_ERROR_LEN;
 
-    fn source(
-        view: &L3View,
-        bufs: &WorkerBuffers,
-        bi: u32,
-        orig: &[u8],
-        _req: IcmpErrorRequest,
-    ) -> Result<u32, Error> {
+    fn source(view: &L3View, orig: &Original) -> Result<u32, Error> {
         // A link-layer broadcast or multicast is the one case error_forbidden cannot see.
-        if crate::nodes::link_group(bufs, bi) || error_forbidden(orig) {
+        if orig.link_group || error_forbidden(orig.ip) {
             return Err(Error::Forbidden);
         }
         // error_forbidden found a whole IPv4 header.
-        let orig_src = Ipv4View::of(orig).ok_or(Error::NotIpv4)?.source();
+        let orig_src = Ipv4View::of(orig.ip).ok_or(Error::NotIpv4)?.source();
         let from = view
-            .interface(bufs.meta(bi).rx_if)
+            .interface(orig.rx_if)
             .map_or(0, |itf| itf.v4_towards(orig_src));
         if from == 0 {
             return Err(Error::NoAddress);
@@ -77,22 +57,31 @@ impl ErrorBuilder for V4 {
         Ok(from)
     }
 
-    fn build(out: &mut [u8], orig: &[u8], req: IcmpErrorRequest, from: u32) -> Option<usize> {
-        build_error(out, orig, req.kind, req.code, req.arg as u32, from)
+    fn build(out: &mut [u8], orig: &Original, from: u32) -> Option<usize> {
+        let req = orig.req;
+        build_error(out, orig.ip, req.kind, req.code, req.arg as u32, from)
     }
 
     fn sent(req: IcmpErrorRequest) -> Error {
-        sent(req)
+        match (req.kind, req.code) {
+            (icmp4::TIME_EXCEEDED, _) => Error::SentTimeExceeded,
+            (icmp4::DEST_UNREACHABLE, icmp4::CODE_FRAGMENTATION_NEEDED) => {
+                Error::SentFragmentationNeeded
+            }
+            (icmp4::DEST_UNREACHABLE, _) => Error::SentUnreachable,
+            _ => Error::SentOther,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buffer::{BufferPool, HugePages, FLAG_LOCAL_ORIGIN};
+    use crate::buffer::{BufferPool, HugePages};
     use crate::graph::{Node, NodeCx, NodeDecl, NodeKind};
+    use crate::ip::icmp_error::testing;
     use crate::ip::ip4::rewrite::test_support::*;
-    use crate::nodes::testing::{Harness, Outcome};
+    use crate::nodes::testing::Outcome;
     use crate::wire::ipv4::{checksum, Ipv4Header};
 
     const TIME_EXCEEDED: IcmpErrorRequest = IcmpErrorRequest::new(11, 0, 0);
@@ -100,33 +89,12 @@ mod tests {
     const PORT_UNREACHABLE: IcmpErrorRequest = IcmpErrorRequest::new(3, 3, 0);
 
     fn run(frames: &[Vec<u8>], req: IcmpErrorRequest, rx_if: u32, burst: u64) -> Outcome {
-        let h = Harness::new(3);
-        let decl = Icmp4Error::decl_with_limit(view(), 0, burst);
-        h.run_node_with(decl, frames, rx_if, |m, _| m.aux = req.to_aux())
+        testing::run::<V4>(view(), frames, req, rx_if, burst)
     }
 
     /// The error built about `frame`, as bytes, or why none was.
     fn build(frame: &[u8], req: IcmpErrorRequest, rx_if: u32) -> Result<(Vec<u8>, Error), Error> {
-        let pool = BufferPool::new(16, HugePages::Never).unwrap();
-        let mut bufs = pool.worker_handle();
-        let bi = crate::nodes::testing::received(&mut bufs, frame);
-        bufs.meta_mut(bi).rx_if = rx_if;
-        bufs.meta_mut(bi).aux = req.to_aux();
-        let v = view();
-        let mut node = Icmp4Error::new(v.clone(), 0, 10);
-        let r = node.make_error(&v.load(), &mut bufs, bi);
-        let mut before = Vec::new();
-        bufs.copy_packet(bi, &mut before);
-        assert_eq!(before, frame, "the original is not changed");
-        bufs.free(bi);
-        let (nb, counter) = r?;
-        let m = *bufs.meta(nb);
-        assert_eq!(m.rx_if, rx_if);
-        assert_ne!(m.flags & FLAG_LOCAL_ORIGIN, 0);
-        let mut out = Vec::new();
-        bufs.copy_packet(nb, &mut out);
-        bufs.free(nb);
-        Ok((out, counter))
+        testing::build::<V4>(view(), frame, req, rx_if)
     }
 
     /// Checks a built error: placeholder Ethernet header, IP from `from` back to the sender,

@@ -113,81 +113,37 @@ impl RewriteRules for V4 {
 
 #[cfg(test)]
 pub(crate) mod test_support {
-    use crate::router::adjacency::{
-        ethernet_rewrite, AdjKind, Adjacency, L3Interface, L3View, SharedL3View,
+    pub use crate::ip::test_view::{
+        if_mac, tagged, ADJ_COMPLETE, ADJ_GLEAN, ADJ_INCOMPLETE, ADJ_SMALL_MTU, GLEANED_MAC,
+        HOST_MAC, NEIGHBOR_MAC,
     };
+    use crate::router::adjacency::{ethernet_rewrite, SharedL3View};
     use crate::wire::ipv4::checksum;
-    use crate::wire::MacAddress;
     use arc_swap::ArcSwap;
     use std::net::{IpAddr, Ipv4Addr};
     use std::sync::Arc;
 
-    pub const HOST_MAC: MacAddress = MacAddress([2, 0, 0, 0, 0, 0xaa]);
-    pub const NEIGHBOR_MAC: MacAddress = MacAddress([2, 0, 0, 0, 0, 0xbb]);
-    pub const GLEANED_MAC: MacAddress = MacAddress([2, 0, 0, 0, 0, 0xcc]);
-    /// Interface k has MAC 02:00:00:00:01:k and address 10.k.0.1/24.
-    pub fn if_mac(k: u8) -> MacAddress {
-        MacAddress([2, 0, 0, 0, 1, k])
-    }
+    /// Interface k has address 10.k.0.1/24.
     pub fn if_addr(k: u8) -> u32 {
         u32::from_be_bytes([10, k, 0, 1])
     }
 
-    /// Adjacency indices of `view()`.
-    pub const ADJ_COMPLETE: u32 = 2;
-    pub const ADJ_GLEAN: u32 = 3;
-    pub const ADJ_INCOMPLETE: u32 = 4;
-    pub const ADJ_SMALL_MTU: u32 = 5;
     /// 10.1.0.2: the complete neighbour; 10.1.0.3: incomplete in the adjacency but in the
     /// neighbour table; 10.1.0.9: a gleaned host in the table.
     pub const GLEANED: [u8; 4] = [10, 1, 0, 9];
 
-    /// Two interfaces, if0 and if1 (if2 without an address), and one adjacency of each kind
-    /// leaving by if1.
+    /// `test_view::view` in IPv4: if0 and if1 on 10.0.0.0/24 and 10.1.0.0/24; the small MTU
+    /// is 1000.
     pub fn view() -> SharedL3View {
-        let interfaces = (0..3u8)
-            .map(|k| L3Interface {
-                mac: if_mac(k),
-                mtu: 1500,
-                v4: if k < 2 {
-                    vec![(if_addr(k), 24)]
-                } else {
-                    vec![]
-                },
-                v6: vec![],
-                glean: if k == 1 { ADJ_GLEAN } else { 0 },
-                ..Default::default()
-            })
-            .collect();
-        let mut v = L3View::new(interfaces);
-        let neighbor = |ip: [u8; 4], complete: bool, mtu: u32| Adjacency {
-            kind: AdjKind::Neighbor,
-            interface: 1,
-            next_hop: IpAddr::V4(Ipv4Addr::from(ip)),
-            complete,
-            rewrite: if complete {
-                ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x0800)
-            } else {
-                [0; 14]
-            },
-            mtu,
-            first: 0,
-            count: 0,
-            slot: crate::router::neighbor_map::NO_SLOT,
-        };
-        v.adjs.push(neighbor([10, 1, 0, 2], true, 1500));
-        v.adjs.push(Adjacency {
-            kind: AdjKind::Glean,
-            interface: 1,
-            mtu: 1500,
-            ..Adjacency::simple(AdjKind::Glean)
+        let v4 = |ip: [u8; 4]| IpAddr::V4(Ipv4Addr::from(ip));
+        let v = crate::ip::test_view::view(&crate::ip::test_view::Addresses {
+            address: |k, itf| itf.v4 = vec![(if_addr(k), 24)],
+            neighbor: v4([10, 1, 0, 2]),
+            incomplete: v4([10, 1, 0, 3]),
+            gleaned: v4(GLEANED),
+            small_mtu: 1000,
+            ethertype: 0x0800,
         });
-        v.adjs.push(neighbor([10, 1, 0, 3], false, 1500));
-        v.adjs.push(neighbor([10, 1, 0, 2], true, 1000));
-        v.neighbors
-            .insert((1, IpAddr::V4(Ipv4Addr::new(10, 1, 0, 3))), NEIGHBOR_MAC);
-        v.neighbors
-            .insert((1, IpAddr::V4(Ipv4Addr::from(GLEANED))), GLEANED_MAC);
         Arc::new(ArcSwap::from_pointee(v))
     }
 
@@ -230,14 +186,6 @@ pub(crate) mod test_support {
     pub fn udp(dst: [u8; 4], ttl: u8, df: bool, len: usize) -> Vec<u8> {
         let payload: Vec<u8> = (0..len - 20).map(|i| i as u8).collect();
         frame([198, 18, 0, 1], dst, 17, ttl, df, &payload)
-    }
-
-    /// `f` with an 802.1Q tag (VLAN 100) after the MAC addresses.
-    pub fn tagged(f: &[u8]) -> Vec<u8> {
-        let mut t = f[..12].to_vec();
-        t.extend_from_slice(&[0x81, 0x00, 0x00, 0x64]);
-        t.extend_from_slice(&f[12..]);
-        t
     }
 }
 

@@ -5,10 +5,8 @@
 //! bucket (2.4(f)) keeps a flood of bad packets from becoming a flood of errors.
 
 use super::IcmpErrorRequest;
-use crate::buffer::WorkerBuffers;
 use crate::graph::names::error_counters;
-use crate::ip::icmp_error::{ErrorBuilder, IcmpError};
-pub use crate::ip::icmp_error::{Next, BURST, RATE_PER_SEC};
+use crate::ip::icmp_error::{ErrorBuilder, IcmpError, Original};
 use crate::ip::V6;
 use crate::router::adjacency::{L3Interface, L3View};
 use crate::wire::icmp6::{self, build_error, error_forbidden, Forbidden};
@@ -29,15 +27,6 @@ error_counters! {
         NotIpv6 = "not sent: original is not an IPv6 packet",
         NoAddress = "not sent: no IPv6 address on the receiving interface",
         NoBuffer = "not sent: buffer allocation failed",
-    }
-}
-
-fn sent(req: IcmpErrorRequest) -> Error {
-    match req.kind {
-        icmp6::kind::TIME_EXCEEDED => Error::SentTimeExceeded,
-        icmp6::kind::DEST_UNREACHABLE => Error::SentUnreachable,
-        icmp6::kind::PACKET_TOO_BIG => Error::SentPacketTooBig,
-        _ => Error::SentOther,
     }
 }
 
@@ -83,89 +72,66 @@ impl ErrorBuilder for V6 {
     const NO_BUFFER: Error = Error::NoBuffer;
     const MAX_LEN: usize = MIN_MTU;
 
-    fn source(
-        view: &L3View,
-        bufs: &WorkerBuffers,
-        bi: u32,
-        orig: &[u8],
-        req: IcmpErrorRequest,
-    ) -> Result<u128, Error> {
-        if let Some(f) = error_forbidden(orig, req.kind, req.code) {
+    fn source(view: &L3View, orig: &Original) -> Result<u128, Error> {
+        let req = orig.req;
+        if let Some(f) = error_forbidden(orig.ip, req.kind, req.code) {
             return Err(forbidden(f));
         }
         // (e.4) A link-layer multicast is the one case error_forbidden cannot see; it has
         // the same exceptions as (e.3).
         let group_ok = req.kind == icmp6::kind::PACKET_TOO_BIG
             || (req.kind == icmp6::kind::PARAMETER_PROBLEM && req.code == 2);
-        if crate::nodes::link_group(bufs, bi) && !group_ok {
+        if orig.link_group && !group_ok {
             return Err(Error::AboutMulticast);
         }
-        let orig_src = Ipv6Header::parse_in(orig, usize::MAX)
+        let orig_src = Ipv6Header::parse_in(orig.ip, usize::MAX)
             .map_err(|_| Error::NotIpv6)?
             .source();
-        view.interface(bufs.meta(bi).rx_if)
+        view.interface(orig.rx_if)
             .and_then(|itf| v6_towards(itf, orig_src))
             .ok_or(Error::NoAddress)
     }
 
-    fn build(out: &mut [u8], orig: &[u8], req: IcmpErrorRequest, from: u128) -> Option<usize> {
-        build_error(out, orig, req.kind, req.code, req.arg as u32, from)
+    fn build(out: &mut [u8], orig: &Original, from: u128) -> Option<usize> {
+        let req = orig.req;
+        build_error(out, orig.ip, req.kind, req.code, req.arg as u32, from)
     }
 
     fn sent(req: IcmpErrorRequest) -> Error {
-        sent(req)
+        match req.kind {
+            icmp6::kind::TIME_EXCEEDED => Error::SentTimeExceeded,
+            icmp6::kind::DEST_UNREACHABLE => Error::SentUnreachable,
+            icmp6::kind::PACKET_TOO_BIG => Error::SentPacketTooBig,
+            _ => Error::SentOther,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buffer::{BufferPool, HugePages, FLAG_LOCAL_ORIGIN};
+    use crate::ip::icmp_error::testing;
     use crate::ip::ip6::input::test_support::*;
-    use crate::nodes::testing::{Harness, Outcome};
+    use crate::nodes::testing::Outcome;
     use crate::wire::ipv6::next_header;
 
     const TIME_EXCEEDED: IcmpErrorRequest = IcmpErrorRequest::new(3, 0, 0);
     const TOO_BIG: IcmpErrorRequest = IcmpErrorRequest::new(2, 0, 1280);
 
     fn run(frames: &[Vec<u8>], req: IcmpErrorRequest, rx_if: u32, burst: u64) -> Outcome {
-        let h = Harness::new(3);
-        let decl = Icmp6Error::decl_with_limit(view(), 0, burst);
-        h.run_node_with(decl, frames, rx_if, |m, _| m.aux = req.to_aux())
+        testing::run::<V6>(view(), frames, req, rx_if, burst)
     }
 
-    /// The error built about `frame`, as bytes and flags, or why none was.
-    fn build(
-        frame: &[u8],
-        req: IcmpErrorRequest,
-        rx_if: u32,
-    ) -> Result<(Vec<u8>, u8, Error), Error> {
-        let pool = BufferPool::new(16, HugePages::Never).unwrap();
-        let mut bufs = pool.worker_handle();
-        let bi = crate::nodes::testing::received(&mut bufs, frame);
-        bufs.meta_mut(bi).rx_if = rx_if;
-        bufs.meta_mut(bi).aux = req.to_aux();
-        let v = view();
-        let mut node = Icmp6Error::new(v.clone(), 0, 10);
-        let r = node.make_error(&v.load(), &mut bufs, bi);
-        let mut before = Vec::new();
-        bufs.copy_packet(bi, &mut before);
-        assert_eq!(before, frame, "the original is not changed");
-        bufs.free(bi);
-        let (nb, counter) = r?;
-        let mut out = Vec::new();
-        bufs.copy_packet(nb, &mut out);
-        let flags = bufs.meta(nb).flags;
-        bufs.free(nb);
-        Ok((out, flags, counter))
+    /// The error built about `frame`, as bytes, or why none was.
+    fn build(frame: &[u8], req: IcmpErrorRequest, rx_if: u32) -> Result<(Vec<u8>, Error), Error> {
+        testing::build::<V6>(view(), frame, req, rx_if)
     }
 
     #[test]
     fn time_exceeded_goes_back_to_the_sender_from_the_rx_interface() {
         let orig = udp(HOST, FAR, 1, 100);
-        let (out, flags, c) = build(&orig, TIME_EXCEEDED, 0).unwrap();
+        let (out, c) = build(&orig, TIME_EXCEEDED, 0).unwrap();
         assert_eq!(c, Error::SentTimeExceeded);
-        assert_eq!(flags & FLAG_LOCAL_ORIGIN, FLAG_LOCAL_ORIGIN);
         assert_eq!(&out[12..14], &[0x86, 0xdd]);
         let h = Ipv6Header::parse(&out[14..]).unwrap();
         assert_eq!((h.source(), h.destination()), (if_addr(0), HOST));
@@ -182,7 +148,7 @@ mod tests {
     #[test]
     fn packet_too_big_carries_the_mtu_and_fits_1280() {
         let orig = udp(HOST, FAR, 64, 1500);
-        let (out, _, c) = build(&orig, TOO_BIG, 0).unwrap();
+        let (out, c) = build(&orig, TOO_BIG, 0).unwrap();
         assert_eq!(c, Error::SentPacketTooBig);
         assert_eq!(out.len(), 14 + 1280);
         assert_eq!(&out[14 + 44..14 + 48], &1280u32.to_be_bytes());
@@ -191,7 +157,7 @@ mod tests {
     #[test]
     fn link_local_sender_gets_a_link_local_source() {
         let ll = 0xfe80u128 << 112 | 0x42;
-        let (out, _, _) = build(&udp(ll, FAR, 1, 80), TIME_EXCEEDED, 0).unwrap();
+        let (out, _) = build(&udp(ll, FAR, 1, 80), TIME_EXCEEDED, 0).unwrap();
         let h = Ipv6Header::parse(&out[14..]).unwrap();
         assert_eq!(h.source(), ipv6::link_local_from_mac(if_mac(0)));
     }

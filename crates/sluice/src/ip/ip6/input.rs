@@ -59,9 +59,11 @@ impl InputChecks for V6 {
 #[cfg(test)]
 #[allow(dead_code)] // shared by the ip6 node tests; not each uses every piece
 pub(crate) mod test_support {
-    use crate::router::adjacency::{
-        ethernet_rewrite, AdjKind, Adjacency, L3Interface, L3View, SharedL3View,
+    pub use crate::ip::test_view::{
+        if_mac, tagged, ADJ_COMPLETE, ADJ_GLEAN, ADJ_INCOMPLETE, ADJ_SMALL_MTU, GLEANED_MAC,
+        HOST_MAC, NEIGHBOR_MAC,
     };
+    use crate::router::adjacency::{ethernet_rewrite, AdjKind, Adjacency, SharedL3View};
     use crate::wire::icmp6;
     use crate::wire::ipv6::{self, next_header};
     use crate::wire::MacAddress;
@@ -69,9 +71,6 @@ pub(crate) mod test_support {
     use std::net::{IpAddr, Ipv6Addr};
     use std::sync::Arc;
 
-    pub const HOST_MAC: MacAddress = MacAddress([2, 0, 0, 0, 0, 0xaa]);
-    pub const NEIGHBOR_MAC: MacAddress = MacAddress([2, 0, 0, 0, 0, 0xbb]);
-    pub const GLEANED_MAC: MacAddress = MacAddress([2, 0, 0, 0, 0, 0xcc]);
     /// A host on if0's network, the usual sender.
     pub const HOST: u128 = 0x2001_0db8_0000_0000_0000_0000_0000_00aa;
     /// Somewhere far away, routed through the neighbour.
@@ -82,65 +81,25 @@ pub(crate) mod test_support {
     pub const NEIGHBOR_TABLE_ONLY: u128 = 0x2001_0db8_0001_0000_0000_0000_0000_0003;
     pub const GLEANED: u128 = 0x2001_0db8_0001_0000_0000_0000_0000_0009;
 
-    /// Interface k has MAC 02:00:00:00:01:k and address 2001:db8:k::1/64.
-    pub fn if_mac(k: u8) -> MacAddress {
-        MacAddress([2, 0, 0, 0, 1, k])
-    }
+    /// Interface k has address 2001:db8:k::1/64.
     pub fn if_addr(k: u8) -> u128 {
         0x2001_0db8_0000_0000_0000_0000_0000_0001 | (k as u128) << 80
     }
 
-    /// Adjacency indices of `view()`.
-    pub const ADJ_COMPLETE: u32 = 2;
-    pub const ADJ_GLEAN: u32 = 3;
-    pub const ADJ_INCOMPLETE: u32 = 4;
-    pub const ADJ_SMALL_MTU: u32 = 5;
     /// Multipath over ADJ_COMPLETE and ADJ_INCOMPLETE.
     pub const ADJ_MULTIPATH: u32 = 6;
 
-    /// Three interfaces, if0 and if1 with addresses, if2 without, and one adjacency of each
-    /// kind leaving by if1.
+    /// `test_view::view` in IPv6, the small MTU 1280, and `ADJ_MULTIPATH`.
     pub fn view() -> SharedL3View {
-        let interfaces = (0..3u8)
-            .map(|k| L3Interface {
-                mac: if_mac(k),
-                mtu: 1500,
-                v4: vec![],
-                v6: if k < 2 {
-                    vec![(if_addr(k), 64)]
-                } else {
-                    vec![]
-                },
-                // The glean adjacency leaves by if1.
-                glean: if k == 1 { ADJ_GLEAN } else { 0 },
-                ..Default::default()
-            })
-            .collect();
-        let mut v = L3View::new(interfaces);
-        let neighbor = |ip: u128, complete: bool, mtu: u32| Adjacency {
-            kind: AdjKind::Neighbor,
-            interface: 1,
-            next_hop: IpAddr::V6(Ipv6Addr::from(ip)),
-            complete,
-            rewrite: if complete {
-                ethernet_rewrite(NEIGHBOR_MAC, if_mac(1), 0x86dd)
-            } else {
-                [0; 14]
-            },
-            mtu,
-            first: 0,
-            count: 0,
-            slot: crate::router::neighbor_map::NO_SLOT,
-        };
-        v.adjs.push(neighbor(NEIGHBOR, true, 1500));
-        v.adjs.push(Adjacency {
-            kind: AdjKind::Glean,
-            interface: 1,
-            mtu: 1500,
-            ..Adjacency::simple(AdjKind::Glean)
+        let v6 = |ip: u128| IpAddr::V6(Ipv6Addr::from(ip));
+        let mut v = crate::ip::test_view::view(&crate::ip::test_view::Addresses {
+            address: |k, itf| itf.v6 = vec![(if_addr(k), 64)],
+            neighbor: v6(NEIGHBOR),
+            incomplete: v6(NEIGHBOR_TABLE_ONLY),
+            gleaned: v6(GLEANED),
+            small_mtu: 1280,
+            ethertype: 0x86dd,
         });
-        v.adjs.push(neighbor(NEIGHBOR_TABLE_ONLY, false, 1500));
-        v.adjs.push(neighbor(NEIGHBOR, true, 1280));
         v.members = vec![ADJ_COMPLETE, ADJ_INCOMPLETE];
         v.adjs.push(Adjacency {
             kind: AdjKind::Multipath,
@@ -148,9 +107,6 @@ pub(crate) mod test_support {
             count: 2,
             ..Adjacency::simple(AdjKind::Multipath)
         });
-        for (ip, mac) in [(NEIGHBOR_TABLE_ONLY, NEIGHBOR_MAC), (GLEANED, GLEANED_MAC)] {
-            v.neighbors.insert((1, IpAddr::V6(Ipv6Addr::from(ip))), mac);
-        }
         Arc::new(ArcSwap::from_pointee(v))
     }
 
@@ -182,14 +138,6 @@ pub(crate) mod test_support {
         let c = ipv6::upper_layer_checksum(src, dst, next_header::ICMPV6, &msg);
         msg[2..4].copy_from_slice(&c.to_be_bytes());
         eth(if_mac(0), &ip(src, dst, next_header::ICMPV6, 64, &msg))
-    }
-
-    /// `f` with an 802.1Q tag (VLAN 100) after the MAC addresses.
-    pub fn tagged(f: &[u8]) -> Vec<u8> {
-        let mut t = f[..12].to_vec();
-        t.extend_from_slice(&[0x81, 0x00, 0x00, 0x64]);
-        t.extend_from_slice(&f[12..]);
-        t
     }
 }
 

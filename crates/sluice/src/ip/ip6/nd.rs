@@ -18,14 +18,12 @@
 //! then this node's own outcomes, `Error`.
 
 use super::icmp_error::v6_towards;
-use super::neighbor_hold::{HoldSlots, HoldTable, Resolver, Schedule};
-use super::rewrite;
+use super::neighbor_hold::{HoldSlots, HoldTable, Next, Resolver, Schedule};
 use super::rewrite::neighbor_of;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
 use crate::graph::names::error_counters;
-use crate::graph::names::next_nodes;
 use crate::graph::{Node, NodeCx, NodeDecl};
-use crate::nodes::{error_drop, interface_output};
+use crate::ip::V6;
 use crate::router::adjacency::{ethernet_rewrite, AdjKind, L3View, SharedL3View};
 use crate::router::neighbor_map::{Probe, ProbeQueue};
 use crate::router::nud::Answer;
@@ -50,14 +48,6 @@ pub const SCHEDULE: Schedule = Schedule {
     give_up: RETRANS,
 };
 
-next_nodes! {
-    pub enum Next {
-        Rewrite = rewrite::NAME,
-        InterfaceOutput = interface_output::NAME,
-        Drop = error_drop::NAME,
-    }
-}
-
 error_counters! {
     /// ip6-nd's counters after the first `NdError::REASONS.len()`, which count the malformed
     /// messages by their `NdError` (its index is `NdError as usize`); `Error::ALL` is both.
@@ -80,13 +70,8 @@ error_counters! {
 }
 
 /// The hold counters, `Held` to `NoAnswer`, in `HoldSlots` order.
-const SLOTS: HoldSlots = HoldSlots {
-    counters: Error::Held as usize,
-    rewrite: Next::Rewrite as usize,
-    drop: Next::Drop as usize,
-    names: &Error::ALL,
-};
-const _: () = assert!(Error::NoAnswer as usize == SLOTS.counters + 5);
+const SLOTS: HoldSlots =
+    HoldSlots::new(Error::Held as usize, Error::NoAnswer as usize, &Error::ALL);
 
 /// The clock the resolver times retransmissions by.
 pub type Clock = Box<dyn FnMut() -> Instant + Send>;
@@ -120,7 +105,7 @@ impl Ip6Nd {
         let now = clock();
         NodeDecl::internal(
             NAME,
-            &Next::NAMES,
+            &Next::names::<V6>(),
             &Error::ALL,
             Ip6Nd {
                 queue: view.load().probes.clone(),
