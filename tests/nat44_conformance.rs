@@ -21,6 +21,7 @@ use common::*;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 const D0: &str = "10.0.0.1";
 const HOST_A: &str = "10.0.0.2";
@@ -451,8 +452,6 @@ fn ready() -> bool {
             "nft (nftables)",
         )
 }
-
-use std::process::Command;
 
 /// The harness against the reference: Linux's masquerade does what `LINUX` says.
 #[test]
