@@ -44,7 +44,8 @@ pub struct RunArgs {
     /// sluice (its default driver `auto` on the veths: AF_XDP where it can run), sluice-af_xdp
     /// (AF_XDP ports whatever --io says), sluice-af_packet (AF_PACKET ports), linux-bridge,
     /// linux-router, linux-nat (linux-router masquerading what leaves by d1; implies
-    /// --reply), sluice-router (sluice routing, resolving its next hops by ARP),
+    /// --reply), sluice-router (sluice routing, resolving its next hops by ARP), sluice-nat
+    /// (sluice-router with NAT44 out of d1; implies --reply),
     /// sluice-bridge (a learning bridge domain, as linux-bridge is), testpmd,
     /// vpp (l2 xconnect), vpp-router (when vpp and vppctl are on the PATH), or a comma list
     #[arg(long = "dut", value_name = "LIST", value_delimiter = ',', default_value = "sluice", value_parser = dut_arg)]

@@ -54,10 +54,33 @@ fn unfit(u: Unfit) -> Error {
     }
 }
 
+/// A translation made, kept as values so that its trace line is written only when traced.
+#[derive(Clone, Copy)]
+enum Done {
+    Session(Tuple, Tuple),
+    Opened(Tuple, Tuple),
+    /// An ICMP error: its quote before and after, and the new outer destination.
+    Error(Tuple, Tuple, u32),
+}
+
+impl std::fmt::Display for Done {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Done::Session(a, b) => write!(f, "{}", trace_line("session", a, b)),
+            Done::Opened(a, b) => write!(f, "{}", trace_line("new session", a, b)),
+            Done::Error(a, b, to) => write!(
+                f,
+                "icmp error: quote {a} => {b}, to {}",
+                std::net::Ipv4Addr::from(*to)
+            ),
+        }
+    }
+}
+
 /// What becomes of one packet.
 enum Step {
-    /// On along the arc (translated or not), with a trace line.
-    Pass(Option<String>),
+    /// On along the arc, translated (how, for a trace) or not.
+    Pass(Option<Done>),
     Drop(Error),
     /// To worker `w`, which owns its port.
     Handoff(usize),
@@ -122,7 +145,7 @@ impl Nat44 {
                         return Step::Pass(None);
                     };
                     rewrite(ip, l4, &tuple, &to);
-                    return Step::Pass(Some(trace_line("session", &tuple, &to)));
+                    return Step::Pass(Some(Done::Session(tuple, to)));
                 }
                 let key = (tuple.proto, tuple.dst, tuple.dport);
                 if let Some(&local) = view.statics_out.get(&key) {
@@ -185,7 +208,7 @@ impl Nat44 {
         match table.open(tuple, how, (now, stats)) {
             Ok((_, to)) => {
                 rewrite(ip, l4, &tuple, &to);
-                Step::Pass(Some(trace_line("new session", &tuple, &to)))
+                Step::Pass(Some(Done::Opened(tuple, to)))
             }
             Err(r) => Step::Drop(refused(r)),
         }
@@ -220,10 +243,7 @@ impl Nat44 {
         let src = u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]);
         let outer_src = if src == from.src { to.src } else { src };
         rewrite_error(ip, (l4, at), (&inner, &new_inner), (outer_src, to.dst));
-        Step::Pass(Some(format!(
-            "icmp error: quote {inner} => {new_inner}, to {}",
-            std::net::Ipv4Addr::from(to.dst)
-        )))
+        Step::Pass(Some(Done::Error(inner, new_inner, to.dst)))
     }
 
     /// nat44-out: a packet routed out of an outside interface that nat44-in did not
@@ -243,7 +263,7 @@ impl Nat44 {
                         return Step::Pass(None);
                     };
                     rewrite(ip, l4, &tuple, &to);
-                    return Step::Pass(Some(trace_line("session", &tuple, &to)));
+                    return Step::Pass(Some(Done::Session(tuple, to)));
                 }
                 if view.is_outside_address(tuple.src) {
                     return Step::Pass(None);
@@ -306,13 +326,13 @@ impl Node for Nat44 {
                 Some(ip) => self.inbound((&view, table, me), ip, interface, now),
             };
             match step {
-                Step::Pass(line) => {
-                    if line.is_some() {
+                Step::Pass(done) => {
+                    if done.is_some() {
                         meta.flags |= FLAG_NAT_DONE;
                     }
                     if tracing {
-                        if let Some(l) = &line {
-                            cx.trace(bi, l);
+                        if let Some(d) = done {
+                            cx.trace(bi, d);
                         }
                     }
                     cx.enqueue(features.next_slot(self.arc, interface, Some(self.me)), bi);

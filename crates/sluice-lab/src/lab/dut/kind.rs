@@ -3,7 +3,7 @@
 //! makes `DutKind` of them, and `--dut`'s parsing, its "known:" error and every predicate
 //! read the specs. Adding a DUT is its file and one line of that list.
 
-use super::{linux, linux_nat, sluice, testpmd, vpp, LabAcl, RunningDut};
+use super::{linux, linux_nat, sluice, sluice_nat, testpmd, vpp, LabAcl, RunningDut};
 use crate::gen::frame::Family;
 use crate::gen::port::Io;
 use crate::lab::table::TableFiles;
@@ -111,6 +111,7 @@ dut_kinds! {
     LinuxRouter => linux::ROUTER_DUT,
     LinuxNat => linux_nat::NAT_DUT,
     SluiceRouter => sluice::ROUTER_DUT,
+    SluiceNat => sluice_nat::NAT_DUT,
     Testpmd => testpmd::IO_FORWARD_DUT,
     Vpp => vpp::XCONNECT_DUT,
     VppRouter => vpp::ROUTER_DUT,
@@ -194,7 +195,7 @@ mod tests {
             DutKind::parse("vpp9"),
             Err(
                 "unknown DUT 'vpp9' (known: sluice, sluice-af_xdp, sluice-af_packet, \
-                 sluice-bridge, linux-bridge, linux-router, linux-nat, sluice-router, \
+                 sluice-bridge, linux-bridge, linux-router, linux-nat, sluice-router, sluice-nat, \
                  testpmd, vpp, vpp-router)"
                     .into()
             )
@@ -233,6 +234,7 @@ mod tests {
                 "linux-router yy- y--y--",
                 "linux-nat yy- y----y",
                 "sluice-router yy- y--yy-",
+                "sluice-nat yy- y----y",
                 "testpmd yyy ------",
                 "vpp yyy ------",
                 "vpp-router yy- y-----",

@@ -1,0 +1,62 @@
+//! `sluice-nat`: sluice-router (addresses, routes, its own ARP) with NAT44 between d0
+//! (inside) and d1 (outside), translating to d1's address as `linux-nat` masquerades. Its
+//! row's sessions are `show nat44 summary`'s.
+
+use super::sluice::{start_router, Sluice};
+use super::{Dut, DutSpec};
+use crate::gen::frame::Family;
+use crate::gen::port::Io;
+use serde_json::Value;
+
+/// `sluice-nat`: sluice routing between d0 and d1, NAT44 out of d1.
+pub const NAT_DUT: DutSpec = DutSpec {
+    routes: true,
+    translates: true,
+    ..DutSpec::new("sluice-nat", |s| {
+        Ok(Box::new(start_nat(s.dut_cpu, s.io, s.family)?))
+    })
+};
+
+/// A running sluice-nat.
+pub struct SluiceNat {
+    router: Sluice,
+}
+
+/// sluice-router, then d0 inside and d1 outside (no pool: d1's own address).
+pub fn start_nat(dut_cpu: usize, io: Io, family: Family) -> Result<SluiceNat, String> {
+    if family != Family::Ipv4 {
+        return Err("sluice-nat translates IPv4 (NAT44): no --family ipv6".into());
+    }
+    let router = start_router(dut_cpu, io, None, (None, None, false))?;
+    for line in ["set interface nat44 in d0", "set interface nat44 out d1"] {
+        router
+            .ctl(line)
+            .ok_or_else(|| format!("sluice-nat refused '{line}'"))?;
+    }
+    Ok(SluiceNat { router })
+}
+
+impl Dut for SluiceNat {
+    fn ctl(&self, line: &str) -> Option<String> {
+        self.router.ctl(line)
+    }
+
+    fn gen_args(&self) -> Vec<String> {
+        let mut a = self.router.gen_args();
+        // Frames reach t1 from d1's address and a port the NAT chose.
+        a.push("--translated".into());
+        a
+    }
+
+    fn table_load_s(&self) -> Option<f64> {
+        self.router.table_load_s()
+    }
+
+    fn convergence(&self) -> Option<Value> {
+        self.router.convergence()
+    }
+
+    fn stop(&mut self) {
+        self.router.stop();
+    }
+}
