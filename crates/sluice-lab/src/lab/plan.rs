@@ -7,6 +7,9 @@ pub const D0_V4: &str = "192.0.2.1/24";
 pub const T0_V4: &str = "192.0.2.2";
 pub const D1_V4: &str = "198.51.100.1/24";
 pub const T1_V4: &str = "198.51.100.2";
+/// The NAT DUTs' outside addresses (on d1's network; the answers come by MAC): 32 of them,
+/// 2 064 384 ports, room for a million sessions with one port each.
+pub const NAT_POOL: &str = "198.51.100.128-198.51.100.159";
 pub const D0_V6: &str = "2001:db8::1/64";
 pub const T0_V6: &str = "2001:db8::2";
 pub const D1_V6: &str = "2001:db8:1::1/64";

@@ -1,8 +1,9 @@
 //! `linux-nat`: the kernel as a NAT44 edge router, the peer of sluice's NAT in the lab.
-//! linux-router (addresses, routes, fixed neighbours, forwarding) plus nftables `masquerade`
-//! of what leaves by d1, with conntrack sized for a million sessions. The generator's
-//! sources (198.18/16, behind t0) leave as d1's address; its answering far side (`--reply`,
-//! which a NAT DUT implies) answers that address, and conntrack translates the answers back.
+//! linux-router (addresses, routes, fixed neighbours, forwarding) plus nftables `snat` of
+//! what leaves by d1 to the lab's pool, with conntrack sized for a million sessions. The
+//! generator's sources (198.18/16, behind t0) leave from pool addresses; its answering far
+//! side (`--reply`, which a NAT DUT implies) answers them, and conntrack translates the
+//! answers back.
 //!
 //! conntrack's limit and hash size are the kernel's, not a namespace's (a namespace reads
 //! them only): the DUT raises them for its run in the initial namespace, where they are
@@ -31,11 +32,13 @@ pub const NAT_DUT: DutSpec = DutSpec {
     ..DutSpec::new("linux-nat", |s| Ok(Box::new(start_nat(s.table, s.family)?)))
 };
 
-/// The NAT ruleset: conntrack on, every new flow leaving by d1 masqueraded.
+/// The NAT ruleset: conntrack on, every new flow leaving by d1 translated to the lab's NAT
+/// pool (as sluice-nat's: one address holds 64 512 ports, too few for a million flows).
 fn nft_rules() -> String {
+    let pool = crate::lab::plan::NAT_POOL;
     format!(
         "table ip {NFT_TABLE} {{\n  chain post {{\n    type nat hook postrouting priority \
-         srcnat; policy accept;\n    oifname \"d1\" masquerade\n  }}\n}}\n"
+         srcnat; policy accept;\n    oifname \"d1\" snat to {pool}\n  }}\n}}\n"
     )
 }
 
@@ -170,12 +173,12 @@ mod tests {
     }
 
     #[test]
-    fn the_ruleset_masquerades_what_leaves_by_d1() {
+    fn the_ruleset_translates_what_leaves_by_d1_to_the_pool() {
         let r = nft_rules();
         assert!(
             r.contains("type nat hook postrouting priority srcnat"),
             "{r}"
         );
-        assert!(r.contains("oifname \"d1\" masquerade"), "{r}");
+        assert!(r.contains("oifname \"d1\" snat to 198.51.100.128-"), "{r}");
     }
 }

@@ -1,6 +1,6 @@
 //! `sluice-nat`: sluice-router (addresses, routes, its own ARP) with NAT44 between d0
-//! (inside) and d1 (outside), translating to d1's address as `linux-nat` masquerades. Its
-//! row's sessions are `show nat44 summary`'s.
+//! (inside) and d1 (outside), translating to the lab's pool (`plan::NAT_POOL`) as
+//! `linux-nat` does. Its row's sessions are `show nat44 summary`'s.
 
 use super::sluice::{start_router, Sluice};
 use super::{Dut, DutSpec};
@@ -22,13 +22,18 @@ pub struct SluiceNat {
     router: Sluice,
 }
 
-/// sluice-router, then d0 inside and d1 outside (no pool: d1's own address).
+/// sluice-router, then the pool, d0 inside and d1 outside.
 pub fn start_nat(dut_cpu: usize, io: Io, family: Family) -> Result<SluiceNat, String> {
     if family != Family::Ipv4 {
         return Err("sluice-nat translates IPv4 (NAT44): no --family ipv6".into());
     }
     let router = start_router(dut_cpu, io, None, (None, None, false))?;
-    for line in ["set interface nat44 in d0", "set interface nat44 out d1"] {
+    let pool = format!("nat44 add address {}", crate::lab::plan::NAT_POOL);
+    for line in [
+        &pool,
+        "set interface nat44 in d0",
+        "set interface nat44 out d1",
+    ] {
         router
             .ctl(line)
             .ok_or_else(|| format!("sluice-nat refused '{line}'"))?;
