@@ -73,8 +73,9 @@ pub const COMMANDS: &[Command] = &[
     Command {
         words: &["show", "nat44", "summary"],
         syntax: "",
-        help: "NAT44: interfaces, pool, static mappings, timeouts, and per worker the sessions \
-               by protocol, created, expired and the memory its table holds",
+        help: "NAT44: interfaces, pool, static mappings, timeouts, per worker the sessions by \
+               protocol, created, expired and the memory its table holds, and the ports in use \
+               per outside address (refreshed by each worker every 100 ms)",
         example: "show nat44 summary",
         args: &[],
         run: show_summary,
@@ -237,6 +238,16 @@ fn show_summary(c: &mut Control, _: &Args) -> Result<Output, String> {
         }));
     }
     let _ = writeln!(text, "sessions: {total}");
+    let ports: Vec<serde_json::Value> = nat
+        .shared()
+        .ports_in_use()
+        .into_iter()
+        .filter(|&(_, n)| n > 0)
+        .map(|(a, n)| {
+            let _ = writeln!(text, "ports in use on {}: {n}", Ipv4Addr::from(a));
+            json!({ "address": Ipv4Addr::from(a).to_string(), "ports": n })
+        })
+        .collect();
     Ok(Output::Shown(
         text,
         json!({
@@ -244,6 +255,7 @@ fn show_summary(c: &mut Control, _: &Args) -> Result<Output, String> {
             "timeouts": { "udp": t.udp, "tcp_established": t.tcp_established,
                           "tcp_transitory": t.tcp_transitory, "icmp": t.icmp },
             "max_sessions": cfg.max_sessions, "sessions": total, "workers": workers,
+            "ports_in_use": ports,
         }),
     ))
 }

@@ -87,7 +87,14 @@ pub struct WorkerSlot {
     answered: AtomicU64,
     filter: AtomicU64,
     snapshot: Mutex<Vec<SessionRow>>,
+    /// Ports in use per outside address, as of the worker's last refresh.
+    ports: Mutex<Vec<(u32, usize)>>,
+    /// When the worker last refreshed `ports` and the memory figure (ms).
+    refreshed: AtomicU64,
 }
+
+/// How often a worker refreshes the figures `show nat44 summary` reads (ms).
+const REFRESH_MS: u64 = 100;
 
 /// The NAT as the workers and the control plane share it.
 pub struct Nat44Shared {
@@ -120,6 +127,8 @@ impl Nat44Shared {
                     answered: AtomicU64::new(0),
                     filter: AtomicU64::new(ANY),
                     snapshot: Mutex::new(Vec::new()),
+                    ports: Mutex::new(Vec::new()),
+                    refreshed: AtomicU64::new(0),
                 })
                 .collect(),
         })
@@ -144,7 +153,14 @@ impl Nat44Shared {
         let Some(slot) = self.workers.get(w) else {
             return;
         };
-        slot.stats.memory.store(table.memory() as u64, Relaxed);
+        if now >= slot.refreshed.load(Relaxed) + REFRESH_MS {
+            slot.refreshed.store(now, Relaxed);
+            slot.stats.memory.store(table.memory() as u64, Relaxed);
+            // The control plane holds this list only to copy it: never wait for it.
+            if let Ok(mut p) = slot.ports.try_lock() {
+                *p = table.ports_in_use();
+            }
+        }
         let asked = slot.request.load(Acquire);
         if asked == slot.answered.load(Relaxed) {
             return;
@@ -158,6 +174,17 @@ impl Nat44Shared {
             .collect();
         *slot.snapshot.lock().unwrap_or_else(|p| p.into_inner()) = rows;
         slot.answered.store(asked, Release);
+    }
+
+    /// Ports in use per outside address, all workers together.
+    pub fn ports_in_use(&self) -> Vec<(u32, usize)> {
+        let mut all: std::collections::BTreeMap<u32, usize> = Default::default();
+        for slot in &self.workers {
+            for &(a, n) in slot.ports.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+                *all.entry(a).or_default() += n;
+            }
+        }
+        all.into_iter().collect()
     }
 
     /// Every worker's sessions (those of inside address `inside` when given), asked of the

@@ -12,7 +12,11 @@
 use super::packet::{Tuple, ICMP, TCP};
 use super::ports::{slice, PortSet, FIRST};
 use super::{Limits, Refusal, Stats, Timeouts};
-use std::collections::HashMap;
+use std::collections::HashMap as StdMap;
+
+/// The table's maps: keys a peer chooses (ports, addresses), so a keyed hash (ahash's, a
+/// random key per map), which also costs a quarter of SipHash's.
+type HashMap<K, V> = StdMap<K, V, ahash::RandomState>;
 
 /// TCP flags.
 const FIN: u8 = 0x01;
@@ -113,10 +117,10 @@ impl Table {
             range: slice(w, workers),
             sessions: Vec::new(),
             free: Vec::new(),
-            by_tuple: HashMap::new(),
-            mappings: HashMap::new(),
-            ports: HashMap::new(),
-            hosts: HashMap::new(),
+            by_tuple: HashMap::default(),
+            mappings: HashMap::default(),
+            ports: HashMap::default(),
+            hosts: HashMap::default(),
             limits,
             sweep: 0,
         }
