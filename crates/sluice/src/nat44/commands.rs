@@ -61,6 +61,30 @@ pub const COMMANDS: &[Command] = &[
         run: |c, a| set_static(c, a, true),
     },
     Command {
+        words: &["set", "nat44", "timeout"],
+        syntax: "udp|tcp-established|tcp-transitory|icmp <SECONDS>",
+        help: "how long an idle session of the kind lives (1 s to 30 days); sessions stay \
+               open and expire by the new value",
+        example: "set nat44 timeout udp 120",
+        args: &[
+            Arg::Choice(
+                "KIND",
+                &["udp", "tcp-established", "tcp-transitory", "icmp"],
+            ),
+            Arg::Value("SECONDS"),
+        ],
+        run: set_timeout,
+    },
+    Command {
+        words: &["set", "nat44", "limits"],
+        syntax: "sessions <N> [per-host <M>]",
+        help: "the daemon's NAT44 sessions (1024 to 16777216, split over the workers) and \
+               those of one inside address on one worker; every session is closed",
+        example: "set nat44 limits sessions 1048576 per-host 4096",
+        args: &[Arg::Rest],
+        run: set_limits,
+    },
+    Command {
         words: &["show", "nat44", "sessions"],
         syntax: "[inside <A>]",
         help: "the workers' NAT44 sessions (of inside address A): protocol, inside, outside \
@@ -133,6 +157,33 @@ fn set_static(c: &mut Control, a: &Args, del: bool) -> Result<Output, String> {
         external: parse_endpoint(&format!("{ea}:{ep}"))?,
     };
     lock(c).set_static(m, del)?;
+    Output::done()
+}
+
+fn number(word: &str, what: &str) -> Result<u64, String> {
+    word.parse()
+        .map_err(|_| format!("{what} '{word}' is not a whole number"))
+}
+
+fn set_timeout(c: &mut Control, a: &Args) -> Result<Output, String> {
+    let secs = number(a.value("SECONDS"), "SECONDS")?;
+    lock(c).set_timeout(a.value("KIND"), secs)?;
+    Output::done()
+}
+
+fn set_limits(c: &mut Control, a: &Args) -> Result<Output, String> {
+    let rest = a.rest();
+    let (n, m) = match rest.as_slice() {
+        ["sessions", n] => (number(n, "sessions")?, None),
+        ["sessions", n, "per-host", m] => (number(n, "sessions")?, Some(number(m, "per-host")?)),
+        _ => {
+            return Err(format!(
+                "expected 'sessions N [per-host M]', got '{}'",
+                rest.join(" ")
+            ))
+        }
+    };
+    lock(c).set_limits(n, m)?;
     Output::done()
 }
 
