@@ -3,6 +3,7 @@
 
 use super::config::{parse_endpoint, parse_protocol, parse_range};
 use super::control::Nat44Control;
+use super::packet::proto_name;
 use super::{Role, StaticMapping};
 use crate::control::cli::{Arg, Args, Command, Output};
 use crate::control::exec::Control;
@@ -288,13 +289,23 @@ fn show_summary(c: &mut Control, _: &Args) -> Result<Output, String> {
         }));
     }
     let _ = writeln!(text, "sessions: {total}");
+    let ep = |(a, p): (u32, u16)| format!("{}:{p}", Ipv4Addr::from(a));
+    let statics: Vec<_> = cfg
+        .statics
+        .iter()
+        .map(|m| {
+            json!({ "protocol": proto_name(m.proto), "local": ep(m.local),
+                    "external": ep(m.external) })
+        })
+        .collect();
     Ok(Output::Shown(
         text,
         json!({
             "interfaces": roles, "pool": pool, "static_mappings": cfg.statics.len(),
             "timeouts": { "udp": t.udp, "tcp_established": t.tcp_established,
                           "tcp_transitory": t.tcp_transitory, "icmp": t.icmp },
-            "max_sessions": cfg.max_sessions, "sessions": total, "workers": workers,
+            "statics": statics, "max_sessions": cfg.max_sessions,
+            "max_sessions_per_host": cfg.per_host, "sessions": total, "workers": workers,
         }),
     ))
 }

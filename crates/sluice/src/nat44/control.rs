@@ -229,7 +229,11 @@ mod tests {
             let e = c.set_timeout(kind, secs).unwrap_err();
             assert!(e.contains(words), "{kind} {secs}: {e}");
         }
-        assert_eq!(c.shared().view.load().timeouts, t, "a refused value changes nothing");
+        assert_eq!(
+            c.shared().view.load().timeouts,
+            t,
+            "a refused value changes nothing"
+        );
     }
 
     #[test]

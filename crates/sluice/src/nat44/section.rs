@@ -26,8 +26,8 @@ fn control<'a>(st: &'a State) -> std::sync::MutexGuard<'a, Nat44Control> {
 /// timeout that is not the default.
 fn nat44(st: &State) -> Result<Vec<Entry>, String> {
     let n = control(st);
-    let used = !(n.roles().is_empty() && n.config.addresses.is_empty())
-        || !n.config.statics.is_empty();
+    let used =
+        !(n.roles().is_empty() && n.config.addresses.is_empty()) || !n.config.statics.is_empty();
     let c = &n.config;
     let d = Nat44Config::default();
     let mut e = Entry::default();
