@@ -26,6 +26,8 @@ const ECHO_PORT: u16 = 7;
 const FLOWS: u16 = 200;
 const FIRST_PORT: u16 = 40000;
 const PYTHON: &str = "/usr/bin/python3";
+/// The metrics endpoint, on the DUT namespace's loopback.
+const METRICS_PORT: u16 = 9482;
 
 /// The outside host: answers each datagram with "ADDRESS:PORT" of its sender as it saw it.
 const ECHO: &str = r#"
@@ -112,6 +114,7 @@ fn dut_config(dir: &Path) -> (PathBuf, PathBuf) {
              ring-size = 4096\naddress = [\"{D0}/24\"]\n\
              [[interface]]\nname = \"d1\"\ndriver = \"af_packet\"\nhost = \"d1\"\n\
              ring-size = 4096\naddress = [\"{D1}/24\"]\n\
+             [metrics]\nlisten = \"127.0.0.1:{METRICS_PORT}\"\n\
              [[handoff]]\ninterface = \"d0\"\nworkers = [0, 1]\n\
              [[handoff]]\ninterface = \"d1\"\nworkers = [0, 1]\n\
              [[nat44-interface]]\ninterface = \"d0\"\nrole = \"inside\"\n\
@@ -148,6 +151,25 @@ fn error_count(socket: &Path, node: &str, reason: &str) -> u64 {
         .filter(|e| e["node"] == node && e["reason"] == reason)
         .map(|e| e["count"].as_u64().unwrap_or(0))
         .sum()
+}
+
+/// The metrics endpoint's samples whose series starts with `prefix` (bash's /dev/tcp in the
+/// DUT's namespace, whose loopback the daemon listens on).
+fn scrape(ns: &Netns, prefix: &str) -> Vec<(String, u64)> {
+    let script = format!(
+        "exec 3<>/dev/tcp/127.0.0.1/{METRICS_PORT} && \
+         printf 'GET /metrics HTTP/1.1\\r\\nHost: sluice\\r\\n\\r\\n' >&3 && timeout 10 cat <&3"
+    );
+    let o = ns.exec("bash", &["-c", &script]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| l.starts_with(prefix))
+        .filter_map(|l| {
+            let (series, v) = l.rsplit_once(' ')?;
+            Some((series.to_string(), v.parse().ok()?))
+        })
+        .collect()
 }
 
 #[test]
@@ -242,6 +264,29 @@ fn replies_reach_the_worker_owning_their_session() {
         .map(|w: &Value| w["udp"].as_u64().unwrap())
         .sum();
     assert_eq!(udp, FLOWS as u64 + 1, "{summary}");
+    // The metrics endpoint shows the same, per worker.
+    let metrics = scrape(&lab.dut, "nat44_");
+    let sum = |name: &str| -> u64 {
+        metrics
+            .iter()
+            .filter(|(s, _)| s.starts_with(name))
+            .map(|(_, v)| v)
+            .sum()
+    };
+    let udp_series: Vec<u64> = (0..2)
+        .map(|w| {
+            sum(&format!(
+                "nat44_sessions{{worker=\"{w}\",protocol=\"udp\"}}"
+            ))
+        })
+        .collect();
+    assert_eq!(udp_series, per_worker, "{metrics:?}");
+    assert_eq!(
+        sum("nat44_sessions_created_total"),
+        FLOWS as u64 + 1,
+        "{metrics:?}"
+    );
+    assert!(sum("nat44_table_memory_bytes{") > 0, "{metrics:?}");
     assert!(daemon.stop(), "daemon did not exit cleanly");
     std::fs::remove_dir_all(&dir).ok();
 }
