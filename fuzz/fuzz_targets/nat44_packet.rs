@@ -27,9 +27,17 @@ fuzz_target!(|data: &[u8]| {
             let sound = header_ok(&ip);
             let back = tuple.reversed();
             rewrite(&mut ip, l4, &tuple, &back);
-            assert_eq!(header_ok(&ip), sound, "header checksum after {tuple} => {back}");
+            assert_eq!(
+                header_ok(&ip),
+                sound,
+                "header checksum after {tuple} => {back}"
+            );
             match classify(&ip) {
-                Ok(Kind::Flow { tuple: t, l4: l, flags: f }) => {
+                Ok(Kind::Flow {
+                    tuple: t,
+                    l4: l,
+                    flags: f,
+                }) => {
                     assert_eq!((t, l, f), (back, l4, flags))
                 }
                 other => panic!("{tuple} => {back} read back as {other:?}"),
@@ -50,7 +58,11 @@ fuzz_target!(|data: &[u8]| {
             let total = u16::from_be_bytes([ip[2], ip[3]]) as usize;
             assert_eq!(checksum(&ip[l4..total]), 0, "ICMP checksum");
             match classify(&ip) {
-                Ok(Kind::Error { inner: i, l4: l, at: a }) => {
+                Ok(Kind::Error {
+                    inner: i,
+                    l4: l,
+                    at: a,
+                }) => {
                     assert_eq!((i, l, a), (new_inner, l4, at))
                 }
                 other => panic!("error quoting {inner} read back as {other:?}"),

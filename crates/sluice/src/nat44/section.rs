@@ -27,7 +27,7 @@ fn control<'a>(st: &'a State) -> std::sync::MutexGuard<'a, Nat44Control> {
 fn nat44(st: &State) -> Result<Vec<Entry>, String> {
     let n = control(st);
     let used =
-        !(n.roles().is_empty() && n.config.addresses.is_empty()) || !n.config.statics.is_empty();
+        !(n.roles().is_empty() && n.config.addresses.is_empty() && n.config.statics.is_empty());
     let c = &n.config;
     let d = Nat44Config::default();
     let mut e = Entry::default();
