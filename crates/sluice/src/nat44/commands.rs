@@ -3,6 +3,7 @@
 
 use super::config::{parse_endpoint, parse_protocol, parse_range};
 use super::control::Nat44Control;
+use super::packet::proto_name;
 use super::{Role, StaticMapping};
 use crate::control::cli::{Arg, Args, Command, Output};
 use crate::control::exec::Control;
@@ -59,6 +60,30 @@ pub const COMMANDS: &[Command] = &[
         example: "nat44 del static mapping tcp local 10.0.0.3 8080 external 203.0.113.1 80",
         args: &[Arg::Rest],
         run: |c, a| set_static(c, a, true),
+    },
+    Command {
+        words: &["set", "nat44", "timeout"],
+        syntax: "udp|tcp-established|tcp-transitory|icmp <SECONDS>",
+        help: "how long an idle session of the kind lives (1 s to 30 days); sessions stay \
+               open and expire by the new value",
+        example: "set nat44 timeout udp 120",
+        args: &[
+            Arg::Choice(
+                "KIND",
+                &["udp", "tcp-established", "tcp-transitory", "icmp"],
+            ),
+            Arg::Value("SECONDS"),
+        ],
+        run: set_timeout,
+    },
+    Command {
+        words: &["set", "nat44", "limits"],
+        syntax: "sessions <N> [per-host <M>]",
+        help: "the daemon's NAT44 sessions (1024 to 16777216, split over the workers) and \
+               those of one inside address on one worker; every session is closed",
+        example: "set nat44 limits sessions 1048576 per-host 4096",
+        args: &[Arg::Rest],
+        run: set_limits,
     },
     Command {
         words: &["show", "nat44", "sessions"],
@@ -134,6 +159,33 @@ fn set_static(c: &mut Control, a: &Args, del: bool) -> Result<Output, String> {
         external: parse_endpoint(&format!("{ea}:{ep}"))?,
     };
     lock(c).set_static(m, del)?;
+    Output::done()
+}
+
+fn number(word: &str, what: &str) -> Result<u64, String> {
+    word.parse()
+        .map_err(|_| format!("{what} '{word}' is not a whole number"))
+}
+
+fn set_timeout(c: &mut Control, a: &Args) -> Result<Output, String> {
+    let secs = number(a.value("SECONDS"), "SECONDS")?;
+    lock(c).set_timeout(a.value("KIND"), secs)?;
+    Output::done()
+}
+
+fn set_limits(c: &mut Control, a: &Args) -> Result<Output, String> {
+    let rest = a.rest();
+    let (n, m) = match rest.as_slice() {
+        ["sessions", n] => (number(n, "sessions")?, None),
+        ["sessions", n, "per-host", m] => (number(n, "sessions")?, Some(number(m, "per-host")?)),
+        _ => {
+            return Err(format!(
+                "expected 'sessions N [per-host M]', got '{}'",
+                rest.join(" ")
+            ))
+        }
+    };
+    lock(c).set_limits(n, m)?;
     Output::done()
 }
 
@@ -248,13 +300,23 @@ fn show_summary(c: &mut Control, _: &Args) -> Result<Output, String> {
             json!({ "address": Ipv4Addr::from(a).to_string(), "ports": n })
         })
         .collect();
+    let ep = |(a, p): (u32, u16)| format!("{}:{p}", Ipv4Addr::from(a));
+    let statics: Vec<_> = cfg
+        .statics
+        .iter()
+        .map(|m| {
+            json!({ "protocol": proto_name(m.proto), "local": ep(m.local),
+                    "external": ep(m.external) })
+        })
+        .collect();
     Ok(Output::Shown(
         text,
         json!({
             "interfaces": roles, "pool": pool, "static_mappings": cfg.statics.len(),
             "timeouts": { "udp": t.udp, "tcp_established": t.tcp_established,
                           "tcp_transitory": t.tcp_transitory, "icmp": t.icmp },
-            "max_sessions": cfg.max_sessions, "sessions": total, "workers": workers,
+            "statics": statics, "max_sessions": cfg.max_sessions,
+            "max_sessions_per_host": cfg.per_host, "sessions": total, "workers": workers,
             "ports_in_use": ports,
         }),
     ))

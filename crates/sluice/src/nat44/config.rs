@@ -181,9 +181,10 @@ impl Default for Nat44Config {
 }
 
 pub const DEFAULT_SESSIONS: usize = 1 << 20;
-const MAX_SESSIONS: u64 = 1 << 24;
+pub const MIN_SESSIONS: u64 = 1024;
+pub const MAX_SESSIONS: u64 = 1 << 24;
 const MAX_POOL: usize = 1024;
-const MAX_TIMEOUT: u64 = 30 * 86_400;
+pub const MAX_TIMEOUT: u64 = 30 * 86_400;
 
 /// `A` or `A-B` (inclusive), as addresses.
 pub fn parse_range(s: &str) -> Result<Vec<u32>, String> {
@@ -232,6 +233,11 @@ pub(crate) fn check(
 ) -> Result<Option<Nat44Config>, ConfigError> {
     let written = nat.addresses.is_some()
         || nat.max_sessions.is_some()
+        || nat.max_sessions_per_host.is_some()
+        || nat.udp_timeout.is_some()
+        || nat.tcp_established_timeout.is_some()
+        || nat.tcp_transitory_timeout.is_some()
+        || nat.icmp_timeout.is_some()
         || !interfaces.is_empty()
         || !statics.is_empty();
     let mut out = Nat44Config::default();
@@ -248,8 +254,8 @@ pub(crate) fn check(
     }
     if let Some(n) = &nat.max_sessions {
         let v = *n.get_ref();
-        if !(1024..=MAX_SESSIONS).contains(&v) {
-            let msg = format!("{v}: from 1024 to {MAX_SESSIONS}");
+        if !(MIN_SESSIONS..=MAX_SESSIONS).contains(&v) {
+            let msg = format!("{v}: from {MIN_SESSIONS} to {MAX_SESSIONS}");
             return Err(c.err(n.span(), "max-sessions", msg));
         }
         out.max_sessions = v as usize;

@@ -1,7 +1,7 @@
 //! The NAT's control plane: the configuration the CLI and the config file change, turned
 //! into the `NatView` the workers read and the feature bits of the NAT interfaces.
 
-use super::config::Nat44Config;
+use super::config::{Nat44Config, MAX_SESSIONS, MAX_TIMEOUT, MIN_SESSIONS};
 use super::node::{NAT44_IN, NAT44_OUT};
 use super::shared::Nat44Shared;
 use super::{Limits, NatView, Role, StaticMapping};
@@ -111,6 +111,51 @@ impl Nat44Control {
         Ok(())
     }
 
+    /// Set one session timeout (`udp`, `tcp-established`, `tcp-transitory` or `icmp`), in
+    /// seconds. Sessions stay open: the workers read the timeouts afresh on every expiry
+    /// check, so a live session expires by the new value.
+    pub fn set_timeout(&mut self, kind: &str, secs: u64) -> Result<(), String> {
+        if !(1..=MAX_TIMEOUT).contains(&secs) {
+            return Err(format!("{secs} s: a timeout is from 1 to {MAX_TIMEOUT} s"));
+        }
+        let t = &mut self.config.timeouts;
+        let field = match kind {
+            "udp" => &mut t.udp,
+            "tcp-established" => &mut t.tcp_established,
+            "tcp-transitory" => &mut t.tcp_transitory,
+            "icmp" => &mut t.icmp,
+            _ => {
+                return Err(format!(
+                    "'{kind}': udp, tcp-established, tcp-transitory or icmp"
+                ))
+            }
+        };
+        *field = secs as u32;
+        self.publish(false);
+        Ok(())
+    }
+
+    /// Set the daemon's session limit and, when given, the per inside host one. Every
+    /// session is closed: a worker's table takes its limits when it is made.
+    pub fn set_limits(&mut self, sessions: u64, per_host: Option<u64>) -> Result<(), String> {
+        if !(MIN_SESSIONS..=MAX_SESSIONS).contains(&sessions) {
+            return Err(format!(
+                "{sessions} sessions: from {MIN_SESSIONS} to {MAX_SESSIONS}"
+            ));
+        }
+        if let Some(m) = per_host {
+            if m == 0 || m > sessions {
+                return Err(format!(
+                    "per-host {m}: from 1 to the session limit ({sessions})"
+                ));
+            }
+            self.config.per_host = m as u32;
+        }
+        self.config.max_sessions = sessions as usize;
+        self.publish(true);
+        Ok(())
+    }
+
     /// Publish what the workers read; `reset` closes every session (a new generation).
     pub fn publish(&mut self, reset: bool) {
         if reset {
@@ -146,5 +191,72 @@ impl Nat44Control {
             workers,
         };
         self.shared.view.store(Arc::new(view));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::features::{shared, FeatureView};
+
+    fn control() -> Nat44Control {
+        let mut c = Nat44Control::new(Nat44Shared::new(2), shared(FeatureView::new()));
+        c.publish(false);
+        c
+    }
+
+    #[test]
+    fn a_timeout_is_published_without_closing_sessions() {
+        let mut c = control();
+        let before = c.shared().view.load().generation;
+        c.set_timeout("udp", 30).unwrap();
+        c.set_timeout("tcp-established", 3600).unwrap();
+        c.set_timeout("tcp-transitory", 60).unwrap();
+        c.set_timeout("icmp", 10).unwrap();
+        let view = c.shared().view.load();
+        assert_eq!(view.generation, before, "sessions kept");
+        let t = view.timeouts;
+        assert_eq!(
+            (t.udp, t.tcp_established, t.tcp_transitory, t.icmp),
+            (30, 3600, 60, 10)
+        );
+        assert_eq!(c.config.timeouts, t);
+        for (kind, secs, words) in [
+            ("udp", 0, "from 1 to"),
+            ("icmp", MAX_TIMEOUT + 1, "from 1 to"),
+            ("sctp", 10, "udp, tcp-established"),
+        ] {
+            let e = c.set_timeout(kind, secs).unwrap_err();
+            assert!(e.contains(words), "{kind} {secs}: {e}");
+        }
+        assert_eq!(
+            c.shared().view.load().timeouts,
+            t,
+            "a refused value changes nothing"
+        );
+    }
+
+    #[test]
+    fn limits_are_split_over_the_workers_and_close_sessions() {
+        let mut c = control();
+        let before = c.shared().view.load().generation;
+        c.set_limits(4096, Some(100)).unwrap();
+        let view = c.shared().view.load();
+        assert!(view.generation > before);
+        let l = view.limits.unwrap();
+        assert_eq!((l.sessions, l.per_host), (2048, 100));
+        c.set_limits(8192, None).unwrap();
+        let l = c.shared().view.load().limits.unwrap();
+        assert_eq!((l.sessions, l.per_host), (4096, 100), "per-host kept");
+        for (n, m, words) in [
+            (1000, None, "from 1024"),
+            (MAX_SESSIONS + 1, None, "from 1024"),
+            (4096, Some(0), "per-host 0"),
+            (4096, Some(5000), "per-host 5000"),
+        ] {
+            let e = c.set_limits(n, m).unwrap_err();
+            assert!(e.contains(words), "{n} {m:?}: {e}");
+        }
+        assert_eq!(c.config.max_sessions, 8192);
     }
 }

@@ -22,12 +22,12 @@ fn control<'a>(st: &'a State) -> std::sync::MutexGuard<'a, Nat44Control> {
     st.c.dp.nat44.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// [nat44], when the NAT has interfaces or addresses.
+/// [nat44], when the NAT has interfaces, addresses or static mappings, or a limit or a
+/// timeout that is not the default.
 fn nat44(st: &State) -> Result<Vec<Entry>, String> {
     let n = control(st);
-    if n.roles().is_empty() && n.config.addresses.is_empty() && n.config.statics.is_empty() {
-        return Ok(Vec::new());
-    }
+    let used =
+        !(n.roles().is_empty() && n.config.addresses.is_empty() && n.config.statics.is_empty());
     let c = &n.config;
     let d = Nat44Config::default();
     let mut e = Entry::default();
@@ -67,6 +67,9 @@ fn nat44(st: &State) -> Result<Vec<Entry>, String> {
         if v != default {
             e.set(key, int(v));
         }
+    }
+    if !used && e.keys.is_empty() {
+        return Ok(Vec::new());
     }
     Ok(vec![e])
 }

@@ -21,6 +21,7 @@ impl Collector for Exposition {
         super::workers::encode(&s.busy_clocks, s.workers, &mut enc)?;
         crate::acl::session::metrics::encode(&mut enc, &s.sessions)?;
         super::netlink::encode(&s.netlink, &mut enc)?;
+        super::nat44::encode(&s.nat44, &mut enc)?;
         super::workers::encode_tsc_hz(s.tsc_hz, &mut enc)
     }
 }

@@ -11,7 +11,7 @@
 //! counters.
 //!
 //! `source` takes a `Snapshot` of the counters; `exposition` writes it out, one family of
-//! metrics per module (`interfaces`, `nodes`, `buffers`, `queues`, `workers`, `netlink`);
+//! metrics per module (`interfaces`, `nodes`, `buffers`, `queues`, `workers`, `netlink`, `nat44`);
 //! `server` is the endpoint's thread and `http` the little HTTP it speaks.
 //!
 //! The server is one thread that answers one connection at a time; a client has
@@ -25,6 +25,7 @@ pub mod config;
 mod exposition;
 mod http;
 mod interfaces;
+mod nat44;
 mod netlink;
 mod nodes;
 mod queues;
@@ -64,6 +65,8 @@ pub struct Snapshot {
     pub sessions: Vec<crate::acl::session::metrics::SessionTotals>,
     /// Each namespace's netlink listener.
     pub netlink: Vec<crate::netlink::NetlinkStats>,
+    /// Per worker: NAT44's sessions (none while no interface has a NAT44 role).
+    pub nat44: Vec<nat44::Nat44Totals>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

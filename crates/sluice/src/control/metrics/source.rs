@@ -26,6 +26,7 @@ pub struct MetricsSource {
     health: HealthSource,
     sessions: Arc<crate::acl::session::Sessions>,
     netlink: Option<crate::lcp::NetlinkCounters>,
+    nat44: Arc<crate::nat44::shared::Nat44Shared>,
 }
 
 impl MetricsSource {
@@ -43,6 +44,9 @@ impl MetricsSource {
                 .sessions
                 .clone(),
             netlink: dp.lcp.as_ref().map(|l| l.netlink_counters()),
+            nat44: (dp.nat44.lock().unwrap_or_else(|p| p.into_inner()))
+                .shared()
+                .clone(),
         }
     }
 
@@ -118,6 +122,7 @@ impl MetricsSource {
             health: self.health.snapshot(),
             sessions: crate::acl::session::metrics::totals(&self.sessions),
             netlink: self.netlink.as_ref().map(|n| n.stats()).unwrap_or_default(),
+            nat44: super::nat44::totals(&self.nat44),
         }
     }
 }
