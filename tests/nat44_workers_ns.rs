@@ -239,7 +239,21 @@ fn replies_reach_the_worker_owning_their_session() {
         "nat44: handed to the worker owning the port",
     );
     assert!(handed > 0, "no reply was handed to its owner:\n{errors}");
-    let summary = ctl_json(&socket, "show nat44 summary");
+    // The workers refresh their ports in use every 100 ms, between frames.
+    let ports_on_d1 = |summary: &Value| -> Option<u64> {
+        summary["ports_in_use"]
+            .as_array()?
+            .iter()
+            .find(|p| p["address"] == D1)?["ports"]
+            .as_u64()
+    };
+    let deadline = Instant::now() + std::time::Duration::from_secs(3);
+    let mut summary = ctl_json(&socket, "show nat44 summary");
+    while ports_on_d1(&summary) != Some(FLOWS as u64 + 1) && Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        summary = ctl_json(&socket, "show nat44 summary");
+    }
+    assert_eq!(ports_on_d1(&summary), Some(FLOWS as u64 + 1), "{summary}");
     let per_worker: Vec<u64> = summary["workers"]
         .as_array()
         .unwrap()
@@ -287,6 +301,11 @@ fn replies_reach_the_worker_owning_their_session() {
         "{metrics:?}"
     );
     assert!(sum("nat44_table_memory_bytes{") > 0, "{metrics:?}");
+    assert_eq!(
+        sum(&format!("nat44_ports_in_use{{address=\"{D1}\"}}")),
+        FLOWS as u64 + 1,
+        "{metrics:?}"
+    );
     assert!(daemon.stop(), "daemon did not exit cleanly");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -66,7 +66,7 @@ pub struct Snapshot {
     /// Each namespace's netlink listener.
     pub netlink: Vec<crate::netlink::NetlinkStats>,
     /// Per worker: NAT44's sessions (none while no interface has a NAT44 role).
-    pub nat44: Vec<nat44::Nat44Totals>,
+    pub nat44: nat44::Nat44Snapshot,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

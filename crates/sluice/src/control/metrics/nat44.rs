@@ -1,7 +1,8 @@
 //! NAT44 (`nat44` families, `worker` label): each worker's sessions by protocol and the
 //! memory its table holds (gauges), and the sessions it created and expired (counters), read
 //! from the counters the workers publish (`nat44::Stats`), as `show nat44 summary` reads
-//! them. Nothing is written while no interface has a NAT44 role.
+//! them; and the ports in use per outside address (`address` label), as the workers last
+//! copied them out. Nothing is written while no interface has a NAT44 role.
 
 use super::exposition::gauge_value;
 use crate::nat44::shared::Nat44Shared;
@@ -21,11 +22,28 @@ pub struct Nat44Totals {
     pub memory: u64,
 }
 
-/// Every worker's counters now; none while the NAT has no interface.
-pub fn totals(nat: &Nat44Shared) -> Vec<Nat44Totals> {
+/// What a scrape reads of the NAT.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Nat44Snapshot {
+    pub workers: Vec<Nat44Totals>,
+    /// Ports in use per outside address (all protocols, all workers), by address.
+    pub ports: Vec<(u32, u64)>,
+}
+
+/// Every worker's counters now; nothing while the NAT has no interface.
+pub fn snapshot(nat: &Nat44Shared) -> Nat44Snapshot {
     if !nat.view.load().roles.iter().any(Option::is_some) {
-        return Vec::new();
+        return Nat44Snapshot::default();
     }
+    Nat44Snapshot {
+        workers: totals(nat),
+        ports: (nat.ports_in_use().into_iter())
+            .map(|(a, n)| (a, n as u64))
+            .collect(),
+    }
+}
+
+fn totals(nat: &Nat44Shared) -> Vec<Nat44Totals> {
     nat.workers
         .iter()
         .map(|w| {
@@ -43,9 +61,10 @@ pub fn totals(nat: &Nat44Shared) -> Vec<Nat44Totals> {
 const PROTOCOLS: [&str; 3] = ["tcp", "udp", "icmp"];
 
 pub(super) fn encode(
-    workers: &[Nat44Totals],
+    nat: &Nat44Snapshot,
     enc: &mut DescriptorEncoder,
 ) -> Result<(), std::fmt::Error> {
+    let workers = &nat.workers;
     if workers.is_empty() {
         return Ok(());
     }
@@ -93,6 +112,17 @@ pub(super) fn encode(
         ConstGauge::new(gauge_value(t.memory))
             .encode(m.encode_family(&[("worker", worker.as_str())])?)?;
     }
+    let mut m = enc.encode_descriptor(
+        "nat44_ports_in_use",
+        "Outside ports the NAT44 sessions hold on the address, all protocols and workers together.",
+        None,
+        MetricType::Gauge,
+    )?;
+    for &(a, n) in &nat.ports {
+        let address = std::net::Ipv4Addr::from(a).to_string();
+        ConstGauge::new(gauge_value(n))
+            .encode(m.encode_family(&[("address", address.as_str())])?)?;
+    }
     Ok(())
 }
 
@@ -106,7 +136,7 @@ mod tests {
     #[test]
     fn the_scrape_shows_each_workers_sessions() {
         let nat = Nat44Shared::new(2);
-        assert!(totals(&nat).is_empty(), "no NAT interface, no family");
+        assert_eq!(snapshot(&nat), Nat44Snapshot::default(), "no NAT interface");
         nat.view.store(Arc::new(NatView {
             roles: vec![Some(Role::Inside), Some(Role::Outside)],
             workers: 2,
@@ -119,8 +149,11 @@ mod tests {
         s.expired.store(4, Relaxed);
         s.memory.store(65536, Relaxed);
         assert_eq!(exposition(Snapshot::default()).find("nat44"), None);
+        let mut nat44 = snapshot(&nat);
+        assert_eq!(nat44.ports, [], "no port in use yet");
+        nat44.ports = vec![(0xcb00_7101, 7)];
         let text = exposition(Snapshot {
-            nat44: totals(&nat),
+            nat44,
             ..Snapshot::default()
         });
         for line in [
@@ -135,6 +168,8 @@ mod tests {
             "nat44_sessions_expired_total{worker=\"0\"} 0",
             "# TYPE nat44_table_memory_bytes gauge",
             "nat44_table_memory_bytes{worker=\"1\"} 65536",
+            "# TYPE nat44_ports_in_use gauge",
+            "nat44_ports_in_use{address=\"203.0.113.1\"} 7",
         ] {
             assert!(text.lines().any(|l| l == line), "{line}:\n{text}");
         }

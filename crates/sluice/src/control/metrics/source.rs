@@ -122,7 +122,7 @@ impl MetricsSource {
             health: self.health.snapshot(),
             sessions: crate::acl::session::metrics::totals(&self.sessions),
             netlink: self.netlink.as_ref().map(|n| n.stats()).unwrap_or_default(),
-            nat44: super::nat44::totals(&self.nat44),
+            nat44: super::nat44::snapshot(&self.nat44),
         }
     }
 }

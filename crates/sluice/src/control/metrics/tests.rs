@@ -68,7 +68,7 @@ fn snapshot() -> Snapshot {
             queue_overflows: 1,
             ..Default::default()
         }],
-        nat44: Vec::new(),
+        nat44: Default::default(),
     }
 }
 
