@@ -2,7 +2,8 @@
 //! that a reply often arrives on the worker that does not own its session and nat44-in hands
 //! it to the owner (by the port it is sent to). An inside host opens 200 UDP flows to an
 //! outside host that answers each; every answer must come back translated, some must have
-//! been handed over, and both workers must hold sessions.
+//! been handed over, both workers must hold sessions (`show nat44 summary` and the metrics
+//! endpoint agree), and a shorter UDP timeout set at run time expires them.
 //!
 //! Topology: inside namespace (t0, 10.0.0.2, default route via sluice's d0) — DUT namespace
 //! (sluice on d0 10.0.0.1 and d1 203.0.113.1, af_packet) — outside namespace (t1,
@@ -306,6 +307,23 @@ fn replies_reach_the_worker_owning_their_session() {
         FLOWS as u64 + 1,
         "{metrics:?}"
     );
+    // A shorter UDP timeout applies to the live sessions: they expire (counted as expired,
+    // not closed by a new configuration) on the worker that holds them.
+    ctl(&socket, "set nat44 timeout udp 1").unwrap();
+    let deadline = Instant::now() + std::time::Duration::from_secs(10);
+    let mut summary = ctl_json(&socket, "show nat44 summary");
+    while summary["sessions"] != 0 && Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        summary = ctl_json(&socket, "show nat44 summary");
+    }
+    assert_eq!(summary["timeouts"]["udp"], 1, "{summary}");
+    let expired: Vec<u64> = summary["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["expired"].as_u64().unwrap())
+        .collect();
+    assert_eq!(expired, per_worker, "{summary}");
     assert!(daemon.stop(), "daemon did not exit cleanly");
     std::fs::remove_dir_all(&dir).ok();
 }
