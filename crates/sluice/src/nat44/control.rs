@@ -143,7 +143,12 @@ impl Nat44Control {
                 "{sessions} sessions: from {MIN_SESSIONS} to {MAX_SESSIONS}"
             ));
         }
-        if let Some(m) = per_host {
+        // A per-host limit kept from before must fit too (or the saved file would not load),
+        // unless it is the default, which is never written.
+        let kept = self.config.per_host as u64;
+        let default = Nat44Config::default().per_host as u64;
+        let check = per_host.or((kept != default).then_some(kept));
+        if let Some(m) = check {
             if m == 0 || m > sessions {
                 return Err(format!(
                     "per-host {m}: from 1 to the session limit ({sessions})"
@@ -257,6 +262,10 @@ mod tests {
             let e = c.set_limits(n, m).unwrap_err();
             assert!(e.contains(words), "{n} {m:?}: {e}");
         }
+        assert_eq!(c.config.max_sessions, 8192);
+        c.set_limits(8192, Some(2000)).unwrap();
+        let e = c.set_limits(1024, None).unwrap_err();
+        assert!(e.contains("per-host 2000"), "the kept per-host limit: {e}");
         assert_eq!(c.config.max_sessions, 8192);
     }
 }
