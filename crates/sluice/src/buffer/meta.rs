@@ -12,6 +12,9 @@ pub const FLAG_NAT_DONE: u8 = 1 << 2;
 /// Buffer flag: worker-handoff sends this packet to the worker in `aux` (a NAT reply to the
 /// worker owning its session) instead of the one its flow hash picks.
 pub const FLAG_TO_WORKER: u8 = 1 << 3;
+/// Buffer flag: nat44-in found this packet's session (its index in `aux`) and left the
+/// translation, of its source alone, to nat44-out, which then need not look it up again.
+pub const FLAG_NAT_HINT: u8 = 1 << 4;
 /// Where the L3 header of a packet without VLAN tags starts: after the 14-byte Ethernet
 /// header. A fresh buffer's `l3_offset`, so the packets the router builds itself need not set
 /// it.

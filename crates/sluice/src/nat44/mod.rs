@@ -3,12 +3,14 @@
 //! packets to a static mapping (a port forward), come back in.
 //!
 //! - `nat44-in`, a feature of the ip4-unicast arc on inside and outside interfaces, finds
-//!   a packet's session by its tuple and translates it before the route lookup; on an
+//!   a packet's session by its tuple and, when its destination changes (replies, port
+//!   forwards), translates it before the route lookup; on an
 //!   outside interface it opens sessions for static mappings, and hands a reply to the
 //!   worker that owns its port; on an inside interface a packet to a static mapping's
 //!   outside address opens a hairpin session (both ends translated).
-//! - `nat44-out`, a feature of the ip4-output arc on outside interfaces, opens the session
-//!   of a packet routed out that nat44-in did not translate (the first of its flow).
+//! - `nat44-out`, a feature of the ip4-output arc on outside interfaces, translates the
+//!   packets whose source alone changes (after the TTL and MTU checks, whose errors then go
+//!   to the sender untranslated) and opens the session of a flow's first packet.
 //! - Each worker owns its sessions (`table.rs`) and a slice of every outside address's
 //!   ports (`ports.rs`): a reply names its worker by its port, and no lock is shared.
 //!

@@ -6,7 +6,7 @@ use super::shared::{trace_line, Nat44Shared};
 use super::table::{Dir, Source, Table};
 use super::{ports, NatView, Refusal, Role};
 use crate::acl::session::now_ms;
-use crate::buffer::{FLAG_LOCAL_ORIGIN, FLAG_NAT_DONE, FLAG_TO_WORKER};
+use crate::buffer::{FLAG_LOCAL_ORIGIN, FLAG_NAT_DONE, FLAG_NAT_HINT, FLAG_TO_WORKER};
 use crate::graph::features::{self, SharedFeatures, IP4_OUTPUT, IP4_UNICAST};
 use crate::graph::names::error_counters;
 use crate::graph::{Node, NodeCx, NodeDecl};
@@ -84,6 +84,8 @@ enum Step {
     Drop(Error),
     /// To worker `w`, which owns its port.
     Handoff(usize),
+    /// On untranslated, its session (this index) found: nat44-out translates it.
+    Hint(u32),
 }
 
 pub struct Nat44 {
@@ -136,8 +138,20 @@ impl Nat44 {
         match classify(ip) {
             Ok(Kind::Flow { tuple, l4, flags }) => {
                 if let Some((i, dir)) = table.find(&tuple) {
+                    // Only a new destination must be written before the route lookup. A
+                    // new source alone is written by nat44-out, after the TTL and MTU
+                    // checks, so that their ICMP errors reach the sender about the packet
+                    // as it sent it (path MTU discovery through the NAT).
+                    let Some(to) = table.target(i, dir) else {
+                        return Step::Pass(None);
+                    };
+                    let new_dst = to.dst != tuple.dst
+                        || (tuple.proto != super::packet::ICMP && to.dport != tuple.dport);
                     // A packet that would expire here is not translated: the router's time
                     // exceeded then quotes it as its sender sent it.
+                    if !new_dst {
+                        return Step::Hint(i);
+                    }
                     if dir == Dir::Forward && ip[8] <= 1 {
                         return Step::Pass(None);
                     }
@@ -252,13 +266,16 @@ impl Nat44 {
         &self,
         cx: (&NatView, &mut Table, usize),
         ip: &mut [u8],
-        tx: u32,
+        (tx, hint): (u32, Option<u32>),
         now: u64,
     ) -> Step {
         let (view, table, me) = cx;
         match classify(ip) {
             Ok(Kind::Flow { tuple, l4, flags }) => {
-                if let Some((i, dir)) = table.find(&tuple) {
+                let found = hint
+                    .and_then(|i| table.check(i, &tuple))
+                    .or_else(|| table.find(&tuple));
+                if let Some((i, dir)) = found {
                     let Some(to) = table.used(i, dir, flags, now) else {
                         return Step::Pass(None);
                     };
@@ -319,10 +336,17 @@ impl Node for Nat44 {
             let interface = if self.output { meta.tx_if } else { meta.rx_if };
             let at = meta.l3_offset as usize;
             let skip = meta.flags & (FLAG_NAT_DONE | FLAG_LOCAL_ORIGIN) != 0 && self.output;
+            let hint = (meta.flags & FLAG_NAT_HINT != 0).then_some(meta.aux);
+            if self.output && hint.is_some() {
+                meta.flags &= !FLAG_NAT_HINT;
+                meta.aux = 0;
+            }
             let step = match data.get_mut(at..) {
                 _ if skip => Step::Pass(None),
                 None => Step::Drop(Error::BadPacket),
-                Some(ip) if self.output => self.outbound((&view, table, me), ip, interface, now),
+                Some(ip) if self.output => {
+                    self.outbound((&view, table, me), ip, (interface, hint), now)
+                }
                 Some(ip) => self.inbound((&view, table, me), ip, interface, now),
             };
             match step {
@@ -343,6 +367,11 @@ impl Node for Nat44 {
                         cx.trace(bi, e.reason());
                     }
                     cx.enqueue(drop, bi);
+                }
+                Step::Hint(i) => {
+                    meta.flags |= FLAG_NAT_HINT;
+                    meta.aux = i;
+                    cx.enqueue(features.next_slot(self.arc, interface, Some(self.me)), bi);
                 }
                 Step::Handoff(w) => {
                     meta.flags |= FLAG_TO_WORKER;

@@ -144,6 +144,28 @@ impl Table {
         self.sessions.get(index as usize)?.as_ref()
     }
 
+    /// Session `index` as the one of a packet of `tuple` (a hint nat44-in left), checked.
+    #[inline]
+    pub fn check(&self, index: u32, tuple: &Tuple) -> Option<(u32, Dir)> {
+        let s = self.sessions.get(index as usize)?.as_ref()?;
+        if s.orig == *tuple {
+            Some((index, Dir::Forward))
+        } else if s.xlat.reversed() == *tuple {
+            Some((index, Dir::Reply))
+        } else {
+            None
+        }
+    }
+
+    /// The tuple a packet of session `index` going `dir` leaves with (nothing changed).
+    pub fn target(&self, index: u32, dir: Dir) -> Option<Tuple> {
+        let s = self.sessions.get(index as usize)?.as_ref()?;
+        Some(match dir {
+            Dir::Forward => s.xlat,
+            Dir::Reply => s.orig.reversed(),
+        })
+    }
+
     /// A packet of session `index` going `dir` with TCP `flags` at `now`: its state moves
     /// on; the tuple it must leave with is returned.
     pub fn used(&mut self, index: u32, dir: Dir, flags: u8, now: u64) -> Option<Tuple> {
