@@ -13,6 +13,7 @@
 //! 1400, smaller than t0–d0's 1500, for the too-big cases.
 
 mod common;
+use common::cases::{json_lines, observations, Seen};
 use common::*;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -36,9 +37,6 @@ const PYTHON: &str = "/usr/bin/python3";
 const CASES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/cases.py");
 /// Random and mutated frames sent after the cases.
 const FUZZ_FRAMES: usize = 1200;
-
-/// What one case showed: the frames that came back on t0 and those that arrived on t1.
-type Seen = (Vec<String>, Vec<String>);
 
 /// Where sluice differs from Linux on purpose: case, what sluice sends (t0, t1), and why.
 const DELIBERATE: &[(&str, &[&str], &[&str], &str)] = &[
@@ -205,38 +203,8 @@ impl Lab {
         let mut a = vec![CASES, path.to_str().unwrap()];
         a.extend_from_slice(args);
         let o = self.tester.exec(PYTHON, &a).output().unwrap();
-        assert!(
-            o.status.success(),
-            "cases.py {args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .filter(|l| l.starts_with('{'))
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
+        json_lines(&o, &format!("cases.py {args:?}"))
     }
-}
-
-/// Case name → what it showed.
-fn observations(lines: &[Value]) -> BTreeMap<String, Seen> {
-    let list = |v: &Value| -> Vec<String> {
-        v.as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s.as_str().unwrap().to_string())
-            .collect()
-    };
-    lines
-        .iter()
-        .filter(|v| v.get("case").is_some())
-        .map(|v| {
-            (
-                v["case"].as_str().unwrap().to_string(),
-                (list(&v["t0"]), list(&v["t1"])),
-            )
-        })
-        .collect()
 }
 
 /// Linux as the DUT: the same addresses and routes, forwarding on, ICMP not rate limited

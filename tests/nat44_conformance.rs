@@ -17,6 +17,7 @@
 //! answer) stay unanswered except by the cases themselves.
 
 mod common;
+use common::cases::{json_lines, observations, Seen};
 use common::*;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -43,10 +44,6 @@ const EXPIRE_WAIT: f64 = 5.0;
 /// Debian's interpreter, which has python3-scapy (not whatever python3 comes first in PATH).
 const PYTHON: &str = "/usr/bin/python3";
 const CASES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/nat44/cases.py");
-
-/// What one case showed: the frames the DUT sent on t0 (inside) and on t1 (outside), each
-/// prefixed with the number of the case's step that drew it.
-type Seen = (Vec<String>, Vec<String>);
 
 /// What Linux does in each case: (case, t0, t1). Read with cases.py's normalisation: `P1` is
 /// a port or identifier the NAT picked (not the inside one), a number one the case chose; no
@@ -276,38 +273,8 @@ impl Lab {
             a.extend_from_slice(&["--only", only]);
         }
         let o = self.tester.exec(PYTHON, &a).output().unwrap();
-        assert!(
-            o.status.success(),
-            "cases.py: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .filter(|l| l.starts_with('{'))
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
+        json_lines(&o, "cases.py")
     }
-}
-
-/// Case name → what it showed.
-fn observations(lines: &[Value]) -> BTreeMap<String, Seen> {
-    let list = |v: &Value| -> Vec<String> {
-        v.as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s.as_str().unwrap().to_string())
-            .collect()
-    };
-    lines
-        .iter()
-        .filter(|v| v.get("case").is_some())
-        .map(|v| {
-            (
-                v["case"].as_str().unwrap().to_string(),
-                (list(&v["t0"]), list(&v["t1"])),
-            )
-        })
-        .collect()
 }
 
 /// Linux as the NAT: forwarding, `masquerade` out of d1, the port forward as a `dnat` on any
