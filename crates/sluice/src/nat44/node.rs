@@ -92,6 +92,8 @@ pub struct Nat44 {
     output: bool,
     arc: usize,
     me: usize,
+    /// Next slot of error-drop (worker-handoff's is the one after).
+    drop: usize,
     nat: Arc<Nat44Shared>,
     features: SharedFeatures,
     l3: SharedL3View,
@@ -112,6 +114,7 @@ impl Nat44 {
         };
         let me = features::feature_index(arc, name).unwrap_or(0);
         let mut next = features::next_names(arc, Some(me));
+        let drop = next.len();
         next.push(crate::nodes::error_drop::NAME.to_string());
         if !output && nat.workers.len() > 1 {
             next.push(WORKER_HANDOFF.to_string());
@@ -120,6 +123,7 @@ impl Nat44 {
             output,
             arc,
             me,
+            drop,
             nat,
             features,
             l3,
@@ -127,8 +131,9 @@ impl Nat44 {
         NodeDecl::internal(name, &[], &Error::REASONS, node).with_next(next)
     }
 
+    /// The drop slot: after the later features and the end (counted once, at declaration).
     fn drop_slot(&self) -> usize {
-        features::next_names(self.arc, Some(self.me)).len()
+        self.drop
     }
 
     /// nat44-in: the session of a packet arriving on `role`'s interface `rx`, or a new one
