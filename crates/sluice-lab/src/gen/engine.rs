@@ -211,9 +211,14 @@ fn send_loop(
         warm.quiet = true;
         send_phase(&warm, profile, label, sender, WARMUP_SEQ);
     }
-    let r = send_phase(opts, profile, label, sender, 0);
+    let mut r = send_phase(opts, profile, label, sender, 0);
+    // Frames still queued in the port after this wait never left: not sent, but refused.
+    let stuck = sender.drain(Duration::from_millis(500)) as u64;
+    r.packets -= stuck.min(r.packets);
+    r.errors += stuck;
     if profile.l4 == L4::Tcp {
         close_flows(opts, profile, sender, r.packets + r.errors);
+        sender.drain(Duration::from_millis(500));
     }
     tx_done.store(true, Ordering::Release);
     r

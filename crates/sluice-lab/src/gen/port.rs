@@ -53,6 +53,11 @@ impl Io {
 /// batch (`queue_full` of them), so the caller sends them again.
 pub trait FrameSink: Send {
     fn send(&mut self, frames: &[Vec<u8>]) -> SendResult;
+    /// Wait up to `timeout` for frames taken but still queued in the port to leave; returns
+    /// how many never did (counted by `send` as sent, so the caller takes them back).
+    fn drain(&mut self, _timeout: std::time::Duration) -> usize {
+        0
+    }
 }
 
 /// Somewhere frames arrive.
@@ -134,6 +139,21 @@ impl FrameSink for QueueSink {
             sent: t.sent,
             queue_full: t.queue_full + t.peer_full + unbuilt,
             errors: t.errors + t.too_long + t.link_down,
+        }
+    }
+
+    fn drain(&mut self, timeout: std::time::Duration) -> usize {
+        // An AF_XDP socket in copy mode sends what its ring holds only when kicked, and a
+        // veth whose peer's queue is full turns a kick back: the run's last frames may still
+        // be in the ring when the sending stops. Empty bursts reap and kick again.
+        let until = std::time::Instant::now() + timeout;
+        loop {
+            self.tx.tx_burst(&mut self.bufs, &[]);
+            let held = self.tx.held_buffers();
+            if held == 0 || std::time::Instant::now() >= until {
+                return held;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(50));
         }
     }
 }

@@ -234,3 +234,39 @@ pub fn dut_napi(on_dut: bool, xdp: bool, cpu: usize) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Frames the kernel dropped at the lab's veths because the receiving end's queue was full,
+/// as counted at the sending end (a veth counts its peer's full queue as its own `tx_dropped`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct QueueDrops {
+    /// Sent by the tester, dropped for want of room at the DUT's ports.
+    pub to_dut: u64,
+    /// Sent by the DUT, dropped for want of room at the tester's ports.
+    pub to_tester: u64,
+}
+
+impl QueueDrops {
+    /// The counters now; a run's figure is the difference of two readings.
+    pub fn read() -> QueueDrops {
+        QueueDrops {
+            to_dut: PAIRS.iter().map(|p| tx_dropped(TESTER, p.0)).sum(),
+            to_tester: PAIRS.iter().map(|p| tx_dropped(DUT, p.1)).sum(),
+        }
+    }
+
+    pub fn since(self, before: QueueDrops) -> QueueDrops {
+        QueueDrops {
+            to_dut: self.to_dut.saturating_sub(before.to_dut),
+            to_tester: self.to_tester.saturating_sub(before.to_tester),
+        }
+    }
+}
+
+/// `dev`'s `tx_dropped` in `ns` (0 when it cannot be read: the figure then explains less).
+fn tx_dropped(ns: &str, dev: &str) -> u64 {
+    run("ip", &["-n", ns, "-s", "-j", "link", "show", dev])
+        .ok()
+        .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok())
+        .and_then(|v| v[0]["stats64"]["tx"]["dropped"].as_u64())
+        .unwrap_or(0)
+}

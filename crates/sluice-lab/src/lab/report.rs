@@ -24,6 +24,8 @@ pub struct RunResult {
     pub rate_reached: bool,
     /// Frames lost in the tester's own receive ring (not the DUT's doing).
     pub rx_ring_drops: u64,
+    /// Frames the kernel dropped at the veths for want of room at the receiving end.
+    pub queue_drops: super::netns::QueueDrops,
     pub duration_s: f64,
     pub latency_ns: Value,
     /// Frames a full queue turned back for the generator to send again: back-pressure.
@@ -104,6 +106,7 @@ impl RunResult {
             l2_bps: f("l2_bps"),
             rate_reached: gen["rate_reached"].as_bool().unwrap_or(true),
             rx_ring_drops: u("rx_ring_drops"),
+            queue_drops: Default::default(),
             duration_s: f("duration_s"),
             latency_ns: gen["latency_ns"].clone(),
             tx_queue_full: u("tx_queue_full"),
@@ -185,7 +188,7 @@ pub fn limit(r: &RunResult, rate_asked: bool) -> Limit {
     let sent = r.tx_packets.max(1) as f64;
     // Frames the DUT had no room for at the tester's receiving port (a memif client that
     // posted no buffers) were lost by the tester's receiver, as its own ring's are.
-    let tester_lost = r.rx_ring_drops + peer_full(r);
+    let tester_lost = r.rx_ring_drops + peer_full(r) + r.queue_drops.to_tester;
     let dut_lost = r.lost.saturating_sub(tester_lost) as f64;
     if dut_lost / sent > LOSS_SHARE {
         return Limit::Dut;
@@ -439,6 +442,11 @@ pub fn table(o: &RunOptions, results: &[RunResult], cal: &Result<Calibration, St
             "\nsome losses happened in the tester's receive ring, not in the DUT (see the runs)\n",
         );
     }
+    if results.iter().any(|r| r.queue_drops.to_dut > 0) {
+        s.push_str(
+            "\nsome frames were dropped by the kernel at the DUT's full port queues (queue_drops)\n",
+        );
+    }
     s.push_str(&footnotes(o, results, cal));
     s
 }
@@ -538,7 +546,7 @@ pub fn json(o: &RunOptions, results: &[RunResult], cal: &Result<Calibration, Str
                 "dut": dut, "type": type_label(o), "frame_size": m.frame_size, "flows": m.flows,
                 "io": super::calibrate::io_label(o),
                 "tx_packets": m.tx_packets, "rx_packets": m.rx_packets, "lost": m.lost,
-                "rx_ring_drops": m.rx_ring_drops,
+                "rx_ring_drops": m.rx_ring_drops, "queue_drops": m.queue_drops,
                 "rx_pps": m.rx_pps, "l2_bps": m.l2_bps, "rx_pps_summary": sum,
                 "latency_p50_us": latency_us(m, "median"), "latency_p99_us": latency_us(m, "p99"),
                 "offered_pps": m.tx_pps, "generator_max_pps": gen_max,
@@ -667,6 +675,16 @@ mod tests {
         // ...unless the DUT lost more than that.
         behind.dut_interfaces = Some(json!([{"name": "d1", "tx_peer_full": 2_000}]));
         assert_eq!(limit(&behind, false), Limit::Dut);
+        // Dropped by the kernel at the tester's full veth queue: the tester's side; at the
+        // DUT's: the DUT.
+        let mut queued = run("g", 6e5, 5_000, 0, 0, true);
+        queued.queue_drops.to_tester = 4_990;
+        assert_eq!(limit(&queued, false), Limit::Generator);
+        queued.queue_drops = crate::lab::netns::QueueDrops {
+            to_dut: 4_990,
+            to_tester: 0,
+        };
+        assert_eq!(limit(&queued, false), Limit::Dut);
         // An asked rate carried without loss: neither; missed without push-back: generator.
         assert_eq!(limit(&free, true), Limit::Neither);
         assert_eq!(

@@ -143,7 +143,9 @@ pub(crate) fn one_run(
         // A learning bridge is measured forwarding to a destination it knows.
         extra.extend(["--macs".to_string(), "1".to_string()]);
     }
+    let queue_before = netns::QueueDrops::read();
     let gen = generate(o, &extra);
+    let queue_drops = netns::QueueDrops::read().since(queue_before);
     let profile = match (recording, &o.profile) {
         (Some(rec), Some(dir)) => {
             let stem = profile::next_stem(dir, kind.name());
@@ -172,6 +174,7 @@ pub(crate) fn one_run(
     let mut r = RunResult::from_gen(kind.name(), &gen?, runtime, interfaces);
     r.profile = profile;
     r.sessions = sessions;
+    r.queue_drops = queue_drops;
     if kind == DutKind::SluiceBridge {
         r.l2fib_entries = l2fib.and_then(|v| v["all_domains"].as_u64());
     }
