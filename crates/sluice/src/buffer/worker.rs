@@ -117,6 +117,16 @@ impl WorkerBuffers {
         self.pool.tags.reclaim(bi, self.id);
     }
 
+    /// `reclaim`, for a buffer a device hands back as a new packet (a DPDK port's receive,
+    /// where the mbuf may have been sent before): its metadata starts fresh.
+    #[cfg_attr(any(test, debug_assertions), track_caller)]
+    pub fn reclaim_fresh(&mut self, bi: u32) {
+        self.reclaim(bi);
+        let i = self.check(bi);
+        // SAFETY: `check` found `i` in range and held by this handle.
+        unsafe { *self.cell(i).get() = BufferMeta::FRESH };
+    }
+
     /// Park packet `bi` (every segment) in a table of held packets that may outlive this
     /// handle (a packet waiting for its neighbour): until `unpark`, no handle may use it,
     /// and if the table goes away with the packet still in it,

@@ -177,6 +177,8 @@ pub struct Config {
     pub punt: crate::lcp::policy::PuntPolicy,
     /// [nat44], [[nat44-interface]], [[nat44-static]]; `None` when none is written.
     pub nat44: Option<crate::nat44::config::Nat44Config>,
+    /// [dpdk]: DPDK's environment for the dpdk interfaces.
+    pub dpdk: crate::drivers::dpdk::config::DpdkSection,
     /// The file's tables as written (`sluice ctl save` keeps the sections the CLI cannot
     /// change, and each interface's driver keys, from it).
     pub written: toml::Table,
@@ -236,6 +238,8 @@ struct ConfigKeys {
     nat44_interfaces: Vec<crate::nat44::config::NatInterfaceKeys>,
     #[serde(default, rename = "nat44-static")]
     nat44_statics: Vec<crate::nat44::config::NatStaticKeys>,
+    #[serde(default)]
+    dpdk: crate::drivers::dpdk::config::DpdkKeys,
 }
 
 /// The [control] section.
@@ -448,6 +452,7 @@ impl Config {
         let punt = keys.punt.check(c)?;
         let nat = (keys.nat44, keys.nat44_interfaces, keys.nat44_statics);
         let nat44 = crate::nat44::config::check(nat, &route_names, c)?;
+        let dpdk = keys.dpdk.check(c)?;
         Ok(Config {
             dataplane,
             control: keys.control,
@@ -472,6 +477,7 @@ impl Config {
             lcps,
             punt,
             nat44,
+            dpdk,
             written: toml::Table::new(),
         })
     }

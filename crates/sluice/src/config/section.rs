@@ -82,4 +82,5 @@ pub static SECTIONS: &[&dyn Section] = &[
     &crate::nat44::section::NAT44,
     &crate::nat44::section::NAT44_INTERFACE,
     &crate::nat44::section::NAT44_STATIC,
+    &AsStarted(&crate::drivers::dpdk::config::SECTION),
 ];

@@ -316,8 +316,10 @@ impl Drop for Dataplane {
 fn open_interfaces(cfg: &Config, pool: &Arc<BufferPool>) -> Result<(Vec<Opened>, Replays), String> {
     let mut opened = Vec::new();
     let mut replays = Vec::new();
+    open::start_dpdk(cfg, pool)?;
     for (i, icfg) in cfg.interfaces.iter().enumerate() {
-        let (o, progress) = open_interface(icfg, i as u32, cfg.dataplane.workers, pool)?;
+        let workers = (cfg.dataplane.workers, &cfg.dpdk);
+        let (o, progress) = open_interface(icfg, i as u32, workers, pool)?;
         if let Some(p) = progress {
             replays.push((i as u32, p));
         }

@@ -5,6 +5,8 @@ use crate::buffer::BufferPool;
 use crate::config::{AfXdp, Driver, InterfaceConfig};
 use crate::drivers::af_packet::{self, AfPacketConfig};
 use crate::drivers::af_xdp::{self, AfXdpConfig};
+use crate::drivers::dpdk::config::DpdkSection;
+use crate::drivers::dpdk::DpdkConfig;
 use crate::drivers::memif::{self, MemifConfig};
 use crate::drivers::pcap::{self, PcapConfig, ReplayProgress};
 use crate::drivers::DriverPorts;
@@ -19,7 +21,7 @@ pub(super) struct Opened {
 pub(super) fn open_interface(
     cfg: &InterfaceConfig,
     index: u32,
-    workers: usize,
+    (workers, dpdk): (usize, &DpdkSection),
     pool: &Arc<BufferPool>,
 ) -> Result<(Opened, Option<Arc<ReplayProgress>>), String> {
     let name = cfg.name.get_ref();
@@ -87,6 +89,14 @@ pub(super) fn open_interface(
             crate::drivers::null::open(workers, threads, mtu.unwrap_or(1500)),
             None,
         )),
+        Driver::Dpdk(d) => crate::drivers::dpdk::open(&DpdkConfig {
+            devargs: d.devargs.clone(),
+            mtu,
+            workers,
+            rx_desc: dpdk.rx_desc,
+            tx_desc: dpdk.tx_desc,
+        })
+        .map(|ports| (ports, None)),
     };
     let (ports, progress) = opened.map_err(|e| format!("interface {name}: {e}"))?;
     let mut interface = Interface::new(index, name, driver, threads);
@@ -128,4 +138,23 @@ fn auto_open(
         )),
         Err(e) => Err(format!("driver auto: af_xdp: {refused}; af_packet: {e}")),
     }
+}
+
+/// Start DPDK before the first dpdk interface opens, with every dpdk interface's devargs.
+pub(super) fn start_dpdk(
+    cfg: &crate::config::Config,
+    pool: &Arc<BufferPool>,
+) -> Result<(), String> {
+    let devices: Vec<String> = cfg
+        .interfaces
+        .iter()
+        .filter_map(|i| match &i.driver {
+            Driver::Dpdk(d) => Some(d.devargs.clone()),
+            _ => None,
+        })
+        .collect();
+    if devices.is_empty() {
+        return Ok(());
+    }
+    crate::drivers::dpdk::start(&devices, &cfg.dpdk.eal_args, pool)
 }

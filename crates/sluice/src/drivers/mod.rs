@@ -4,6 +4,7 @@
 
 pub mod af_packet;
 pub mod af_xdp;
+pub mod dpdk;
 pub mod host_device;
 pub mod host_link;
 pub mod memif;

@@ -18,7 +18,8 @@ pub(crate) const SECTION: SectionDoc = SectionDoc {
     name: "interface",
     array: true,
     file: "interface/config/interface.rs` and `crates/sluice/src/interface/config/driver/",
-    doc: "A port: a Linux interface (af_packet, af_xdp, auto), a memif peer or pcap files. \
+    doc: "A port: a Linux interface (af_packet, af_xdp, auto), a memif peer, pcap files or a \
+          port DPDK drives (dpdk). \
           Keys marked with a driver belong to that driver only; on another driver they are an \
           error. An interface with addresses routes; one that is cross-connected or a \
           bridge-domain member switches and may have none.",
@@ -36,7 +37,8 @@ pub(crate) const SECTION: SectionDoc = SectionDoc {
             "string",
             "auto (AF_XDP where the kernel and device allow it, else AF_PACKET) | af_packet | \
              af_xdp | memif | pcap | null (no device: 64-byte frames made on receive, freed on \
-             transmit; for benchmarks)",
+             transmit; for benchmarks) | dpdk (a port DPDK drives: a NIC or a DPDK virtual \
+             device; in binaries built with DPDK, see docs/dpdk.md)",
             "\"af_packet\"",
         ),
         Key {
@@ -124,6 +126,15 @@ pub(crate) const SECTION: SectionDoc = SectionDoc {
             example: "\"up\"",
         },
         Key {
+            name: "devargs",
+            ty: "string",
+            default: "none (required by dpdk)",
+            doc: "dpdk: the port as DPDK names it, with its arguments: a PCI address, or a \
+                  virtual device such as net_null0, net_ring0, net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap, \
+                  net_memif0,role=server,socket=/run/m.sock, net_af_packet0,iface=eth0",
+            example: "\"0000:3b:00.0\"",
+        },
+        Key {
             name: "rx-file",
             ty: "string (path)",
             default: "none",
@@ -194,6 +205,8 @@ pub(crate) struct InterfaceKeys {
     pub(crate) secret: Option<String>,
     mtu: Option<Spanned<u32>>,
     state: Option<Spanned<String>>,
+    /// dpdk: the port as DPDK names it, with its arguments.
+    pub(crate) devargs: Option<Spanned<String>>,
     /// pcap: the file to replay.
     pub(crate) rx_file: Option<PathBuf>,
     /// pcap: the file to write.

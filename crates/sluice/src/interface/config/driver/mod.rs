@@ -4,12 +4,14 @@
 
 mod af_packet;
 mod af_xdp;
+mod dpdk;
 mod memif;
 mod null;
 mod pcap;
 
 pub use af_packet::AfPacket;
 pub use af_xdp::AfXdp;
+pub use dpdk::Dpdk;
 pub use memif::Memif;
 pub use null::Null;
 pub use pcap::Pcap;
@@ -30,12 +32,18 @@ pub enum Driver {
     Pcap(Pcap),
     /// No device: frames made on receive, freed on transmit (benchmarks).
     Null(Null),
+    /// A port DPDK drives.
+    Dpdk(Dpdk),
 }
 
 impl Driver {
     /// The driver that `keys` name, with its keys checked.
     pub(crate) fn check(keys: &InterfaceKeys, c: &Checker<'_>) -> Result<Driver, ConfigError> {
+        if keys.driver.get_ref() != "dpdk" {
+            dpdk::refuse_devargs(keys, c)?;
+        }
         match keys.driver.get_ref().as_str() {
+            "dpdk" => Dpdk::check(keys, c).map(Driver::Dpdk),
             "auto" => AfXdp::check(keys, c).map(Driver::Auto),
             "af_packet" => AfPacket::check(keys, c).map(Driver::AfPacket),
             "af_xdp" => AfXdp::check(keys, c).map(Driver::AfXdp),
@@ -46,7 +54,7 @@ impl Driver {
                 keys.driver.span(),
                 "driver",
                 format!(
-                    "unknown driver '{other}' (known: auto, af_packet, af_xdp, memif, pcap, null)"
+                    "unknown driver '{other}' (known: auto, af_packet, af_xdp, memif, pcap, null, dpdk)"
                 ),
             )),
         }
@@ -61,6 +69,7 @@ impl Driver {
             Driver::Memif(_) => "memif",
             Driver::Pcap(_) => "pcap",
             Driver::Null(_) => "null",
+            Driver::Dpdk(_) => "dpdk",
         }
     }
 
@@ -69,7 +78,7 @@ impl Driver {
         match self {
             Driver::AfPacket(d) => Some(&d.host),
             Driver::AfXdp(d) | Driver::Auto(d) => Some(&d.host),
-            Driver::Memif(_) | Driver::Pcap(_) | Driver::Null(_) => None,
+            Driver::Memif(_) | Driver::Pcap(_) | Driver::Null(_) | Driver::Dpdk(_) => None,
         }
     }
 
@@ -123,8 +132,8 @@ mod tests {
     use crate::config::{interface_with, Config};
 
     error_tests! {
-        unknown_driver: interface_with("dpdk", "")
-            => "t.toml:3: key 'driver': unknown driver 'dpdk' (known: auto, af_packet, af_xdp, memif, pcap, null)";
+        unknown_driver: interface_with("dpdk2", "")
+            => "t.toml:3: key 'driver': unknown driver 'dpdk2' (known: auto, af_packet, af_xdp, memif, pcap, null, dpdk)";
         ring_size_on_an_interface_without_rings: interface_with("null", "ring-size = 1024\n")
             => "t.toml:4: key 'ring-size': belongs to af_packet, af_xdp and memif interfaces";
         ring_size_on_pcap: interface_with("pcap", "tx-file = \"o\"\nring-size = 1024\n")

@@ -1,0 +1,281 @@
+//! A DPDK port's receive and transmit queues: mbufs in, sluice buffers out, and back, with
+//! no copy (the mbuf is the header in each buffer's headroom; shim.c says where).
+
+use super::eal;
+use super::ffi;
+use super::port::Port;
+use super::stock::{Pool, LENT};
+use crate::buffer::{WorkerBuffers, NO_BUFFER, STRIDE};
+use crate::drivers::{RxBurst, RxQueue, TxBurst, TxQueue};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// Most packets one call moves (the shim's burst).
+const BURST: usize = 256;
+/// Most segments one packet may have (jumbo frames over 2 KiB buffers).
+pub const MAX_SEGS: usize = 8;
+/// Where a segment's data may start at the earliest: past the mbuf header in the headroom.
+pub const FIRST_DATA: usize = 192;
+/// Receive calls between two reads of the port's drop counters.
+const STATS_POLLS: u32 = 4096;
+
+/// The segment arrays the shim fills or reads.
+struct Segments {
+    slot: Vec<u32>,
+    off: Vec<u16>,
+    len: Vec<u16>,
+    per_packet: Vec<u16>,
+}
+
+impl Segments {
+    fn new() -> Segments {
+        Segments {
+            slot: vec![0; BURST * MAX_SEGS],
+            off: vec![0; BURST * MAX_SEGS],
+            len: vec![0; BURST * MAX_SEGS],
+            per_packet: vec![0; BURST],
+        }
+    }
+}
+
+pub struct DpdkRx {
+    pub port: Arc<Port>,
+    pub q: u16,
+    pub pool: Arc<Pool>,
+    seg: Segments,
+    /// This queue reports the buffers lent to DPDK (one queue of the process does).
+    pub reports_lent: bool,
+    /// This queue reports the port's drops (queue 0 does: DPDK counts them per port).
+    pub reports_missed: bool,
+    polls: u32,
+    missed_seen: u64,
+}
+
+impl DpdkRx {
+    pub fn new(port: Arc<Port>, q: u16, pool: Arc<Pool>) -> DpdkRx {
+        DpdkRx {
+            port,
+            q,
+            pool,
+            seg: Segments::new(),
+            reports_lent: false,
+            reports_missed: q == 0,
+            polls: 0,
+            missed_seen: 0,
+        }
+    }
+}
+
+impl RxQueue for DpdkRx {
+    fn rx_burst(&mut self, bufs: &mut WorkerBuffers, out: &mut [u32]) -> RxBurst {
+        eal::register_thread();
+        self.pool.top_up(bufs);
+        let want = out.len().min(BURST) as u16;
+        let mut refused = 0u32;
+        let s = &mut self.seg;
+        // SAFETY: the arrays hold BURST * MAX_SEGS segments and BURST packets, the bounds
+        // passed; the port is open while this queue holds its `Arc`.
+        let got = unsafe {
+            ffi::sd_rx(
+                self.port.id,
+                self.q,
+                s.slot.as_mut_ptr(),
+                s.off.as_mut_ptr(),
+                s.len.as_mut_ptr(),
+                s.per_packet.as_mut_ptr(),
+                want,
+                s.slot.len() as u32,
+                &mut refused,
+            )
+        } as usize;
+        let mut r = RxBurst {
+            bad_descriptors: refused as u64,
+            ..RxBurst::default()
+        };
+        let mut k = 0;
+        let mut taken = 0i64;
+        for i in 0..got {
+            let n = s.per_packet[i] as usize;
+            let segs = k..k + n;
+            k += n;
+            for j in segs.clone() {
+                bufs.reclaim_fresh(s.slot[j]);
+            }
+            taken += n as i64;
+            let sound = segs.clone().all(|j| {
+                let (off, len) = (s.off[j] as usize, s.len[j] as usize);
+                off >= FIRST_DATA && off + len <= STRIDE
+            });
+            if !sound || n == 0 {
+                for j in segs {
+                    bufs.free(s.slot[j]);
+                }
+                r.bad_descriptors += 1;
+                continue;
+            }
+            let head = s.slot[segs.start];
+            let total: u32 = segs.clone().map(|j| s.len[j] as u32).sum();
+            for j in segs.clone() {
+                let m = bufs.meta_mut(s.slot[j]);
+                m.offset = s.off[j];
+                m.len = s.len[j];
+                m.total_len = if j == segs.start {
+                    total
+                } else {
+                    s.len[j] as u32
+                };
+                m.next = if j + 1 < segs.end {
+                    s.slot[j + 1]
+                } else {
+                    NO_BUFFER
+                };
+            }
+            out[r.packets] = head;
+            r.packets += 1;
+            r.bytes += total as u64;
+        }
+        LENT.fetch_sub(taken, Ordering::Relaxed);
+        r
+    }
+
+    fn take_missed(&mut self) -> u64 {
+        if !self.reports_missed {
+            return 0;
+        }
+        self.polls += 1;
+        if self.polls < STATS_POLLS {
+            return 0;
+        }
+        self.take_missed_now()
+    }
+
+    fn take_missed_now(&mut self) -> u64 {
+        if !self.reports_missed {
+            return 0;
+        }
+        self.polls = 0;
+        let Some(s) = self.port.stats() else {
+            return 0;
+        };
+        let total = s.missed + s.rx_errors + s.no_mbuf;
+        let new = total.saturating_sub(self.missed_seen);
+        self.missed_seen = total;
+        new
+    }
+
+    fn held_buffers(&self) -> usize {
+        if self.reports_lent {
+            LENT.load(Ordering::Relaxed).max(0) as usize
+        } else {
+            0
+        }
+    }
+}
+
+pub struct DpdkTx {
+    pub port: Arc<Port>,
+    pub q: u16,
+    pub pool: Arc<Pool>,
+    seg: Segments,
+    /// The largest frame the port sends.
+    pub max_frame: usize,
+    /// Packets of this burst, by their place in `pkts`, that went to the shim.
+    queued: Vec<u32>,
+}
+
+impl DpdkTx {
+    pub fn new(port: Arc<Port>, q: u16, pool: Arc<Pool>, max_frame: usize) -> DpdkTx {
+        DpdkTx {
+            port,
+            q,
+            pool,
+            seg: Segments::new(),
+            max_frame,
+            queued: Vec::with_capacity(BURST),
+        }
+    }
+
+    /// Lay packet `bi` out as segments at `k`; false when it cannot be sent as it is.
+    fn lay_out(&mut self, bufs: &WorkerBuffers, bi: u32, k: &mut usize) -> bool {
+        let start = *k;
+        let mut seg = bi;
+        while seg != NO_BUFFER {
+            let m = bufs.meta(seg);
+            if *k - start == MAX_SEGS || (m.offset as usize) < FIRST_DATA {
+                *k = start;
+                return false;
+            }
+            self.seg.slot[*k] = seg;
+            self.seg.off[*k] = m.offset;
+            self.seg.len[*k] = m.len;
+            *k += 1;
+            seg = m.next;
+        }
+        true
+    }
+}
+
+impl TxQueue for DpdkTx {
+    fn tx_burst(&mut self, bufs: &mut WorkerBuffers, pkts: &[u32]) -> TxBurst {
+        eal::register_thread();
+        let mut r = TxBurst::default();
+        for chunk in pkts.chunks(BURST) {
+            self.queued.clear();
+            let mut k = 0;
+            for &bi in chunk {
+                if bufs.packet_len(bi) > self.max_frame {
+                    r.too_long += 1;
+                    bufs.free(bi);
+                } else {
+                    let start = k;
+                    if self.lay_out(bufs, bi, &mut k) {
+                        self.seg.per_packet[self.queued.len()] = (k - start) as u16;
+                        self.queued.push(bi);
+                    } else {
+                        // Too many segments, or a header prepended into the mbuf's place.
+                        r.errors += 1;
+                        bufs.free(bi);
+                    }
+                }
+            }
+            // Lent before DPDK sees them: a port may free a sent mbuf into a stock, where
+            // another thread could take it, before this call returns.
+            for &s in &self.seg.slot[..k] {
+                bufs.lend(s);
+            }
+            LENT.fetch_add(k as i64, Ordering::Relaxed);
+            let s = &self.seg;
+            // SAFETY: the arrays hold `k` segments for `queued.len()` packets, laid out by
+            // `lay_out` from buffers this handle held and has just lent; the port is open.
+            let sent = unsafe {
+                ffi::sd_tx(
+                    self.port.id,
+                    self.q,
+                    self.pool.mp,
+                    s.slot.as_ptr(),
+                    s.off.as_ptr(),
+                    s.len.as_ptr(),
+                    s.per_packet.as_ptr(),
+                    self.queued.len() as u16,
+                )
+            } as usize;
+            // What the port did not take is still ours, untouched.
+            let first_unsent: usize = s.per_packet[..sent].iter().map(|&n| n as usize).sum();
+            for &sl in &self.seg.slot[first_unsent..k] {
+                bufs.reclaim(sl);
+            }
+            LENT.fetch_sub((k - first_unsent) as i64, Ordering::Relaxed);
+            r.bytes += self.seg.len[..first_unsent]
+                .iter()
+                .map(|&l| l as u64)
+                .sum::<u64>();
+            for &bi in &self.queued[sent..] {
+                bufs.free(bi);
+            }
+            r.sent += sent;
+            r.queue_full += self.queued.len() - sent;
+        }
+        self.pool.trim(bufs);
+        r
+    }
+}

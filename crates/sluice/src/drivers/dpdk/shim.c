@@ -1,0 +1,502 @@
+/*
+ * sluice's DPDK shim: the few DPDK calls the driver needs, as plain functions. DPDK's burst
+ * functions and mbuf helpers are inline in its headers, so Rust reaches them through here;
+ * every struct DPDK defines stays on this side, and Rust sees only buffer slots, offsets
+ * and lengths.
+ *
+ * Zero copy, VPP's way: an mbuf lives inside each sluice buffer slot, in its headroom:
+ *
+ *   slot + 0          unused
+ *   slot + 64         struct rte_mbuf (128 bytes)
+ *   slot + 192        the mbuf's buffer (buf_addr): 128 bytes of DPDK headroom, then data
+ *   slot + 2304       the next slot
+ *
+ * sluice's own data starts at slot + 256 (its HEADROOM); a frame a PMD receives starts at
+ * slot + 320 (buf_addr + RTE_PKTMBUF_HEADROOM). Either is an offset into the same slot, so
+ * the buffer the NIC filled is the buffer the graph reads and the buffer sent.
+ *
+ * The mempools handed to DPDK get and put those mbufs through sluice's allocator: the
+ * "sluice" mempool ops call back into Rust (sluice_dpdk_stock_get/put), which keeps a stock
+ * of buffers lent to DPDK per pool.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_dev.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <rte_version.h>
+
+#define SD_MBUF_AT 64
+#define SD_BURST 256
+
+/* Rust's side of the pools (drivers/dpdk/stock.rs). */
+extern int sluice_dpdk_stock_get(void *stock, uint32_t *slots, unsigned n);
+extern void sluice_dpdk_stock_put(void *stock, const uint32_t *slots, unsigned n);
+extern unsigned sluice_dpdk_stock_count(void *stock);
+
+static uint8_t *sd_base;
+static uint64_t sd_stride;
+static uint32_t sd_count;
+
+/* The buffer region, once, before any pool. */
+void sd_set_region(void *base, uint64_t stride, uint32_t count)
+{
+	sd_base = base;
+	sd_stride = stride;
+	sd_count = count;
+}
+
+static inline struct rte_mbuf *mbuf_of(uint32_t slot)
+{
+	return (struct rte_mbuf *)(sd_base + (uint64_t)slot * sd_stride + SD_MBUF_AT);
+}
+
+/* The slot an mbuf lives in, or UINT32_MAX for one outside the region or off its place. */
+static inline uint32_t slot_of(const struct rte_mbuf *m)
+{
+	uint8_t *p = (uint8_t *)m;
+	if (p < sd_base + SD_MBUF_AT)
+		return UINT32_MAX;
+	uint64_t at = (uint64_t)(p - sd_base - SD_MBUF_AT);
+	if (at % sd_stride != 0 || at / sd_stride >= sd_count)
+		return UINT32_MAX;
+	return (uint32_t)(at / sd_stride);
+}
+
+/* An mbuf header as rte_pktmbuf_init and rte_pktmbuf_reset leave it, for pool `mp`. */
+static inline void mbuf_init(struct rte_mbuf *m, struct rte_mempool *mp)
+{
+	memset(m, 0, sizeof(*m));
+	m->buf_addr = (uint8_t *)m + sizeof(*m);
+	m->buf_iova = (rte_iova_t)(uintptr_t)m->buf_addr;
+	m->buf_len = (uint16_t)(sd_stride - SD_MBUF_AT - sizeof(*m));
+	m->data_off = RTE_MIN(RTE_PKTMBUF_HEADROOM, m->buf_len);
+	m->pool = mp;
+	m->nb_segs = 1;
+	m->port = RTE_MBUF_PORT_INVALID;
+	rte_mbuf_refcnt_set(m, 1);
+}
+
+static int ops_alloc(struct rte_mempool *mp)
+{
+	mp->pool_data = mp->pool_config;
+	return 0;
+}
+
+static void ops_free(struct rte_mempool *mp)
+{
+	(void)mp;
+}
+
+static int ops_enqueue(struct rte_mempool *mp, void *const *objs, unsigned n)
+{
+	uint32_t slots[SD_BURST];
+	unsigned done = 0;
+	while (done < n) {
+		unsigned k = 0;
+		for (; k < SD_BURST && done + k < n; k++)
+			slots[k] = slot_of(objs[done + k]);
+		sluice_dpdk_stock_put(mp->pool_data, slots, k);
+		done += k;
+	}
+	return 0;
+}
+
+/* All or nothing, as DPDK asks of a dequeue. */
+static int ops_dequeue(struct rte_mempool *mp, void **objs, unsigned n)
+{
+	uint32_t slots[SD_BURST];
+	unsigned done = 0;
+	while (done < n) {
+		unsigned k = RTE_MIN((unsigned)SD_BURST, n - done);
+		if (sluice_dpdk_stock_get(mp->pool_data, slots, k) != 0) {
+			/* Give back what this call took before failing. */
+			ops_enqueue(mp, objs, done);
+			return -ENOBUFS;
+		}
+		for (unsigned i = 0; i < k; i++) {
+			struct rte_mbuf *m = mbuf_of(slots[i]);
+			mbuf_init(m, mp);
+			objs[done + i] = m;
+		}
+		done += k;
+	}
+	return 0;
+}
+
+static unsigned ops_get_count(const struct rte_mempool *mp)
+{
+	return sluice_dpdk_stock_count(mp->pool_data);
+}
+
+static struct rte_mempool_ops sd_ops = {
+	.name = "sluice",
+	.alloc = ops_alloc,
+	.free = ops_free,
+	.enqueue = ops_enqueue,
+	.dequeue = ops_dequeue,
+	.get_count = ops_get_count,
+};
+
+static void say(char *err, size_t len, const char *what, int rc)
+{
+	snprintf(err, len, "%s: %s", what, rte_strerror(rc < 0 ? -rc : rc));
+}
+
+/*
+ * EAL start-up with `argv`. EAL pins the calling thread to its main lcore; sluice places its
+ * own threads, so the thread's CPU set is put back afterwards.
+ */
+int sd_eal_init(int argc, char **argv, char *err, size_t len)
+{
+	cpu_set_t saved;
+	int have = sched_getaffinity(0, sizeof(saved), &saved) == 0;
+	if (rte_mempool_register_ops(&sd_ops) < 0) {
+		say(err, len, "registering sluice's mempool ops", rte_errno);
+		return -1;
+	}
+	int rc = rte_eal_init(argc, argv);
+	if (have)
+		sched_setaffinity(0, sizeof(saved), &saved);
+	if (rc < 0) {
+		say(err, len, "rte_eal_init", rte_errno);
+		return -1;
+	}
+	return 0;
+}
+
+const char *sd_version(void)
+{
+	return rte_version();
+}
+
+/* Give the calling thread an lcore id, so mempool caches serve it (no pinning). */
+int sd_thread_register(void)
+{
+	if (rte_lcore_id() != LCORE_ID_ANY)
+		return 0;
+	return rte_thread_register();
+}
+
+void sd_thread_unregister(void)
+{
+	rte_thread_unregister();
+}
+
+/* A mempool of `n` sluice buffers whose gets and puts go to `stock`. */
+struct rte_mempool *sd_pool_create(const char *name, unsigned n, unsigned cache, void *stock,
+				   char *err, size_t len)
+{
+	unsigned elt = (unsigned)(sd_stride - SD_MBUF_AT);
+	struct rte_mempool *mp = rte_mempool_create_empty(
+		name, n, elt, cache, sizeof(struct rte_pktmbuf_pool_private), SOCKET_ID_ANY, 0);
+	if (mp == NULL) {
+		say(err, len, "rte_mempool_create_empty", rte_errno);
+		return NULL;
+	}
+	int rc = rte_mempool_set_ops_byname(mp, "sluice", stock);
+	if (rc != 0) {
+		say(err, len, "rte_mempool_set_ops_byname", rc);
+		rte_mempool_free(mp);
+		return NULL;
+	}
+	mp->pool_data = stock;
+	struct rte_pktmbuf_pool_private priv = {
+		.mbuf_data_room_size = (uint16_t)(elt - sizeof(struct rte_mbuf)),
+		.mbuf_priv_size = 0,
+	};
+	rte_pktmbuf_pool_init(mp, &priv);
+	/* The objects are sluice's buffers: there for DPDK's bookkeeping, not laid out by it. */
+	mp->populated_size = n;
+	mp->flags &= ~RTE_MEMPOOL_F_NON_IO;
+	return mp;
+}
+
+/* Return what the lcore caches of `mp` hold to its stock (the threads are stopped). */
+void sd_pool_flush(struct rte_mempool *mp)
+{
+	for (unsigned l = 0; l < RTE_MAX_LCORE; l++) {
+		struct rte_mempool_cache *c = rte_mempool_default_cache(mp, l);
+		if (c != NULL && c->len > 0)
+			rte_mempool_cache_flush(c, mp);
+	}
+}
+
+void sd_pool_free(struct rte_mempool *mp)
+{
+	rte_mempool_free(mp);
+}
+
+int sd_port_find(const char *name, uint16_t *port)
+{
+	return rte_eth_dev_get_port_by_name(name, port);
+}
+
+/* Probe a device after start-up (`rte_dev_probe`): a vdev or a PCI address. */
+int sd_dev_probe(const char *devargs, char *err, size_t len)
+{
+	int rc = rte_dev_probe(devargs);
+	if (rc < 0) {
+		say(err, len, "rte_dev_probe", rc);
+		return -1;
+	}
+	return 0;
+}
+
+struct sd_port_conf {
+	uint16_t rx_queues;
+	uint16_t tx_queues;
+	uint16_t rx_desc;
+	uint16_t tx_desc;
+	uint32_t mtu;
+	int promisc;
+	const uint8_t *rss_key;
+	uint8_t rss_key_len;
+};
+
+/* What sluice shows of a port: `show hardware`. */
+struct sd_port_info {
+	char driver[64];
+	uint16_t max_rx_queues;
+	uint16_t max_tx_queues;
+	uint64_t rx_offload_capa;
+	uint64_t tx_offload_capa;
+	uint64_t rss_hf;
+	uint8_t rss_key_len;
+	uint8_t mac[6];
+	uint32_t max_mtu;
+};
+
+int sd_port_info(uint16_t port, struct sd_port_info *out)
+{
+	struct rte_eth_dev_info info;
+	int rc = rte_eth_dev_info_get(port, &info);
+	if (rc != 0)
+		return rc;
+	memset(out, 0, sizeof(*out));
+	snprintf(out->driver, sizeof(out->driver), "%s", info.driver_name ? info.driver_name : "?");
+	out->max_rx_queues = info.max_rx_queues;
+	out->max_tx_queues = info.max_tx_queues;
+	out->rx_offload_capa = info.rx_offload_capa;
+	out->tx_offload_capa = info.tx_offload_capa;
+	out->rss_hf = info.flow_type_rss_offloads;
+	out->rss_key_len = info.hash_key_size;
+	out->max_mtu = info.max_mtu;
+	struct rte_ether_addr mac;
+	if (rte_eth_macaddr_get(port, &mac) == 0)
+		memcpy(out->mac, mac.addr_bytes, 6);
+	return 0;
+}
+
+/*
+ * Configure and start a port: `c->rx_queues` receive queues, each filled from pools[q],
+ * `c->tx_queues` transmit queues; no LRO, no TSO, no VLAN offloads (a router rewrites every
+ * header); RSS over IP addresses and ports when the port has more than one receive queue.
+ */
+int sd_port_start(uint16_t port, const struct sd_port_conf *c, struct rte_mempool **pools,
+		  char *err, size_t len)
+{
+	struct rte_eth_dev_info info;
+	int rc = rte_eth_dev_info_get(port, &info);
+	if (rc != 0) {
+		say(err, len, "rte_eth_dev_info_get", rc);
+		return -1;
+	}
+	struct rte_eth_conf conf;
+	memset(&conf, 0, sizeof(conf));
+	if (c->rx_queues > 1 && info.flow_type_rss_offloads != 0) {
+		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+		conf.rx_adv_conf.rss_conf.rss_hf =
+			(RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP) &
+			info.flow_type_rss_offloads;
+		if (c->rss_key != NULL && c->rss_key_len == info.hash_key_size) {
+			conf.rx_adv_conf.rss_conf.rss_key = (uint8_t *)c->rss_key;
+			conf.rx_adv_conf.rss_conf.rss_key_len = c->rss_key_len;
+		}
+	}
+	/* A chain of sluice buffers may leave as a chain of mbufs (jumbo frames). */
+	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	if (c->mtu > RTE_ETHER_MTU && (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER))
+		conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
+	rc = rte_eth_dev_configure(port, c->rx_queues, c->tx_queues, &conf);
+	if (rc != 0) {
+		say(err, len, "rte_eth_dev_configure", rc);
+		return -1;
+	}
+	if (c->mtu != 0) {
+		rc = rte_eth_dev_set_mtu(port, (uint16_t)c->mtu);
+		if (rc != 0 && rc != -ENOTSUP) {
+			say(err, len, "rte_eth_dev_set_mtu", rc);
+			return -1;
+		}
+	}
+	uint16_t rxd = c->rx_desc, txd = c->tx_desc;
+	rc = rte_eth_dev_adjust_nb_rx_tx_desc(port, &rxd, &txd);
+	if (rc != 0) {
+		say(err, len, "rte_eth_dev_adjust_nb_rx_tx_desc", rc);
+		return -1;
+	}
+	int socket = rte_eth_dev_socket_id(port);
+	for (uint16_t q = 0; q < c->rx_queues; q++) {
+		rc = rte_eth_rx_queue_setup(port, q, rxd, socket, NULL, pools[q]);
+		if (rc != 0) {
+			say(err, len, "rte_eth_rx_queue_setup", rc);
+			return -1;
+		}
+	}
+	for (uint16_t q = 0; q < c->tx_queues; q++) {
+		rc = rte_eth_tx_queue_setup(port, q, txd, socket, NULL);
+		if (rc != 0) {
+			say(err, len, "rte_eth_tx_queue_setup", rc);
+			return -1;
+		}
+	}
+	rc = rte_eth_dev_start(port);
+	if (rc != 0) {
+		say(err, len, "rte_eth_dev_start", rc);
+		return -1;
+	}
+	if (c->promisc)
+		rte_eth_promiscuous_enable(port);
+	return 0;
+}
+
+void sd_port_stop(uint16_t port)
+{
+	rte_eth_dev_stop(port);
+	rte_eth_dev_close(port);
+}
+
+/* Link state: 1 up, 0 down; speed in Mb/s and full duplex into the pointers. */
+int sd_port_link(uint16_t port, uint32_t *speed, int *duplex)
+{
+	struct rte_eth_link link;
+	if (rte_eth_link_get_nowait(port, &link) != 0)
+		return 0;
+	*speed = link.link_speed;
+	*duplex = link.link_duplex == RTE_ETH_LINK_FULL_DUPLEX;
+	return link.link_status == RTE_ETH_LINK_UP;
+}
+
+/* The port's basic counters: received, sent, missed (no descriptor), rx errors, tx errors,
+ * no mbuf. */
+int sd_port_stats(uint16_t port, uint64_t out[6])
+{
+	struct rte_eth_stats s;
+	int rc = rte_eth_stats_get(port, &s);
+	if (rc != 0)
+		return rc;
+	out[0] = s.ipackets;
+	out[1] = s.opackets;
+	out[2] = s.imissed;
+	out[3] = s.ierrors;
+	out[4] = s.oerrors;
+	out[5] = s.rx_nombuf;
+	return 0;
+}
+
+/* Extended counters: up to `max` names and values; returns how many the port has. */
+int sd_port_xstats(uint16_t port, char (*names)[64], uint64_t *values, unsigned max)
+{
+	int n = rte_eth_xstats_get_names(port, NULL, 0);
+	if (n <= 0)
+		return n;
+	struct rte_eth_xstat_name xn[n];
+	struct rte_eth_xstat xv[n];
+	if (rte_eth_xstats_get_names(port, xn, n) != n || rte_eth_xstats_get(port, xv, n) != n)
+		return -EAGAIN;
+	for (int i = 0; i < n && (unsigned)i < max; i++) {
+		snprintf(names[i], 64, "%s", xn[xv[i].id].name);
+		values[i] = xv[i].value;
+	}
+	return n;
+}
+
+/*
+ * Receive up to `n` (≤ 256) packets. Segment k of the burst is seg_slot[k], starting
+ * seg_off[k] bytes into its slot, seg_len[k] long; packet i has pkt_segs[i] segments.
+ * `seg_max` bounds the segments. Packets with an mbuf outside sluice's buffers, or too many
+ * segments for the room left, are freed back to DPDK and counted in `refused`.
+ */
+uint16_t sd_rx(uint16_t port, uint16_t q, uint32_t *seg_slot, uint16_t *seg_off,
+	       uint16_t *seg_len, uint16_t *pkt_segs, uint16_t n, unsigned seg_max,
+	       uint32_t *refused)
+{
+	struct rte_mbuf *pkts[SD_BURST];
+	if (n > SD_BURST)
+		n = SD_BURST;
+	uint16_t got = rte_eth_rx_burst(port, q, pkts, n);
+	unsigned k = 0;
+	uint16_t out = 0;
+	for (uint16_t i = 0; i < got; i++) {
+		struct rte_mbuf *m = pkts[i];
+		unsigned start = k;
+		int ok = k + m->nb_segs <= seg_max;
+		for (struct rte_mbuf *s = m; ok && s != NULL; s = s->next) {
+			uint32_t slot = slot_of(s);
+			if (slot == UINT32_MAX) {
+				ok = 0;
+				break;
+			}
+			uint8_t *data = rte_pktmbuf_mtod(s, uint8_t *);
+			seg_slot[k] = slot;
+			seg_off[k] = (uint16_t)(data - (sd_base + (uint64_t)slot * sd_stride));
+			seg_len[k] = s->data_len;
+			k++;
+		}
+		if (!ok) {
+			k = start;
+			rte_pktmbuf_free(m);
+			(*refused)++;
+			continue;
+		}
+		pkt_segs[out++] = (uint16_t)(k - start);
+	}
+	return out;
+}
+
+/*
+ * Send `n` (≤ 256) packets laid out as sd_rx gives them, through pool `mp`'s mbufs (each
+ * segment's offset is at least 192: past the mbuf header). Returns how many the port took;
+ * the rest are untouched by DPDK and stay the caller's.
+ */
+uint16_t sd_tx(uint16_t port, uint16_t q, struct rte_mempool *mp, const uint32_t *seg_slot,
+	       const uint16_t *seg_off, const uint16_t *seg_len, const uint16_t *pkt_segs,
+	       uint16_t n)
+{
+	struct rte_mbuf *pkts[SD_BURST];
+	if (n > SD_BURST)
+		n = SD_BURST;
+	unsigned k = 0;
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *head = NULL, *prev = NULL;
+		uint32_t total = 0;
+		for (uint16_t s = 0; s < pkt_segs[i]; s++, k++) {
+			struct rte_mbuf *m = mbuf_of(seg_slot[k]);
+			mbuf_init(m, mp);
+			m->data_off = (uint16_t)(seg_off[k] - SD_MBUF_AT - sizeof(*m));
+			m->data_len = seg_len[k];
+			m->port = port;
+			total += seg_len[k];
+			if (prev != NULL)
+				prev->next = m;
+			else
+				head = m;
+			prev = m;
+		}
+		head->nb_segs = pkt_segs[i];
+		head->pkt_len = total;
+		pkts[i] = head;
+	}
+	return rte_eth_tx_burst(port, q, pkts, n);
+}
