@@ -545,8 +545,11 @@ mod tests {
         assert!(e.starts_with("t.toml:3: key 'workers'"), "{e}");
         let e = err(&GOOD.replace("tx = \"p1\"", "tx = \"p9\""));
         assert!(e.contains(":17: key 'tx'") && e.contains("p9"), "{e}");
-        let e = err(&GOOD.replace("driver = \"pcap\"\nrx-file", "driver = \"dpdk\"\nrx-file"));
-        assert!(e.contains(":7: key 'driver'") && e.contains("dpdk"), "{e}");
+        let e = err(&GOOD.replace("driver = \"pcap\"\nrx-file", "driver = \"netmap\"\nrx-file"));
+        assert!(
+            e.contains(":7: key 'driver'") && e.contains("netmap"),
+            "{e}"
+        );
     }
 
     #[test]
