@@ -110,16 +110,18 @@ fn open_port(cfg: &DpdkConfig) -> Result<DriverPorts, String> {
         rx.push(Box::new(queue));
     }
     let max_frame = mtu as usize + 18;
+    // Fewer DPDK tx queues than threads: thread t sends on queue t mod n, behind its lock.
+    let n = port.tx_queues as usize;
+    let locks: Vec<Option<Arc<std::sync::Mutex<()>>>> = (0..n)
+        .map(|_| (n < threads).then(|| Arc::new(std::sync::Mutex::new(()))))
+        .collect();
     let tx: Vec<Box<dyn super::TxQueue>> = pools
         .iter()
         .enumerate()
         .map(|(t, p)| {
-            Box::new(queues::DpdkTx::new(
-                port.clone(),
-                t as u16,
-                p.clone(),
-                max_frame,
-            )) as Box<dyn super::TxQueue>
+            let q = ((t % n) as u16, locks[t % n].clone());
+            let queue = queues::DpdkTx::new(port.clone(), q, p.clone(), max_frame);
+            Box::new(queue) as Box<dyn super::TxQueue>
         })
         .collect();
     let mut details = port.info.clone();

@@ -10,6 +10,9 @@ use std::ffi::{c_char, CString};
 
 pub struct Port {
     pub id: u16,
+    /// Transmit queues configured: one a thread, or fewer when the device has fewer (the
+    /// threads then share them, each behind a lock).
+    pub tx_queues: u16,
     pub info: Vec<(String, String)>,
 }
 
@@ -83,16 +86,17 @@ impl Port {
             return Err(format!("DPDK port '{name}': no device information"));
         }
         let driver = ffi::text(&info.driver);
-        if s.rx_queues > info.max_rx_queues || s.tx_queues > info.max_tx_queues {
+        if s.rx_queues > info.max_rx_queues || info.max_tx_queues == 0 {
             return Err(format!(
-                "DPDK port '{name}' ({driver}) has at most {} rx and {} tx queues; sluice \
-                 needs {} and {} (one rx a worker, one tx a thread)",
-                info.max_rx_queues, info.max_tx_queues, s.rx_queues, s.tx_queues
+                "DPDK port '{name}' ({driver}) has {} rx and {} tx queues; sluice needs {} rx \
+                 (one a worker) and at least one tx",
+                info.max_rx_queues, info.max_tx_queues, s.rx_queues
             ));
         }
+        let tx_queues = s.tx_queues.min(info.max_tx_queues);
         let conf = ffi::PortConf {
             rx_queues: s.rx_queues,
-            tx_queues: s.tx_queues,
+            tx_queues,
             rx_desc: s.rx_desc,
             tx_desc: s.tx_desc,
             mtu: s.mtu,
@@ -128,10 +132,18 @@ impl Port {
             ("mac".into(), mac),
             (
                 "queues".into(),
-                format!(
-                    "{} rx ({} descriptors), {} tx ({} descriptors)",
-                    s.rx_queues, s.rx_desc, s.tx_queues, s.tx_desc
-                ),
+                if tx_queues < s.tx_queues {
+                    format!(
+                        "{} rx ({} descriptors), {} tx ({} descriptors) shared by {} threads \
+                         behind a lock",
+                        s.rx_queues, s.rx_desc, tx_queues, s.tx_desc, s.tx_queues
+                    )
+                } else {
+                    format!(
+                        "{} rx ({} descriptors), {} tx ({} descriptors)",
+                        s.rx_queues, s.rx_desc, tx_queues, s.tx_desc
+                    )
+                },
             ),
             ("rss".into(), rss),
             (
@@ -158,7 +170,11 @@ impl Port {
                 "zero copy: each mbuf is the header in a sluice buffer's headroom".into(),
             ),
         ];
-        Ok(Port { id, info })
+        Ok(Port {
+            id,
+            tx_queues,
+            info,
+        })
     }
 
     pub fn stats(&self) -> Option<Stats> {

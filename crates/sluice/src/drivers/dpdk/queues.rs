@@ -8,7 +8,7 @@ use super::stock::{Pool, LENT};
 use crate::buffer::{WorkerBuffers, NO_BUFFER, STRIDE};
 use crate::drivers::{RxBurst, RxQueue, TxBurst, TxQueue};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Most packets one call moves (the shim's burst).
 const BURST: usize = 256;
@@ -175,6 +175,8 @@ impl RxQueue for DpdkRx {
 pub struct DpdkTx {
     pub port: Arc<Port>,
     pub q: u16,
+    /// Held while sending when other threads share this DPDK queue.
+    pub shared: Option<Arc<Mutex<()>>>,
     pub pool: Arc<Pool>,
     seg: Segments,
     /// The largest frame the port sends.
@@ -184,10 +186,16 @@ pub struct DpdkTx {
 }
 
 impl DpdkTx {
-    pub fn new(port: Arc<Port>, q: u16, pool: Arc<Pool>, max_frame: usize) -> DpdkTx {
+    pub fn new(
+        port: Arc<Port>,
+        (q, shared): (u16, Option<Arc<Mutex<()>>>),
+        pool: Arc<Pool>,
+        max_frame: usize,
+    ) -> DpdkTx {
         DpdkTx {
             port,
             q,
+            shared,
             pool,
             seg: Segments::new(),
             max_frame,
@@ -245,6 +253,10 @@ impl TxQueue for DpdkTx {
             }
             LENT.fetch_add(k as i64, Ordering::Relaxed);
             let s = &self.seg;
+            let _one_at_a_time = self
+                .shared
+                .as_ref()
+                .map(|l| l.lock().unwrap_or_else(|p| p.into_inner()));
             // SAFETY: the arrays hold `k` segments for `queued.len()` packets, laid out by
             // `lay_out` from buffers this handle held and has just lent; the port is open.
             let sent = unsafe {
