@@ -32,13 +32,14 @@ fn missed(r: &serde_json::Value) -> u64 {
 
 /// Every frame a row lost is counted: at the tester's receive ring, on sluice's ports, or by
 /// the kernel at a veth whose receiving end's queue was full (a stalled DUT on a loaded box).
-/// The veths' counters also cover the generator's warm-up, whose frames are not in `lost`.
+/// The counters also cover the generator's warm-up, whose frames are not in `lost`, so they
+/// may count more than the run lost, never less.
 fn assert_counted(r: &serde_json::Value) {
     let lost = r["lost"].as_u64().unwrap();
     let counted = r["rx_ring_drops"].as_u64().unwrap_or(0) + missed(r);
     let q = &r["queue_drops"];
     let queues = q["to_dut"].as_u64().unwrap() + q["to_tester"].as_u64().unwrap();
-    assert!(counted <= lost && lost <= counted + queues, "{r}");
+    assert!(lost <= counted + queues, "{r}");
 }
 
 fn namespaces() -> String {
