@@ -177,27 +177,34 @@ pub(super) mod tests {
         }
     }
 
+    /// The frames of `seqs`, stamped now.
+    pub(in crate::gen) fn built(p: &Profile, seqs: impl IntoIterator<Item = u64>) -> Vec<Vec<u8>> {
+        let frame = |seq| {
+            let mut f = Vec::new();
+            p.build(seq, super::super::now_ns(), &mut f);
+            f
+        };
+        seqs.into_iter().map(frame).collect()
+    }
+
+    /// What a receiver in `role` makes of `frames`, handed over at once, the sender done.
+    pub(in crate::gen) fn received<R: Role>(
+        opts: &Options,
+        frames: Vec<Vec<u8>>,
+        role: &mut R,
+    ) -> RxReport {
+        let done = AtomicBool::new(true);
+        let p = &opts.profile;
+        receive_loop(opts, p, "", &mut Frames(frames), &done, None, role)
+    }
+
     /// Four flows (flow = sequence number mod 4). Frames of different flows passing each
     /// other are reordered but not within a flow; 9 after 5, both of flow 1, is.
     #[test]
     fn reordering_within_a_flow_is_told_apart() {
         let opts = crate::gen::args::tests::options("--tx t0 --flows 4").unwrap();
-        let mut frames = Vec::new();
-        for seq in [0u64, 2, 1, 3, 4, 6, 9, 5, 7, 8] {
-            let mut f = Vec::new();
-            opts.profile.build(seq, super::super::now_ns(), &mut f);
-            frames.push(f);
-        }
-        let done = AtomicBool::new(true);
-        let r = receive_loop(
-            &opts,
-            &opts.profile,
-            "",
-            &mut Frames(frames),
-            &done,
-            None,
-            &mut Plain::new(),
-        );
+        let frames = built(&opts.profile, [0u64, 2, 1, 3, 4, 6, 9, 5, 7, 8]);
+        let r = received(&opts, frames, &mut Plain::new());
         assert_eq!(r.packets, 10);
         // Behind a higher number: 1 (after 2), 5 (after 9), 7 (after 9), 8 (after 9).
         assert_eq!(r.reorder, 4);

@@ -117,11 +117,11 @@ impl Role for Answers {
 
 #[cfg(test)]
 mod tests {
-    use super::super::check::receive_loop;
-    use super::super::check::tests::Frames;
+    use super::super::check::tests::{built, received};
+    use super::super::report::RxReport;
+    use super::super::Options;
     use super::*;
     use sluice::drivers::af_packet::socket::SendResult;
-    use std::sync::atomic::AtomicBool;
     use std::sync::{Arc, Mutex};
 
     /// Keeps what is sent.
@@ -137,6 +137,16 @@ mod tests {
         }
     }
 
+    /// What the rx port's answering receiver makes of `frames`, what it did, and the answers
+    /// it sent.
+    fn answered(opts: &Options, frames: Vec<Vec<u8>>) -> (RxReport, Answered, Vec<Vec<u8>>) {
+        let kept = Arc::new(Mutex::new(Vec::new()));
+        let mut answering = Answering::new(Box::new(Kept(kept.clone())));
+        let r = received(opts, frames, &mut answering);
+        let answers = std::mem::take(&mut *kept.lock().unwrap());
+        (r, answering.done, answers)
+    }
+
     /// Through a NAT44 router: the frames reach the rx port from the NAT's address and
     /// ports it chose, are counted by their test header and answered to that address and
     /// port; the answers, translated back, reach the tx port as the answers to the frames
@@ -150,32 +160,19 @@ mod tests {
             ))
             .unwrap();
             let p = &opts.profile;
-            // Each flow's source, and the port the NAT gave it.
-            let mut sent = Vec::new();
-            for seq in 0..300u64 {
-                let mut f = Vec::new();
-                p.build(seq, super::super::now_ns(), &mut f);
-                let src: [u8; 4] = f[26..30].try_into().unwrap();
-                let sport = u16::from_be_bytes([f[34], f[35]]);
-                let port = 20_000 + p.flow_of(seq) as u16;
-                sent.push((nat44(&f, Some((NAT_ADDRESS, port)), None), (src, sport)));
-            }
-            let kept = Arc::new(Mutex::new(Vec::new()));
-            let mut answering = Answering::new(Box::new(Kept(kept.clone())));
-            let done = AtomicBool::new(true);
+            // Each frame as the NAT passes it (the port it gives the flow), and its source.
+            let sent: Vec<_> = (built(p, 0..300).into_iter().zip(0u64..))
+                .map(|(f, seq)| {
+                    let src: [u8; 4] = f[26..30].try_into().unwrap();
+                    let sport = u16::from_be_bytes([f[34], f[35]]);
+                    let port = 20_000 + p.flow_of(seq) as u16;
+                    (nat44(&f, Some((NAT_ADDRESS, port)), None), (src, sport))
+                })
+                .collect();
             let frames = sent.iter().map(|(f, _)| f.clone()).collect();
-            let fwd = receive_loop(
-                &opts,
-                p,
-                "",
-                &mut Frames(frames),
-                &done,
-                None,
-                &mut answering,
-            );
+            let (fwd, _, answers) = answered(&opts, frames);
             assert_eq!((fwd.packets, fwd.corrupt, fwd.other), (300, 0, 0), "{args}");
             assert!(fwd.verified > 0, "{args}: some compared whole");
-            let answers = std::mem::take(&mut *kept.lock().unwrap());
             assert_eq!(answers.len(), 300);
             let back: Vec<Vec<u8>> = answers
                 .iter()
@@ -185,15 +182,7 @@ mod tests {
                     nat44(a, None, Some(*original))
                 })
                 .collect();
-            let rev = receive_loop(
-                &opts,
-                p,
-                "",
-                &mut Frames(back),
-                &done,
-                None,
-                &mut Answers::new(),
-            );
+            let rev = received(&opts, back, &mut Answers::new());
             assert_eq!((rev.packets, rev.corrupt, rev.other), (300, 0, 0), "{args}");
             assert_eq!(
                 rev.verified,
@@ -210,42 +199,15 @@ mod tests {
         for args in ["--l4 tcp --flows 7 --size imix", "--family ipv6 --flows 5"] {
             let opts = crate::gen::args::tests::options(&format!("--tx t0 --rx t1 --reply {args}"))
                 .unwrap();
-            let p = &opts.profile;
-            let mut frames = Vec::new();
-            for seq in (0..300u64).chain([WARMUP_SEQ | 3, CLOSE_SEQ | 300]) {
-                let mut f = Vec::new();
-                p.build(seq, super::super::now_ns(), &mut f);
-                frames.push(f);
-            }
-            let kept = Arc::new(Mutex::new(Vec::new()));
-            let mut answering = Answering::new(Box::new(Kept(kept.clone())));
-            let done = AtomicBool::new(true);
-            let fwd = receive_loop(
-                &opts,
-                p,
-                "",
-                &mut Frames(frames),
-                &done,
-                None,
-                &mut answering,
-            );
+            let seqs = (0..300u64).chain([WARMUP_SEQ | 3, CLOSE_SEQ | 300]);
+            let (fwd, a, answers) = answered(&opts, built(&opts.profile, seqs));
             assert_eq!((fwd.packets, fwd.corrupt), (300, 0), "{args}");
-            let a = answering.done;
             assert_eq!(
                 (a.sent, a.uncounted, a.errors, a.queue_full),
                 (300, 2, 0, 0)
             );
-            let answers = std::mem::take(&mut *kept.lock().unwrap());
             assert_eq!(answers.len(), 302);
-            let back = receive_loop(
-                &opts,
-                p,
-                "",
-                &mut Frames(answers),
-                &done,
-                None,
-                &mut Answers::new(),
-            );
+            let back = received(&opts, answers, &mut Answers::new());
             assert_eq!(back.packets, 300, "{args}");
             assert_eq!(
                 back.verified,

@@ -214,29 +214,16 @@ const MAX_TIMEOUT: u64 = 30 * 86_400;
 impl SessionsKeys {
     pub(crate) fn check(self, c: &Checker<'_>) -> Result<SessionsConfig, ConfigError> {
         let mut out = SessionsConfig::default();
-        if let Some(n) = &self.per_worker {
-            let v = *n.get_ref();
-            if !(1024..=MAX_SESSIONS).contains(&v) {
-                return Err(c.err(
-                    n.span(),
-                    "per-worker",
-                    format!("{v} sessions: from 1024 to {MAX_SESSIONS} per worker"),
-                ));
-            }
+        let per_worker = c.within(&self.per_worker, "per-worker", 1024..=MAX_SESSIONS, |v| {
+            format!("{v} sessions: from 1024 to {MAX_SESSIONS} per worker")
+        })?;
+        if let Some(v) = per_worker {
             out.per_worker = v as usize;
         }
-        if let Some(n) = &self.per_source {
-            let v = *n.get_ref();
-            if v > out.per_worker as u64 {
-                return Err(c.err(
-                    n.span(),
-                    "per-source",
-                    format!(
-                        "{v} sessions: at most per-worker ({}); 0 for no limit",
-                        out.per_worker
-                    ),
-                ));
-            }
+        let most = out.per_worker as u64;
+        if let Some(v) = c.within(&self.per_source, "per-source", 0..=most, |v| {
+            format!("{v} sessions: at most per-worker ({most}); 0 for no limit")
+        })? {
             out.per_source = v as u32;
         }
         let t = &mut out.timeouts;
@@ -251,15 +238,9 @@ impl SessionsKeys {
             ("icmp", &self.icmp, &mut t.icmp),
             ("other", &self.other, &mut t.other),
         ] {
-            if let Some(s) = value {
-                let v = *s.get_ref();
-                if !(1..=MAX_TIMEOUT).contains(&v) {
-                    return Err(c.err(
-                        s.span(),
-                        key,
-                        format!("{v} s: a timeout is from 1 s to {MAX_TIMEOUT} s (30 days)"),
-                    ));
-                }
+            if let Some(v) = c.within(value, key, 1..=MAX_TIMEOUT, |v| {
+                format!("{v} s: a timeout is from 1 s to {MAX_TIMEOUT} s (30 days)")
+            })? {
                 *field = v;
             }
         }

@@ -11,6 +11,7 @@
 
 use super::rule::{FlowKey, TCP};
 use crate::wire::ipv4::Ipv4View;
+use crate::wire::tcp;
 
 /// Extension headers walked at most before the key is refused.
 pub const MAX_EXTENSIONS: usize = 8;
@@ -53,7 +54,9 @@ fn transport(key: &mut FlowKey, l4: &[u8]) -> Result<(), KeyError> {
         key.sport = u16::from_be_bytes([b[0], b[1]]);
         key.dport = u16::from_be_bytes([b[2], b[3]]);
         if p == TCP {
-            key.tcp_flags = *l4.get(13).ok_or(KeyError::TruncatedTransport)?;
+            key.tcp_flags = *l4
+                .get(tcp::FLAGS_OFFSET)
+                .ok_or(KeyError::TruncatedTransport)?;
         }
     } else if p == ICMP || p == ICMP6 {
         let b = l4.get(..2).ok_or(KeyError::TruncatedTransport)?;

@@ -330,6 +330,25 @@ impl Checker<'_> {
         ))
     }
 
+    /// The value of the optional key `key` if it lies in `range`; outside it, the error
+    /// `msg` writes for that value.
+    pub(crate) fn within<T: PartialOrd + Copy>(
+        &self,
+        v: &Option<Spanned<T>>,
+        key: &str,
+        range: std::ops::RangeInclusive<T>,
+        msg: impl FnOnce(T) -> String,
+    ) -> Result<Option<T>, ConfigError> {
+        let Some(v) = v else {
+            return Ok(None);
+        };
+        let x = *v.get_ref();
+        if !range.contains(&x) {
+            return Err(self.err(v.span(), key, msg(x)));
+        }
+        Ok(Some(x))
+    }
+
     /// The value that `v` names among `choices`, or an error listing them.
     pub(crate) fn one_of<T: Copy>(
         &self,

@@ -252,20 +252,21 @@ pub(crate) fn check(
         }
         out.addresses.append(&mut more);
     }
-    if let Some(n) = &nat.max_sessions {
-        let v = *n.get_ref();
-        if !(MIN_SESSIONS..=MAX_SESSIONS).contains(&v) {
-            let msg = format!("{v}: from {MIN_SESSIONS} to {MAX_SESSIONS}");
-            return Err(c.err(n.span(), "max-sessions", msg));
-        }
+    if let Some(v) = c.within(
+        &nat.max_sessions,
+        "max-sessions",
+        MIN_SESSIONS..=MAX_SESSIONS,
+        |v| format!("{v}: from {MIN_SESSIONS} to {MAX_SESSIONS}"),
+    )? {
         out.max_sessions = v as usize;
     }
-    if let Some(n) = &nat.max_sessions_per_host {
-        let v = *n.get_ref();
-        if v == 0 || v > out.max_sessions as u64 {
-            let msg = format!("{v}: from 1 to max-sessions ({})", out.max_sessions);
-            return Err(c.err(n.span(), "max-sessions-per-host", msg));
-        }
+    let most = out.max_sessions as u64;
+    if let Some(v) = c.within(
+        &nat.max_sessions_per_host,
+        "max-sessions-per-host",
+        1..=most,
+        |v| format!("{v}: from 1 to max-sessions ({most})"),
+    )? {
         out.per_host = v as u32;
     }
     let t = &mut out.timeouts;
@@ -283,11 +284,9 @@ pub(crate) fn check(
         ),
         ("icmp-timeout", &nat.icmp_timeout, &mut t.icmp),
     ] {
-        if let Some(v) = value {
-            let s = *v.get_ref();
-            if !(1..=MAX_TIMEOUT).contains(&s) {
-                return Err(c.err(v.span(), key, format!("{s} s: from 1 to {MAX_TIMEOUT}")));
-            }
+        if let Some(s) = c.within(value, key, 1..=MAX_TIMEOUT, |s| {
+            format!("{s} s: from 1 to {MAX_TIMEOUT}")
+        })? {
             *field = s as u32;
         }
     }

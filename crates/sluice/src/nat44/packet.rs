@@ -7,6 +7,7 @@
 //! that a request and its reply have reversed tuples like TCP and UDP.
 
 use crate::wire::ipv4::{checksum, update_checksum};
+use crate::wire::tcp;
 
 pub const ICMP: u8 = 1;
 pub const TCP: u8 = 6;
@@ -115,7 +116,7 @@ fn ports(ip: &[u8], l4: usize, proto: u8) -> Result<(u16, u16, u8), Unfit> {
             let sport = be16(ip, l4).ok_or(Unfit::Truncated)?;
             let dport = be16(ip, l4 + 2).ok_or(Unfit::Truncated)?;
             let flags = if proto == TCP {
-                *ip.get(l4 + 13).ok_or(Unfit::Truncated)?
+                *ip.get(l4 + tcp::FLAGS_OFFSET).ok_or(Unfit::Truncated)?
             } else {
                 0
             };

@@ -12,16 +12,12 @@
 use super::packet::{Tuple, ICMP, TCP};
 use super::ports::{slice, PortSet, FIRST};
 use super::{Limits, Refusal, Stats, Timeouts};
+use crate::wire::tcp;
 use std::collections::HashMap as StdMap;
 
 /// The table's maps: keys a peer chooses (ports, addresses), so a keyed hash (ahash's, a
 /// random key per map), which also costs a quarter of SipHash's.
 type HashMap<K, V> = StdMap<K, V, ahash::RandomState>;
-
-/// TCP flags.
-const FIN: u8 = 0x01;
-const SYN: u8 = 0x02;
-const RST: u8 = 0x04;
 
 /// Where a session stands, for its timeout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -172,9 +168,11 @@ impl Table {
         let s = self.sessions.get_mut(index as usize)?.as_mut()?;
         s.last = now;
         if s.orig.proto == TCP {
-            if flags & (FIN | RST) != 0 {
+            if flags & (tcp::FIN | tcp::RST) != 0 {
                 s.state = State::Closing;
-            } else if s.state == State::Open && flags & SYN == 0 && (dir == Dir::Reply || s.replied)
+            } else if s.state == State::Open
+                && flags & tcp::SYN == 0
+                && (dir == Dir::Reply || s.replied)
             {
                 // The handshake's last ACK, or data both ways.
                 s.state = State::Established;

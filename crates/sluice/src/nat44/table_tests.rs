@@ -1,5 +1,6 @@
 use super::*;
 use crate::nat44::packet::UDP;
+use crate::wire::tcp::{ACK, FIN, SYN};
 
 const A: u32 = 0x0a00_0002;
 const B: u32 = 0x0a00_0003;
@@ -103,11 +104,11 @@ fn tcp_states_follow_the_handshake_and_the_close() {
     };
     let (i, x) = t.open(syn, (Source::Map(E), None), (0, &stats)).unwrap();
     assert_eq!(t.get(i).unwrap().state, State::Open);
-    t.used(i, Dir::Reply, SYN | 0x10, 1);
+    t.used(i, Dir::Reply, SYN | ACK, 1);
     assert_eq!(t.get(i).unwrap().state, State::Open, "SYN+ACK alone");
-    t.used(i, Dir::Forward, 0x10, 2);
+    t.used(i, Dir::Forward, ACK, 2);
     assert_eq!(t.get(i).unwrap().state, State::Established);
-    t.used(i, Dir::Reply, FIN | 0x10, 3);
+    t.used(i, Dir::Reply, FIN | ACK, 3);
     assert_eq!(t.get(i).unwrap().state, State::Closing);
     assert_eq!(x.sport, 41000);
 }

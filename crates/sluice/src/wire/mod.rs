@@ -8,6 +8,7 @@ pub mod icmp6;
 pub mod ipv4;
 pub mod ipv6;
 pub mod mac;
+pub mod tcp;
 
 pub use ethernet::{EtherType, Frame as EthernetFrame};
 pub use mac::MacAddress;

@@ -3,10 +3,8 @@
 //! evicted, packets passed, and sessions refused by reason.
 
 use super::Sessions;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
-use prometheus_client::metrics::counter::ConstCounter;
-use prometheus_client::metrics::gauge::ConstGauge;
-use prometheus_client::metrics::MetricType;
+use crate::control::metrics::{per_worker, per_worker_by, Kind};
+use prometheus_client::encoding::DescriptorEncoder;
 use std::sync::atomic::Ordering::Relaxed;
 
 /// One worker's table, as a scrape reads it.
@@ -47,6 +45,46 @@ pub fn totals(s: &Sessions) -> Vec<SessionTotals> {
 
 type Field = fn(&SessionTotals) -> u64;
 
+/// The per-worker families: (kind, name, help, value).
+const FAMILIES: [(Kind, &str, &str, Field); 6] = [
+    (
+        Kind::Gauge,
+        "acl_sessions",
+        "Slots the worker's session table holds (live sessions and expired ones not yet freed).",
+        |t| t.entries,
+    ),
+    (
+        Kind::Gauge,
+        "acl_sessions_capacity",
+        "Sessions the worker's table holds at most.",
+        |t| t.capacity,
+    ),
+    (
+        Kind::Counter,
+        "acl_sessions_opened",
+        "Sessions permit+reflect rules opened.",
+        |t| t.opened,
+    ),
+    (
+        Kind::Counter,
+        "acl_sessions_expired",
+        "Sessions freed after their timeout.",
+        |t| t.expired,
+    ),
+    (
+        Kind::Counter,
+        "acl_sessions_evicted",
+        "Transient sessions freed to make room for a new one.",
+        |t| t.evicted,
+    ),
+    (
+        Kind::Counter,
+        "acl_sessions_hits",
+        "Packets a session let through without classification.",
+        |t| t.hits,
+    ),
+];
+
 /// Writes the families of `workers` (nothing when there are no tables).
 pub fn encode(
     enc: &mut DescriptorEncoder,
@@ -55,74 +93,20 @@ pub fn encode(
     if workers.is_empty() {
         return Ok(());
     }
-    let gauges: [(&str, &str, Field); 2] = [
-        (
-            "acl_sessions",
-            "Slots the worker's session table holds (live sessions and expired ones not yet freed).",
-            |t| t.entries,
-        ),
-        (
-            "acl_sessions_capacity",
-            "Sessions the worker's table holds at most.",
-            |t| t.capacity,
-        ),
-    ];
-    for (name, help, field) in gauges {
-        let mut m = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
-        for (w, t) in workers.iter().enumerate() {
-            let worker = w.to_string();
-            let v = i64::try_from(field(t)).unwrap_or(i64::MAX);
-            ConstGauge::new(v).encode(m.encode_family(&[("worker", worker.as_str())])?)?;
-        }
+    for (kind, name, help, field) in FAMILIES {
+        per_worker(enc, (kind, name, help), workers, field)?;
     }
-    let counters: [(&str, &str, Field); 4] = [
+    per_worker_by(
+        enc,
         (
-            "acl_sessions_opened",
-            "Sessions permit+reflect rules opened.",
-            |t| t.opened,
+            Kind::Counter,
+            "acl_sessions_refused",
+            "Sessions not opened (the packet dropped), by reason.",
         ),
-        (
-            "acl_sessions_expired",
-            "Sessions freed after their timeout.",
-            |t| t.expired,
-        ),
-        (
-            "acl_sessions_evicted",
-            "Transient sessions freed to make room for a new one.",
-            |t| t.evicted,
-        ),
-        (
-            "acl_sessions_hits",
-            "Packets a session let through without classification.",
-            |t| t.hits,
-        ),
-    ];
-    for (name, help, field) in counters {
-        let mut m = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
-        for (w, t) in workers.iter().enumerate() {
-            let worker = w.to_string();
-            ConstCounter::new(field(t)).encode(m.encode_family(&[("worker", worker.as_str())])?)?;
-        }
-    }
-    let mut m = enc.encode_descriptor(
-        "acl_sessions_refused",
-        "Sessions not opened (the packet dropped), by reason.",
-        None,
-        MetricType::Counter,
-    )?;
-    let reasons: [(&str, Field); 3] = [
-        ("not_syn", |t| t.not_syn),
-        ("table_full", |t| t.table_full),
-        ("source_limit", |t| t.source_limit),
-    ];
-    for (w, t) in workers.iter().enumerate() {
-        let worker = w.to_string();
-        for (reason, field) in reasons {
-            let labels = [("worker", worker.as_str()), ("reason", reason)];
-            ConstCounter::new(field(t)).encode(m.encode_family(&labels)?)?;
-        }
-    }
-    Ok(())
+        workers,
+        ("reason", ["not_syn", "table_full", "source_limit"]),
+        |t| [t.not_syn, t.table_full, t.source_limit],
+    )
 }
 
 #[cfg(test)]

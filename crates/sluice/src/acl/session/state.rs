@@ -2,6 +2,7 @@
 //! per side (TCP's SYN and FIN, RST, and which sides have sent at all), the timeouts and the
 //! eviction class that follow from them, and the clock.
 
+use crate::wire::tcp;
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -22,12 +23,6 @@ pub(super) const SENT_A: u64 = 32;
 pub(super) const SENT_B: u64 = 64;
 /// Slot flag: the first packet went from side b to side a.
 pub(super) const FROM_B: u64 = 1 << 63;
-
-// TCP header flags.
-const TH_FIN: u8 = 0x01;
-const TH_SYN: u8 = 0x02;
-const TH_RST: u8 = 0x04;
-const TH_ACK: u8 = 0x10;
 
 /// Seconds a session lives after its last packet, by protocol and TCP state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,7 +84,7 @@ pub(super) fn transient(proto: u8, flags: u64) -> bool {
 /// packet but TCP, and of TCP a SYN without ACK, RST or FIN (the first packet of a
 /// connection), as Linux conntrack with `nf_conntrack_tcp_loose = 0`.
 pub(super) fn may_open(proto: u8, tcp_flags: u8) -> bool {
-    proto != TCP || tcp_flags & (TH_SYN | TH_ACK | TH_RST | TH_FIN) == TH_SYN
+    proto != TCP || tcp_flags & (tcp::SYN | tcp::ACK | tcp::RST | tcp::FIN) == tcp::SYN
 }
 
 /// Milliseconds since the first call: the sessions' clock.
@@ -110,13 +105,13 @@ pub(super) fn packet_bits(proto: u8, tcp_flags: u8, from_a: bool) -> u64 {
         return sent;
     }
     let mut b = sent;
-    if tcp_flags & TH_SYN != 0 {
+    if tcp_flags & tcp::SYN != 0 {
         b |= syn;
     }
-    if tcp_flags & TH_FIN != 0 {
+    if tcp_flags & tcp::FIN != 0 {
         b |= fin;
     }
-    if tcp_flags & TH_RST != 0 {
+    if tcp_flags & tcp::RST != 0 {
         b |= RST;
     }
     b

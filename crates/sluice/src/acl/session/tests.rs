@@ -4,6 +4,7 @@ use super::state::{ICMP, ICMPV6, TCP, UDP};
 use super::table::{SLOTS, SWEEP_BUCKETS};
 use super::*;
 use crate::acl::rule::FlowKey;
+use crate::wire::tcp::{ACK, SYN};
 use std::collections::HashMap;
 
 fn key(src: u32, sport: u16, dst: u32, dport: u16, proto: u8, flags: u8) -> FlowKey {
@@ -272,9 +273,6 @@ fn another_worker_finds_a_session_while_its_owner_changes_its_table() {
     stop.store(true, Relaxed);
     assert!(reader.join().unwrap() > 0);
 }
-
-const SYN: u8 = 0x02;
-const ACK: u8 = 0x10;
 
 /// A TCP SYN from host `i`'s port `port` to 192.0.2.1:80.
 fn syn(i: u32, port: u16) -> FlowKey {

@@ -2,7 +2,10 @@
 
 use super::Snapshot;
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::DescriptorEncoder;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, MetricEncoder};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
 
 /// One scrape's values, written out in a fixed order (a `Collector`: the registry asks it
 /// on encoding, so nothing is kept between scrapes).
@@ -29,4 +32,66 @@ impl Collector for Exposition {
 /// A count as a gauge's value (saturating: the format's gauges are signed).
 pub(super) fn gauge_value(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// What a family's values are: totals that only grow, or levels read now.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Kind {
+    Counter,
+    Gauge,
+}
+
+impl Kind {
+    fn metric_type(self) -> MetricType {
+        match self {
+            Kind::Counter => MetricType::Counter,
+            Kind::Gauge => MetricType::Gauge,
+        }
+    }
+
+    fn encode(self, v: u64, m: MetricEncoder) -> Result<(), std::fmt::Error> {
+        match self {
+            Kind::Counter => ConstCounter::new(v).encode(m),
+            Kind::Gauge => ConstGauge::new(gauge_value(v)).encode(m),
+        }
+    }
+}
+
+/// A family's kind, name and help.
+pub(crate) type Family<'a> = (Kind, &'a str, &'a str);
+
+/// One family with a value per worker (`worker` label, the index in `workers`): `field` of
+/// that worker's totals.
+pub(crate) fn per_worker<T>(
+    enc: &mut DescriptorEncoder,
+    (kind, name, help): Family,
+    workers: &[T],
+    field: impl Fn(&T) -> u64,
+) -> Result<(), std::fmt::Error> {
+    let mut m = enc.encode_descriptor(name, help, None, kind.metric_type())?;
+    for (w, t) in workers.iter().enumerate() {
+        let worker = w.to_string();
+        kind.encode(field(t), m.encode_family(&[("worker", worker.as_str())])?)?;
+    }
+    Ok(())
+}
+
+/// One family with a value per worker and per value of a second label (`by`: its name and
+/// values): `field` gives a worker's count for each value, in order.
+pub(crate) fn per_worker_by<T, const N: usize>(
+    enc: &mut DescriptorEncoder,
+    (kind, name, help): Family,
+    workers: &[T],
+    (label, values): (&str, [&str; N]),
+    field: impl Fn(&T) -> [u64; N],
+) -> Result<(), std::fmt::Error> {
+    let mut m = enc.encode_descriptor(name, help, None, kind.metric_type())?;
+    for (w, t) in workers.iter().enumerate() {
+        let worker = w.to_string();
+        for (value, n) in values.into_iter().zip(field(t)) {
+            let labels = [("worker", worker.as_str()), (label, value)];
+            kind.encode(n, m.encode_family(&labels)?)?;
+        }
+    }
+    Ok(())
 }

@@ -33,6 +33,7 @@ mod server;
 mod source;
 mod workers;
 
+pub(crate) use exposition::{per_worker, per_worker_by, Kind};
 pub use server::{MetricsListener, MetricsServer, HEAD_TIMEOUT, WRITE_TIMEOUT};
 pub use source::MetricsSource;
 

@@ -4,10 +4,9 @@
 //! them; and the ports in use per outside address (`address` label), as the workers last
 //! copied them out. Nothing is written while no interface has a NAT44 role.
 
-use super::exposition::gauge_value;
+use super::exposition::{gauge_value, per_worker, per_worker_by, Kind};
 use crate::nat44::shared::Nat44Shared;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
-use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use std::sync::atomic::Ordering::Relaxed;
@@ -68,49 +67,40 @@ pub(super) fn encode(
     if workers.is_empty() {
         return Ok(());
     }
-    let mut m = enc.encode_descriptor(
-        "nat44_sessions",
-        "NAT44 sessions the worker holds, by protocol.",
-        None,
-        MetricType::Gauge,
-    )?;
-    for (w, t) in workers.iter().enumerate() {
-        let worker = w.to_string();
-        for (proto, n) in PROTOCOLS.iter().zip(t.live) {
-            let labels = [("worker", worker.as_str()), ("protocol", *proto)];
-            ConstGauge::new(gauge_value(n)).encode(m.encode_family(&labels)?)?;
-        }
-    }
-    type Field = fn(&Nat44Totals) -> u64;
-    let counters: [(&str, &str, Field); 2] = [
+    per_worker_by(
+        enc,
         (
+            Kind::Gauge,
+            "nat44_sessions",
+            "NAT44 sessions the worker holds, by protocol.",
+        ),
+        workers,
+        ("protocol", PROTOCOLS),
+        |t| t.live,
+    )?;
+    type Field = fn(&Nat44Totals) -> u64;
+    let families: [(Kind, &str, &str, Field); 3] = [
+        (
+            Kind::Counter,
             "nat44_sessions_created",
             "NAT44 sessions the worker opened.",
             |t| t.created,
         ),
         (
+            Kind::Counter,
             "nat44_sessions_expired",
             "NAT44 sessions the worker closed after their timeout.",
             |t| t.expired,
         ),
+        (
+            Kind::Gauge,
+            "nat44_table_memory_bytes",
+            "Bytes the worker's NAT44 table holds (sessions, indexes, port maps), roughly.",
+            |t| t.memory,
+        ),
     ];
-    for (name, help, field) in counters {
-        let mut m = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
-        for (w, t) in workers.iter().enumerate() {
-            let worker = w.to_string();
-            ConstCounter::new(field(t)).encode(m.encode_family(&[("worker", worker.as_str())])?)?;
-        }
-    }
-    let mut m = enc.encode_descriptor(
-        "nat44_table_memory_bytes",
-        "Bytes the worker's NAT44 table holds (sessions, indexes, port maps), roughly.",
-        None,
-        MetricType::Gauge,
-    )?;
-    for (w, t) in workers.iter().enumerate() {
-        let worker = w.to_string();
-        ConstGauge::new(gauge_value(t.memory))
-            .encode(m.encode_family(&[("worker", worker.as_str())])?)?;
+    for (kind, name, help, field) in families {
+        per_worker(enc, (kind, name, help), workers, field)?;
     }
     let mut m = enc.encode_descriptor(
         "nat44_ports_in_use",

@@ -1,9 +1,8 @@
 //! The workers: each one's busy time (`worker` label), how many there are, and the rate of
 //! the clock the node and busy times count in.
 
-use super::exposition::gauge_value;
+use super::exposition::{gauge_value, per_worker, Kind};
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
-use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 
@@ -12,17 +11,16 @@ pub(super) fn encode(
     workers: usize,
     enc: &mut DescriptorEncoder,
 ) -> Result<(), std::fmt::Error> {
-    let mut m = enc.encode_descriptor(
-        "sys_worker_busy_clocks",
-        "TSC ticks the worker spent in graph passes that received packets (its busy time; sys_tsc_hz per second).",
-        None,
-        MetricType::Counter,
+    per_worker(
+        enc,
+        (
+            Kind::Counter,
+            "sys_worker_busy_clocks",
+            "TSC ticks the worker spent in graph passes that received packets (its busy time; sys_tsc_hz per second).",
+        ),
+        busy_clocks,
+        |c| *c,
     )?;
-    for (w, clocks) in busy_clocks.iter().enumerate() {
-        let worker = w.to_string();
-        let labels = [("worker", worker.as_str())];
-        ConstCounter::new(*clocks).encode(m.encode_family(&labels)?)?;
-    }
     let m = enc.encode_descriptor(
         "sys_num_worker_threads",
         "Worker threads running the graph.",

@@ -62,15 +62,10 @@ pub(crate) struct WatchdogKeys {
 impl WatchdogKeys {
     pub(crate) fn check(self, c: &Checker<'_>) -> Result<WatchdogConfig, ConfigError> {
         let mut out = WatchdogConfig::default();
-        if let Some(t) = &self.stall_timeout {
-            let s = *t.get_ref();
-            if !(MIN_TIMEOUT..=MAX_TIMEOUT).contains(&s) {
-                return Err(c.err(
-                    t.span(),
-                    "stall-timeout",
-                    format!("{s} s: the stall timeout is from {MIN_TIMEOUT} to {MAX_TIMEOUT} s"),
-                ));
-            }
+        let range = MIN_TIMEOUT..=MAX_TIMEOUT;
+        if let Some(s) = c.within(&self.stall_timeout, "stall-timeout", range, |s| {
+            format!("{s} s: the stall timeout is from {MIN_TIMEOUT} to {MAX_TIMEOUT} s")
+        })? {
             out.stall_timeout = Duration::from_secs_f64(s);
         }
         out.exit_on_stall = self.exit_on_stall.unwrap_or(false);

@@ -243,15 +243,10 @@ impl InterfaceKeys {
         let driver = Driver::check(&self, c)?;
         if let Some(mtu) = &self.mtu {
             driver.check_mtu(mtu, c)?;
-            let v = *mtu.get_ref();
-            if !(MIN_MTU..=MAX_MTU).contains(&v) {
-                return Err(c.err(
-                    mtu.span(),
-                    "mtu",
-                    format!("{v} is outside {MIN_MTU}..={MAX_MTU}"),
-                ));
-            }
         }
+        c.within(&self.mtu, "mtu", MIN_MTU..=MAX_MTU, |v| {
+            format!("{v} is outside {MIN_MTU}..={MAX_MTU}")
+        })?;
         let up = match &self.state {
             None => true,
             Some(s) => match s.get_ref().as_str() {

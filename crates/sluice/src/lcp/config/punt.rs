@@ -144,14 +144,10 @@ pub(crate) struct ClassKeys {
 
 impl PuntKeys {
     pub(crate) fn check(self, c: &Checker<'_>) -> Result<PuntPolicy, ConfigError> {
-        let bounded = |v: &Option<Spanned<u64>>, key: &str| match v {
-            None => Ok(None),
-            Some(s) if (1..=1_000_000).contains(s.get_ref()) => Ok(Some(*s.get_ref())),
-            Some(s) => Err(c.err(
-                s.span(),
-                key,
-                format!("{} is not from 1 to 1000000", s.get_ref()),
-            )),
+        let bounded = |v: &Option<Spanned<u64>>, key: &str| {
+            c.within(v, key, 1..=1_000_000, |n| {
+                format!("{n} is not from 1 to 1000000")
+            })
         };
         let rate = bounded(&self.rate, "rate")?;
         let burst = bounded(&self.burst, "burst")?;

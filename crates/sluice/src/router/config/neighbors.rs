@@ -98,24 +98,13 @@ impl NeighborKeys {
     pub(crate) fn check(self, c: &Checker<'_>) -> Result<Times, ConfigError> {
         let mut t = Times::default();
         let seconds = |v: &Option<Spanned<f64>>, key: &str, lo: f64, hi: f64| {
-            let Some(v) = v else {
-                return Ok(None);
-            };
-            let s = *v.get_ref();
-            if !(lo..=hi).contains(&s) {
-                return Err(c.err(v.span(), key, format!("{s} s is outside {lo} to {hi} s")));
-            }
-            Ok(Some(Duration::from_secs_f64(s)))
+            let s = c.within(v, key, lo..=hi, |s| {
+                format!("{s} s is outside {lo} to {hi} s")
+            })?;
+            Ok::<_, ConfigError>(s.map(Duration::from_secs_f64))
         };
         let integer = |v: &Option<Spanned<i64>>, key: &str, lo: i64, hi: i64| {
-            let Some(v) = v else {
-                return Ok(None);
-            };
-            let n = *v.get_ref();
-            if !(lo..=hi).contains(&n) {
-                return Err(c.err(v.span(), key, format!("{n} is outside {lo} to {hi}")));
-            }
-            Ok(Some(n))
+            c.within(v, key, lo..=hi, |n| format!("{n} is outside {lo} to {hi}"))
         };
         if let Some(n) = integer(&self.max_entries, "max-entries", 16, 1 << 24)? {
             t.max_entries = n as usize;
