@@ -242,7 +242,7 @@ pub fn parse(line: &str) -> Result<Request, String> {
 
 /// The command the leading words name, and how many words that took: the longest command
 /// whose every keyword the typed words match.
-fn find(words: &[&str]) -> Result<(&'static Command, usize), String> {
+pub(super) fn find(words: &[&str]) -> Result<(&'static Command, usize), String> {
     if words.is_empty() {
         return Err("empty command (try: help)".into());
     }

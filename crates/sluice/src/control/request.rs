@@ -254,11 +254,17 @@ fn header(request: &Map<String, Value>) -> Result<&'static Command, Error> {
             )
         }
     };
-    by_name(wanted).ok_or_else(|| Error {
-        code: Code::UnknownCommand,
-        message: format!(
-            "unknown command '{wanted}' (a command's full words, as `sluice ctl help` shows them)"
-        ),
+    by_name(wanted).ok_or_else(|| {
+        // What a line of these words would name, as a hint: a request takes the full words.
+        let words: Vec<&str> = wanted.split_whitespace().collect();
+        let hint = match cli::find(&words) {
+            Ok((c, n)) if n == words.len() => format!("did you mean '{}'?", name(c)),
+            _ => "a command's full words, as `sluice ctl help` shows them".into(),
+        };
+        Error {
+            code: Code::UnknownCommand,
+            message: format!("unknown command '{wanted}' ({hint})"),
+        }
     })
 }
 
@@ -535,6 +541,7 @@ mod tests {
             "sh int",
             "show ip6 neighbors",
             "show version --json",
+            "monitor",
             "",
         ] {
             assert_eq!(
@@ -590,6 +597,31 @@ mod tests {
         assert_eq!(code(acl(json!(["acl", "edge x"]))), Code::BadField);
         assert_eq!(code(acl(json!([1]))), Code::BadField);
         assert_eq!(code(acl(json!({"acl": "edge"}))), Code::BadField);
+    }
+
+    #[test]
+    fn an_abbreviation_gets_the_full_name_as_a_hint() {
+        let message = |c: &str| {
+            parse(&json!({"version": 1, "command": c}))
+                .err()
+                .unwrap()
+                .message
+        };
+        assert_eq!(
+            message("sh int"),
+            "unknown command 'sh int' (did you mean 'show interface'?)"
+        );
+        assert_eq!(
+            message("show ip6 arp"),
+            "unknown command 'show ip6 arp' (did you mean 'show ip neighbors'?)"
+        );
+        // Words that name no command, or more than one, get no guess.
+        for c in ["show frobs", "s", "show interface d0"] {
+            assert!(
+                message(c).ends_with("as `sluice ctl help` shows them)"),
+                "{c}"
+            );
+        }
     }
 
     #[test]
