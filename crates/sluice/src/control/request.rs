@@ -263,7 +263,7 @@ fn header(request: &Map<String, Value>) -> Result<&'static Command, Error> {
         };
         Error {
             code: Code::UnknownCommand,
-            message: format!("unknown command '{wanted}' ({hint})"),
+            message: format!("unknown command '{}' ({hint})", wanted.escape_debug()),
         }
     })
 }
@@ -303,8 +303,9 @@ pub fn parse(request: &Value) -> Result<(&'static Command, Args), Error> {
         return err(
             Code::UnknownField,
             format!(
-                "'{}' takes no field '{unknown}' (its fields: {known})",
-                name(command)
+                "'{}' takes no field '{}' (its fields: {known})",
+                name(command),
+                unknown.escape_debug()
             ),
         );
     }
@@ -616,6 +617,15 @@ mod tests {
             "unknown command 'show ip6 arp' (did you mean 'show ip neighbors'?)"
         );
         // Words that name no command, or more than one, get no guess.
+        // Messages stay one line whatever the request holds.
+        assert_eq!(
+            message("show\nversion"),
+            "unknown command 'show\\nversion' (did you mean 'show version'?)"
+        );
+        let e = parse(&json!({"version": 1, "command": "show version", "a\nb": 1}))
+            .err()
+            .unwrap();
+        assert!(!e.message.contains('\n'), "{}", e.message);
         for c in ["show frobs", "s", "show interface d0"] {
             assert!(
                 message(c).ends_with("as `sluice ctl help` shows them)"),
