@@ -1,6 +1,7 @@
-//! The generated references in `docs/` are what the binary prints today: `docs/cli.md` from
-//! the command table (`sluice ctl help --markdown`, no daemon needed) and `docs/config.md`
-//! from the config types (`sluice run --print-config-reference`). A change to a command or a
+//! The generated references in `docs/` are what the binary prints today: `docs/cli.md` and
+//! `docs/api-schema.json` from the command table (`sluice ctl help --markdown` and
+//! `sluice ctl help --schema`, no daemon needed) and `docs/config.md` from the config types
+//! (`sluice run --print-config-reference`). A change to a command or a
 //! config key that is not regenerated fails here, with the command that regenerates it.
 
 use std::path::Path;
@@ -59,6 +60,11 @@ fn cli_reference_is_generated_from_the_command_table() {
 }
 
 #[test]
+fn api_schema_is_generated_from_the_command_table() {
+    check("docs/api-schema.json", &["ctl", "help", "--schema"]);
+}
+
+#[test]
 fn config_reference_is_generated_from_the_config_types() {
     check("docs/config.md", &["run", "--print-config-reference"]);
 }
@@ -69,6 +75,22 @@ fn the_references_need_no_daemon_and_cover_every_area() {
     let cli = generated(&["ctl", "-s", "/nonexistent/cli.sock", "help", "--markdown"]);
     for heading in ["## Interfaces", "## Routing", "### `ip route add "] {
         assert!(cli.contains(heading), "{heading}");
+    }
+    let schema = generated(&["ctl", "-s", "/nonexistent/cli.sock", "help", "--schema"]);
+    let schema: serde_json::Value = serde_json::from_str(&schema).unwrap();
+    let titles: Vec<&str> = schema["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["title"].as_str())
+        .collect();
+    for command in [
+        "show interface",
+        "ip route add",
+        "set interface state",
+        "save",
+    ] {
+        assert!(titles.contains(&command), "{command}");
     }
     let config = generated(&["run", "--print-config-reference"]);
     for heading in ["## `[dataplane]`", "## `[[interface]]`", "| `route-file` |"] {

@@ -53,9 +53,10 @@ impl Output {
 /// A command's arguments, checked against its grammar.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Args {
-    values: Vec<(&'static str, String)>,
-    flags: Vec<&'static str>,
-    rest: Vec<String>,
+    // Filled in grammar order by the line matcher here and by typed requests (request.rs).
+    pub(super) values: Vec<(&'static str, String)>,
+    pub(super) flags: Vec<&'static str>,
+    pub(super) rest: Vec<String>,
 }
 
 impl Args {
@@ -138,7 +139,7 @@ pub const AREAS: &[(&str, &[Command])] = &[
     ("Saving the configuration", super::save::COMMANDS),
 ];
 
-fn commands() -> impl Iterator<Item = &'static Command> {
+pub(super) fn commands() -> impl Iterator<Item = &'static Command> {
     AREAS.iter().flat_map(|(_, area)| area.iter())
 }
 
@@ -154,7 +155,7 @@ impl Command {
 }
 
 /// The shown form of a keyword: its first alternative.
-fn shown(keyword: &'static str) -> &'static str {
+pub(super) fn shown(keyword: &'static str) -> &'static str {
     keyword.split('|').next().unwrap_or(keyword)
 }
 
@@ -241,7 +242,7 @@ pub fn parse(line: &str) -> Result<Request, String> {
 
 /// The command the leading words name, and how many words that took: the longest command
 /// whose every keyword the typed words match.
-fn find(words: &[&str]) -> Result<(&'static Command, usize), String> {
+pub(super) fn find(words: &[&str]) -> Result<(&'static Command, usize), String> {
     if words.is_empty() {
         return Err("empty command (try: help)".into());
     }
@@ -335,6 +336,12 @@ fn arguments(command: &Command, typed: &[&str], rest: &[&str]) -> Result<Args, S
             line.join(" ")
         ));
     }
+    check(command, &args)?;
+    Ok(args)
+}
+
+/// Check the values of `Choice` and `Count` arguments (for lines and typed requests alike).
+pub(super) fn check(command: &Command, args: &Args) -> Result<(), String> {
     for arg in command.args {
         match arg {
             Arg::Choice(name, choices) => {
@@ -355,7 +362,7 @@ fn arguments(command: &Command, typed: &[&str], rest: &[&str]) -> Result<Args, S
             _ => {}
         }
     }
-    Ok(args)
+    Ok(())
 }
 
 #[cfg(test)]

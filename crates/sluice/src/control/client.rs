@@ -1,8 +1,9 @@
 //! `sluice ctl`: sends one command line to the daemon's control socket and prints the answer,
 //! or with `--batch` every line of its standard input over one connection (route loads,
 //! update storms: thousands of commands a second). `CtlArgs` declares its options for clap.
-//! `sluice ctl help --markdown` is answered here, from the client's own copy of the command
-//! table, so the reference (`docs/cli.md`) needs no daemon.
+//! `sluice ctl help --markdown` and `help --schema` are answered here, from the client's own
+//! copy of the command table, so the references (`docs/cli.md`, `docs/api-schema.json`) need
+//! no daemon.
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -130,10 +131,21 @@ fn wants_markdown(words: &[String]) -> bool {
     matches!(words.as_slice(), ["help" | "?", "--markdown"])
 }
 
+/// Whether `words` ask for the typed requests' schema (`docs/api-schema.json`), which the
+/// client prints from its own copy of the command table, as the reference.
+fn wants_schema(words: &[String]) -> bool {
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    matches!(words.as_slice(), ["help" | "?", "--schema"])
+}
+
 pub fn main(args: CtlArgs) -> i32 {
     if wants_markdown(&args.words) {
         print!("{}", super::cli::markdown());
         print!("{}", super::monitor::MARKDOWN);
+        return 0;
+    }
+    if wants_schema(&args.words) {
+        print!("{}", super::schema::text());
         return 0;
     }
     let socket = args.socket.unwrap_or_else(|| {
@@ -209,8 +221,13 @@ mod tests {
             "show interface",
             "help --markdown extra",
             "--markdown",
+            "help --schema",
         ] {
             assert!(!wants_markdown(&w(other)), "{other}");
+        }
+        assert!(wants_schema(&w("help --schema")));
+        for other in ["help", "help --markdown", "help --schema x", "--schema"] {
+            assert!(!wants_schema(&w(other)), "{other}");
         }
     }
 }

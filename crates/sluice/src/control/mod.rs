@@ -6,7 +6,8 @@
 //! `acl/commands.rs`, `lcp/commands.rs`) and the dataplane-wide ones here (`queues`,
 //! `runtime`, `trace`, `save`). `exec` keeps the control plane's
 //! state and runs a matched line; `save` writes the running configuration as a config file;
-//! `server` is the socket, `client` is `sluice ctl` (`monitor` its live view of `show queues`); `metrics` is the Prometheus endpoint
+//! `request` takes typed JSON requests for the same commands and `schema` describes them
+//! (`docs/api-schema.json`); `server` is the socket, `client` is `sluice ctl` (`monitor` its live view of `show queues`); `metrics` is the Prometheus endpoint
 //! (`[metrics] listen`), which reads the same counters on a thread of its own; `health` adds
 //! the watchdog's and the control socket's metrics and the debug command that stalls a worker.
 
@@ -17,7 +18,9 @@ pub mod health;
 pub mod metrics;
 pub mod monitor;
 pub mod queues;
+pub mod request;
 pub mod runtime;
 pub mod save;
+pub mod schema;
 pub mod server;
 pub mod trace;

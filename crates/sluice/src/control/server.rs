@@ -1,6 +1,7 @@
-//! The control socket: a Unix stream socket (mode 0600) that takes one command line per
-//! connection and answers with one JSON object: `{"ok":true,"text":...}`,
-//! `{"ok":true,"json":...}` or `{"ok":false,"error":...}`.
+//! The control socket: a Unix stream socket (mode 0600) that takes command lines and
+//! answers each with one JSON object: `{"ok":true,"text":...}`, `{"ok":true,"json":...}` or
+//! `{"ok":false,"error":...}`. A line that starts with `{` is a typed request instead
+//! (control::request), answered with its own reply shape.
 //!
 //! Each client is served on a thread of its own, at most `MAX_CLIENTS` at a time; the
 //! commands themselves run one at a time under the control plane's lock, and a reply is
@@ -10,6 +11,7 @@
 //! never the daemon's shutdown. `ClientStats` counts what was refused or cut off.
 
 use super::exec::{Control, Reply};
+use super::request;
 use serde_json::json;
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::fs::FileTypeExt;
@@ -357,10 +359,14 @@ fn serve_lines(
         };
         let reply = {
             let mut c = control.lock().unwrap_or_else(|p| p.into_inner());
-            match c.handle_line(line.trim()) {
-                Ok(Reply::Text(t)) => json!({"ok": true, "text": t}),
-                Ok(Reply::Json(v)) => json!({"ok": true, "json": v}),
-                Err(e) => json!({"ok": false, "error": e}),
+            if request::is_typed(&line) {
+                request::answer(&mut c, line.trim())
+            } else {
+                match c.handle_line(line.trim()) {
+                    Ok(Reply::Text(t)) => json!({"ok": true, "text": t}),
+                    Ok(Reply::Json(v)) => json!({"ok": true, "json": v}),
+                    Err(e) => json!({"ok": false, "error": e}),
+                }
             }
         };
         let mut out = serde_json::to_vec(&reply).map_err(|e| Cut::Io(e.into()))?;
