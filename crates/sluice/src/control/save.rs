@@ -279,6 +279,7 @@ const WRITTEN: &[&str] = &[
     "nat44",
     "nat44-interface",
     "nat44-static",
+    "dpdk",
 ];
 
 #[cfg(test)]
