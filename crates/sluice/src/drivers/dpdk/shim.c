@@ -72,18 +72,32 @@ static inline uint32_t slot_of(const struct rte_mbuf *m)
 	return (uint32_t)(at / sd_stride);
 }
 
-/* An mbuf header as rte_pktmbuf_init and rte_pktmbuf_reset leave it, for pool `mp`. */
+/*
+ * An mbuf header as rte_pktmbuf_init and rte_pktmbuf_reset leave it, for pool `mp`: every
+ * field a PMD or the mbuf library reads, stored one by one (cheaper than clearing both cache
+ * lines; the dynamic fields are unused).
+ */
 static inline void mbuf_init(struct rte_mbuf *m, struct rte_mempool *mp)
 {
-	memset(m, 0, sizeof(*m));
 	m->buf_addr = (uint8_t *)m + sizeof(*m);
 	m->buf_iova = (rte_iova_t)(uintptr_t)m->buf_addr;
-	m->buf_len = (uint16_t)(sd_stride - SD_MBUF_AT - sizeof(*m));
-	m->data_off = RTE_MIN(RTE_PKTMBUF_HEADROOM, m->buf_len);
-	m->pool = mp;
+	m->data_off = RTE_PKTMBUF_HEADROOM;
+	rte_mbuf_refcnt_set(m, 1);
 	m->nb_segs = 1;
 	m->port = RTE_MBUF_PORT_INVALID;
-	rte_mbuf_refcnt_set(m, 1);
+	m->ol_flags = 0;
+	m->packet_type = 0;
+	m->pkt_len = 0;
+	m->data_len = 0;
+	m->vlan_tci = 0;
+	m->hash.rss = 0;
+	m->vlan_tci_outer = 0;
+	m->buf_len = (uint16_t)(sd_stride - SD_MBUF_AT - sizeof(*m));
+	m->pool = mp;
+	m->next = NULL;
+	m->tx_offload = 0;
+	m->priv_size = 0;
+	m->timesync = 0;
 }
 
 static int ops_alloc(struct rte_mempool *mp)
