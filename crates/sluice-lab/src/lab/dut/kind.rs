@@ -107,6 +107,7 @@ dut_kinds! {
     SluiceAfXdp => sluice::AF_XDP_DUT,
     SluiceAfPacket => sluice::AF_PACKET_DUT,
     SluiceBridge => sluice::BRIDGE_DUT,
+    SluiceDpdk => sluice::DPDK_DUT,
     LinuxBridge => linux::BRIDGE_DUT,
     LinuxRouter => linux::ROUTER_DUT,
     LinuxNat => linux_nat::NAT_DUT,

@@ -15,7 +15,7 @@ const BURST: usize = 256;
 /// Most segments one packet may have (jumbo frames over 2 KiB buffers).
 pub const MAX_SEGS: usize = 8;
 /// Where a segment's data may start at the earliest: past the mbuf header in the headroom.
-pub const FIRST_DATA: usize = 192;
+pub const FIRST_DATA: usize = 128;
 /// Receive calls between two reads of the port's drop counters.
 const STATS_POLLS: u32 = 4096;
 

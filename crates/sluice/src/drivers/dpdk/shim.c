@@ -6,14 +6,15 @@
  *
  * Zero copy, VPP's way: an mbuf lives inside each sluice buffer slot, in its headroom:
  *
- *   slot + 0          unused
- *   slot + 64         struct rte_mbuf (128 bytes)
- *   slot + 192        the mbuf's buffer (buf_addr): 128 bytes of DPDK headroom, then data
+ *   slot + 0          struct rte_mbuf (128 bytes)
+ *   slot + 128        the mbuf's buffer (buf_addr): 128 bytes of DPDK headroom, then data
  *   slot + 2304       the next slot
  *
- * sluice's own data starts at slot + 256 (its HEADROOM); a frame a PMD receives starts at
- * slot + 320 (buf_addr + RTE_PKTMBUF_HEADROOM). Either is an offset into the same slot, so
- * the buffer the NIC filled is the buffer the graph reads and the buffer sent.
+ * A frame a PMD receives starts at slot + 256 (buf_addr + RTE_PKTMBUF_HEADROOM), where
+ * sluice's own data starts (its HEADROOM), with 2048 bytes of room; the buffer the NIC filled
+ * is the buffer the graph reads and the buffer sent. DPDK's mempool object header, which
+ * would sit just before the mbuf, is never written: these pools are not laid out by DPDK and
+ * its debug checks are off in release builds of DPDK.
  *
  * The mempools handed to DPDK get and put those mbufs through sluice's allocator: the
  * "sluice" mempool ops call back into Rust (sluice_dpdk_stock_get/put), which keeps a stock
@@ -35,7 +36,7 @@
 #include <rte_mempool.h>
 #include <rte_version.h>
 
-#define SD_MBUF_AT 64
+#define SD_MBUF_AT 0
 #define SD_BURST 256
 
 /* Rust's side of the pools (drivers/dpdk/stock.rs). */
@@ -64,8 +65,6 @@ static inline struct rte_mbuf *mbuf_of(uint32_t slot)
 static inline uint32_t slot_of(const struct rte_mbuf *m)
 {
 	uint8_t *p = (uint8_t *)m;
-	if (p < sd_base + SD_MBUF_AT)
-		return UINT32_MAX;
 	uint64_t at = (uint64_t)(p - sd_base - SD_MBUF_AT);
 	if (at % sd_stride != 0 || at / sd_stride >= sd_count)
 		return UINT32_MAX;
@@ -481,7 +480,7 @@ uint16_t sd_rx(uint16_t port, uint16_t q, uint32_t *seg_slot, uint16_t *seg_off,
 
 /*
  * Send `n` (≤ 256) packets laid out as sd_rx gives them, through pool `mp`'s mbufs (each
- * segment's offset is at least 192: past the mbuf header). Returns how many the port took;
+ * segment's offset is at least 128: past the mbuf header). Returns how many the port took;
  * the rest are untouched by DPDK and stay the caller's.
  */
 uint16_t sd_tx(uint16_t port, uint16_t q, struct rte_mempool *mp, const uint32_t *seg_slot,
