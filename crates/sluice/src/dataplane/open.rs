@@ -105,6 +105,9 @@ pub(super) fn open_interface(
             interface.mac = crate::wire::MacAddress(mac);
         }
     }
+    if let Some(mac) = ports.mac {
+        interface.mac = crate::wire::MacAddress(mac);
+    }
     interface.mtu = ports.mtu;
     interface.rx_queues = ports.rx.len();
     interface.tx_queues = ports.tx.len();

@@ -67,6 +67,7 @@ pub fn ports(
         details: all,
         restore,
         live: Some(link),
+        mac: None,
     }
 }
 

@@ -94,6 +94,8 @@ pub struct DriverPorts {
     pub restore: Vec<Box<dyn Send + Sync>>,
     /// State the driver changes while running (a memif peer that comes and goes).
     pub live: Option<std::sync::Arc<dyn LiveStatus>>,
+    /// The device's own MAC address, where the driver knows one (a DPDK port's).
+    pub mac: Option<[u8; 6]>,
 }
 
 /// What a driver knows now about its link: for `show interface` and `show hardware`.

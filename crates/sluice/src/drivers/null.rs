@@ -93,6 +93,7 @@ pub fn open(rx_queues: usize, tx_queues: usize, mtu: u32) -> DriverPorts {
             .collect(),
         mtu,
         details: vec![("device".into(), "none (null driver)".into())],
+        mac: None,
         restore: Vec::new(),
         live: None,
     }

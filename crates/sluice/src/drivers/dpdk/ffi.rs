@@ -62,6 +62,14 @@ extern "C" {
         len: usize,
     ) -> c_int;
     pub fn sd_port_stop(port: u16);
+    pub fn sd_port_dma_map(
+        port: u16,
+        addr: *mut c_void,
+        len: u64,
+        page_sz: u64,
+        err: *mut c_char,
+        elen: usize,
+    ) -> c_int;
     pub fn sd_port_link(port: u16, speed: *mut u32, duplex: *mut c_int) -> c_int;
     pub fn sd_port_stats(port: u16, out: *mut u64) -> c_int;
     pub fn sd_port_xstats(

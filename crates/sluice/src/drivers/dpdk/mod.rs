@@ -124,14 +124,14 @@ fn open_port(cfg: &DpdkConfig) -> Result<DriverPorts, String> {
             Box::new(queue) as Box<dyn super::TxQueue>
         })
         .collect();
-    let mut details = port.info.clone();
-    details.insert(0, ("dpdk".into(), eal::version()));
+    let details = vec![("dpdk".into(), eal::version())];
     Ok(DriverPorts {
         rx,
         tx,
         mtu,
         details,
         restore: Vec::new(),
+        mac: Some(port.mac),
         live: Some(port),
     })
 }

@@ -13,6 +13,7 @@ pub struct Port {
     /// Transmit queues configured: one a thread, or fewer when the device has fewer (the
     /// threads then share them, each behind a lock).
     pub tx_queues: u16,
+    pub mac: [u8; 6],
     pub info: Vec<(String, String)>,
 }
 
@@ -94,6 +95,11 @@ impl Port {
             ));
         }
         let tx_queues = s.tx_queues.min(info.max_tx_queues);
+        let dma = if eal::is_pci(devargs) {
+            dma_map(id)?
+        } else {
+            "a virtual device: no DMA mapping"
+        };
         let conf = ffi::PortConf {
             rx_queues: s.rx_queues,
             tx_queues,
@@ -117,7 +123,6 @@ impl Port {
                 ffi::text(&err)
             ));
         }
-        let mac = info.mac.map(|b| format!("{b:02x}")).join(":");
         let rss = if s.rx_queues > 1 && info.rss_hf != 0 {
             format!("on, {} queues, sluice's Toeplitz key", s.rx_queues)
         } else if s.rx_queues > 1 {
@@ -125,11 +130,10 @@ impl Port {
         } else {
             "off (one receive queue)".into()
         };
-        let info = vec![
+        let details = vec![
             ("pmd".into(), driver.clone()),
             ("devargs".into(), devargs.to_string()),
             ("port-id".into(), id.to_string()),
-            ("mac".into(), mac),
             (
                 "queues".into(),
                 if tx_queues < s.tx_queues {
@@ -167,13 +171,14 @@ impl Port {
             ),
             (
                 "buffers".into(),
-                "zero copy: each mbuf is the header in a sluice buffer's headroom".into(),
+                format!("zero copy: each mbuf is the header in a sluice buffer's headroom; {dma}"),
             ),
         ];
         Ok(Port {
             id,
             tx_queues,
-            info,
+            mac: info.mac,
+            info: details,
         })
     }
 
@@ -214,6 +219,32 @@ impl Port {
         // SAFETY: the port is open; the two values are ours to write.
         let up = unsafe { ffi::sd_port_link(self.id, &mut speed, &mut duplex) } == 1;
         (up, speed, duplex == 1)
+    }
+}
+
+/// Map sluice's buffer region for the port's device to DMA into (IOVA = VA); what was done,
+/// for `show hardware`.
+fn dma_map(id: u16) -> Result<&'static str, String> {
+    let e = eal::get()?;
+    let region = e.buffers().region();
+    let page = if region.huge_pages() { 2 << 20 } else { 4096 };
+    let mut err = ffi::err_buf();
+    // SAFETY: the region is the pool's mapping, alive for the rest of the process (EAL holds
+    // the pool); the port exists; the error buffer is ours.
+    let rc = unsafe {
+        ffi::sd_port_dma_map(
+            id,
+            region.ptr().cast(),
+            region.len() as u64,
+            page,
+            err.as_mut_ptr(),
+            err.len(),
+        )
+    };
+    match rc {
+        0 => Ok("the buffer region is mapped for the device's DMA (IOVA = VA)"),
+        1 => Ok("no DMA mapping (a virtual device)"),
+        _ => Err(format!("DPDK port {id}: {}", ffi::text(&err))),
     }
 }
 

@@ -21,6 +21,8 @@
  * of buffers lent to DPDK per pool.
  */
 #define _GNU_SOURCE
+/* rte_dev_dma_map: experimental in 22.11. */
+#define ALLOW_EXPERIMENTAL_API
 #include <errno.h>
 #include <sched.h>
 #include <stdint.h>
@@ -263,6 +265,36 @@ int sd_dev_probe(const char *devargs, char *err, size_t len)
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * Let the port's device DMA into sluice's buffers: the region registered as external memory
+ * (once) and mapped for the device with IOVA = VA. Returns 0 when mapped, 1 when the device's
+ * bus has no DMA mapping (virtual devices: nothing to map), -1 on an error.
+ */
+int sd_port_dma_map(uint16_t port, void *addr, uint64_t len, uint64_t page_sz, char *err,
+		    size_t elen)
+{
+	static int registered;
+	if (!registered) {
+		if (rte_extmem_register(addr, len, NULL, 0, page_sz) != 0 && rte_errno != EEXIST) {
+			say(err, elen, "rte_extmem_register", rte_errno);
+			return -1;
+		}
+		registered = 1;
+	}
+	struct rte_eth_dev_info info;
+	int rc = rte_eth_dev_info_get(port, &info);
+	if (rc != 0) {
+		say(err, elen, "rte_eth_dev_info_get", rc);
+		return -1;
+	}
+	if (rte_dev_dma_map(info.device, addr, (uint64_t)(uintptr_t)addr, len) == 0)
+		return 0;
+	if (rte_errno == ENOTSUP)
+		return 1;
+	say(err, elen, "rte_dev_dma_map", rte_errno);
+	return -1;
 }
 
 struct sd_port_conf {

@@ -344,5 +344,6 @@ pub fn open(cfg: &MemifConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
         details,
         restore: vec![Box::new(control)],
         live: Some(shared),
+        mac: None,
     })
 }

@@ -167,6 +167,7 @@ pub fn open(
             details,
             restore: Vec::new(),
             live: None,
+            mac: None,
         },
         progress,
     ))
