@@ -62,6 +62,8 @@ extern "C" {
         len: usize,
     ) -> c_int;
     pub fn sd_port_stop(port: u16);
+    #[cfg(test)]
+    pub fn sd_softrss(words: *const u32, n: c_uint, key: *const u8) -> u32;
     pub fn sd_port_dma_map(
         port: u16,
         addr: *mut c_void,

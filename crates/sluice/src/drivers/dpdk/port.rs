@@ -293,3 +293,40 @@ impl LiveStatus for Port {
         d
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ffi;
+    use crate::rss::{Toeplitz, STANDARD_KEY};
+    use std::net::Ipv4Addr;
+
+    /// The key sluice gives a port's RSS, hashed by DPDK's reference Toeplitz and by sluice's
+    /// software one: a NIC that spreads by it puts a flow where sluice's hash says.
+    #[test]
+    fn dpdk_and_sluice_hash_alike_with_the_ports_key() {
+        let soft = Toeplitz::new(&STANDARD_KEY);
+        for i in 0..1000u32 {
+            let src = Ipv4Addr::from(0xc612_0000 ^ i.wrapping_mul(2_654_435_761));
+            let dst = Ipv4Addr::from(0xc613_0001u32.wrapping_add(i * 7));
+            let (sport, dport) = ((1024 + i * 13) as u16, (80 + i) as u16);
+            let words = [
+                u32::from(src),
+                u32::from(dst),
+                (sport as u32) << 16 | dport as u32,
+            ];
+            // SAFETY: three words and a 40-byte key, as rte_softrss reads them.
+            let (with_ports, addresses) = unsafe {
+                (
+                    ffi::sd_softrss(words.as_ptr(), 3, STANDARD_KEY.as_ptr()),
+                    ffi::sd_softrss(words.as_ptr(), 2, STANDARD_KEY.as_ptr()),
+                )
+            };
+            assert_eq!(
+                with_ports,
+                soft.v4_ports(src, dst, sport, dport),
+                "{src} {dst}"
+            );
+            assert_eq!(addresses, soft.v4(src, dst), "{src} {dst}");
+        }
+    }
+}

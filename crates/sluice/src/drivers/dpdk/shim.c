@@ -36,6 +36,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
+#include <rte_thash.h>
 #include <rte_version.h>
 
 #define SD_MBUF_AT 0
@@ -544,4 +545,14 @@ uint16_t sd_tx(uint16_t port, uint16_t q, struct rte_mempool *mp, const uint32_t
 		pkts[i] = head;
 	}
 	return rte_eth_tx_burst(port, q, pkts, n);
+}
+
+/*
+ * DPDK's own Toeplitz hash (the reference its PMDs and RSS tests hold NICs to) over `n`
+ * 32-bit words in host order, as rte_ipv4_tuple lays them out: sluice's tests compare it with
+ * sluice's software hash for the key it gives the ports.
+ */
+uint32_t sd_softrss(const uint32_t *words, unsigned n, const uint8_t *key)
+{
+	return rte_softrss((uint32_t *)words, n, key);
 }
