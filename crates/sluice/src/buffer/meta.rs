@@ -55,7 +55,8 @@ pub struct BufferMeta {
 }
 
 impl BufferMeta {
-    pub(super) const FRESH: BufferMeta = BufferMeta {
+    /// A fresh buffer's metadata: data at `HEADROOM`, nothing chosen yet.
+    pub const FRESH: BufferMeta = BufferMeta {
         offset: HEADROOM as u16,
         len: 0,
         total_len: 0,

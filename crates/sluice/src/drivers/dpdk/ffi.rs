@@ -52,6 +52,7 @@ extern "C" {
         len: usize,
     ) -> *mut Mempool;
     pub fn sd_pool_flush(mp: *mut Mempool);
+    pub fn sd_mbuf_prepare(mp: *mut Mempool, slots: *const u32, n: c_uint);
     pub fn sd_port_find(name: *const c_char, port: *mut u16) -> c_int;
     pub fn sd_port_info(port: u16, out: *mut PortInfo) -> c_int;
     pub fn sd_port_start(

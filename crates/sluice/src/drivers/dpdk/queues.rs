@@ -5,7 +5,7 @@ use super::eal;
 use super::ffi;
 use super::port::Port;
 use super::stock::{Pool, LENT};
-use crate::buffer::{WorkerBuffers, NO_BUFFER, STRIDE};
+use crate::buffer::{BufferMeta, WorkerBuffers, NO_BUFFER, STRIDE};
 use crate::drivers::{RxBurst, RxQueue, TxBurst, TxQueue};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -98,39 +98,41 @@ impl RxQueue for DpdkRx {
             let n = s.per_packet[i] as usize;
             let segs = k..k + n;
             k += n;
-            for j in segs.clone() {
-                bufs.reclaim_fresh(s.slot[j]);
-            }
             taken += n as i64;
-            let sound = segs.clone().all(|j| {
-                let (off, len) = (s.off[j] as usize, s.len[j] as usize);
-                off >= FIRST_DATA && off + len <= STRIDE
-            });
-            if !sound || n == 0 {
+            let sound = n > 0
+                && segs.clone().all(|j| {
+                    let (off, len) = (s.off[j] as usize, s.len[j] as usize);
+                    off >= FIRST_DATA && off + len <= STRIDE
+                });
+            if !sound {
                 for j in segs {
+                    bufs.reclaim(s.slot[j]);
                     bufs.free(s.slot[j]);
                 }
                 r.bad_descriptors += 1;
                 continue;
             }
-            let head = s.slot[segs.start];
             let total: u32 = segs.clone().map(|j| s.len[j] as u32).sum();
             for j in segs.clone() {
-                let m = bufs.meta_mut(s.slot[j]);
-                m.offset = s.off[j];
-                m.len = s.len[j];
-                m.total_len = if j == segs.start {
-                    total
-                } else {
-                    s.len[j] as u32
-                };
-                m.next = if j + 1 < segs.end {
-                    s.slot[j + 1]
-                } else {
-                    NO_BUFFER
+                let bi = s.slot[j];
+                bufs.reclaim(bi);
+                *bufs.meta_mut(bi) = BufferMeta {
+                    offset: s.off[j],
+                    len: s.len[j],
+                    total_len: if j == segs.start {
+                        total
+                    } else {
+                        s.len[j] as u32
+                    },
+                    next: if j + 1 < segs.end {
+                        s.slot[j + 1]
+                    } else {
+                        NO_BUFFER
+                    },
+                    ..BufferMeta::FRESH
                 };
             }
-            out[r.packets] = head;
+            out[r.packets] = s.slot[segs.start];
             r.packets += 1;
             r.bytes += total as u64;
         }
@@ -172,6 +174,12 @@ impl RxQueue for DpdkRx {
     }
 }
 
+/// Why a packet cannot go to the port as it is.
+enum Refused {
+    TooLong,
+    Layout,
+}
+
 pub struct DpdkTx {
     pub port: Arc<Port>,
     pub q: u16,
@@ -203,15 +211,19 @@ impl DpdkTx {
         }
     }
 
-    /// Lay packet `bi` out as segments at `k`; false when it cannot be sent as it is.
-    fn lay_out(&mut self, bufs: &WorkerBuffers, bi: u32, k: &mut usize) -> bool {
+    /// Lay packet `bi` out as segments at `k`; false when it cannot be sent as it is (too
+    /// long, too many segments, or data in the mbuf header's place).
+    fn lay_out(&mut self, bufs: &WorkerBuffers, bi: u32, k: &mut usize) -> Result<(), Refused> {
         let start = *k;
         let mut seg = bi;
+        if bufs.meta(bi).total_len as usize > self.max_frame {
+            return Err(Refused::TooLong);
+        }
         while seg != NO_BUFFER {
             let m = bufs.meta(seg);
             if *k - start == MAX_SEGS || (m.offset as usize) < FIRST_DATA {
                 *k = start;
-                return false;
+                return Err(Refused::Layout);
             }
             self.seg.slot[*k] = seg;
             self.seg.off[*k] = m.offset;
@@ -219,7 +231,7 @@ impl DpdkTx {
             *k += 1;
             seg = m.next;
         }
-        true
+        Ok(())
     }
 }
 
@@ -231,17 +243,18 @@ impl TxQueue for DpdkTx {
             self.queued.clear();
             let mut k = 0;
             for &bi in chunk {
-                if bufs.packet_len(bi) > self.max_frame {
-                    r.too_long += 1;
-                    bufs.free(bi);
-                } else {
-                    let start = k;
-                    if self.lay_out(bufs, bi, &mut k) {
+                let start = k;
+                match self.lay_out(bufs, bi, &mut k) {
+                    Ok(()) => {
                         self.seg.per_packet[self.queued.len()] = (k - start) as u16;
                         self.queued.push(bi);
-                    } else {
-                        // Too many segments, or a header prepended into the mbuf's place.
-                        r.errors += 1;
+                    }
+                    Err(why) => {
+                        match why {
+                            Refused::TooLong => r.too_long += 1,
+                            // Too many segments, or a header prepended into the mbuf's place.
+                            Refused::Layout => r.errors += 1,
+                        }
                         bufs.free(bi);
                     }
                 }

@@ -127,7 +127,11 @@ static int ops_enqueue(struct rte_mempool *mp, void *const *objs, unsigned n)
 	return 0;
 }
 
-/* All or nothing, as DPDK asks of a dequeue. */
+/*
+ * All or nothing, as DPDK asks of a dequeue. The headers are ready: a buffer enters a stock
+ * either from sluice (sd_mbuf_prepare wrote its header) or freed by a PMD, which leaves it
+ * as rte_mbuf_raw_alloc expects (refcnt 1, one segment, no next).
+ */
 static int ops_dequeue(struct rte_mempool *mp, void **objs, unsigned n)
 {
 	uint32_t slots[SD_BURST];
@@ -139,14 +143,18 @@ static int ops_dequeue(struct rte_mempool *mp, void **objs, unsigned n)
 			ops_enqueue(mp, objs, done);
 			return -ENOBUFS;
 		}
-		for (unsigned i = 0; i < k; i++) {
-			struct rte_mbuf *m = mbuf_of(slots[i]);
-			mbuf_init(m, mp);
-			objs[done + i] = m;
-		}
+		for (unsigned i = 0; i < k; i++)
+			objs[done + i] = mbuf_of(slots[i]);
 		done += k;
 	}
 	return 0;
+}
+
+/* Write the mbuf headers of sluice buffers about to be lent to pool `mp`'s stock. */
+void sd_mbuf_prepare(struct rte_mempool *mp, const uint32_t *slots, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		mbuf_init(mbuf_of(slots[i]), mp);
 }
 
 static unsigned ops_get_count(const struct rte_mempool *mp)

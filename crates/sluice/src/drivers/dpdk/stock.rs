@@ -89,6 +89,9 @@ impl Pool {
         for &bi in &got[..n] {
             bufs.lend(bi);
         }
+        // SAFETY: `mp` is this pool's live mempool; the `n` slots are buffers just lent (no
+        // handle touches them), whose headroom the shim writes the mbuf header into.
+        unsafe { ffi::sd_mbuf_prepare(self.mp, got.as_ptr(), n as c_uint) };
         LENT.fetch_add(n as i64, Ordering::Relaxed);
         self.stock.lock().extend_from_slice(&got[..n]);
         n
