@@ -3,7 +3,7 @@
 //! makes `DutKind` of them, and `--dut`'s parsing, its "known:" error and every predicate
 //! read the specs. Adding a DUT is its file and one line of that list.
 
-use super::{linux, linux_nat, sluice, sluice_nat, testpmd, vpp, LabAcl, RunningDut};
+use super::{linux, linux_nat, sluice, sluice_dpdk, sluice_nat, testpmd, vpp, LabAcl, RunningDut};
 use crate::gen::frame::Family;
 use crate::gen::port::Io;
 use crate::lab::table::TableFiles;
@@ -107,7 +107,7 @@ dut_kinds! {
     SluiceAfXdp => sluice::AF_XDP_DUT,
     SluiceAfPacket => sluice::AF_PACKET_DUT,
     SluiceBridge => sluice::BRIDGE_DUT,
-    SluiceDpdk => sluice::DPDK_DUT,
+    SluiceDpdk => sluice_dpdk::DPDK_DUT,
     LinuxBridge => linux::BRIDGE_DUT,
     LinuxRouter => linux::ROUTER_DUT,
     LinuxNat => linux_nat::NAT_DUT,

@@ -11,6 +11,7 @@ mod kind;
 pub mod linux;
 pub mod linux_nat;
 pub mod sluice;
+pub mod sluice_dpdk;
 pub mod sluice_nat;
 pub mod testpmd;
 pub mod vpp;

@@ -44,19 +44,6 @@ pub const AF_PACKET_DUT: DutSpec = DutSpec {
     })
 };
 
-/// `sluice-dpdk`: sluice's dpdk driver on the veths, through DPDK's net_af_packet PMD (its
-/// net_af_xdp cannot take sluice's buffers as its UMEM).
-pub const DPDK_DUT: DutSpec = DutSpec {
-    io: &[Io::AfPacket],
-    unavailable: || {
-        (!sluice::drivers::dpdk::BUILT).then(|| sluice::drivers::dpdk::NOT_BUILT.into())
-    },
-    ..DutSpec::new("sluice-dpdk", |s| {
-        let how = Forwarding::Xconnect(&[]);
-        Ok(Box::new(start(s.dut_cpu, (s.io, Some("dpdk")), how)?))
-    })
-};
-
 /// `sluice-bridge`: one learning bridge domain of d0 and d1, as linux-bridge is.
 pub const BRIDGE_DUT: DutSpec = DutSpec {
     bridges: true,

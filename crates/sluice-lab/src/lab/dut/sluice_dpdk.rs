@@ -1,0 +1,19 @@
+//! `sluice-dpdk`: sluice cross-connecting d0 and d1 with its dpdk driver, through DPDK's
+//! net_af_packet PMD on the veths (`sluice_config` writes each port's devargs).
+
+use super::sluice::{start, Forwarding};
+use super::DutSpec;
+use crate::gen::port::Io;
+
+/// `sluice-dpdk`: sluice's dpdk driver on the veths, through DPDK's net_af_packet PMD (its
+/// net_af_xdp cannot take sluice's buffers as its UMEM).
+pub const DPDK_DUT: DutSpec = DutSpec {
+    io: &[Io::AfPacket],
+    unavailable: || {
+        (!::sluice::drivers::dpdk::BUILT).then(|| ::sluice::drivers::dpdk::NOT_BUILT.into())
+    },
+    ..DutSpec::new("sluice-dpdk", |s| {
+        let how = Forwarding::Xconnect(&[]);
+        Ok(Box::new(start(s.dut_cpu, (s.io, Some("dpdk")), how)?))
+    })
+};
