@@ -241,6 +241,39 @@ fn lab_up_down_is_idempotent_and_clean() {
             "run", "--dut", "sluice", "--engine", "testpmd", "--flows", "var2",
         ]);
         assert_eq!(o.status.code(), Some(2));
+        // No generator: sluice's dpdk driver and testpmd's io forwarding on two net_null
+        // ports each, on the DUT CPU; both rates and sluice's clocks per node.
+        let o = lab(&[
+            "run",
+            "--dut",
+            "sluice-dpdk,testpmd",
+            "--io",
+            "dpdk-null",
+            "--duration",
+            "1",
+            "--json",
+        ]);
+        let rows = common::json_output(&o);
+        for r in rows.as_array().unwrap() {
+            assert_eq!(r["io"], "dpdk-null", "{r}");
+            assert_eq!(r["limit"], "DUT", "{r}");
+            assert!(r["rx_pps"].as_f64().is_some_and(|p| p > 100_000.0), "{r}");
+        }
+        let s = &rows[0];
+        assert_eq!(s["dut"], "sluice-dpdk", "{s}");
+        let clocks = s["node_clocks"].as_array().unwrap();
+        assert!(clocks.iter().any(|n| n[0] == "dpdk-input"), "{s}");
+        // With no generator there is nothing to pace or reverse.
+        let o = lab(&[
+            "run",
+            "--dut",
+            "testpmd",
+            "--io",
+            "dpdk-null",
+            "--rate",
+            "1000",
+        ]);
+        assert_eq!(o.status.code(), Some(2));
     }
     // --profile: perf samples the DUT's CPU during each run; sluice's nodes and the kernel's
     // veth work both show, in a flame graph that parses as XML, and a profile compared with

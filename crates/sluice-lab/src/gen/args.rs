@@ -339,6 +339,12 @@ pub fn io_arg() -> impl TypedValueParser<Value = Io> {
     PossibleValuesParser::new(["af_packet", "af_xdp", "memif"]).try_map(|v| Io::parse(&v))
 }
 
+/// The lab's `--io`: the generator's, or dpdk-null (no generator).
+pub fn lab_io_arg() -> impl TypedValueParser<Value = Io> {
+    PossibleValuesParser::new(["af_packet", "af_xdp", "memif", "dpdk-null"])
+        .try_map(|v| Io::parse(&v))
+}
+
 impl GenArgs {
     /// The settings, after the checks that involve several options.
     pub fn options(self) -> Result<Options, String> {

@@ -24,7 +24,8 @@ pub mod xdp_live;
 mod xdp_live6;
 
 pub use args::{
-    engine_arg, family_arg, flows_arg, io_arg, l4_arg, qinq_arg, size_arg, Engine, GenArgs, Options,
+    engine_arg, family_arg, flows_arg, io_arg, l4_arg, lab_io_arg, qinq_arg, size_arg, Engine,
+    GenArgs, Options,
 };
 pub use report::Report;
 pub use xdp::xdp_frames;

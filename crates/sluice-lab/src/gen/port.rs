@@ -19,6 +19,9 @@ pub enum Io {
     AfPacket,
     AfXdp,
     Memif,
+    /// No generator: the lab's DUTs forward between two DPDK net_null ports, which are the
+    /// source and the sink (`lab run --io dpdk-null`).
+    DpdkNull,
 }
 
 impl Io {
@@ -27,7 +30,10 @@ impl Io {
             "af_packet" => Ok(Io::AfPacket),
             "af_xdp" => Ok(Io::AfXdp),
             "memif" => Ok(Io::Memif),
-            other => Err(format!("--io: '{other}' is not af_packet, af_xdp or memif")),
+            "dpdk-null" => Ok(Io::DpdkNull),
+            other => Err(format!(
+                "--io: '{other}' is not af_packet, af_xdp, memif or dpdk-null"
+            )),
         }
     }
 
@@ -36,6 +42,7 @@ impl Io {
             Io::AfPacket => "af_packet",
             Io::AfXdp => "af_xdp",
             Io::Memif => "memif",
+            Io::DpdkNull => "dpdk-null",
         }
     }
 
@@ -44,7 +51,7 @@ impl Io {
         match self {
             Io::AfPacket => 9014,
             Io::AfXdp => af_xdp::MAX_MTU as usize + 14,
-            Io::Memif => 9014,
+            Io::Memif | Io::DpdkNull => 9014,
         }
     }
 }
@@ -232,6 +239,12 @@ impl Ports {
     }
 
     fn driver_ports(&mut self, name: &str) -> Result<&mut DriverPorts, String> {
+        if self.io == Io::DpdkNull {
+            return Err(
+                "dpdk-null has no generator ports: a DUT's net_null ports are its source and sink"
+                    .into(),
+            );
+        }
         if let Some(i) = self.opened.iter().position(|(n, _)| n == name) {
             return Ok(&mut self.opened[i].1);
         }

@@ -39,6 +39,7 @@ fn vdev(io: Io, port: &str, k: usize) -> String {
         Io::AfPacket => format!("net_af_packet{k},iface={port}"),
         Io::AfXdp => format!("net_af_xdp{k},iface={port}"),
         Io::Memif => format!("net_memif{k},role=client,socket={port},socket-abstract=no"),
+        Io::DpdkNull => format!("net_null{k}"),
     }
 }
 

@@ -46,7 +46,8 @@ pub struct RunArgs {
     /// linux-router, linux-nat (linux-router masquerading what leaves by d1; implies
     /// --reply), sluice-router (sluice routing, resolving its next hops by ARP), sluice-nat
     /// (sluice-router with NAT44 out of d1; implies --reply),
-    /// sluice-bridge (a learning bridge domain, as linux-bridge is), testpmd,
+    /// sluice-bridge (a learning bridge domain, as linux-bridge is), sluice-dpdk (sluice's
+    /// dpdk driver: DPDK's net_af_packet on the veths, or net_null with --io dpdk-null), testpmd,
     /// vpp (l2 xconnect), vpp-router (when vpp and vppctl are on the PATH), or a comma list
     #[arg(long = "dut", value_name = "LIST", value_delimiter = ',', default_value = "sluice", value_parser = dut_arg)]
     pub duts: Vec<DutKind>,
@@ -198,8 +199,10 @@ pub struct PortArgs {
     /// The path between generator and DUT: af_packet, af_xdp (both the generator's ports and
     /// sluice's or testpmd's use AF_XDP; the veths run at MTU 1500 so XDP can run natively)
     /// or memif (no kernel in the path: the DUT's d0/d1 are memif servers, the generator
-    /// their client; sluice and testpmd only)
-    #[arg(long, value_name = "IO", default_value = "af_packet", value_parser = crate::gen::io_arg())]
+    /// their client; sluice and testpmd only) or dpdk-null (no generator: sluice-dpdk and
+    /// testpmd each forward between two DPDK net_null ports, which make and take the frames,
+    /// on the DUT CPU)
+    #[arg(long, value_name = "IO", default_value = "af_packet", value_parser = crate::gen::lab_io_arg())]
     pub io: Io,
 }
 

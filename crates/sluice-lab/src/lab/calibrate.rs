@@ -51,7 +51,8 @@ pub fn io_label(o: &RunOptions) -> String {
 }
 
 fn direction(o: &RunOptions) -> &'static str {
-    if o.bi {
+    // Two net_null ports each make frames for the other: both ways.
+    if o.bi || o.io == crate::gen::port::Io::DpdkNull {
         "bi"
     } else {
         "uni"

@@ -82,7 +82,7 @@ pub fn main(command: args::LabCommand) -> i32 {
 pub fn port_mtu(io: Io) -> u32 {
     match io {
         Io::AfXdp => 1500,
-        Io::AfPacket | Io::Memif => netns::LAB_MTU,
+        Io::AfPacket | Io::Memif | Io::DpdkNull => netns::LAB_MTU,
     }
 }
 

@@ -213,6 +213,15 @@ impl args::RunArgs {
         }
         check_frames(&o)?;
         check_io(o.io, o.engine, &o.duts)?;
+        if o.io == Io::DpdkNull
+            && (o.rate.is_some() || o.count.is_some() || o.bi || o.reply || o.profile.is_some())
+        {
+            return Err(
+                "--io dpdk-null has no generator (the DUT's net_null ports make and take its \
+                 frames): no --rate, --count, --bi, --reply or --profile"
+                    .into(),
+            );
+        }
         check_profile(o.profile.is_some())?;
         check_testpmd_engine(&o, &o.flows, &o.size, o.rate.is_some(), o.bi)?;
         if o.tables.iter().any(|t| *t != TableSpec::Small) && !o.duts.iter().any(|d| d.routes()) {
@@ -258,6 +267,9 @@ pub(super) fn check_frames(o: &RunOptions) -> Result<(), String> {
 pub fn check_io(io: Io, engine: Engine, duts: &[DutKind]) -> Result<(), String> {
     if engine == Engine::Xdp && io == Io::Memif {
         return Err("--engine xdp sends into a veth; it has no memif ports".into());
+    }
+    if engine != Engine::Ports && io == Io::DpdkNull {
+        return Err("--io dpdk-null has no generator: no --engine".into());
     }
     if let Some(d) = duts.iter().find(|d| !d.supports(io)) {
         return Err(format!("DUT {} has no {} ports", d.name(), io.name()));

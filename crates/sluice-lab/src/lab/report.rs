@@ -56,6 +56,10 @@ pub struct RunResult {
     /// by t0, lost, round-trip latency).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reverse: Option<Value>,
+    /// No generator (`--io dpdk-null`): the DUT's own ports were source and sink, so the DUT
+    /// set the rate.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dut_only: bool,
     /// With `--stateful`: the DUT's state table after the run (sluice's `show sessions
     /// summary`, the kernel's conntrack entries by state).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -120,6 +124,7 @@ impl RunResult {
             l2fib_entries: None,
             reverse: Some(gen["reverse"].clone()).filter(|r| r.is_object()),
             sessions: None,
+            dut_only: false,
         }
     }
 }
@@ -185,6 +190,9 @@ pub const PUSHBACK_SHARE: f64 = 0.01;
 /// took all the generator sent, whatever share of its maximum that was (its receiver shares
 /// its CPU in a run).
 pub fn limit(r: &RunResult, rate_asked: bool) -> Limit {
+    if r.dut_only {
+        return Limit::Dut;
+    }
     let sent = r.tx_packets.max(1) as f64;
     // Frames the DUT had no room for at the tester's receiving port (a memif client that
     // posted no buffers) were lost by the tester's receiver, as its own ring's are.
@@ -373,7 +381,7 @@ pub fn table(o: &RunOptions, results: &[RunResult], cal: &Result<Calibration, St
             dut,
             table_col(table.as_deref().unwrap_or("-")),
             type_label(o),
-            if o.bi {
+            if o.bi || o.io == crate::gen::port::Io::DpdkNull {
                 "Bidirectional"
             } else {
                 "Unidirectional"

@@ -13,6 +13,7 @@ use serde_json::Value;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The generator's port k: t0/t1, or the DUT's memif socket.
 fn port_name(o: &RunOptions, k: usize) -> String {
@@ -116,6 +117,9 @@ pub(crate) fn one_run(
     kind: DutKind,
     table: Option<&TableFiles>,
 ) -> Result<RunResult, String> {
+    if o.io == Io::DpdkNull {
+        return null_run(o, kind);
+    }
     let _mtu = netns::PortMtu::set(run_mtu(kind, o.io, &o.size))?;
     netns::dut_napi(o.napi_on_dut, o.engine == Engine::Xdp, o.dut_cpu)?;
     let mut d = dut::start(
@@ -183,6 +187,36 @@ pub(crate) fn one_run(
         r.table_load_s = load_s;
         r.convergence = convergence;
     }
+    Ok(r)
+}
+
+/// `--io dpdk-null`: the DUT forwards between two net_null ports, which make and take its
+/// frames (64 bytes); after a second's warm-up its own counters over the run's duration are
+/// the figure.
+fn null_run(o: &RunOptions, kind: DutKind) -> Result<RunResult, String> {
+    let no_acl = (None, None, false, o.family);
+    let mut d = dut::start(kind, o.dut_cpu, o.io, None, &[], no_acl)?;
+    std::thread::sleep(Duration::from_secs(1));
+    d.ctl("clear runtime");
+    // The lab checked --duration (seconds) when it parsed it; the generator's default is 5.
+    let seconds = o
+        .duration
+        .as_deref()
+        .and_then(|d| d.parse::<f64>().ok())
+        .unwrap_or(5.0);
+    let pps = d.null_rate(seconds);
+    let runtime = d.ctl_json("show runtime");
+    let interfaces = d.ctl_json("show interface");
+    d.stop();
+    let pps = pps?;
+    let n = (pps * seconds) as u64;
+    let gen = serde_json::json!({
+        "frame_size": 64, "flows": 1, "tx_packets": n, "rx_packets": n, "lost": 0,
+        "tx_pps": pps, "rx_pps": pps, "l2_bps": pps * 64.0 * 8.0, "rate_reached": true,
+        "duration_s": seconds,
+    });
+    let mut r = RunResult::from_gen(kind.name(), &gen, runtime, interfaces);
+    r.dut_only = true;
     Ok(r)
 }
 
@@ -302,6 +336,9 @@ pub(super) fn run(o: &RunOptions) -> Result<(), String> {
 fn calibration(o: &RunOptions) -> Result<calibrate::Calibration, String> {
     if !o.calibrate {
         return Err("not measured (--no-calibrate)".into());
+    }
+    if o.io == Io::DpdkNull {
+        return Err("not measured (--io dpdk-null: no generator)".into());
     }
     let c = calibrate::Cache::default()
         .get(o)

@@ -33,6 +33,8 @@ pub type StartFn = fn(&Setup) -> Result<RunningDut, String>;
 pub const VETH_IO: &[Io] = &[Io::AfPacket, Io::AfXdp];
 /// The veths' io and memif: a userspace forwarder that has memif ports.
 pub const ANY_IO: &[Io] = &[Io::AfPacket, Io::AfXdp, Io::Memif];
+/// A DPDK forwarder: also two net_null ports with no generator.
+pub const DPDK_IO: &[Io] = &[Io::AfPacket, Io::AfXdp, Io::Memif, Io::DpdkNull];
 
 /// One DUT: its `--dut` name, what it takes, how it starts.
 #[derive(Clone, Copy)]
@@ -196,7 +198,7 @@ mod tests {
             DutKind::parse("vpp9"),
             Err(
                 "unknown DUT 'vpp9' (known: sluice, sluice-af_xdp, sluice-af_packet, \
-                 sluice-bridge, linux-bridge, linux-router, linux-nat, sluice-router, sluice-nat, \
+                 sluice-bridge, sluice-dpdk, linux-bridge, linux-router, linux-nat, sluice-router, sluice-nat, \
                  testpmd, vpp, vpp-router)"
                     .into()
             )
@@ -207,7 +209,7 @@ mod tests {
     #[test]
     fn what_each_dut_takes() {
         let row = |k: DutKind| {
-            let io: String = [Io::AfPacket, Io::AfXdp, Io::Memif]
+            let io: String = [Io::AfPacket, Io::AfXdp, Io::Memif, Io::DpdkNull]
                 .iter()
                 .map(|&io| if k.supports(io) { 'y' } else { '-' })
                 .collect();
@@ -223,22 +225,23 @@ mod tests {
             format!("{} {io} {flags}", k.name())
         };
         let rows: Vec<String> = DutKind::ALL.iter().map(|&k| row(k)).collect();
-        // io: af_packet af_xdp memif; routes bridges vlans filters vrfs translates
+        // io: af_packet af_xdp memif dpdk-null; routes bridges vlans filters vrfs translates
         assert_eq!(
             rows,
             [
-                "sluice yyy --y---",
-                "sluice-af_xdp yy- --y---",
-                "sluice-af_packet yy- --y---",
-                "sluice-bridge yyy -yy---",
-                "linux-bridge yy- -y----",
-                "linux-router yy- y--y--",
-                "linux-nat yy- y----y",
-                "sluice-router yy- y--yy-",
-                "sluice-nat yy- y----y",
-                "testpmd yyy ------",
-                "vpp yyy ------",
-                "vpp-router yy- y-----",
+                "sluice yyy- --y---",
+                "sluice-af_xdp yy-- --y---",
+                "sluice-af_packet yy-- --y---",
+                "sluice-bridge yyy- -yy---",
+                "sluice-dpdk y--y ------",
+                "linux-bridge yy-- -y----",
+                "linux-router yy-- y--y--",
+                "linux-nat yy-- y----y",
+                "sluice-router yy-- y--yy-",
+                "sluice-nat yy-- y----y",
+                "testpmd yyyy ------",
+                "vpp yyy- ------",
+                "vpp-router yy-- y-----",
             ]
         );
     }

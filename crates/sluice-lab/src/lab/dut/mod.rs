@@ -16,7 +16,7 @@ pub mod sluice_nat;
 pub mod testpmd;
 pub mod vpp;
 
-pub use self::kind::{DutKind, DutSpec, Setup, ANY_IO, VETH_IO};
+pub use self::kind::{DutKind, DutSpec, Setup, ANY_IO, DPDK_IO, VETH_IO};
 use super::netns::{in_ns, run, DUT, TESTER};
 use super::plan;
 use super::table::TableFiles;
@@ -53,6 +53,24 @@ pub trait Dut {
     /// With BIRD as the control plane: how long announcements and withdrawals took.
     fn convergence(&self) -> Option<Value> {
         None
+    }
+
+    /// With `--io dpdk-null` (no generator): frames a second the DUT sent out of both ports
+    /// over `seconds`, by its own counters (`show interface` for one that answers sluice's
+    /// CLI).
+    fn null_rate(&mut self, seconds: f64) -> Result<f64, String> {
+        let sent = |d: &Self| -> Result<u64, String> {
+            let v = d
+                .ctl_json("show interface")
+                .ok_or("the DUT did not answer show interface")?;
+            Ok(v.as_array()
+                .map(|a| a.iter().filter_map(|i| i["tx_packets"].as_u64()).sum())
+                .unwrap_or(0))
+        };
+        let (a, t0) = (sent(self)?, Instant::now());
+        std::thread::sleep(Duration::from_secs_f64(seconds));
+        let (b, t1) = (sent(self)?, Instant::now());
+        Ok(b.saturating_sub(a) as f64 / (t1 - t0).as_secs_f64())
     }
 
     /// Take the DUT down and undo what it changed; harmless when repeated.

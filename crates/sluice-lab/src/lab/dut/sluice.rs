@@ -381,6 +381,7 @@ fn wait_for_fib(socket: &std::path::Path, want: u64, since: Instant) -> Result<f
 pub fn port_driver(io: Io, forced: Option<&'static str>) -> &'static str {
     match (io, forced) {
         (Io::Memif, _) => "memif",
+        (Io::DpdkNull, _) => "dpdk",
         (_, Some(d)) => d,
         (Io::AfXdp, None) => "af_xdp",
         (Io::AfPacket, None) => "auto",
@@ -402,14 +403,9 @@ pub fn sluice_config(
             "socket = \"{}\"\nrole = \"server\"\n",
             crate::lab::memif_socket(k).display()
         ),
-        _ if driver == "dpdk" => {
-            let pmd = if io == Io::AfXdp {
-                "af_xdp"
-            } else {
-                "af_packet"
-            };
-            format!("devargs = \"net_{pmd}{k},iface=d{k}\"\n")
-        }
+        // DPDK's ports: net_null (no generator) or net_af_packet on the veth.
+        Io::DpdkNull => format!("devargs = \"net_null{k}\"\n"),
+        _ if driver == "dpdk" => format!("devargs = \"net_af_packet{k},iface=d{k}\"\n"),
         // No MTU: the port keeps the veth's, which the lab set for this run.
         _ => format!("host = \"d{k}\"\n"),
     };

@@ -8,7 +8,7 @@ use crate::gen::port::Io;
 /// `sluice-dpdk`: sluice's dpdk driver on the veths, through DPDK's net_af_packet PMD (its
 /// net_af_xdp cannot take sluice's buffers as its UMEM).
 pub const DPDK_DUT: DutSpec = DutSpec {
-    io: &[Io::AfPacket],
+    io: &[Io::AfPacket, Io::DpdkNull],
     unavailable: || {
         (!::sluice::drivers::dpdk::BUILT).then(|| ::sluice::drivers::dpdk::NOT_BUILT.into())
     },

@@ -2,7 +2,7 @@
 //! d0 and d1 (each port's frames go out of the other unchanged), no huge pages, no PCI
 //! devices, the forwarding core on the DUT CPU.
 
-use super::{stop_child, Dut, DutSpec, ANY_IO};
+use super::{stop_child, Dut, DutSpec, DPDK_IO};
 use crate::gen::port::Io;
 pub use crate::gen::testpmd::{unavailable, TESTPMD};
 use crate::lab::netns::{run, DUT};
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 /// `testpmd`: io forwarding between d0 and d1 (a userspace forwarder: memif too).
 pub const IO_FORWARD_DUT: DutSpec = DutSpec {
-    io: ANY_IO,
+    io: DPDK_IO,
     unavailable,
     ..DutSpec::new("testpmd", |s| Ok(Box::new(start(s.dut_cpu, s.io)?)))
 };
@@ -39,22 +39,22 @@ pub fn start(dut_cpu: usize, io: Io) -> Result<Testpmd, String> {
     let vdev = |k: usize| match io {
         Io::AfPacket => format!("net_af_packet{k},iface=d{k}"),
         Io::AfXdp => format!("net_af_xdp{k},iface=d{k}"),
+        Io::DpdkNull => format!("net_null{k}"),
         Io::Memif => format!(
             "net_memif{k},role=server,socket={},socket-abstract=no",
             crate::lab::memif_socket(k).display()
         ),
     };
+    // With no generator, its own statistics are the measurement: a line each second (stdbuf:
+    // line-buffered, so each reaches the log as it is printed).
+    let (stats, prefix): (&[&str], &[&str]) = match io {
+        Io::DpdkNull => (&["--stats-period=1"], &["stdbuf", "-oL"]),
+        _ => (&[], &[]),
+    };
     let mut child = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            DUT,
-            TESTPMD,
-            "--no-huge",
-            "-m",
-            "512",
-            "--no-pci",
-        ])
+        .args(["netns", "exec", DUT])
+        .args(prefix)
+        .args([TESTPMD, "--no-huge", "-m", "512", "--no-pci"])
         .args([
             "--file-prefix",
             "sluice-lab",
@@ -68,6 +68,7 @@ pub fn start(dut_cpu: usize, io: Io) -> Result<Testpmd, String> {
             "--total-num-mbufs=16384",
             "--auto-start",
         ])
+        .args(stats)
         .stdin(Stdio::piped())
         .stdout(out)
         .stderr(err)
@@ -85,6 +86,8 @@ pub fn start(dut_cpu: usize, io: Io) -> Result<Testpmd, String> {
             Io::Memif => {
                 crate::lab::memif_socket(0).exists() && crate::lab::memif_socket(1).exists()
             }
+            // Forwarding once its first statistics period is out.
+            Io::DpdkNull => std::fs::read_to_string(&log).is_ok_and(|t| t.contains("Tx-pps")),
             _ => links.matches("PROMISC").count() >= 2,
         };
         if ready {
@@ -111,6 +114,28 @@ pub fn start(dut_cpu: usize, io: Io) -> Result<Testpmd, String> {
 }
 
 impl Dut for Testpmd {
+    /// testpmd's own figure: the sum of both ports' Tx-pps of each one-second period printed
+    /// during `seconds`, the median period.
+    fn null_rate(&mut self, seconds: f64) -> Result<f64, String> {
+        let read = || std::fs::read_to_string(&self.log).unwrap_or_default();
+        let from = read().len();
+        std::thread::sleep(Duration::from_secs_f64(seconds));
+        let text = read();
+        let pps: Vec<f64> = text
+            .get(from..)
+            .unwrap_or("")
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("Tx-pps:"))
+            .filter_map(|v| v.split_whitespace().next()?.parse().ok())
+            .collect();
+        let mut periods: Vec<f64> = pps.chunks_exact(2).map(|p| p[0] + p[1]).collect();
+        if periods.is_empty() {
+            return Err(format!("{TESTPMD} printed no statistics"));
+        }
+        periods.sort_by(f64::total_cmp);
+        Ok(periods[periods.len() / 2])
+    }
+
     /// SIGINT (SIGKILL after 10 s), then undo what DPDK leaves behind.
     fn stop(&mut self) {
         stop_child(&mut self.child, Duration::from_secs(10));

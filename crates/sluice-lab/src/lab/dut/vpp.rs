@@ -81,6 +81,8 @@ pub fn port_name(io: Io, k: usize) -> String {
         Io::AfPacket => format!("host-d{k}"),
         Io::AfXdp => format!("xd{k}"),
         Io::Memif => format!("memif{}/0", k + 1),
+        // Not a VPP io (its spec does not take it): no port.
+        Io::DpdkNull => String::new(),
     }
 }
 
@@ -115,6 +117,7 @@ fn port_lines(io: Io, k: usize) -> Vec<String> {
         Io::AfXdp => vec![format!(
             "create interface af_xdp host-if d{k} name xd{k} num-rx-queues 1 no-zero-copy"
         )],
+        Io::DpdkNull => Vec::new(),
         Io::Memif => vec![
             format!(
                 "create memif socket id {} filename {}",
