@@ -4,8 +4,9 @@
 //! byte for byte, jumbo frames (buffer chains, multi-segment mbufs) included.
 
 mod common;
+use common::frames::{frame, write_pcap};
 use common::*;
-use sluice::drivers::pcap::file::{read_file, Writer};
+use sluice::drivers::pcap::file::read_file;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -22,6 +23,16 @@ fn dpdk_present() -> bool {
     prerequisite(
         dev && have("null") && have("pcap"),
         "DPDK 22.11 with its null and pcap PMDs (apt-get install dpdk-dev librte-net-pcap23)",
+    )
+}
+
+/// The head of a test daemon's config: `workers` and `buffers` in normal pages, its control
+/// socket at `socket`.
+fn daemon((workers, buffers): (u32, u32), socket: &Path) -> String {
+    format!(
+        "[dataplane]\nworkers = {workers}\nbuffers = {buffers}\nhugepages = \"never\"\n\
+         [control]\nsocket = \"{}\"\n",
+        socket.display()
     )
 }
 
@@ -48,14 +59,8 @@ fn null_ports_cross_connected_forward_both_ways_with_every_buffer_accounted() {
     let cfg = dir.join("null.toml");
     std::fs::write(
         &cfg,
-        format!(
-            r#"
-[dataplane]
-workers = 2
-buffers = 16384
-hugepages = "never"
-[control]
-socket = "{}"
+        daemon((2, 16384), &socket)
+            + r#"
 [[interface]]
 name = "n0"
 driver = "dpdk"
@@ -71,8 +76,6 @@ tx = "n1"
 rx = "n1"
 tx = "n0"
 "#,
-            socket.display()
-        ),
     )
     .unwrap();
     let mut d = Daemon::start_here(&cfg, &socket);
@@ -112,24 +115,6 @@ tx = "n0"
     assert!(d.stop(), "the daemon did not stop cleanly");
 }
 
-/// A frame of `len` bytes from 02:..:01 to 02:..:02, IPv4 type, seeded payload.
-fn frame(len: usize, seed: u32) -> Vec<u8> {
-    let mut f: Vec<u8> = (0..len as u32)
-        .map(|i| (i.wrapping_mul(31) ^ seed) as u8)
-        .collect();
-    f[..14].copy_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00]);
-    f
-}
-
-fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
-    let mut w = Writer::create(path).unwrap();
-    for (i, f) in frames.iter().enumerate() {
-        w.write(1_700_000_000_000_000_000 + i as u64 * 1000, f)
-            .unwrap();
-    }
-    w.flush().unwrap();
-}
-
 #[test]
 fn a_capture_replayed_through_net_pcap_leaves_byte_for_byte() {
     if !dpdk_present() {
@@ -157,14 +142,9 @@ fn a_capture_replayed_through_net_pcap_leaves_byte_for_byte() {
     let cfg = dir.join("pcap.toml");
     std::fs::write(
         &cfg,
-        format!(
-            r#"
-[dataplane]
-workers = 1
-buffers = 8192
-hugepages = "never"
-[control]
-socket = "{sock}"
+        daemon((1, 8192), &socket)
+            + &format!(
+                r#"
 [[interface]]
 name = "p0"
 driver = "dpdk"
@@ -179,12 +159,11 @@ mtu = 9000
 rx = "p0"
 tx = "p1"
 "#,
-            sock = socket.display(),
-            input = input.display(),
-            empty = empty.display(),
-            back = back.display(),
-            out = out.display(),
-        ),
+                input = input.display(),
+                empty = empty.display(),
+                back = back.display(),
+                out = out.display(),
+            ),
     )
     .unwrap();
     let mut d = Daemon::start_here(&cfg, &socket);
@@ -227,14 +206,9 @@ fn net_memif_talks_to_sluices_own_memif() {
     let a = dir.join("a.toml");
     std::fs::write(
         &a,
-        format!(
-            r#"
-[dataplane]
-workers = 1
-buffers = 8192
-hugepages = "never"
-[control]
-socket = "{sock}"
+        daemon((1, 8192), &sock_a)
+            + &format!(
+                r#"
 [[interface]]
 name = "m0"
 driver = "dpdk"
@@ -247,24 +221,18 @@ devargs = "net_pcap0,rx_pcap={empty},tx_pcap={out}"
 rx = "m0"
 tx = "p0"
 "#,
-            sock = sock_a.display(),
-            memif = memif.display(),
-            empty = empty.display(),
-            out = out.display(),
-        ),
+                memif = memif.display(),
+                empty = empty.display(),
+                out = out.display(),
+            ),
     )
     .unwrap();
     let b = dir.join("b.toml");
     std::fs::write(
         &b,
-        format!(
-            r#"
-[dataplane]
-workers = 1
-buffers = 8192
-hugepages = "never"
-[control]
-socket = "{sock}"
+        daemon((1, 8192), &sock_b)
+            + &format!(
+                r#"
 [[interface]]
 name = "m0"
 driver = "memif"
@@ -280,10 +248,9 @@ loop = true
 rx = "p0"
 tx = "m0"
 "#,
-            sock = sock_b.display(),
-            memif = memif.display(),
-            input = input.display(),
-        ),
+                memif = memif.display(),
+                input = input.display(),
+            ),
     )
     .unwrap();
     let mut da = Daemon::start_here(&a, &sock_a);

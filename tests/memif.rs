@@ -6,8 +6,9 @@
 //! a client copies by default.
 
 mod common;
+use common::frames::{frame, write_pcap};
 use common::*;
-use sluice::drivers::pcap::file::{read_file, Writer};
+use sluice::drivers::pcap::file::read_file;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -26,29 +27,12 @@ fn have_testpmd() -> bool {
         .unwrap_or(false)
 }
 
-fn frame(len: usize, seed: u32) -> Vec<u8> {
-    let mut f: Vec<u8> = (0..len as u32)
-        .map(|i| (i.wrapping_mul(31) ^ seed) as u8)
-        .collect();
-    f[..14].copy_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00]);
-    f
-}
-
 /// Mixed sizes, jumbo frames (several descriptors each) among them.
 fn frames(n: usize, seed: u32) -> Vec<Vec<u8>> {
     let sizes = [60, 128, 512, 1514, 2049, 4000, 9014];
     (0..n)
         .map(|i| frame(sizes[i % sizes.len()], seed ^ i as u32))
         .collect()
-}
-
-fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
-    let mut w = Writer::create(path).unwrap();
-    for (i, f) in frames.iter().enumerate() {
-        w.write(1_700_000_000_000_000_000 + i as u64 * 1000, f)
-            .unwrap();
-    }
-    w.flush().unwrap();
 }
 
 fn read_pcap(path: &Path) -> Vec<Vec<u8>> {

@@ -3,38 +3,15 @@
 //! counters must agree, malformed frames must be dropped with their named counters, and the
 //! buffer pool must be back at its idle count afterwards.
 
+mod common;
+use common::frames::{frame, write_pcap};
+use common::tmpdir;
 use sluice::config::Config;
 use sluice::control::exec::{Control, Reply};
 use sluice::dataplane::Dataplane;
 use sluice::drivers::pcap::file::Writer;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
-
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sluice-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// A frame of `len` bytes from 02:..:01 to 02:..:02, IPv4 type, seeded payload.
-fn frame(len: usize, seed: u32) -> Vec<u8> {
-    let mut f: Vec<u8> = (0..len as u32)
-        .map(|i| (i.wrapping_mul(31) ^ seed) as u8)
-        .collect();
-    let h = [2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
-    let n = len.min(14);
-    f[..n].copy_from_slice(&h[..n]);
-    f
-}
-
-fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
-    let mut w = Writer::create(path).unwrap();
-    for (i, f) in frames.iter().enumerate() {
-        w.write(1_700_000_000_000_000_000 + i as u64 * 1000, f)
-            .unwrap();
-    }
-    w.flush().unwrap();
-}
 
 fn config(dir: &Path, input: &Path, output: &Path) -> Config {
     config_with(dir, input, output, false)

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod cases;
+pub mod frames;
 pub mod routed;
 
 use std::path::{Path, PathBuf};
