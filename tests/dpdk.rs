@@ -36,6 +36,16 @@ fn daemon((workers, buffers): (u32, u32), socket: &Path) -> String {
     )
 }
 
+/// `GET /metrics` from the daemon's endpoint on 127.0.0.1:`port`.
+fn scrape(port: u32) -> String {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
+    c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut text = String::new();
+    c.read_to_string(&mut text).unwrap();
+    text
+}
+
 fn counter(socket: &Path, name: &str, key: &str) -> u64 {
     let v = ctl_json(socket, &format!("show interface {name}"));
     v[0][key].as_u64().unwrap_or(0)
@@ -57,9 +67,11 @@ fn null_ports_cross_connected_forward_both_ways_with_every_buffer_accounted() {
     let dir = tmpdir("dpdk-null");
     let socket = dir.join("cli.sock");
     let cfg = dir.join("null.toml");
+    let port = 20_000 + std::process::id() % 20_000;
     std::fs::write(
         &cfg,
         daemon((2, 16384), &socket)
+            + &format!("[metrics]\nlisten = \"127.0.0.1:{port}\"\n")
             + r#"
 [[interface]]
 name = "n0"
@@ -99,6 +111,12 @@ tx = "n0"
     );
     let hw = ctl(&socket, "show hardware n0").unwrap();
     assert!(hw.contains("net_null") && hw.contains("zero copy"), "{hw}");
+    // The port's extended statistics reach the metrics endpoint.
+    let metrics = scrape(port);
+    assert!(
+        metrics.contains("interfaces_device_total{interface=\"n0\",counter=\"rx_good_packets\"}"),
+        "{metrics}"
+    );
     // Traffic stopped (admin down: the ports are not polled), every frame received was sent
     // and the buffers lent to DPDK are counted as the driver's: none is lost.
     for n in ["n0", "n1"] {

@@ -114,6 +114,11 @@ pub trait LiveStatus: Send + Sync {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
     }
+    /// The device's own counters by the device's names (a DPDK port's extended statistics),
+    /// for the metrics endpoint.
+    fn device_counters(&self) -> Vec<(String, u64)> {
+        Vec::new()
+    }
     /// The host device, for drivers that sit on a Linux interface (af_packet, af_xdp): the
     /// link monitor keeps these current.
     fn host_link(self: std::sync::Arc<Self>) -> Option<std::sync::Arc<host_link::HostLink>> {

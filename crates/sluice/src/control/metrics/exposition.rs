@@ -15,7 +15,7 @@ pub(super) struct Exposition(pub(super) Snapshot);
 impl Collector for Exposition {
     fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let s = &self.0;
-        super::interfaces::encode(&s.interfaces, &mut enc)?;
+        super::interfaces::encode(&s.interfaces, &s.device_counters, &mut enc)?;
         super::nodes::encode(&s.nodes, &s.errors, &mut enc)?;
         if let Some(b) = &s.buffers {
             super::buffers::encode(b, &mut enc)?;

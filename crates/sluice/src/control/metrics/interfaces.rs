@@ -51,6 +51,7 @@ const INTERFACE_COUNTERS: [(&str, &str, IfField); 8] = [
 
 pub(super) fn encode(
     interfaces: &[(String, IfTotals)],
+    device: &[(String, String, u64)],
     enc: &mut DescriptorEncoder,
 ) -> Result<(), std::fmt::Error> {
     for (name, help, field) in INTERFACE_COUNTERS {
@@ -58,6 +59,18 @@ pub(super) fn encode(
         for (itf, totals) in interfaces {
             let labels = [("interface", itf.as_str())];
             ConstCounter::new(field(totals)).encode(m.encode_family(&labels)?)?;
+        }
+    }
+    if !device.is_empty() {
+        let mut m = enc.encode_descriptor(
+            "interfaces_device",
+            "The device's own counters by its names (a DPDK port's extended statistics).",
+            None,
+            MetricType::Counter,
+        )?;
+        for (itf, counter, v) in device {
+            let labels = [("interface", itf.as_str()), ("counter", counter.as_str())];
+            ConstCounter::new(*v).encode(m.encode_family(&labels)?)?;
         }
     }
     Ok(())

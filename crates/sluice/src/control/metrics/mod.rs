@@ -48,6 +48,8 @@ use prometheus_client::registry::Registry;
 pub struct Snapshot {
     /// (name, counters since start), in index order.
     pub interfaces: Vec<(String, IfTotals)>,
+    /// (interface, counter, value): the devices' own counters (DPDK's extended statistics).
+    pub device_counters: Vec<(String, String, u64)>,
     /// Per node, summed over workers, in name order.
     pub nodes: Vec<NodeTotals>,
     /// Per node and reason, summed over workers; by node name.

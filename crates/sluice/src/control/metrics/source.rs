@@ -71,6 +71,11 @@ impl MetricsSource {
             .iter()
             .map(|i| (i.name.clone(), i.raw_totals()))
             .collect();
+        let device_counters = list
+            .iter()
+            .filter_map(|i| i.live.as_ref().map(|l| (i, l.device_counters())))
+            .flat_map(|(i, c)| c.into_iter().map(|(n, v)| (i.name.clone(), n, v)))
+            .collect();
 
         let mut nodes: Vec<NodeTotals> = Vec::new();
         let mut errors: Vec<ErrorTotal> = Vec::new();
@@ -112,6 +117,7 @@ impl MetricsSource {
         errors.sort_by(|a, b| a.node.cmp(&b.node));
         Snapshot {
             interfaces,
+            device_counters,
             nodes,
             errors,
             buffers: Some(self.pool.report()),

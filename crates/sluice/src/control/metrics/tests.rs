@@ -20,6 +20,7 @@ fn snapshot() -> Snapshot {
             ),
             ("e1.100".into(), IfTotals::default()),
         ],
+        device_counters: vec![("e0".into(), "rx_good_packets".into(), 10)],
         nodes: vec![NodeTotals {
             name: "ip4-lookup".into(),
             calls: 4,
@@ -231,4 +232,23 @@ fn buffer_pool_gauges() {
         assert!(samples(&t).contains(&line), "{line} missing from\n{t}");
     }
     assert!(t.contains("# TYPE buffer_pools_used gauge\n"), "{t}");
+}
+
+#[test]
+fn device_counters_are_one_family_by_interface_and_name() {
+    let text = encode(snapshot());
+    assert!(
+        text.contains("# TYPE interfaces_device_total counter"),
+        "{text}"
+    );
+    assert!(
+        text.contains("interfaces_device_total{interface=\"e0\",counter=\"rx_good_packets\"} 10"),
+        "{text}"
+    );
+    // No device counters, no family.
+    let none = encode(Snapshot {
+        device_counters: Vec::new(),
+        ..snapshot()
+    });
+    assert!(!none.contains("interfaces_device"), "{none}");
 }

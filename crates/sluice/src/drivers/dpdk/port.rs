@@ -195,7 +195,7 @@ impl Port {
         })
     }
 
-    /// Extended counters that are not zero.
+    /// Extended counters, zeros included.
     pub fn xstats(&self) -> Vec<(String, u64)> {
         const MAX: usize = 512;
         let mut names = vec![[0 as c_char; 64]; MAX];
@@ -208,7 +208,6 @@ impl Port {
             return Vec::new();
         }
         (0..(n as usize).min(MAX))
-            .filter(|&i| values[i] != 0)
             .map(|i| (ffi::text(&names[i]), values[i]))
             .collect()
     }
@@ -287,10 +286,14 @@ impl LiveStatus for Port {
                 ),
             ));
         }
-        for (n, v) in self.xstats() {
+        for (n, v) in self.xstats().into_iter().filter(|x| x.1 != 0) {
             d.push((format!("xstat {n}"), v.to_string()));
         }
         d
+    }
+
+    fn device_counters(&self) -> Vec<(String, u64)> {
+        self.xstats()
     }
 }
 
