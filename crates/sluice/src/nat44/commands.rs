@@ -80,7 +80,8 @@ pub const COMMANDS: &[Command] = &[
         words: &["set", "nat44", "limits"],
         syntax: "sessions <N> [per-host <M>]",
         help: "the daemon's NAT44 sessions (1024 to 16777216, split over the workers) and \
-               those of one inside address on one worker; every session is closed",
+               those of one inside address on one worker; open sessions stay, and above a lowered \
+               limit nothing new opens until the table falls below it",
         example: "set nat44 limits sessions 1048576 per-host 4096",
         args: &[Arg::Rest],
         run: set_limits,

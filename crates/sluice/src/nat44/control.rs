@@ -135,8 +135,8 @@ impl Nat44Control {
         Ok(())
     }
 
-    /// Set the daemon's session limit and, when given, the per inside host one. Every
-    /// session is closed: a worker's table takes its limits when it is made.
+    /// Set the daemon's session limit and, when given, the per inside host one. Open sessions
+    /// stay: a table above a lowered limit opens nothing new until it falls below it.
     pub fn set_limits(&mut self, sessions: u64, per_host: Option<u64>) -> Result<(), String> {
         if !(MIN_SESSIONS..=MAX_SESSIONS).contains(&sessions) {
             return Err(format!(
@@ -157,7 +157,7 @@ impl Nat44Control {
             self.config.per_host = m as u32;
         }
         self.config.max_sessions = sessions as usize;
-        self.publish(true);
+        self.publish(false);
         Ok(())
     }
 
@@ -242,12 +242,12 @@ mod tests {
     }
 
     #[test]
-    fn limits_are_split_over_the_workers_and_close_sessions() {
+    fn limits_are_split_over_the_workers_and_keep_sessions() {
         let mut c = control();
         let before = c.shared().view.load().generation;
         c.set_limits(4096, Some(100)).unwrap();
         let view = c.shared().view.load();
-        assert!(view.generation > before);
+        assert_eq!(view.generation, before, "no table made again");
         let l = view.limits.unwrap();
         assert_eq!((l.sessions, l.per_host), (2048, 100));
         c.set_limits(8192, None).unwrap();

@@ -68,7 +68,7 @@ impl Timeouts {
 }
 
 /// How many sessions one worker may hold, and one inside address on one worker.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     pub sessions: usize,
     pub per_host: u32,

@@ -135,7 +135,8 @@ impl Nat44Shared {
     }
 
     /// Worker `w`'s table, made again if the configuration changed since (its sessions
-    /// closed). Only worker `w` calls this.
+    /// closed), with the limits published now (its sessions kept). Only worker `w` calls
+    /// this.
     pub fn table(&self, w: usize, view: &NatView) -> Option<MutexGuard<'_, WorkerTable>> {
         let slot = self.workers.get(w)?;
         let mut t = slot.table.lock().unwrap_or_else(|p| p.into_inner());
@@ -144,6 +145,10 @@ impl Nat44Shared {
             let limits = view.limits.unwrap_or(NO_LIMITS);
             t.table = Table::new(w, self.workers.len(), limits);
             t.generation = view.generation;
+        }
+        let limits = view.limits.unwrap_or(NO_LIMITS);
+        if t.table.limits() != limits {
+            t.table.set_limits(limits);
         }
         Some(t)
     }

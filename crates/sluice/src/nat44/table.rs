@@ -126,6 +126,16 @@ impl Table {
         self.sessions.len() - self.free.len()
     }
 
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// New limits for the sessions opened from now on: the open ones stay, and a table (or a
+    /// host) above a lowered limit opens nothing until it falls below it.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -82,6 +82,32 @@ fn limits_and_expiry_are_counted() {
 }
 
 #[test]
+fn new_limits_keep_the_open_sessions() {
+    let stats = Stats::default();
+    let mut t = table(4, 4);
+    for port in 1..=3 {
+        t.open(udp(A, port, R, 53), (Source::Map(E), None), (0, &stats))
+            .unwrap();
+    }
+    t.set_limits(Limits {
+        sessions: 2,
+        per_host: 4,
+    });
+    assert_eq!(t.len(), 3, "lowering the limit closes nothing");
+    assert_eq!(
+        t.open(udp(B, 1, R, 53), (Source::Map(E), None), (0, &stats)),
+        Err(Refusal::TableFull)
+    );
+    t.set_limits(Limits {
+        sessions: 8,
+        per_host: 4,
+    });
+    t.open(udp(B, 1, R, 53), (Source::Map(E), None), (0, &stats))
+        .unwrap();
+    assert_eq!(t.len(), 4);
+}
+
+#[test]
 fn a_static_mapping_translates_the_destination_and_its_replies() {
     let stats = Stats::default();
     let mut t = table(10, 10);
