@@ -26,6 +26,9 @@ command -v promtool >/dev/null || need+=(prometheus)
 command -v perf >/dev/null || need+=(linux-perf)
 # DPDK's testpmd, a DUT the lab compares against.
 command -v dpdk-testpmd >/dev/null || need+=(dpdk-dev)
+# ...whose development files, found by pkg-config, build sluice's dpdk driver (build.rs).
+command -v pkg-config >/dev/null || need+=(pkg-config)
+pkg-config --exists libdpdk 2>/dev/null || need+=(libdpdk-dev)
 # ...and the port drivers the tests give it (memif, pcap, af_packet, af_xdp, null). Debian
 # ships DPDK 22.11, whose libraries carry ABI version 23 (hence pmds-23.0 and the 23 suffix).
 pmds=/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0
