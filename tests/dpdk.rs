@@ -130,7 +130,9 @@ tx = "n0"
     let b = ctl_json(&socket, "show buffers");
     assert_eq!(b["unaccounted"], 0, "{b}");
     assert!(b["in_drivers"].as_u64().unwrap() > 0, "{b}");
+    let runtime = format!("/var/run/dpdk/sluice{}", d.child.id());
     assert!(d.stop(), "the daemon did not stop cleanly");
+    assert!(!Path::new(&runtime).exists(), "EAL's {runtime} left behind");
 }
 
 #[test]

@@ -127,6 +127,11 @@ pub fn start(
     if rc != 0 {
         return Err(format!("DPDK did not start: {}", ffi::text(&err)));
     }
+    // EAL keeps nothing in its runtime directory with these options: remove it rather than
+    // leave one a process in /var/run/dpdk (remove_dir takes only an empty directory).
+    // SAFETY: after a successful start EAL returns its static, NUL-terminated path.
+    let dir = unsafe { std::ffi::CStr::from_ptr(ffi::sd_runtime_dir()) };
+    let _ = std::fs::remove_dir(dir.to_string_lossy().as_ref());
     let _ = EAL.set(Eal {
         buffers: buffers.clone(),
         pools: Mutex::new(Vec::new()),

@@ -198,6 +198,12 @@ int sd_eal_init(int argc, char **argv, char *err, size_t len)
 	return 0;
 }
 
+/* Where EAL made its runtime directory (left empty with --in-memory or --no-shconf). */
+const char *sd_runtime_dir(void)
+{
+	return rte_eal_get_runtime_dir();
+}
+
 const char *sd_version(void)
 {
 	return rte_version();
