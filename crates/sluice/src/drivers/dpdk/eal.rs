@@ -116,7 +116,11 @@ pub fn start(
     // alive (it holds the pool) for as long as DPDK may touch it: the rest of the process.
     // argv holds `argc` valid C strings that outlive the call; the error buffer is ours.
     let rc = unsafe {
-        ffi::sd_set_region(region.ptr().cast(), STRIDE as u64, buffers.count());
+        if ffi::sd_set_region(region.ptr().cast(), STRIDE as u64, buffers.count()) != 0 {
+            return Err(format!(
+                "shim.c's SD_STRIDE is not sluice's buffer stride {STRIDE}"
+            ));
+        }
         ffi::sd_eal_init(
             argv.len() as i32,
             argv.as_mut_ptr(),

@@ -38,7 +38,7 @@ pub struct PortInfo {
 }
 
 extern "C" {
-    pub fn sd_set_region(base: *mut c_void, stride: u64, count: u32);
+    pub fn sd_set_region(base: *mut c_void, stride: u64, count: u32) -> c_int;
     pub fn sd_eal_init(argc: c_int, argv: *mut *mut c_char, err: *mut c_char, len: usize) -> c_int;
     pub fn sd_version() -> *const c_char;
     pub fn sd_runtime_dir() -> *const c_char;

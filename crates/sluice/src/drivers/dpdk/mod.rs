@@ -18,6 +18,8 @@ mod port;
 mod queues;
 #[cfg(sluice_dpdk)]
 mod stock;
+#[cfg(all(test, sluice_dpdk))]
+mod zero_copy_tests;
 
 use super::DriverPorts;
 use crate::buffer::BufferPool;

@@ -47,21 +47,28 @@ extern int sluice_dpdk_stock_get(void *stock, uint32_t *slots, unsigned n);
 extern void sluice_dpdk_stock_put(void *stock, const uint32_t *slots, unsigned n);
 extern unsigned sluice_dpdk_stock_count(void *stock);
 
+/*
+ * sluice's buffer stride (buffer::STRIDE), a constant so that finding a slot from an mbuf's
+ * address is a multiplication, not a division, on every packet.
+ */
+#define SD_STRIDE 2304u
+
 static uint8_t *sd_base;
-static uint64_t sd_stride;
 static uint32_t sd_count;
 
-/* The buffer region, once, before any pool. */
-void sd_set_region(void *base, uint64_t stride, uint32_t count)
+/* The buffer region, once, before any pool; -1 when sluice's stride is not SD_STRIDE. */
+int sd_set_region(void *base, uint64_t stride, uint32_t count)
 {
+	if (stride != SD_STRIDE)
+		return -1;
 	sd_base = base;
-	sd_stride = stride;
 	sd_count = count;
+	return 0;
 }
 
 static inline struct rte_mbuf *mbuf_of(uint32_t slot)
 {
-	return (struct rte_mbuf *)(sd_base + (uint64_t)slot * sd_stride + SD_MBUF_AT);
+	return (struct rte_mbuf *)(sd_base + (uint64_t)slot * SD_STRIDE + SD_MBUF_AT);
 }
 
 /* The slot an mbuf lives in, or UINT32_MAX for one outside the region or off its place. */
@@ -69,9 +76,9 @@ static inline uint32_t slot_of(const struct rte_mbuf *m)
 {
 	uint8_t *p = (uint8_t *)m;
 	uint64_t at = (uint64_t)(p - sd_base - SD_MBUF_AT);
-	if (at % sd_stride != 0 || at / sd_stride >= sd_count)
+	if (at % SD_STRIDE != 0 || at / SD_STRIDE >= sd_count)
 		return UINT32_MAX;
-	return (uint32_t)(at / sd_stride);
+	return (uint32_t)(at / SD_STRIDE);
 }
 
 /*
@@ -94,7 +101,7 @@ static inline void mbuf_init(struct rte_mbuf *m, struct rte_mempool *mp)
 	m->vlan_tci = 0;
 	m->hash.rss = 0;
 	m->vlan_tci_outer = 0;
-	m->buf_len = (uint16_t)(sd_stride - SD_MBUF_AT - sizeof(*m));
+	m->buf_len = (uint16_t)(SD_STRIDE - SD_MBUF_AT - sizeof(*m));
 	m->pool = mp;
 	m->next = NULL;
 	m->tx_offload = 0;
@@ -226,7 +233,7 @@ void sd_thread_unregister(void)
 struct rte_mempool *sd_pool_create(const char *name, unsigned n, unsigned cache, void *stock,
 				   char *err, size_t len)
 {
-	unsigned elt = (unsigned)(sd_stride - SD_MBUF_AT);
+	unsigned elt = (unsigned)(SD_STRIDE - SD_MBUF_AT);
 	struct rte_mempool *mp = rte_mempool_create_empty(
 		name, n, elt, cache, sizeof(struct rte_pktmbuf_pool_private), SOCKET_ID_ANY, 0);
 	if (mp == NULL) {
@@ -433,6 +440,23 @@ int sd_port_start(uint16_t port, const struct sd_port_conf *c, struct rte_mempoo
 
 void sd_port_stop(uint16_t port)
 {
+	/*
+	 * What waits on the receive queues goes back to the pools first: a PMD frees its own
+	 * descriptors at close, but a device whose rings hold mbufs it does not own (net_ring:
+	 * what it sent waits on its receive side) would otherwise keep sluice's buffers.
+	 * Bounded: a source that never runs dry (net_null) is read 64 bursts a queue.
+	 */
+	struct rte_eth_dev_info info;
+	if (rte_eth_dev_info_get(port, &info) == 0) {
+		struct rte_mbuf *pkts[SD_BURST];
+		for (uint16_t q = 0; q < info.nb_rx_queues; q++) {
+			uint16_t got = 1;
+			for (int b = 0; b < 64 && got > 0; b++) {
+				got = rte_eth_rx_burst(port, q, pkts, SD_BURST);
+				rte_pktmbuf_free_bulk(pkts, got);
+			}
+		}
+	}
 	rte_eth_dev_stop(port);
 	rte_eth_dev_close(port);
 }
@@ -502,6 +526,19 @@ uint16_t sd_rx(uint16_t port, uint16_t q, uint32_t *seg_slot, uint16_t *seg_off,
 		struct rte_mbuf *m = pkts[i];
 		unsigned start = k;
 		int ok = k + m->nb_segs <= seg_max;
+		/* One segment: `next` (the header's second cache line) is not read. */
+		if (ok && m->nb_segs == 1) {
+			uint32_t slot = slot_of(m);
+			if (slot != UINT32_MAX) {
+				seg_slot[k] = slot;
+				uint8_t *data = rte_pktmbuf_mtod(m, uint8_t *);
+				seg_off[k] = (uint16_t)(data - (sd_base + (uint64_t)slot * SD_STRIDE));
+				seg_len[k] = m->data_len;
+				k++;
+				pkt_segs[out++] = 1;
+				continue;
+			}
+		}
 		for (struct rte_mbuf *s = m; ok && s != NULL; s = s->next) {
 			uint32_t slot = slot_of(s);
 			if (slot == UINT32_MAX) {
@@ -510,7 +547,7 @@ uint16_t sd_rx(uint16_t port, uint16_t q, uint32_t *seg_slot, uint16_t *seg_off,
 			}
 			uint8_t *data = rte_pktmbuf_mtod(s, uint8_t *);
 			seg_slot[k] = slot;
-			seg_off[k] = (uint16_t)(data - (sd_base + (uint64_t)slot * sd_stride));
+			seg_off[k] = (uint16_t)(data - (sd_base + (uint64_t)slot * SD_STRIDE));
 			seg_len[k] = s->data_len;
 			k++;
 		}

@@ -20,7 +20,7 @@ pub const LOW: usize = 512;
 pub const HIGH: usize = 4096;
 pub const BATCH: usize = 256;
 /// Buffers each lcore's mempool cache may hold.
-pub const CACHE: u32 = 256;
+pub const CACHE: u32 = 512;
 
 /// Buffers lent to DPDK, over all pools: lent minus taken back.
 pub static LENT: AtomicI64 = AtomicI64::new(0);
