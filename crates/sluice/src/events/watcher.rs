@@ -238,3 +238,80 @@ fn sessions(last: &Snapshot, now: &Snapshot, bus: &Bus) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    fn drain(s: &crate::events::Subscription) -> Vec<serde_json::Value> {
+        std::iter::from_fn(|| s.next(Duration::ZERO))
+            .map(|e| (*e).clone())
+            .collect()
+    }
+
+    fn table(entries: u64, full: u64) -> Table {
+        Table {
+            entries,
+            capacity: 100,
+            high: entries as usize * 100 >= 100 * HIGH_WATER,
+            full,
+        }
+    }
+
+    #[test]
+    fn session_tables_report_high_water_and_refusals() {
+        let bus = Arc::new(Bus::default());
+        let sub = bus.subscribe(&[Kind::Sessions]);
+        let snap = |t: Table| Snapshot {
+            sessions: vec![t],
+            ..Snapshot::default()
+        };
+        sessions(&snap(table(10, 0)), &snap(table(89, 0)), &bus);
+        assert!(drain(&sub).is_empty());
+        sessions(&snap(table(89, 0)), &snap(table(100, 3)), &bus);
+        let e = drain(&sub);
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert_eq!(
+            (&e[0]["event"], &e[0]["entries"]),
+            (&json!("high"), &json!(100))
+        );
+        assert_eq!(
+            (&e[1]["event"], &e[1]["refused"]),
+            (&json!("full"), &json!(3))
+        );
+        sessions(&snap(table(100, 3)), &snap(table(50, 3)), &bus);
+        assert_eq!(drain(&sub)[0]["event"], json!("normal"));
+        // A table that appears already full reports it, without refusals from before.
+        sessions(&Snapshot::default(), &snap(table(95, 7)), &bus);
+        let e = drain(&sub);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!(e[0]["event"], json!("high"));
+    }
+
+    #[test]
+    fn neighbors_are_learnt_changed_and_removed() {
+        let bus = Arc::new(Bus::default());
+        let sub = bus.subscribe(&[Kind::Neighbor]);
+        let snap = |entries: &[(&str, &str, bool)]| Snapshot {
+            neighbors: entries
+                .iter()
+                .map(|(ip, mac, s)| (("n0".to_string(), ip.to_string()), (mac.to_string(), *s)))
+                .collect(),
+            ..Snapshot::default()
+        };
+        let a = snap(&[("192.0.2.9", "02:00:00:00:00:09", false)]);
+        let b = snap(&[("192.0.2.9", "02:00:00:00:00:0a", false)]);
+        neighbors(&Snapshot::default(), &a, &bus);
+        neighbors(&a, &b, &bus);
+        neighbors(&b, &Snapshot::default(), &bus);
+        let e = drain(&sub);
+        let events: Vec<&serde_json::Value> = e.iter().map(|e| &e["event"]).collect();
+        assert_eq!(
+            events,
+            [&json!("learnt"), &json!("changed"), &json!("removed")]
+        );
+        assert_eq!(e[1]["was"], json!("02:00:00:00:00:09"));
+    }
+}
