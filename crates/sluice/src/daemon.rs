@@ -107,7 +107,13 @@ fn run(cfg: &Config) -> Result<(), String> {
         .map(|w| (w.name.clone(), w.beat.clone()))
         .collect();
     let watchdog_notify = Notifier::from_env()?;
-    let watchdog = Watchdog::spawn(beats, cfg.watchdog, watchdog_notify, stop.clone())?;
+    let watchdog = Watchdog::spawn(
+        beats,
+        cfg.watchdog,
+        watchdog_notify,
+        stop.clone(),
+        dp.events.clone(),
+    )?;
     if let Some(n) = &notify {
         n.send("READY=1");
     }

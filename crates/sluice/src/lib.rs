@@ -11,6 +11,7 @@ pub mod daemon;
 pub mod dataplane;
 pub mod drivers;
 pub mod ethernet;
+pub mod events;
 pub mod fib;
 pub mod graph;
 pub mod handoff;

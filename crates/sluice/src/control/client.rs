@@ -124,6 +124,35 @@ pub fn batch(socket: &Path, input: impl BufRead) -> Result<(usize, usize), Strin
     Ok((lines.len(), failed))
 }
 
+/// `sluice ctl watch [KIND ...]`: send the line, then print each event as one JSON line
+/// until the daemon closes the connection (or this process is ended).
+pub fn watch(socket: &Path, line: &str, out: &mut impl Write) -> Result<(), String> {
+    let mut s = UnixStream::connect(socket)
+        .map_err(|e| format!("cannot connect to {}: {e}", socket.display()))?;
+    // The write side stays open: closing it ends the stream.
+    s.write_all(format!("{line}\n").as_bytes())
+        .map_err(|e| format!("send: {e}"))?;
+    let mut lines = BufReader::new(&s).lines();
+    let first = match lines.next() {
+        Some(Ok(l)) => l,
+        Some(Err(e)) => return Err(format!("receive: {e}")),
+        None => return Err("the daemon closed the connection".into()),
+    };
+    let v: Value =
+        serde_json::from_str(&first).map_err(|e| format!("bad reply from daemon: {e}"))?;
+    if v["ok"] != Value::Bool(true) {
+        return Err(v["error"].as_str().unwrap_or("unknown error").to_string());
+    }
+    eprint!("{}", v["text"].as_str().unwrap_or(""));
+    for l in lines {
+        let l = l.map_err(|e| format!("receive: {e}"))?;
+        writeln!(out, "{l}")
+            .and_then(|()| out.flush())
+            .map_err(|e| format!("write: {e}"))?;
+    }
+    Ok(())
+}
+
 /// Whether `words` ask for the command reference, which the client prints from its own
 /// copy of the command table: no daemon is needed to write `docs/cli.md`.
 fn wants_markdown(words: &[String]) -> bool {
@@ -142,6 +171,7 @@ pub fn main(args: CtlArgs) -> i32 {
     if wants_markdown(&args.words) {
         print!("{}", super::cli::markdown());
         print!("{}", super::monitor::MARKDOWN);
+        print!("{}", super::watch::markdown());
         return 0;
     }
     if wants_schema(&args.words) {
@@ -167,6 +197,19 @@ pub fn main(args: CtlArgs) -> i32 {
             Err(e) => {
                 eprintln!("sluice ctl monitor: {e}");
                 2
+            }
+        };
+    }
+    if args.words.first().map(String::as_str) == Some(super::watch::WORD) && !args.batch {
+        return match watch(
+            Path::new(&socket),
+            &args.words.join(" "),
+            &mut std::io::stdout(),
+        ) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("sluice ctl watch: {e}");
+                1
             }
         };
     }

@@ -7,7 +7,8 @@
 //! `runtime`, `trace`, `save`). `exec` keeps the control plane's
 //! state and runs a matched line; `save` writes the running configuration as a config file;
 //! `request` takes typed JSON requests for the same commands and `schema` describes them
-//! (`docs/api-schema.json`); `server` is the socket, `client` is `sluice ctl` (`monitor` its live view of `show queues`); `metrics` is the Prometheus endpoint
+//! (`docs/api-schema.json`); `watch` is the request that streams events (crate::events);
+//! `server` is the socket, `client` is `sluice ctl` (`monitor` its live view of `show queues`); `metrics` is the Prometheus endpoint
 //! (`[metrics] listen`), which reads the same counters on a thread of its own; `health` adds
 //! the watchdog's and the control socket's metrics and the debug command that stalls a worker.
 
@@ -24,3 +25,4 @@ pub mod save;
 pub mod schema;
 pub mod server;
 pub mod trace;
+pub mod watch;

@@ -72,7 +72,8 @@ fn reply() -> Value {
 
 /// The whole schema document.
 pub fn schema() -> Value {
-    let entries: Vec<Value> = cli::commands().map(entry).collect();
+    let mut entries: Vec<Value> = cli::commands().map(entry).collect();
+    entries.push(super::watch::schema_entry());
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": format!("sluice control socket: typed requests, version {VERSION}"),
@@ -96,7 +97,8 @@ pub fn schema() -> Value {
                     {"type": "array", "items": {"type": "string", "pattern": "^\\S+$"}}
                 ]
             },
-            "reply": reply()
+            "reply": reply(),
+            "event": super::watch::schema_event()
         }
     })
 }
@@ -116,7 +118,8 @@ mod tests {
     fn one_entry_per_command_with_its_example() {
         let s = schema();
         let entries = s["oneOf"].as_array().unwrap();
-        assert_eq!(entries.len(), cli::commands().count());
+        assert_eq!(entries.len(), cli::commands().count() + 1);
+        assert_eq!(entries.last().unwrap()["title"], "watch");
         for (e, c) in entries.iter().zip(cli::commands()) {
             assert_eq!(e["properties"]["command"]["const"], request::name(c));
             let example = &e["examples"][0];

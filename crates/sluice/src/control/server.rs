@@ -9,9 +9,16 @@
 //! and `WRITE_TIMEOUT` to take each whole reply, and every blocked read or write looks at
 //! the stop flag every `POLL`: a client that stops reading delays no other client and
 //! never the daemon's shutdown. `ClientStats` counts what was refused or cut off.
+//!
+//! `watch` (control::watch) turns a connection into a stream of events: it has no
+//! `IDLE_TIMEOUT` (it sends nothing) but has `WRITE_TIMEOUT` for each event, so a watcher
+//! that stops reading is cut off; until then its bounded queue drops the oldest events
+//! (crate::events), and no publisher waits for it. The accept loop also runs the events
+//! `Watcher`, which compares the state every `watcher::EVERY` while someone watches.
 
 use super::exec::{Control, Reply};
-use super::request;
+use super::{request, watch};
+use crate::events::{watcher::Watcher, Subscription};
 use serde_json::json;
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::fs::FileTypeExt;
@@ -131,9 +138,14 @@ impl ControlSocket {
         let control = Mutex::new(control);
         let stats = &*self.stats;
         let mut refused = Refused(Default::default());
+        let mut watcher = Watcher::default();
         std::thread::scope(|s| {
             while !stop.load(Ordering::Relaxed) {
                 refused.drain();
+                if watcher.due() {
+                    let c = control.lock().unwrap_or_else(|p| p.into_inner());
+                    watcher.poll(&c, &c.dp.events);
+                }
                 let stream = match self.listener.accept() {
                     Ok((stream, _)) => stream,
                     Err(e) if e.kind() == ErrorKind::WouldBlock => {
@@ -312,6 +324,41 @@ impl Conn<'_> {
         }
         Ok(())
     }
+
+    /// Whether the client closed its side (bytes it sends while watching are dropped).
+    fn closed(&mut self) -> Result<bool, Cut> {
+        let mut chunk = [0u8; 512];
+        self.stream.set_nonblocking(true)?;
+        let got = (&*self.stream).read(&mut chunk);
+        self.stream.set_nonblocking(false)?;
+        match got {
+            Ok(0) => Ok(true),
+            Ok(_) => Ok(false),
+            Err(e) if waited(&e) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Send every event of `sub` until the client closes, the daemon stops, or the client
+    /// takes longer than `WRITE_TIMEOUT` over one event.
+    fn send_events(&mut self, sub: &Subscription) -> Result<(), Cut> {
+        let mut out = Vec::new();
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                return Err(Cut::Stopped);
+            }
+            match sub.next(POLL) {
+                Some(event) => {
+                    out.clear();
+                    serde_json::to_writer(&mut out, &*event).map_err(|e| Cut::Io(e.into()))?;
+                    out.push(b'\n');
+                    self.write_all(&out)?;
+                }
+                None if self.closed()? => return Ok(()),
+                None => {}
+            }
+        }
+    }
 }
 
 /// Answer every command line of one connection, one JSON reply line each, until the client
@@ -357,6 +404,24 @@ fn serve_lines(
                 return conn.write_all(format!("{e}\n").as_bytes());
             }
         };
+        if let Some(w) = watch::parse(&line) {
+            let w = match w {
+                Ok(w) => w,
+                Err(refusal) => {
+                    conn.write_all(format!("{refusal}\n").as_bytes())?;
+                    continue;
+                }
+            };
+            let bus = control
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .dp
+                .events
+                .clone();
+            let sub = bus.subscribe(&w.kinds);
+            conn.write_all(format!("{}\n", w.reply).as_bytes())?;
+            return conn.send_events(&sub);
+        }
         let reply = {
             let mut c = control.lock().unwrap_or_else(|p| p.into_inner());
             if request::is_typed(&line) {

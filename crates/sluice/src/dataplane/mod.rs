@@ -72,6 +72,8 @@ pub struct Dataplane {
     pub nat44: Mutex<crate::nat44::control::Nat44Control>,
     /// Neighbour learns the control plane refused (not on a connected network, table full).
     pub learns_refused: Arc<AtomicU64>,
+    /// What changes, for `sluice ctl watch` (crate::events).
+    pub events: Arc<crate::events::Bus>,
     learner: Option<JoinHandle<()>>,
     mac_learner: Option<JoinHandle<()>>,
     /// Keeps the host devices' link states current (af_packet, af_xdp).
@@ -121,6 +123,7 @@ impl Dataplane {
             cpu::pin_current_thread(c)?;
         }
         let tsc_hz = tsc::hz();
+        let events = crate::events::Bus::new();
 
         let (opened, replays) = open_interfaces(cfg, &pool)?;
         let hardware = opened.len();
@@ -228,6 +231,7 @@ impl Dataplane {
             acls: Mutex::new(acls),
             nat44: Mutex::new(nat44),
             learns_refused: helpers.learns_refused,
+            events,
             learner: Some(helpers.learner),
             mac_learner: Some(helpers.mac_learner),
             link_monitor: helpers.link_monitor,

@@ -3,14 +3,16 @@
 //! loop no shared line). The watchdog thread reads the heartbeats every `tick`; a worker
 //! whose count has not moved for `stall-timeout` is reported (`show threads`, the
 //! `sys_worker_stalled` metric, a log line) and, with `exit-on-stall`, stops the daemon so
-//! that a supervisor restarts it. While every worker passes its loop it tells systemd
+//! that a supervisor restarts it, and publishes a `worker` event (`stalled`, `resumed`). While every worker passes its loop it tells systemd
 //! (`WATCHDOG=1`), so `WatchdogSec=` restarts a daemon whose workers or watchdog are stuck.
 //!
 //! Joins on shutdown have a deadline (`join_by`): a stuck thread is named and left behind,
 //! and the process exits without it.
 
+use crate::events::{Bus, Kind};
 use crate::graph::counter::CacheAligned;
 use crate::sd_notify::Notifier;
+use serde_json::json;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -115,6 +117,7 @@ impl Watchdog {
         cfg: WatchdogConfig,
         notify: Option<Notifier>,
         stop: Arc<AtomicBool>,
+        events: Arc<Bus>,
     ) -> Result<Watchdog, String> {
         let tripped = Arc::new(AtomicBool::new(false));
         let trip = tripped.clone();
@@ -142,7 +145,7 @@ impl Watchdog {
                 let mut pinged: Option<Instant> = None;
                 while !stop.load(Ordering::Relaxed) {
                     std::thread::sleep(tick);
-                    let alive = check(&mut watched, cfg.stall_timeout);
+                    let alive = check(&mut watched, cfg.stall_timeout, &events);
                     if !alive && cfg.exit_on_stall {
                         eprintln!("sluice: watchdog: exit-on-stall is set: stopping the daemon");
                         trip.store(true, Ordering::Relaxed);
@@ -173,7 +176,7 @@ impl Watchdog {
 }
 
 /// One look at every worker; whether all of them passed their loop within `timeout`.
-fn check(watched: &mut [Watched], timeout: Duration) -> bool {
+fn check(watched: &mut [Watched], timeout: Duration, events: &Bus) -> bool {
     let mut alive = true;
     let now = Instant::now();
     for w in watched {
@@ -184,6 +187,7 @@ fn check(watched: &mut [Watched], timeout: Duration) -> bool {
             w.moved = now;
             if h.stalled.swap(false, Ordering::Relaxed) {
                 eprintln!("sluice: watchdog: worker {} passes its loop again", w.name);
+                events.publish(Kind::Worker, json!({"event": "resumed", "worker": w.name}));
             }
         }
         let since = now.duration_since(w.moved);
@@ -199,6 +203,11 @@ fn check(watched: &mut [Watched], timeout: Duration) -> bool {
                     w.name,
                     since.as_secs_f64(),
                     timeout.as_secs_f64()
+                );
+                events.publish(
+                    Kind::Worker,
+                    json!({"event": "stalled", "worker": w.name,
+                           "since_ms": since.as_millis() as u64}),
                 );
             }
         }

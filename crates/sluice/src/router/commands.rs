@@ -256,7 +256,16 @@ fn route_add(c: &mut Control, a: &Args) -> Result<Output, String> {
             })
             .collect::<Result<Vec<_>, String>>()?;
         r.add_route(table, prefix, &hops)
-    })
+    })?;
+    route_event(&c.dp, "added", prefix, table);
+    Output::done()
+}
+
+/// The `route` event of a change made here (source `cli`).
+fn route_event(dp: &Dataplane, event: &str, prefix: &str, table: u32) {
+    if let Ok(p) = parse_prefix(prefix) {
+        crate::events::route(&dp.events, event, p, table, "cli");
+    }
 }
 
 fn route_del(c: &mut Control, a: &Args) -> Result<Output, String> {
@@ -268,7 +277,9 @@ fn route_del(c: &mut Control, a: &Args) -> Result<Output, String> {
     if !more.is_empty() {
         return Err(ROUTE_USAGE.into());
     }
-    commit(&c.dp, |r| r.del_route(table, parse_prefix(prefix)?))
+    commit(&c.dp, |r| r.del_route(table, parse_prefix(prefix)?))?;
+    route_event(&c.dp, "removed", prefix, table);
+    Output::done()
 }
 
 /// `set interface ip table IF ID` / `set interface ip6 table IF ID`.
