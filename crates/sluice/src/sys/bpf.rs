@@ -14,13 +14,18 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 pub const BPF_MAP_CREATE: libc::c_int = 0;
 pub const BPF_MAP_LOOKUP_ELEM: libc::c_int = 1;
 pub const BPF_MAP_UPDATE_ELEM: libc::c_int = 2;
+pub const BPF_MAP_DELETE_ELEM: libc::c_int = 3;
+pub const BPF_MAP_GET_NEXT_KEY: libc::c_int = 4;
 pub const BPF_PROG_LOAD: libc::c_int = 5;
 pub const BPF_PROG_TEST_RUN: libc::c_int = 10;
 pub const BPF_PROG_GET_FD_BY_ID: libc::c_int = 13;
 pub const BPF_OBJ_GET_INFO_BY_FD: libc::c_int = 15;
 pub const BPF_LINK_CREATE: libc::c_int = 28;
 
+const BPF_MAP_TYPE_HASH: u32 = 1;
 const BPF_MAP_TYPE_ARRAY: u32 = 2;
+const BPF_MAP_TYPE_PERCPU_ARRAY: u32 = 6;
+const BPF_MAP_TYPE_DEVMAP: u32 = 14;
 const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 pub const BPF_PROG_TYPE_XDP: u32 = 6;
 /// The attach type of an XDP program (enum bpf_attach_type).
@@ -170,11 +175,16 @@ impl AsFd for BpfFd {
     }
 }
 
-/// The map kinds sluice creates. Neither is per-CPU, so a lookup writes exactly one value.
+/// The map kinds sluice creates. Only `PercpuArray` is per-CPU: its lookups write one value
+/// per possible CPU (`map_lookup_percpu`); the others' write exactly one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MapKind {
     Array,
     XskMap,
+    Hash,
+    PercpuArray,
+    /// Interfaces a program redirects to, by index (values: ifindex).
+    DevMap,
 }
 
 /// A map and the sizes it was created with, which every access is checked against.
@@ -183,6 +193,7 @@ pub struct BpfMap {
     fd: BpfFd,
     key_size: u32,
     value_size: u32,
+    percpu: bool,
 }
 
 impl BpfMap {
@@ -240,6 +251,9 @@ pub fn map_create(
     let type_id = match kind {
         MapKind::Array => BPF_MAP_TYPE_ARRAY,
         MapKind::XskMap => BPF_MAP_TYPE_XSKMAP,
+        MapKind::Hash => BPF_MAP_TYPE_HASH,
+        MapKind::PercpuArray => BPF_MAP_TYPE_PERCPU_ARRAY,
+        MapKind::DevMap => BPF_MAP_TYPE_DEVMAP,
     };
     let mut attr = [0u8; 64];
     put_u32(&mut attr, 0, type_id);
@@ -254,6 +268,7 @@ pub fn map_create(
         fd,
         key_size,
         value_size,
+        percpu: kind == MapKind::PercpuArray,
     })
 }
 
@@ -269,12 +284,78 @@ pub fn map_update(map: &BpfMap, key: &[u8], value: &[u8]) -> io::Result<()> {
 /// Read `map[key]` into `value`. A key or value not of the map's sizes is refused before the
 /// call (the kernel writes value_size bytes whatever the buffer's length).
 pub fn map_lookup(map: &BpfMap, key: &[u8], value: &mut [u8]) -> io::Result<()> {
+    if map.percpu {
+        return Err(invalid("a per-CPU map is read with map_lookup_percpu".into()));
+    }
     map.check(key, value)?;
     let mut attr = map.elem_attr(key.as_ptr(), value.as_mut_ptr());
     // SAFETY: the kernel reads key_size bytes at `key` and writes value_size bytes (the map
-    // is not per-CPU: `MapKind` has no such kind) at `value`, a writable slice of exactly
-    // that length (checked above) that lives until the call returns.
+    // is not per-CPU, checked above) at `value`, a writable slice of exactly that length
+    // (checked above) that lives until the call returns.
     unsafe { bpf(BPF_MAP_LOOKUP_ELEM, &mut attr) }.map(|_| ())
+}
+
+/// CPUs the kernel may ever run (/sys/devices/system/cpu/possible, "0-N"): how many values a
+/// per-CPU map's lookup writes.
+pub fn possible_cpus() -> io::Result<usize> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/possible")?;
+    let mut n = 0;
+    for part in text.trim().split(',') {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let last: usize = match (a.parse::<usize>(), b.parse::<usize>()) {
+            (Ok(a), Ok(b)) if b >= a => b,
+            _ => return Err(invalid(format!("cannot read possible CPUs from '{text}'"))),
+        };
+        n = n.max(last + 1);
+    }
+    Ok(n)
+}
+
+/// Read every CPU's `map[key]` of a per-CPU map: one value per possible CPU, each as its
+/// bytes (value_size rounded up to 8, as the kernel lays them out).
+pub fn map_lookup_percpu(map: &BpfMap, key: &[u8]) -> io::Result<Vec<Vec<u8>>> {
+    if !map.percpu {
+        return Err(invalid("map_lookup_percpu reads per-CPU maps only".into()));
+    }
+    let stride = (map.value_size as usize).div_ceil(8) * 8;
+    let cpus = possible_cpus()?;
+    let mut all = vec![0u8; stride * cpus];
+    map.check(key, &all[..map.value_size as usize])?;
+    let mut attr = map.elem_attr(key.as_ptr(), all.as_mut_ptr());
+    // SAFETY: the kernel reads key_size bytes at `key` (checked) and writes, for a per-CPU
+    // map, value_size rounded up to 8 bytes for each possible CPU at `value`: `all` is
+    // exactly that long and lives until the call returns.
+    unsafe { bpf(BPF_MAP_LOOKUP_ELEM, &mut attr) }?;
+    Ok(all.chunks(stride).map(|c| c[..map.value_size as usize].to_vec()).collect())
+}
+
+/// Remove `map[key]` (a hash map's entry); an absent key is an error (ENOENT).
+pub fn map_delete(map: &BpfMap, key: &[u8]) -> io::Result<()> {
+    map.check(key, &vec![0u8; map.value_size as usize])?;
+    let mut attr = map.elem_attr(key.as_ptr(), std::ptr::null());
+    // SAFETY: the kernel reads key_size bytes at `key`, exactly the slice's length (checked).
+    unsafe { bpf(BPF_MAP_DELETE_ELEM, &mut attr) }.map(|_| ())
+}
+
+/// Every key of a hash map now (entries may come and go while this walks: a key deleted
+/// meanwhile restarts the walk at the first key, as the kernel does, so a key may repeat).
+pub fn map_keys(map: &BpfMap, most: usize) -> io::Result<Vec<Vec<u8>>> {
+    let size = map.key_size as usize;
+    let mut keys: Vec<Vec<u8>> = Vec::new();
+    let mut next = vec![0u8; size];
+    while keys.len() < most {
+        let prev = keys.last().map_or(std::ptr::null(), |k| k.as_ptr());
+        let mut attr = map.elem_attr(prev, next.as_mut_ptr());
+        // SAFETY: the kernel reads key_size bytes at the previous key (a slice of that
+        // length in `keys`, or null for the first) and writes key_size bytes into `next`,
+        // which is that long; both live until the call returns.
+        match unsafe { bpf(BPF_MAP_GET_NEXT_KEY, &mut attr) } {
+            Ok(_) => keys.push(next.clone()),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(keys)
 }
 
 /// Longest program name: the kernel's field is 16 bytes with the terminating NUL.
@@ -349,6 +430,11 @@ pub struct TestRun<'a> {
 /// Run `prog` as `run` says; returns the length of the frame after the last run (the full
 /// length, even when `data_out` was too short and the kernel refused with ENOSPC).
 pub fn prog_test_run(prog: &BpfFd, run: TestRun<'_>) -> io::Result<usize> {
+    prog_test_run_action(prog, run).map(|(_, len)| len)
+}
+
+/// `prog_test_run`, with the program's return value (for XDP its action) of the last run.
+pub fn prog_test_run_action(prog: &BpfFd, run: TestRun<'_>) -> io::Result<(u32, usize)> {
     let data_in_len = len_u32(run.data_in.len(), "test frame")?;
     let (out_ptr, out_len) = match run.data_out {
         Some(out) => (out.as_mut_ptr(), len_u32(out.len(), "test output")?),
@@ -372,7 +458,9 @@ pub fn prog_test_run(prog: &BpfFd, run: TestRun<'_>) -> io::Result<usize> {
     // `ctx_in`, and writes at most data_size_out bytes into `data_out` (none when null);
     // each length is its live slice's own, and ctx_out stays null.
     unsafe { bpf(BPF_PROG_TEST_RUN, &mut attr) }?;
-    Ok(u32::from_ne_bytes([attr[12], attr[13], attr[14], attr[15]]) as usize)
+    let retval = u32::from_ne_bytes([attr[4], attr[5], attr[6], attr[7]]);
+    let len = u32::from_ne_bytes([attr[12], attr[13], attr[14], attr[15]]) as usize;
+    Ok((retval, len))
 }
 
 /// The name of the loaded program with id `id`.
@@ -406,6 +494,7 @@ mod tests {
             fd: BpfFd(OwnedFd::from(file)),
             key_size,
             value_size,
+            percpu: false,
         }
     }
 

@@ -3,6 +3,7 @@
 //! options, the `bpf()` call, network namespaces, rtnetlink for links, and a fast hasher.
 
 pub mod bpf;
+pub mod bpf_asm;
 pub mod cpu;
 pub mod fasthash;
 pub mod mapping;

@@ -13,6 +13,7 @@
 //! own on the device (the main thread, workers beyond the device's queue count) transmit
 //! through an AF_PACKET socket instead.
 
+pub mod fastpath;
 pub mod netlink;
 pub mod program;
 pub mod ring;

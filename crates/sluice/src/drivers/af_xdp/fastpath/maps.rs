@@ -1,0 +1,197 @@
+//! The fast path's BPF maps, shared by the programs of every interface with the fast path on:
+//! the offloaded flows, the epoch, the devmap of egress interfaces and the per-CPU counters.
+
+use crate::sys::bpf::{
+    map_create, map_delete, map_keys, map_lookup, map_lookup_percpu, map_update, BpfMap, MapKind,
+};
+
+/// Bytes of a flow's key: ingress ifindex (4), kind (2), VLAN (2), address (16).
+pub const KEY_LEN: usize = 24;
+/// Bytes of a flow's value (`value::*` are the offsets).
+pub const VALUE_LEN: usize = 48;
+/// A cross-connect: everything received on the ingress interface.
+pub const KIND_XCONNECT: u16 = 1;
+/// Interfaces the fast path can know (devmap and counter slots).
+pub const MAX_SLOTS: u32 = 256;
+
+/// Offsets in a flow's value.
+pub mod value {
+    /// The epoch the entry was made in (u32).
+    pub const EPOCH: i16 = 0;
+    /// The egress interface's devmap slot (u32).
+    pub const OUT_SLOT: i16 = 4;
+    /// The ingress and egress interfaces' counter slots (u16 each).
+    pub const IN_STAT: i16 = 8;
+    pub const OUT_STAT: i16 = 10;
+    /// When the program last forwarded a frame of the flow (u64, CLOCK_MONOTONIC ns).
+    pub const LAST_NS: i16 = 32;
+}
+
+/// A flow's key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Key {
+    pub ifindex: u32,
+    pub kind: u16,
+    pub vlan: u16,
+    pub addr: [u8; 16],
+}
+
+impl Key {
+    pub fn xconnect(ifindex: u32) -> Key {
+        Key {
+            ifindex,
+            kind: KIND_XCONNECT,
+            vlan: 0,
+            addr: [0; 16],
+        }
+    }
+
+    pub fn bytes(&self) -> [u8; KEY_LEN] {
+        let mut b = [0u8; KEY_LEN];
+        b[..4].copy_from_slice(&self.ifindex.to_ne_bytes());
+        b[4..6].copy_from_slice(&self.kind.to_ne_bytes());
+        b[6..8].copy_from_slice(&self.vlan.to_ne_bytes());
+        b[8..].copy_from_slice(&self.addr);
+        b
+    }
+
+    pub fn from_bytes(b: &[u8]) -> Key {
+        let mut addr = [0u8; 16];
+        addr.copy_from_slice(&b[8..24]);
+        Key {
+            ifindex: u32::from_ne_bytes([b[0], b[1], b[2], b[3]]),
+            kind: u16::from_ne_bytes([b[4], b[5]]),
+            vlan: u16::from_ne_bytes([b[6], b[7]]),
+            addr,
+        }
+    }
+}
+
+/// A flow's value: what the program does with its frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Value {
+    pub epoch: u32,
+    pub out_slot: u32,
+    pub in_stat: u16,
+    pub out_stat: u16,
+    pub last_ns: u64,
+}
+
+impl Value {
+    pub fn bytes(&self) -> [u8; VALUE_LEN] {
+        let mut b = [0u8; VALUE_LEN];
+        b[0..4].copy_from_slice(&self.epoch.to_ne_bytes());
+        b[4..8].copy_from_slice(&self.out_slot.to_ne_bytes());
+        b[8..10].copy_from_slice(&self.in_stat.to_ne_bytes());
+        b[10..12].copy_from_slice(&self.out_stat.to_ne_bytes());
+        b[32..40].copy_from_slice(&self.last_ns.to_ne_bytes());
+        b
+    }
+
+    pub fn from_bytes(b: &[u8]) -> Value {
+        let u32_at = |i: usize| u32::from_ne_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let u16_at = |i: usize| u16::from_ne_bytes([b[i], b[i + 1]]);
+        let mut ns = [0u8; 8];
+        ns.copy_from_slice(&b[32..40]);
+        Value {
+            epoch: u32_at(0),
+            out_slot: u32_at(4),
+            in_stat: u16_at(8),
+            out_stat: u16_at(10),
+            last_ns: u64::from_ne_bytes(ns),
+        }
+    }
+}
+
+/// An interface's fast-path counters (summed over CPUs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InterfaceCounts {
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+}
+
+pub struct Maps {
+    pub flows: BpfMap,
+    pub epoch: BpfMap,
+    pub devmap: BpfMap,
+    pub ifstats: BpfMap,
+    pub reasons: BpfMap,
+}
+
+impl Maps {
+    /// The maps, with room for `max_flows` offloaded flows.
+    pub fn create(max_flows: u32) -> Result<Maps, String> {
+        let reasons = super::program::REASONS.len() as u32;
+        Ok(Maps {
+            flows: map_create(MapKind::Hash, KEY_LEN as u32, VALUE_LEN as u32, max_flows)?,
+            epoch: map_create(MapKind::Array, 4, 4, 1)?,
+            devmap: map_create(MapKind::DevMap, 4, 4, MAX_SLOTS)?,
+            ifstats: map_create(MapKind::PercpuArray, 4, 32, MAX_SLOTS)?,
+            reasons: map_create(MapKind::PercpuArray, 4, 8, reasons)?,
+        })
+    }
+
+    pub fn set_epoch(&self, epoch: u32) -> Result<(), String> {
+        map_update(&self.epoch, &0u32.to_ne_bytes(), &epoch.to_ne_bytes())
+            .map_err(|e| format!("setting the fast path's epoch: {e}"))
+    }
+
+    /// Devmap slot `slot` sends to interface `ifindex`.
+    pub fn set_egress(&self, slot: u32, ifindex: u32) -> Result<(), String> {
+        map_update(&self.devmap, &slot.to_ne_bytes(), &ifindex.to_ne_bytes())
+            .map_err(|e| format!("adding ifindex {ifindex} to the fast path's devmap: {e}"))
+    }
+
+    pub fn insert(&self, key: &Key, value: &Value) -> Result<(), String> {
+        map_update(&self.flows, &key.bytes(), &value.bytes())
+            .map_err(|e| format!("offloading a flow: {e}"))
+    }
+
+    pub fn remove(&self, key: &Key) -> bool {
+        map_delete(&self.flows, &key.bytes()).is_ok()
+    }
+
+    /// Every offloaded flow now (at most `most`).
+    pub fn flows(&self, most: usize) -> Vec<(Key, Value)> {
+        let keys = map_keys(&self.flows, most).unwrap_or_default();
+        let mut out = Vec::with_capacity(keys.len());
+        for k in keys {
+            let mut v = [0u8; VALUE_LEN];
+            if map_lookup(&self.flows, &k, &mut v).is_ok() {
+                out.push((Key::from_bytes(&k), Value::from_bytes(&v)));
+            }
+        }
+        out.sort_by_key(|(k, _)| k.bytes());
+        out.dedup_by_key(|(k, _)| *k);
+        out
+    }
+
+    /// Counter slot `slot`'s totals over every CPU.
+    pub fn interface_counts(&self, slot: u32) -> InterfaceCounts {
+        let per_cpu = map_lookup_percpu(&self.ifstats, &slot.to_ne_bytes()).unwrap_or_default();
+        let mut c = InterfaceCounts::default();
+        for v in per_cpu {
+            let at = |i: usize| u64::from_ne_bytes(v[i * 8..i * 8 + 8].try_into().unwrap());
+            c.rx_packets += at(0);
+            c.rx_bytes += at(1);
+            c.tx_packets += at(2);
+            c.tx_bytes += at(3);
+        }
+        c
+    }
+
+    /// Frames counted for each reason (`program::REASONS` order), over every CPU.
+    pub fn reason_counts(&self) -> Vec<u64> {
+        (0..super::program::REASONS.len() as u32)
+            .map(|r| {
+                map_lookup_percpu(&self.reasons, &r.to_ne_bytes())
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|v| u64::from_ne_bytes(v[..8].try_into().unwrap()))
+                    .sum()
+            })
+            .collect()
+    }
+}
