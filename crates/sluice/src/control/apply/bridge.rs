@@ -3,7 +3,7 @@
 //! `set interface l3`) and its ARP entries. Ports that stay are not touched: a domain that
 //! gains or loses one member changes only that member.
 
-use super::diff::text;
+use super::diff::{same, text};
 use super::ops::{word, Ops};
 use crate::config::emit::Entry;
 use toml::Value;
@@ -98,7 +98,9 @@ pub fn bridge_domain(
     match (old, new) {
         (Some(d), None) => o.remove(what, format!("create bridge-domain {id} del"), create(d)?),
         (None, Some(n)) => o.add(what, create(n)?, format!("create bridge-domain {id} del")),
-        (Some(d), Some(n)) if settings(d) != settings(n) => o.add(what, create(n)?, create(d)?),
+        (Some(d), Some(n)) if !same(&settings(d), &settings(n)) => {
+            o.add(what, create(n)?, create(d)?)
+        }
         _ => {}
     }
     // Come: ports that join (or change their options), ARP entries.
@@ -130,8 +132,9 @@ mod tests {
 
     #[test]
     fn one_member_changes_only_that_member() {
-        let old = entry("id = 10\nlearn = true\nmembers = [\"a\", \"b\"]");
-        let new = entry("id = 10\nlearn = true\nmembers = [\"a\", { interface = \"c\", shg = 2 }]");
+        let old = entry("id = 10\nlearn = true\nflood = true\nmembers = [\"a\", \"b\"]");
+        // The same settings in another order: not set again.
+        let new = entry("flood = true\nid = 10\nlearn = true\nmembers = [\"a\", { interface = \"c\", shg = 2 }]");
         let mut o = Ops::default();
         bridge_domain(&mut o, "bd", Some(&old), Some(&new)).unwrap();
         let lines: Vec<(&str, &str)> = o

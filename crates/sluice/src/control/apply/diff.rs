@@ -156,9 +156,27 @@ pub fn same(a: &Entry, b: &Entry) -> bool {
     a.keys.len() == b.keys.len() && a.keys.iter().all(|(k, v)| b.get(k) == Some(v))
 }
 
-/// `e` with documented plain defaults filled in and single strings of list keys as lists.
+/// The lists whose order means nothing, as (section, key): sorted before comparing (an
+/// ACL's rules keep theirs).
+const UNORDERED: &[(&str, &str)] = &[
+    ("interface", "address"),
+    ("subinterface", "address"),
+    ("bvi", "address"),
+    ("bridge-domain", "members"),
+    ("bridge-domain", "arp-entries"),
+    ("ip-table", "interfaces"),
+    ("route", "via"),
+];
+
+/// `e` with documented plain defaults filled in, single strings of list keys as lists, and
+/// the lists whose order means nothing sorted.
 pub fn normal(doc: &SectionDoc, e: &Entry) -> Entry {
     let mut out = e.clone();
+    for (k, v) in &mut out.keys {
+        if let (Value::Array(a), true) = (v, UNORDERED.contains(&(doc.name, k.as_str()))) {
+            a.sort_by_cached_key(crate::config::emit::value);
+        }
+    }
     for key in doc.keys {
         match out.get(key.name) {
             None => {
@@ -227,15 +245,16 @@ mod tests {
             n("prefix = \"10.0.0.0/8\"\nvia = [\"192.0.2.2\"]"),
             n("prefix = \"10.0.0.0/8\"\ntable = 7\ndrop = true"),
             n("prefix = \"10.9.0.0/16\"\ndrop = true"),
-            n("prefix = \"10.7.0.0/16\"\nvia = [\"192.0.2.2\"]\ninterface = \"d0\""),
+            n("prefix = \"10.7.0.0/16\"\nvia = [\"192.0.2.2\", \"192.0.2.3\"]\ninterface = \"d0\""),
         ];
         let new = [
             // The same route with its table spelt out and one via as a string.
             n("prefix = \"10.0.0.0/8\"\ntable = 0\nvia = \"192.0.2.2\""),
             n("prefix = \"10.0.0.0/8\"\ntable = 7\nvia = [\"192.0.2.9\"]"),
             n("prefix = \"10.8.0.0/16\"\ndrop = true"),
-            // Its interface left out: found by the address, not compared.
-            n("prefix = \"10.7.0.0/16\"\nvia = [\"192.0.2.2\"]"),
+            // Its interface left out (found by the address: not compared), its next hops
+            // in another order.
+            n("prefix = \"10.7.0.0/16\"\nvia = [\"192.0.2.3\", \"192.0.2.2\"]"),
         ];
         let c = section_changes("route", &old, &new, &["interface"]);
         let kinds: Vec<(String, &str)> = c.iter().map(|c| (c.name(), c.kind())).collect();

@@ -175,7 +175,7 @@ fn apply_cmd(c: &mut Control, a: &Args) -> Result<Output, String> {
 
 /// Apply `text` (from `origin`): the plan run line by line, rolled back on the first error.
 pub fn apply(c: &mut Control, text: &str, origin: &str) -> Result<Plan, String> {
-    let p = plan(c, text, origin)?;
+    let p = plan(c, text, origin).inspect_err(|e| eprintln!("sluice: apply {e}"))?;
     let n = p.ops.len();
     for (i, op) in p.ops.iter().enumerate() {
         if let Err(e) = c.handle_line(&op.line) {
