@@ -166,12 +166,19 @@ const UNORDERED: &[(&str, &str)] = &[
     ("bridge-domain", "arp-entries"),
     ("ip-table", "interfaces"),
     ("route", "via"),
+    ("nat44", "addresses"),
 ];
 
 /// `e` with documented plain defaults filled in, single strings of list keys as lists, and
 /// the lists whose order means nothing sorted.
 pub fn normal(doc: &SectionDoc, e: &Entry) -> Entry {
     let mut out = e.clone();
+    if doc.name == "nat44" {
+        if let Some(Value::Array(a)) = out.get("addresses") {
+            let one_by_one: Vec<Value> = a.iter().flat_map(expand).collect();
+            out.set("addresses", one_by_one);
+        }
+    }
     for (k, v) in &mut out.keys {
         if let (Value::Array(a), true) = (v, UNORDERED.contains(&(doc.name, k.as_str()))) {
             a.sort_by_cached_key(crate::config::emit::value);
@@ -192,6 +199,25 @@ pub fn normal(doc: &SectionDoc, e: &Entry) -> Entry {
         }
     }
     out
+}
+
+/// A NAT pool's `A-B` as its addresses one by one (as `save` writes them); anything else,
+/// or a range over 65536 addresses, as it is.
+fn expand(v: &Value) -> Vec<Value> {
+    let range = v
+        .as_str()
+        .and_then(|s| s.split_once('-'))
+        .and_then(|(a, b)| {
+            let a: u32 = a.trim().parse::<std::net::Ipv4Addr>().ok()?.into();
+            let b: u32 = b.trim().parse::<std::net::Ipv4Addr>().ok()?.into();
+            (a <= b && b - a < 65536).then_some(a..=b)
+        });
+    match range {
+        Some(r) => r
+            .map(|n| Value::String(std::net::Ipv4Addr::from(n).to_string()))
+            .collect(),
+        None => vec![v.clone()],
+    }
 }
 
 /// A documented default that is a TOML value as written (`true`, `0`, `"up"`), maybe with
@@ -277,6 +303,21 @@ mod tests {
         let d = section_changes("nat44-static", &[a], &[c], &[]);
         assert_eq!(d.len(), 2);
         assert_eq!((d[0].kind(), d[1].kind()), ("removed", "added"));
+    }
+
+    #[test]
+    fn a_nat_pool_range_is_its_addresses() {
+        let d = doc("nat44");
+        let a = normal(
+            d,
+            &entry("addresses = [\"198.51.100.9\", \"198.51.100.7-198.51.100.8\"]"),
+        );
+        let b = normal(
+            d,
+            &entry("addresses = [\"198.51.100.7\", \"198.51.100.8\", \"198.51.100.9\"]"),
+        );
+        assert!(same(&a, &b), "{a:?} {b:?}");
+        assert!(section_changes("nat44", &[a], &[b], &[]).is_empty());
     }
 
     #[test]
