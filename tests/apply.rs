@@ -269,6 +269,20 @@ fn edit(text: &str, from: &str, to: &str) -> String {
 fn apply_changes_only_what_differs_and_rolls_back_a_failure() {
     let dir = tmpdir("change");
     let cfg = config(&dir);
+    // Traffic through a path the apply does not touch: p4 replays its capture forever into
+    // the cross-connect to p5 (written to /dev/null).
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    let text = edit(
+        &text,
+        &format!("tx-file = \"{}/p4.pcap\"", dir.display()),
+        &format!("rx-file = \"{}/in.pcap\"\nloop = true", dir.display()),
+    );
+    let text = edit(
+        &text,
+        &format!("tx-file = \"{}/p5.pcap\"", dir.display()),
+        "tx-file = \"/dev/null\"",
+    );
+    std::fs::write(&cfg, text).unwrap();
     let sock = dir.join("cli.sock");
     let _d = Daemon::start_here(&cfg, &sock);
     for c in CHANGES {
@@ -350,8 +364,20 @@ fn apply_changes_only_what_differs_and_rolls_back_a_failure() {
         ],
         "{d}"
     );
+    let p5 = |key: &str| -> u64 {
+        let v = ctl_json(&sock, "show interface p5");
+        let v = if v.is_array() { v[0].clone() } else { v };
+        v[key].as_u64().unwrap()
+    };
+    let sent = p5("tx_packets");
     let out = ctl(&sock, &format!("apply {}", file.display())).unwrap();
     assert!(out.contains("applied:\n"), "{out}");
+    // The untouched path kept forwarding through the apply, and keeps on after it, with no
+    // error.
+    let through = p5("tx_packets");
+    assert!(through > sent, "p5 sent {sent}, then {through}");
+    wait_for(|| p5("tx_packets") > through, "p5 to go on sending");
+    assert_eq!((p5("drops"), p5("tx_errors")), (0, 0));
     let after = snapshot(&sock);
     let mut differ = Vec::new();
     for ((c, a), (_, b)) in before.iter().zip(&after) {
