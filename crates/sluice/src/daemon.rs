@@ -1,5 +1,6 @@
 //! `sluice run -c FILE.toml`: the dataplane daemon. Workers forward; the main thread serves
-//! the control socket until SIGINT or SIGTERM, then stops the metrics thread (when `[metrics]`
+//! the control socket until SIGINT or SIGTERM (SIGHUP applies the config file again, as
+//! `sluice ctl apply` does: `reload`), then stops the metrics thread (when `[metrics]`
 //! has one) and the workers and restores the interfaces it changed. Its options are the clap
 //! declarations of `RunArgs`. Under systemd (`Type=notify`) it sends `READY=1`, `WATCHDOG=1`
 //! while every worker passes its loop, and `STOPPING=1` (`sd_notify`); the watchdog
@@ -57,7 +58,7 @@ pub fn main(args: RunArgs) -> i32 {
         println!("{}: ok", file.display());
         return 0;
     }
-    match run(&cfg) {
+    match run(&cfg, &file) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("sluice: error: {e}");
@@ -66,7 +67,7 @@ pub fn main(args: RunArgs) -> i32 {
     }
 }
 
-fn run(cfg: &Config) -> Result<(), String> {
+fn run(cfg: &Config, file: &std::path::Path) -> Result<(), String> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())
@@ -119,8 +120,10 @@ fn run(cfg: &Config) -> Result<(), String> {
     }
     let mut control = Control::new(dp);
     control.started = cfg.written.clone();
+    let reload = Reload::spawn(file, socket.path())?;
     let control = socket.serve(control, &stop);
     eprintln!("sluice: stopping");
+    reload.stop();
     if let Some(n) = &notify {
         n.send("STOPPING=1");
     }
@@ -134,4 +137,43 @@ fn run(cfg: &Config) -> Result<(), String> {
         return Err("the watchdog stopped the daemon: a worker stalled (exit-on-stall)".into());
     }
     stopped
+}
+
+/// SIGHUP: `apply` of the start-up file through the control socket (so it waits its turn
+/// behind other clients' commands, under the same lock), the result logged.
+struct Reload {
+    handle: signal_hook::iterator::Handle,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Reload {
+    fn spawn(file: &std::path::Path, socket: &std::path::Path) -> Result<Reload, String> {
+        let file = std::path::absolute(file)
+            .map_err(|e| format!("{}: {e}", file.display()))?
+            .display()
+            .to_string();
+        let socket = socket.to_path_buf();
+        let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGHUP])
+            .map_err(|e| format!("cannot handle SIGHUP: {e}"))?;
+        let handle = signals.handle();
+        let thread = std::thread::Builder::new()
+            .name("sluice-reload".into())
+            .spawn(move || {
+                for _ in signals.forever() {
+                    eprintln!("sluice: SIGHUP: applying {file}");
+                    let line = format!("apply {file}");
+                    match crate::control::client::run_command(&socket, &line) {
+                        Ok(_) => eprintln!("sluice: SIGHUP: {file} applied"),
+                        Err(e) => eprintln!("sluice: SIGHUP: {file} not applied: {e}"),
+                    }
+                }
+            })
+            .map_err(|e| format!("cannot start the SIGHUP thread: {e}"))?;
+        Ok(Reload { handle, thread })
+    }
+
+    fn stop(self) {
+        self.handle.close();
+        let _ = self.thread.join();
+    }
 }

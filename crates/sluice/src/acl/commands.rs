@@ -23,6 +23,15 @@ pub const COMMANDS: &[Command] = &[
         run: acl_add,
     },
     Command {
+        words: &["acl", "set"],
+        syntax: "<NAME> <RULE> [, <RULE> ...]",
+        help: "replace the rules of ACL NAME, making it if new (rules as for acl add); the \
+               interfaces it checks switch to the new rules at once",
+        example: "acl set edge deny src 198.18.0.7/32, permit",
+        args: &[Arg::Value("NAME"), Arg::Rest],
+        run: acl_set,
+    },
+    Command {
         words: &["acl", "del|delete"],
         syntax: "<NAME>",
         help: "delete ACL NAME (refused while an interface uses it)",
@@ -75,6 +84,16 @@ fn acl_add(c: &mut Control, a: &Args) -> Result<Output, String> {
     }
     let rules = parse_rules(&text)?;
     lock(c).add(a.value("NAME"), rules)?;
+    Output::done()
+}
+
+fn acl_set(c: &mut Control, a: &Args) -> Result<Output, String> {
+    let text = a.rest().join(" ");
+    if text.trim().is_empty() {
+        return Err("acl set NAME RULE [, RULE ...]: no rule given".into());
+    }
+    let rules = parse_rules(&text)?;
+    lock(c).replace(a.value("NAME"), rules)?;
     Output::done()
 }
 

@@ -136,6 +136,16 @@ impl AclControl {
     /// Appends `rules` (text, parsed) to list `name`, making it if new. A list in use is
     /// recompiled and republished; its hit counters start again from zero.
     pub fn add(&mut self, name: &str, rules: Vec<(String, Rule)>) -> Result<(), String> {
+        self.put(name, rules, true)
+    }
+
+    /// Replaces the rules of list `name` with `rules`, making it if new (`ctl apply` of a
+    /// changed [[acl]]): the interfaces using it switch to the new rules in one publish.
+    pub fn replace(&mut self, name: &str, rules: Vec<(String, Rule)>) -> Result<(), String> {
+        self.put(name, rules, false)
+    }
+
+    fn put(&mut self, name: &str, rules: Vec<(String, Rule)>, append: bool) -> Result<(), String> {
         check_name(name)?;
         if rules.is_empty() {
             return Err("no rule given".into());
@@ -146,6 +156,7 @@ impl AclControl {
         let (mut texts, mut all) = self
             .lists
             .get(name)
+            .filter(|_| append)
             .map(|l| (l.texts.clone(), l.rules.clone()))
             .unwrap_or_default();
         if all.len() + rules.len() > MAX_RULES {
@@ -430,6 +441,21 @@ mod tests {
         let r = &c.report(Some("a")).unwrap()[0];
         assert!(r.rules.iter().all(|(_, h)| *h == 0));
         assert_eq!(r.rules.len(), 3);
+    }
+
+    #[test]
+    fn replace_swaps_the_rules_of_a_list_in_use() {
+        let mut c = control();
+        c.replace("a", parse_rules("deny proto icmp, permit").unwrap())
+            .unwrap();
+        c.set_input(0, Some("a")).unwrap();
+        c.replace("a", parse_rules("permit ipv6").unwrap()).unwrap();
+        let r = &c.report(Some("a")).unwrap()[0];
+        assert_eq!(r.rules, vec![("permit ipv6".to_string(), 0)]);
+        assert_eq!(r.input, vec![0]);
+        let view = c.filters().acls.load();
+        assert_eq!(view.input[0].as_ref().unwrap().classifier.rules().len(), 1);
+        assert!(c.replace("a", Vec::new()).is_err());
     }
 
     #[test]

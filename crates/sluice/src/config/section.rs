@@ -23,6 +23,12 @@ pub trait Section: Sync {
     /// Its entries as the running dataplane holds them now (`sluice ctl save`); none
     /// leaves the section out of the file.
     fn save(&self, st: &State) -> Result<Vec<Entry>, String>;
+
+    /// Whether the CLI can change it (`ctl apply` refuses a file that changes one that
+    /// cannot).
+    fn live(&self) -> bool {
+        true
+    }
 }
 
 /// A section the CLI cannot change: saved as the start-up file had it (left out when it had
@@ -36,6 +42,10 @@ impl Section for AsStarted {
 
     fn save(&self, st: &State) -> Result<Vec<Entry>, String> {
         Ok(st.as_started(self.0))
+    }
+
+    fn live(&self) -> bool {
+        false
     }
 }
 

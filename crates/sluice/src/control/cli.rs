@@ -137,6 +137,7 @@ pub const AREAS: &[(&str, &[Command])] = &[
     ("NAT44", crate::nat44::commands::COMMANDS),
     ("Linux control plane (lcp)", crate::lcp::commands::COMMANDS),
     ("Saving the configuration", super::save::COMMANDS),
+    ("Applying a configuration", super::apply::COMMANDS),
 ];
 
 pub(super) fn commands() -> impl Iterator<Item = &'static Command> {

@@ -83,7 +83,7 @@ pub struct State<'a> {
 }
 
 impl State<'_> {
-    fn gather(c: &Control) -> State<'_> {
+    pub fn gather(c: &Control) -> State<'_> {
         let names =
             c.dp.interfaces
                 .list
