@@ -223,6 +223,7 @@ fn run_once(path: Path, packets: u64) -> Run {
             macs,
             next_mac: 0,
         }),
+        offload: false,
     };
     let parts = GraphParts {
         interfaces,

@@ -293,6 +293,7 @@ impl Ports {
                 copy_mode: None,
                 ring_size: af_xdp::DEFAULT_RING_SIZE,
                 busy_poll: 0,
+                fast_path: false,
             },
             &pool,
         )

@@ -15,6 +15,10 @@ pub const FLAG_TO_WORKER: u8 = 1 << 3;
 /// Buffer flag: nat44-in found this packet's session (its index in `aux`) and left the
 /// translation, of its source alone, to nat44-out, which then need not look it up again.
 pub const FLAG_NAT_HINT: u8 = 1 << 4;
+/// Buffer flag: every node this packet crossed can be done by the XDP fast path, so its flow
+/// may be offloaded (drivers::af_xdp::fastpath); set by an input node of an interface with
+/// the fast path on, cleared by every node not declared offload-safe.
+pub const FLAG_OFFLOAD: u8 = 1 << 5;
 /// Where the L3 header of a packet without VLAN tags starts: after the 14-byte Ethernet
 /// header. A fresh buffer's `l3_offset`, so the packets the router builds itself need not set
 /// it.

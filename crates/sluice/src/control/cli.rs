@@ -138,6 +138,10 @@ pub const AREAS: &[(&str, &[Command])] = &[
     ("Linux control plane (lcp)", crate::lcp::commands::COMMANDS),
     ("Saving the configuration", super::save::COMMANDS),
     ("Applying a configuration", super::apply::COMMANDS),
+    (
+        "XDP fast path",
+        crate::drivers::af_xdp::fastpath::commands::COMMANDS,
+    ),
 ];
 
 pub(super) fn commands() -> impl Iterator<Item = &'static Command> {

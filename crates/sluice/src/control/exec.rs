@@ -48,7 +48,9 @@ impl Control {
     /// Parse and carry out one command line.
     pub fn handle_line(&mut self, line: &str) -> Result<Reply, String> {
         let req = cli::parse(line)?;
-        Ok(match (req.command.run)(self, &req.args)? {
+        let out = (req.command.run)(self, &req.args);
+        after_command(req.command);
+        Ok(match out? {
             Output::Shown(_, v) if req.json => Reply::Json(v),
             Output::Shown(t, _) | Output::Text(t) => Reply::Text(t),
         })
@@ -70,5 +72,13 @@ impl Control {
             Some(n) => Ok(vec![self.interface(n)?.clone()]),
             None => Ok(self.dp.interfaces.live().cloned().collect()),
         }
+    }
+}
+
+/// After a command ran (or failed half way): one that may have changed what the graph
+/// decides makes every flow the XDP fast path holds stale, once the change is published.
+pub fn after_command(command: &cli::Command) {
+    if !matches!(command.words.first(), Some(&"show") | Some(&"help")) {
+        crate::drivers::af_xdp::fastpath::bump();
     }
 }

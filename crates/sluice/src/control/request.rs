@@ -380,7 +380,9 @@ pub fn answer(control: &mut Control, line: &str) -> Value {
         Ok(p) => p,
         Err(e) => return error_reply(&e),
     };
-    match (command.run)(control, &args) {
+    let out = (command.run)(control, &args);
+    super::exec::after_command(command);
+    match out {
         Ok(Output::Shown(text, v)) => json!({"ok": true, "code": "ok", "text": text, "json": v}),
         Ok(Output::Text(text)) => json!({"ok": true, "code": "ok", "text": text}),
         Err(message) => error_reply(&Error {

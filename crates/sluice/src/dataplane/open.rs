@@ -45,6 +45,7 @@ pub(super) fn open_interface(
             copy_mode: d.copy_mode,
             ring_size: d.ring_size,
             busy_poll: d.busy_poll,
+            fast_path: d.fast_path,
         };
         af_xdp::open(&xdp, pool)
     };
@@ -113,6 +114,14 @@ pub(super) fn open_interface(
     interface.tx_queues = ports.tx.len();
     interface.details = ports.details.clone();
     interface.live = ports.live.clone();
+    if let Driver::AfXdp(d) = &cfg.driver {
+        if d.fast_path {
+            let ifindex = crate::drivers::host_device::index_if_up(&d.host)
+                .map_err(|e| format!("interface {name}: {e}"))?;
+            let fp = crate::drivers::af_xdp::fastpath::shared()?;
+            interface.fast_path = Some(fp.register(ifindex, name)?);
+        }
+    }
     interface.set_up(cfg.up);
     Ok((Opened { interface, ports }, progress))
 }

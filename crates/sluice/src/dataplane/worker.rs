@@ -114,7 +114,10 @@ pub(super) fn spawn_workers(
             (inputs, txs),
             parts.min_frame,
         );
-        let graph = Graph::build(decls, w)?;
+        let mut graph = Graph::build(decls, w)?;
+        if let Some(fp) = crate::nodes::graph::fast_path(&parts.interfaces) {
+            graph.arm_offload(fp.epoch.clone());
+        }
         let shared = graph.shared().clone();
         let cpu = parts.cores.as_ref().map(|c| c[w]);
         let tid = Arc::new(AtomicI32::new(0));

@@ -71,6 +71,9 @@ impl EthernetInput {
                 min_frame,
             },
         )
+        // The XDP fast path sends short and tagged frames here, and passes the others on
+        // as the cross-connect does (drivers::af_xdp::fastpath::program).
+        .offload_safe()
     }
 
     /// Read the Ethernet header and VLAN tags; `Err` names the drop reason.

@@ -12,12 +12,12 @@ pub mod frame;
 pub mod names;
 pub mod trace;
 
-use crate::buffer::WorkerBuffers;
+use crate::buffer::{WorkerBuffers, FLAG_OFFLOAD};
 use crate::sys::tsc;
 use counter::{CacheAligned, Counter};
 use frame::Frame;
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use trace::{TraceShared, Tracer};
 
@@ -97,6 +97,9 @@ pub struct NodeDecl {
     /// Error counters by human-readable reason; a node's error enum indexes this list.
     pub errors: Vec<&'static str>,
     pub node: Box<dyn Node>,
+    /// Whether what this node does to a packet can be done by the XDP fast path (see
+    /// `offload_safe`); a node that does not say so takes its packets off the fast path.
+    pub offload: bool,
 }
 
 impl NodeDecl {
@@ -115,7 +118,16 @@ impl NodeDecl {
             next: next.iter().map(|s| s.to_string()).collect(),
             errors: errors.to_vec(),
             node: Box::new(node),
+            offload: false,
         }
+    }
+
+    /// This node's work on a packet can be done by the XDP fast path: packets it handles
+    /// keep `FLAG_OFFLOAD` (drivers::af_xdp::fastpath). Every other node clears it, so an
+    /// unknown feature means no.
+    pub fn offload_safe(mut self) -> NodeDecl {
+        self.offload = true;
+        self
     }
 
     /// An internal node (neither a device's input nor an output): most of the graph.
@@ -169,6 +181,8 @@ struct NodeSlot {
     node: Box<dyn Node>,
     /// Next slot → global node index.
     nexts: Box<[u32]>,
+    /// Takes the packets it handles off the XDP fast path (`NodeDecl::offload`).
+    clears_offload: bool,
 }
 
 /// Frames waiting to run, in the order they became pending.
@@ -239,6 +253,9 @@ pub struct NodeCx<'a> {
     node_index: usize,
     /// Index of the worker running this graph.
     pub thread: usize,
+    /// The XDP fast path's epoch as read before this pass received anything (0 without a
+    /// fast path): what a decision made in the pass is valid for.
+    pub pass_epoch: u32,
 }
 
 impl NodeCx<'_> {
@@ -290,6 +307,12 @@ pub struct Graph {
     tracer: Tracer,
     shared: Arc<GraphShared>,
     thread: usize,
+    /// Some interface has the XDP fast path: nodes that are not offload-safe clear
+    /// `FLAG_OFFLOAD` on their packets (no cost when none has).
+    offload_armed: bool,
+    /// The fast path's epoch, read at the start of each pass into `pass_epoch`.
+    offload_epoch: Option<Arc<AtomicU32>>,
+    pass_epoch: u32,
 }
 
 impl Graph {
@@ -329,6 +352,7 @@ impl Graph {
             nodes.push(NodeSlot {
                 node: d.node,
                 nexts: nexts.into_boxed_slice(),
+                clears_offload: !d.offload,
             });
         }
         let inputs = (0..nodes.len())
@@ -360,7 +384,17 @@ impl Graph {
             pollers,
             shared,
             thread,
+            offload_armed: false,
+            offload_epoch: None,
+            pass_epoch: 0,
         })
+    }
+
+    /// Packets may carry `FLAG_OFFLOAD` (an interface has the XDP fast path on), and what
+    /// is decided is valid for the epoch `epoch` holds at the start of the pass.
+    pub fn arm_offload(&mut self, epoch: Arc<AtomicU32>) {
+        self.offload_armed = true;
+        self.offload_epoch = Some(epoch);
     }
 
     pub fn shared(&self) -> &Arc<GraphShared> {
@@ -389,9 +423,17 @@ impl Graph {
             node_name: &self.shared.names[index],
             node_index: index,
             thread: self.thread,
+            pass_epoch: self.pass_epoch,
         };
         let n = match frame {
-            Some(frame) => slot.node.process(&mut cx, frame),
+            Some(frame) => {
+                if self.offload_armed && slot.clears_offload {
+                    for &bi in frame {
+                        cx.bufs.meta_mut(bi).flags &= !FLAG_OFFLOAD;
+                    }
+                }
+                slot.node.process(&mut cx, frame)
+            }
             None => {
                 let n = slot.node.poll(&mut cx);
                 if n == 0 {
@@ -411,6 +453,11 @@ impl Graph {
     /// Returns how many packets the input nodes took in.
     pub fn run_once(&mut self, bufs: &mut WorkerBuffers) -> usize {
         let pass_start = tsc::now();
+        if let Some(e) = &self.offload_epoch {
+            // Read before anything is received: the control plane publishes a change, then
+            // bumps the epoch, so what this pass decides under an epoch saw its changes.
+            self.pass_epoch = e.load(Ordering::SeqCst);
+        }
         self.tracer.begin_pass();
         let mut received = 0;
         for k in 0..self.inputs.len() {
@@ -509,6 +556,7 @@ mod tests {
             next: next.iter().map(|s| s.to_string()).collect(),
             errors: vec!["odd packet"],
             node,
+            offload: false,
         }
     }
 

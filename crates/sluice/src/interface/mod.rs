@@ -73,6 +73,8 @@ pub struct Interface {
     deleted: AtomicBool,
     /// The driver's view of the link, when it has one that changes.
     pub live: Option<Arc<dyn crate::drivers::LiveStatus>>,
+    /// The XDP fast path's slot for this interface, when it has the fast path on.
+    pub fast_path: Option<crate::drivers::af_xdp::fastpath::Port>,
     /// One set per thread: workers first, the main thread last.
     counters: Box<[CacheAligned<IfCounters>]>,
     baseline: std::sync::Mutex<IfTotals>,
@@ -92,6 +94,7 @@ impl Interface {
             admin_up: AtomicBool::new(false),
             deleted: AtomicBool::new(false),
             live: None,
+            fast_path: None,
             counters: (0..threads).map(|_| CacheAligned::default()).collect(),
             baseline: Default::default(),
         }
@@ -176,7 +179,23 @@ impl Interface {
             t.tx_peer_full += c.tx_peer_full.get();
             t.rx_miss += c.rx_miss.get();
         }
+        // What the XDP fast path forwarded never reached a worker: counted in the kernel.
+        if let Some(c) = self.fast_path_counts() {
+            t.rx_packets += c.rx_packets;
+            t.rx_bytes += c.rx_bytes;
+            t.tx_packets += c.tx_packets;
+            t.tx_bytes += c.tx_bytes;
+        }
         t
+    }
+
+    /// The XDP fast path's counters of this interface, when it has the fast path on.
+    pub fn fast_path_counts(
+        &self,
+    ) -> Option<crate::drivers::af_xdp::fastpath::maps::InterfaceCounts> {
+        let port = self.fast_path?;
+        let fp = crate::drivers::af_xdp::fastpath::active()?;
+        Some(fp.counts(port))
     }
 
     /// Counters since the last `clear interfaces`.

@@ -97,7 +97,11 @@ pub fn graph_nodes(
         acl::AclIn::decl_output(true, filters.clone()),
         ip6::local::Ip6Local::decl(view.clone()),
         ip6::icmp_error::Icmp6Error::decl(view),
-        interface_output::InterfaceOutput::decl(interfaces.clone(), subifs.clone()),
+        interface_output::InterfaceOutput::decl_offloading(
+            interfaces.clone(),
+            subifs.clone(),
+            fast_path(&interfaces),
+        ),
     ]);
     for (itf, queue) in interfaces.iter().zip(txs) {
         decls.push(tx::TxNode::decl_captured(
@@ -110,6 +114,17 @@ pub fn graph_nodes(
         interfaces, subifs, capture,
     ));
     decls
+}
+
+/// The XDP fast path, if an interface has it on.
+pub fn fast_path(
+    interfaces: &[Arc<crate::interface::Interface>],
+) -> Option<Arc<crate::drivers::af_xdp::fastpath::FastPath>> {
+    if interfaces.iter().any(|i| i.fast_path.is_some()) {
+        crate::drivers::af_xdp::fastpath::active()
+    } else {
+        None
+    }
 }
 
 #[cfg(test)]

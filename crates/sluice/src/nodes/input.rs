@@ -1,6 +1,7 @@
 //! A driver's input node (`af-packet-input`, `af-xdp-input`, `pcap-input`): polls every rx queue of that
 //! driver placed on this worker and hands the packets to ethernet-input.
 
+use crate::buffer::FLAG_OFFLOAD;
 use crate::dataplane::pcap_trace::{self, PcapTrace};
 use crate::dataplane::placement::RxPlacement;
 use crate::dataplane::queues::SharedQueueCounters;
@@ -104,6 +105,7 @@ impl InputNode {
                 capture,
             },
         )
+        .offload_safe()
     }
 }
 
@@ -146,8 +148,21 @@ impl Node for InputNode {
             q.counters.0.packets.add(r.packets as u64);
             q.counters.0.bytes.add(r.bytes);
             let pkts = &self.burst[..r.packets];
+            // The XDP fast path may take this flow over unless the packets are watched.
+            let offload = q.interface.fast_path.is_some()
+                && !cx.tracing()
+                && !self
+                    .capture
+                    .as_ref()
+                    .is_some_and(|t| t.any(pcap_trace::RX | pcap_trace::TX | pcap_trace::DROP));
             for &bi in pkts {
-                cx.bufs.meta_mut(bi).rx_if = q.interface.index;
+                let m = cx.bufs.meta_mut(bi);
+                m.rx_if = q.interface.index;
+                m.flags = if offload {
+                    m.flags | FLAG_OFFLOAD
+                } else {
+                    m.flags & !FLAG_OFFLOAD
+                };
             }
             if cx.tracing() {
                 for &bi in pkts {

@@ -3,6 +3,9 @@
 //! sub-interface is counted there, gets the sub-interface's VLAN tags and leaves by the
 //! parent's tx node.
 
+use crate::buffer::FLAG_OFFLOAD;
+use crate::drivers::af_xdp::fastpath::offer::Offerer;
+use crate::drivers::af_xdp::fastpath::FastPath;
 use crate::graph::names::error_counters;
 use crate::graph::{traced_loop_nodes, NodeCx, NodeDecl, TracedLoop};
 use crate::interface::Interface;
@@ -24,10 +27,21 @@ error_counters! {
 pub struct InterfaceOutput {
     interfaces: Vec<Arc<Interface>>,
     subifs: SharedSubIfs,
+    /// The XDP fast path, when an interface has it: flows offered for offload.
+    offload: Option<Offerer>,
 }
 
 impl InterfaceOutput {
     pub fn decl(interfaces: Vec<Arc<Interface>>, subifs: SharedSubIfs) -> NodeDecl {
+        Self::decl_offloading(interfaces, subifs, None)
+    }
+
+    /// The same, offering the flows of packets still marked `FLAG_OFFLOAD` to `fast_path`.
+    pub fn decl_offloading(
+        interfaces: Vec<Arc<Interface>>,
+        subifs: SharedSubIfs,
+        fast_path: Option<Arc<FastPath>>,
+    ) -> NodeDecl {
         let mut next: Vec<String> = interfaces
             .iter()
             .map(|i| super::tx_node_name(&i.name))
@@ -35,8 +49,14 @@ impl InterfaceOutput {
         next.push(super::error_drop::NAME.to_string());
         // After the drop: what a BVI sends goes into its bridge domain.
         next.push(crate::l2::nodes::fwd::NAME.to_string());
-        let node = InterfaceOutput { interfaces, subifs };
-        NodeDecl::internal(NAME, &[], &Error::REASONS, node).with_next(next)
+        let node = InterfaceOutput {
+            interfaces,
+            subifs,
+            offload: fast_path.map(Offerer::new),
+        };
+        NodeDecl::internal(NAME, &[], &Error::REASONS, node)
+            .with_next(next)
+            .offload_safe()
     }
 }
 
@@ -68,6 +88,7 @@ impl TracedLoop for InterfaceOutput {
                 cx.enqueue(drop + 1, bi);
                 continue;
             }
+            let via_subif = subifs.get(tx as u32).is_some();
             if let Some(sub) = subifs.get(tx as u32) {
                 let verdict = if !sub.interface.is_up() {
                     Err(Error::InterfaceDown)
@@ -95,7 +116,19 @@ impl TracedLoop for InterfaceOutput {
                 tx = sub.parent as usize;
             }
             let next = match self.interfaces.get(tx) {
-                Some(i) if i.is_up() => tx,
+                Some(i) if i.is_up() => {
+                    let meta = cx.bufs.meta(bi);
+                    if let Some(o) = &mut self.offload {
+                        // Marked: every node it crossed can be done in XDP. No adjacency
+                        // and no tags pushed here: a cross-connect.
+                        if meta.flags & FLAG_OFFLOAD != 0 && meta.adj == u32::MAX && !via_subif {
+                            if let Some(rx) = self.interfaces.get(meta.rx_if as usize) {
+                                o.cross_connect(rx, i, cx.pass_epoch);
+                            }
+                        }
+                    }
+                    tx
+                }
                 Some(_) => {
                     cx.count_error(Error::InterfaceDown as usize, 1);
                     drop

@@ -298,6 +298,7 @@ impl Harness {
             next: vec![under_test],
             errors: vec![],
             node: Box::new(Feed { packets }),
+            offload: false,
         }];
         let nexts = decl.next.clone();
         decls.push(decl);
@@ -312,6 +313,7 @@ impl Harness {
                     seen: seen.clone(),
                     captured: captured.clone(),
                 }),
+                offload: false,
             });
         }
         (decls, seen)

@@ -47,6 +47,7 @@ impl TxNode {
                 capture,
             },
         )
+        .offload_safe()
     }
 }
 

@@ -3,7 +3,9 @@
 //! makes `DutKind` of them, and `--dut`'s parsing, its "known:" error and every predicate
 //! read the specs. Adding a DUT is its file and one line of that list.
 
-use super::{linux, linux_nat, sluice, sluice_dpdk, sluice_nat, testpmd, vpp, LabAcl, RunningDut};
+use super::{
+    linux, linux_nat, sluice, sluice_dpdk, sluice_nat, sluice_xdp, testpmd, vpp, LabAcl, RunningDut,
+};
 use crate::gen::frame::Family;
 use crate::gen::port::Io;
 use crate::lab::table::TableFiles;
@@ -108,6 +110,7 @@ dut_kinds! {
     Sluice => sluice::XCONNECT_DUT,
     SluiceAfXdp => sluice::AF_XDP_DUT,
     SluiceAfPacket => sluice::AF_PACKET_DUT,
+    SluiceXdp => sluice_xdp::XDP_FAST_PATH_DUT,
     SluiceBridge => sluice::BRIDGE_DUT,
     SluiceDpdk => sluice_dpdk::DPDK_DUT,
     LinuxBridge => linux::BRIDGE_DUT,

@@ -13,6 +13,7 @@ pub mod linux_nat;
 pub mod sluice;
 pub mod sluice_dpdk;
 pub mod sluice_nat;
+pub mod sluice_xdp;
 pub mod testpmd;
 pub mod vpp;
 

@@ -397,6 +397,10 @@ pub fn sluice_config(
     socket: &std::path::Path,
 ) -> String {
     let main_core = if dut_cpu == 0 { 1 } else { 0 };
+    let (driver, fast_path) = match driver {
+        super::sluice_xdp::FAST_PATH => ("af_xdp", "fast-path = \"on\"\n"),
+        d => (d, ""),
+    };
     // memif ports listen where the generator connects; the others attach to the veths.
     let port = |k: usize| match io {
         Io::Memif => format!(
@@ -407,7 +411,7 @@ pub fn sluice_config(
         Io::DpdkNull => format!("devargs = \"net_null{k}\"\n"),
         _ if driver == "dpdk" => format!("devargs = \"net_af_packet{k},iface=d{k}\"\n"),
         // No MTU: the port keeps the veth's, which the lab set for this run.
-        _ => format!("host = \"d{k}\"\n"),
+        _ => format!("host = \"d{k}\"\n{fast_path}"),
     };
     let (extra0, extra1, tail) = match how {
         Forwarding::Xconnect(vlans) => {

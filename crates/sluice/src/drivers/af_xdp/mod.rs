@@ -52,6 +52,8 @@ pub struct AfXdpConfig {
     pub ring_size: u32,
     /// Microseconds of preferred busy polling per receive call (0: off).
     pub busy_poll: u32,
+    /// The XDP fast path (`fastpath`): offloaded flows forwarded in the kernel.
+    pub fast_path: bool,
 }
 
 pub const DEFAULT_RING_SIZE: u32 = 2048;
@@ -380,7 +382,11 @@ pub fn open(cfg: &AfXdpConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
     // and new sockets over a UMEM whose buffers the old rings still hold.
     let link = Arc::new(HostLink::new(host, ifindex, None));
     let queues = device_queues(host);
-    let attachment = program::attach(ifindex, host, queues, cfg.xdp_mode)?;
+    let fast_path = match cfg.fast_path {
+        true => Some(fastpath::shared()?),
+        false => None,
+    };
+    let attachment = program::attach(ifindex, host, queues, cfg.xdp_mode, fast_path.as_deref())?;
     if let Some(note) = &attachment.replaced {
         eprintln!("sluice: interface '{host}': {note}");
     }

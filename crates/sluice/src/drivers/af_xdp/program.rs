@@ -110,15 +110,22 @@ fn clear_leftover(ifindex: u32, host: &str) -> Result<Option<String>, String> {
 
 /// Load the program with an XSKMAP of `queues` entries and attach it to `ifindex`:
 /// in `force` mode, or native first and generic when the driver has no native XDP.
+/// With `fast_path`, the program is the fast path's (fastpath::program), which sends the
+/// frames of offloaded flows on in the kernel and the rest to the sockets.
 pub fn attach(
     ifindex: u32,
     host: &str,
     queues: u32,
     force: Option<XdpMode>,
+    fast_path: Option<&super::fastpath::FastPath>,
 ) -> Result<Attachment, String> {
     let replaced = clear_leftover(ifindex, host)?;
     let map = map_create(MapKind::XskMap, 4, 4, queues.max(1))?;
-    let prog = load_xdp_program(&redirect_program(map.raw_fd()), PROGRAM_NAME)?;
+    let insns = match fast_path {
+        Some(fp) => super::fastpath::program::fast_path_program(&fp.maps, map.raw_fd())?,
+        None => redirect_program(map.raw_fd()),
+    };
+    let prog = load_xdp_program(&insns, PROGRAM_NAME)?;
     let modes: &[XdpMode] = match force {
         Some(XdpMode::Native) => &[XdpMode::Native],
         Some(XdpMode::Generic) => &[XdpMode::Generic],

@@ -70,6 +70,13 @@ pub(crate) const SECTION: SectionDoc = SectionDoc {
             example: "0",
         },
         Key {
+            name: "fast-path",
+            ty: "string",
+            default: "\"off\"",
+            doc: "af_xdp: on | off: flows the graph has decided (today cross-connects) are forwarded by sluice's XDP program in the kernel, without the trip through the socket (docs/xdp-fastpath.md)",
+            example: "\"off\"",
+        },
+        Key {
             name: "ring-size",
             ty: "integer",
             default: "512 (af_packet), 2048 (af_xdp), 1024 (memif)",
@@ -191,6 +198,8 @@ pub(crate) struct InterfaceKeys {
     pub(crate) socket_mode: Option<Spanned<String>>,
     /// af_xdp: microseconds of preferred busy polling per receive call (0: off).
     pub(crate) busy_poll: Option<Spanned<u32>>,
+    /// af_xdp: the XDP fast path on or off.
+    pub(crate) fast_path: Option<Spanned<String>>,
     /// af_packet: receive slots per queue; af_xdp, memif: entries of each ring.
     pub(crate) ring_size: Option<Spanned<u32>>,
     /// memif: the control socket's path.

@@ -27,7 +27,7 @@ pub struct L2Xconnect {
 
 impl L2Xconnect {
     pub fn decl(modes: SharedL2Modes) -> NodeDecl {
-        NodeDecl::internal(NAME, &Next::NAMES, &Error::REASONS, L2Xconnect { modes })
+        NodeDecl::internal(NAME, &Next::NAMES, &Error::REASONS, L2Xconnect { modes }).offload_safe()
     }
 }
 

@@ -1,7 +1,260 @@
-//! The XDP fast path: flows the graph has decided are forwarded by sluice's XDP program in
-//! the kernel, without the trip through the AF_XDP socket (issue 39).
+//! The XDP fast path (issue 39): flows the graph has decided are forwarded by sluice's XDP
+//! program in the kernel, without the trip through the AF_XDP socket.
+//!
+//! How a flow gets there, and why it is never stale:
+//! - An input node marks the packets of an interface with `fast-path = "on"` with
+//!   `FLAG_OFFLOAD` (not while a trace or a pcap capture runs). Every graph node not declared
+//!   offload-safe clears the flag (`NodeDecl::offload_safe`), so only a packet that crossed
+//!   nothing but safe nodes reaches interface-output still marked; there the flow becomes a
+//!   candidate, with the epoch the worker read before its pass began.
+//! - The installer thread puts candidates into the `flows` map, at most `INSTALLS_PER_SEC` a
+//!   second and `MAX_FLOWS` in all, only if their epoch is still the current one.
+//! - Every control-plane change bumps the epoch (`bump`) after it is published to the
+//!   workers; an entry of an older epoch is a miss for the program, and the installer's sweep
+//!   removes stale entries and those idle for `IDLE`.
+//!
+//! Kinds offloaded today: cross-connects (every frame of the ingress interface goes out the
+//! egress interface unchanged).
 
+pub mod commands;
 pub mod maps;
+pub mod offer;
 pub mod program;
 #[cfg(test)]
 mod tests;
+
+use maps::{InterfaceCounts, Key, Maps, Value, MAX_SLOTS};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Offloaded flows at most.
+pub const MAX_FLOWS: u32 = 65536;
+/// Entries the installer adds a second at most.
+pub const INSTALLS_PER_SEC: u32 = 10_000;
+/// An entry no frame used for this long is removed.
+pub const IDLE: Duration = Duration::from_secs(30);
+/// Candidates waiting for the installer at most (more are dropped: offered again later).
+const QUEUE: usize = 1024;
+/// How often the installer looks at its queue, and sweeps.
+const TICK: Duration = Duration::from_millis(5);
+const SWEEP: Duration = Duration::from_secs(1);
+/// How long a worker waits before offering the same flow again in the same epoch.
+pub const REOFFER: Duration = Duration::from_millis(500);
+
+/// An interface with the fast path on: its devmap and counter slot, and its Linux ifindex.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Port {
+    pub slot: u16,
+    pub ifindex: u32,
+}
+
+/// A flow a worker offers for offload.
+#[derive(Clone, Copy, Debug)]
+pub struct Candidate {
+    pub key: Key,
+    pub value: Value,
+}
+
+/// What the installer did, for `show xdp flows` and the metrics.
+#[derive(Debug, Default)]
+pub struct InstallerStats {
+    pub installed: AtomicU64,
+    /// Candidates of an older epoch, refused.
+    pub stale: AtomicU64,
+    /// Refused: the table full or the install rate reached.
+    pub full: AtomicU64,
+    pub rate_limited: AtomicU64,
+    /// Entries the sweep removed: stale, idle.
+    pub swept_stale: AtomicU64,
+    pub swept_idle: AtomicU64,
+}
+
+pub struct FastPath {
+    pub maps: Maps,
+    /// The current epoch (the BPF `epoch` map holds the same); workers read it at the
+    /// start of each pass.
+    pub epoch: Arc<AtomicU32>,
+    /// Slot → (ifindex, name).
+    ports: Mutex<Vec<(u32, String)>>,
+    candidates: Mutex<Vec<Candidate>>,
+    pub stats: InstallerStats,
+}
+
+static SHARED: OnceLock<Result<Arc<FastPath>, String>> = OnceLock::new();
+
+/// The process's fast path: its maps made, and its installer started, on first use.
+pub fn shared() -> Result<Arc<FastPath>, String> {
+    SHARED
+        .get_or_init(|| {
+            let maps = Maps::create(MAX_FLOWS)?;
+            maps.set_epoch(1)?;
+            let fp = Arc::new(FastPath {
+                maps,
+                epoch: Arc::new(AtomicU32::new(1)),
+                ports: Mutex::new(Vec::new()),
+                candidates: Mutex::new(Vec::with_capacity(QUEUE)),
+                stats: InstallerStats::default(),
+            });
+            let installer = fp.clone();
+            std::thread::Builder::new()
+                .name("sluice_fastpath".into())
+                .spawn(move || installer.run())
+                .map_err(|e| format!("cannot start the fast path's installer: {e}"))?;
+            Ok(fp)
+        })
+        .clone()
+}
+
+/// The process's fast path if an interface has turned it on.
+pub fn active() -> Option<Arc<FastPath>> {
+    SHARED.get().and_then(|r| r.as_ref().ok().cloned())
+}
+
+/// Bump the epoch of the fast path, if there is one: every offloaded flow becomes a miss.
+pub fn bump() {
+    if let Some(fp) = active() {
+        fp.bump_epoch();
+    }
+}
+
+impl FastPath {
+    /// Give interface `ifindex` (`name`) a slot: its counters, and the devmap entry that
+    /// sends to it.
+    pub fn register(&self, ifindex: u32, name: &str) -> Result<Port, String> {
+        let mut ports = self.ports.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(slot) = ports.iter().position(|(i, _)| *i == ifindex) {
+            return Ok(Port {
+                slot: slot as u16,
+                ifindex,
+            });
+        }
+        if ports.len() as u32 >= MAX_SLOTS {
+            return Err(format!(
+                "the XDP fast path serves at most {MAX_SLOTS} interfaces"
+            ));
+        }
+        let slot = ports.len() as u32;
+        self.maps.set_egress(slot, ifindex)?;
+        ports.push((ifindex, name.to_string()));
+        Ok(Port {
+            slot: slot as u16,
+            ifindex,
+        })
+    }
+
+    pub fn epoch(&self) -> u32 {
+        self.epoch.load(Ordering::SeqCst)
+    }
+
+    pub fn bump_epoch(&self) {
+        let e = self.epoch.fetch_add(1, Ordering::SeqCst).wrapping_add(1);
+        if let Err(err) = self.maps.set_epoch(e) {
+            eprintln!("sluice: {err}");
+        }
+    }
+
+    /// A worker offers a flow; dropped when the queue is full or busy (offered again later).
+    pub fn offer(&self, c: Candidate) {
+        if let Ok(mut q) = self.candidates.try_lock() {
+            if q.len() < QUEUE {
+                q.push(c);
+            }
+        }
+    }
+
+    /// The name of the interface with Linux index `ifindex`, if it has the fast path.
+    pub fn port_name(&self, ifindex: u32) -> Option<String> {
+        let ports = self.ports.lock().unwrap_or_else(|p| p.into_inner());
+        ports
+            .iter()
+            .find(|(i, _)| *i == ifindex)
+            .map(|(_, n)| n.clone())
+    }
+
+    /// The name of the interface in devmap slot `slot`.
+    pub fn slot_name(&self, slot: u32) -> Option<String> {
+        let ports = self.ports.lock().unwrap_or_else(|p| p.into_inner());
+        ports.get(slot as usize).map(|(_, n)| n.clone())
+    }
+
+    pub fn counts(&self, port: Port) -> InterfaceCounts {
+        self.maps.interface_counts(port.slot as u32)
+    }
+
+    fn run(&self) {
+        let mut window = (Instant::now(), 0u32);
+        let mut last_sweep = Instant::now();
+        loop {
+            std::thread::sleep(TICK);
+            let batch =
+                std::mem::take(&mut *self.candidates.lock().unwrap_or_else(|p| p.into_inner()));
+            let mut seen: HashMap<Key, ()> = HashMap::new();
+            for c in batch {
+                if seen.insert(c.key, ()).is_some() {
+                    continue;
+                }
+                self.install(c, &mut window);
+            }
+            if last_sweep.elapsed() >= SWEEP {
+                last_sweep = Instant::now();
+                self.sweep();
+            }
+        }
+    }
+
+    fn install(&self, c: Candidate, window: &mut (Instant, u32)) {
+        let s = &self.stats;
+        if c.value.epoch != self.epoch() {
+            s.stale.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        if window.0.elapsed() >= Duration::from_secs(1) {
+            *window = (Instant::now(), 0);
+        }
+        if window.1 >= INSTALLS_PER_SEC {
+            s.rate_limited.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        window.1 += 1;
+        let value = Value {
+            last_ns: monotonic_ns(),
+            ..c.value
+        };
+        match self.maps.insert(&c.key, &value) {
+            Ok(()) => s.installed.fetch_add(1, Ordering::Relaxed),
+            // E2BIG: the table is full.
+            Err(_) => s.full.fetch_add(1, Ordering::Relaxed),
+        };
+    }
+
+    /// Remove the entries of an older epoch and those idle for `IDLE`.
+    fn sweep(&self) {
+        let now = monotonic_ns();
+        let epoch = self.epoch();
+        for (key, value) in self.maps.flows(MAX_FLOWS as usize) {
+            let counter = if value.epoch != epoch {
+                &self.stats.swept_stale
+            } else if now.saturating_sub(value.last_ns) > IDLE.as_nanos() as u64 {
+                &self.stats.swept_idle
+            } else {
+                continue;
+            };
+            if self.maps.remove(&key) {
+                counter.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: what the program's bpf_ktime_get_ns reads.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into `ts`, which lives across the call.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}

@@ -5,6 +5,8 @@
 //! In C it would read:
 //!
 //! ```text
+//! if (data + 60 > data_end || ethertype is 802.1Q or 802.1ad)
+//!                                { count(GRAPH); goto socket; }  // padding, tags: the graph's
 //! key = { .ifindex = ctx->ingress_ifindex, .kind = KIND_XCONNECT };
 //! v = lookup(flows, &key);
 //! if (!v)                        { count(MISS_NO_ENTRY); goto socket; }
@@ -36,14 +38,23 @@ pub enum Reason {
     NoEntry = 1,
     Stale = 2,
     NoEgress = 3,
+    Graph = 4,
 }
 
-pub const REASONS: [(Reason, &str); 4] = [
+pub const REASONS: [(Reason, &str); 5] = [
     (Reason::Hit, "forwarded in XDP"),
     (Reason::NoEntry, "no offloaded flow (to the socket)"),
     (Reason::Stale, "flow from an older epoch (to the socket)"),
     (Reason::NoEgress, "egress not in the devmap (to the socket)"),
+    (
+        Reason::Graph,
+        "shorter than 60 bytes or VLAN-tagged: for the graph (to the socket)",
+    ),
 ];
+
+/// Frames shorter than this go to the graph, which pads them (a switch passes short frames
+/// on padded, as ethernet-input does).
+pub const MIN_FRAME: i32 = 60;
 
 // The stack: the key at -24..0, the epoch and stats indices below it.
 const KEY_AT: i16 = -(KEY_LEN as i16);
@@ -86,6 +97,16 @@ pub fn fast_path_program(m: &Maps, xsks: i32) -> Result<Vec<Insn>, String> {
     use super::maps::value as v;
     let mut a = Asm::new();
     a.mov(R6, R1);
+    // What ethernet-input treats apart stays with the graph: short frames (padded there) and
+    // tagged ones (sub-interfaces, tag checks).
+    a.ldx(Size::W, R2, R6, 0) // data
+        .ldx(Size::W, R3, R6, 4) // data_end
+        .mov(R1, R2)
+        .alu_imm(Alu::Add, R1, MIN_FRAME)
+        .jmp(Cond::Gt, R1, R3, "graph")
+        .ldx(Size::H, R1, R2, 12) // the ethertype, in network order
+        .jmp_imm(Cond::Eq, R1, i32::from(u16::from_be(0x8100)), "graph")
+        .jmp_imm(Cond::Eq, R1, i32::from(u16::from_be(0x88a8)), "graph");
     // The key: zeroed, then the ingress interface and the kind.
     a.mov_imm(R1, 0);
     for off in (0..KEY_LEN as i16).step_by(8) {
@@ -131,6 +152,9 @@ pub fn fast_path_program(m: &Maps, xsks: i32) -> Result<Vec<Insn>, String> {
     a.ja("socket");
     a.label("stale");
     count(&mut a, m, Reason::Stale, "stale_counted");
+    a.ja("socket");
+    a.label("graph");
+    count(&mut a, m, Reason::Graph, "graph_counted");
     a.ja("socket");
     a.label("no_entry");
     count(&mut a, m, Reason::NoEntry, "no_entry_counted");

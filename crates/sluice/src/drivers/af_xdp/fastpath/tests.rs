@@ -22,15 +22,19 @@ fn setup() -> Option<(Maps, crate::sys::bpf::BpfMap, crate::sys::bpf::BpfFd)> {
 
 /// One run on a 60-byte frame received on lo's queue 0: the action.
 fn run(prog: &crate::sys::bpf::BpfFd) -> u32 {
-    let frame = [0x5au8; 60];
+    run_frame(prog, &[0x5au8; 60])
+}
+
+fn run_frame(prog: &crate::sys::bpf::BpfFd, frame: &[u8]) -> u32 {
+    let len = frame.len() as u32;
     let mut ctx = [0u8; 24];
-    ctx[4..8].copy_from_slice(&60u32.to_ne_bytes()); // data_end
+    ctx[4..8].copy_from_slice(&len.to_ne_bytes()); // data_end
     ctx[12..16].copy_from_slice(&LO.to_ne_bytes()); // ingress_ifindex
-    let mut out = [0u8; 60];
+    let mut out = vec![0u8; frame.len()];
     let (action, _) = prog_test_run_action(
         prog,
         TestRun {
-            data_in: &frame,
+            data_in: frame,
             data_out: Some(&mut out),
             ctx_in: Some(&ctx),
             repeat: 1,
@@ -70,6 +74,14 @@ fn each_action_and_miss_reason() {
     assert_eq!(run(&prog), XDP_REDIRECT as u32);
     assert_eq!(run(&prog), XDP_REDIRECT as u32);
     assert_eq!(reasons(&maps)[Reason::Hit as usize], 2);
+    // What the graph treats apart goes to it even so: a short frame, tagged frames.
+    assert_eq!(run_frame(&prog, &[0x5a; 59]), XDP_PASS as u32);
+    for tpid in [[0x81, 0x00], [0x88, 0xa8]] {
+        let mut tagged = [0x5au8; 64];
+        tagged[12..14].copy_from_slice(&tpid);
+        assert_eq!(run_frame(&prog, &tagged), XDP_PASS as u32);
+    }
+    assert_eq!(reasons(&maps)[Reason::Graph as usize], 3);
     let rx = maps.interface_counts(1);
     let tx = maps.interface_counts(2);
     assert_eq!((rx.rx_packets, rx.rx_bytes, rx.tx_packets), (2, 120, 0));

@@ -21,6 +21,8 @@ pub struct AfXdp {
     /// Microseconds of preferred busy polling per receive call; 0: the kernel's NAPI
     /// receives on its own.
     pub busy_poll: u32,
+    /// `fast-path = "on"`: offloaded flows forwarded by the XDP program.
+    pub fast_path: bool,
 }
 
 impl AfXdp {
@@ -51,7 +53,12 @@ impl AfXdp {
             )?,
             None => None,
         };
+        let fast_path = match &keys.fast_path {
+            Some(v) => c.one_of(v, "fast-path", &[("on", true), ("off", false)])?,
+            None => false,
+        };
         Ok(AfXdp {
+            fast_path,
             host: keys
                 .host
                 .clone()
@@ -102,6 +109,9 @@ pub(crate) fn refuse_keys(keys: &InterfaceKeys, c: &Checker<'_>) -> Result<(), C
     }
     if let Some(v) = &keys.busy_poll {
         return Err(c.err(v.span(), "busy-poll", "belongs to af_xdp interfaces".into()));
+    }
+    if let Some(v) = &keys.fast_path {
+        return Err(c.err(v.span(), "fast-path", "belongs to af_xdp interfaces".into()));
     }
     Ok(())
 }

@@ -1,0 +1,109 @@
+//! `show xdp flows`: the flows the XDP fast path forwards, its counters by reason and by
+//! interface, and what its installer did.
+
+use super::maps::KIND_XCONNECT;
+use super::program::REASONS;
+use super::{active, monotonic_ns, IDLE, INSTALLS_PER_SEC, MAX_FLOWS};
+use crate::control::cli::{Command, Output};
+use crate::control::exec::Control;
+use serde_json::json;
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+pub const COMMANDS: &[Command] = &[Command {
+    words: &["show", "xdp", "flows"],
+    syntax: "",
+    help: "the flows the XDP fast path forwards in the kernel (fast-path = \"on\"), its \
+           counters by reason and by interface, and its installer's",
+    example: "show xdp flows",
+    args: &[],
+    run: |c, _| Ok(show_flows(c)),
+}];
+
+fn show_flows(c: &Control) -> Output {
+    let Some(fp) = active() else {
+        return Output::Shown(
+            "the XDP fast path is off (no af_xdp interface has fast-path = \"on\")\n".into(),
+            json!({"enabled": false}),
+        );
+    };
+    let epoch = fp.epoch();
+    let now = monotonic_ns();
+    let mut t = String::new();
+    let mut flows = Vec::new();
+    let entries = fp.maps.flows(MAX_FLOWS as usize);
+    let _ = writeln!(
+        t,
+        "epoch {epoch}, {} flows (at most {MAX_FLOWS}; {INSTALLS_PER_SEC} installs/s; idle after {} s)",
+        entries.len(),
+        IDLE.as_secs()
+    );
+    let _ = writeln!(
+        t,
+        "{:<16}{:<12}{:<16}{:>8}{:>10}",
+        "Ingress", "Kind", "Egress", "Epoch", "Idle s"
+    );
+    for (k, v) in &entries {
+        let ingress = fp
+            .port_name(k.ifindex)
+            .unwrap_or_else(|| format!("ifindex {}", k.ifindex));
+        let egress = fp
+            .slot_name(v.out_slot)
+            .unwrap_or_else(|| format!("slot {}", v.out_slot));
+        let kind = if k.kind == KIND_XCONNECT {
+            "xconnect"
+        } else {
+            "?"
+        };
+        let idle = now.saturating_sub(v.last_ns) as f64 / 1e9;
+        let state = if v.epoch == epoch { "" } else { " (stale)" };
+        let _ = writeln!(
+            t,
+            "{ingress:<16}{kind:<12}{egress:<16}{:>8}{idle:>10.1}{state}",
+            v.epoch
+        );
+        flows.push(json!({
+            "ingress": ingress, "kind": kind, "egress": egress, "epoch": v.epoch,
+            "current": v.epoch == epoch, "idle_seconds": idle,
+        }));
+    }
+    let counts = fp.maps.reason_counts();
+    let mut reasons = serde_json::Map::new();
+    let _ = writeln!(t, "frames by reason:");
+    for ((_, what), n) in REASONS.iter().zip(&counts) {
+        let _ = writeln!(t, "  {n:>14}  {what}");
+        reasons.insert(what.to_string(), json!(n));
+    }
+    let mut interfaces = Vec::new();
+    let _ = writeln!(t, "forwarded in XDP, by interface:");
+    for i in c.dp.interfaces.live() {
+        if let Some(n) = i.fast_path_counts() {
+            let _ = writeln!(
+                t,
+                "  {:<16} rx {} packets {} bytes, tx {} packets {} bytes",
+                i.name, n.rx_packets, n.rx_bytes, n.tx_packets, n.tx_bytes
+            );
+            interfaces.push(json!({
+                "name": i.name, "rx_packets": n.rx_packets, "rx_bytes": n.rx_bytes,
+                "tx_packets": n.tx_packets, "tx_bytes": n.tx_bytes,
+            }));
+        }
+    }
+    let s = &fp.stats;
+    let installer = json!({
+        "installed": s.installed.load(Ordering::Relaxed),
+        "refused_stale": s.stale.load(Ordering::Relaxed),
+        "refused_full": s.full.load(Ordering::Relaxed),
+        "rate_limited": s.rate_limited.load(Ordering::Relaxed),
+        "swept_stale": s.swept_stale.load(Ordering::Relaxed),
+        "swept_idle": s.swept_idle.load(Ordering::Relaxed),
+    });
+    let _ = writeln!(t, "installer: {installer}");
+    Output::Shown(
+        t,
+        json!({
+            "enabled": true, "epoch": epoch, "flows": flows, "reasons": reasons,
+            "interfaces": interfaces, "installer": installer,
+        }),
+    )
+}
