@@ -136,6 +136,7 @@ fn through(mode: &str) -> (Value, Value, Value) {
         });
     }
     ctl(&socket, "clear interfaces").unwrap();
+    ctl(&socket, "clear runtime").unwrap();
     let gen = send(&l, COUNT, SIZES);
     all_arrived(&gen, COUNT, mode);
     std::thread::sleep(Duration::from_millis(200));
@@ -145,6 +146,21 @@ fn through(mode: &str) -> (Value, Value, Value) {
     assert_eq!(u(&d1["tx_packets"]), COUNT, "{mode}: {d1}");
     assert_eq!(u(&d0["drops"]), 0, "{mode}: {d0}");
     let flows = ctl_json(&socket, "show xdp flows");
+    let runtime = ctl_json(&socket, "show runtime");
+    if mode == "on" {
+        // show runtime's xdp-fastpath row counts what never reached a worker.
+        let xdp = u(&runtime["xdp_fastpath"]["packets"]);
+        let graph: u64 = runtime["threads"][0]["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n["name"] == "af-xdp-input")
+            .map(|n| u(&n["vectors"]))
+            .sum();
+        assert_eq!(xdp + graph, COUNT, "{runtime}");
+    } else {
+        assert!(runtime.get("xdp_fastpath").is_none(), "{runtime}");
+    }
     if mode == "on" {
         stale_after_a_change(&l, &socket);
     }

@@ -16,6 +16,8 @@ pub struct Control {
     pub(super) runtime: Baseline,
     /// What `clear errors` remembered, per worker, node and reason.
     pub(super) errors: Vec<Vec<Vec<u64>>>,
+    /// What `clear errors` remembered of the XDP fast path's reasons.
+    pub(super) xdp_errors: Vec<u64>,
     /// The config file the daemon started from, as written: `save` keeps what the CLI
     /// cannot change from it (empty when there was none, as in tests).
     pub started: toml::Table,
@@ -39,6 +41,7 @@ impl Control {
         Control {
             runtime: Baseline::zero(&dp),
             errors,
+            xdp_errors: crate::drivers::af_xdp::fastpath::reason_totals(),
             dp,
             started: toml::Table::new(),
             main_tid: crate::sys::cpu::current_thread_id(),

@@ -4,6 +4,7 @@
 use super::cli::{Command, Output};
 use super::exec::Control;
 use crate::dataplane::Dataplane;
+use crate::drivers::af_xdp::fastpath;
 use crate::graph::NodeKind;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -53,6 +54,7 @@ pub const COMMANDS: &[Command] = &[
                 at: Instant::now(),
                 nodes: node_samples(&c.dp),
                 loops: c.dp.workers.iter().map(|w| w.graph.loops.get()).collect(),
+                xdp: fastpath::reason_totals()[0],
             };
             Output::done()
         },
@@ -65,6 +67,7 @@ pub const COMMANDS: &[Command] = &[
         args: &[],
         run: |c, _| {
             c.errors = error_values(&c.dp);
+            c.xdp_errors = fastpath::reason_totals();
             Output::done()
         },
     },
@@ -83,6 +86,8 @@ pub struct Baseline {
     at: Instant,
     nodes: Vec<Vec<NodeSample>>,
     loops: Vec<u64>,
+    /// Frames the XDP fast path forwarded.
+    xdp: u64,
 }
 
 impl Baseline {
@@ -96,6 +101,7 @@ impl Baseline {
                 .map(|w| vec![NodeSample::default(); w.graph.names.len()])
                 .collect(),
             loops: vec![0; dp.workers.len()],
+            xdp: 0,
         }
     }
 }
@@ -240,7 +246,23 @@ fn show_runtime(c: &Control) -> Output {
             "nodes": nodes,
         }));
     }
-    let v = json!({"tsc_hz": c.dp.tsc_hz, "threads": threads});
+    let mut v = json!({"tsc_hz": c.dp.tsc_hz, "threads": threads});
+    if let Some(fp) = fastpath::active() {
+        // Forwarded by sluice's XDP program on the CPUs that receive: packets, no clocks
+        // (the kernel does not time a program per packet unless asked to).
+        let packets = fp.maps.reason_counts()[0].saturating_sub(c.runtime.xdp);
+        let _ = writeln!(t, "---------------");
+        let _ = writeln!(
+            t,
+            "Kernel: sluice's XDP program, on the CPUs that receive (packets only, no clocks)"
+        );
+        let _ = writeln!(
+            t,
+            "{:<32}{:>10}{:>15}{:>15}{:>12}{:>14}",
+            "xdp-fastpath", "kernel", "-", packets, "-", "-"
+        );
+        v["xdp_fastpath"] = json!({"packets": packets, "rate": packets as f64 / elapsed});
+    }
     Output::Shown(t, v)
 }
 
@@ -276,6 +298,22 @@ fn show_errors(c: &Control) -> Output {
                 }));
             }
         }
+    }
+    // The XDP fast path's frames that went to the graph, by reason (not drops: the graph
+    // then forwarded or dropped them, counted above).
+    let xdp = fastpath::reason_totals();
+    for (((_, reason), now), base) in fastpath::program::REASONS
+        .iter()
+        .zip(&xdp)
+        .zip(&c.xdp_errors)
+        .skip(1)
+    {
+        let count = now.saturating_sub(*base);
+        if count == 0 {
+            continue;
+        }
+        let _ = writeln!(t, "{count:>12}  {:<28}{reason}", "xdp-fastpath");
+        arr.push(json!({"thread": 0, "node": "xdp-fastpath", "reason": reason, "count": count}));
     }
     Output::Shown(t, Value::Array(arr))
 }

@@ -112,6 +112,15 @@ pub fn active() -> Option<Arc<FastPath>> {
     SHARED.get().and_then(|r| r.as_ref().ok().cloned())
 }
 
+/// The fast path's frames by reason (`program::REASONS`, the first is "forwarded in XDP")
+/// since it started; all zero without a fast path.
+pub fn reason_totals() -> Vec<u64> {
+    match active() {
+        Some(fp) => fp.maps.reason_counts(),
+        None => vec![0; program::REASONS.len()],
+    }
+}
+
 /// Bump the epoch of the fast path, if there is one: every offloaded flow becomes a miss.
 pub fn bump() {
     if let Some(fp) = active() {
