@@ -285,7 +285,9 @@ pub fn map_update(map: &BpfMap, key: &[u8], value: &[u8]) -> io::Result<()> {
 /// call (the kernel writes value_size bytes whatever the buffer's length).
 pub fn map_lookup(map: &BpfMap, key: &[u8], value: &mut [u8]) -> io::Result<()> {
     if map.percpu {
-        return Err(invalid("a per-CPU map is read with map_lookup_percpu".into()));
+        return Err(invalid(
+            "a per-CPU map is read with map_lookup_percpu".into(),
+        ));
     }
     map.check(key, value)?;
     let mut attr = map.elem_attr(key.as_ptr(), value.as_mut_ptr());
@@ -326,7 +328,10 @@ pub fn map_lookup_percpu(map: &BpfMap, key: &[u8]) -> io::Result<Vec<Vec<u8>>> {
     // map, value_size rounded up to 8 bytes for each possible CPU at `value`: `all` is
     // exactly that long and lives until the call returns.
     unsafe { bpf(BPF_MAP_LOOKUP_ELEM, &mut attr) }?;
-    Ok(all.chunks(stride).map(|c| c[..map.value_size as usize].to_vec()).collect())
+    Ok(all
+        .chunks(stride)
+        .map(|c| c[..map.value_size as usize].to_vec())
+        .collect())
 }
 
 /// Remove `map[key]` (a hash map's entry); an absent key is an error (ENOENT).

@@ -226,7 +226,12 @@ mod tests {
     fn bad_labels_are_errors() {
         let e = Asm::new().ja("nowhere").exit().finish().unwrap_err();
         assert!(e.contains("never defined"), "{e}");
-        let e = Asm::new().label("x").label("x").exit().finish().unwrap_err();
+        let e = Asm::new()
+            .label("x")
+            .label("x")
+            .exit()
+            .finish()
+            .unwrap_err();
         assert!(e.contains("twice"), "{e}");
     }
 
