@@ -38,8 +38,9 @@ pub const COMMANDS: &[Command] = &[
         words: &["diff"],
         syntax: "<FILE>",
         help: "what apply FILE would change: the entries that differ between the running \
-               state and config file FILE (an absolute path the daemon reads), and the CLI \
-               lines that would apply them, in order",
+               state and config file FILE (a path the daemon reads; sluice ctl makes a \
+               relative one absolute, the socket refuses one), and the CLI lines that would \
+               apply them, in order",
         example: "diff /etc/sluice/sluice.toml",
         args: &[Arg::Value("FILE")],
         run: diff_cmd,
@@ -47,8 +48,9 @@ pub const COMMANDS: &[Command] = &[
     Command {
         words: &["apply"],
         syntax: "<FILE> [dry-run]",
-        help: "make the running state what config file FILE says (an absolute path the \
-               daemon reads), changing only the entries that differ, as one transaction: \
+        help: "make the running state what config file FILE says (a path the daemon reads; \
+               sluice ctl makes a relative one absolute), changing only the entries that \
+               differ, as one transaction: \
                FILE is checked whole first, and an error rolls back what was done (dry-run: \
                as diff)",
         example: "apply /etc/sluice/sluice.toml",
