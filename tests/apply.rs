@@ -320,8 +320,25 @@ fn apply_changes_only_what_differs_and_rolls_back_a_failure() {
     std::fs::write(&bad, changed.replacen("[[route]]", "[[route]\n", 1)).unwrap();
     let e = ctl(&sock, &format!("apply {}", bad.display())).unwrap_err();
     assert!(e.contains(&format!("{}:", bad.display())), "{e}");
+    // A relative path: `sluice ctl` makes it absolute in its own working directory; the
+    // daemon refuses one a raw socket client sends.
     let e = ctl(&sock, "apply relative.toml").unwrap_err();
-    assert!(e.contains("not an absolute path"), "{e}");
+    let cwd = std::env::current_dir().unwrap();
+    assert!(
+        e.contains(&format!(
+            "cannot read {}",
+            cwd.join("relative.toml").display()
+        )),
+        "{e}"
+    );
+    let raw = sluice::control::client::request(&sock, "apply relative.toml").unwrap();
+    assert!(
+        raw["error"]
+            .as_str()
+            .unwrap()
+            .contains("not an absolute path"),
+        "{raw}"
+    );
     // A section read at start only: refused whole, with the reason.
     let restart = dir.join("restart.toml");
     std::fs::write(&restart, edit(&changed, "udp = 60", "udp = 61")).unwrap();
@@ -402,10 +419,16 @@ fn apply_changes_only_what_differs_and_rolls_back_a_failure() {
     assert!(acl.contains("deny proto udp dport 53"), "{acl}");
     let bd = serde_json::to_string(&after[5].1).unwrap();
     assert!(bd.contains("\"interface\":\"p0\",\"shg\":1"), "{bd}");
-    // Applied: the running state is the file.
+    // Applied: the running state is the file (named relative to the client's directory).
+    let rel = Command::new(BIN)
+        .current_dir(&dir)
+        .args(["ctl", "-s", sock.to_str().unwrap(), "diff", "changed.toml"])
+        .output()
+        .unwrap();
     assert_eq!(
-        ctl(&sock, &format!("diff {}", file.display())).unwrap(),
-        "no change\n"
+        String::from_utf8_lossy(&rel.stdout),
+        "no change\n",
+        "{rel:?}"
     );
     // And back.
     ctl(

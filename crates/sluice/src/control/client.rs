@@ -167,6 +167,27 @@ fn wants_schema(words: &[String]) -> bool {
     matches!(words.as_slice(), ["help" | "?", "--schema"])
 }
 
+/// `apply FILE` and `diff FILE` with a relative FILE: made absolute here, against the
+/// client's working directory (the daemon reads FILE, and refuses a relative path: its own
+/// working directory is not the client's).
+fn absolute_file(words: &mut [String], cwd: &Path) {
+    let typed: Vec<&str> = words.iter().map(String::as_str).collect();
+    let Ok((command, n)) = super::cli::find(&typed) else {
+        return;
+    };
+    if !matches!(command.words, ["apply"] | ["diff"]) {
+        return;
+    }
+    let file = words[n..]
+        .iter_mut()
+        .find(|w| *w != "dry-run" && !w.starts_with("--"));
+    if let Some(f) = file {
+        if Path::new(f.as_str()).is_relative() {
+            *f = cwd.join(f.as_str()).display().to_string();
+        }
+    }
+}
+
 pub fn main(args: CtlArgs) -> i32 {
     if wants_markdown(&args.words) {
         print!("{}", super::cli::markdown());
@@ -238,6 +259,9 @@ pub fn main(args: CtlArgs) -> i32 {
             }
         };
     }
+    if let Ok(cwd) = std::env::current_dir() {
+        absolute_file(&mut words, &cwd);
+    }
     match run_command(Path::new(&socket), &words.join(" ")) {
         Ok(out) => {
             print!("{out}");
@@ -253,6 +277,28 @@ pub fn main(args: CtlArgs) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn apply_and_diff_files_are_made_absolute() {
+        let cwd = Path::new("/srv/cfg");
+        let made = |line: &str| {
+            let mut w: Vec<String> = line.split(' ').map(String::from).collect();
+            absolute_file(&mut w, cwd);
+            w.join(" ")
+        };
+        assert_eq!(made("apply new.toml"), "apply /srv/cfg/new.toml");
+        assert_eq!(
+            made("apply dry-run ../a.toml"),
+            "apply dry-run /srv/cfg/../a.toml"
+        );
+        assert_eq!(made("app a.toml dry-run"), "app /srv/cfg/a.toml dry-run");
+        assert_eq!(made("diff a.toml --json"), "diff /srv/cfg/a.toml --json");
+        assert_eq!(made("diff /etc/a.toml"), "diff /etc/a.toml");
+        // Other commands' words are theirs.
+        assert_eq!(made("save a.toml"), "save a.toml");
+        assert_eq!(made("show acl a.toml"), "show acl a.toml");
+        assert_eq!(made("apply"), "apply");
+    }
 
     #[test]
     fn help_markdown_is_answered_by_the_client() {

@@ -254,10 +254,12 @@ impl Router {
         (self.names.len() - 1) as u32
     }
 
+    /// The newest interface called `name`: a deleted sub-interface or BVI keeps its index,
+    /// and one made again with its name comes after it.
     pub fn interface_index(&self, name: &str) -> Result<u32, String> {
         self.names
             .iter()
-            .position(|n| n == name)
+            .rposition(|n| n == name)
             .map(|i| i as u32)
             .ok_or_else(|| format!("no interface named '{name}'"))
     }

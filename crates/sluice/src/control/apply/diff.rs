@@ -6,7 +6,8 @@
 //! documented default when that default is a plain TOML value (`true`, `0`, `"up"`, `[]`),
 //! and a single string where the reference says "list" is a list of one. A key the file
 //! leaves out whose default is not a value (a route's interface: "found by the next hop's
-//! address") is not compared. Entries are matched by their section's identity (an
+//! address") is not compared; one whose default is none is absent. A single table (`[nat44]`)
+//! that says only its defaults is as good as none. Entries are matched by their section's identity (an
 //! interface's name, a route's prefix and table, a bridge domain's id, ...); a section
 //! without one is compared as a set of whole entries.
 
@@ -53,7 +54,10 @@ impl Change {
 /// The keys that name an entry of `section` (none: compared as whole entries).
 pub fn identity(section: &str) -> Option<&'static [&'static str]> {
     Some(match section {
-        "interface" | "subinterface" => &["name"],
+        "interface" => &["name"],
+        "subinterface" => &["parent", "id"],
+        // One table: its entry, when both sides have one, is the same entry.
+        "nat44" => &[],
         "xconnect" => &["rx"],
         "rx-placement" => &["interface", "queue"],
         "handoff" | "acl-input" | "acl-output" | "lcp" | "nat44-interface" => &["interface"],
@@ -72,20 +76,34 @@ pub fn changes(st: &State, file: &toml::Table) -> Result<Vec<Change>, String> {
     let mut out = Vec::new();
     for &sec in SECTIONS {
         let doc = sec.doc();
+        // A single table that says only its defaults is the same as none ([nat44] is saved
+        // only when it says more).
+        let empty = normal(doc, &Entry::default());
+        let kept = |e: &Entry| doc.array || !same(e, &empty);
         let old: Vec<Entry> = sec.save(st)?.iter().map(|e| normal(doc, e)).collect();
         let new: Vec<Entry> = file_entries(doc, file)
             .iter()
             .map(|e| normal(doc, e))
             .collect();
+        let (old, new): (Vec<Entry>, Vec<Entry>) = (
+            old.into_iter().filter(kept).collect(),
+            new.into_iter().filter(kept).collect(),
+        );
         let open: Vec<&str> = doc
             .keys
             .iter()
-            .filter(|k| k.default != "required" && plain_default(k.default).is_none())
+            .filter(|k| open(k))
             .map(|k| k.name)
             .collect();
         out.extend(section_changes(doc.name, &old, &new, &open));
     }
     Ok(out)
+}
+
+/// Whether a key the file leaves out is not compared: its default is neither a plain value
+/// nor none (a key whose default is none is absent when left out).
+fn open(k: &crate::config::reference::Key) -> bool {
+    k.default != "required" && !k.default.starts_with("none") && plain_default(k.default).is_none()
 }
 
 /// A section's entries in a file's tables.

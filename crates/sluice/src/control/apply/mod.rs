@@ -18,7 +18,10 @@
 
 pub mod bridge;
 pub mod diff;
+pub mod nat;
 pub mod ops;
+pub mod soft;
+pub mod workers;
 
 use super::cli::{Arg, Args, Command, Output};
 use super::exec::Control;
@@ -35,8 +38,9 @@ pub const COMMANDS: &[Command] = &[
         words: &["diff"],
         syntax: "<FILE>",
         help: "what apply FILE would change: the entries that differ between the running \
-               state and config file FILE (an absolute path the daemon reads), and the CLI \
-               lines that would apply them, in order",
+               state and config file FILE (a path the daemon reads; sluice ctl makes a \
+               relative one absolute, the socket refuses one), and the CLI lines that would \
+               apply them, in order",
         example: "diff /etc/sluice/sluice.toml",
         args: &[Arg::Value("FILE")],
         run: diff_cmd,
@@ -44,8 +48,9 @@ pub const COMMANDS: &[Command] = &[
     Command {
         words: &["apply"],
         syntax: "<FILE> [dry-run]",
-        help: "make the running state what config file FILE says (an absolute path the \
-               daemon reads), changing only the entries that differ, as one transaction: \
+        help: "make the running state what config file FILE says (a path the daemon reads; \
+               sluice ctl makes a relative one absolute), changing only the entries that \
+               differ, as one transaction: \
                FILE is checked whole first, and an error rolls back what was done (dry-run: \
                as diff)",
         example: "apply /etc/sluice/sluice.toml",
@@ -78,6 +83,9 @@ pub fn plan(c: &Control, text: &str, origin: &str) -> Result<Plan, String> {
     let st = State::gather(c);
     let changes = diff::changes(&st, &cfg.written)?;
     let rank = |name: &str| SECTIONS.iter().position(|s| s.doc().name == name);
+    let cx = ops::Context {
+        workers: c.dp.workers.len(),
+    };
     let mut refused = Vec::new();
     let mut parts: Vec<(usize, ops::Ops)> = Vec::new();
     for ch in &changes {
@@ -89,7 +97,7 @@ pub fn plan(c: &Control, text: &str, origin: &str) -> Result<Plan, String> {
             ));
             continue;
         }
-        match ops::ops(ch) {
+        match ops::ops(ch, &cx) {
             Ok(o) => parts.push((r, o)),
             Err(e) => refused.push(e),
         }
@@ -102,12 +110,15 @@ pub fn plan(c: &Control, text: &str, origin: &str) -> Result<Plan, String> {
         ));
     }
     // Removals in the reverse order of the sections, then additions in their order (a
-    // stable sort keeps each section's own order).
-    let mut remove: Vec<(usize, Op)> = Vec::new();
-    let mut add: Vec<(usize, Op)> = Vec::new();
+    // stable sort keeps each section's own order); address lines at the stage of the
+    // tables, after their own.
+    let tables = rank("ip-table").unwrap_or(0);
+    let stage = |r: usize, op: &Op| if op.address { (tables, 1) } else { (r, 0) };
+    let mut remove: Vec<((usize, u8), Op)> = Vec::new();
+    let mut add: Vec<((usize, u8), Op)> = Vec::new();
     for (r, o) in parts {
-        remove.extend(o.remove.into_iter().map(|op| (r, op)));
-        add.extend(o.add.into_iter().map(|op| (r, op)));
+        remove.extend(o.remove.into_iter().map(|op| (stage(r, &op), op)));
+        add.extend(o.add.into_iter().map(|op| (stage(r, &op), op)));
     }
     remove.sort_by_key(|(r, _)| std::cmp::Reverse(*r));
     add.sort_by_key(|(r, _)| *r);

@@ -9,10 +9,13 @@
 //! every section's additions in the order of `SECTIONS` (addresses before routes, bridge
 //! domains before their ports and MACs, ACLs before their bindings).
 //!
+//! An interface's address lines run at the stage of the tables instead of their own section:
+//! after the interfaces are bound to their tables (a table is set on an interface without
+//! addresses) and before the routes that resolve over them; removed in the reverse order.
+//!
 //! A section that cannot change live is refused with the reason: the ones the CLI cannot
 //! change (`AsStarted`), a hardware interface added or removed or its driver keys changed,
-//! and the sections this does not apply yet (sub-interfaces, BVIs, placement, handoff, lcp,
-//! NAT44).
+//! a sub-interface's tags or a BVI's MAC (set when it is made).
 
 use super::diff::{text, Change};
 use crate::config::emit::Entry;
@@ -25,6 +28,8 @@ pub struct Op {
     pub what: String,
     pub line: String,
     pub undo: String,
+    /// An interface address line: it runs at the stage of the tables (see above).
+    pub address: bool,
 }
 
 /// A change's operations: what goes away, then what comes.
@@ -40,6 +45,7 @@ impl Ops {
             what: what.into(),
             line,
             undo,
+            address: false,
         });
     }
 
@@ -48,31 +54,73 @@ impl Ops {
             what: what.into(),
             line,
             undo,
+            address: false,
         });
+    }
+
+    /// The address lines of interface `name` going from `was` to `now`.
+    pub(super) fn addresses(&mut self, what: &str, name: &str, was: &[String], now: &[String]) {
+        let line = |a: &str, del: bool| {
+            let del = if del { "del " } else { "" };
+            format!("set interface ip address {del}{name} {a}")
+        };
+        let op = |line: String, undo: String| Op {
+            what: what.into(),
+            line,
+            undo,
+            address: true,
+        };
+        for a in was.iter().filter(|a| !now.contains(a)) {
+            self.remove.push(op(line(a, true), line(a, false)));
+        }
+        for a in now.iter().filter(|a| !was.contains(a)) {
+            self.add.push(op(line(a, false), line(a, true)));
+        }
     }
 }
 
 /// The sections `ops` turns into lines; every other section with a change is refused.
 pub const LIVE: &[&str] = &[
     "interface",
+    "subinterface",
     "xconnect",
+    "rx-placement",
+    "handoff",
     "bridge-domain",
     "l2fib",
+    "bvi",
     "ip-table",
     "route",
     "acl",
     "acl-input",
     "acl-output",
+    "lcp",
+    "nat44",
+    "nat44-interface",
+    "nat44-static",
 ];
 
+/// What the operations depend on besides the change: the running daemon's workers.
+pub struct Context {
+    pub workers: usize,
+}
+
 /// The operations of one change, or why it cannot be applied without a restart.
-pub fn ops(c: &Change) -> Result<Ops, String> {
+pub fn ops(c: &Change, cx: &Context) -> Result<Ops, String> {
     let what = format!("{} {}", c.name(), c.kind());
     let mut o = Ops::default();
     let (old, new) = (c.old.as_ref(), c.new.as_ref());
     match c.section {
         "interface" => interface(&mut o, &what, old, new)?,
+        "subinterface" => super::soft::subinterface(&mut o, &what, old, new)?,
+        "bvi" => super::soft::bvi(&mut o, &what, old, new)?,
         "xconnect" => xconnect(&mut o, &what, old, new)?,
+        "rx-placement" => super::workers::rx_placement(&mut o, &what, old, new, cx.workers)?,
+        "handoff" => super::workers::handoff(&mut o, &what, old, new)?,
+        "lcp" => lcp(&mut o, &what, old, new)?,
+        "nat44" => super::nat::nat44(&mut o, &what, old, new)?,
+        "nat44-interface" => super::nat::interface(&mut o, &what, old, new)?,
+        "nat44-static" => super::nat::mapping(&mut o, &what, old, new)?,
         "bridge-domain" => super::bridge::bridge_domain(&mut o, &what, old, new)?,
         "l2fib" => both(&mut o, &what, old, new, l2fib_add, |e| {
             Ok(format!(
@@ -110,7 +158,7 @@ pub fn ops(c: &Change) -> Result<Ops, String> {
 
 /// An entry that one line makes (`set`, replacing one of the same identity) and one line
 /// takes away (`del`): added, removed or replaced.
-fn both(
+pub(super) fn both(
     o: &mut Ops,
     what: &str,
     old: Option<&Entry>,
@@ -183,28 +231,41 @@ fn interface(
         ));
     }
     let name = word(n, "name")?;
-    let (was, now) = (words(d, "address"), words(n, "address"));
-    for a in was.iter().filter(|a| !now.contains(a)) {
-        o.remove(
-            what,
-            format!("set interface ip address del {name} {a}"),
-            format!("set interface ip address {name} {a}"),
-        );
-    }
-    for a in now.iter().filter(|a| !was.contains(a)) {
+    o.addresses(what, &name, &words(d, "address"), &words(n, "address"));
+    state(o, what, &name, &word(d, "state")?, &word(n, "state")?);
+    Ok(())
+}
+
+/// `set interface state` when the admin state changes.
+pub(super) fn state(o: &mut Ops, what: &str, name: &str, was: &str, now: &str) {
+    if was != now {
         o.add(
             what,
-            format!("set interface ip address {name} {a}"),
-            format!("set interface ip address del {name} {a}"),
+            format!("set interface state {name} {now}"),
+            format!("set interface state {name} {was}"),
         );
     }
-    let (s0, s1) = (word(d, "state")?, word(n, "state")?);
-    if s0 != s1 {
-        o.add(
-            what,
-            format!("set interface state {name} {s1}"),
-            format!("set interface state {name} {s0}"),
+}
+
+/// [[lcp]]: `lcp create` / `lcp delete`; a pair that changes is deleted and made again.
+fn lcp(o: &mut Ops, what: &str, old: Option<&Entry>, new: Option<&Entry>) -> Result<(), String> {
+    let create = |e: &Entry| -> Result<String, String> {
+        let mut l = format!(
+            "lcp create {} host-if {}",
+            word(e, "interface")?,
+            word(e, "host-if")?
         );
+        if e.get("netns").is_some() {
+            l.push_str(&format!(" netns {}", word(e, "netns")?));
+        }
+        Ok(l)
+    };
+    let delete = |e: &Entry| Ok::<_, String>(format!("lcp delete {}", word(e, "interface")?));
+    if let Some(d) = old {
+        o.remove(what, delete(d)?, create(d)?);
+    }
+    if let Some(n) = new {
+        o.add(what, create(n)?, delete(n)?);
     }
     Ok(())
 }
