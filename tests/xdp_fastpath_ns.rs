@@ -188,14 +188,39 @@ fn stale_after_a_change(l: &Lab, socket: &Path) {
     assert_eq!(u(&d1["tx_packets"]), 0, "{d1}");
     ctl(socket, "set interface state d1 up").unwrap();
     all_arrived(&send(l, 1000, "64"), 1000, "after up");
-    wait_for("the flow offloaded again", || {
+    let offloaded = || {
         ctl_json(socket, "show xdp flows")["flows"]
             .as_array()
             .is_some_and(|f| {
                 f.iter()
                     .any(|f| f["ingress"] == "d0" && f["current"] == true)
             })
-    });
+    };
+    wait_for("the flow offloaded again", offloaded);
+    // The kernel's change, not a command: d1 loses its carrier when its peer goes down.
+    let link = |n: &str| {
+        ctl_json(socket, "show hardware")
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["name"] == n)
+            .map(|i| i["link"].clone())
+            .unwrap()
+    };
+    l.tester.ip(&["link", "set", "t1", "down"]);
+    wait_for("d1's carrier lost", || link("d1") != "up");
+    wait_for("the flow stale", || !offloaded());
+    ctl(socket, "clear interfaces").unwrap();
+    send(l, 500, "64");
+    std::thread::sleep(Duration::from_millis(200));
+    let (d0, d1) = (interface(socket, "d0"), interface(socket, "d1"));
+    assert_eq!(u(&d0["rx_packets"]), 500, "{d0}");
+    assert_eq!(
+        u(&d1["tx_packets"]),
+        0,
+        "nothing sent into a dead link: {d1}"
+    );
+    l.tester.ip(&["link", "set", "t1", "up"]);
 }
 
 #[test]

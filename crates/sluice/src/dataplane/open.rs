@@ -119,7 +119,7 @@ pub(super) fn open_interface(
             let ifindex = crate::drivers::host_device::index_if_up(&d.host)
                 .map_err(|e| format!("interface {name}: {e}"))?;
             let fp = crate::drivers::af_xdp::fastpath::shared()?;
-            interface.fast_path = Some(fp.register(ifindex, name)?);
+            interface.fast_path = Some(fp.register(ifindex, name, interface.live.clone())?);
         }
     }
     interface.set_up(cfg.up);

@@ -10,7 +10,7 @@
 //! - The installer thread puts candidates into the `flows` map, at most `INSTALLS_PER_SEC` a
 //!   second and `MAX_FLOWS` in all, only if their epoch is still the current one.
 //! - Every control-plane change bumps the epoch (`bump`) after it is published to the
-//!   workers; an entry of an older epoch is a miss for the program, and the installer's sweep
+//!   workers, and so does a link going down or up (`watch_links`); an entry of an older epoch is a miss for the program, and the installer's sweep
 //!   removes stale entries and those idle for `IDLE`.
 //!
 //! Kinds offloaded today: cross-connects (every frame of the ingress interface goes out the
@@ -23,6 +23,7 @@ pub mod program;
 #[cfg(test)]
 mod tests;
 
+use crate::drivers::LiveStatus;
 use maps::{InterfaceCounts, Key, Maps, Value, MAX_SLOTS};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -78,6 +79,9 @@ pub struct FastPath {
     pub epoch: Arc<AtomicU32>,
     /// Slot → (ifindex, name).
     ports: Mutex<Vec<(u32, String)>>,
+    /// Each slot's link, and whether it was up when the installer last looked: a change the
+    /// kernel makes (carrier lost) bumps the epoch as a command does.
+    links: Mutex<Vec<(Arc<dyn LiveStatus>, bool)>>,
     candidates: Mutex<Vec<Candidate>>,
     pub stats: InstallerStats,
 }
@@ -94,6 +98,7 @@ pub fn shared() -> Result<Arc<FastPath>, String> {
                 maps,
                 epoch: Arc::new(AtomicU32::new(1)),
                 ports: Mutex::new(Vec::new()),
+                links: Mutex::new(Vec::new()),
                 candidates: Mutex::new(Vec::with_capacity(QUEUE)),
                 stats: InstallerStats::default(),
             });
@@ -131,7 +136,12 @@ pub fn bump() {
 impl FastPath {
     /// Give interface `ifindex` (`name`) a slot: its counters, and the devmap entry that
     /// sends to it.
-    pub fn register(&self, ifindex: u32, name: &str) -> Result<Port, String> {
+    pub fn register(
+        &self,
+        ifindex: u32,
+        name: &str,
+        link: Option<Arc<dyn LiveStatus>>,
+    ) -> Result<Port, String> {
         let mut ports = self.ports.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(slot) = ports.iter().position(|(i, _)| *i == ifindex) {
             return Ok(Port {
@@ -147,6 +157,13 @@ impl FastPath {
         let slot = ports.len() as u32;
         self.maps.set_egress(slot, ifindex)?;
         ports.push((ifindex, name.to_string()));
+        if let Some(l) = link {
+            let up = l.link_up();
+            self.links
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((l, up));
+        }
         Ok(Port {
             slot: slot as u16,
             ifindex,
@@ -206,6 +223,7 @@ impl FastPath {
                 }
                 self.install(c, &mut window);
             }
+            self.watch_links();
             if last_sweep.elapsed() >= SWEEP {
                 last_sweep = Instant::now();
                 self.sweep();
@@ -236,6 +254,26 @@ impl FastPath {
             // E2BIG: the table is full.
             Err(_) => s.full.fetch_add(1, Ordering::Relaxed),
         };
+    }
+
+    /// A link that went down or came up changes what the graph decides: bump the epoch.
+    fn watch_links(&self) {
+        let mut changed = false;
+        for (link, was_up) in self
+            .links
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter_mut()
+        {
+            let up = link.link_up();
+            if up != *was_up {
+                *was_up = up;
+                changed = true;
+            }
+        }
+        if changed {
+            self.bump_epoch();
+        }
     }
 
     /// Remove the entries of an older epoch and those idle for `IDLE`.

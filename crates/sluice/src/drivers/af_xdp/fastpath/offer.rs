@@ -30,7 +30,9 @@ impl Offerer {
         let (Some(rx_port), Some(tx_port)) = (rx.fast_path, tx.fast_path) else {
             return;
         };
-        if rx.mtu > tx.mtu || epoch == 0 {
+        // A link that is down drops in the graph (counted); the kernel would drop silently.
+        let down = |i: &Interface| i.live.as_ref().is_some_and(|l| !l.link_up());
+        if rx.mtu > tx.mtu || epoch == 0 || down(tx) {
             return;
         }
         if let Some((e, when)) = self.offered.get(&rx_port.ifindex) {
