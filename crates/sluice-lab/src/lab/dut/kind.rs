@@ -201,7 +201,7 @@ mod tests {
             DutKind::parse("vpp9"),
             Err(
                 "unknown DUT 'vpp9' (known: sluice, sluice-af_xdp, sluice-af_packet, \
-                 sluice-bridge, sluice-dpdk, linux-bridge, linux-router, linux-nat, sluice-router, sluice-nat, \
+                 sluice-xdp, sluice-bridge, sluice-dpdk, linux-bridge, linux-router, linux-nat, sluice-router, sluice-nat, \
                  testpmd, vpp, vpp-router)"
                     .into()
             )
@@ -235,6 +235,7 @@ mod tests {
                 "sluice yyy- --y---",
                 "sluice-af_xdp yy-- --y---",
                 "sluice-af_packet yy-- --y---",
+                "sluice-xdp -y-- --y---",
                 "sluice-bridge yyy- -yy---",
                 "sluice-dpdk y--y ------",
                 "linux-bridge yy-- -y----",
