@@ -207,11 +207,7 @@ fn handoff_keeps_each_flow_in_order() {
         let errs = ctl(&socket, "show errors").unwrap_or_default();
         let rt = ctl(&socket, "show runtime").unwrap_or_default();
         daemon.stop();
-        let mut log = String::new();
-        if let Some(mut e) = daemon.child.stderr.take() {
-            use std::io::Read;
-            e.read_to_string(&mut log).ok();
-        }
+        let log = daemon.stderr_text();
         panic!("not every frame arrived: {gen}\n{ifs}\n{errs}\n{rt}\ndaemon: {log}");
     }
     assert_eq!(gen["rx_corrupt"], 0, "{gen}");

@@ -91,9 +91,9 @@ fn wait_exit(d: &mut Daemon, limit: Duration) -> Option<(i32, String)> {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
         if let Ok(Some(status)) = d.child.try_wait() {
-            let mut err = String::new();
-            d.child.stderr.take().unwrap().read_to_string(&mut err).ok();
-            return Some((status.code().unwrap_or(-1), err));
+            // The drain may be a moment behind the exit: give it its last read.
+            std::thread::sleep(Duration::from_millis(200));
+            return Some((status.code().unwrap_or(-1), d.stderr_text()));
         }
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -175,7 +175,17 @@ impl Daemon {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+        drain_stderr(&mut d);
         d
+    }
+
+    /// What the daemon wrote on stderr since it answered (all of it once it has exited).
+    pub fn stderr_text(&self) -> String {
+        let logs = LOGS.lock().unwrap_or_else(|p| p.into_inner());
+        logs.iter()
+            .find(|(pid, _)| *pid == self.child.id())
+            .map(|(_, l)| String::from_utf8_lossy(&l.lock().unwrap()).into_owned())
+            .unwrap_or_default()
     }
 
     /// Stop with SIGINT; returns whether it exited cleanly.
@@ -202,6 +212,31 @@ impl Drop for Daemon {
             self.stop();
         }
     }
+}
+
+/// The stderr of each daemon `Daemon::spawn` started, by pid, read as it comes: a daemon
+/// logs every change there, and a pipe nobody reads would fill and stall it.
+type Log = std::sync::Arc<std::sync::Mutex<Vec<u8>>>;
+static LOGS: std::sync::Mutex<Vec<(u32, Log)>> = std::sync::Mutex::new(Vec::new());
+
+fn drain_stderr(d: &mut Daemon) {
+    let Some(mut err) = d.child.stderr.take() else {
+        return;
+    };
+    let log: Log = Default::default();
+    LOGS.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push((d.child.id(), log.clone()));
+    std::thread::spawn(move || {
+        use std::io::Read;
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = err.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            log.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+    });
 }
 
 /// `sluice ctl -s SOCKET LINE` → stdout, or the error.

@@ -74,7 +74,7 @@ fn run(cfg: &Config, file: &std::path::Path) -> Result<(), String> {
             .map_err(|e| format!("cannot handle signal {sig}: {e}"))?;
     }
     // Bind first: a second daemon on the same socket must fail before touching interfaces.
-    let socket = ControlSocket::bind(&cfg.control.socket)?;
+    let socket = ControlSocket::bind(&cfg.control)?;
     let metrics = cfg.metrics.listen.map(MetricsListener::bind).transpose()?;
     let notify = Notifier::from_env()?;
     let dp = Dataplane::start(cfg)?;
@@ -96,8 +96,12 @@ fn run(cfg: &Config, file: &std::path::Path) -> Result<(), String> {
             None => format!("{} unpinned", w.name),
         })
         .collect();
+    let read_only = socket
+        .read_only_path()
+        .map(|p| format!(", read-only {}", p.display()))
+        .unwrap_or_default();
     eprintln!(
-        "sluice: ready, {} interfaces, {}; control socket {}",
+        "sluice: ready, {} interfaces, {}; control socket {}{read_only}",
         dp.interfaces.list.len(),
         workers.join(", "),
         socket.path().display()

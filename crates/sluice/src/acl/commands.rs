@@ -2,7 +2,7 @@
 
 use crate::acl::control::{parse_rules, AclControl};
 use crate::acl::session::SessionTable;
-use crate::control::cli::{Arg, Args, Command, Output};
+use crate::control::cli::{Arg, Args, Command, Effect, Output};
 use crate::control::exec::Control;
 use serde_json::json;
 use std::fmt::Write as _;
@@ -12,6 +12,7 @@ use std::sync::MutexGuard;
 pub const COMMANDS: &[Command] = &[
     Command {
         words: &["acl", "add"],
+        effect: Effect::Changes,
         syntax: "<NAME> <RULE> [, <RULE> ...]",
         help: "append rules to ACL NAME, making it if new; a rule is permit|deny|permit+reflect \
                [ipv4|ipv6] [src PREFIX|any] [dst PREFIX|any] [proto tcp|udp|icmp|icmpv6|N] \
@@ -24,6 +25,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["acl", "set"],
+        effect: Effect::Changes,
         syntax: "<NAME> <RULE> [, <RULE> ...]",
         help: "replace the rules of ACL NAME, making it if new (rules as for acl add); the \
                interfaces it checks switch to the new rules at once",
@@ -33,6 +35,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["acl", "del|delete"],
+        effect: Effect::Changes,
         syntax: "<NAME>",
         help: "delete ACL NAME (refused while an interface uses it)",
         example: "acl del edge",
@@ -41,6 +44,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["set", "acl-plugin", "interface"],
+        effect: Effect::Changes,
         syntax: "<IF> input|output acl <NAME> [del]",
         help: "check what IF receives (input, before routing) or sends (output, after the \
                rewrite) against ACL NAME, both families (del: stop checking)",
@@ -55,6 +59,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["show", "sessions"],
+        effect: Effect::Reads,
         syntax: "[summary]",
         help: "the sessions permit+reflect rules opened: per worker, entries of capacity, \
                opened, expired, evicted, refused by reason (not a SYN, table full, source \
@@ -65,6 +70,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["show", "acl"],
+        effect: Effect::Reads,
         syntax: "[<NAME>]",
         help: "ACLs: each rule with its hits, packets no rule matched, the interfaces checked",
         example: "show acl edge",

@@ -10,7 +10,7 @@
 //! min-frame = 60           # switched frames shorter than this are padded to it
 //! worker-nice = -5         # the workers' nice value: weight against the kernel's receive threads
 //!
-//! [control]
+//! [control]                # sockets, owners, groups, modes; keys in control/access.rs
 //! socket = "/run/sluice/cli.sock"
 //!
 //! [metrics]                # optional: Prometheus GET /metrics; keys in metrics.rs
@@ -142,8 +142,12 @@ pub use table::TableConfig;
 pub use xconnect::Xconnect;
 
 use serde::Deserialize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+#[cfg(test)]
+use std::path::PathBuf;
 use toml::Spanned;
+
+pub use crate::control::access::ControlConfig as Control;
 
 pub const DEFAULT_SOCKET: &str = "/run/sluice/cli.sock";
 pub const MAX_WORKERS: usize = 64;
@@ -191,7 +195,7 @@ struct ConfigKeys {
     #[serde(default)]
     dataplane: dataplane::DataplaneKeys,
     #[serde(default)]
-    control: Control,
+    control: crate::control::access::ControlKeys,
     #[serde(default)]
     metrics: metrics::MetricsKeys,
     #[serde(default)]
@@ -241,43 +245,6 @@ struct ConfigKeys {
     #[serde(default)]
     dpdk: crate::drivers::dpdk::config::DpdkKeys,
 }
-
-/// The [control] section.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Control {
-    #[serde(default = "default_socket")]
-    pub socket: PathBuf,
-}
-
-impl Default for Control {
-    fn default() -> Self {
-        Control {
-            socket: default_socket(),
-        }
-    }
-}
-
-fn default_socket() -> PathBuf {
-    DEFAULT_SOCKET.into()
-}
-
-/// [control] in the reference (`docs/config.md`).
-pub(crate) const CONTROL: reference::SectionDoc = reference::SectionDoc {
-    name: "control",
-    array: false,
-    file: "config/mod.rs",
-    doc: "The control socket that `sluice ctl` talks to.",
-    accepted: reference::serde_fields::<Control>,
-    aliases: &[],
-    keys: &[reference::Key {
-        name: "socket",
-        ty: "string (path)",
-        default: "\"/run/sluice/cli.sock\"",
-        doc: "the Unix socket (mode 0600) the daemon answers commands on; its directory is made if missing, and a live socket of another daemon is never replaced",
-        example: "\"/run/sluice/cli.sock\"",
-    }],
-};
 
 /// A config error: where, which key, what is wrong.
 #[derive(Debug)]
@@ -399,6 +366,7 @@ impl Config {
     /// every interface is known.
     fn check(keys: ConfigKeys, c: &Checker<'_>) -> Result<Config, ConfigError> {
         let dataplane = keys.dataplane.check(c)?;
+        let control = keys.control.check(c)?;
         let metrics = keys.metrics.check(c)?;
         let watchdog = keys.watchdog.check(c)?;
         let neighbors = keys.neighbors.check(c)?;
@@ -474,7 +442,7 @@ impl Config {
         let dpdk = keys.dpdk.check(c)?;
         Ok(Config {
             dataplane,
-            control: keys.control,
+            control,
             metrics,
             watchdog,
             neighbors,

@@ -68,7 +68,7 @@ impl Section for Saved {
 /// Every section, in the order of `ConfigKeys`, docs/config.md and a saved file.
 pub static SECTIONS: &[&dyn Section] = &[
     &AsStarted(&super::dataplane::SECTION),
-    &AsStarted(&super::CONTROL),
+    &AsStarted(&crate::control::access::SECTION),
     &AsStarted(&super::metrics::SECTION),
     &AsStarted(&super::watchdog::SECTION),
     &AsStarted(&super::neighbors::SECTION),

@@ -10,6 +10,9 @@ use serde_json::Value;
 pub struct Command {
     /// The keywords, each with its alternatives after `|`; the first one is shown in help.
     pub words: &'static [&'static str],
+    /// Whether the command changes anything: only `Effect::Reads` commands are taken on the
+    /// read-only socket, and each `Effect::Changes` one run is logged (control::audit).
+    pub effect: Effect,
     /// The arguments as help shows them: `<IF> up|down`.
     pub syntax: &'static str,
     pub help: &'static str,
@@ -18,6 +21,16 @@ pub struct Command {
     pub example: &'static str,
     pub args: &'static [Arg],
     pub run: fn(&mut Control, &Args) -> Result<Output, String>,
+}
+
+/// What running a command does to the router. Every declaration says which; a line or
+/// request that names no command counts as `Changes` (the read-only socket refuses it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Changes nothing: shows state (`show ...`, `help`).
+    Reads,
+    /// Changes the router's state, its counters, or a file (`save`), or starts a capture.
+    Changes,
 }
 
 /// One element of a command's argument grammar.
@@ -98,6 +111,7 @@ pub struct Request {
 const BASIC: &[Command] = &[
     Command {
         words: &["help|?"],
+        effect: Effect::Reads,
         syntax: "",
         help:
             "list commands (`sluice ctl help --markdown` prints this reference, no daemon needed)",
@@ -107,6 +121,7 @@ const BASIC: &[Command] = &[
     },
     Command {
         words: &["show", "version"],
+        effect: Effect::Reads,
         syntax: "",
         help: "sluice version",
         example: "show version",

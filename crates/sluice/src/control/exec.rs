@@ -81,7 +81,7 @@ impl Control {
 /// After a command ran (or failed half way): one that may have changed what the graph
 /// decides makes every flow the XDP fast path holds stale, once the change is published.
 pub fn after_command(command: &cli::Command) {
-    if !matches!(command.words.first(), Some(&"show") | Some(&"help")) {
+    if command.effect == cli::Effect::Changes {
         crate::drivers::af_xdp::fastpath::bump();
     }
 }

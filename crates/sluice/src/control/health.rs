@@ -2,7 +2,7 @@
 //! and the control socket's counts, as Prometheus metrics (`Exposition`, a second collector
 //! beside `metrics`'s own), and the one debug command that tests the watchdog.
 
-use super::cli::{Arg, Command, Output};
+use super::cli::{Arg, Command, Effect, Output};
 use super::exec::Control;
 use super::server::ClientStats;
 use crate::dataplane::watchdog::Beat;
@@ -19,6 +19,7 @@ use std::time::Duration;
 /// Debug commands: not for production, and said so in their help.
 pub const COMMANDS: &[Command] = &[Command {
     words: &["debug", "stall-worker"],
+    effect: Effect::Changes,
     syntax: "<W> <SECONDS>",
     help: "DEBUG ONLY, to test the watchdog and a supervisor: worker W stops passing its loop \
            (and forwarding) for SECONDS, ignoring shutdown meanwhile, as a stuck worker would",

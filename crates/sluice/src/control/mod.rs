@@ -12,7 +12,9 @@
 //! (`[metrics] listen`), which reads the same counters on a thread of its own; `health` adds
 //! the watchdog's and the control socket's metrics and the debug command that stalls a worker.
 
+pub mod access;
 pub mod apply;
+pub mod audit;
 pub mod cli;
 pub mod client;
 pub mod exec;

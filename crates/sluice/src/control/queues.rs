@@ -3,7 +3,7 @@
 //! `set interface handoff` and `show interface handoff`: spreading an interface's packets
 //! over workers by flow hash.
 
-use super::cli::{Arg, Args, Command, Output};
+use super::cli::{Arg, Args, Command, Effect, Output};
 use super::exec::Control;
 use crate::dataplane::queues::{Usage, IMBALANCE_FACTOR};
 use crate::handoff::{HashKey, Spread};
@@ -13,6 +13,7 @@ use std::fmt::Write as _;
 pub const COMMANDS: &[Command] = &[
     Command {
         words: &["show", "queues"],
+        effect: Effect::Reads,
         syntax: "",
         help: "per receive queue: packets, bytes, drops, rates over the last second, share of \
                its interface, the worker polling it and how busy that worker is; queues and \
@@ -23,6 +24,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["show", "interface", "handoff"],
+        effect: Effect::Reads,
         syntax: "",
         help: "the interfaces whose packets are handed to workers by flow hash: workers, key",
         example: "show interface handoff",
@@ -31,6 +33,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["set", "interface", "handoff"],
+        effect: Effect::Changes,
         syntax: "<IF> workers <LIST> [key symmetric|standard] | <IF> off",
         help: "hand the packets IF receives to the workers of LIST (0,2 or 0-3) by the RSS \
                hash of their flow, the symmetric key unless told (both directions of a flow \

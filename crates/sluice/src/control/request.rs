@@ -10,6 +10,7 @@
 //! command's own handler runs, as for a line. The reply always says `ok` and a `code`
 //! (`Code`), and on success carries the handler's text and, where it has one, its JSON.
 
+use super::access::Access;
 use super::cli::{self, Arg, Args, Command, Output};
 use super::exec::Control;
 use serde_json::{json, Map, Value};
@@ -40,6 +41,8 @@ pub enum Code {
     BadField,
     /// The handler refused the request (its error is the message).
     Failed,
+    /// The command changes state and came on the read-only socket.
+    ReadOnly,
 }
 
 impl Code {
@@ -51,6 +54,7 @@ impl Code {
         Code::UnknownField,
         Code::BadField,
         Code::Failed,
+        Code::ReadOnly,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -62,6 +66,7 @@ impl Code {
             Code::UnknownField => "unknown_field",
             Code::BadField => "bad_field",
             Code::Failed => "failed",
+            Code::ReadOnly => "read_only",
         }
     }
 }
@@ -365,31 +370,51 @@ pub fn error_reply(e: &Error) -> Value {
     json!({"ok": false, "code": e.code.as_str(), "error": e.message})
 }
 
-/// Carry out one typed request line and make its reply.
-pub fn answer(control: &mut Control, line: &str) -> Value {
+/// Carry out one typed request line from a socket of `access` and make its reply; also the
+/// command it named, if any (for the change log). On the read-only socket a request that
+/// names no command, or one that changes state, is refused (`read_only`) before its fields
+/// are looked at.
+pub fn answer(
+    control: &mut Control,
+    line: &str,
+    access: Access,
+) -> (Value, Option<&'static Command>) {
     let request: Value = match serde_json::from_str(line) {
         Ok(v) => v,
         Err(e) => {
-            return error_reply(&Error {
+            let e = Error {
                 code: Code::BadRequest,
                 message: format!("not a JSON request: {e}"),
-            })
+            };
+            return (error_reply(&e), None);
         }
     };
+    let named = request
+        .get("command")
+        .and_then(Value::as_str)
+        .and_then(by_name);
+    if let Err(message) = super::access::permits(access, named) {
+        let e = Error {
+            code: Code::ReadOnly,
+            message,
+        };
+        return (error_reply(&e), named);
+    }
     let (command, args) = match parse(&request) {
         Ok(p) => p,
-        Err(e) => return error_reply(&e),
+        Err(e) => return (error_reply(&e), named),
     };
     let out = (command.run)(control, &args);
     super::exec::after_command(command);
-    match out {
+    let reply = match out {
         Ok(Output::Shown(text, v)) => json!({"ok": true, "code": "ok", "text": text, "json": v}),
         Ok(Output::Text(text)) => json!({"ok": true, "code": "ok", "text": text}),
         Err(message) => error_reply(&Error {
             code: Code::Failed,
             message,
         }),
-    }
+    };
+    (reply, Some(command))
 }
 
 /// Whether a line on the socket is a typed request rather than a command line.
@@ -648,7 +673,8 @@ mod tests {
                 "missing_field",
                 "unknown_field",
                 "bad_field",
-                "failed"
+                "failed",
+                "read_only"
             ]
         );
         assert!(is_typed("  {\"version\": 1}"));

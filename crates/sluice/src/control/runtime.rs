@@ -1,7 +1,7 @@
 //! The runtime statistics commands: `show runtime`, `show errors`, `show buffers`,
 //! `show threads`, `clear runtime`, `clear errors`, and the baselines the clear commands keep.
 
-use super::cli::{Command, Output};
+use super::cli::{Command, Effect, Output};
 use super::exec::Control;
 use crate::dataplane::Dataplane;
 use crate::drivers::af_xdp::fastpath;
@@ -13,6 +13,7 @@ use std::time::Instant;
 pub const COMMANDS: &[Command] = &[
     Command {
         words: &["show", "runtime"],
+        effect: Effect::Reads,
         syntax: "",
         help: "per node calls, vectors, clocks per packet, per worker",
         example: "show runtime",
@@ -21,6 +22,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["show", "errors"],
+        effect: Effect::Reads,
         syntax: "",
         help: "drop and error counters by node and reason",
         example: "show errors",
@@ -29,6 +31,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["show", "buffers"],
+        effect: Effect::Reads,
         syntax: "",
         help: "buffer pool: total, free, in use by owner",
         example: "show buffers",
@@ -37,6 +40,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["show", "threads"],
+        effect: Effect::Reads,
         syntax: "",
         help: "main and worker threads with their CPUs and heartbeats (STALLED: no pass of the loop for [watchdog] stall-timeout)",
         example: "show threads",
@@ -45,6 +49,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["clear", "runtime"],
+        effect: Effect::Changes,
         syntax: "",
         help: "restart the runtime statistics",
         example: "clear runtime",
@@ -61,6 +66,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["clear", "errors"],
+        effect: Effect::Changes,
         syntax: "",
         help: "restart the error counters",
         example: "clear errors",

@@ -17,7 +17,7 @@
 //! `--batch` or any client of the socket, and the file lands where the daemon, which will
 //! read it on its next start, sees files. Without FILE the text is the reply.
 
-use super::cli::{Arg, Args, Command, Output};
+use super::cli::{Arg, Args, Command, Effect, Output};
 use super::exec::Control;
 use crate::config::emit::{self, Entry};
 use crate::config::reference::SectionDoc;
@@ -29,6 +29,7 @@ use toml::Value;
 
 pub const COMMANDS: &[Command] = &[Command {
     words: &["save"],
+    effect: Effect::Changes,
     syntax: "[<FILE>]",
     help: "write the running configuration as a config file for `sluice run -c` (FILE: an absolute path the daemon writes, mode 0600, replaced whole; none: print it)",
     example: "save /etc/sluice/sluice.toml",

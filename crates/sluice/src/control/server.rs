@@ -1,7 +1,10 @@
-//! The control socket: a Unix stream socket (mode 0600) that takes command lines and
+//! The control sockets: Unix stream sockets that take command lines and
 //! answers each with one JSON object: `{"ok":true,"text":...}`, `{"ok":true,"json":...}` or
 //! `{"ok":false,"error":...}`. A line that starts with `{` is a typed request instead
-//! (control::request), answered with its own reply shape.
+//! (control::request), answered with its own reply shape. The read-write socket takes every
+//! command; the read-only one (when `[control] read-only-socket` is set) only those that
+//! change nothing (control::access), and every command that changes state is logged
+//! (control::audit). Both are served by the one accept loop below.
 //!
 //! Each client is served on a thread of its own, at most `MAX_CLIENTS` at a time; the
 //! commands themselves run one at a time under the control plane's lock, and a reply is
@@ -16,8 +19,9 @@
 //! (crate::events), and no publisher waits for it. The accept loop also runs the events
 //! `Watcher`, which compares the state every `watcher::EVERY` while someone watches.
 
+use super::access::{self, Access, ControlConfig, Ownership};
 use super::exec::{Control, Reply};
-use super::{request, watch};
+use super::{audit, cli, request, watch};
 use crate::events::{watcher::Watcher, Subscription};
 use serde_json::json;
 use std::io::{ErrorKind, Read, Write};
@@ -38,9 +42,8 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often a client's blocked read or write looks at the stop flag.
 const POLL: Duration = Duration::from_millis(100);
-/// The socket's file-creation mask: the file is made 0600, owner only. A command can
-/// reconfigure the router, so the socket gives what root has; a group (0660) would need a
-/// group the daemon is told of, and sluice has none.
+/// The sockets' file-creation mask: each file is made 0600, owner only, and then given the
+/// owner, group and mode of its `[control]` keys (control::access).
 const SOCKET_UMASK: u32 = 0o177;
 
 /// What the control socket counted since the daemon started.
@@ -59,11 +62,30 @@ pub struct ClientStats {
     pub too_long: AtomicU64,
 }
 
-/// A bound control socket; the file is removed when this is dropped.
+/// The bound control sockets: the read-write one first, then the read-only one if any.
 pub struct ControlSocket {
+    sockets: Vec<Bound>,
+    stats: Arc<ClientStats>,
+}
+
+/// One bound socket; its file is removed when this is dropped.
+struct Bound {
     listener: UnixListener,
     path: PathBuf,
-    stats: Arc<ClientStats>,
+    access: Access,
+}
+
+/// Which socket a client came in on: what it may do, and the name its changes are logged
+/// under.
+struct Who<'a> {
+    access: Access,
+    source: &'a str,
+}
+
+impl Drop for Bound {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 /// What stands at the socket's path before it is bound.
@@ -99,10 +121,10 @@ fn clear_path(path: &Path) -> Result<(), String> {
     std::fs::remove_file(path).map_err(|e| format!("cannot remove stale {}: {e}", path.display()))
 }
 
-impl ControlSocket {
+impl Bound {
     /// Bind `path`, replacing a stale socket file but never a live one, nor anything that
-    /// is not a socket. Call before any other thread starts (the mask is process-wide).
-    pub fn bind(path: &Path) -> Result<ControlSocket, String> {
+    /// is not a socket, and give the file its owner, group and mode.
+    fn bind(path: &Path, ownership: &Ownership, access: Access) -> Result<Bound, String> {
         if let Some(dir) = path.parent() {
             if !dir.as_os_str().is_empty() {
                 std::fs::create_dir_all(dir)
@@ -113,18 +135,42 @@ impl ControlSocket {
         // Made 0600 by bind itself: no moment when another user could connect.
         let listener = crate::sys::cpu::with_umask(SOCKET_UMASK, || UnixListener::bind(path))
             .map_err(|e| format!("cannot bind control socket {}: {e}", path.display()))?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|e| format!("control socket: {e}"))?;
-        Ok(ControlSocket {
+        let bound = Bound {
             listener,
             path: path.to_path_buf(),
+            access,
+        };
+        ownership.apply(path)?;
+        bound
+            .listener
+            .set_nonblocking(true)
+            .map_err(|e| format!("control socket: {e}"))?;
+        Ok(bound)
+    }
+}
+
+impl ControlSocket {
+    /// Bind the sockets of `[control]` (see `Bound::bind`). Call before any other thread
+    /// starts (the mask is process-wide).
+    pub fn bind(cfg: &ControlConfig) -> Result<ControlSocket, String> {
+        let mut sockets = vec![Bound::bind(&cfg.socket, &cfg.access, Access::ReadWrite)?];
+        if let Some((path, ownership)) = &cfg.read_only {
+            sockets.push(Bound::bind(path, ownership, Access::ReadOnly)?);
+        }
+        Ok(ControlSocket {
+            sockets,
             stats: Arc::default(),
         })
     }
 
+    /// The read-write socket's path.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.sockets[0].path
+    }
+
+    /// The read-only socket's path, when there is one.
+    pub fn read_only_path(&self) -> Option<&Path> {
+        self.sockets.get(1).map(|b| b.path.as_path())
     }
 
     /// The counters of this socket (for the metrics endpoint).
@@ -146,17 +192,9 @@ impl ControlSocket {
                     let c = control.lock().unwrap_or_else(|p| p.into_inner());
                     watcher.poll(&c, &c.dp.events);
                 }
-                let stream = match self.listener.accept() {
-                    Ok((stream, _)) => stream,
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                        std::thread::sleep(Duration::from_millis(20));
-                        continue;
-                    }
-                    Err(e) => {
-                        eprintln!("sluice: control socket accept: {e}");
-                        std::thread::sleep(Duration::from_millis(100));
-                        continue;
-                    }
+                let Some((stream, bound)) = self.accept() else {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
                 };
                 if stats.active.load(Ordering::Relaxed) >= MAX_CLIENTS {
                     refused.refuse(stream, &format!("too many control clients ({MAX_CLIENTS})"));
@@ -168,7 +206,12 @@ impl ControlSocket {
                 let spawned = std::thread::Builder::new()
                     .name("sluice_ctl".into())
                     .spawn_scoped(s, move || {
-                        if let Err(e) = answer(control, &stream, stop, stats) {
+                        let source = bound.path.display().to_string();
+                        let who = Who {
+                            access: bound.access,
+                            source: &source,
+                        };
+                        if let Err(e) = answer(control, &stream, stop, stats, &who) {
                             eprintln!("sluice: control connection: {e}");
                         }
                         stats.active.fetch_sub(1, Ordering::Relaxed);
@@ -183,11 +226,17 @@ impl ControlSocket {
         });
         control.into_inner().unwrap_or_else(|p| p.into_inner())
     }
-}
 
-impl Drop for ControlSocket {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+    /// A client waiting on any of the sockets, and the socket.
+    fn accept(&self) -> Option<(UnixStream, &Bound)> {
+        self.sockets.iter().find_map(|b| match b.listener.accept() {
+            Ok((stream, _)) => Some((stream, b)),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => None,
+            Err(e) => {
+                eprintln!("sluice: control socket {} accept: {e}", b.path.display());
+                None
+            }
+        })
     }
 }
 
@@ -368,6 +417,7 @@ fn answer(
     stream: &UnixStream,
     stop: &AtomicBool,
     stats: &ClientStats,
+    who: &Who<'_>,
 ) -> Result<(), String> {
     stats.accepted.fetch_add(1, Ordering::Relaxed);
     stream.set_nonblocking(false).map_err(|e| e.to_string())?;
@@ -376,7 +426,7 @@ fn answer(
         stop,
         pending: Vec::new(),
     };
-    let result = serve_lines(control, &mut conn, stats);
+    let result = serve_lines(control, &mut conn, stats, who);
     match result {
         Ok(()) | Err(Cut::Stopped) => Ok(()),
         Err(Cut::TimedOut(what)) => {
@@ -391,6 +441,7 @@ fn serve_lines(
     control: &Mutex<Control>,
     conn: &mut Conn<'_>,
     stats: &ClientStats,
+    who: &Who<'_>,
 ) -> Result<(), Cut> {
     loop {
         let line = match conn.read_line()? {
@@ -424,18 +475,50 @@ fn serve_lines(
         }
         let reply = {
             let mut c = control.lock().unwrap_or_else(|p| p.into_inner());
-            if request::is_typed(&line) {
-                request::answer(&mut c, line.trim())
-            } else {
-                match c.handle_line(line.trim()) {
-                    Ok(Reply::Text(t)) => json!({"ok": true, "text": t}),
-                    Ok(Reply::Json(v)) => json!({"ok": true, "json": v}),
-                    Err(e) => json!({"ok": false, "error": e}),
-                }
-            }
+            run(&mut c, line.trim(), who)
         };
         let mut out = serde_json::to_vec(&reply).map_err(|e| Cut::Io(e.into()))?;
         out.push(b'\n');
         conn.write_all(&out)?;
+    }
+}
+
+/// Carry out one command line or typed request from a client of `who`'s socket: refused on
+/// the read-only socket unless it changes nothing, and logged when it changes state.
+fn run(c: &mut Control, line: &str, who: &Who<'_>) -> serde_json::Value {
+    if request::is_typed(line) {
+        let (reply, command) = request::answer(c, line, who.access);
+        if command.is_some_and(|c| c.effect == cli::Effect::Changes) {
+            let what = serde_json::from_str::<serde_json::Value>(line)
+                .map_or_else(|_| line.to_string(), |v| v.to_string());
+            audit::log(who.source, &what, outcome(&reply));
+        }
+        return reply;
+    }
+    let mut words: Vec<&str> = line.split_whitespace().collect();
+    words.retain(|w| *w != "--json");
+    let command = cli::find(&words).ok().map(|(c, _)| c);
+    if let Err(e) = access::permits(who.access, command) {
+        return json!({"ok": false, "error": e});
+    }
+    let reply = match c.handle_line(line) {
+        Ok(Reply::Text(t)) => json!({"ok": true, "text": t}),
+        Ok(Reply::Json(v)) => json!({"ok": true, "json": v}),
+        Err(e) => json!({"ok": false, "error": e}),
+    };
+    if command.is_some_and(|c| c.effect == cli::Effect::Changes) {
+        audit::log(who.source, line, outcome(&reply));
+    }
+    reply
+}
+
+/// A reply's outcome, for the change log.
+fn outcome(reply: &serde_json::Value) -> Result<(), &str> {
+    match reply.get("ok").and_then(serde_json::Value::as_bool) {
+        Some(true) => Ok(()),
+        _ => Err(reply
+            .get("error")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("failed")),
     }
 }

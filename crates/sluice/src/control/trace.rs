@@ -1,7 +1,7 @@
 //! The packet trace commands: `trace add`, `show trace`, `clear trace`, and `pcap trace`
 //! (capture to a pcap file, `dataplane::pcap_trace`).
 
-use super::cli::{Arg, Args, Command, Output};
+use super::cli::{Arg, Args, Command, Effect, Output};
 use super::exec::Control;
 use crate::dataplane::pcap_trace::{self, TraceSpec};
 use crate::graph::NodeKind;
@@ -12,6 +12,7 @@ use std::path::PathBuf;
 pub const COMMANDS: &[Command] = &[
     Command {
         words: &["show", "trace"],
+        effect: Effect::Reads,
         syntax: "",
         help: "packets traced by 'trace add'",
         example: "show trace",
@@ -20,6 +21,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["clear", "trace"],
+        effect: Effect::Changes,
         syntax: "",
         help: "drop trace records and budgets",
         example: "clear trace",
@@ -33,6 +35,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["trace", "add"],
+        effect: Effect::Changes,
         syntax: "<NODE> <N>",
         help: "trace the next N packets of input node NODE",
         example: "trace add af-packet-input 10",
@@ -41,6 +44,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["pcap", "trace"],
+        effect: Effect::Changes,
         syntax: "[rx] [tx] [drop] [max <N>] [intfc <IF>|any] [snaplen <N>] [file <NAME>] | \
                  status | off",
         help: "capture what the dataplane receives, sends and/or drops (on IF, or any \

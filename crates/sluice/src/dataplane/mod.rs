@@ -211,6 +211,7 @@ impl Dataplane {
             pool: pool.clone(),
             punts: punt_rx,
             thread: workers,
+            events: events.clone(),
         };
         let lcp = crate::lcp::section::start(cfg, lcp_parts, router.clone(), stop.clone())?;
         let helpers = Helpers::spawn(&router, &bridges, &interfaces, (learn_rx, mac_rx), &stop)?;

@@ -138,6 +138,15 @@ pub struct Bus {
     subscribers: Mutex<Vec<Arc<Queue>>>,
 }
 
+impl std::fmt::Debug for Bus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bus")
+            .field("seq", &self.seq)
+            .field("subscribers", &self.count)
+            .finish()
+    }
+}
+
 impl Bus {
     pub fn new() -> Arc<Bus> {
         Arc::default()

@@ -3,13 +3,14 @@
 //! so the first worker's is shown.
 
 use super::{GraphShared, NodeKind};
-use crate::control::cli::{Arg, Command, Output};
+use crate::control::cli::{Arg, Command, Effect, Output};
 use crate::control::exec::Control;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 
 pub const COMMANDS: &[Command] = &[Command {
     words: &["show", "graph"],
+    effect: Effect::Reads,
     syntax: "[<NODE>]",
     help: "the graph's nodes, each with its next nodes (by slot) and the nodes that send to it",
     example: "show graph ip4-lookup",

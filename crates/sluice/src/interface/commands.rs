@@ -2,7 +2,7 @@
 //! `clear interfaces`, `create sub-interface`, `delete sub-interface`, `show interface
 //! rx-placement`, `set interface rx-placement`.
 
-use crate::control::cli::{Arg, Args, Command, Output};
+use crate::control::cli::{Arg, Args, Command, Effect, Output};
 use crate::control::exec::Control;
 use crate::interface::Interface;
 use serde_json::{json, Value};
@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 pub const COMMANDS: &[Command] = &[
     Command {
         words: &["show", "interface", "rx-placement"],
+        effect: Effect::Reads,
         syntax: "",
         help: "which worker polls each receive queue, and by which input node",
         example: "show interface rx-placement",
@@ -19,6 +20,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["set", "interface", "rx-placement"],
+        effect: Effect::Changes,
         syntax: "<IF> queue <Q> worker <W>",
         help: "move receive queue Q of IF to worker W while traffic runs (af_packet, pcap \
                and null queues; af_xdp and memif queues stay where they were placed at start)",
@@ -28,6 +30,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["show", "interface"],
+        effect: Effect::Reads,
         syntax: "[<IF>]",
         help: "interface state and counters",
         example: "show interface d0",
@@ -36,6 +39,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["show", "hardware|hardware-interfaces"],
+        effect: Effect::Reads,
         syntax: "[<IF>]",
         help: "driver facts: host device, modes, queues, rings",
         example: "show hardware d0",
@@ -44,6 +48,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["set", "interface", "state"],
+        effect: Effect::Changes,
         syntax: "<IF> up|down",
         help: "admin state",
         example: "set interface state d0 up",
@@ -52,6 +57,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["clear", "interfaces"],
+        effect: Effect::Changes,
         syntax: "",
         help: "restart the interface counters",
         example: "clear interfaces",
@@ -65,6 +71,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["create", "sub-interface"],
+        effect: Effect::Changes,
         syntax: "<IF> <ID> [dot1q <VID> [exact-match] | dot1q|dot1ad <VID> inner-dot1q <VID> \
                  | default | untagged]",
         help: "a VLAN sub-interface IF.ID (no tags named: dot1q ID exact-match), up",
@@ -74,6 +81,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["delete", "sub-interface"],
+        effect: Effect::Changes,
         syntax: "<IF.ID>",
         help: "delete a sub-interface (out of its bridge or cross-connect, without addresses)",
         example: "delete sub-interface d0.100",

@@ -1,6 +1,6 @@
 //! The layer-2 commands: cross-connects, bridge domains and their ports, the MAC table.
 
-use crate::control::cli::{Arg, Args, Command, Output};
+use crate::control::cli::{Arg, Args, Command, Effect, Output};
 use crate::control::exec::Control;
 use crate::dataplane::L2Mode;
 use crate::l2::bridge::Bridges;
@@ -12,6 +12,7 @@ use std::sync::MutexGuard;
 pub const COMMANDS: &[Command] = &[
     Command {
         words: &["set", "interface", "l2", "xconnect"],
+        effect: Effect::Changes,
         syntax: "<RX> <TX>",
         help: "send everything received on RX out of TX",
         example: "set interface l2 xconnect d0 d1",
@@ -20,6 +21,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["set", "interface", "l2", "bridge"],
+        effect: Effect::Changes,
         syntax: "<IF> <BD> [shg <N>] [mac-limit <M>] | <IF> <BD> bvi",
         help: "make IF a port of bridge domain BD (split-horizon group N: no forwarding \
                between ports of one group; M: learnt addresses behind IF at most, default \
@@ -30,6 +32,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["bvi", "create"],
+        effect: Effect::Changes,
         syntax: "[instance <N>] [mac <MAC>]",
         help: "a bridge-virtual interface bviN: a bridge domain's routed interface",
         example: "bvi create instance 0",
@@ -38,6 +41,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["bvi", "delete"],
+        effect: Effect::Changes,
         syntax: "<bviN>",
         help: "delete a BVI (out of its bridge domain, without addresses)",
         example: "bvi delete bvi0",
@@ -54,6 +58,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["set", "interface", "l3"],
+        effect: Effect::Changes,
         syntax: "<IF>",
         help: "take IF out of its cross-connect or bridge domain (it routes if it has addresses)",
         example: "set interface l3 d2",
@@ -62,6 +67,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["create", "bridge-domain"],
+        effect: Effect::Changes,
         syntax: "<BD> [learn on|off] [flood on|off] [uu-flood on|off] [arp-term on|off] \
                  [mac-age <MIN>|<N>s] [mac-limit <N>] [group-fwd-mask <MASK>] [del]",
         help: "create or change a bridge domain (del: delete it; MASK, as Linux's \
@@ -72,6 +78,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["set", "bridge-domain", "arp", "entry"],
+        effect: Effect::Changes,
         syntax: "<BD> <IP> <MAC> [del]",
         help: "an IPv4 address the domain answers ARP requests for (with arp-term on)",
         example: "set bridge-domain arp entry 10 192.0.2.10 02:00:00:00:00:10",
@@ -85,6 +92,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["show", "bridge-domain"],
+        effect: Effect::Reads,
         syntax: "[<BD> [detail]]",
         help: "bridge domains: settings, ports, MAC entries and learning counters",
         example: "show bridge-domain 10 detail",
@@ -93,6 +101,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["l2fib", "add"],
+        effect: Effect::Changes,
         syntax: "<MAC> <BD> <IF> [static]",
         help: "a MAC entry (static: never ages, never moves)",
         example: "l2fib add 02:00:00:00:00:10 10 d2 static",
@@ -106,6 +115,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["l2fib", "del|delete"],
+        effect: Effect::Changes,
         syntax: "<MAC> <BD>",
         help: "remove a MAC entry",
         example: "l2fib del 02:00:00:00:00:10 10",
@@ -114,6 +124,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["show", "l2fib"],
+        effect: Effect::Reads,
         syntax: "[bd <BD>] [count]",
         help: "the MAC table: address, bridge domain, interface, static, age",
         example: "show l2fib bd 10",
@@ -122,6 +133,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["clear", "l2fib"],
+        effect: Effect::Changes,
         syntax: "[bd <BD>]",
         help: "forget learnt MAC entries (static ones stay)",
         example: "clear l2fib bd 10",

@@ -1,12 +1,13 @@
 //! lcp commands: pair an interface with a Linux tap, remove a pair, show the pairs
 //! (`src/lcp/`).
 
-use crate::control::cli::{Arg, Args, Command, Output};
+use crate::control::cli::{Arg, Args, Command, Effect, Output};
 use crate::control::exec::Control;
 
 pub const COMMANDS: &[Command] = &[
     Command {
         words: &["lcp", "create"],
+        effect: Effect::Changes,
         syntax: "<IF> host-if <NAME> [netns <NS>]",
         help: "make Linux tap NAME (in namespace NS) mirroring IF: its MAC, MTU, addresses and \
                link state; what the router does not answer itself goes up to it, what Linux \
@@ -17,6 +18,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["lcp", "delete"],
+        effect: Effect::Changes,
         syntax: "<IF>",
         help: "remove IF's tap; nothing more is punted from IF",
         example: "lcp delete d0",
@@ -25,6 +27,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["show", "lcp"],
+        effect: Effect::Reads,
         syntax: "",
         help: "the lcp pairs: tap, namespace, its state in Linux, frames to and from Linux; the netlink listeners; the punt policy ([punt])",
         example: "show lcp",

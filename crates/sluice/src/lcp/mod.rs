@@ -102,6 +102,7 @@ pub struct Lcp {
     router: Arc<Mutex<crate::router::Router>>,
     /// A netlink listener per namespace that holds taps (`None`: the daemon's).
     listeners: Arc<Mutex<Vec<NamespaceListener>>>,
+    events: Arc<crate::events::Bus>,
 }
 
 /// The netlink listeners' counters, for a reader outside the control thread (metrics).
@@ -134,6 +135,8 @@ pub struct LcpParts {
     pub punts: PuntReceiver,
     /// The main thread's index among the threads that count on interfaces (the last).
     pub thread: usize,
+    /// Where the netlink listeners publish the routes they add and remove.
+    pub events: Arc<crate::events::Bus>,
 }
 
 impl Lcp {
@@ -147,6 +150,7 @@ impl Lcp {
         let pairs: Arc<Mutex<Vec<Pair>>> = Arc::default();
         let unpaired: Arc<AtomicU64> = Arc::default();
         let (p, u) = (pairs.clone(), unpaired.clone());
+        let events = parts.events.clone();
         let thread = std::thread::Builder::new()
             .name("sluice_lcp".into())
             .spawn(move || run(p, &u, parts, &stop))
@@ -157,6 +161,7 @@ impl Lcp {
             thread: Some(thread),
             router,
             listeners: Arc::default(),
+            events,
         })
     }
 
@@ -169,6 +174,7 @@ impl Lcp {
         let pairs = HostPairs::new();
         let options = crate::netlink::Options {
             netns: netns.map(str::to_string),
+            events: Some(self.events.clone()),
             ..Default::default()
         };
         let listener = Listener::start(self.router.clone(), pairs.clone(), options)?;
@@ -328,6 +334,7 @@ fn run(pairs: Arc<Mutex<Vec<Pair>>>, unpaired: &AtomicU64, parts: LcpParts, stop
         pool,
         punts,
         thread,
+        events: _,
     } = parts;
     let mut bufs = pool.worker_handle();
     let mut frame = vec![0u8; 65536];

@@ -5,7 +5,7 @@ use super::config::{parse_endpoint, parse_protocol, parse_range};
 use super::control::Nat44Control;
 use super::packet::proto_name;
 use super::{Role, StaticMapping};
-use crate::control::cli::{Arg, Args, Command, Output};
+use crate::control::cli::{Arg, Args, Command, Effect, Output};
 use crate::control::exec::Control;
 use serde_json::json;
 use std::fmt::Write as _;
@@ -17,6 +17,7 @@ use std::time::Duration;
 pub const COMMANDS: &[Command] = &[
     Command {
         words: &["set", "interface", "nat44"],
+        effect: Effect::Changes,
         syntax: "in|out <IF> [del]",
         help: "make IF a NAT44 inside or outside interface (del: neither); every session is \
                closed",
@@ -30,6 +31,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["nat44", "add", "address"],
+        effect: Effect::Changes,
         syntax: "<A>[-<B>]",
         help: "add outside addresses to the pool (without any, each outside interface's own \
                address is used); every session is closed",
@@ -39,6 +41,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["nat44", "del|delete", "address"],
+        effect: Effect::Changes,
         syntax: "<A>[-<B>]",
         help: "remove outside addresses from the pool; every session is closed",
         example: "nat44 del address 203.0.113.8-203.0.113.15",
@@ -47,6 +50,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["nat44", "add", "static", "mapping"],
+        effect: Effect::Changes,
         syntax: "tcp|udp local <A> <P> external <A> <P>",
         help: "a port forward: the external address and port lead to the local ones",
         example: "nat44 add static mapping tcp local 10.0.0.3 8080 external 203.0.113.1 80",
@@ -55,6 +59,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["nat44", "del|delete", "static", "mapping"],
+        effect: Effect::Changes,
         syntax: "tcp|udp local <A> <P> external <A> <P>",
         help: "remove a port forward",
         example: "nat44 del static mapping tcp local 10.0.0.3 8080 external 203.0.113.1 80",
@@ -63,6 +68,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["set", "nat44", "timeout"],
+        effect: Effect::Changes,
         syntax: "udp|tcp-established|tcp-transitory|icmp <SECONDS>",
         help: "how long an idle session of the kind lives (1 s to 30 days); sessions stay \
                open and expire by the new value",
@@ -78,6 +84,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["set", "nat44", "limits"],
+        effect: Effect::Changes,
         syntax: "sessions <N> [per-host <M>]",
         help: "the daemon's NAT44 sessions (1024 to 16777216, split over the workers) and \
                those of one inside address on one worker; open sessions stay, and above a lowered \
@@ -88,6 +95,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["show", "nat44", "sessions"],
+        effect: Effect::Reads,
         syntax: "[inside <A>]",
         help: "the workers' NAT44 sessions (of inside address A): protocol, inside, outside \
                and remote endpoints, state, age and idle seconds, worker (at most 10000 a \
@@ -98,6 +106,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["show", "nat44", "summary"],
+        effect: Effect::Reads,
         syntax: "",
         help: "NAT44: interfaces, pool, static mappings, timeouts, per worker the sessions by \
                protocol, created, expired and the memory its table holds, and the ports in use \

@@ -6,6 +6,7 @@
 use super::pairs::HostPairs;
 use super::stats::{NetlinkStats, ReconcileReport};
 use super::translate::{Event, LinuxHops, LinuxPath, RouteEvent, TABLE_MAIN};
+use crate::events::Bus;
 use crate::fib::parse::IpPrefix;
 use crate::fib::{Prefix4, Prefix6};
 use crate::router::{
@@ -74,6 +75,10 @@ pub(super) struct Applier {
     /// Set when an event means the kernel changed routes without telling (IPv4 routes go
     /// silently with their link or address): the reader then dumps.
     pub resync: Option<&'static str>,
+    /// Where route changes are published, and those of the round being applied, kept
+    /// until the router's lock is let go (only while someone watches).
+    pub events: Option<Arc<Bus>>,
+    route_changes: Vec<(&'static str, IpPrefix, u32)>,
 }
 
 impl Applier {
@@ -95,6 +100,8 @@ impl Applier {
             interfaces: 0,
             allowed: Vec::new(),
             resync: None,
+            events: None,
+            route_changes: Vec::new(),
         }
     }
 
@@ -165,6 +172,11 @@ impl Applier {
             s.commits += 1;
         }
         drop(r);
+        if let Some(bus) = &self.events {
+            for (event, prefix, table) in self.route_changes.drain(..) {
+                crate::events::route(bus, event, prefix, table, "netlink");
+            }
+        }
         for e in ended {
             let mut report = e.report;
             report.seconds = e.at.elapsed().as_secs_f64();
@@ -297,7 +309,10 @@ impl Applier {
         }
         if !ev.add {
             match r.del_kernel_route(self.id, table, ev.prefix) {
-                Ok(true) => s.routes_deleted += 1,
+                Ok(true) => {
+                    s.routes_deleted += 1;
+                    self.changed("removed", ev.prefix, table);
+                }
                 _ => s.ignore("delete of a route sluice does not hold"),
             }
             return;
@@ -308,12 +323,16 @@ impl Applier {
                 s.ignore(reason);
                 if r.del_kernel_route(self.id, table, ev.prefix) == Ok(true) {
                     s.routes_deleted += 1;
+                    self.changed("removed", ev.prefix, table);
                 }
                 return;
             }
         };
         match r.set_kernel_route(self.id, table, ev.prefix, &hops) {
             Ok(change) => {
+                if !matches!(change, KernelRouteChange::Unchanged) {
+                    self.changed("added", ev.prefix, table);
+                }
                 let report = self.dump.as_mut().map(|d| {
                     match ev.prefix {
                         IpPrefix::V4(p) => d.routes4.entry(table).or_default().push(p),
@@ -347,8 +366,17 @@ impl Applier {
                 refused(s, format!("route {}: {e}", ev.prefix));
                 if r.del_kernel_route(self.id, table, ev.prefix) == Ok(true) {
                     s.routes_deleted += 1;
+                    self.changed("removed", ev.prefix, table);
                 }
             }
+        }
+    }
+
+    /// Keep a route change for publishing after the round (nothing when no one watches: a
+    /// full table arriving costs nothing more).
+    fn changed(&mut self, event: &'static str, prefix: IpPrefix, table: u32) {
+        if self.events.as_ref().is_some_and(|b| b.watched()) {
+            self.route_changes.push((event, prefix, table));
         }
     }
 
@@ -387,6 +415,7 @@ impl Applier {
                     && r.del_kernel_route(self.id, table, IpPrefix::V4(p)) == Ok(true)
                 {
                     d.report.deleted += 1;
+                    self.changed("removed", IpPrefix::V4(p), table);
                 }
             }
             let mut seen6 = d.routes6.remove(&table).unwrap_or_default();
@@ -396,6 +425,7 @@ impl Applier {
                     && r.del_kernel_route(self.id, table, IpPrefix::V6(p)) == Ok(true)
                 {
                     d.report.deleted += 1;
+                    self.changed("removed", IpPrefix::V6(p), table);
                 }
             }
         }

@@ -54,6 +54,8 @@ pub struct Options {
     /// A full queue is an overflow: what the reader read is dropped, counted, and a dump
     /// and reconcile follow, as when the socket's queue overflows.
     pub queue: usize,
+    /// Where the routes it adds and removes are published (`source` `netlink`), if anywhere.
+    pub events: Option<Arc<crate::events::Bus>>,
 }
 
 impl Default for Options {
@@ -63,6 +65,7 @@ impl Default for Options {
             receive_buffer: 64 << 20,
             max_batch: 100_000,
             queue: QUEUE,
+            events: None,
         }
     }
 }
@@ -153,6 +156,7 @@ impl Listener {
             let (control, max) = (control.clone(), options.max_batch.max(1));
             let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
             let mut a = Applier::new(id, router, pairs, stats.clone());
+            a.events = options.events.clone();
             std::thread::Builder::new()
                 .name("sluice_netlink_apply".into())
                 .spawn(move || apply_loop(&mut a, rx, &control, max))

@@ -1,6 +1,6 @@
 //! The routing commands: addresses, routes, neighbours, and what the FIB shows.
 
-use crate::control::cli::{Arg, Args, Command, Output};
+use crate::control::cli::{Arg, Args, Command, Effect, Output};
 use crate::control::exec::Control;
 use crate::dataplane::Dataplane;
 use crate::fib::parse::parse_prefix;
@@ -17,6 +17,7 @@ const FIB_SYNTAX: &str = "[table <ID>] [<ADDR>|<PREFIX>|summary]";
 pub const COMMANDS: &[Command] = &[
     Command {
         words: &["show", "ip", "fib"],
+        effect: Effect::Reads,
         syntax: FIB_SYNTAX,
         help: "IPv4 routes (first 1000), the route an address takes, or counts, memory, load time",
         example: "show ip fib 198.19.1.1",
@@ -25,6 +26,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["show", "ip6", "fib"],
+        effect: Effect::Reads,
         syntax: FIB_SYNTAX,
         help: "IPv6 routes",
         example: "show ip6 fib summary",
@@ -33,6 +35,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["show", "ip|ip6", "table|tables"],
+        effect: Effect::Reads,
         syntax: "",
         help: "routing tables (VRFs): routes, interfaces, memory",
         example: "show ip table",
@@ -41,6 +44,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["ip|ip6", "table", "add"],
+        effect: Effect::Changes,
         syntax: "<ID>",
         help: "make routing table ID (a VRF, both families; no error if it exists)",
         example: "ip table add 10",
@@ -49,6 +53,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["ip|ip6", "table", "del|delete"],
+        effect: Effect::Changes,
         syntax: "<ID>",
         help: "remove routing table ID and its routes (not while an interface is in it)",
         example: "ip table del 10",
@@ -57,6 +62,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["set", "interface", "ip", "table"],
+        effect: Effect::Changes,
         syntax: "<IF> <ID>",
         help: "route the interface's IPv4 in table ID (it must have no IPv4 address)",
         example: "set interface ip table d2 10",
@@ -65,6 +71,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["set", "interface", "ip6", "table"],
+        effect: Effect::Changes,
         syntax: "<IF> <ID>",
         help: "route the interface's IPv6 in table ID (it must have no IPv6 address)",
         example: "set interface ip6 table d2 10",
@@ -73,6 +80,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["show", "ip|ip6", "neighbors|neighbours|arp"],
+        effect: Effect::Reads,
         syntax: "",
         help: "ARP and ND entries",
         example: "show ip neighbors",
@@ -81,6 +89,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["set", "interface", "ip", "address"],
+        effect: Effect::Changes,
         syntax: "[del] <IF> <ADDR/LEN>",
         help: "add (or delete) an IPv4/IPv6 address: the interface routes",
         example: "set interface ip address d0 192.0.2.1/24",
@@ -89,6 +98,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["ip|ip6", "route", "add"],
+        effect: Effect::Changes,
         syntax: "<PREFIX> [table <ID>] via <ADDR> [<IF>] [next-hop-table <ID>] [via ...]",
         help: "static route; several via: ECMP; 'drop' instead of via: blackhole; next-hop-table: the next hop is in another table",
         example: "ip route add 198.19.0.0/16 via 198.51.100.2 d1 via 198.51.100.3 d1",
@@ -97,6 +107,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["ip|ip6", "route", "del|delete"],
+        effect: Effect::Changes,
         syntax: "<PREFIX> [table <ID>]",
         help: "delete a static route",
         example: "ip route del 198.19.0.0/16",
@@ -105,6 +116,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["set", "ip", "neighbor|neighbour"],
+        effect: Effect::Changes,
         syntax: "[del] <IF> <ADDR> [<MAC>]",
         help: "static ARP/ND entry (never replaced by learning)",
         example: "set ip neighbor d1 198.51.100.2 02:00:00:00:00:02",

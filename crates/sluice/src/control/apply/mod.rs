@@ -23,7 +23,7 @@ pub mod ops;
 pub mod soft;
 pub mod workers;
 
-use super::cli::{Arg, Args, Command, Output};
+use super::cli::{Arg, Args, Command, Effect, Output};
 use super::exec::Control;
 use super::save::State;
 use crate::config::section::SECTIONS;
@@ -36,6 +36,8 @@ use std::path::Path;
 pub const COMMANDS: &[Command] = &[
     Command {
         words: &["diff"],
+        // Changes nothing, but reads a file as the daemon's user: not for the read-only socket.
+        effect: Effect::Changes,
         syntax: "<FILE>",
         help: "what apply FILE would change: the entries that differ between the running \
                state and config file FILE (a path the daemon reads; sluice ctl makes a \
@@ -47,6 +49,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         words: &["apply"],
+        effect: Effect::Changes,
         syntax: "<FILE> [dry-run]",
         help: "make the running state what config file FILE says (a path the daemon reads; \
                sluice ctl makes a relative one absolute), changing only the entries that \

@@ -4,7 +4,7 @@
 use super::maps::KIND_XCONNECT;
 use super::program::REASONS;
 use super::{active, monotonic_ns, IDLE, INSTALLS_PER_SEC, MAX_FLOWS};
-use crate::control::cli::{Command, Output};
+use crate::control::cli::{Command, Effect, Output};
 use crate::control::exec::Control;
 use serde_json::json;
 use std::fmt::Write as _;
@@ -12,6 +12,7 @@ use std::sync::atomic::Ordering;
 
 pub const COMMANDS: &[Command] = &[Command {
     words: &["show", "xdp", "flows"],
+    effect: Effect::Reads,
     syntax: "",
     help: "the flows the XDP fast path forwards in the kernel (fast-path = \"on\"), its \
            counters by reason and by interface, and its installer's",
