@@ -11,6 +11,8 @@ pub const KEY_LEN: usize = 24;
 pub const VALUE_LEN: usize = 48;
 /// A cross-connect: everything received on the ingress interface.
 pub const KIND_XCONNECT: u16 = 1;
+/// An IPv4 route: what the ingress interface receives for one destination address.
+pub const KIND_ROUTE4: u16 = 3;
 /// Interfaces the fast path can know (devmap and counter slots).
 pub const MAX_SLOTS: u32 = 256;
 
@@ -23,6 +25,13 @@ pub mod value {
     /// The ingress and egress interfaces' counter slots (u16 each).
     pub const IN_STAT: i16 = 8;
     pub const OUT_STAT: i16 = 10;
+    /// Routes: the Ethernet header the graph writes (destination, then source MAC).
+    pub const DST_MAC: i16 = 16;
+    pub const SRC_MAC: i16 = 22;
+    /// Routes: the longest frame the egress sends (its MTU plus the Ethernet header; u16).
+    pub const MAX_LEN: i16 = 28;
+    /// Routes: the ingress interface's MAC, the only destination MAC routed.
+    pub const IN_MAC: i16 = 40;
     /// When the program last forwarded a frame of the flow (u64, CLOCK_MONOTONIC ns).
     pub const LAST_NS: i16 = 32;
 }
@@ -43,6 +52,17 @@ impl Key {
             kind: KIND_XCONNECT,
             vlan: 0,
             addr: [0; 16],
+        }
+    }
+
+    pub fn route4(ifindex: u32, dst: [u8; 4]) -> Key {
+        let mut addr = [0u8; 16];
+        addr[..4].copy_from_slice(&dst);
+        Key {
+            ifindex,
+            kind: KIND_ROUTE4,
+            vlan: 0,
+            addr,
         }
     }
 
@@ -75,6 +95,18 @@ pub struct Value {
     pub in_stat: u16,
     pub out_stat: u16,
     pub last_ns: u64,
+    /// Routes only (zero for a cross-connect): the rewrite and its checks.
+    pub route: Option<RouteRewrite>,
+}
+
+/// What the graph does to a routed frame: a new Ethernet header (TTL and checksum are the
+/// program's), and what it checks first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RouteRewrite {
+    pub dst_mac: [u8; 6],
+    pub src_mac: [u8; 6],
+    pub max_len: u16,
+    pub in_mac: [u8; 6],
 }
 
 impl Value {
@@ -85,7 +117,28 @@ impl Value {
         b[8..10].copy_from_slice(&self.in_stat.to_ne_bytes());
         b[10..12].copy_from_slice(&self.out_stat.to_ne_bytes());
         b[32..40].copy_from_slice(&self.last_ns.to_ne_bytes());
+        if let Some(r) = &self.route {
+            b[16..22].copy_from_slice(&r.dst_mac);
+            b[22..28].copy_from_slice(&r.src_mac);
+            b[28..30].copy_from_slice(&r.max_len.to_ne_bytes());
+            b[40..46].copy_from_slice(&r.in_mac);
+        }
         b
+    }
+
+    /// A value read back (`route` from the bytes when `kind` is a route's).
+    pub fn from_bytes_of(b: &[u8], kind: u16) -> Value {
+        let mut v = Value::from_bytes(b);
+        if kind == KIND_ROUTE4 {
+            let mac = |i: usize| -> [u8; 6] { b[i..i + 6].try_into().unwrap() };
+            v.route = Some(RouteRewrite {
+                dst_mac: mac(16),
+                src_mac: mac(22),
+                max_len: u16::from_ne_bytes([b[28], b[29]]),
+                in_mac: mac(40),
+            });
+        }
+        v
     }
 
     pub fn from_bytes(b: &[u8]) -> Value {
@@ -99,6 +152,7 @@ impl Value {
             in_stat: u16_at(8),
             out_stat: u16_at(10),
             last_ns: u64::from_ne_bytes(ns),
+            route: None,
         }
     }
 }
@@ -160,7 +214,8 @@ impl Maps {
         for k in keys {
             let mut v = [0u8; VALUE_LEN];
             if map_lookup(&self.flows, &k, &mut v).is_ok() {
-                out.push((Key::from_bytes(&k), Value::from_bytes(&v)));
+                let key = Key::from_bytes(&k);
+                out.push((key, Value::from_bytes_of(&v, key.kind)));
             }
         }
         out.sort_by_key(|(k, _)| k.bytes());

@@ -50,6 +50,7 @@ impl Offerer {
                 in_stat: rx_port.slot,
                 out_stat: tx_port.slot,
                 last_ns: 0,
+                route: None,
             },
         });
     }

@@ -21,9 +21,9 @@
 //!
 //! The layouts of the key and value are `maps::Key` and `maps::Value`.
 
-use super::maps::{Maps, KEY_LEN, KIND_XCONNECT};
+use super::maps::{value as v, Maps, KEY_LEN, KIND_ROUTE4, KIND_XCONNECT};
 use crate::sys::bpf::Insn;
-use crate::sys::bpf_asm::{Alu, Asm, Cond, Size, FP, R0, R1, R2, R3, R6, R7, R8};
+use crate::sys::bpf_asm::{Alu, Asm, Cond, Size, FP, R0, R1, R2, R3, R4, R5, R6, R7, R8, R9};
 
 const HELPER_MAP_LOOKUP: i32 = 1;
 const HELPER_KTIME_GET_NS: i32 = 5;
@@ -94,7 +94,6 @@ fn count_interface(a: &mut Asm, m: &Maps, field: i16, at: i16, done: &'static st
 
 /// The program for an interface whose sockets are in `xsks`.
 pub fn fast_path_program(m: &Maps, xsks: i32) -> Result<Vec<Insn>, String> {
-    use super::maps::value as v;
     let mut a = Asm::new();
     a.mov(R6, R1);
     // What ethernet-input treats apart stays with the graph: short frames (padded there) and
@@ -119,8 +118,10 @@ pub fn fast_path_program(m: &Maps, xsks: i32) -> Result<Vec<Insn>, String> {
         .mov(R2, FP)
         .alu_imm(Alu::Add, R2, KEY_AT as i32)
         .call(HELPER_MAP_LOOKUP)
-        .jmp_imm(Cond::Eq, R0, 0, "no_entry")
+        .mov_imm(R9, 0) // not routed
+        .jmp_imm(Cond::Eq, R0, 0, "route")
         .mov(R7, R0);
+    a.label("entry");
     // The epoch the entry was made in must be the current one.
     a.st_imm(Size::W, FP, INDEX_AT, 0)
         .ld_map(R1, m.epoch.raw_fd())
@@ -131,12 +132,18 @@ pub fn fast_path_program(m: &Maps, xsks: i32) -> Result<Vec<Insn>, String> {
         .ldx(Size::W, R1, R0, 0)
         .ldx(Size::W, R2, R7, v::EPOCH)
         .jmp(Cond::Ne, R1, R2, "stale");
+    a.jmp_imm(Cond::Eq, R9, 0, "redirect");
+    route_checks(&mut a);
+    a.label("redirect");
     // Redirect first: only a frame that will leave is counted as forwarded.
     a.ld_map(R1, m.devmap.raw_fd())
         .ldx(Size::W, R2, R7, v::OUT_SLOT)
         .mov_imm(R3, 0)
         .call(HELPER_REDIRECT_MAP)
         .jmp_imm(Cond::Ne, R0, XDP_REDIRECT, "no_egress");
+    a.jmp_imm(Cond::Eq, R9, 0, "count");
+    route_rewrite(&mut a);
+    a.label("count");
     a.ldx(Size::W, R8, R6, 4) // data_end
         .ldx(Size::W, R1, R6, 0) // data
         .alu(Alu::Sub, R8, R1);
@@ -147,6 +154,7 @@ pub fn fast_path_program(m: &Maps, xsks: i32) -> Result<Vec<Insn>, String> {
     count(&mut a, m, Reason::Hit, "hit_counted");
     a.mov_imm(R0, XDP_REDIRECT).exit();
 
+    route_lookup(&mut a, m);
     a.label("no_egress");
     count(&mut a, m, Reason::NoEgress, "no_egress_counted");
     a.ja("socket");
@@ -165,4 +173,108 @@ pub fn fast_path_program(m: &Maps, xsks: i32) -> Result<Vec<Insn>, String> {
         .call(HELPER_REDIRECT_MAP)
         .exit();
     a.finish()
+}
+
+/// `r2 = data`, `r3 = data_end`, and the first `n` bytes known to be there (else `miss`).
+fn packet(a: &mut Asm, n: i32, miss: &'static str) {
+    a.ldx(Size::W, R2, R6, 0)
+        .ldx(Size::W, R3, R6, 4)
+        .mov(R1, R2)
+        .alu_imm(Alu::Add, R1, n)
+        .jmp(Cond::Gt, R1, R3, miss);
+}
+
+/// No cross-connect: an IPv4 frame whose header ip4-input would pass as it is, looked up
+/// by its destination; then to "entry" with r7 = the value and r9 = 1. What the graph
+/// treats apart goes to it: options, fragments, TTL 1 or 0, a martian source, a bad
+/// checksum, padding or a short frame (the total length not the frame's).
+fn route_lookup(a: &mut Asm, m: &Maps) {
+    a.label("route");
+    packet(a, MIN_FRAME, "no_entry");
+    a.ldx(Size::H, R1, R2, 12)
+        .jmp_imm(Cond::Ne, R1, i32::from(u16::from_be(0x0800)), "no_entry")
+        .ldx(Size::B, R1, R2, 14)
+        .jmp_imm(Cond::Ne, R1, 0x45, "graph")
+        // Flags and fragment offset, network order: MF or an offset is a fragment.
+        .ldx(Size::H, R1, R2, 20)
+        .alu_imm(Alu::And, R1, i32::from(u16::from_be(0x3fff)))
+        .jmp_imm(Cond::Ne, R1, 0, "graph")
+        .ldx(Size::B, R1, R2, 22)
+        .jmp_imm(Cond::Le, R1, 1, "graph")
+        // Martian sources (0/8, 127/8, 224/3): ip4-input drops them.
+        .ldx(Size::B, R1, R2, 26)
+        .jmp_imm(Cond::Eq, R1, 0, "graph")
+        .jmp_imm(Cond::Eq, R1, 127, "graph")
+        .jmp_imm(Cond::Ge, R1, 224, "graph")
+        // The total length must be the frame's: no padding for the graph to trim.
+        .ldx(Size::H, R1, R2, 16)
+        .to_be(R1, 16)
+        .alu_imm(Alu::Add, R1, 14)
+        .mov(R4, R3)
+        .alu(Alu::Sub, R4, R2)
+        .jmp(Cond::Ne, R1, R4, "graph");
+    // The header checksum: the ones' complement sum of its ten words is 0xffff.
+    a.mov_imm(R5, 0);
+    for k in 0..10 {
+        a.ldx(Size::H, R1, R2, 14 + 2 * k).alu(Alu::Add, R5, R1);
+    }
+    for _ in 0..2 {
+        a.mov(R1, R5)
+            .alu_imm(Alu::Rsh, R1, 16)
+            .alu_imm(Alu::And, R5, 0xffff)
+            .alu(Alu::Add, R5, R1);
+    }
+    a.jmp_imm(Cond::Ne, R5, 0xffff, "graph");
+    // The key: the ingress (already there), the kind and the destination.
+    a.st_imm(Size::H, FP, KEY_AT + 4, KIND_ROUTE4 as i32)
+        .ldx(Size::W, R1, R2, 30)
+        .stx(Size::W, FP, KEY_AT + 8, R1)
+        .ld_map(R1, m.flows.raw_fd())
+        .mov(R2, FP)
+        .alu_imm(Alu::Add, R2, KEY_AT as i32)
+        .call(HELPER_MAP_LOOKUP)
+        .jmp_imm(Cond::Eq, R0, 0, "no_entry")
+        .mov(R7, R0)
+        .mov_imm(R9, 1)
+        .ja("entry");
+}
+
+/// A routed frame's last checks against its entry: addressed to the ingress's MAC (the
+/// graph drops others), and no longer than the egress sends.
+fn route_checks(a: &mut Asm) {
+    packet(a, MIN_FRAME, "graph");
+    a.ldx(Size::W, R1, R2, 0)
+        .ldx(Size::W, R4, R7, v::IN_MAC)
+        .jmp(Cond::Ne, R1, R4, "graph")
+        .ldx(Size::H, R1, R2, 4)
+        .ldx(Size::H, R4, R7, v::IN_MAC + 4)
+        .jmp(Cond::Ne, R1, R4, "graph")
+        .mov(R4, R3)
+        .alu(Alu::Sub, R4, R2)
+        .ldx(Size::H, R1, R7, v::MAX_LEN)
+        .jmp(Cond::Gt, R4, R1, "graph");
+}
+
+/// What ip4-rewrite does: the next hop's Ethernet header, the TTL one less and the header
+/// checksum updated for it (RFC 1624; as Linux's ip_decrease_ttl).
+fn route_rewrite(a: &mut Asm) {
+    packet(a, MIN_FRAME, "no_egress");
+    a.ldx(Size::W, R1, R7, v::DST_MAC)
+        .stx(Size::W, R2, 0, R1)
+        .ldx(Size::H, R1, R7, v::DST_MAC + 4)
+        .stx(Size::H, R2, 4, R1)
+        .ldx(Size::H, R1, R7, v::SRC_MAC)
+        .stx(Size::H, R2, 6, R1)
+        .ldx(Size::W, R1, R7, v::SRC_MAC + 2)
+        .stx(Size::W, R2, 8, R1)
+        .ldx(Size::B, R1, R2, 22)
+        .alu_imm(Alu::Sub, R1, 1)
+        .stx(Size::B, R2, 22, R1)
+        // The checksum word as loaded (network order bytes): htons(0x0100) is 1 here.
+        .ldx(Size::H, R1, R2, 24)
+        .alu_imm(Alu::Add, R1, i32::from(u16::from_ne_bytes([1, 0])))
+        .jmp_imm(Cond::Lt, R1, 0xffff, "sum_done")
+        .alu_imm(Alu::Add, R1, 1)
+        .label("sum_done")
+        .stx(Size::H, R2, 24, R1);
 }

@@ -1,7 +1,7 @@
 //! The fast path's program run by the kernel (BPF_PROG_TEST_RUN) for every action and every
 //! miss reason, with the maps as the program sees them.
 
-use super::maps::{Key, Maps, Value};
+use super::maps::{Key, Maps, RouteRewrite, Value};
 use super::program::{fast_path_program, Reason, XDP_PASS, XDP_REDIRECT};
 use crate::sys::bpf::{load_xdp_program, map_create, prog_test_run_action, MapKind, TestRun};
 
@@ -63,6 +63,7 @@ fn each_action_and_miss_reason() {
         in_stat: 1,
         out_stat: 2,
         last_ns: 0,
+        route: None,
     };
     // An entry whose egress is not in the devmap.
     maps.insert(&key, &value).unwrap();
@@ -102,4 +103,132 @@ fn each_action_and_miss_reason() {
     assert!(maps.remove(&key));
     assert_eq!(run(&prog), XDP_PASS as u32);
     assert_eq!(reasons(&maps)[Reason::NoEntry as usize], 2);
+}
+
+/// A UDP frame from 198.18.0.1 to 198.19.0.1 for `mac`, TTL `ttl`, with a valid checksum.
+fn routed_frame(mac: [u8; 6], ttl: u8) -> Vec<u8> {
+    let mut f = vec![0u8; 60];
+    f[..6].copy_from_slice(&mac);
+    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 0x11]);
+    f[12..14].copy_from_slice(&[8, 0]);
+    f[14..34].copy_from_slice(&[
+        0x45, 0, 0, 46, 0, 1, 0, 0, ttl, 17, 0, 0, 198, 18, 0, 1, 198, 19, 0, 1,
+    ]);
+    let sum = crate::wire::ipv4::checksum(&f[14..34]);
+    f[24..26].copy_from_slice(&sum.to_be_bytes());
+    f
+}
+
+fn run_out(prog: &crate::sys::bpf::BpfFd, frame: &[u8]) -> (u32, Vec<u8>) {
+    let mut ctx = [0u8; 24];
+    ctx[4..8].copy_from_slice(&(frame.len() as u32).to_ne_bytes());
+    ctx[12..16].copy_from_slice(&LO.to_ne_bytes());
+    let mut out = vec![0u8; frame.len()];
+    let (action, len) = prog_test_run_action(
+        prog,
+        TestRun {
+            data_in: frame,
+            data_out: Some(&mut out),
+            ctx_in: Some(&ctx),
+            repeat: 1,
+            flags: 0,
+        },
+    )
+    .unwrap();
+    out.truncate(len);
+    (action, out)
+}
+
+#[test]
+fn a_routed_frame_is_rewritten_as_ip4_rewrite_does_and_the_graphs_cases_stay_its() {
+    let Some((maps, _xsks, prog)) = setup() else {
+        return;
+    };
+    maps.set_epoch(3).unwrap();
+    maps.set_egress(0, LO).unwrap();
+    let ours = [2, 0, 0, 0, 0, 0xd0];
+    let route = RouteRewrite {
+        dst_mac: [2, 0, 0, 0, 0, 0x22],
+        src_mac: [2, 0, 0, 0, 0, 0xd1],
+        max_len: 1514,
+        in_mac: ours,
+    };
+    let value = Value {
+        epoch: 3,
+        out_slot: 0,
+        in_stat: 4,
+        out_stat: 5,
+        last_ns: 0,
+        route: Some(route),
+    };
+    maps.insert(&Key::route4(LO, [198, 19, 0, 1]), &value)
+        .unwrap();
+    for ttl in [64u8, 2, 255] {
+        let frame = routed_frame(ours, ttl);
+        let (action, out) = run_out(&prog, &frame);
+        assert_eq!(action, XDP_REDIRECT as u32, "ttl {ttl}");
+        let mut want = routed_frame(ours, ttl - 1);
+        want[..6].copy_from_slice(&route.dst_mac);
+        want[6..12].copy_from_slice(&route.src_mac);
+        assert_eq!(
+            out, want,
+            "ttl {ttl}: the checksum as a full recomputation gives it"
+        );
+    }
+    let graph_before = maps.reason_counts()[Reason::Graph as usize];
+    let bad: Vec<(&str, Vec<u8>)> = vec![
+        ("ttl 1", routed_frame(ours, 1)),
+        ("another MAC", routed_frame([2, 0, 0, 0, 0, 0x99], 64)),
+        ("bad checksum", {
+            let mut f = routed_frame(ours, 64);
+            f[25] ^= 1;
+            f
+        }),
+        ("options", {
+            let mut f = routed_frame(ours, 64);
+            f[14] = 0x46;
+            f
+        }),
+        ("a fragment", {
+            let mut f = routed_frame(ours, 64);
+            f[20] = 0x20; // MF
+            f
+        }),
+        ("a martian source", {
+            let mut f = routed_frame(ours, 64);
+            f[26] = 127;
+            f
+        }),
+        ("padding", {
+            let mut f = routed_frame(ours, 64);
+            f.extend_from_slice(&[0; 4]);
+            f
+        }),
+    ];
+    for (what, frame) in &bad {
+        assert_eq!(run_out(&prog, frame).0, XDP_PASS as u32, "{what}");
+    }
+    let graph = maps.reason_counts()[Reason::Graph as usize] - graph_before;
+    // The bad checksum, options and fragment stay out before the lookup, the others after.
+    assert_eq!(
+        graph,
+        bad.len() as u64,
+        "every case left to the graph, counted"
+    );
+    // Another destination has no entry.
+    let mut other = routed_frame(ours, 64);
+    other[33] = 2;
+    let sum = crate::wire::ipv4::checksum(&{
+        let mut h = other[14..34].to_vec();
+        h[10] = 0;
+        h[11] = 0;
+        h
+    });
+    other[24..26].copy_from_slice(&sum.to_be_bytes());
+    let before = maps.reason_counts()[Reason::NoEntry as usize];
+    assert_eq!(run_out(&prog, &other).0, XDP_PASS as u32);
+    assert_eq!(maps.reason_counts()[Reason::NoEntry as usize], before + 1);
+    let rx = maps.interface_counts(4);
+    assert_eq!((rx.rx_packets, rx.rx_bytes), (3, 180));
+    assert_eq!(maps.interface_counts(5).tx_packets, 3);
 }
