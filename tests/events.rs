@@ -161,6 +161,26 @@ fn a_subscriber_sees_each_kind_it_causes() {
         (&e["kind"], &e["prefix"]),
         (&json!("route"), &json!("198.18.0.0/15"))
     );
+
+    // A route a config file brings in (`apply`, as SIGHUP does) has source config.
+    let file = dir.join("more.toml");
+    let saved = ctl(&sock, "save").unwrap();
+    std::fs::write(
+        &file,
+        saved + "[[route]]\nprefix = \"203.0.113.0/24\"\ndrop = true\n",
+    )
+    .unwrap();
+    run(&sock, &format!("apply {}", file.display()));
+    let e = routes.until("config route", |e| e["prefix"] == "203.0.113.0/24");
+    assert_eq!(
+        (&e["event"], &e["source"]),
+        (&json!("added"), &json!("config")),
+        "{e}"
+    );
+    // And one the CLI adds after it is the CLI's again.
+    run(&sock, "ip route add 198.51.100.0/24 drop");
+    let e = routes.until("cli route", |e| e["prefix"] == "198.51.100.0/24");
+    assert_eq!(e["source"], json!("cli"), "{e}");
 }
 
 #[test]

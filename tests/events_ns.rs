@@ -1,8 +1,8 @@
 //! Events caused by the kernel and by traffic (docs/api.md "Events"), in namespaces of the
 //! test's own making: a route Linux adds behind an lcp tap is a `route` event with source
 //! `netlink` (and its delete one too); a host that ARPs for the router is a neighbour
-//! `learnt` from traffic; UDP flows through a permit+reflect ACL that fill a small session
-//! table are `sessions` events `high` and then `full`.
+//! `learnt` from traffic and aged out; UDP flows through a permit+reflect ACL that fill a
+//! small session table are `sessions` events `high` and then `full`.
 
 mod common;
 use common::routed::*;
@@ -101,7 +101,8 @@ fn kernel_routes_traffic_neighbours_and_a_full_session_table_are_events() {
          [[acl]]\nname = \"out\"\nrules = [\"permit ipv6\"]\n\
          [[acl-input]]\ninterface = \"d0\"\nacl = \"in\"\n\
          [[acl-input]]\ninterface = \"d1\"\nacl = \"out\"\n\
-         [sessions]\nper-worker = 1024\n",
+         [sessions]\nper-worker = 1024\n\
+         [neighbors]\nreachable-time = 1\nstale-time = 1\n",
     );
     let mut daemon = Daemon::start(&dut, &cfg, &socket);
     let mut w = Watcher::start(&socket, "watch route neighbor sessions");
@@ -136,6 +137,11 @@ fn kernel_routes_traffic_neighbours_and_a_full_session_table_are_events() {
     });
     assert_eq!(e["interface"], "d0", "{e}");
     assert_eq!(e["mac"], mac_of(&left, "t0"), "{e}");
+    // Unused from now on, the entry ages out ([neighbors] reachable-time and stale-time 1 s).
+    let e = w.until("neighbour aged out", |e| {
+        e["kind"] == "neighbor" && e["ip"] == T0_V4 && e["event"] == "removed"
+    });
+    assert_eq!(e["interface"], "d0", "{e}");
 
     // 2200 UDP flows from t0 through the permit+reflect ACL, each answered by t1's echo
     // (through its session: d1 lets in no other IPv4): an answered session may not be

@@ -172,6 +172,29 @@ impl Watch<'_> {
     }
 }
 
+/// `watch memif` on the control socket: the events as they come, until the daemon stops.
+fn watch_memif(ctl: &Path) -> std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>> {
+    use std::io::{BufRead, BufReader, Write};
+    let s = std::os::unix::net::UnixStream::connect(ctl).unwrap();
+    (&s).write_all(b"watch memif\n").unwrap();
+    let mut r = BufReader::new(s);
+    let mut first = String::new();
+    r.read_line(&mut first).unwrap();
+    assert!(first.contains("\"ok\":true"), "{first}");
+    let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let into = events.clone();
+    std::thread::spawn(move || {
+        for line in r.lines().map_while(Result::ok) {
+            if let Ok(e) = serde_json::from_str(&line) {
+                into.lock().unwrap().push(e);
+            }
+        }
+    });
+    // The watcher's first look is its baseline.
+    std::thread::sleep(Duration::from_millis(300));
+    events
+}
+
 // ---------------------------------------------------------------- hostile client (m0)
 
 fn eventfd() -> OwnedFd {
@@ -656,8 +679,18 @@ fn a_hostile_peer_is_counted_and_disconnected_and_leaks_nothing() {
         ctl: &ctl,
         forwarded: 0,
     };
+    let events = watch_memif(&ctl);
     attacks_as_client(&ctl, &s0, &mut w);
     attacks_as_server(&ctl, &s1, &mut w);
+    // A subscriber saw each violation as a memif event naming it.
+    wait_for("violation events for m0 and m1", 5, || {
+        let seen = events.lock().unwrap();
+        ["m0", "m1"].iter().all(|m| {
+            seen.iter().any(|e| {
+                e["event"] == "violation" && e["interface"] == *m && e["violation"].is_string()
+            })
+        })
+    });
     // Every violation also counted as a bad descriptor where the receive path saw it.
     let errors = ctl_json(&ctl, "show errors");
     let bad: u64 = errors

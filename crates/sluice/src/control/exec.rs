@@ -21,6 +21,9 @@ pub struct Control {
     /// The config file the daemon started from, as written: `save` keeps what the CLI
     /// cannot change from it (empty when there was none, as in tests).
     pub started: toml::Table,
+    /// Where the command being run comes from, for the events it causes: "cli" (a client's
+    /// line or request), or "config" while `apply` (or SIGHUP) runs a file's lines.
+    pub source: &'static str,
     /// The kernel id of the thread that made this (the daemon's main thread; commands run
     /// on the control socket's client threads).
     pub main_tid: i32,
@@ -44,6 +47,7 @@ impl Control {
             xdp_errors: crate::drivers::af_xdp::fastpath::reason_totals(),
             dp,
             started: toml::Table::new(),
+            source: "cli",
             main_tid: crate::sys::cpu::current_thread_id(),
         }
     }

@@ -269,14 +269,14 @@ fn route_add(c: &mut Control, a: &Args) -> Result<Output, String> {
             .collect::<Result<Vec<_>, String>>()?;
         r.add_route(table, prefix, &hops)
     })?;
-    route_event(&c.dp, "added", prefix, table);
+    route_event(c, "added", prefix, table);
     Output::done()
 }
 
-/// The `route` event of a change made here (source `cli`).
-fn route_event(dp: &Dataplane, event: &str, prefix: &str, table: u32) {
+/// The `route` event of a change made here (source `cli`, or `config` from `apply`).
+fn route_event(c: &Control, event: &str, prefix: &str, table: u32) {
     if let Ok(p) = parse_prefix(prefix) {
-        crate::events::route(&dp.events, event, p, table, "cli");
+        crate::events::route(&c.dp.events, event, p, table, c.source);
     }
 }
 
@@ -290,7 +290,7 @@ fn route_del(c: &mut Control, a: &Args) -> Result<Output, String> {
         return Err(ROUTE_USAGE.into());
     }
     commit(&c.dp, |r| r.del_route(table, parse_prefix(prefix)?))?;
-    route_event(&c.dp, "removed", prefix, table);
+    route_event(c, "removed", prefix, table);
     Output::done()
 }
 

@@ -190,6 +190,14 @@ fn apply_cmd(c: &mut Control, a: &Args) -> Result<Output, String> {
 /// Apply `text` (from `origin`): the plan run line by line, rolled back on the first error.
 pub fn apply(c: &mut Control, text: &str, origin: &str) -> Result<Plan, String> {
     let p = plan(c, text, origin).inspect_err(|e| eprintln!("sluice: apply {e}"))?;
+    // What the lines change comes from the file: their events say source "config".
+    c.source = "config";
+    let done = run_plan(c, &p, origin);
+    c.source = "cli";
+    done.map(|()| p)
+}
+
+fn run_plan(c: &mut Control, p: &Plan, origin: &str) -> Result<(), String> {
     let n = p.ops.len();
     for (i, op) in p.ops.iter().enumerate() {
         if let Err(e) = c.handle_line(&op.line) {
@@ -209,7 +217,7 @@ pub fn apply(c: &mut Control, text: &str, origin: &str) -> Result<Plan, String> 
         "sluice: apply {origin}: done, {} entries changed by {n} lines",
         p.changes.len()
     );
-    Ok(p)
+    Ok(())
 }
 
 /// Run the undo lines of `done` in reverse order; says what was rolled back.
