@@ -151,7 +151,10 @@ const NOT_HERE: &[(&str, &str)] = &[
         "neighbors",
         "read at start only, like [sessions], which is here",
     ),
-    ("lcp", "a pair needs a tap in a namespace (tests/lcp_ns.rs)"),
+    (
+        "lcp",
+        "a pair needs a tap in a namespace: tests/lcp_ns.rs saves and applies one",
+    ),
     ("punt", "it goes with [[lcp]]"),
     ("dpdk", "it needs DPDK devices"),
 ];

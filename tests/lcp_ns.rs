@@ -249,6 +249,25 @@ fn linux_behind_a_tap_speaks_through_sluice() {
         link_flags(&right, "tap-n1").is_none()
     });
 
+    // `save` then `apply` of the saved file changes nothing, lcp pairs included; a file with
+    // one more pair makes its tap, and the saved file again takes it away.
+    let saved = dir.join("saved.toml");
+    ctl(&socket, &format!("save {}", saved.display())).unwrap();
+    let text = std::fs::read_to_string(&saved).unwrap();
+    assert!(text.contains("[[lcp]]"), "{text}");
+    let out = ctl(&socket, &format!("apply {}", saved.display())).unwrap();
+    assert!(out.contains("no change"), "{out}");
+    let more = dir.join("more.toml");
+    let pair = "[[lcp]]\ninterface = \"d1\"\nhost-if = \"tap-d1\"\n";
+    std::fs::write(&more, text + pair).unwrap();
+    ctl(&socket, &format!("apply {}", more.display())).unwrap();
+    assert!(
+        link_flags(&dut, "tap-d1").is_some(),
+        "apply made the pair's tap"
+    );
+    ctl(&socket, &format!("apply {}", saved.display())).unwrap();
+    assert!(link_flags(&dut, "tap-d1").is_none(), "apply took it away");
+
     assert!(daemon.stop(), "daemon exits cleanly");
     assert!(
         link_flags(&dut, "tap-d0").is_none(),
