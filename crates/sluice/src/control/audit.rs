@@ -4,8 +4,10 @@
 //! (`Effect::Changes`) here, whether it ran or was refused by its handler; `ctl apply` logs
 //! what it changes through the same function, so the log has one form.
 //!
-//!     sluice: change: cli.sock: set interface state n0 down: ok
-//!     sluice: change: cli.sock: {"version":1,"command":"ip route add",...}: error: no interface ...
+//! ```text
+//! sluice: change: cli.sock: set interface state n0 down: ok
+//! sluice: change: cli.sock: {"version":1,"command":"ip route add",...}: error: no interface ...
+//! ```
 
 /// The log line for one change: `source` (the socket's file name, `apply FILE`...), `what`
 /// (the command line, or the typed request as compact JSON) and its outcome.
