@@ -26,23 +26,7 @@ fn run(prog: &crate::sys::bpf::BpfFd) -> u32 {
 }
 
 fn run_frame(prog: &crate::sys::bpf::BpfFd, frame: &[u8]) -> u32 {
-    let len = frame.len() as u32;
-    let mut ctx = [0u8; 24];
-    ctx[4..8].copy_from_slice(&len.to_ne_bytes()); // data_end
-    ctx[12..16].copy_from_slice(&LO.to_ne_bytes()); // ingress_ifindex
-    let mut out = vec![0u8; frame.len()];
-    let (action, _) = prog_test_run_action(
-        prog,
-        TestRun {
-            data_in: frame,
-            data_out: Some(&mut out),
-            ctx_in: Some(&ctx),
-            repeat: 1,
-            flags: 0,
-        },
-    )
-    .unwrap();
-    action
+    run_out(prog, frame).0
 }
 
 #[test]
