@@ -302,6 +302,11 @@ impl FibWriter {
         Some(old)
     }
 
+    /// Commits published so far.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Relaxed)
+    }
+
     /// Publishes the changes made since the last commit and returns the generation now
     /// visible to readers. Never waits for readers.
     pub fn commit(&mut self) -> u64 {

@@ -8,7 +8,7 @@
 //! frame whole.
 
 use super::Family;
-use crate::buffer::BufferMeta;
+use crate::buffer::{BufferMeta, FLAG_OFFLOAD};
 use crate::graph::frame::FRAME_SIZE;
 use crate::graph::names::next_nodes;
 use crate::graph::{Node, NodeCx, NodeDecl};
@@ -106,7 +106,7 @@ impl<F: LookupRules> IpLookup<F> {
     where
         Self: Node,
     {
-        NodeDecl::internal(
+        let decl = NodeDecl::internal(
             F::LOOKUP_NODE,
             &Next::names::<F>(),
             F::ERRORS,
@@ -118,7 +118,14 @@ impl<F: LookupRules> IpLookup<F> {
                 dst: Box::new([F::Addr::default(); FRAME_SIZE]),
                 adj: Box::new([0; FRAME_SIZE]),
             },
-        )
+        );
+        // IPv4's decision is the ingress's table and the destination, which the XDP fast
+        // path keys its routes by (the sources refused it checks itself), but for ECMP.
+        if F::IPV6 {
+            decl
+        } else {
+            decl.offload_safe()
+        }
     }
 }
 
@@ -153,6 +160,11 @@ impl<F: LookupRules> IpLookup<F> {
             let table = self.lookup.table[k];
             let (m, data) = cx.bufs.meta_data_mut(bi);
             let d = F::decide(&view, table, &self.keys[k], self.adj[k], m, data);
+            if d.adj != self.adj[k] {
+                // An ECMP member picked by the flow's hash: the destination alone does not
+                // say which, so the fast path cannot carry the flow.
+                m.flags &= !FLAG_OFFLOAD;
+            }
             m.adj = d.adj;
             if let Some(req) = d.icmp {
                 m.aux = req.to_aux();

@@ -209,13 +209,20 @@ impl<F: RewriteRules> IpRewrite<F> {
             fragmenter: Fragmenter::default(),
             _family: std::marker::PhantomData,
         };
-        NodeDecl::internal(
+        let decl = NodeDecl::internal(
             F::REWRITE_NODE,
             &Next::names::<F>(),
             F::REWRITE_ERRORS,
             node,
         )
-        .with_next(features::feature_names(F::OUTPUT_ARC))
+        .with_next(features::feature_names(F::OUTPUT_ARC));
+        // IPv4's rewrite is what the XDP fast path's route entries do (the header, the TTL
+        // and its checksum; the MTU and TTL checks).
+        if F::IPV6 {
+            decl
+        } else {
+            decl.offload_safe()
+        }
     }
 
     /// Decide one packet's fate and, when it is forwarded, rewrite it in place.

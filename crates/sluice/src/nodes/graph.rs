@@ -64,6 +64,10 @@ pub fn graph_nodes(
     } = parts;
     let features = &filters.features;
     let fib = l2.fib.clone();
+    let offload = fast_path(&interfaces);
+    if let Some(fp) = &offload {
+        fp.set_view(view.clone());
+    }
     let mut decls = inputs;
     decls.extend([
         crate::ethernet::input::EthernetInput::decl(
@@ -96,11 +100,12 @@ pub fn graph_nodes(
         ip6::rewrite::Ip6Rewrite::decl_with(view.clone(), features.clone()),
         acl::AclIn::decl_output(true, filters.clone()),
         ip6::local::Ip6Local::decl(view.clone()),
-        ip6::icmp_error::Icmp6Error::decl(view),
+        ip6::icmp_error::Icmp6Error::decl(view.clone()),
         interface_output::InterfaceOutput::decl_offloading(
             interfaces.clone(),
             subifs.clone(),
-            fast_path(&interfaces),
+            offload.clone(),
+            Some(view.clone()),
         ),
     ]);
     for (itf, queue) in interfaces.iter().zip(txs) {

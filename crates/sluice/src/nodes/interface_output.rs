@@ -9,6 +9,7 @@ use crate::drivers::af_xdp::fastpath::FastPath;
 use crate::graph::names::error_counters;
 use crate::graph::{traced_loop_nodes, NodeCx, NodeDecl, TracedLoop};
 use crate::interface::Interface;
+use crate::router::adjacency::SharedL3View;
 use crate::subif::{push_tags, SharedSubIfs};
 use std::sync::Arc;
 
@@ -29,11 +30,13 @@ pub struct InterfaceOutput {
     subifs: SharedSubIfs,
     /// The XDP fast path, when an interface has it: flows offered for offload.
     offload: Option<Offerer>,
+    /// The router's view, when the graph routes: what a routed packet's adjacency did.
+    view: Option<SharedL3View>,
 }
 
 impl InterfaceOutput {
     pub fn decl(interfaces: Vec<Arc<Interface>>, subifs: SharedSubIfs) -> NodeDecl {
-        Self::decl_offloading(interfaces, subifs, None)
+        Self::decl_offloading(interfaces, subifs, None, None)
     }
 
     /// The same, offering the flows of packets still marked `FLAG_OFFLOAD` to `fast_path`.
@@ -41,6 +44,7 @@ impl InterfaceOutput {
         interfaces: Vec<Arc<Interface>>,
         subifs: SharedSubIfs,
         fast_path: Option<Arc<FastPath>>,
+        view: Option<SharedL3View>,
     ) -> NodeDecl {
         let mut next: Vec<String> = interfaces
             .iter()
@@ -53,6 +57,7 @@ impl InterfaceOutput {
             interfaces,
             subifs,
             offload: fast_path.map(Offerer::new),
+            view,
         };
         NodeDecl::internal(NAME, &[], &Error::REASONS, node)
             .with_next(next)
@@ -66,6 +71,11 @@ impl TracedLoop for InterfaceOutput {
     fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
         let drop = self.interfaces.len();
         let subifs = self.subifs.load();
+        // Loaded once a frame, and only for the fast path's offers.
+        let view = match (&self.offload, &self.view) {
+            (Some(_), Some(v)) => Some(v.load()),
+            _ => None,
+        };
         for &bi in frame {
             let mut tx = cx.bufs.meta(bi).tx_if as usize;
             if let Some(bvi) = subifs.get(tx as u32).filter(|s| s.bvi) {
@@ -117,13 +127,19 @@ impl TracedLoop for InterfaceOutput {
             }
             let next = match self.interfaces.get(tx) {
                 Some(i) if i.is_up() => {
-                    let meta = cx.bufs.meta(bi);
+                    let meta = *cx.bufs.meta(bi);
                     if let Some(o) = &mut self.offload {
-                        // Marked: every node it crossed can be done in XDP. No adjacency
-                        // and no tags pushed here: a cross-connect.
-                        if meta.flags & FLAG_OFFLOAD != 0 && meta.adj == u32::MAX && !via_subif {
-                            if let Some(rx) = self.interfaces.get(meta.rx_if as usize) {
+                        // Marked: every node it crossed can be done in XDP. No tags pushed
+                        // here; no adjacency: a cross-connect, else a route.
+                        let rx = self.interfaces.get(meta.rx_if as usize);
+                        if let (true, false, Some(rx)) =
+                            (meta.flags & FLAG_OFFLOAD != 0, via_subif, rx)
+                        {
+                            if meta.adj == u32::MAX {
                                 o.cross_connect(rx, i, cx.pass_epoch);
+                            } else if let Some(view) = &view {
+                                let frame = cx.bufs.data(bi);
+                                o.route(rx, i, view, meta.adj, frame, cx.pass_epoch);
                             }
                         }
                     }

@@ -41,6 +41,9 @@ pub struct Harness {
 }
 
 /// Where the packets went.
+/// What a sink saw of a packet: its next slot, tx interface, adjacency and flags.
+pub type Seen = (usize, u32, u32, u8);
+
 pub struct Outcome {
     /// Per next slot, the packets sent there.
     pub per_next: Vec<usize>,
@@ -48,6 +51,8 @@ pub struct Outcome {
     pub tx_ifs: Vec<u32>,
     /// The next hop each packet carried, in arrival order at the sinks.
     pub adjs: Vec<u32>,
+    /// Each packet's `FLAG_*` bits, in the same order.
+    pub flags: Vec<u8>,
 }
 
 impl Outcome {
@@ -82,7 +87,7 @@ pub struct TestGraph {
     pub graph: Graph,
     pub inbox: Inbox,
     /// (next slot, tx_if, adj) of every packet that reached a sink.
-    pub seen: Arc<Mutex<Vec<(usize, u32, u32)>>>,
+    pub seen: Arc<Mutex<Vec<Seen>>>,
     /// The node's error counters, by its error index.
     pub node: usize,
 }
@@ -128,7 +133,7 @@ pub type Captured = Arc<Mutex<Vec<Vec<u8>>>>;
 
 struct Sink {
     slot: usize,
-    seen: Arc<Mutex<Vec<(usize, u32, u32)>>>,
+    seen: Arc<Mutex<Vec<Seen>>>,
     captured: Option<Captured>,
 }
 impl Node for Sink {
@@ -141,6 +146,7 @@ impl Node for Sink {
                 self.slot,
                 cx.bufs.meta(bi).tx_if,
                 cx.bufs.meta(bi).adj,
+                cx.bufs.meta(bi).flags,
             ));
             cx.bufs.free(bi);
         }
@@ -273,14 +279,15 @@ impl Harness {
         assert_eq!(self.pool.report().in_use, 0, "node test leaked buffers");
         let seen = seen.lock().unwrap();
         let mut per_next = vec![0; nexts.len()];
-        for &(slot, _, _) in seen.iter() {
+        for &(slot, ..) in seen.iter() {
             per_next[slot] += 1;
         }
         Outcome {
             per_next,
             errors: sh.errors[1].iter().map(|c| c.get()).collect(),
-            tx_ifs: seen.iter().map(|&(_, t, _)| t).collect(),
-            adjs: seen.iter().map(|&(_, _, a)| a).collect(),
+            tx_ifs: seen.iter().map(|s| s.1).collect(),
+            adjs: seen.iter().map(|s| s.2).collect(),
+            flags: seen.iter().map(|s| s.3).collect(),
         }
     }
 
@@ -289,7 +296,7 @@ impl Harness {
         decl: NodeDecl,
         packets: Inbox,
         captured: Option<Captured>,
-    ) -> (Vec<NodeDecl>, Arc<Mutex<Vec<(usize, u32, u32)>>>) {
+    ) -> (Vec<NodeDecl>, Arc<Mutex<Vec<Seen>>>) {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let under_test = decl.name.clone();
         let mut decls = vec![NodeDecl {

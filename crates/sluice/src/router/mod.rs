@@ -319,7 +319,10 @@ impl Router {
 
     /// Publish the changes: the view first (new adjacencies), then the FIBs, then the table
     /// set (new tables, interfaces in other tables).
-    pub fn commit(&mut self) {
+    /// Any change makes the XDP fast path's offloaded flows stale (after it is published:
+    /// a flow offered from then on was decided by it). Returns whether anything changed.
+    pub fn commit(&mut self) -> bool {
+        let mut changed = self.view_dirty || self.tables_dirty;
         if self.view_dirty {
             self.view.index_sources();
             self.view.generation += 1;
@@ -327,11 +330,15 @@ impl Router {
             self.view_dirty = false;
         }
         for t in self.tables.iter_mut().flatten() {
-            t.fib.commit();
+            let before = t.fib.generation();
+            changed |= t.fib.commit() != before;
         }
         if self.tables_dirty {
             self.shared_tables.store(Arc::new(self.table_set()));
             self.tables_dirty = false;
+        }
+        if changed {
+            crate::drivers::af_xdp::fastpath::bump();
         }
         let now = Instant::now();
         for a in self.released.drain(..) {
@@ -341,6 +348,7 @@ impl Router {
                 self.free.push_back((now, a));
             }
         }
+        changed
     }
 }
 

@@ -202,8 +202,13 @@ impl Router {
             Effect::Nothing => false,
             Effect::Publish { mac, confirmed } => {
                 let slot = self.nud.get(&key).map_or(NO_SLOT, |e| e.slot);
-                self.view.neighbors.insert_slot(key, mac, slot);
-                self.view_dirty = true;
+                // A confirmation of what the view says already publishes nothing (and does
+                // not make the XDP fast path's flows stale).
+                let known = self.view.neighbors.get(&key);
+                let mut changed = !known.is_some_and(|n| n.mac == mac && n.slot == slot);
+                if changed {
+                    self.view.neighbors.insert_slot(key, mac, slot);
+                }
                 let rewrite = self.neighbor_rewrite(interface, ip);
                 for k in [
                     AdjKey::Neighbor(interface, ip),
@@ -211,11 +216,13 @@ impl Router {
                 ] {
                     if let (Some(&adj), Some(r)) = (self.keys.get(&k), rewrite) {
                         let a = &mut self.view.adjs[adj as usize];
+                        changed |= (a.rewrite, a.complete, a.slot) != (r, true, slot);
                         a.rewrite = r;
                         a.complete = true;
                         a.slot = slot;
                     }
                 }
+                self.view_dirty |= changed;
                 // A host route once the neighbour is confirmed on a connected network,
                 // unless something more specific than the connected route is there. Before
                 // that (an entry a request made) the glean path reaches it by the view, and a
@@ -226,8 +233,9 @@ impl Router {
                 if confirmed && connected && self.source_in(t, host).is_none() {
                     let adj = self.adj_for(AdjKey::Neighbor(interface, ip));
                     self.set(t, host, adj, RouteSource::Host);
+                    changed = true;
                 }
-                true
+                changed
             }
             Effect::Withdraw => {
                 if self.view.neighbors.remove(&key).is_none() {

@@ -92,6 +92,27 @@ fn static_route_waits_for_its_neighbour_then_completes() {
     assert_eq!(r.source_of(p("198.51.100.2/32")), Some(RouteSource::Host));
 }
 
+/// What the XDP fast path's epoch follows: a commit says whether it published anything.
+#[test]
+fn commit_says_whether_anything_changed() {
+    let mut r = router();
+    assert!(!r.commit(), "nothing since the last commit");
+    r.add_route(0, p("10.0.0.0/8"), &[via("198.51.100.2")])
+        .unwrap();
+    assert!(r.commit(), "a route");
+    let n = "198.51.100.2".parse().unwrap();
+    resolve(&mut r, 1, n, mac(0x22));
+    assert!(r.commit(), "its neighbour resolved");
+    let now = Instant::now();
+    r.learn(NeighborLearn::answer(1, n, mac(0x22)), now)
+        .unwrap();
+    assert!(!r.commit(), "the same answer again changes nothing");
+    r.learn(NeighborLearn::request(1, n, mac(0x23)), now)
+        .unwrap();
+    assert!(r.commit(), "the neighbour's new MAC");
+    assert!(!r.commit());
+}
+
 #[test]
 fn bad_routes_are_refused_with_reasons() {
     let mut r = router();

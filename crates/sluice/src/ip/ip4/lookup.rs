@@ -314,5 +314,22 @@ mod tests {
             0,
         );
         assert!(out.adjs.windows(2).all(|p| p[0] == p[1]));
+        // The XDP fast path keys routes by destination: an ECMP member is not for it, a
+        // single path is.
+        let mut mixed = same.clone();
+        mixed.push(to([192, 0, 2, 1]));
+        let out = h.run_node_with(
+            Ip4Lookup::decl(crate::router::TableSet::only(w.reader()), h.view.clone()),
+            &mixed,
+            0,
+            |m, _| m.flags |= crate::buffer::FLAG_OFFLOAD,
+        );
+        let offload = |f: &u8| f & crate::buffer::FLAG_OFFLOAD != 0;
+        assert_eq!(out.flags.iter().filter(|f| offload(f)).count(), 1);
+        assert!(
+            out.flags[..8].iter().all(|f| !offload(f)),
+            "{:?}",
+            out.flags
+        );
     }
 }

@@ -64,7 +64,7 @@ impl Rig {
         let bytes = std::mem::take(&mut *self.captured.lock().unwrap());
         seen.into_iter()
             .zip(bytes)
-            .map(|((slot, tx_if, _), b)| (slot, b, tx_if))
+            .map(|((slot, tx_if, ..), b)| (slot, b, tx_if))
             .collect()
     }
 

@@ -15,6 +15,8 @@ pub const KIND_XCONNECT: u16 = 1;
 pub const KIND_ROUTE4: u16 = 3;
 /// Interfaces the fast path can know (devmap and counter slots).
 pub const MAX_SLOTS: u32 = 256;
+/// Refused sources at most; with more, routes are not offloaded.
+pub const MAX_REFUSED: u32 = 4096;
 
 /// Offsets in a flow's value.
 pub mod value {
@@ -25,6 +27,9 @@ pub mod value {
     /// The ingress and egress interfaces' counter slots (u16 each).
     pub const IN_STAT: i16 = 8;
     pub const OUT_STAT: i16 = 10;
+    /// Routes: the neighbour's use flag in the router's view (u32; the installer's sweep
+    /// marks it used while the flow is, as ip4-rewrite does for the graph's packets).
+    pub const USE_SLOT: i16 = 12;
     /// Routes: the Ethernet header the graph writes (destination, then source MAC).
     pub const DST_MAC: i16 = 16;
     pub const SRC_MAC: i16 = 22;
@@ -107,6 +112,7 @@ pub struct RouteRewrite {
     pub src_mac: [u8; 6],
     pub max_len: u16,
     pub in_mac: [u8; 6],
+    pub use_slot: u32,
 }
 
 impl Value {
@@ -122,6 +128,7 @@ impl Value {
             b[22..28].copy_from_slice(&r.src_mac);
             b[28..30].copy_from_slice(&r.max_len.to_ne_bytes());
             b[40..46].copy_from_slice(&r.in_mac);
+            b[12..16].copy_from_slice(&r.use_slot.to_ne_bytes());
         }
         b
     }
@@ -136,6 +143,7 @@ impl Value {
                 src_mac: mac(22),
                 max_len: u16::from_ne_bytes([b[28], b[29]]),
                 in_mac: mac(40),
+                use_slot: u32::from_ne_bytes([b[12], b[13], b[14], b[15]]),
             });
         }
         v
@@ -172,6 +180,9 @@ pub struct Maps {
     pub devmap: BpfMap,
     pub ifstats: BpfMap,
     pub reasons: BpfMap,
+    /// IPv4 sources the graph refuses to route (the router's addresses and its subnets'
+    /// broadcast addresses, in any table): a routed frame from one goes to the graph.
+    pub refused: BpfMap,
 }
 
 impl Maps {
@@ -184,6 +195,7 @@ impl Maps {
             devmap: map_create(MapKind::DevMap, 4, 4, MAX_SLOTS)?,
             ifstats: map_create(MapKind::PercpuArray, 4, 32, MAX_SLOTS)?,
             reasons: map_create(MapKind::PercpuArray, 4, 8, reasons)?,
+            refused: map_create(MapKind::Hash, 4, 4, MAX_REFUSED)?,
         })
     }
 
@@ -205,6 +217,18 @@ impl Maps {
 
     pub fn remove(&self, key: &Key) -> bool {
         map_delete(&self.flows, &key.bytes()).is_ok()
+    }
+
+    /// Refuse (or no longer refuse) routed frames from IPv4 source `addr`.
+    pub fn set_refused(&self, addr: u32, refused: bool) -> Result<(), String> {
+        let key = addr.to_be_bytes();
+        if refused {
+            map_update(&self.refused, &key, &1u32.to_ne_bytes())
+                .map_err(|e| format!("refusing a source in the fast path: {e}"))
+        } else {
+            map_delete(&self.refused, &key)
+                .map_err(|e| format!("no longer refusing a source in the fast path: {e}"))
+        }
     }
 
     /// Every offloaded flow now (at most `most`).

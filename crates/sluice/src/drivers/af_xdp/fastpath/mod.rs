@@ -14,17 +14,23 @@
 //!   removes stale entries and those idle for `IDLE`.
 //!
 //! Kinds offloaded today: cross-connects (every frame of the ingress interface goes out the
-//! egress interface unchanged).
+//! egress interface unchanged) and IPv4 routes to one destination address from one ingress
+//! interface (the next hop's Ethernet header, the TTL one less, the checksum updated).
 
 pub mod commands;
 pub mod maps;
 pub mod offer;
+#[cfg(test)]
+mod offer_tests;
 pub mod program;
+pub mod routes;
 #[cfg(test)]
 mod tests;
 
 use crate::drivers::LiveStatus;
-use maps::{InterfaceCounts, Key, Maps, Value, MAX_SLOTS};
+use crate::router::adjacency::SharedL3View;
+use maps::{InterfaceCounts, Key, Maps, Value, KIND_ROUTE4, MAX_SLOTS};
+use routes::RefusedSources;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -67,6 +73,8 @@ pub struct InstallerStats {
     /// Refused: the table full or the install rate reached.
     pub full: AtomicU64,
     pub rate_limited: AtomicU64,
+    /// Routes refused: the router's sources to refuse did not fit the `refused` map.
+    pub no_sources: AtomicU64,
     /// Entries the sweep removed: stale, idle.
     pub swept_stale: AtomicU64,
     pub swept_idle: AtomicU64,
@@ -83,6 +91,10 @@ pub struct FastPath {
     /// kernel makes (carrier lost) bumps the epoch as a command does.
     links: Mutex<Vec<(Arc<dyn LiveStatus>, bool)>>,
     candidates: Mutex<Vec<Candidate>>,
+    /// The router's view, when the dataplane routes: the sources it refuses, the neighbours
+    /// routed flows use.
+    view: Mutex<Option<SharedL3View>>,
+    refused: Mutex<RefusedSources>,
     pub stats: InstallerStats,
 }
 
@@ -92,16 +104,7 @@ static SHARED: OnceLock<Result<Arc<FastPath>, String>> = OnceLock::new();
 pub fn shared() -> Result<Arc<FastPath>, String> {
     SHARED
         .get_or_init(|| {
-            let maps = Maps::create(MAX_FLOWS)?;
-            maps.set_epoch(1)?;
-            let fp = Arc::new(FastPath {
-                maps,
-                epoch: Arc::new(AtomicU32::new(1)),
-                ports: Mutex::new(Vec::new()),
-                links: Mutex::new(Vec::new()),
-                candidates: Mutex::new(Vec::with_capacity(QUEUE)),
-                stats: InstallerStats::default(),
-            });
+            let fp = Arc::new(FastPath::new(MAX_FLOWS)?);
             let installer = fp.clone();
             std::thread::Builder::new()
                 .name("sluice_fastpath".into())
@@ -134,6 +137,22 @@ pub fn bump() {
 }
 
 impl FastPath {
+    /// Its maps, at epoch 1, without the installer (`shared` starts it).
+    fn new(max_flows: u32) -> Result<FastPath, String> {
+        let maps = Maps::create(max_flows)?;
+        maps.set_epoch(1)?;
+        Ok(FastPath {
+            maps,
+            epoch: Arc::new(AtomicU32::new(1)),
+            ports: Mutex::new(Vec::new()),
+            links: Mutex::new(Vec::new()),
+            candidates: Mutex::new(Vec::with_capacity(QUEUE)),
+            view: Mutex::new(None),
+            refused: Mutex::new(RefusedSources::default()),
+            stats: InstallerStats::default(),
+        })
+    }
+
     /// Give interface `ifindex` (`name`) a slot: its counters, and the devmap entry that
     /// sends to it.
     pub fn register(
@@ -168,6 +187,11 @@ impl FastPath {
             slot: slot as u16,
             ifindex,
         })
+    }
+
+    /// The router whose routes are offered (one per process, as the fast path).
+    pub fn set_view(&self, view: SharedL3View) {
+        *self.view.lock().unwrap_or_else(|p| p.into_inner()) = Some(view);
     }
 
     pub fn epoch(&self) -> u32 {
@@ -216,13 +240,7 @@ impl FastPath {
             std::thread::sleep(TICK);
             let batch =
                 std::mem::take(&mut *self.candidates.lock().unwrap_or_else(|p| p.into_inner()));
-            let mut seen: HashMap<Key, ()> = HashMap::new();
-            for c in batch {
-                if seen.insert(c.key, ()).is_some() {
-                    continue;
-                }
-                self.install(c, &mut window);
-            }
+            self.install_batch(batch, &mut window);
             self.watch_links();
             if last_sweep.elapsed() >= SWEEP {
                 last_sweep = Instant::now();
@@ -231,9 +249,38 @@ impl FastPath {
         }
     }
 
-    fn install(&self, c: Candidate, window: &mut (Instant, u32)) {
+    /// Install what the workers offered since the last tick.
+    fn install_batch(&self, batch: Vec<Candidate>, window: &mut (Instant, u32)) {
+        // The epoch first, then the view: the view is at least the one of this epoch (a
+        // change publishes its view before it bumps), so the refused sources made from it
+        // are right for every candidate of this epoch.
+        let epoch = self.epoch();
+        let routes = batch.iter().any(|c| c.key.kind == KIND_ROUTE4) && self.sync_refused();
+        let mut seen: HashMap<Key, ()> = HashMap::new();
+        for c in batch {
+            if seen.insert(c.key, ()).is_some() {
+                continue;
+            }
+            if c.key.kind == KIND_ROUTE4 && !routes {
+                self.stats.no_sources.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            self.install(c, epoch, window);
+        }
+    }
+
+    fn sync_refused(&self) -> bool {
+        let view = routes::current(&self.view.lock().unwrap_or_else(|p| p.into_inner()));
+        self.refused
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .sync(&self.maps, view.as_deref())
+    }
+
+    /// Install `c` if it is of `epoch` and that is still the current one.
+    fn install(&self, c: Candidate, epoch: u32, window: &mut (Instant, u32)) {
         let s = &self.stats;
-        if c.value.epoch != self.epoch() {
+        if c.value.epoch != epoch || self.epoch() != epoch {
             s.stale.fetch_add(1, Ordering::Relaxed);
             return;
         }
@@ -276,11 +323,17 @@ impl FastPath {
         }
     }
 
-    /// Remove the entries of an older epoch and those idle for `IDLE`.
+    /// Remove the entries of an older epoch and those idle for `IDLE`; mark the neighbours of
+    /// routes used since the last sweep used.
     fn sweep(&self) {
         let now = monotonic_ns();
         let epoch = self.epoch();
+        let view = routes::current(&self.view.lock().unwrap_or_else(|p| p.into_inner()));
         for (key, value) in self.maps.flows(MAX_FLOWS as usize) {
+            let recent = now.saturating_sub(value.last_ns) <= 2 * SWEEP.as_nanos() as u64;
+            if let (Some(v), Some(r), true) = (&view, &value.route, recent) {
+                v.used.touch(r.use_slot);
+            }
             let counter = if value.epoch != epoch {
                 &self.stats.swept_stale
             } else if now.saturating_sub(value.last_ns) > IDLE.as_nanos() as u64 {

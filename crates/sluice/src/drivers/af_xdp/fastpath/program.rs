@@ -48,7 +48,8 @@ pub const REASONS: [(Reason, &str); 5] = [
     (Reason::NoEgress, "egress not in the devmap (to the socket)"),
     (
         Reason::Graph,
-        "shorter than 60 bytes or VLAN-tagged: for the graph (to the socket)",
+        "for the graph: shorter than 60 bytes, VLAN-tagged, or an IPv4 header or source it \
+         checks (to the socket)",
     ),
 ];
 
@@ -186,8 +187,9 @@ fn packet(a: &mut Asm, n: i32, miss: &'static str) {
 
 /// No cross-connect: an IPv4 frame whose header ip4-input would pass as it is, looked up
 /// by its destination; then to "entry" with r7 = the value and r9 = 1. What the graph
-/// treats apart goes to it: options, fragments, TTL 1 or 0, a martian source, a bad
-/// checksum, padding or a short frame (the total length not the frame's).
+/// treats apart goes to it: options, fragments, TTL 1 or 0, a martian source or one the
+/// router refuses (`Maps::refused`), a bad checksum, padding or a short frame (the total
+/// length not the frame's).
 fn route_lookup(a: &mut Asm, m: &Maps) {
     a.label("route");
     packet(a, MIN_FRAME, "no_entry");
@@ -225,7 +227,16 @@ fn route_lookup(a: &mut Asm, m: &Maps) {
             .alu(Alu::Add, R5, R1);
     }
     a.jmp_imm(Cond::Ne, R5, 0xffff, "graph");
+    // A source ip4-lookup refuses (ours, a subnet's broadcast address) is the graph's.
+    a.ldx(Size::W, R1, R2, 26)
+        .stx(Size::W, FP, INDEX_AT, R1)
+        .ld_map(R1, m.refused.raw_fd())
+        .mov(R2, FP)
+        .alu_imm(Alu::Add, R2, INDEX_AT as i32)
+        .call(HELPER_MAP_LOOKUP)
+        .jmp_imm(Cond::Ne, R0, 0, "graph");
     // The key: the ingress (already there), the kind and the destination.
+    packet(a, MIN_FRAME, "no_entry");
     a.st_imm(Size::H, FP, KEY_AT + 4, KIND_ROUTE4 as i32)
         .ldx(Size::W, R1, R2, 30)
         .stx(Size::W, FP, KEY_AT + 8, R1)

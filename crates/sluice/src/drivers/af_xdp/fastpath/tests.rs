@@ -136,6 +136,7 @@ fn a_routed_frame_is_rewritten_as_ip4_rewrite_does_and_the_graphs_cases_stay_its
         src_mac: [2, 0, 0, 0, 0, 0xd1],
         max_len: 1514,
         in_mac: ours,
+        use_slot: 9,
     };
     let value = Value {
         epoch: 3,
@@ -189,6 +190,16 @@ fn a_routed_frame_is_rewritten_as_ip4_rewrite_does_and_the_graphs_cases_stay_its
             f
         }),
     ];
+    // A source the router refuses (198.18.0.1 made one of ours) is the graph's too; once no
+    // longer refused, the same frame is forwarded.
+    maps.set_refused(0xc612_0001, true).unwrap();
+    assert_eq!(run_out(&prog, &routed_frame(ours, 64)).0, XDP_PASS as u32);
+    maps.set_refused(0xc612_0001, false).unwrap();
+    assert_eq!(
+        run_out(&prog, &routed_frame(ours, 64)).0,
+        XDP_REDIRECT as u32
+    );
+    let graph_before = graph_before + 1;
     for (what, frame) in &bad {
         assert_eq!(run_out(&prog, frame).0, XDP_PASS as u32, "{what}");
     }
@@ -213,6 +224,12 @@ fn a_routed_frame_is_rewritten_as_ip4_rewrite_does_and_the_graphs_cases_stay_its
     assert_eq!(run_out(&prog, &other).0, XDP_PASS as u32);
     assert_eq!(maps.reason_counts()[Reason::NoEntry as usize], before + 1);
     let rx = maps.interface_counts(4);
-    assert_eq!((rx.rx_packets, rx.rx_bytes), (3, 180));
-    assert_eq!(maps.interface_counts(5).tx_packets, 3);
+    assert_eq!((rx.rx_packets, rx.rx_bytes), (4, 240));
+    assert_eq!(maps.interface_counts(5).tx_packets, 4);
+    let flows = maps.flows(4);
+    assert_eq!(
+        flows[0].1.route.map(|r| r.use_slot),
+        Some(9),
+        "read back whole"
+    );
 }

@@ -1,0 +1,236 @@
+//! The worker's offers and the installer's handling of routes: what a routed packet's entry
+//! says, what is never offered, and the refused sources kept beside the entries.
+
+use super::maps::{Key, KIND_ROUTE4};
+use super::offer::Offerer;
+use super::{FastPath, Port};
+use crate::interface::Interface;
+use crate::ip::ip4::rewrite::test_support::{
+    if_mac, view, ADJ_COMPLETE, ADJ_GLEAN, ADJ_SMALL_MTU, GLEANED, GLEANED_MAC, NEIGHBOR_MAC,
+};
+use crate::router::adjacency::ADJ_DROP;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A fast path without its installer, or None where BPF is not allowed (not root) outside CI.
+fn fast_path() -> Option<Arc<FastPath>> {
+    match FastPath::new(64) {
+        Ok(fp) => Some(Arc::new(fp)),
+        Err(e) if std::env::var_os("CI").is_none() && e.contains("CAP_BPF") => None,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Interface `k` with the fast path (slot k, ifindex 100 + k).
+fn port(k: u32) -> Interface {
+    let mut i = Interface::new(k, &format!("if{k}"), "af_xdp", 1);
+    i.fast_path = Some(Port {
+        slot: k as u16,
+        ifindex: 100 + k,
+    });
+    i
+}
+
+/// A routed frame as ip4-rewrite leaves it: `eth` (14 bytes) then IPv4 to `dst`.
+fn rewritten(eth: [u8; 14], dst: [u8; 4]) -> Vec<u8> {
+    let mut f = vec![0u8; 60];
+    f[..14].copy_from_slice(&eth);
+    f[14] = 0x45;
+    f[26..30].copy_from_slice(&[10, 0, 0, 7]);
+    f[30..34].copy_from_slice(&dst);
+    f
+}
+
+fn header(dst: [u8; 6], src: [u8; 6]) -> [u8; 14] {
+    let mut h = [0u8; 14];
+    h[..6].copy_from_slice(&dst);
+    h[6..12].copy_from_slice(&src);
+    h[12..14].copy_from_slice(&[8, 0]);
+    h
+}
+
+fn taken(fp: &FastPath) -> Vec<super::Candidate> {
+    std::mem::take(&mut *fp.candidates.lock().unwrap())
+}
+
+#[test]
+fn a_routed_packet_offers_its_destination_with_the_rewrite_and_the_checks() {
+    let Some(fp) = fast_path() else { return };
+    let view = view();
+    let v = view.load();
+    let (rx, tx) = (port(0), port(1));
+    let mut o = Offerer::new(fp.clone());
+    let eth = header(NEIGHBOR_MAC.0, if_mac(1).0);
+    o.route(
+        &rx,
+        &tx,
+        &v,
+        ADJ_COMPLETE,
+        &rewritten(eth, [10, 9, 0, 1]),
+        5,
+    );
+    let c = taken(&fp);
+    assert_eq!(c.len(), 1);
+    assert_eq!(c[0].key, Key::route4(100, [10, 9, 0, 1]));
+    let r = c[0].value.route.expect("a route's rewrite");
+    assert_eq!((r.dst_mac, r.src_mac), (NEIGHBOR_MAC.0, if_mac(1).0));
+    assert_eq!(r.in_mac, if_mac(0).0, "the MAC ethernet-input routes for");
+    assert_eq!(r.max_len, 1514);
+    assert_eq!(r.use_slot, v.adj(ADJ_COMPLETE).slot);
+    assert_eq!((c[0].value.epoch, c[0].value.out_slot), (5, 1));
+
+    // Offered once an epoch (for a while), again in the next.
+    o.route(
+        &rx,
+        &tx,
+        &v,
+        ADJ_COMPLETE,
+        &rewritten(eth, [10, 9, 0, 1]),
+        5,
+    );
+    assert!(taken(&fp).is_empty());
+    o.route(
+        &rx,
+        &tx,
+        &v,
+        ADJ_COMPLETE,
+        &rewritten(eth, [10, 9, 0, 1]),
+        6,
+    );
+    assert_eq!(taken(&fp).len(), 1);
+
+    // The adjacency's smaller MTU is the limit; a gleaned host's neighbour is its use flag.
+    o.route(
+        &rx,
+        &tx,
+        &v,
+        ADJ_SMALL_MTU,
+        &rewritten(eth, [10, 9, 0, 2]),
+        6,
+    );
+    assert_eq!(taken(&fp)[0].value.route.unwrap().max_len, 1014);
+    let glean = header(GLEANED_MAC.0, if_mac(1).0);
+    o.route(&rx, &tx, &v, ADJ_GLEAN, &rewritten(glean, GLEANED), 6);
+    let g = taken(&fp);
+    let slot = v.neighbors.get(&(1, GLEANED.into())).unwrap().slot;
+    assert_eq!(g[0].value.route.unwrap().use_slot, slot);
+    assert_eq!(g[0].value.route.unwrap().dst_mac, GLEANED_MAC.0);
+}
+
+#[test]
+fn what_the_program_cannot_do_is_never_offered() {
+    let Some(fp) = fast_path() else { return };
+    let view = view();
+    let v = view.load();
+    let (rx, tx) = (port(0), port(1));
+    let eth = header(NEIGHBOR_MAC.0, if_mac(1).0);
+    let good = rewritten(eth, [10, 9, 0, 1]);
+    let mut o = Offerer::new(fp.clone());
+    let mut ipv6 = good.clone();
+    ipv6[12..14].copy_from_slice(&[0x86, 0xdd]);
+    let plain = Interface::new(1, "plain", "af_packet", 1);
+    // Not a neighbour's adjacency; another interface than the adjacency's; IPv6; a short
+    // frame; epoch 0 (no fast path when the pass began); egress without the fast path.
+    o.route(&rx, &tx, &v, ADJ_DROP, &good, 5);
+    o.route(&rx, &port(2), &v, ADJ_COMPLETE, &good, 5);
+    o.route(&rx, &tx, &v, ADJ_COMPLETE, &ipv6, 5);
+    o.route(&rx, &tx, &v, ADJ_COMPLETE, &good[..30], 5);
+    o.route(&rx, &tx, &v, ADJ_COMPLETE, &good, 0);
+    o.route(&rx, &plain, &v, ADJ_COMPLETE, &good, 5);
+    assert!(taken(&fp).is_empty());
+}
+
+#[test]
+fn routes_are_installed_only_with_the_routers_refused_sources_in_the_map() {
+    let Some(fp) = fast_path() else { return };
+    let view = view();
+    let (rx, tx) = (port(0), port(1));
+    let eth = header(NEIGHBOR_MAC.0, if_mac(1).0);
+    let mut o = Offerer::new(fp.clone());
+    let epoch = fp.epoch();
+    o.route(
+        &rx,
+        &tx,
+        &view.load(),
+        ADJ_COMPLETE,
+        &rewritten(eth, [10, 9, 0, 1]),
+        epoch,
+    );
+    let mut window = (Instant::now(), 0);
+    // No router view yet: nothing to say which sources are refused, so no route.
+    fp.install_batch(taken(&fp), &mut window);
+    assert!(fp.maps.flows(8).is_empty());
+    assert_eq!(
+        fp.stats
+            .no_sources
+            .load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
+
+    fp.set_view(view.clone());
+    o.route(
+        &rx,
+        &tx,
+        &view.load(),
+        ADJ_COMPLETE,
+        &rewritten(eth, [10, 9, 0, 2]),
+        epoch,
+    );
+    fp.install_batch(taken(&fp), &mut window);
+    let flows = fp.maps.flows(8);
+    assert_eq!(flows.len(), 1);
+    assert_eq!(flows[0].0.kind, KIND_ROUTE4);
+    // if0 10.0.0.1/24 and if1 10.1.0.1/24: the addresses and the broadcast addresses.
+    let refused = crate::sys::bpf::map_keys(&fp.maps.refused, 16).unwrap();
+    let mut got: Vec<[u8; 4]> = refused.iter().map(|k| k[..4].try_into().unwrap()).collect();
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            [10, 0, 0, 1],
+            [10, 0, 0, 255],
+            [10, 1, 0, 1],
+            [10, 1, 0, 255]
+        ]
+    );
+
+    // An address the router gives up is no longer refused (a new view, a new epoch).
+    let mut changed = (*view.load_full()).clone();
+    changed.interfaces[0].v4.clear();
+    changed.generation += 1;
+    view.store(Arc::new(changed));
+    fp.bump_epoch();
+    let epoch = fp.epoch();
+    o.route(
+        &rx,
+        &tx,
+        &view.load(),
+        ADJ_COMPLETE,
+        &rewritten(eth, [10, 9, 0, 3]),
+        epoch,
+    );
+    fp.install_batch(taken(&fp), &mut window);
+    assert_eq!(
+        crate::sys::bpf::map_keys(&fp.maps.refused, 16)
+            .unwrap()
+            .len(),
+        2
+    );
+
+    // A candidate of an older epoch is refused.
+    o.route(
+        &rx,
+        &tx,
+        &view.load(),
+        ADJ_COMPLETE,
+        &rewritten(eth, [10, 9, 0, 4]),
+        epoch - 1,
+    );
+    fp.install_batch(taken(&fp), &mut window);
+    assert!(fp.stats.stale.load(std::sync::atomic::Ordering::Relaxed) >= 1);
+    assert!(!fp
+        .maps
+        .flows(8)
+        .iter()
+        .any(|(k, _)| k.addr[..4] == [10, 9, 0, 4]));
+}
