@@ -1,11 +1,12 @@
 //! `show xdp flows`: the flows the XDP fast path forwards, its counters by reason and by
 //! interface, and what its installer did.
 
-use super::maps::KIND_XCONNECT;
+use super::maps::{KIND_ROUTE4, KIND_XCONNECT};
 use super::program::REASONS;
 use super::{active, monotonic_ns, IDLE, INSTALLS_PER_SEC, MAX_FLOWS};
 use crate::control::cli::{Command, Effect, Output};
 use crate::control::exec::Control;
+use crate::wire::MacAddress;
 use serde_json::json;
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
@@ -51,22 +52,32 @@ fn show_flows(c: &Control) -> Output {
         let egress = fp
             .slot_name(v.out_slot)
             .unwrap_or_else(|| format!("slot {}", v.out_slot));
-        let kind = if k.kind == KIND_XCONNECT {
-            "xconnect"
-        } else {
-            "?"
+        let kind = match k.kind {
+            KIND_XCONNECT => "xconnect",
+            KIND_ROUTE4 => "route4",
+            _ => "?",
         };
         let idle = now.saturating_sub(v.last_ns) as f64 / 1e9;
         let state = if v.epoch == epoch { "" } else { " (stale)" };
-        let _ = writeln!(
-            t,
-            "{ingress:<16}{kind:<12}{egress:<16}{:>8}{idle:>10.1}{state}",
-            v.epoch
-        );
-        flows.push(json!({
+        let mut flow = json!({
             "ingress": ingress, "kind": kind, "egress": egress, "epoch": v.epoch,
             "current": v.epoch == epoch, "idle_seconds": idle,
-        }));
+        });
+        let mut route = String::new();
+        if let Some(r) = &v.route {
+            let dst = std::net::Ipv4Addr::from([k.addr[0], k.addr[1], k.addr[2], k.addr[3]]);
+            let mac = MacAddress(r.dst_mac).to_string();
+            route = format!("  {dst} -> {mac}, frames up to {} B", r.max_len);
+            flow["destination"] = json!(dst.to_string());
+            flow["next_hop_mac"] = json!(mac);
+            flow["max_frame"] = json!(r.max_len);
+        }
+        let _ = writeln!(
+            t,
+            "{ingress:<16}{kind:<12}{egress:<16}{:>8}{idle:>10.1}{state}{route}",
+            v.epoch
+        );
+        flows.push(flow);
     }
     let counts = fp.maps.reason_counts();
     let mut reasons = serde_json::Map::new();
@@ -96,6 +107,7 @@ fn show_flows(c: &Control) -> Output {
         "refused_stale": s.stale.load(Ordering::Relaxed),
         "refused_full": s.full.load(Ordering::Relaxed),
         "rate_limited": s.rate_limited.load(Ordering::Relaxed),
+        "refused_no_sources": s.no_sources.load(Ordering::Relaxed),
         "swept_stale": s.swept_stale.load(Ordering::Relaxed),
         "swept_idle": s.swept_idle.load(Ordering::Relaxed),
     });
