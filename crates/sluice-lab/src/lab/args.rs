@@ -44,7 +44,8 @@ pub struct RunArgs {
     /// sluice (its default driver `auto` on the veths: AF_XDP where it can run), sluice-af_xdp
     /// (AF_XDP ports whatever --io says), sluice-af_packet (AF_PACKET ports), sluice-xdp
     /// (AF_XDP with the XDP fast path on; --io af_xdp), linux-bridge, linux-router, linux-nat
-    /// (linux-router masquerading what leaves by d1; implies --reply), sluice-router (sluice routing, resolving its next hops by ARP), sluice-nat
+    /// (linux-router masquerading what leaves by d1; implies --reply), sluice-router (sluice routing, resolving its next hops by ARP), sluice-router-xdp
+    /// (sluice-router with the XDP fast path on; --io af_xdp), sluice-nat
     /// (sluice-router with NAT44 out of d1; implies --reply),
     /// sluice-bridge (a learning bridge domain, as linux-bridge is), sluice-dpdk (sluice's
     /// dpdk driver: DPDK's net_af_packet on the veths, or net_null with --io dpdk-null), testpmd,

@@ -117,6 +117,7 @@ dut_kinds! {
     LinuxRouter => linux::ROUTER_DUT,
     LinuxNat => linux_nat::NAT_DUT,
     SluiceRouter => sluice::ROUTER_DUT,
+    SluiceRouterXdp => sluice_xdp::ROUTER_FAST_PATH_DUT,
     SluiceNat => sluice_nat::NAT_DUT,
     Testpmd => testpmd::IO_FORWARD_DUT,
     Vpp => vpp::XCONNECT_DUT,
@@ -147,7 +148,10 @@ impl DutKind {
     /// Whether the DUT routes the generator's IPv6 networks (`--family ipv6`): the
     /// routers but VPP's, whose lab setup holds IPv4 routes only.
     pub fn routes_ipv6(self) -> bool {
-        matches!(self, DutKind::SluiceRouter | DutKind::LinuxRouter)
+        matches!(
+            self,
+            DutKind::SluiceRouter | DutKind::SluiceRouterXdp | DutKind::LinuxRouter
+        )
     }
 
     /// Whether the DUT is a learning bridge.
@@ -201,7 +205,7 @@ mod tests {
             DutKind::parse("vpp9"),
             Err(
                 "unknown DUT 'vpp9' (known: sluice, sluice-af_xdp, sluice-af_packet, \
-                 sluice-xdp, sluice-bridge, sluice-dpdk, linux-bridge, linux-router, linux-nat, sluice-router, sluice-nat, \
+                 sluice-xdp, sluice-bridge, sluice-dpdk, linux-bridge, linux-router, linux-nat, sluice-router, sluice-router-xdp, sluice-nat, \
                  testpmd, vpp, vpp-router)"
                     .into()
             )
@@ -242,6 +246,7 @@ mod tests {
                 "linux-router yy-- y--y--",
                 "linux-nat yy-- y----y",
                 "sluice-router yy-- y--yy-",
+                "sluice-router-xdp -y-- y-----",
                 "sluice-nat yy-- y----y",
                 "testpmd yyyy ------",
                 "vpp yyy- ------",

@@ -63,7 +63,12 @@ pub const ROUTER_DUT: DutSpec = DutSpec {
     takes_vrfs: true,
     ..DutSpec::new("sluice-router", |s| {
         let opts = (s.acl, s.vrfs, s.bird);
-        Ok(Box::new(start_router(s.dut_cpu, s.io, s.table, opts)?))
+        Ok(Box::new(start_router(
+            s.dut_cpu,
+            (s.io, None),
+            s.table,
+            opts,
+        )?))
     })
 };
 
@@ -178,7 +183,7 @@ pub fn router_parts(
 /// Start sluice routing between d0 and d1, with `table`'s synthetic routes if any.
 pub fn start_router(
     dut_cpu: usize,
-    io: Io,
+    (io, forced): (Io, Option<&'static str>),
     table: Option<&TableFiles>,
     (acl, vrfs, bird): (Option<super::LabAcl>, Option<u16>, bool),
 ) -> Result<Sluice, String> {
@@ -202,7 +207,7 @@ pub fn start_router(
     }
     let t = Instant::now();
     let loaded = if bird { None } else { table };
-    let mut dut = match start(dut_cpu, (io, None), Forwarding::Router(loaded, acl, vrfs)) {
+    let mut dut = match start(dut_cpu, (io, forced), Forwarding::Router(loaded, acl, vrfs)) {
         Ok(d) => d,
         Err(e) => {
             let _ = tester_addresses(false);

@@ -27,7 +27,7 @@ pub fn start_nat(dut_cpu: usize, io: Io, family: Family) -> Result<SluiceNat, St
     if family != Family::Ipv4 {
         return Err("sluice-nat translates IPv4 (NAT44): no --family ipv6".into());
     }
-    let router = start_router(dut_cpu, io, None, (None, None, false))?;
+    let router = start_router(dut_cpu, (io, None), None, (None, None, false))?;
     let pool = format!("nat44 add address {}", crate::lab::plan::NAT_POOL);
     for line in [
         &pool,

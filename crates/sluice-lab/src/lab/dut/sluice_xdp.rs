@@ -1,7 +1,7 @@
-//! `sluice-xdp`: sluice cross-connecting d0 and d1 over AF_XDP with the XDP fast path on
-//! (docs/xdp-fastpath.md).
+//! `sluice-xdp` and `sluice-router-xdp`: sluice cross-connecting, or routing, d0 and d1 over
+//! AF_XDP with the XDP fast path on (docs/xdp-fastpath.md).
 
-use super::sluice::{start, Forwarding};
+use super::sluice::{start, start_router, Forwarding};
 use super::DutSpec;
 use crate::gen::port::Io;
 
@@ -18,6 +18,23 @@ pub const XDP_FAST_PATH_DUT: DutSpec = DutSpec {
             s.dut_cpu,
             (Io::AfXdp, Some(FAST_PATH)),
             how,
+        )?))
+    })
+};
+
+/// `sluice-router-xdp`: `sluice-router` on AF_XDP ports with the XDP fast path on: each
+/// destination's frames, once the graph has routed some, are routed by sluice's XDP program
+/// (the small table or `--table`; no ACL: an ACL would keep every flow in the graph).
+pub const ROUTER_FAST_PATH_DUT: DutSpec = DutSpec {
+    routes: true,
+    io: &[Io::AfXdp],
+    ..DutSpec::new("sluice-router-xdp", |s| {
+        let opts = (None, None, s.bird);
+        Ok(Box::new(start_router(
+            s.dut_cpu,
+            (Io::AfXdp, Some(FAST_PATH)),
+            s.table,
+            opts,
         )?))
     })
 };
