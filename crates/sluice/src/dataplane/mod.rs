@@ -198,6 +198,10 @@ impl Dataplane {
         let infos = worker::spawn_workers(parts, rx_by_worker, tx_by_worker)?;
 
         let router = Arc::new(Mutex::new(router));
+        if let Some(fp) = crate::drivers::af_xdp::fastpath::active() {
+            // Routed flows are offloaded a whole route at a time where it can be.
+            fp.set_router(router.clone());
+        }
         let bridges = Arc::new(Mutex::new(bridges));
         let all: Vec<Arc<Interface>> = interfaces
             .iter()

@@ -30,6 +30,7 @@ mod kernel;
 pub mod neighbor_map;
 mod neighbors;
 pub mod nud;
+mod offload;
 mod route_file;
 mod routes;
 mod saved;

@@ -4,7 +4,7 @@ use crate::fib::Prefix4;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::time::Instant;
 
-fn mac(last: u8) -> MacAddress {
+pub(super) fn mac(last: u8) -> MacAddress {
     MacAddress([0x02, 0, 0, 0, 0, last])
 }
 
@@ -16,7 +16,7 @@ pub(super) fn resolve(r: &mut Router, interface: u32, ip: IpAddr, m: MacAddress)
         .unwrap();
 }
 
-fn router() -> Router {
+pub(super) fn router() -> Router {
     let mut r = Router::new(&[
         ("d0".into(), mac(0xa0), 1500),
         ("d1".into(), mac(0xa1), 1500),
@@ -30,8 +30,17 @@ fn router() -> Router {
     r
 }
 
-fn p(s: &str) -> IpPrefix {
+pub(super) fn p(s: &str) -> IpPrefix {
     crate::fib::parse::parse_prefix(s).unwrap()
+}
+
+/// The adjacency index a worker would get for IPv4 `ip` from the published FIB.
+pub(super) fn adj_of(r: &Router, ip: &str) -> u32 {
+    let fib = r.fib_reader().load_full();
+    let mut out = [0u32; 1];
+    let a: Ipv4Addr = ip.parse().unwrap();
+    fib.v4().lookup_batch(&[u32::from(a)], &mut out);
+    out[0]
 }
 
 /// The adjacency a worker would get for `ip` from the published FIB and view.
@@ -45,7 +54,7 @@ fn forward(r: &Router, ip: &str) -> Adjacency {
     *r.view().load().adj(out[0])
 }
 
-fn via(a: &str) -> NextHopSpec {
+pub(super) fn via(a: &str) -> NextHopSpec {
     NextHopSpec::Via {
         addr: a.parse().unwrap(),
         interface: None,

@@ -26,6 +26,8 @@ const BPF_MAP_TYPE_HASH: u32 = 1;
 const BPF_MAP_TYPE_ARRAY: u32 = 2;
 const BPF_MAP_TYPE_PERCPU_ARRAY: u32 = 6;
 const BPF_MAP_TYPE_DEVMAP: u32 = 14;
+const BPF_MAP_TYPE_LPM_TRIE: u32 = 11;
+const BPF_F_NO_PREALLOC: u32 = 1;
 const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 pub const BPF_PROG_TYPE_XDP: u32 = 6;
 /// The attach type of an XDP program (enum bpf_attach_type).
@@ -185,6 +187,8 @@ pub enum MapKind {
     PercpuArray,
     /// Interfaces a program redirects to, by index (values: ifindex).
     DevMap,
+    /// Longest-prefix match: keys are a 32-bit prefix length in bits, then the data.
+    LpmTrie,
 }
 
 /// A map and the sizes it was created with, which every access is checked against.
@@ -254,12 +258,17 @@ pub fn map_create(
         MapKind::Hash => BPF_MAP_TYPE_HASH,
         MapKind::PercpuArray => BPF_MAP_TYPE_PERCPU_ARRAY,
         MapKind::DevMap => BPF_MAP_TYPE_DEVMAP,
+        MapKind::LpmTrie => BPF_MAP_TYPE_LPM_TRIE,
     };
     let mut attr = [0u8; 64];
     put_u32(&mut attr, 0, type_id);
     put_u32(&mut attr, 4, key_size);
     put_u32(&mut attr, 8, value_size);
     put_u32(&mut attr, 12, entries);
+    if kind == MapKind::LpmTrie {
+        // The kernel makes LPM tries only without preallocation.
+        put_u32(&mut attr, 16, BPF_F_NO_PREALLOC);
+    }
     // SAFETY: the map_create member (type, key size, value size, entries) holds no address.
     let rc = unsafe { bpf(BPF_MAP_CREATE, &mut attr) }
         .map_err(|e| permission_hint(e, "creating a BPF map"))?;

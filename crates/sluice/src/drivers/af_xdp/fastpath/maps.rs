@@ -11,8 +11,12 @@ pub const KEY_LEN: usize = 24;
 pub const VALUE_LEN: usize = 48;
 /// A cross-connect: everything received on the ingress interface.
 pub const KIND_XCONNECT: u16 = 1;
-/// An IPv4 route: what the ingress interface receives for one destination address.
+/// An IPv4 route: what the ingress interface receives for the destinations of one prefix
+/// (one address, or a whole route the FIB decides alike for every address in it).
 pub const KIND_ROUTE4: u16 = 3;
+/// Bytes of a route's key in the `routes` trie: the prefix length in bits (of the ingress
+/// ifindex and the address), the ingress ifindex, the address.
+pub const ROUTE_KEY_LEN: usize = 12;
 /// Interfaces the fast path can know (devmap and counter slots).
 pub const MAX_SLOTS: u32 = 256;
 /// Refused sources at most; with more, routes are not offloaded.
@@ -48,6 +52,8 @@ pub struct Key {
     pub kind: u16,
     pub vlan: u16,
     pub addr: [u8; 16],
+    /// Routes: the prefix length of `addr`.
+    pub plen: u8,
 }
 
 impl Key {
@@ -57,18 +63,43 @@ impl Key {
             kind: KIND_XCONNECT,
             vlan: 0,
             addr: [0; 16],
+            plen: 0,
         }
     }
 
+    /// One destination address.
     pub fn route4(ifindex: u32, dst: [u8; 4]) -> Key {
+        Key::route4_prefix(ifindex, dst, 32)
+    }
+
+    /// The destinations of `net`/`len` (host bits cleared).
+    pub fn route4_prefix(ifindex: u32, net: [u8; 4], len: u8) -> Key {
+        let len = len.min(32);
+        let mask = u32::MAX.checked_shl(32 - len as u32).unwrap_or(0);
         let mut addr = [0u8; 16];
-        addr[..4].copy_from_slice(&dst);
+        addr[..4].copy_from_slice(&(u32::from_be_bytes(net) & mask).to_be_bytes());
         Key {
             ifindex,
             kind: KIND_ROUTE4,
             vlan: 0,
             addr,
+            plen: len,
         }
+    }
+
+    /// A route's key in the `routes` trie (the ifindex always matched whole).
+    pub fn route_bytes(&self) -> [u8; ROUTE_KEY_LEN] {
+        let mut b = [0u8; ROUTE_KEY_LEN];
+        b[..4].copy_from_slice(&(32 + u32::from(self.plen)).to_ne_bytes());
+        b[4..8].copy_from_slice(&self.ifindex.to_ne_bytes());
+        b[8..].copy_from_slice(&self.addr[..4]);
+        b
+    }
+
+    pub fn from_route_bytes(b: &[u8]) -> Key {
+        let plen = u32::from_ne_bytes([b[0], b[1], b[2], b[3]]).saturating_sub(32);
+        let ifindex = u32::from_ne_bytes([b[4], b[5], b[6], b[7]]);
+        Key::route4_prefix(ifindex, [b[8], b[9], b[10], b[11]], plen.min(32) as u8)
     }
 
     pub fn bytes(&self) -> [u8; KEY_LEN] {
@@ -88,6 +119,7 @@ impl Key {
             kind: u16::from_ne_bytes([b[4], b[5]]),
             vlan: u16::from_ne_bytes([b[6], b[7]]),
             addr,
+            plen: 0,
         }
     }
 }
@@ -175,7 +207,10 @@ pub struct InterfaceCounts {
 }
 
 pub struct Maps {
+    /// Cross-connects, by `Key::bytes`.
     pub flows: BpfMap,
+    /// Routes, by `Key::route_bytes`: the longest prefix installed for a destination wins.
+    pub routes: BpfMap,
     pub epoch: BpfMap,
     pub devmap: BpfMap,
     pub ifstats: BpfMap,
@@ -191,6 +226,12 @@ impl Maps {
         let reasons = super::program::REASONS.len() as u32;
         Ok(Maps {
             flows: map_create(MapKind::Hash, KEY_LEN as u32, VALUE_LEN as u32, max_flows)?,
+            routes: map_create(
+                MapKind::LpmTrie,
+                ROUTE_KEY_LEN as u32,
+                VALUE_LEN as u32,
+                max_flows,
+            )?,
             epoch: map_create(MapKind::Array, 4, 4, 1)?,
             devmap: map_create(MapKind::DevMap, 4, 4, MAX_SLOTS)?,
             ifstats: map_create(MapKind::PercpuArray, 4, 32, MAX_SLOTS)?,
@@ -211,12 +252,20 @@ impl Maps {
     }
 
     pub fn insert(&self, key: &Key, value: &Value) -> Result<(), String> {
-        map_update(&self.flows, &key.bytes(), &value.bytes())
-            .map_err(|e| format!("offloading a flow: {e}"))
+        let done = if key.kind == KIND_ROUTE4 {
+            map_update(&self.routes, &key.route_bytes(), &value.bytes())
+        } else {
+            map_update(&self.flows, &key.bytes(), &value.bytes())
+        };
+        done.map_err(|e| format!("offloading a flow: {e}"))
     }
 
     pub fn remove(&self, key: &Key) -> bool {
-        map_delete(&self.flows, &key.bytes()).is_ok()
+        if key.kind == KIND_ROUTE4 {
+            map_delete(&self.routes, &key.route_bytes()).is_ok()
+        } else {
+            map_delete(&self.flows, &key.bytes()).is_ok()
+        }
     }
 
     /// Refuse (or no longer refuse) routed frames from IPv4 source `addr`.
@@ -231,18 +280,23 @@ impl Maps {
         }
     }
 
-    /// Every offloaded flow now (at most `most`).
+    /// Every offloaded flow now (at most `most` of each map).
     pub fn flows(&self, most: usize) -> Vec<(Key, Value)> {
-        let keys = map_keys(&self.flows, most).unwrap_or_default();
-        let mut out = Vec::with_capacity(keys.len());
-        for k in keys {
-            let mut v = [0u8; VALUE_LEN];
-            if map_lookup(&self.flows, &k, &mut v).is_ok() {
-                let key = Key::from_bytes(&k);
-                out.push((key, Value::from_bytes_of(&v, key.kind)));
+        let mut out = Vec::new();
+        for (map, routes) in [(&self.flows, false), (&self.routes, true)] {
+            for k in map_keys(map, most).unwrap_or_default() {
+                let mut v = [0u8; VALUE_LEN];
+                if map_lookup(map, &k, &mut v).is_ok() {
+                    let key = if routes {
+                        Key::from_route_bytes(&k)
+                    } else {
+                        Key::from_bytes(&k)
+                    };
+                    out.push((key, Value::from_bytes_of(&v, key.kind)));
+                }
             }
         }
-        out.sort_by_key(|(k, _)| k.bytes());
+        out.sort_by_key(|(k, _)| (k.bytes(), k.plen));
         out.dedup_by_key(|(k, _)| *k);
         out
     }

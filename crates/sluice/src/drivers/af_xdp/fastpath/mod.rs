@@ -29,6 +29,7 @@ mod tests;
 
 use crate::drivers::LiveStatus;
 use crate::router::adjacency::SharedL3View;
+use crate::router::Router;
 use maps::{InterfaceCounts, Key, Maps, Value, KIND_ROUTE4, MAX_SLOTS};
 use routes::RefusedSources;
 use std::collections::HashMap;
@@ -62,6 +63,10 @@ pub struct Port {
 pub struct Candidate {
     pub key: Key,
     pub value: Value,
+    /// Routes: the interface (sluice's index) and adjacency the graph routed by, which the
+    /// installer asks the router how far they hold (`Router::uniform_prefix4`).
+    pub rx_if: u32,
+    pub adj: u32,
 }
 
 /// What the installer did, for `show xdp flows` and the metrics.
@@ -94,6 +99,7 @@ pub struct FastPath {
     /// The router's view, when the dataplane routes: the sources it refuses, the neighbours
     /// routed flows use.
     view: Mutex<Option<SharedL3View>>,
+    router: Mutex<Option<Arc<Mutex<Router>>>>,
     refused: Mutex<RefusedSources>,
     pub stats: InstallerStats,
 }
@@ -148,6 +154,7 @@ impl FastPath {
             links: Mutex::new(Vec::new()),
             candidates: Mutex::new(Vec::with_capacity(QUEUE)),
             view: Mutex::new(None),
+            router: Mutex::new(None),
             refused: Mutex::new(RefusedSources::default()),
             stats: InstallerStats::default(),
         })
@@ -192,6 +199,11 @@ impl FastPath {
     /// The router whose routes are offered (one per process, as the fast path).
     pub fn set_view(&self, view: SharedL3View) {
         *self.view.lock().unwrap_or_else(|p| p.into_inner()) = Some(view);
+    }
+
+    /// The router routes are widened by (without it each route entry is one address).
+    pub fn set_router(&self, router: Arc<Mutex<Router>>) {
+        *self.router.lock().unwrap_or_else(|p| p.into_inner()) = Some(router);
     }
 
     pub fn epoch(&self) -> u32 {
@@ -256,6 +268,7 @@ impl FastPath {
         // are right for every candidate of this epoch.
         let epoch = self.epoch();
         let routes = batch.iter().any(|c| c.key.kind == KIND_ROUTE4) && self.sync_refused();
+        let batch = if routes { self.widen(batch) } else { batch };
         let mut seen: HashMap<Key, ()> = HashMap::new();
         for c in batch {
             if seen.insert(c.key, ()).is_some() {
@@ -267,6 +280,42 @@ impl FastPath {
             }
             self.install(c, epoch, window);
         }
+    }
+
+    /// Each route candidate's key widened to the prefix its decision holds for; those the
+    /// router no longer routes as the worker saw are dropped (stale).
+    fn widen(&self, batch: Vec<Candidate>) -> Vec<Candidate> {
+        let router = self
+            .router
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let Some(router) = router else { return batch };
+        let r = router.lock().unwrap_or_else(|p| p.into_inner());
+        batch
+            .into_iter()
+            .filter_map(|mut c| {
+                if c.key.kind != KIND_ROUTE4 {
+                    return Some(c);
+                }
+                let dst = u32::from_be_bytes([
+                    c.key.addr[0],
+                    c.key.addr[1],
+                    c.key.addr[2],
+                    c.key.addr[3],
+                ]);
+                match r.uniform_prefix4(c.rx_if, dst, c.adj) {
+                    Some((net, len)) => {
+                        c.key = Key::route4_prefix(c.key.ifindex, net.to_be_bytes(), len);
+                        Some(c)
+                    }
+                    None => {
+                        self.stats.stale.fetch_add(1, Ordering::Relaxed);
+                        None
+                    }
+                }
+            })
+            .collect()
     }
 
     fn sync_refused(&self) -> bool {

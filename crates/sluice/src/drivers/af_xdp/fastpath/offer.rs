@@ -72,6 +72,8 @@ impl Offerer {
                 last_ns: 0,
                 route: None,
             },
+            rx_if: rx.index,
+            adj: u32::MAX,
         });
     }
 
@@ -139,6 +141,8 @@ impl Offerer {
                     use_slot,
                 }),
             },
+            rx_if: rx.index,
+            adj,
         });
     }
 }

@@ -234,3 +234,70 @@ fn routes_are_installed_only_with_the_routers_refused_sources_in_the_map() {
         .iter()
         .any(|(k, _)| k.addr[..4] == [10, 9, 0, 4]));
 }
+
+/// Routes are widened to the prefix their decision holds for, asked of the router.
+#[test]
+fn a_routed_destination_is_installed_as_its_whole_route_when_the_router_says_it_can_be() {
+    use crate::router::{NeighborLearn, NextHopSpec, Router};
+    use crate::wire::MacAddress;
+    use std::net::IpAddr;
+    let Some(fp) = fast_path() else { return };
+    let mut r = Router::new(&[
+        ("d0".into(), MacAddress([2, 0, 0, 0, 0, 0xa0]), 1500),
+        ("d1".into(), MacAddress([2, 0, 0, 0, 0, 0xa1]), 1500),
+    ]);
+    r.add_address(0, "192.0.2.1".parse().unwrap(), 24).unwrap();
+    r.add_address(1, "198.51.100.1".parse().unwrap(), 24)
+        .unwrap();
+    let via = NextHopSpec::Via {
+        addr: "198.51.100.2".parse().unwrap(),
+        interface: None,
+        table: None,
+    };
+    let prefix = crate::fib::parse::parse_prefix("10.0.0.0/8").unwrap();
+    r.add_route(0, prefix, &[via]).unwrap();
+    let n: IpAddr = "198.51.100.2".parse().unwrap();
+    let now = Instant::now();
+    r.learn(NeighborLearn::solicit(1, n), now).unwrap();
+    r.learn(
+        NeighborLearn::answer(1, n, MacAddress([2, 0, 0, 0, 0, 0x22])),
+        now,
+    )
+    .unwrap();
+    r.commit();
+    let fib = r.fib_reader().load_full();
+    let mut adj = [0u32; 1];
+    fib.v4().lookup_batch(&[0x0a01_0203], &mut adj);
+    fp.set_view(r.view());
+    fp.set_router(Arc::new(std::sync::Mutex::new(r)));
+    let candidate = |dst: [u8; 4], adj: u32| super::Candidate {
+        key: Key::route4(100, dst),
+        value: super::maps::Value {
+            epoch: fp.epoch(),
+            out_slot: 1,
+            in_stat: 0,
+            out_stat: 1,
+            last_ns: 0,
+            route: Some(super::maps::RouteRewrite {
+                dst_mac: [2, 0, 0, 0, 0, 0x22],
+                src_mac: [2, 0, 0, 0, 0, 0xa1],
+                max_len: 1514,
+                in_mac: [2, 0, 0, 0, 0, 0xa0],
+                use_slot: 0,
+            }),
+        },
+        rx_if: 0,
+        adj,
+    };
+    let mut window = (Instant::now(), 0);
+    // One that no longer holds (another adjacency than the FIB's) is not installed.
+    fp.install_batch(vec![candidate([10, 1, 2, 3], adj[0] + 7)], &mut window);
+    assert!(fp.maps.flows(8).is_empty());
+    fp.install_batch(vec![candidate([10, 1, 2, 3], adj[0])], &mut window);
+    let flows = fp.maps.flows(8);
+    assert_eq!(flows.len(), 1);
+    assert_eq!(
+        (flows[0].0.plen, &flows[0].0.addr[..4]),
+        (8, &[10, 0, 0, 0][..])
+    );
+}

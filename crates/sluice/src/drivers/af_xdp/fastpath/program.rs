@@ -21,7 +21,7 @@
 //!
 //! The layouts of the key and value are `maps::Key` and `maps::Value`.
 
-use super::maps::{value as v, Maps, KEY_LEN, KIND_ROUTE4, KIND_XCONNECT};
+use super::maps::{value as v, Maps, KEY_LEN, KIND_XCONNECT};
 use crate::sys::bpf::Insn;
 use crate::sys::bpf_asm::{Alu, Asm, Cond, Size, FP, R0, R1, R2, R3, R4, R5, R6, R7, R8, R9};
 
@@ -186,7 +186,7 @@ fn packet(a: &mut Asm, n: i32, miss: &'static str) {
 }
 
 /// No cross-connect: an IPv4 frame whose header ip4-input would pass as it is, looked up
-/// by its destination; then to "entry" with r7 = the value and r9 = 1. What the graph
+/// by its ingress and destination in the `routes` trie (longest prefix); then to "entry" with r7 = the value and r9 = 1. What the graph
 /// treats apart goes to it: options, fragments, TTL 1 or 0, a martian source or one the
 /// router refuses (`Maps::refused`), a bad checksum, padding or a short frame (the total
 /// length not the frame's).
@@ -205,6 +205,12 @@ fn route_lookup(a: &mut Asm, m: &Maps) {
         .jmp_imm(Cond::Le, R1, 1, "graph")
         // Martian sources (0/8, 127/8, 224/3): ip4-input drops them.
         .ldx(Size::B, R1, R2, 26)
+        .jmp_imm(Cond::Eq, R1, 0, "graph")
+        .jmp_imm(Cond::Eq, R1, 127, "graph")
+        .jmp_imm(Cond::Ge, R1, 224, "graph")
+        // A destination ip4-input refuses, or one no route carries alike (a route entry may
+        // cover a whole prefix): 0/8, 127/8, multicast, class E and broadcast.
+        .ldx(Size::B, R1, R2, 30)
         .jmp_imm(Cond::Eq, R1, 0, "graph")
         .jmp_imm(Cond::Eq, R1, 127, "graph")
         .jmp_imm(Cond::Ge, R1, 224, "graph")
@@ -235,12 +241,14 @@ fn route_lookup(a: &mut Asm, m: &Maps) {
         .alu_imm(Alu::Add, R2, INDEX_AT as i32)
         .call(HELPER_MAP_LOOKUP)
         .jmp_imm(Cond::Ne, R0, 0, "graph");
-    // The key: the ingress (already there), the kind and the destination.
+    // The trie's key: all 64 bits (the ingress, then the destination) to match.
     packet(a, MIN_FRAME, "no_entry");
-    a.st_imm(Size::H, FP, KEY_AT + 4, KIND_ROUTE4 as i32)
+    a.st_imm(Size::W, FP, KEY_AT, 64)
+        .ldx(Size::W, R1, R6, 12) // ctx->ingress_ifindex
+        .stx(Size::W, FP, KEY_AT + 4, R1)
         .ldx(Size::W, R1, R2, 30)
         .stx(Size::W, FP, KEY_AT + 8, R1)
-        .ld_map(R1, m.flows.raw_fd())
+        .ld_map(R1, m.routes.raw_fd())
         .mov(R2, FP)
         .alu_imm(Alu::Add, R2, KEY_AT as i32)
         .call(HELPER_MAP_LOOKUP)

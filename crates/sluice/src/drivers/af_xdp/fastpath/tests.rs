@@ -91,12 +91,17 @@ fn each_action_and_miss_reason() {
 
 /// A UDP frame from 198.18.0.1 to 198.19.0.1 for `mac`, TTL `ttl`, with a valid checksum.
 fn routed_frame(mac: [u8; 6], ttl: u8) -> Vec<u8> {
+    routed_to(mac, ttl, [198, 19, 0, 1])
+}
+
+/// The same to `dst`.
+fn routed_to(mac: [u8; 6], ttl: u8, dst: [u8; 4]) -> Vec<u8> {
     let mut f = vec![0u8; 60];
     f[..6].copy_from_slice(&mac);
     f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 0x11]);
     f[12..14].copy_from_slice(&[8, 0]);
     f[14..34].copy_from_slice(&[
-        0x45, 0, 0, 46, 0, 1, 0, 0, ttl, 17, 0, 0, 198, 18, 0, 1, 198, 19, 0, 1,
+        0x45, 0, 0, 46, 0, 1, 0, 0, ttl, 17, 0, 0, 198, 18, 0, 1, dst[0], dst[1], dst[2], dst[3],
     ]);
     let sum = crate::wire::ipv4::checksum(&f[14..34]);
     f[24..26].copy_from_slice(&sum.to_be_bytes());
@@ -232,4 +237,71 @@ fn a_routed_frame_is_rewritten_as_ip4_rewrite_does_and_the_graphs_cases_stay_its
         Some(9),
         "read back whole"
     );
+}
+
+#[test]
+fn a_route_entry_covers_its_prefix_and_the_longest_entry_wins() {
+    let Some((maps, _xsks, prog)) = setup() else {
+        return;
+    };
+    maps.set_epoch(2).unwrap();
+    maps.set_egress(0, LO).unwrap();
+    let ours = [2, 0, 0, 0, 0, 0xd0];
+    let value = |last: u8| Value {
+        epoch: 2,
+        out_slot: 0,
+        in_stat: 1,
+        out_stat: 2,
+        last_ns: 0,
+        route: Some(RouteRewrite {
+            dst_mac: [2, 0, 0, 0, 0, last],
+            src_mac: [2, 0, 0, 0, 0, 0xd1],
+            max_len: 1514,
+            in_mac: ours,
+            use_slot: 0,
+        }),
+    };
+    // 198.19/16 by one next hop, 198.19.7.7 by another; the host bits of a prefix go.
+    maps.insert(&Key::route4_prefix(LO, [198, 19, 3, 3], 16), &value(0x22))
+        .unwrap();
+    maps.insert(&Key::route4(LO, [198, 19, 7, 7]), &value(0x77))
+        .unwrap();
+    let next_hop = |dst: [u8; 4]| {
+        let (action, out) = run_out(&prog, &routed_to(ours, 64, dst));
+        (action == XDP_REDIRECT as u32).then(|| out[5])
+    };
+    assert_eq!(next_hop([198, 19, 0, 1]), Some(0x22));
+    assert_eq!(next_hop([198, 19, 250, 9]), Some(0x22));
+    assert_eq!(next_hop([198, 19, 7, 7]), Some(0x77), "the longest prefix");
+    assert_eq!(next_hop([198, 20, 0, 1]), None, "outside the prefix");
+    let listed: Vec<(u8, [u8; 4])> = maps
+        .flows(8)
+        .iter()
+        .map(|(k, _)| (k.plen, k.addr[..4].try_into().unwrap()))
+        .collect();
+    assert_eq!(listed, vec![(16, [198, 19, 0, 0]), (32, [198, 19, 7, 7])]);
+
+    // Even under a route for everything, what no route carries alike is the graph's:
+    // 0/8, 127/8, multicast, class E, the limited broadcast.
+    maps.insert(&Key::route4_prefix(LO, [0; 4], 0), &value(0x55))
+        .unwrap();
+    assert_eq!(next_hop([10, 0, 0, 1]), Some(0x55));
+    let before = maps.reason_counts()[Reason::Graph as usize];
+    let refused = [
+        [0, 1, 2, 3],
+        [127, 0, 0, 1],
+        [224, 0, 0, 5],
+        [240, 0, 0, 1],
+        [255; 4],
+    ];
+    for dst in refused {
+        assert_eq!(next_hop(dst), None, "{dst:?}");
+    }
+    let graph = maps.reason_counts()[Reason::Graph as usize] - before;
+    assert_eq!(graph, refused.len() as u64);
+    // Removed, the prefix no longer matches.
+    assert!(maps.remove(&Key::route4_prefix(LO, [0; 4], 0)));
+    assert!(maps.remove(&Key::route4_prefix(LO, [198, 19, 0, 0], 16)));
+    assert_eq!(next_hop([198, 19, 0, 1]), None);
+    assert_eq!(next_hop([198, 19, 7, 7]), Some(0x77));
 }
