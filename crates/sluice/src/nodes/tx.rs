@@ -15,6 +15,7 @@ error_counters! {
         TooLong = "packet larger than the interface MTU",
         LinkDown = "link down or device gone",
         PeerFull = "peer had no room (its receiver is behind)",
+        WrongFormat = "frame refused by the kernel's transmit ring (wrong format)",
     }
 }
 
@@ -75,7 +76,8 @@ impl Node for TxNode {
         let c = self.interface.counters(cx.thread);
         c.tx_packets.add(r.sent as u64);
         c.tx_bytes.add(r.bytes);
-        let failed = r.queue_full + r.errors + r.too_long + r.link_down + r.peer_full;
+        let failed =
+            r.queue_full + r.errors + r.too_long + r.link_down + r.peer_full + r.wrong_format;
         if failed > 0 {
             c.tx_errors.add(failed as u64);
             c.tx_peer_full.add(r.peer_full as u64);
@@ -84,6 +86,7 @@ impl Node for TxNode {
             cx.count_error(Error::DeviceRefused as usize, r.errors as u64);
             cx.count_error(Error::TooLong as usize, r.too_long as u64);
             cx.count_error(Error::LinkDown as usize, r.link_down as u64);
+            cx.count_error(Error::WrongFormat as usize, r.wrong_format as u64);
         }
         debug_assert_eq!(r.sent + failed, frame.len(), "tx queue lost packets");
         frame.len()
