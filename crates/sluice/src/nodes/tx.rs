@@ -92,3 +92,38 @@ impl Node for TxNode {
         frame.len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buffer::WorkerBuffers;
+    use crate::drivers::TxBurst;
+    use crate::nodes::testing::{frame_bytes, Harness};
+
+    /// A queue whose kernel refuses every other frame as malformed (a transmit ring's
+    /// TP_STATUS_WRONG_FORMAT).
+    struct HalfWrongFormat;
+
+    impl TxQueue for HalfWrongFormat {
+        fn tx_burst(&mut self, bufs: &mut WorkerBuffers, pkts: &[u32]) -> TxBurst {
+            bufs.free_all(pkts);
+            let wrong = pkts.len() / 2;
+            TxBurst {
+                sent: pkts.len() - wrong,
+                wrong_format: wrong,
+                ..TxBurst::default()
+            }
+        }
+    }
+
+    #[test]
+    fn wrong_format_frames_are_tx_errors_under_their_own_reason() {
+        let h = Harness::new(1);
+        let itf = h.interfaces[0].clone();
+        let decl = TxNode::decl(itf.clone(), Box::new(HalfWrongFormat));
+        let out = h.run_node(decl, &vec![frame_bytes(64); 4], 0);
+        out.assert_counted(&[(Error::WrongFormat, 2)]);
+        let t = itf.totals();
+        assert_eq!((t.tx_packets, t.tx_errors), (2, 2));
+    }
+}

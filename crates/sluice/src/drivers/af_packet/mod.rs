@@ -18,8 +18,8 @@ use super::host_link::{HostLink, LinkState};
 use super::{DriverPorts, RxBurst, RxQueue, TxBurst, TxQueue};
 use crate::buffer::{WorkerBuffers, DATA_SIZE, NO_BUFFER};
 use socket::{RingLayout, RxOptions, RxRing, MAX_BATCH, MAX_SEGMENTS};
-use tx_ring::{TxRing, TX_SLOTS};
 use std::sync::{Arc, Mutex};
+use tx_ring::{TxRing, TX_SLOTS};
 
 /// An af_packet interface as configured.
 #[derive(Clone, Debug, Default)]

@@ -43,7 +43,9 @@ impl Ns {
         let _ = Command::new("ip").args(["netns", "del", &ns.0]).output();
         ip(&["netns", "add", &ns.0]);
         let m = mtu.to_string();
-        ns.ip(&["link", "add", "ta", "mtu", &m, "type", "veth", "peer", "name", "tb", "mtu", &m]);
+        ns.ip(&[
+            "link", "add", "ta", "mtu", &m, "type", "veth", "peer", "name", "tb", "mtu", &m,
+        ]);
         ns.ip(&["link", "set", "ta", "up"]);
         ns.ip(&["link", "set", "tb", "up"]);
         ns
@@ -132,7 +134,9 @@ fn frames_written_to_the_ring_arrive_byte_for_byte_jumbo_included() {
         let mut ring = TxRing::open(netdev::index("ta").unwrap(), 9018, 64).unwrap();
         assert_eq!(ring.frame_count, 64);
         assert!(ring.max_frame() >= 9018, "{}", ring.max_frame());
-        assert!(ring.describe().starts_with("TPACKET_V2 ring, 64 frames of 16384 B"));
+        assert!(ring
+            .describe()
+            .starts_with("TPACKET_V2 ring, 64 frames of 16384 B"));
         let mut frames: Vec<Vec<u8>> = [60, 64, 1514, 9014]
             .iter()
             .enumerate()
@@ -157,7 +161,12 @@ fn frames_written_to_the_ring_arrive_byte_for_byte_jumbo_included() {
         let got = receive(&mut rx, frames.len());
         assert_eq!(got.len(), frames.len(), "frames lost");
         for (i, (g, f)) in got.iter().zip(&frames).enumerate() {
-            assert!(g == f, "frame {i}: {} bytes sent, {} received", f.len(), g.len());
+            assert!(
+                g == f,
+                "frame {i}: {} bytes sent, {} received",
+                f.len(),
+                g.len()
+            );
         }
     });
 }
