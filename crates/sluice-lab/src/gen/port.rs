@@ -145,7 +145,7 @@ impl FrameSink for QueueSink {
         SendResult {
             sent: t.sent,
             queue_full: t.queue_full + t.peer_full + unbuilt,
-            errors: t.errors + t.too_long + t.link_down,
+            errors: t.errors + t.too_long + t.link_down + t.wrong_format,
         }
     }
 

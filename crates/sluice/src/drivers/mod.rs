@@ -68,6 +68,9 @@ pub struct TxBurst {
     /// Dropped because the peer had no room for them (a memif client that has not posted
     /// receive buffers): the receiver's limit, not this one's.
     pub peer_full: usize,
+    /// Dropped because the kernel found them malformed in a transmit ring
+    /// (TP_STATUS_WRONG_FORMAT: e.g. longer than the device's MTU, lowered under us).
+    pub wrong_format: usize,
 }
 
 /// The transmit side of one queue.

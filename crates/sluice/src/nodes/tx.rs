@@ -15,6 +15,7 @@ error_counters! {
         TooLong = "packet larger than the interface MTU",
         LinkDown = "link down or device gone",
         PeerFull = "peer had no room (its receiver is behind)",
+        WrongFormat = "frame refused by the kernel's transmit ring (wrong format)",
     }
 }
 
@@ -75,7 +76,8 @@ impl Node for TxNode {
         let c = self.interface.counters(cx.thread);
         c.tx_packets.add(r.sent as u64);
         c.tx_bytes.add(r.bytes);
-        let failed = r.queue_full + r.errors + r.too_long + r.link_down + r.peer_full;
+        let failed =
+            r.queue_full + r.errors + r.too_long + r.link_down + r.peer_full + r.wrong_format;
         if failed > 0 {
             c.tx_errors.add(failed as u64);
             c.tx_peer_full.add(r.peer_full as u64);
@@ -84,8 +86,44 @@ impl Node for TxNode {
             cx.count_error(Error::DeviceRefused as usize, r.errors as u64);
             cx.count_error(Error::TooLong as usize, r.too_long as u64);
             cx.count_error(Error::LinkDown as usize, r.link_down as u64);
+            cx.count_error(Error::WrongFormat as usize, r.wrong_format as u64);
         }
         debug_assert_eq!(r.sent + failed, frame.len(), "tx queue lost packets");
         frame.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buffer::WorkerBuffers;
+    use crate::drivers::TxBurst;
+    use crate::nodes::testing::{frame_bytes, Harness};
+
+    /// A queue whose kernel refuses every other frame as malformed (a transmit ring's
+    /// TP_STATUS_WRONG_FORMAT).
+    struct HalfWrongFormat;
+
+    impl TxQueue for HalfWrongFormat {
+        fn tx_burst(&mut self, bufs: &mut WorkerBuffers, pkts: &[u32]) -> TxBurst {
+            bufs.free_all(pkts);
+            let wrong = pkts.len() / 2;
+            TxBurst {
+                sent: pkts.len() - wrong,
+                wrong_format: wrong,
+                ..TxBurst::default()
+            }
+        }
+    }
+
+    #[test]
+    fn wrong_format_frames_are_tx_errors_under_their_own_reason() {
+        let h = Harness::new(1);
+        let itf = h.interfaces[0].clone();
+        let decl = TxNode::decl(itf.clone(), Box::new(HalfWrongFormat));
+        let out = h.run_node(decl, &vec![frame_bytes(64); 4], 0);
+        out.assert_counted(&[(Error::WrongFormat, 2)]);
+        let t = itf.totals();
+        assert_eq!((t.tx_packets, t.tx_errors), (2, 2));
     }
 }

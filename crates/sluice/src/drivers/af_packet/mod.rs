@@ -1,7 +1,7 @@
 //! The af_packet driver: a Linux interface through AF_PACKET sockets. Receive uses a
 //! TPACKET_V3 ring per queue (several queues share the traffic through PACKET_FANOUT);
-//! transmit uses `sendmmsg` straight from the buffer segments, bypassing the qdisc layer.
-//! Both copy once, in the kernel; zero-copy is the AF_XDP driver's job.
+//! transmit copies each frame into a TPACKET_V2 transmit ring and kicks the kernel once per
+//! burst, bypassing the qdisc layer. Each copies once; zero-copy is the AF_XDP driver's job.
 //!
 //! The host device's state comes from the link monitor (`HostLink`): while it is not up,
 //! transmit drops at once with a named count; when it is deleted and a device of the same
@@ -11,13 +11,15 @@
 pub mod netdev;
 mod rx_ring;
 pub mod socket;
+pub mod tx_ring;
 
 use super::host_device;
 use super::host_link::{HostLink, LinkState};
 use super::{DriverPorts, RxBurst, RxQueue, TxBurst, TxQueue};
 use crate::buffer::{WorkerBuffers, DATA_SIZE, NO_BUFFER};
-use socket::{RingLayout, RxOptions, RxRing, Sender, MAX_BATCH, MAX_SEGMENTS};
+use socket::{RingLayout, RxOptions, RxRing, MAX_BATCH, MAX_SEGMENTS};
 use std::sync::{Arc, Mutex};
+use tx_ring::{TxRing, TX_SLOTS};
 
 /// An af_packet interface as configured.
 #[derive(Clone, Debug, Default)]
@@ -52,7 +54,7 @@ pub const RX_SLOTS: u32 = 512;
 #[derive(Default)]
 struct Fresh {
     rx: Vec<Option<RxRing>>,
-    tx: Vec<Option<Sender>>,
+    tx: Vec<Option<TxRing>>,
 }
 
 /// What it takes to open an interface's sockets again, on a new device of the same name.
@@ -60,6 +62,8 @@ struct Reopen {
     host: String,
     mtu: Option<u32>,
     layout: RingLayout,
+    /// Largest frame the tx rings take: the MTU at open plus the Ethernet header and a tag.
+    max_frame: usize,
     rx_queues: usize,
     tx_queues: usize,
     fresh: Mutex<Fresh>,
@@ -74,7 +78,7 @@ impl Reopen {
             }
         }
         let rx = rx_rings(host, ifindex, self.rx_queues, self.layout)?;
-        let tx = senders(host, ifindex, self.tx_queues)?;
+        let tx = tx_rings(host, ifindex, self.tx_queues, self.max_frame)?;
         let mut f = self.fresh.lock().unwrap_or_else(|p| p.into_inner());
         f.rx = rx.into_iter().map(Some).collect();
         f.tx = tx.into_iter().map(Some).collect();
@@ -88,7 +92,7 @@ impl Reopen {
         Some(f.rx.get_mut(q).and_then(Option::take))
     }
 
-    fn take_tx(&self, q: usize) -> Option<Option<Sender>> {
+    fn take_tx(&self, q: usize) -> Option<Option<TxRing>> {
         let mut f = self.fresh.try_lock().ok()?;
         Some(f.tx.get_mut(q).and_then(Option::take))
     }
@@ -178,9 +182,10 @@ impl RxQueue for AfPacketRx {
 /// A transmit queue on its own packet socket (other drivers borrow it for threads that have
 /// no queue of their own on the device). It does not reattach.
 pub fn tx_queue(ifindex: u32, mtu: u32, link: Arc<HostLink>) -> Result<Box<dyn TxQueue>, String> {
+    let max_frame = mtu as usize + 18;
     Ok(Box::new(AfPacketTx {
-        sender: Sender::open(ifindex)?,
-        max_frame: mtu as usize + 18,
+        ring: TxRing::open(ifindex, max_frame, TX_SLOTS)?,
+        max_frame,
         queue: 0,
         generation: link.generation(),
         link,
@@ -205,7 +210,7 @@ pub fn drop_burst(
 }
 
 struct AfPacketTx {
-    sender: Sender,
+    ring: TxRing,
     /// Largest frame allowed out: MTU plus the Ethernet header and one VLAN tag.
     max_frame: usize,
     queue: usize,
@@ -222,8 +227,8 @@ impl AfPacketTx {
             return;
         };
         if let Some(fresh) = reopen.take_tx(self.queue) {
-            if let Some(sender) = fresh {
-                self.sender = sender;
+            if let Some(ring) = fresh {
+                self.ring = ring;
             }
             self.generation = generation;
         }
@@ -245,43 +250,39 @@ impl TxQueue for AfPacketTx {
             let mut ok = [0u32; MAX_BATCH];
             let mut n = 0;
             for &bi in chunk {
-                let len = bufs.packet_len(bi);
-                if len > self.max_frame {
+                if bufs.packet_len(bi) > self.max_frame {
                     r.too_long += 1;
                 } else {
                     ok[n] = bi;
-                    r.bytes += len as u64;
                     n += 1;
                 }
             }
             let b: &WorkerBuffers = bufs;
-            let frames = ok[..n].iter().map(|&bi| {
-                let mut seg = bi;
-                std::iter::from_fn(move || {
-                    (seg != NO_BUFFER).then(|| {
-                        let d = b.data(seg);
-                        seg = b.meta(seg).next;
-                        d
-                    })
-                })
-            });
-            let s = self.sender.send(frames);
+            let s = self.ring.send(n, |i, slot| copy_chain(b, ok[i], slot));
             r.sent += s.sent;
+            r.bytes += s.bytes;
             r.queue_full += s.queue_full;
             r.errors += s.errors;
-            // Bytes count only what went out: frames are sent in order, so the unsent ones
-            // are the tail.
-            if s.sent < n {
-                let unsent: u64 = ok[s.sent..n]
-                    .iter()
-                    .map(|&bi| bufs.packet_len(bi) as u64)
-                    .sum();
-                r.bytes -= unsent;
-            }
+            r.wrong_format += s.wrong_format;
         }
         bufs.free_all(pkts);
         r
     }
+}
+
+/// Copy packet `bi`'s segments into `dst`; returns its length (cut to `dst`, which the
+/// caller made long enough).
+fn copy_chain(bufs: &WorkerBuffers, bi: u32, dst: &mut [u8]) -> usize {
+    let mut at = 0;
+    let mut seg = bi;
+    while seg != NO_BUFFER && at < dst.len() {
+        let d = bufs.data(seg);
+        let n = d.len().min(dst.len() - at);
+        dst[at..at + n].copy_from_slice(&d[..n]);
+        at += n;
+        seg = bufs.meta(seg).next;
+    }
+    at
 }
 
 /// Open interface `cfg.host`: check it, set its MTU, and open the rx rings and tx sockets.
@@ -292,11 +293,13 @@ pub fn open(cfg: &AfPacketConfig) -> Result<DriverPorts, String> {
     let mtu = host_device::set_mtu(host, cfg.mtu, |_| Ok(()), &mut restore)?;
     let queues = cfg.rx_queues.max(1);
     let tx_queues = cfg.tx_queues.max(1);
-    let layout = RingLayout::frames(mtu as usize + 18, cfg.rx_slots);
+    let max_frame = mtu as usize + 18;
+    let layout = RingLayout::frames(max_frame, cfg.rx_slots);
     let reopen = Arc::new(Reopen {
         host: host.to_string(),
         mtu: cfg.mtu,
         layout,
+        max_frame,
         rx_queues: queues,
         tx_queues,
         fresh: Mutex::new(Fresh::default()),
@@ -323,10 +326,12 @@ pub fn open(cfg: &AfPacketConfig) -> Result<DriverPorts, String> {
         }));
     }
     let mut tx: Vec<Box<dyn TxQueue>> = Vec::new();
-    for (q, sender) in senders(host, ifindex, tx_queues)?.into_iter().enumerate() {
+    let rings = tx_rings(host, ifindex, tx_queues, max_frame)?;
+    let tx_detail = rings.first().map(TxRing::describe).unwrap_or_default();
+    for (q, ring) in rings.into_iter().enumerate() {
         tx.push(Box::new(AfPacketTx {
-            sender,
-            max_frame: mtu as usize + 18,
+            ring,
+            max_frame,
             queue: q,
             link: link.clone(),
             reopen: Some(reopen.clone()),
@@ -344,7 +349,7 @@ pub fn open(cfg: &AfPacketConfig) -> Result<DriverPorts, String> {
                 "none".into()
             },
         ),
-        ("tx".to_string(), "sendmmsg, qdisc bypass".to_string()),
+        ("tx".to_string(), tx_detail),
     ];
     Ok(host_device::ports(
         host, link, rx, tx, mtu, restore, details,
@@ -378,8 +383,16 @@ fn rx_rings(
         .collect()
 }
 
-fn senders(host: &str, ifindex: u32, queues: usize) -> Result<Vec<Sender>, String> {
+fn tx_rings(
+    host: &str,
+    ifindex: u32,
+    queues: usize,
+    max_frame: usize,
+) -> Result<Vec<TxRing>, String> {
     (0..queues)
-        .map(|q| Sender::open(ifindex).map_err(|e| format!("interface '{host}' tx queue {q}: {e}")))
+        .map(|q| {
+            TxRing::open(ifindex, max_frame, TX_SLOTS)
+                .map_err(|e| format!("interface '{host}' tx queue {q}: {e}"))
+        })
         .collect()
 }

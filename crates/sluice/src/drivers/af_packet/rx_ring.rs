@@ -408,14 +408,14 @@ impl RxRing {
 }
 
 /// PACKET_VERSION.
-fn set_version(socket: &PacketSocket, v: libc::c_int, name: &str) -> Result<(), String> {
+pub(super) fn set_version(socket: &PacketSocket, v: libc::c_int, name: &str) -> Result<(), String> {
     socket
         .set_option(libc::PACKET_VERSION, &v)
         .map_err(|e| format!("PACKET_VERSION {name}: {e}"))
 }
 
 /// V2 ring blocks: (slots per block, blocks) for at least `count` slots of `frame_size`.
-fn frame_blocks(frame_size: u32, count: u32) -> (u32, u32) {
+pub(super) fn frame_blocks(frame_size: u32, count: u32) -> (u32, u32) {
     let per_block = (FRAME_BLOCK as u32 / frame_size).max(1);
     (per_block, count.div_ceil(per_block).max(1))
 }

@@ -1,5 +1,5 @@
-//! AF_PACKET sockets: the socket itself and a `sendmmsg` sender; the receive rings are in
-//! `rx_ring.rs`. The driver's queues and the generator both use these.
+//! AF_PACKET sockets: the socket itself and a `sendmmsg` sender (the generator's; the
+//! driver's queues send through `tx_ring.rs`); the receive rings are in `rx_ring.rs`.
 
 pub use super::rx_ring::{RingGeometry, RingLayout, RxFrame, RxOptions, RxRing};
 use crate::sys::bpf::ClassicInsn;
