@@ -312,12 +312,7 @@ fn routed(mode: &str) -> (Value, Value, Vec<Vec<u8>>, Value) {
     if mode == "on" {
         wait_for("the offloaded route", || {
             send_with(&l, 100, "64", &routed);
-            ctl_json(&socket, "show xdp flows")["flows"]
-                .as_array()
-                .is_some_and(|f| {
-                    f.iter()
-                        .any(|f| f["kind"] == "route4" && f["current"] == true)
-                })
+            route_offloaded(&socket)
         });
     }
     ctl(&socket, "clear interfaces").unwrap();
@@ -355,23 +350,47 @@ fn routed(mode: &str) -> (Value, Value, Vec<Vec<u8>>, Value) {
     assert_eq!(headers, vec![want], "{mode}: the rewrite of every frame");
     let flows = ctl_json(&socket, "show xdp flows");
     if mode == "on" {
+        an_acl_takes_the_flow_back(&l, &socket, &routed);
         // A route change takes the flow back from XDP at once: without the route, nothing
         // more reaches t1.
         ctl(&socket, "ip route del 198.19.0.0/16").unwrap();
-        wait_for("the route's flow stale", || {
-            !ctl_json(&socket, "show xdp flows")["flows"]
-                .as_array()
-                .is_some_and(|f| {
-                    f.iter()
-                        .any(|f| f["kind"] == "route4" && f["current"] == true)
-                })
-        });
+        wait_for("the route's flow stale", || !route_offloaded(&socket));
         let gen = send_with(&l, 500, "64", &routed);
         assert_eq!(u(&gen["rx_packets"]), 0, "routed without a route: {gen}");
     }
     assert!(daemon.stop(), "daemon did not exit cleanly");
     std::fs::remove_dir_all(&l.dir).ok();
     (d0, d1, headers, flows)
+}
+
+/// Whether `show xdp flows` has a current route entry.
+fn route_offloaded(socket: &Path) -> bool {
+    ctl_json(socket, "show xdp flows")["flows"]
+        .as_array()
+        .is_some_and(|f| {
+            f.iter()
+                .any(|f| f["kind"] == "route4" && f["current"] == true)
+        })
+}
+
+/// An input ACL applied to d0 denies the offloaded flow's frames at once (the ACL is a node
+/// the fast path cannot do: the flow stays in the graph while it is on); taken off, the
+/// flow is forwarded and offloaded again.
+fn an_acl_takes_the_flow_back(l: &Lab, socket: &Path, routed: &[&str]) {
+    ctl(socket, "acl add fp deny src 198.18.0.0/16, permit").unwrap();
+    ctl(socket, "set acl-plugin interface d0 input acl fp").unwrap();
+    ctl(socket, "clear interfaces").unwrap();
+    let gen = send_with(l, 500, "64", routed);
+    assert_eq!(u(&gen["rx_packets"]), 0, "denied yet forwarded: {gen}");
+    std::thread::sleep(Duration::from_millis(200));
+    let d0 = interface(socket, "d0");
+    assert_eq!(u(&d0["drops"]), 500, "every denied frame counted: {d0}");
+    assert!(!route_offloaded(socket), "an entry past the ACL");
+    ctl(socket, "set acl-plugin interface d0 input acl fp del").unwrap();
+    wait_for("the route offloaded again", || {
+        send_with(l, 100, "64", routed);
+        route_offloaded(socket)
+    });
 }
 
 #[test]
@@ -398,4 +417,62 @@ fn routed_flows_in_xdp_are_forwarded_as_the_graph_forwards_them() {
         .find(|i| i["name"] == "d0")
         .unwrap_or_else(|| panic!("{on_flows}"));
     assert!(u(&d0["rx_packets"]) >= COUNT / 2, "{on_flows}");
+}
+
+/// A veth whose peer is not in NAPI mode (t1 with GRO off) drops what XDP redirects into it,
+/// and this kernel counts that nowhere: the fast path sees that d1's kernel sent fewer frames
+/// than the program redirected to it, counts the difference, backs d1 off (its flows back to
+/// the graph, which delivers them) and says so.
+#[test]
+fn an_egress_that_drops_redirected_frames_is_backed_off() {
+    if !needs_root() {
+        return;
+    }
+    let l = lab("bk");
+    let out = l
+        .tester
+        .exec("ethtool", &["-K", "t1", "gro", "off"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "ethtool: {out:?}");
+    let (cfg, socket) = config(&l.dir, "on");
+    let mut daemon = Daemon::start(&l.dut, &cfg, &socket);
+    let backed_off = || {
+        ctl_json(&socket, "show xdp flows")["interfaces"]
+            .as_array()
+            .is_some_and(|i| {
+                i.iter()
+                    .any(|i| i["name"] == "d1" && i["backed_off"] == true)
+            })
+    };
+    let (mut sent, mut arrived) = (0, 0);
+    wait_for("d1 backed off", || {
+        let gen = send(&l, 500, "64");
+        sent += 500;
+        arrived += u(&gen["rx_packets"]) + u(&gen["rx_ring_drops"]);
+        backed_off()
+    });
+    let flows = ctl_json(&socket, "show xdp flows");
+    let installer = &flows["installer"];
+    assert!(u(&installer["egress_backoffs"]) >= 1, "{flows}");
+    let counted = u(&installer["egress_lost"]);
+    assert!(sent > arrived, "nothing was lost: the test proves nothing");
+    assert!(
+        counted > 0 && counted <= sent - arrived,
+        "sluice counts what it saw lost ({counted} of {}): {flows}",
+        sent - arrived
+    );
+    // The loss is a drop in show errors too.
+    let errors = ctl_json(&socket, "show errors");
+    let row = errors.as_array().unwrap().iter().find(|e| {
+        e["node"] == "xdp-fastpath"
+            && e["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("not sent by the egress"))
+    });
+    assert!(row.is_some_and(|r| u(&r["count"]) >= counted), "{errors}");
+    // Backed off, everything arrives by the graph.
+    all_arrived(&send(&l, 5000, SIZES), 5000, "backed off");
+    assert!(daemon.stop(), "daemon did not exit cleanly");
+    std::fs::remove_dir_all(&l.dir).ok();
 }

@@ -321,6 +321,15 @@ fn show_errors(c: &Control) -> Output {
         let _ = writeln!(t, "{count:>12}  {:<28}{reason}", "xdp-fastpath");
         arr.push(json!({"thread": 0, "node": "xdp-fastpath", "reason": reason, "count": count}));
     }
+    // Then what it lost at an egress (after the reasons): drops, unlike the rows above.
+    let n = fastpath::program::REASONS.len();
+    let lost = xdp.get(n).copied().unwrap_or(0);
+    let lost = lost.saturating_sub(c.xdp_errors.get(n).copied().unwrap_or(0));
+    if lost > 0 {
+        let reason = fastpath::LOST;
+        let _ = writeln!(t, "{lost:>12}  {:<28}{reason}", "xdp-fastpath");
+        arr.push(json!({"thread": 0, "node": "xdp-fastpath", "reason": reason, "count": lost}));
+    }
     Output::Shown(t, Value::Array(arr))
 }
 

@@ -350,6 +350,8 @@ mod tests {
             } else {
                 2
             }),
+            tx_packets: None,
+            tx_dropped: None,
         }
     }
 

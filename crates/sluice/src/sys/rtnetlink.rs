@@ -21,6 +21,11 @@ pub const NLA_F_NESTED: u16 = 1 << 15;
 const NLA_TYPE_MASK: u16 = !(NLA_F_NESTED | (1 << 14));
 const IFLA_IFNAME: u16 = 3;
 const IFLA_OPERSTATE: u16 = 16;
+const IFLA_STATS64: u16 = 23;
+/// Where `tx_packets` and `tx_dropped` are in struct rtnl_link_stats64 (its second and
+/// eighth u64).
+const STATS64_TX_PACKETS: usize = 8;
+const STATS64_TX_DROPPED: usize = 56;
 /// Bytes of nlmsghdr + ifinfomsg, where a link message's attributes begin.
 pub const LINK_HEADER: usize = 32;
 
@@ -289,6 +294,10 @@ pub struct LinkMessage {
     pub name: Option<String>,
     /// IFLA_OPERSTATE (RFC 2863: 2 down, 5 dormant, 6 up, 7 lower layer down...).
     pub operstate: Option<u8>,
+    /// IFLA_STATS64's tx_packets and tx_dropped: frames the kernel sent on the device, and
+    /// those it could not send.
+    pub tx_packets: Option<u64>,
+    pub tx_dropped: Option<u64>,
 }
 
 /// Parse one message; `None` for anything that is not a well-formed link message.
@@ -307,6 +316,8 @@ pub fn parse_link(msg: &[u8]) -> Option<LinkMessage> {
         flags: u32_at(msg, 24)?,
         name: None,
         operstate: None,
+        tx_packets: None,
+        tx_dropped: None,
     };
     for (k, p) in attrs(&msg[LINK_HEADER..len]) {
         match k {
@@ -315,6 +326,14 @@ pub fn parse_link(msg: &[u8]) -> Option<LinkMessage> {
                 m.name = Some(String::from_utf8_lossy(&p[..end]).into_owned());
             }
             IFLA_OPERSTATE => m.operstate = p.first().copied(),
+            IFLA_STATS64 => {
+                let at = |at: usize| {
+                    p.get(at..at + 8)
+                        .map(|b| u64::from_ne_bytes(b.try_into().unwrap_or_default()))
+                };
+                m.tx_packets = at(STATS64_TX_PACKETS);
+                m.tx_dropped = at(STATS64_TX_DROPPED);
+            }
             _ => {}
         }
     }
@@ -350,6 +369,13 @@ mod tests {
     }
 
     #[test]
+    fn a_links_state_comes_with_its_tx_drops() {
+        let lo = get_link(1).unwrap().expect("lo in every namespace");
+        assert_eq!(lo.name.as_deref(), Some("lo"));
+        assert!(lo.tx_dropped.is_some() && lo.tx_packets.is_some(), "{lo:?}");
+    }
+
+    #[test]
     fn parses_new_and_deleted_links() {
         let up = (libc::IFF_UP | libc::IFF_LOWER_UP) as u32;
         let m = parse_link(&link(RTM_NEWLINK, 7, up, "d2", 6)).unwrap();
@@ -360,7 +386,9 @@ mod tests {
                 ifindex: 7,
                 flags: up,
                 name: Some("d2".into()),
-                operstate: Some(6)
+                operstate: Some(6),
+                tx_packets: None,
+                tx_dropped: None,
             }
         );
         let d = parse_link(&link(RTM_DELLINK, 7, 0, "d2", 2)).unwrap();

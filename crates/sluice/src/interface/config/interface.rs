@@ -73,7 +73,7 @@ pub(crate) const SECTION: SectionDoc = SectionDoc {
             name: "fast-path",
             ty: "string",
             default: "\"off\"",
-            doc: "af_xdp: on | off: flows the graph has decided (today cross-connects) are forwarded by sluice's XDP program in the kernel, without the trip through the socket (docs/xdp-fastpath.md)",
+            doc: "af_xdp: on | off: flows the graph has decided (cross-connects, IPv4 routes) are forwarded by sluice's XDP program in the kernel, without the trip through the socket (docs/xdp-fastpath.md)",
             example: "\"off\"",
         },
         Key {

@@ -89,15 +89,22 @@ fn show_flows(c: &Control) -> Output {
     let mut interfaces = Vec::new();
     let _ = writeln!(t, "forwarded in XDP, by interface:");
     for i in c.dp.interfaces.live() {
-        if let Some(n) = i.fast_path_counts() {
+        if let (Some(n), Some(port)) = (i.fast_path_counts(), i.fast_path) {
+            // The kernel dropped frames redirected to it: not an egress for a while.
+            let backed_off = fp.backed_off.get(port.slot as u32);
+            let note = if backed_off {
+                " (backed off: its kernel did not send frames redirected to it)"
+            } else {
+                ""
+            };
             let _ = writeln!(
                 t,
-                "  {:<16} rx {} packets {} bytes, tx {} packets {} bytes",
+                "  {:<16} rx {} packets {} bytes, tx {} packets {} bytes{note}",
                 i.name, n.rx_packets, n.rx_bytes, n.tx_packets, n.tx_bytes
             );
             interfaces.push(json!({
                 "name": i.name, "rx_packets": n.rx_packets, "rx_bytes": n.rx_bytes,
-                "tx_packets": n.tx_packets, "tx_bytes": n.tx_bytes,
+                "tx_packets": n.tx_packets, "tx_bytes": n.tx_bytes, "backed_off": backed_off,
             }));
         }
     }
@@ -108,6 +115,10 @@ fn show_flows(c: &Control) -> Output {
         "refused_full": s.full.load(Ordering::Relaxed),
         "rate_limited": s.rate_limited.load(Ordering::Relaxed),
         "refused_no_sources": s.no_sources.load(Ordering::Relaxed),
+        "refused_egress_backed_off": s.egress_refused.load(Ordering::Relaxed),
+        "egress_backoffs": s.backoffs.load(Ordering::Relaxed),
+        "egress_lost": s.egress_lost.load(Ordering::Relaxed),
+        "swept_backoff": s.swept_backoff.load(Ordering::Relaxed),
         "swept_stale": s.swept_stale.load(Ordering::Relaxed),
         "swept_idle": s.swept_idle.load(Ordering::Relaxed),
     });

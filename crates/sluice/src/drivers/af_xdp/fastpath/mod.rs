@@ -18,6 +18,7 @@
 //! interface (the next hop's Ethernet header, the TTL one less, the checksum updated).
 
 pub mod commands;
+pub mod egress;
 pub mod maps;
 pub mod offer;
 #[cfg(test)]
@@ -80,6 +81,13 @@ pub struct InstallerStats {
     pub rate_limited: AtomicU64,
     /// Routes refused: the router's sources to refuse did not fit the `refused` map.
     pub no_sources: AtomicU64,
+    /// Refused: the egress is backed off (`egress`).
+    pub egress_refused: AtomicU64,
+    /// Frames redirected to an egress that its kernel did not send (at least; `egress`).
+    pub egress_lost: AtomicU64,
+    /// Times an egress was backed off, and the entries that removed.
+    pub backoffs: AtomicU64,
+    pub swept_backoff: AtomicU64,
     /// Entries the sweep removed: stale, idle.
     pub swept_stale: AtomicU64,
     pub swept_idle: AtomicU64,
@@ -101,6 +109,9 @@ pub struct FastPath {
     view: Mutex<Option<SharedL3View>>,
     router: Mutex<Option<Arc<Mutex<Router>>>>,
     refused: Mutex<RefusedSources>,
+    /// Egresses the kernel drops redirected frames on, backed off for a while.
+    pub backed_off: egress::Refused,
+    egress_watch: Mutex<egress::EgressWatch>,
     pub stats: InstallerStats,
 }
 
@@ -127,13 +138,20 @@ pub fn active() -> Option<Arc<FastPath>> {
 }
 
 /// The fast path's frames by reason (`program::REASONS`, the first is "forwarded in XDP")
-/// since it started; all zero without a fast path.
+/// since it started, then those lost at an egress (`LOST`); all zero without a fast path.
 pub fn reason_totals() -> Vec<u64> {
     match active() {
-        Some(fp) => fp.maps.reason_counts(),
-        None => vec![0; program::REASONS.len()],
+        Some(fp) => {
+            let mut v = fp.maps.reason_counts();
+            v.push(fp.stats.egress_lost.load(Ordering::Relaxed));
+            v
+        }
+        None => vec![0; program::REASONS.len() + 1],
     }
 }
+
+/// Frames the program redirected that the egress's kernel did not send (`egress`): drops.
+pub const LOST: &str = "redirected, not sent by the egress's kernel (dropped; egress backed off)";
 
 /// Bump the epoch of the fast path, if there is one: every offloaded flow becomes a miss.
 pub fn bump() {
@@ -156,6 +174,8 @@ impl FastPath {
             view: Mutex::new(None),
             router: Mutex::new(None),
             refused: Mutex::new(RefusedSources::default()),
+            backed_off: egress::Refused::default(),
+            egress_watch: Mutex::new(egress::EgressWatch::default()),
             stats: InstallerStats::default(),
         })
     }
@@ -254,6 +274,7 @@ impl FastPath {
                 std::mem::take(&mut *self.candidates.lock().unwrap_or_else(|p| p.into_inner()));
             self.install_batch(batch, &mut window);
             self.watch_links();
+            self.watch_egress();
             if last_sweep.elapsed() >= SWEEP {
                 last_sweep = Instant::now();
                 self.sweep();
@@ -329,6 +350,10 @@ impl FastPath {
     /// Install `c` if it is of `epoch` and that is still the current one.
     fn install(&self, c: Candidate, epoch: u32, window: &mut (Instant, u32)) {
         let s = &self.stats;
+        if self.backed_off.get(c.value.out_slot) {
+            s.egress_refused.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
         if c.value.epoch != epoch || self.epoch() != epoch {
             s.stale.fetch_add(1, Ordering::Relaxed);
             return;
@@ -350,6 +375,35 @@ impl FastPath {
             // E2BIG: the table is full.
             Err(_) => s.full.fetch_add(1, Ordering::Relaxed),
         };
+    }
+
+    /// Back off the egresses whose kernel did not send what the program redirected to them:
+    /// their entries go, so their frames take the graph again at once.
+    fn watch_egress(&self) {
+        let ports: Vec<u32> = self
+            .ports
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(i, _)| *i)
+            .collect();
+        let found = self
+            .egress_watch
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .check(&self.maps, &ports, &self.backed_off);
+        let s = &self.stats;
+        s.egress_lost.fetch_add(found.lost, Ordering::Relaxed);
+        let slots = found.backed_off;
+        if slots.is_empty() {
+            return;
+        }
+        s.backoffs.fetch_add(slots.len() as u64, Ordering::Relaxed);
+        for (key, value) in self.maps.flows(MAX_FLOWS as usize) {
+            if slots.contains(&value.out_slot) && self.maps.remove(&key) {
+                self.stats.swept_backoff.fetch_add(1, Ordering::Relaxed);
+            }
+        }
     }
 
     /// A link that went down or came up changes what the graph decides: bump the epoch.

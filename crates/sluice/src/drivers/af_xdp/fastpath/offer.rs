@@ -55,7 +55,8 @@ impl Offerer {
         let (Some(rx_port), Some(tx_port)) = (rx.fast_path, tx.fast_path) else {
             return;
         };
-        if rx.mtu > tx.mtu || epoch == 0 || down(tx) {
+        if rx.mtu > tx.mtu || epoch == 0 || down(tx) || self.fp.backed_off.get(tx_port.slot.into())
+        {
             return;
         }
         let key = Key::xconnect(rx_port.ifindex);
@@ -94,7 +95,9 @@ impl Offerer {
         let (Some(rx_port), Some(tx_port)) = (rx.fast_path, tx.fast_path) else {
             return;
         };
-        if epoch == 0 || down(tx) || frame.len() < 34 || frame[12..14] != [0x08, 0x00] {
+        let backed_off = self.fp.backed_off.get(tx_port.slot.into());
+        if epoch == 0 || down(tx) || backed_off || frame.len() < 34 || frame[12..14] != [0x08, 0x00]
+        {
             return;
         }
         let a = view.adj(adj);
