@@ -183,6 +183,18 @@ pub fn down() -> Result<bool, String> {
     Ok(!present.is_empty())
 }
 
+/// GRO on or off on the tester's ports (off as the lab makes them). On puts a veth in NAPI
+/// mode, without which the frames a DUT's XDP program redirects into d0 or d1 never reach
+/// t0 or t1 (sluice's XDP fast path; the generator's own AF_XDP ports are in NAPI mode
+/// anyway). It merges nothing: the lab sends UDP, which the kernel does not aggregate.
+pub fn tester_napi(on: bool) -> Result<(), String> {
+    let gro = if on { "on" } else { "off" };
+    for dev in ["t0", "t1"] {
+        in_ns(TESTER, "ethtool", &["-K", dev, "gro", gro])?;
+    }
+    Ok(())
+}
+
 /// Make the DUT's ports receive in their own NAPI kernel threads pinned to the DUT's CPU.
 ///
 /// A veth normally receives in the sender's context, so whatever a kernel DUT does (bridge,

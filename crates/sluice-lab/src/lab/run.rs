@@ -122,6 +122,8 @@ pub(crate) fn one_run(
     }
     let _mtu = netns::PortMtu::set(run_mtu(kind, o.io, &o.size))?;
     netns::dut_napi(o.napi_on_dut, o.engine == Engine::Xdp, o.dut_cpu)?;
+    // Every DUT of the invocation alike: a fast-path DUT's XDP frames need NAPI on t0/t1.
+    netns::tester_napi(o.duts.iter().any(|d| d.fast_path()))?;
     let mut d = dut::start(
         kind,
         o.dut_cpu,

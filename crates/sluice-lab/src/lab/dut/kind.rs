@@ -154,6 +154,12 @@ impl DutKind {
         )
     }
 
+    /// Whether the DUT forwards in XDP (sluice's fast path): its frames reach the tester's
+    /// ports only in NAPI mode (`netns::tester_napi`).
+    pub fn fast_path(self) -> bool {
+        matches!(self, DutKind::SluiceXdp | DutKind::SluiceRouterXdp)
+    }
+
     /// Whether the DUT is a learning bridge.
     pub fn bridges(self) -> bool {
         self.spec().bridges
