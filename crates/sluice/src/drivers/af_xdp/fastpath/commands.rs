@@ -3,7 +3,7 @@
 
 use super::maps::{KIND_ROUTE4, KIND_XCONNECT};
 use super::program::REASONS;
-use super::{active, monotonic_ns, IDLE, INSTALLS_PER_SEC, MAX_FLOWS};
+use super::{active, IDLE, INSTALLS_PER_SEC, MAX_FLOWS};
 use crate::control::cli::{Command, Effect, Output};
 use crate::control::exec::Control;
 use crate::wire::MacAddress;
@@ -30,7 +30,6 @@ fn show_flows(c: &Control) -> Output {
         );
     };
     let epoch = fp.epoch();
-    let now = monotonic_ns();
     let mut t = String::new();
     let mut flows = Vec::new();
     let entries = fp.maps.flows(MAX_FLOWS as usize);
@@ -57,7 +56,7 @@ fn show_flows(c: &Control) -> Output {
             KIND_ROUTE4 => "route4",
             _ => "?",
         };
-        let idle = now.saturating_sub(v.last_ns) as f64 / 1e9;
+        let idle = fp.idle_seconds(k).unwrap_or(0.0);
         let state = if v.epoch == epoch { "" } else { " (stale)" };
         let mut flow = json!({
             "ingress": ingress, "kind": kind, "egress": egress, "epoch": v.epoch,

@@ -41,8 +41,9 @@ pub mod value {
     pub const MAX_LEN: i16 = 28;
     /// Routes: the ingress interface's MAC, the only destination MAC routed.
     pub const IN_MAC: i16 = 40;
-    /// When the program last forwarded a frame of the flow (u64, CLOCK_MONOTONIC ns).
-    pub const LAST_NS: i16 = 32;
+    /// Frames the program forwarded by the entry (u64; a plain add from every CPU, so a
+    /// count of activity, not an exact total: the installer ages entries by its changes).
+    pub const HITS: i16 = 32;
 }
 
 /// A flow's key.
@@ -131,7 +132,7 @@ pub struct Value {
     pub out_slot: u32,
     pub in_stat: u16,
     pub out_stat: u16,
-    pub last_ns: u64,
+    pub hits: u64,
     /// Routes only (zero for a cross-connect): the rewrite and its checks.
     pub route: Option<RouteRewrite>,
 }
@@ -154,7 +155,7 @@ impl Value {
         b[4..8].copy_from_slice(&self.out_slot.to_ne_bytes());
         b[8..10].copy_from_slice(&self.in_stat.to_ne_bytes());
         b[10..12].copy_from_slice(&self.out_stat.to_ne_bytes());
-        b[32..40].copy_from_slice(&self.last_ns.to_ne_bytes());
+        b[32..40].copy_from_slice(&self.hits.to_ne_bytes());
         if let Some(r) = &self.route {
             b[16..22].copy_from_slice(&r.dst_mac);
             b[22..28].copy_from_slice(&r.src_mac);
@@ -191,7 +192,7 @@ impl Value {
             out_slot: u32_at(4),
             in_stat: u16_at(8),
             out_stat: u16_at(10),
-            last_ns: u64::from_ne_bytes(ns),
+            hits: u64::from_ne_bytes(ns),
             route: None,
         }
     }

@@ -112,6 +112,9 @@ pub struct FastPath {
     /// Egresses the kernel drops redirected frames on, backed off for a while.
     pub backed_off: egress::Refused,
     egress_watch: Mutex<egress::EgressWatch>,
+    /// Each entry's hit count when it last changed, and when (the program counts, the
+    /// installer ages by it).
+    activity: Mutex<HashMap<Key, (u64, Instant)>>,
     pub stats: InstallerStats,
 }
 
@@ -176,6 +179,7 @@ impl FastPath {
             refused: Mutex::new(RefusedSources::default()),
             backed_off: egress::Refused::default(),
             egress_watch: Mutex::new(egress::EgressWatch::default()),
+            activity: Mutex::new(HashMap::new()),
             stats: InstallerStats::default(),
         })
     }
@@ -366,12 +370,15 @@ impl FastPath {
             return;
         }
         window.1 += 1;
-        let value = Value {
-            last_ns: monotonic_ns(),
-            ..c.value
-        };
+        let value = Value { hits: 0, ..c.value };
         match self.maps.insert(&c.key, &value) {
-            Ok(()) => s.installed.fetch_add(1, Ordering::Relaxed),
+            Ok(()) => {
+                self.activity
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(c.key, (0, Instant::now()));
+                s.installed.fetch_add(1, Ordering::Relaxed)
+            }
             // E2BIG: the table is full.
             Err(_) => s.full.fetch_add(1, Ordering::Relaxed),
         };
@@ -426,38 +433,43 @@ impl FastPath {
         }
     }
 
-    /// Remove the entries of an older epoch and those idle for `IDLE`; mark the neighbours of
-    /// routes used since the last sweep used.
+    /// Remove the entries of an older epoch and those idle for `IDLE` (no frame since: their
+    /// hit count unchanged); mark the neighbours of routes used since the last sweep used.
     fn sweep(&self) {
-        let now = monotonic_ns();
+        let now = Instant::now();
         let epoch = self.epoch();
         let view = routes::current(&self.view.lock().unwrap_or_else(|p| p.into_inner()));
-        for (key, value) in self.maps.flows(MAX_FLOWS as usize) {
-            let recent = now.saturating_sub(value.last_ns) <= 2 * SWEEP.as_nanos() as u64;
-            if let (Some(v), Some(r), true) = (&view, &value.route, recent) {
+        let mut activity = self.activity.lock().unwrap_or_else(|p| p.into_inner());
+        let entries = self.maps.flows(MAX_FLOWS as usize);
+        // Forget what the map no longer holds.
+        let live: std::collections::HashSet<Key> = entries.iter().map(|(k, _)| *k).collect();
+        activity.retain(|k, _| live.contains(k));
+        for (key, value) in entries {
+            let seen = activity.entry(key).or_insert((value.hits, now));
+            let used = value.hits != seen.0;
+            if used {
+                *seen = (value.hits, now);
+            }
+            if let (Some(v), Some(r), true) = (&view, &value.route, used) {
                 v.used.touch(r.use_slot);
             }
             let counter = if value.epoch != epoch {
                 &self.stats.swept_stale
-            } else if now.saturating_sub(value.last_ns) > IDLE.as_nanos() as u64 {
+            } else if now.duration_since(seen.1) > IDLE {
                 &self.stats.swept_idle
             } else {
                 continue;
             };
             if self.maps.remove(&key) {
+                activity.remove(&key);
                 counter.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
-}
 
-/// CLOCK_MONOTONIC in nanoseconds: what the program's bpf_ktime_get_ns reads.
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec into `ts`, which lives across the call.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    /// Seconds since the installer last saw entry `key` used (or made it).
+    pub fn idle_seconds(&self, key: &Key) -> Option<f64> {
+        let activity = self.activity.lock().unwrap_or_else(|p| p.into_inner());
+        activity.get(key).map(|(_, t)| t.elapsed().as_secs_f64())
+    }
 }

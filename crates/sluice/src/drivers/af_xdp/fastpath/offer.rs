@@ -70,7 +70,7 @@ impl Offerer {
                 out_slot: tx_port.slot as u32,
                 in_stat: rx_port.slot,
                 out_stat: tx_port.slot,
-                last_ns: 0,
+                hits: 0,
                 route: None,
             },
             rx_if: rx.index,
@@ -135,7 +135,7 @@ impl Offerer {
                 out_slot: tx_port.slot as u32,
                 in_stat: rx_port.slot,
                 out_stat: tx_port.slot,
-                last_ns: 0,
+                hits: 0,
                 route: Some(RouteRewrite {
                     dst_mac: mac(0),
                     src_mac: mac(6),

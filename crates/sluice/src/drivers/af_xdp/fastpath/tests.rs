@@ -46,7 +46,7 @@ fn each_action_and_miss_reason() {
         out_slot: 3,
         in_stat: 1,
         out_stat: 2,
-        last_ns: 0,
+        hits: 0,
         route: None,
     };
     // An entry whose egress is not in the devmap.
@@ -73,7 +73,7 @@ fn each_action_and_miss_reason() {
     assert_eq!((tx.tx_packets, tx.tx_bytes, tx.rx_packets), (2, 120, 0));
     let flows = maps.flows(10);
     assert_eq!(flows.len(), 1);
-    assert!(flows[0].1.last_ns > 0, "{flows:?}");
+    assert_eq!(flows[0].1.hits, 2, "{flows:?}");
 
     // A change of epoch makes the entry stale: to the socket again.
     maps.set_epoch(8).unwrap();
@@ -148,7 +148,7 @@ fn a_routed_frame_is_rewritten_as_ip4_rewrite_does_and_the_graphs_cases_stay_its
         out_slot: 0,
         in_stat: 4,
         out_stat: 5,
-        last_ns: 0,
+        hits: 0,
         route: Some(route),
     };
     maps.insert(&Key::route4(LO, [198, 19, 0, 1]), &value)
@@ -252,7 +252,7 @@ fn a_route_entry_covers_its_prefix_and_the_longest_entry_wins() {
         out_slot: 0,
         in_stat: 1,
         out_stat: 2,
-        last_ns: 0,
+        hits: 0,
         route: Some(RouteRewrite {
             dst_mac: [2, 0, 0, 0, 0, last],
             src_mac: [2, 0, 0, 0, 0, 0xd1],
