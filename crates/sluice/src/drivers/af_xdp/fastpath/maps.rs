@@ -149,6 +149,23 @@ pub struct RouteRewrite {
 }
 
 impl Value {
+    /// A fresh entry of `epoch` from `rx` to `tx`.
+    pub fn between(
+        epoch: u32,
+        rx: super::Port,
+        tx: super::Port,
+        route: Option<RouteRewrite>,
+    ) -> Value {
+        Value {
+            epoch,
+            out_slot: u32::from(tx.slot),
+            in_stat: rx.slot,
+            out_stat: tx.slot,
+            hits: 0,
+            route,
+        }
+    }
+
     pub fn bytes(&self) -> [u8; VALUE_LEN] {
         let mut b = [0u8; VALUE_LEN];
         b[0..4].copy_from_slice(&self.epoch.to_ne_bytes());

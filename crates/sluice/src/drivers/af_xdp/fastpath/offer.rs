@@ -63,16 +63,10 @@ impl Offerer {
         if !self.fresh(key, epoch) {
             return;
         }
+        let value = Value::between(epoch, rx_port, tx_port, None);
         self.fp.offer(Candidate {
             key,
-            value: Value {
-                epoch,
-                out_slot: tx_port.slot as u32,
-                in_stat: rx_port.slot,
-                out_stat: tx_port.slot,
-                hits: 0,
-                route: None,
-            },
+            value,
             rx_if: rx.index,
             adj: u32::MAX,
         });
@@ -128,22 +122,16 @@ impl Offerer {
             a.mtu.min(tx.mtu)
         };
         let mac = |at: usize| -> [u8; 6] { frame[at..at + 6].try_into().unwrap_or_default() };
+        let route = RouteRewrite {
+            dst_mac: mac(0),
+            src_mac: mac(6),
+            max_len: (mtu + 14).min(u16::MAX as u32) as u16,
+            in_mac,
+            use_slot,
+        };
         self.fp.offer(Candidate {
             key,
-            value: Value {
-                epoch,
-                out_slot: tx_port.slot as u32,
-                in_stat: rx_port.slot,
-                out_stat: tx_port.slot,
-                hits: 0,
-                route: Some(RouteRewrite {
-                    dst_mac: mac(0),
-                    src_mac: mac(6),
-                    max_len: (mtu + 14).min(u16::MAX as u32) as u16,
-                    in_mac,
-                    use_slot,
-                }),
-            },
+            value: Value::between(epoch, rx_port, tx_port, Some(route)),
             rx_if: rx.index,
             adj,
         });

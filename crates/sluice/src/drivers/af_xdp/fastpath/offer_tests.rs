@@ -49,6 +49,25 @@ fn header(dst: [u8; 6], src: [u8; 6]) -> [u8; 14] {
     h
 }
 
+/// Offer a route to `dst` from if0 to if1 by the complete neighbour, in `epoch`.
+fn offer_route(
+    o: &mut Offerer,
+    view: &crate::router::adjacency::SharedL3View,
+    dst: [u8; 4],
+    epoch: u32,
+) {
+    let eth = header(NEIGHBOR_MAC.0, if_mac(1).0);
+    let frame = rewritten(eth, dst);
+    o.route(
+        &port(0),
+        &port(1),
+        &view.load(),
+        ADJ_COMPLETE,
+        &frame,
+        epoch,
+    );
+}
+
 fn taken(fp: &FastPath) -> Vec<super::Candidate> {
     std::mem::take(&mut *fp.candidates.lock().unwrap())
 }
@@ -144,18 +163,9 @@ fn what_the_program_cannot_do_is_never_offered() {
 fn routes_are_installed_only_with_the_routers_refused_sources_in_the_map() {
     let Some(fp) = fast_path() else { return };
     let view = view();
-    let (rx, tx) = (port(0), port(1));
-    let eth = header(NEIGHBOR_MAC.0, if_mac(1).0);
     let mut o = Offerer::new(fp.clone());
     let epoch = fp.epoch();
-    o.route(
-        &rx,
-        &tx,
-        &view.load(),
-        ADJ_COMPLETE,
-        &rewritten(eth, [10, 9, 0, 1]),
-        epoch,
-    );
+    offer_route(&mut o, &view, [10, 9, 0, 1], epoch);
     let mut window = (Instant::now(), 0);
     // No router view yet: nothing to say which sources are refused, so no route.
     fp.install_batch(taken(&fp), &mut window);
@@ -168,14 +178,7 @@ fn routes_are_installed_only_with_the_routers_refused_sources_in_the_map() {
     );
 
     fp.set_view(view.clone());
-    o.route(
-        &rx,
-        &tx,
-        &view.load(),
-        ADJ_COMPLETE,
-        &rewritten(eth, [10, 9, 0, 2]),
-        epoch,
-    );
+    offer_route(&mut o, &view, [10, 9, 0, 2], epoch);
     fp.install_batch(taken(&fp), &mut window);
     let flows = fp.maps.flows(8);
     assert_eq!(flows.len(), 1);
@@ -201,14 +204,7 @@ fn routes_are_installed_only_with_the_routers_refused_sources_in_the_map() {
     view.store(Arc::new(changed));
     fp.bump_epoch();
     let epoch = fp.epoch();
-    o.route(
-        &rx,
-        &tx,
-        &view.load(),
-        ADJ_COMPLETE,
-        &rewritten(eth, [10, 9, 0, 3]),
-        epoch,
-    );
+    offer_route(&mut o, &view, [10, 9, 0, 3], epoch);
     fp.install_batch(taken(&fp), &mut window);
     assert_eq!(
         crate::sys::bpf::map_keys(&fp.maps.refused, 16)
@@ -218,14 +214,7 @@ fn routes_are_installed_only_with_the_routers_refused_sources_in_the_map() {
     );
 
     // A candidate of an older epoch is refused.
-    o.route(
-        &rx,
-        &tx,
-        &view.load(),
-        ADJ_COMPLETE,
-        &rewritten(eth, [10, 9, 0, 4]),
-        epoch - 1,
-    );
+    offer_route(&mut o, &view, [10, 9, 0, 4], epoch - 1);
     fp.install_batch(taken(&fp), &mut window);
     assert!(fp.stats.stale.load(std::sync::atomic::Ordering::Relaxed) >= 1);
     assert!(!fp
