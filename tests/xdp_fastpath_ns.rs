@@ -67,6 +67,13 @@ fn router_config(dir: &Path, mode: &str) -> (PathBuf, PathBuf) {
 }
 
 fn config(dir: &Path, fast_path: &str) -> (PathBuf, PathBuf) {
+    let xconnect =
+        "[[xconnect]]\nrx = \"d0\"\ntx = \"d1\"\n[[xconnect]]\nrx = \"d1\"\ntx = \"d0\"\n";
+    config_with(dir, fast_path, xconnect)
+}
+
+/// d0 and d1 on af_xdp with `fast-path` = `fast_path`, switched as `forwarding` says.
+fn config_with(dir: &Path, fast_path: &str, forwarding: &str) -> (PathBuf, PathBuf) {
     let socket = dir.join("cli.sock");
     let cfg = dir.join("dut.toml");
     let port = |n: &str| {
@@ -79,8 +86,7 @@ fn config(dir: &Path, fast_path: &str) -> (PathBuf, PathBuf) {
         &cfg,
         format!(
             "[dataplane]\nworkers = 1\nbuffers = 32768\nhugepages = \"never\"\n\
-             [control]\nsocket = \"{}\"\n{}{}\
-             [[xconnect]]\nrx = \"d0\"\ntx = \"d1\"\n[[xconnect]]\nrx = \"d1\"\ntx = \"d0\"\n",
+             [control]\nsocket = \"{}\"\n{}{}{forwarding}",
             socket.display(),
             port("d0"),
             port("d1"),
@@ -462,6 +468,28 @@ fn an_egress_that_drops_redirected_frames_is_backed_off() {
     assert!(row.is_some_and(|r| u(&r["count"]) >= counted), "{errors}");
     // Backed off, everything arrives by the graph.
     all_arrived(&send(&l, 5000, SIZES), 5000, "backed off");
+    assert!(daemon.stop(), "daemon did not exit cleanly");
+    std::fs::remove_dir_all(&l.dir).ok();
+}
+
+/// A bridge domain with the fast path on: bridged frames are not offloaded (l2-learn and
+/// l2-fwd are not offload-safe), so the bridge forwards as without it, every frame by the
+/// graph.
+#[test]
+fn bridged_frames_stay_in_the_graph() {
+    if !needs_root() {
+        return;
+    }
+    let l = lab("br");
+    let bridge = "[[bridge-domain]]\nid = 1\nmembers = [\"d0\", \"d1\"]\n";
+    let (cfg, socket) = config_with(&l.dir, "on", bridge);
+    let mut daemon = Daemon::start(&l.dut, &cfg, &socket);
+    all_arrived(&send(&l, 5000, SIZES), 5000, "bridged");
+    let flows = ctl_json(&socket, "show xdp flows");
+    assert_eq!(u(&flows["reasons"]["forwarded in XDP"]), 0, "{flows}");
+    assert_eq!(flows["flows"].as_array().map(Vec::len), Some(0), "{flows}");
+    let d1 = interface(&socket, "d1");
+    assert_eq!(u(&d1["tx_packets"]), 5000, "{d1}");
     assert!(daemon.stop(), "daemon did not exit cleanly");
     std::fs::remove_dir_all(&l.dir).ok();
 }
