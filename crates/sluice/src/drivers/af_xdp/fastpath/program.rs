@@ -7,13 +7,19 @@
 //! ```text
 //! if (data + 60 > data_end || ethertype is 802.1Q or 802.1ad)
 //!                                { count(GRAPH); goto socket; }  // padding, tags: the graph's
-//! key = { .ifindex = ctx->ingress_ifindex, .kind = KIND_XCONNECT };
-//! v = lookup(flows, &key);
-//! if (!v)                        { count(MISS_NO_ENTRY); goto socket; }
+//! if (ethertype is IPv4 && (v = lpm_lookup(routes, {ingress, ip->daddr}))) {
+//!     if (options, fragment, ttl <= 1, martian or refused source, 0/8 127/8 224/3
+//!         destination, padding, bad checksum)
+//!                                { count(GRAPH); goto socket; }
+//!     routed = 1;
+//! } else if (!(v = lookup(flows, {ingress, KIND_XCONNECT})))
+//!                                { count(MISS_NO_ENTRY); goto socket; }
 //! if (v->epoch != epoch[0])      { count(MISS_STALE); goto socket; }
+//! if (routed && (dst MAC != v->in_mac || len > v->max_len))
+//!                                { count(GRAPH); goto socket; }
 //! if (redirect_map(devmap, v->out_slot, 0) != XDP_REDIRECT)
 //!                                { count(MISS_NO_EGRESS); goto socket; }
-//! len = data_end - data;
+//! if (routed) { Ethernet header = v's; ttl -= 1; checksum updated; }
 //! ifstats[v->in_stat].rx += 1, len;  ifstats[v->out_stat].tx += 1, len;
 //! v->hits += 1;   count(HIT);   return XDP_REDIRECT;
 //! socket: return redirect_map(xsks, ctx->rx_queue_index, XDP_PASS);
@@ -106,6 +112,11 @@ pub fn fast_path_program(m: &Maps, xsks: i32) -> Result<Vec<Insn>, String> {
         .ldx(Size::H, R1, R2, 12) // the ethertype, in network order
         .jmp_imm(Cond::Eq, R1, i32::from(u16::from_be(0x8100)), "graph")
         .jmp_imm(Cond::Eq, R1, i32::from(u16::from_be(0x88a8)), "graph");
+    // IPv4 looks for a route first (a routed ingress then pays no cross-connect miss); a
+    // cross-connected one finds none (its trie entries, if any, are stale) and goes on.
+    a.jmp_imm(Cond::Ne, R1, i32::from(u16::from_be(0x0800)), "xconnect");
+    route_lookup(&mut a, m);
+    a.label("xconnect");
     // The key: zeroed, then the ingress interface and the kind.
     a.mov_imm(R1, 0);
     for off in (0..KEY_LEN as i16).step_by(8) {
@@ -119,7 +130,7 @@ pub fn fast_path_program(m: &Maps, xsks: i32) -> Result<Vec<Insn>, String> {
         .alu_imm(Alu::Add, R2, KEY_AT as i32)
         .call(HELPER_MAP_LOOKUP)
         .mov_imm(R9, 0) // not routed
-        .jmp_imm(Cond::Eq, R0, 0, "route")
+        .jmp_imm(Cond::Eq, R0, 0, "no_entry")
         .mov(R7, R0);
     a.label("entry");
     // The epoch the entry was made in must be the current one.
@@ -157,7 +168,7 @@ pub fn fast_path_program(m: &Maps, xsks: i32) -> Result<Vec<Insn>, String> {
     count(&mut a, m, Reason::Hit, "hit_counted");
     a.mov_imm(R0, XDP_REDIRECT).exit();
 
-    route_lookup(&mut a, m);
+    route_checks_header(&mut a, m);
     a.label("no_egress");
     count(&mut a, m, Reason::NoEgress, "no_egress_counted");
     a.ja("socket");
@@ -187,17 +198,33 @@ fn packet(a: &mut Asm, n: i32, miss: &'static str) {
         .jmp(Cond::Gt, R1, R3, miss);
 }
 
-/// No cross-connect: an IPv4 frame whose header ip4-input would pass as it is, looked up
-/// by its ingress and destination in the `routes` trie (longest prefix); then to "entry" with r7 = the value and r9 = 1. What the graph
-/// treats apart goes to it: options, fragments, TTL 1 or 0, a martian source or one the
-/// router refuses (`Maps::refused`), a bad checksum, padding or a short frame (the total
-/// length not the frame's).
+/// An IPv4 frame looked up by its ingress and destination in the `routes` trie (longest
+/// prefix): no entry goes on to the cross-connect lookup, an entry to the header checks
+/// (`route_checks_header`) with r7 = the value.
 fn route_lookup(a: &mut Asm, m: &Maps) {
-    a.label("route");
-    packet(a, MIN_FRAME, "no_entry");
-    a.ldx(Size::H, R1, R2, 12)
-        .jmp_imm(Cond::Ne, R1, i32::from(u16::from_be(0x0800)), "no_entry")
-        .ldx(Size::B, R1, R2, 14)
+    packet(a, MIN_FRAME, "xconnect");
+    a.st_imm(Size::W, FP, KEY_AT, 64) // all 64 bits (the ingress, the destination) to match
+        .ldx(Size::W, R1, R6, 12) // ctx->ingress_ifindex
+        .stx(Size::W, FP, KEY_AT + 4, R1)
+        .ldx(Size::W, R1, R2, 30)
+        .stx(Size::W, FP, KEY_AT + 8, R1)
+        .ld_map(R1, m.routes.raw_fd())
+        .mov(R2, FP)
+        .alu_imm(Alu::Add, R2, KEY_AT as i32)
+        .call(HELPER_MAP_LOOKUP)
+        .jmp_imm(Cond::Eq, R0, 0, "xconnect")
+        .mov(R7, R0)
+        .ja("route_header");
+}
+
+/// A routed frame whose header ip4-input would pass as it is goes on to "entry" with r9 = 1;
+/// what the graph treats apart goes to it: options, fragments, TTL 1 or 0, a martian source
+/// or one the router refuses (`Maps::refused`), a destination no route carries alike, a bad
+/// checksum, padding or a short frame (the total length not the frame's).
+fn route_checks_header(a: &mut Asm, m: &Maps) {
+    a.label("route_header");
+    packet(a, MIN_FRAME, "graph");
+    a.ldx(Size::B, R1, R2, 14)
         .jmp_imm(Cond::Ne, R1, 0x45, "graph")
         // Flags and fragment offset, network order: MF or an offset is a fragment.
         .ldx(Size::H, R1, R2, 20)
@@ -242,20 +269,7 @@ fn route_lookup(a: &mut Asm, m: &Maps) {
         .mov(R2, FP)
         .alu_imm(Alu::Add, R2, INDEX_AT as i32)
         .call(HELPER_MAP_LOOKUP)
-        .jmp_imm(Cond::Ne, R0, 0, "graph");
-    // The trie's key: all 64 bits (the ingress, then the destination) to match.
-    packet(a, MIN_FRAME, "no_entry");
-    a.st_imm(Size::W, FP, KEY_AT, 64)
-        .ldx(Size::W, R1, R6, 12) // ctx->ingress_ifindex
-        .stx(Size::W, FP, KEY_AT + 4, R1)
-        .ldx(Size::W, R1, R2, 30)
-        .stx(Size::W, FP, KEY_AT + 8, R1)
-        .ld_map(R1, m.routes.raw_fd())
-        .mov(R2, FP)
-        .alu_imm(Alu::Add, R2, KEY_AT as i32)
-        .call(HELPER_MAP_LOOKUP)
-        .jmp_imm(Cond::Eq, R0, 0, "no_entry")
-        .mov(R7, R0)
+        .jmp_imm(Cond::Ne, R0, 0, "graph")
         .mov_imm(R9, 1)
         .ja("entry");
 }
