@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{ctl, ctl_json, Daemon, BIN};
+use common::{ctl, ctl_json, shown_state, Daemon, BIN};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -196,28 +196,8 @@ const VOLATILE: &[&str] = &[
     "calls",
 ];
 
-fn normalize(v: &mut Value) {
-    match v {
-        Value::Object(m) => {
-            for k in VOLATILE {
-                m.remove(*k);
-            }
-            m.values_mut().for_each(normalize);
-        }
-        Value::Array(a) => a.iter_mut().for_each(normalize),
-        _ => {}
-    }
-}
-
 fn snapshot(sock: &Path) -> Vec<(String, Value)> {
-    SHOWN
-        .iter()
-        .map(|c| {
-            let mut v = ctl_json(sock, c);
-            normalize(&mut v);
-            (c.to_string(), v)
-        })
-        .collect()
+    shown_state(sock, SHOWN, VOLATILE)
 }
 
 /// `ctl save` without its first line (it has the date).

@@ -307,3 +307,35 @@ pub fn vectors_by_worker(runtime: &serde_json::Value, node: &str) -> Vec<u64> {
         })
         .collect()
 }
+
+/// `v` without the keys in `volatile`, at any depth: counters and ages that differ between
+/// two daemons in the same state.
+pub fn without_keys(v: &mut serde_json::Value, volatile: &[&str]) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for k in volatile {
+                m.remove(*k);
+            }
+            m.values_mut().for_each(|v| without_keys(v, volatile));
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(|v| without_keys(v, volatile)),
+        _ => {}
+    }
+}
+
+/// What each `show` command in `shown` says (JSON), without the `volatile` keys: a daemon's
+/// state to compare with another's.
+pub fn shown_state(
+    socket: &Path,
+    shown: &[&str],
+    volatile: &[&str],
+) -> Vec<(String, serde_json::Value)> {
+    shown
+        .iter()
+        .map(|c| {
+            let mut v = ctl_json(socket, c);
+            without_keys(&mut v, volatile);
+            (c.to_string(), v)
+        })
+        .collect()
+}
