@@ -1,17 +1,9 @@
 //! Kernel routes of several listeners (namespaces) in one router.
 
 use super::*;
-use crate::wire::MacAddress;
 
 fn router() -> Router {
-    let mut r = Router::new(&[
-        ("d0".into(), MacAddress([2, 0, 0, 0, 0, 0xa0]), 1500),
-        ("d1".into(), MacAddress([2, 0, 0, 0, 0, 0xa1]), 1500),
-    ]);
-    r.add_address(0, "192.0.2.1".parse().unwrap(), 24).unwrap();
-    r.add_address(1, "198.51.100.1".parse().unwrap(), 24)
-        .unwrap();
-    r
+    crate::router::test_support::two_ports()
 }
 
 fn p(s: &str) -> IpPrefix {

@@ -363,3 +363,22 @@ pub fn host_prefix(ip: IpAddr) -> IpPrefix {
 
 #[cfg(test)]
 mod tests;
+
+/// For tests elsewhere in the crate.
+#[cfg(test)]
+pub mod test_support {
+    use super::Router;
+    use crate::wire::MacAddress;
+
+    /// d0 (02:..:a0, 192.0.2.1/24) and d1 (02:..:a1, 198.51.100.1/24), nothing committed.
+    pub fn two_ports() -> Router {
+        let mut r = Router::new(&[
+            ("d0".into(), MacAddress([2, 0, 0, 0, 0, 0xa0]), 1500),
+            ("d1".into(), MacAddress([2, 0, 0, 0, 0, 0xa1]), 1500),
+        ]);
+        r.add_address(0, "192.0.2.1".parse().unwrap(), 24).unwrap();
+        r.add_address(1, "198.51.100.1".parse().unwrap(), 24)
+            .unwrap();
+        r
+    }
+}

@@ -227,17 +227,11 @@ fn routes_are_installed_only_with_the_routers_refused_sources_in_the_map() {
 /// Routes are widened to the prefix their decision holds for, asked of the router.
 #[test]
 fn a_routed_destination_is_installed_as_its_whole_route_when_the_router_says_it_can_be() {
-    use crate::router::{NeighborLearn, NextHopSpec, Router};
+    use crate::router::{NeighborLearn, NextHopSpec};
     use crate::wire::MacAddress;
     use std::net::IpAddr;
     let Some(fp) = fast_path() else { return };
-    let mut r = Router::new(&[
-        ("d0".into(), MacAddress([2, 0, 0, 0, 0, 0xa0]), 1500),
-        ("d1".into(), MacAddress([2, 0, 0, 0, 0, 0xa1]), 1500),
-    ]);
-    r.add_address(0, "192.0.2.1".parse().unwrap(), 24).unwrap();
-    r.add_address(1, "198.51.100.1".parse().unwrap(), 24)
-        .unwrap();
+    let mut r = crate::router::test_support::two_ports();
     let via = NextHopSpec::Via {
         addr: "198.51.100.2".parse().unwrap(),
         interface: None,
