@@ -19,6 +19,12 @@ pub const FLAG_NAT_HINT: u8 = 1 << 4;
 /// may be offloaded (drivers::af_xdp::fastpath); set by an input node of an interface with
 /// the fast path on, cleared by every node not declared offload-safe.
 pub const FLAG_OFFLOAD: u8 = 1 << 5;
+/// Buffer flag: a NAT node translated this packet by a session the XDP fast path may carry
+/// (`aux`: the session's index, and `NAT_OFFER_REPLY` for its reply direction), so
+/// interface-output offers the session's direction, not a route.
+pub const FLAG_NAT_OFFER: u8 = 1 << 6;
+/// With `FLAG_NAT_OFFER`: `aux`'s bit for a session's reply direction.
+pub const NAT_OFFER_REPLY: u32 = 1 << 31;
 /// Where the L3 header of a packet without VLAN tags starts: after the 14-byte Ethernet
 /// header. A fresh buffer's `l3_offset`, so the packets the router builds itself need not set
 /// it.

@@ -48,8 +48,8 @@ mod worker;
 use std::sync::atomic::AtomicU64;
 
 pub use meta::{
-    BufferMeta, FLAG_LOCAL_ORIGIN, FLAG_NAT_DONE, FLAG_NAT_HINT, FLAG_OFFLOAD, FLAG_TO_WORKER,
-    FLAG_TRACED, UNTAGGED_L3_OFFSET,
+    BufferMeta, FLAG_LOCAL_ORIGIN, FLAG_NAT_DONE, FLAG_NAT_HINT, FLAG_NAT_OFFER, FLAG_OFFLOAD,
+    FLAG_TO_WORKER, FLAG_TRACED, NAT_OFFER_REPLY, UNTAGGED_L3_OFFSET,
 };
 pub use pool::BufferPool;
 pub use region::Region;

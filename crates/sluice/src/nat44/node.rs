@@ -2,11 +2,15 @@
 //! feature of ip4-output on outside interfaces): see the module's summary in `mod.rs`.
 
 use super::packet::{classify, rewrite, rewrite_error, Kind, Tuple, Unfit};
+use super::packet::{TCP, UDP};
 use super::shared::{trace_line, Nat44Shared};
-use super::table::{Dir, Source, Table};
+use super::table::{Dir, Source, State, Table};
 use super::{ports, NatView, Refusal, Role};
 use crate::acl::session::now_ms;
-use crate::buffer::{FLAG_LOCAL_ORIGIN, FLAG_NAT_DONE, FLAG_NAT_HINT, FLAG_TO_WORKER};
+use crate::buffer::{
+    FLAG_LOCAL_ORIGIN, FLAG_NAT_DONE, FLAG_NAT_HINT, FLAG_NAT_OFFER, FLAG_OFFLOAD, FLAG_TO_WORKER,
+    NAT_OFFER_REPLY,
+};
 use crate::graph::features::{self, SharedFeatures, IP4_OUTPUT, IP4_UNICAST};
 use crate::graph::names::error_counters;
 use crate::graph::{Node, NodeCx, NodeDecl};
@@ -81,6 +85,8 @@ impl std::fmt::Display for Done {
 enum Step {
     /// On along the arc, translated (how, for a trace) or not.
     Pass(Option<Done>),
+    /// On along the arc, translated by session `index` going `dir`.
+    Session(Done, u32, Dir),
     Drop(Error),
     /// To worker `w`, which owns its port.
     Handoff(usize),
@@ -128,7 +134,11 @@ impl Nat44 {
             features,
             l3,
         };
-        NodeDecl::internal(name, &[], &Error::REASONS, node).with_next(next)
+        // Offload-safe for the packets it says so of (`offload`): it clears the mark of
+        // every other one itself.
+        NodeDecl::internal(name, &[], &Error::REASONS, node)
+            .with_next(next)
+            .offload_safe()
     }
 
     /// The drop slot: after the later features and the end (counted once, at declaration).
@@ -164,7 +174,7 @@ impl Nat44 {
                         return Step::Pass(None);
                     };
                     rewrite(ip, l4, &tuple, &to);
-                    return Step::Pass(Some(Done::Session(tuple, to)));
+                    return Step::Session(Done::Session(tuple, to), i, dir);
                 }
                 let key = (tuple.proto, tuple.dst, tuple.dport);
                 if let Some(&local) = view.statics_out.get(&key) {
@@ -285,7 +295,7 @@ impl Nat44 {
                         return Step::Pass(None);
                     };
                     rewrite(ip, l4, &tuple, &to);
-                    return Step::Pass(Some(Done::Session(tuple, to)));
+                    return Step::Session(Done::Session(tuple, to), i, dir);
                 }
                 if view.is_outside_address(tuple.src) {
                     return Step::Pass(None);
@@ -317,6 +327,30 @@ impl Nat44 {
     }
 }
 
+/// Sessions that expire sooner than this are not offloaded: the fast path tells the worker
+/// of their frames once a second (`fastpath::SWEEP`).
+const MIN_OFFLOAD_TIMEOUT_MS: u64 = 4000;
+
+/// What a packet translated by session `i` going `dir` leaves for interface-output's offer
+/// (`aux`), when the fast path can carry the session's frames: UDP, or TCP established (the
+/// program passes SYN, FIN and RST to the graph, which moves the state), and a timeout the
+/// fast path's touches keep it alive through.
+fn offer(table: &Table, view: &NatView, i: u32, dir: Dir) -> Option<u32> {
+    let s = table.get(i)?;
+    let steady = match s.orig.proto {
+        UDP => true,
+        TCP => s.state == State::Established,
+        _ => false,
+    };
+    (steady && view.timeouts.of(s) >= MIN_OFFLOAD_TIMEOUT_MS && i & NAT_OFFER_REPLY == 0).then_some(
+        i | if dir == Dir::Reply {
+            NAT_OFFER_REPLY
+        } else {
+            0
+        },
+    )
+}
+
 fn dst_of(ip: &[u8]) -> u32 {
     ip.get(16..20)
         .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
@@ -346,6 +380,10 @@ impl Node for Nat44 {
                 meta.flags &= !FLAG_NAT_HINT;
                 meta.aux = 0;
             }
+            // A packet keeps the fast path's mark only when translated by a session it can
+            // carry, or on its way to nat44-out (a hint), or when nat44-in decided it.
+            let marked = meta.flags & FLAG_OFFLOAD != 0;
+            meta.flags &= !FLAG_OFFLOAD;
             let step = match data.get_mut(at..) {
                 _ if skip => Step::Pass(None),
                 None => Step::Drop(Error::BadPacket),
@@ -354,7 +392,21 @@ impl Node for Nat44 {
                 }
                 Some(ip) => self.inbound((&view, table, me), ip, interface, now),
             };
+            if marked && (skip || matches!(step, Step::Hint(_))) {
+                meta.flags |= FLAG_OFFLOAD;
+            }
             match step {
+                Step::Session(done, i, dir) => {
+                    meta.flags |= FLAG_NAT_DONE;
+                    if let (true, Some(aux)) = (marked, offer(table, &view, i, dir)) {
+                        meta.flags |= FLAG_OFFLOAD | FLAG_NAT_OFFER;
+                        meta.aux = aux;
+                    }
+                    if tracing {
+                        cx.trace(bi, done);
+                    }
+                    cx.enqueue(features.next_slot(self.arc, interface, Some(self.me)), bi);
+                }
                 Step::Pass(done) => {
                     if done.is_some() {
                         meta.flags |= FLAG_NAT_DONE;
@@ -412,6 +464,7 @@ impl Node for Nat44 {
         let stats = &self.nat.workers[me].stats;
         guard.table.sweep(SWEEP_IDLE, now, &view.timeouts, stats);
         self.nat.answer(me, &guard.table, now);
+        self.nat.exchange_offload(me, &mut guard.table, now);
         0
     }
 }

@@ -91,7 +91,22 @@ pub struct WorkerSlot {
     ports: Mutex<Vec<(u32, usize)>>,
     /// When the worker last refreshed `ports` and the memory figure (ms).
     refreshed: AtomicU64,
+    /// What the XDP fast path and the worker tell each other of offloaded sessions.
+    offload: Mutex<OffloadQueues>,
 }
+
+/// Between the fast path's installer and a worker (drivers::af_xdp::fastpath::nat).
+#[derive(Default)]
+struct OffloadQueues {
+    /// Sessions (index, tuple as received) whose frames the fast path carried lately.
+    touched: Vec<(u32, Tuple)>,
+    /// Tuples of offloaded sessions that closed or began closing: their entries go.
+    withdrawn: Vec<Tuple>,
+}
+
+/// Either queue's length at most: beyond, the installer's touches wait for its next sweep,
+/// and withdrawals are dropped (their entries then go when idle, or at the next epoch).
+const OFFLOAD_QUEUE: usize = 1 << 20;
 
 /// How often a worker refreshes the figures `show nat44 summary` reads (ms).
 const REFRESH_MS: u64 = 100;
@@ -129,6 +144,7 @@ impl Nat44Shared {
                     snapshot: Mutex::new(Vec::new()),
                     ports: Mutex::new(Vec::new()),
                     refreshed: AtomicU64::new(0),
+                    offload: Mutex::new(OffloadQueues::default()),
                 })
                 .collect(),
         })
@@ -179,6 +195,50 @@ impl Nat44Shared {
             .collect();
         *slot.snapshot.lock().unwrap_or_else(|p| p.into_inner()) = rows;
         slot.answered.store(asked, Release);
+    }
+
+    /// The fast path's installer: worker `w`'s session `index` (found by `tuple`) carried
+    /// frames lately.
+    pub fn touch_offloaded(&self, w: usize, index: u32, tuple: Tuple) {
+        let Some(slot) = self.workers.get(w) else {
+            return;
+        };
+        let mut q = slot.offload.lock().unwrap_or_else(|p| p.into_inner());
+        if q.touched.len() < OFFLOAD_QUEUE {
+            q.touched.push((index, tuple));
+        }
+    }
+
+    /// The fast path's installer: the tuples every worker withdrew since the last call.
+    pub fn take_withdrawn(&self) -> Vec<Tuple> {
+        let mut all = Vec::new();
+        for slot in &self.workers {
+            all.append(
+                &mut slot
+                    .offload
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .withdrawn,
+            );
+        }
+        all
+    }
+
+    /// Worker `w` between frames: the fast path's touches into `table`, its withdrawals
+    /// out (never waiting for the installer: what does not pass now passes next time).
+    pub fn exchange_offload(&self, w: usize, table: &mut Table, now: u64) {
+        let Some(slot) = self.workers.get(w) else {
+            return;
+        };
+        let Ok(mut q) = slot.offload.try_lock() else {
+            return;
+        };
+        for (index, tuple) in q.touched.drain(..) {
+            table.touch(index, &tuple, now);
+        }
+        let withdrawn = table.take_withdrawn();
+        let room = OFFLOAD_QUEUE.saturating_sub(q.withdrawn.len());
+        q.withdrawn.extend(withdrawn.into_iter().take(room));
     }
 
     /// Ports in use per outside address, all workers together.

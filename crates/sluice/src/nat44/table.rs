@@ -54,6 +54,9 @@ pub struct Session {
     /// The inside address counted against the per-host limit.
     host: u32,
     replied: bool,
+    /// The XDP fast path may carry its frames: its entries go when it closes or begins
+    /// closing (`withdrawn`).
+    offloaded: bool,
 }
 
 /// Which way a packet goes in its session.
@@ -96,6 +99,9 @@ pub struct Table {
     hosts: HashMap<u32, u32>,
     limits: Limits,
     sweep: usize,
+    /// Tuples (as received) of offloaded sessions that closed or began closing, for the
+    /// fast path to remove (drivers::af_xdp::fastpath::nat).
+    withdrawn: Vec<Tuple>,
 }
 
 fn proto_slot(proto: u8) -> usize {
@@ -119,6 +125,7 @@ impl Table {
             hosts: HashMap::default(),
             limits,
             sweep: 0,
+            withdrawn: Vec::new(),
         }
     }
 
@@ -180,6 +187,9 @@ impl Table {
         if s.orig.proto == TCP {
             if flags & (tcp::FIN | tcp::RST) != 0 {
                 s.state = State::Closing;
+                if std::mem::take(&mut s.offloaded) {
+                    self.withdrawn.extend([s.orig, s.xlat.reversed()]);
+                }
             } else if s.state == State::Open
                 && flags & tcp::SYN == 0
                 && (dir == Dir::Reply || s.replied)
@@ -295,6 +305,7 @@ impl Table {
             mapped,
             host,
             replied: false,
+            offloaded: false,
         };
         let index = match self.free.pop() {
             Some(i) => {
@@ -319,6 +330,9 @@ impl Table {
         };
         self.by_tuple.remove(&s.orig);
         self.by_tuple.remove(&s.xlat.reversed());
+        if s.offloaded {
+            self.withdrawn.extend([s.orig, s.xlat.reversed()]);
+        }
         if let Some(key) = s.mapped {
             self.unmap(key);
         }
@@ -330,6 +344,33 @@ impl Table {
         }
         self.free.push(index);
         stats.closed(s.orig.proto);
+    }
+
+    /// Session `index`, which the fast path may carry from now on: its key tuple (as the
+    /// packets going `dir` are received), and the tuple they leave with.
+    pub fn offload(&mut self, index: u32, dir: Dir) -> Option<(Tuple, Tuple)> {
+        let s = self.sessions.get_mut(index as usize)?.as_mut()?;
+        s.offloaded = true;
+        Some(match dir {
+            Dir::Forward => (s.orig, s.xlat),
+            Dir::Reply => (s.xlat.reversed(), s.orig.reversed()),
+        })
+    }
+
+    /// Frames of session `index` (found by `tuple`) went through the fast path lately: it
+    /// was used at `now`.
+    pub fn touch(&mut self, index: u32, tuple: &Tuple, now: u64) {
+        if self.check(index, tuple).is_none() {
+            return;
+        }
+        if let Some(Some(s)) = self.sessions.get_mut(index as usize) {
+            s.last = s.last.max(now);
+        }
+    }
+
+    /// The offloaded sessions' tuples to withdraw from the fast path since the last call.
+    pub fn take_withdrawn(&mut self) -> Vec<Tuple> {
+        std::mem::take(&mut self.withdrawn)
     }
 
     /// Look at up to `n` sessions from where the last sweep stopped; close the expired.

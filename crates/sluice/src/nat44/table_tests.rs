@@ -138,3 +138,60 @@ fn tcp_states_follow_the_handshake_and_the_close() {
     assert_eq!(t.get(i).unwrap().state, State::Closing);
     assert_eq!(x.sport, 41000);
 }
+
+#[test]
+fn an_offloaded_session_is_kept_alive_by_touches_and_withdrawn_when_it_ends() {
+    let stats = Stats::default();
+    let timeouts = Timeouts {
+        udp: 10,
+        ..Timeouts::default()
+    };
+    let mut t = table(100, 100);
+    let first = udp(A, 40000, R, 53);
+    let (i, x) = t.open(first, (Source::Map(E), None), (0, &stats)).unwrap();
+    // Each direction's key is the tuple as received, and what it leaves with.
+    assert_eq!(t.offload(i, Dir::Forward), Some((first, x)));
+    assert_eq!(
+        t.offload(i, Dir::Reply),
+        Some((x.reversed(), first.reversed()))
+    );
+    // The fast path carried its frames: touched at 9 s, it lives past 10 s; a touch by a
+    // tuple that is not the session's changes nothing.
+    t.touch(i, &first, 9_000);
+    t.touch(i, &udp(B, 1, R, 53), 30_000);
+    t.sweep(10, 15_000, &timeouts, &stats);
+    assert_eq!(t.len(), 1);
+    assert!(t.take_withdrawn().is_empty());
+    // Expired, its entries are withdrawn: both directions' tuples, once.
+    t.sweep(10, 19_000, &timeouts, &stats);
+    assert_eq!(t.len(), 0);
+    assert_eq!(t.take_withdrawn(), vec![first, x.reversed()]);
+    assert!(t.take_withdrawn().is_empty());
+}
+
+#[test]
+fn an_offloaded_tcp_session_is_withdrawn_when_it_begins_closing() {
+    let stats = Stats::default();
+    let mut t = table(100, 100);
+    let syn = Tuple {
+        proto: TCP,
+        ..udp(A, 40000, R, 80)
+    };
+    let (i, x) = t.open(syn, (Source::Map(E), None), (0, &stats)).unwrap();
+    t.used(i, Dir::Reply, SYN | ACK, 1);
+    t.used(i, Dir::Forward, ACK, 2);
+    t.offload(i, Dir::Forward);
+    t.used(i, Dir::Reply, ACK, 3);
+    assert!(t.take_withdrawn().is_empty());
+    t.used(i, Dir::Reply, FIN | ACK, 4);
+    assert_eq!(t.take_withdrawn(), vec![syn, x.reversed()]);
+    // Closed later: nothing more to withdraw (not offloaded since).
+    t.clear(&stats);
+    assert!(t.take_withdrawn().is_empty());
+    // A session never offloaded withdraws nothing.
+    let (_, _) = t
+        .open(udp(B, 1, R, 53), (Source::Map(E), None), (5, &stats))
+        .unwrap();
+    t.clear(&stats);
+    assert!(t.take_withdrawn().is_empty());
+}

@@ -67,6 +67,7 @@ pub fn graph_nodes(
     let offload = fast_path(&interfaces);
     if let Some(fp) = &offload {
         fp.set_view(view.clone());
+        fp.set_nat(filters.nat.clone());
     }
     let mut decls = inputs;
     decls.extend([
@@ -105,7 +106,7 @@ pub fn graph_nodes(
             interfaces.clone(),
             subifs.clone(),
             offload.clone(),
-            Some(view.clone()),
+            (Some(view.clone()), Some(filters.nat.clone())),
         ),
     ]);
     for (itf, queue) in interfaces.iter().zip(txs) {

@@ -3,12 +3,13 @@
 //! sub-interface is counted there, gets the sub-interface's VLAN tags and leaves by the
 //! parent's tx node.
 
-use crate::buffer::FLAG_OFFLOAD;
-use crate::drivers::af_xdp::fastpath::offer::Offerer;
+use crate::buffer::{FLAG_NAT_HINT, FLAG_NAT_OFFER, FLAG_OFFLOAD};
+use crate::drivers::af_xdp::fastpath::offer::{Offerer, Routed};
 use crate::drivers::af_xdp::fastpath::FastPath;
 use crate::graph::names::error_counters;
 use crate::graph::{traced_loop_nodes, NodeCx, NodeDecl, TracedLoop};
 use crate::interface::Interface;
+use crate::nat44::shared::Nat44Shared;
 use crate::router::adjacency::SharedL3View;
 use crate::subif::{push_tags, SharedSubIfs};
 use std::sync::Arc;
@@ -36,15 +37,16 @@ pub struct InterfaceOutput {
 
 impl InterfaceOutput {
     pub fn decl(interfaces: Vec<Arc<Interface>>, subifs: SharedSubIfs) -> NodeDecl {
-        Self::decl_offloading(interfaces, subifs, None, None)
+        Self::decl_offloading(interfaces, subifs, None, (None, None))
     }
 
-    /// The same, offering the flows of packets still marked `FLAG_OFFLOAD` to `fast_path`.
+    /// The same, offering the flows of packets still marked `FLAG_OFFLOAD` to `fast_path`:
+    /// routes of `view`'s router, sessions of `nat`.
     pub fn decl_offloading(
         interfaces: Vec<Arc<Interface>>,
         subifs: SharedSubIfs,
         fast_path: Option<Arc<FastPath>>,
-        view: Option<SharedL3View>,
+        (view, nat): (Option<SharedL3View>, Option<Arc<Nat44Shared>>),
     ) -> NodeDecl {
         let mut next: Vec<String> = interfaces
             .iter()
@@ -56,7 +58,7 @@ impl InterfaceOutput {
         let node = InterfaceOutput {
             interfaces,
             subifs,
-            offload: fast_path.map(Offerer::new),
+            offload: fast_path.map(|fp| Offerer::new(fp, nat)),
             view,
         };
         NodeDecl::internal(NAME, &[], &Error::REASONS, node)
@@ -138,8 +140,20 @@ impl TracedLoop for InterfaceOutput {
                             if meta.adj == u32::MAX {
                                 o.cross_connect(rx, i, cx.pass_epoch);
                             } else if let Some(view) = &view {
-                                let frame = cx.bufs.data(bi);
-                                o.route(rx, i, view, meta.adj, frame, cx.pass_epoch);
+                                let routed = Routed {
+                                    view,
+                                    adj: meta.adj,
+                                    frame: cx.bufs.data(bi),
+                                };
+                                // A NAT node's packet is its session's to offer, never
+                                // its route's (others to the same place are translated).
+                                let epoch = cx.pass_epoch;
+                                if meta.flags & FLAG_NAT_OFFER != 0 {
+                                    let session = (cx.thread, meta.aux);
+                                    o.nat((rx, i), routed, session, epoch);
+                                } else if meta.flags & FLAG_NAT_HINT == 0 {
+                                    o.route(rx, i, routed, epoch);
+                                }
                             }
                         }
                     }

@@ -1,6 +1,7 @@
 //! The fast path's BPF maps, shared by the programs of every interface with the fast path on:
 //! the offloaded flows, the epoch, the devmap of egress interfaces and the per-CPU counters.
 
+use crate::nat44::packet::Tuple;
 use crate::sys::bpf::{
     map_create, map_delete, map_keys, map_lookup, map_lookup_percpu, map_update, BpfMap, MapKind,
 };
@@ -8,15 +9,21 @@ use crate::sys::bpf::{
 /// Bytes of a flow's key: ingress ifindex (4), kind (2), VLAN (2), address (16).
 pub const KEY_LEN: usize = 24;
 /// Bytes of a flow's value (`value::*` are the offsets).
-pub const VALUE_LEN: usize = 48;
+pub const VALUE_LEN: usize = 64;
 /// A cross-connect: everything received on the ingress interface.
 pub const KIND_XCONNECT: u16 = 1;
 /// An IPv4 route: what the ingress interface receives for the destinations of one prefix
 /// (one address, or a whole route the FIB decides alike for every address in it).
 pub const KIND_ROUTE4: u16 = 3;
+/// A NAT44 session's one direction: what the ingress interface receives of one exact
+/// TCP/UDP tuple, routed and translated.
+pub const KIND_NAT4: u16 = 4;
 /// Bytes of a route's key in the `routes` trie: the prefix length in bits (of the ingress
 /// ifindex and the address), the ingress ifindex, the address.
 pub const ROUTE_KEY_LEN: usize = 12;
+/// Bytes of a NAT entry's key in the `nat` map: the ingress ifindex, the source and
+/// destination addresses, the ports (network order), the protocol, three zero bytes.
+pub const NAT_KEY_LEN: usize = 20;
 /// Interfaces the fast path can know (devmap and counter slots).
 pub const MAX_SLOTS: u32 = 256;
 /// Refused sources at most; with more, routes are not offloaded.
@@ -44,6 +51,14 @@ pub mod value {
     /// Frames the program forwarded by the entry (u64; a plain add from every CPU, so a
     /// count of activity, not an exact total: the installer ages entries by its changes).
     pub const HITS: i16 = 32;
+    /// NAT: the tuple the frame leaves with (addresses and ports, network order).
+    pub const NAT_SRC: i16 = 48;
+    pub const NAT_DST: i16 = 52;
+    pub const NAT_PORTS: i16 = 56;
+    /// NAT: what the translation adds to the IPv4 header's and the transport's checksum
+    /// (ones' complement sums, in the order the program loads them).
+    pub const NAT_IP_SUM: i16 = 60;
+    pub const NAT_L4_SUM: i16 = 62;
 }
 
 /// A flow's key.
@@ -86,6 +101,52 @@ impl Key {
             addr,
             plen: len,
         }
+    }
+
+    /// A NAT session's direction: frames of `t` received on `ifindex`.
+    pub fn nat4(ifindex: u32, t: &Tuple) -> Key {
+        let mut addr = [0u8; 16];
+        addr[..4].copy_from_slice(&t.src.to_be_bytes());
+        addr[4..8].copy_from_slice(&t.dst.to_be_bytes());
+        addr[8..10].copy_from_slice(&t.sport.to_be_bytes());
+        addr[10..12].copy_from_slice(&t.dport.to_be_bytes());
+        addr[12] = t.proto;
+        Key {
+            ifindex,
+            kind: KIND_NAT4,
+            vlan: 0,
+            addr,
+            plen: 0,
+        }
+    }
+
+    /// The tuple of a NAT entry's key.
+    pub fn nat_tuple(&self) -> Tuple {
+        let a = &self.addr;
+        Tuple {
+            proto: a[12],
+            src: u32::from_be_bytes([a[0], a[1], a[2], a[3]]),
+            dst: u32::from_be_bytes([a[4], a[5], a[6], a[7]]),
+            sport: u16::from_be_bytes([a[8], a[9]]),
+            dport: u16::from_be_bytes([a[10], a[11]]),
+        }
+    }
+
+    /// A NAT entry's key in the `nat` map (as the program builds it from a frame).
+    pub fn nat_bytes(&self) -> [u8; NAT_KEY_LEN] {
+        let mut b = [0u8; NAT_KEY_LEN];
+        b[..4].copy_from_slice(&self.ifindex.to_ne_bytes());
+        b[4..17].copy_from_slice(&self.addr[..13]);
+        b
+    }
+
+    pub fn from_nat_bytes(b: &[u8]) -> Key {
+        let mut k = Key::nat4(
+            u32::from_ne_bytes([b[0], b[1], b[2], b[3]]),
+            &Tuple::default(),
+        );
+        k.addr[..13].copy_from_slice(&b[4..17]);
+        k
     }
 
     /// A route's key in the `routes` trie (the ifindex always matched whole).
@@ -133,8 +194,19 @@ pub struct Value {
     pub in_stat: u16,
     pub out_stat: u16,
     pub hits: u64,
-    /// Routes only (zero for a cross-connect): the rewrite and its checks.
+    /// Routes and NAT (zero for a cross-connect): the rewrite and its checks.
     pub route: Option<RouteRewrite>,
+    /// NAT only: the translation, after the route's rewrite.
+    pub nat: Option<NatRewrite>,
+}
+
+/// What the NAT does to a frame of one session's direction: the tuple it leaves with, and
+/// what that adds to the checksums (`fastpath::nat::rewrite_of`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NatRewrite {
+    pub to: Tuple,
+    pub ip_sum: u16,
+    pub l4_sum: u16,
 }
 
 /// What the graph does to a routed frame: a new Ethernet header (TTL and checksum are the
@@ -163,6 +235,7 @@ impl Value {
             out_stat: tx.slot,
             hits: 0,
             route,
+            nat: None,
         }
     }
 
@@ -180,13 +253,38 @@ impl Value {
             b[40..46].copy_from_slice(&r.in_mac);
             b[12..16].copy_from_slice(&r.use_slot.to_ne_bytes());
         }
+        if let Some(n) = &self.nat {
+            b[48..52].copy_from_slice(&n.to.src.to_be_bytes());
+            b[52..56].copy_from_slice(&n.to.dst.to_be_bytes());
+            b[56..58].copy_from_slice(&n.to.sport.to_be_bytes());
+            b[58..60].copy_from_slice(&n.to.dport.to_be_bytes());
+            // Big-endian sums: the program loads them as the frame's words, swapped alike.
+            b[60..62].copy_from_slice(&n.ip_sum.to_be_bytes());
+            b[62..64].copy_from_slice(&n.l4_sum.to_be_bytes());
+        }
         b
     }
 
-    /// A value read back (`route` from the bytes when `kind` is a route's).
+    /// A value read back (`route` from the bytes when `kind` is a route's or a NAT
+    /// entry's, `nat` for the latter).
     pub fn from_bytes_of(b: &[u8], kind: u16) -> Value {
         let mut v = Value::from_bytes(b);
-        if kind == KIND_ROUTE4 {
+        let be16 = |i: usize| u16::from_be_bytes([b[i], b[i + 1]]);
+        let be32 = |i: usize| u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        if kind == KIND_NAT4 {
+            v.nat = Some(NatRewrite {
+                to: Tuple {
+                    proto: 0,
+                    src: be32(48),
+                    dst: be32(52),
+                    sport: be16(56),
+                    dport: be16(58),
+                },
+                ip_sum: be16(60),
+                l4_sum: be16(62),
+            });
+        }
+        if kind == KIND_ROUTE4 || kind == KIND_NAT4 {
             let mac = |i: usize| -> [u8; 6] { b[i..i + 6].try_into().unwrap() };
             v.route = Some(RouteRewrite {
                 dst_mac: mac(16),
@@ -211,6 +309,7 @@ impl Value {
             out_stat: u16_at(10),
             hits: u64::from_ne_bytes(ns),
             route: None,
+            nat: None,
         }
     }
 }
@@ -236,6 +335,8 @@ pub struct Maps {
     /// IPv4 sources the graph refuses to route (the router's addresses and its subnets'
     /// broadcast addresses, in any table): a routed frame from one goes to the graph.
     pub refused: BpfMap,
+    /// NAT sessions' directions, by `Key::nat_bytes`.
+    pub nat: BpfMap,
 }
 
 impl Maps {
@@ -255,6 +356,12 @@ impl Maps {
             ifstats: map_create(MapKind::PercpuArray, 4, 32, MAX_SLOTS)?,
             reasons: map_create(MapKind::PercpuArray, 4, 8, reasons)?,
             refused: map_create(MapKind::Hash, 4, 4, MAX_REFUSED)?,
+            nat: map_create(
+                MapKind::Hash,
+                NAT_KEY_LEN as u32,
+                VALUE_LEN as u32,
+                max_flows,
+            )?,
         })
     }
 
@@ -269,21 +376,23 @@ impl Maps {
             .map_err(|e| format!("adding ifindex {ifindex} to the fast path's devmap: {e}"))
     }
 
+    /// The map of `key`'s kind, and its key there.
+    fn map_of(&self, key: &Key) -> (&BpfMap, Vec<u8>) {
+        match key.kind {
+            KIND_ROUTE4 => (&self.routes, key.route_bytes().to_vec()),
+            KIND_NAT4 => (&self.nat, key.nat_bytes().to_vec()),
+            _ => (&self.flows, key.bytes().to_vec()),
+        }
+    }
+
     pub fn insert(&self, key: &Key, value: &Value) -> Result<(), String> {
-        let done = if key.kind == KIND_ROUTE4 {
-            map_update(&self.routes, &key.route_bytes(), &value.bytes())
-        } else {
-            map_update(&self.flows, &key.bytes(), &value.bytes())
-        };
-        done.map_err(|e| format!("offloading a flow: {e}"))
+        let (map, k) = self.map_of(key);
+        map_update(map, &k, &value.bytes()).map_err(|e| format!("offloading a flow: {e}"))
     }
 
     pub fn remove(&self, key: &Key) -> bool {
-        if key.kind == KIND_ROUTE4 {
-            map_delete(&self.routes, &key.route_bytes()).is_ok()
-        } else {
-            map_delete(&self.flows, &key.bytes()).is_ok()
-        }
+        let (map, k) = self.map_of(key);
+        map_delete(map, &k).is_ok()
     }
 
     /// Refuse (or no longer refuse) routed frames from IPv4 source `addr`.
@@ -301,14 +410,18 @@ impl Maps {
     /// Every offloaded flow now (at most `most` of each map).
     pub fn flows(&self, most: usize) -> Vec<(Key, Value)> {
         let mut out = Vec::new();
-        for (map, routes) in [(&self.flows, false), (&self.routes, true)] {
+        for (map, kind) in [
+            (&self.flows, KIND_XCONNECT),
+            (&self.routes, KIND_ROUTE4),
+            (&self.nat, KIND_NAT4),
+        ] {
             for k in map_keys(map, most).unwrap_or_default() {
                 let mut v = [0u8; VALUE_LEN];
                 if map_lookup(map, &k, &mut v).is_ok() {
-                    let key = if routes {
-                        Key::from_route_bytes(&k)
-                    } else {
-                        Key::from_bytes(&k)
+                    let key = match kind {
+                        KIND_ROUTE4 => Key::from_route_bytes(&k),
+                        KIND_NAT4 => Key::from_nat_bytes(&k),
+                        _ => Key::from_bytes(&k),
                     };
                     out.push((key, Value::from_bytes_of(&v, key.kind)));
                 }

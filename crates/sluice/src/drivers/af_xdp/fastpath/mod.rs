@@ -20,6 +20,9 @@
 pub mod commands;
 pub mod egress;
 pub mod maps;
+pub mod nat;
+#[cfg(test)]
+mod nat_tests;
 pub mod offer;
 #[cfg(test)]
 mod offer_tests;
@@ -31,7 +34,7 @@ mod tests;
 use crate::drivers::LiveStatus;
 use crate::router::adjacency::SharedL3View;
 use crate::router::Router;
-use maps::{InterfaceCounts, Key, Maps, Value, KIND_ROUTE4, MAX_SLOTS};
+use maps::{InterfaceCounts, Key, Maps, Value, KIND_ROUTE4, KIND_XCONNECT, MAX_SLOTS};
 use routes::RefusedSources;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -68,6 +71,8 @@ pub struct Candidate {
     /// installer asks the router how far they hold (`Router::uniform_prefix4`).
     pub rx_if: u32,
     pub adj: u32,
+    /// NAT: the session whose direction the entry carries.
+    pub nat: Option<nat::SessionRef>,
 }
 
 /// What the installer did, for `show xdp flows` and the metrics.
@@ -91,6 +96,8 @@ pub struct InstallerStats {
     /// Entries the sweep removed: stale, idle.
     pub swept_stale: AtomicU64,
     pub swept_idle: AtomicU64,
+    /// NAT entries removed because their session closed or began closing.
+    pub nat_withdrawn: AtomicU64,
 }
 
 pub struct FastPath {
@@ -115,6 +122,9 @@ pub struct FastPath {
     /// Each entry's hit count when it last changed, and when (the program counts, the
     /// installer ages by it).
     activity: Mutex<HashMap<Key, (u64, Instant)>>,
+    /// The NAT whose sessions are offloaded, and the session of each NAT entry.
+    nat: Mutex<Option<Arc<crate::nat44::shared::Nat44Shared>>>,
+    sessions: Mutex<HashMap<Key, nat::SessionRef>>,
     pub stats: InstallerStats,
 }
 
@@ -180,6 +190,8 @@ impl FastPath {
             backed_off: egress::Refused::default(),
             egress_watch: Mutex::new(egress::EgressWatch::default()),
             activity: Mutex::new(HashMap::new()),
+            nat: Mutex::new(None),
+            sessions: Mutex::new(HashMap::new()),
             stats: InstallerStats::default(),
         })
     }
@@ -223,6 +235,11 @@ impl FastPath {
     /// The router whose routes are offered (one per process, as the fast path).
     pub fn set_view(&self, view: SharedL3View) {
         *self.view.lock().unwrap_or_else(|p| p.into_inner()) = Some(view);
+    }
+
+    /// The NAT whose sessions are offloaded (one per process, as the fast path).
+    pub fn set_nat(&self, nat: Arc<crate::nat44::shared::Nat44Shared>) {
+        *self.nat.lock().unwrap_or_else(|p| p.into_inner()) = Some(nat);
     }
 
     /// The router routes are widened by (without it each route entry is one address).
@@ -277,6 +294,7 @@ impl FastPath {
             let batch =
                 std::mem::take(&mut *self.candidates.lock().unwrap_or_else(|p| p.into_inner()));
             self.install_batch(batch, &mut window);
+            self.withdraw_sessions();
             self.watch_links();
             self.watch_egress();
             if last_sweep.elapsed() >= SWEEP {
@@ -292,14 +310,14 @@ impl FastPath {
         // change publishes its view before it bumps), so the refused sources made from it
         // are right for every candidate of this epoch.
         let epoch = self.epoch();
-        let routes = batch.iter().any(|c| c.key.kind == KIND_ROUTE4) && self.sync_refused();
+        let routes = batch.iter().any(|c| c.key.kind != KIND_XCONNECT) && self.sync_refused();
         let batch = if routes { self.widen(batch) } else { batch };
         let mut seen: HashMap<Key, ()> = HashMap::new();
         for c in batch {
             if seen.insert(c.key, ()).is_some() {
                 continue;
             }
-            if c.key.kind == KIND_ROUTE4 && !routes {
+            if c.key.kind != KIND_XCONNECT && !routes {
                 self.stats.no_sources.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
@@ -377,6 +395,12 @@ impl FastPath {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .insert(c.key, (0, Instant::now()));
+                if let Some(r) = c.nat {
+                    self.sessions
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(c.key, r);
+                }
                 s.installed.fetch_add(1, Ordering::Relaxed)
             }
             // E2BIG: the table is full.
@@ -444,6 +468,9 @@ impl FastPath {
         // Forget what the map no longer holds.
         let live: std::collections::HashSet<Key> = entries.iter().map(|(k, _)| *k).collect();
         activity.retain(|k, _| live.contains(k));
+        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        sessions.retain(|k, _| live.contains(k));
+        let nat = self.nat.lock().unwrap_or_else(|p| p.into_inner()).clone();
         for (key, value) in entries {
             let seen = activity.entry(key).or_insert((value.hits, now));
             let used = value.hits != seen.0;
@@ -452,6 +479,10 @@ impl FastPath {
             }
             if let (Some(v), Some(r), true) = (&view, &value.route, used) {
                 v.used.touch(r.use_slot);
+            }
+            // The session's worker hears of its frames, so that it does not expire.
+            if let (Some(n), Some(s), true) = (&nat, sessions.get(&key), used) {
+                n.touch_offloaded(s.worker, s.index, s.tuple);
             }
             let counter = if value.epoch != epoch {
                 &self.stats.swept_stale
@@ -462,6 +493,7 @@ impl FastPath {
             };
             if self.maps.remove(&key) {
                 activity.remove(&key);
+                sessions.remove(&key);
                 counter.fetch_add(1, Ordering::Relaxed);
             }
         }

@@ -2,8 +2,12 @@
 //! packet that crossed only offload-safe nodes makes its flow a candidate for the installer.
 
 use super::maps::{Key, RouteRewrite, Value};
-use super::{Candidate, FastPath, REOFFER};
+use super::nat::{rewrite_of, SessionRef};
+use super::{Candidate, FastPath, Port, REOFFER};
+use crate::buffer::NAT_OFFER_REPLY;
 use crate::interface::Interface;
+use crate::nat44::shared::Nat44Shared;
+use crate::nat44::table::Dir;
 use crate::router::adjacency::{AdjKind, L3View};
 use crate::router::neighbor_map::NO_SLOT;
 use std::collections::HashMap;
@@ -16,6 +20,8 @@ const REMEMBERED: usize = 2 * super::MAX_FLOWS as usize;
 
 pub struct Offerer {
     fp: Arc<FastPath>,
+    /// The NAT whose sessions are offered, when the graph translates.
+    nat: Option<Arc<Nat44Shared>>,
     /// Flows offered lately: the epoch and when.
     offered: HashMap<Key, (u32, Instant)>,
 }
@@ -26,9 +32,10 @@ fn down(i: &Interface) -> bool {
 }
 
 impl Offerer {
-    pub fn new(fp: Arc<FastPath>) -> Offerer {
+    pub fn new(fp: Arc<FastPath>, nat: Option<Arc<Nat44Shared>>) -> Offerer {
         Offerer {
             fp,
+            nat,
             offered: HashMap::new(),
         }
     }
@@ -69,6 +76,7 @@ impl Offerer {
             value,
             rx_if: rx.index,
             adj: u32::MAX,
+            nat: None,
         });
     }
 
@@ -77,63 +85,158 @@ impl Offerer {
     /// in a pass of epoch `epoch`: offer its destination from `rx`. The entry carries what
     /// ip4-rewrite did (the header) and what it checked (the MTU; the TTL and the rest the
     /// program checks itself).
-    pub fn route(
-        &mut self,
-        rx: &Interface,
-        tx: &Interface,
-        view: &L3View,
-        adj: u32,
-        frame: &[u8],
-        epoch: u32,
-    ) {
-        let (Some(rx_port), Some(tx_port)) = (rx.fast_path, tx.fast_path) else {
+    pub fn route(&mut self, rx: &Interface, tx: &Interface, routed: Routed<'_>, epoch: u32) {
+        let Some((rx_port, tx_port, dst)) = self.routable(rx, tx, &routed, epoch) else {
             return;
         };
-        let backed_off = self.fp.backed_off.get(tx_port.slot.into());
-        if epoch == 0 || down(tx) || backed_off || frame.len() < 34 || frame[12..14] != [0x08, 0x00]
-        {
-            return;
-        }
-        let a = view.adj(adj);
-        if !matches!(a.kind, AdjKind::Neighbor | AdjKind::Glean) || a.interface != tx.index {
-            return;
-        }
-        // The MAC ethernet-input takes routed frames for (the program checks it).
-        let Some(in_mac) = view.interface(rx.index).map(|i| i.mac.0) else {
-            return;
-        };
-        let dst: [u8; 4] = frame[30..34].try_into().unwrap_or_default();
         let key = Key::route4(rx_port.ifindex, dst);
         if !self.fresh(key, epoch) {
             return;
         }
-        let use_slot = if a.kind == AdjKind::Neighbor && a.complete {
-            a.slot
-        } else {
-            let on_link = IpAddr::V4(Ipv4Addr::from(dst));
-            view.neighbors
-                .get(&(a.interface, on_link))
-                .map_or(NO_SLOT, |n| n.slot)
-        };
-        // MTU 0: the control plane set none; the interface's is the limit then.
-        let mtu = if a.mtu == 0 {
-            tx.mtu
-        } else {
-            a.mtu.min(tx.mtu)
-        };
-        let mac = |at: usize| -> [u8; 6] { frame[at..at + 6].try_into().unwrap_or_default() };
-        let route = RouteRewrite {
-            dst_mac: mac(0),
-            src_mac: mac(6),
-            max_len: (mtu + 14).min(u16::MAX as u32) as u16,
-            in_mac,
-            use_slot,
+        let Some(route) = rewrite(rx, tx, &routed, dst) else {
+            return;
         };
         self.fp.offer(Candidate {
             key,
             value: Value::between(epoch, rx_port, tx_port, Some(route)),
             rx_if: rx.index,
-            adj,
+            adj: routed.adj,
+            nat: None,
         });
     }
+
+    /// The same for a packet a NAT node translated by worker `worker`'s session (`aux`: its
+    /// index and direction, `FLAG_NAT_OFFER`): offer that direction of the session, its
+    /// exact tuple as received, routed and translated alike.
+    pub fn nat(
+        &mut self,
+        (rx, tx): (&Interface, &Interface),
+        routed: Routed<'_>,
+        (worker, aux): (usize, u32),
+        epoch: u32,
+    ) {
+        let Some(nat) = self.nat.clone() else { return };
+        let Some((rx_port, tx_port, dst)) = self.routable(rx, tx, &routed, epoch) else {
+            return;
+        };
+        // Dedup by the session's direction before its table is looked at.
+        let mut seen = Key::nat4(rx_port.ifindex, &Default::default());
+        seen.addr[..4].copy_from_slice(&aux.to_ne_bytes());
+        seen.addr[4] = worker as u8;
+        seen.plen = u8::MAX;
+        if !self.fresh(seen, epoch) {
+            return;
+        }
+        let index = aux & !NAT_OFFER_REPLY;
+        let dir = if aux & NAT_OFFER_REPLY != 0 {
+            Dir::Reply
+        } else {
+            Dir::Forward
+        };
+        let view = nat.view.load();
+        let Some(mut guard) = nat.table(worker, &view) else {
+            return;
+        };
+        let Some((from, to)) = guard.table.offload(index, dir) else {
+            return;
+        };
+        drop(guard);
+        // The frame must be the session's translation (the graph's work, checked).
+        if tuple_of(routed.frame) != Some(to) {
+            return;
+        }
+        let Some(route) = rewrite(rx, tx, &routed, dst) else {
+            return;
+        };
+        let mut value = Value::between(epoch, rx_port, tx_port, Some(route));
+        value.nat = Some(rewrite_of(&from, &to));
+        self.fp.offer(Candidate {
+            key: Key::nat4(rx_port.ifindex, &from),
+            value,
+            rx_if: rx.index,
+            adj: routed.adj,
+            nat: Some(SessionRef {
+                worker,
+                index,
+                tuple: from,
+            }),
+        });
+    }
+
+    /// Both ports and the destination of a routed packet the fast path can carry.
+    fn routable(
+        &self,
+        rx: &Interface,
+        tx: &Interface,
+        routed: &Routed<'_>,
+        epoch: u32,
+    ) -> Option<(Port, Port, [u8; 4])> {
+        let (Some(rx_port), Some(tx_port)) = (rx.fast_path, tx.fast_path) else {
+            return None;
+        };
+        let frame = routed.frame;
+        let backed_off = self.fp.backed_off.get(tx_port.slot.into());
+        if epoch == 0 || down(tx) || backed_off || frame.len() < 34 || frame[12..14] != [0x08, 0x00]
+        {
+            return None;
+        }
+        let a = routed.view.adj(routed.adj);
+        if !matches!(a.kind, AdjKind::Neighbor | AdjKind::Glean) || a.interface != tx.index {
+            return None;
+        }
+        Some((rx_port, tx_port, frame[30..34].try_into().ok()?))
+    }
+}
+
+/// A routed packet as interface-output sees it: the router's view, the adjacency it was
+/// routed by, and its frame (rewritten: the next hop's Ethernet header, untagged, IPv4).
+pub struct Routed<'a> {
+    pub view: &'a L3View,
+    pub adj: u32,
+    pub frame: &'a [u8],
+}
+
+/// The TCP/UDP tuple of an untagged IPv4 frame without options.
+fn tuple_of(frame: &[u8]) -> Option<crate::nat44::packet::Tuple> {
+    let ip = frame.get(14..)?;
+    match crate::nat44::packet::classify(ip).ok()? {
+        crate::nat44::packet::Kind::Flow { tuple, .. } => Some(tuple),
+        _ => None,
+    }
+}
+
+/// What ip4-rewrite did to a routed frame to `dst` and what it checked: the Ethernet
+/// header, the MTU, the MAC the ingress routes for, the neighbour's use flag.
+fn rewrite(
+    rx: &Interface,
+    tx: &Interface,
+    routed: &Routed<'_>,
+    dst: [u8; 4],
+) -> Option<RouteRewrite> {
+    let (view, frame) = (routed.view, routed.frame);
+    let a = view.adj(routed.adj);
+    // The MAC ethernet-input takes routed frames for (the program checks it).
+    let in_mac = view.interface(rx.index).map(|i| i.mac.0)?;
+    let use_slot = if a.kind == AdjKind::Neighbor && a.complete {
+        a.slot
+    } else {
+        let on_link = IpAddr::V4(Ipv4Addr::from(dst));
+        view.neighbors
+            .get(&(a.interface, on_link))
+            .map_or(NO_SLOT, |n| n.slot)
+    };
+    // MTU 0: the control plane set none; the interface's is the limit then.
+    let mtu = if a.mtu == 0 {
+        tx.mtu
+    } else {
+        a.mtu.min(tx.mtu)
+    };
+    let mac = |at: usize| -> [u8; 6] { frame[at..at + 6].try_into().unwrap_or_default() };
+    Some(RouteRewrite {
+        dst_mac: mac(0),
+        src_mac: mac(6),
+        max_len: (mtu + 14).min(u16::MAX as u32) as u16,
+        in_mac,
+        use_slot,
+    })
 }

@@ -2,7 +2,7 @@
 //! says, what is never offered, and the refused sources kept beside the entries.
 
 use super::maps::{Key, KIND_ROUTE4};
-use super::offer::Offerer;
+use super::offer::{Offerer, Routed};
 use super::{FastPath, Port};
 use crate::interface::Interface;
 use crate::ip::ip4::rewrite::test_support::{
@@ -58,14 +58,26 @@ fn offer_route(
 ) {
     let eth = header(NEIGHBOR_MAC.0, if_mac(1).0);
     let frame = rewritten(eth, dst);
-    o.route(
-        &port(0),
-        &port(1),
+    route(
+        o,
+        (&port(0), &port(1)),
         &view.load(),
         ADJ_COMPLETE,
         &frame,
         epoch,
     );
+}
+
+/// `o.route` of a packet routed by `adj` of `view` as `frame`.
+fn route(
+    o: &mut Offerer,
+    (rx, tx): (&Interface, &Interface),
+    view: &crate::router::adjacency::L3View,
+    adj: u32,
+    frame: &[u8],
+    epoch: u32,
+) {
+    o.route(rx, tx, Routed { view, adj, frame }, epoch);
 }
 
 fn taken(fp: &FastPath) -> Vec<super::Candidate> {
@@ -78,11 +90,11 @@ fn a_routed_packet_offers_its_destination_with_the_rewrite_and_the_checks() {
     let view = view();
     let v = view.load();
     let (rx, tx) = (port(0), port(1));
-    let mut o = Offerer::new(fp.clone());
+    let mut o = Offerer::new(fp.clone(), None);
     let eth = header(NEIGHBOR_MAC.0, if_mac(1).0);
-    o.route(
-        &rx,
-        &tx,
+    route(
+        &mut o,
+        (&rx, &tx),
         &v,
         ADJ_COMPLETE,
         &rewritten(eth, [10, 9, 0, 1]),
@@ -99,18 +111,18 @@ fn a_routed_packet_offers_its_destination_with_the_rewrite_and_the_checks() {
     assert_eq!((c[0].value.epoch, c[0].value.out_slot), (5, 1));
 
     // Offered once an epoch (for a while), again in the next.
-    o.route(
-        &rx,
-        &tx,
+    route(
+        &mut o,
+        (&rx, &tx),
         &v,
         ADJ_COMPLETE,
         &rewritten(eth, [10, 9, 0, 1]),
         5,
     );
     assert!(taken(&fp).is_empty());
-    o.route(
-        &rx,
-        &tx,
+    route(
+        &mut o,
+        (&rx, &tx),
         &v,
         ADJ_COMPLETE,
         &rewritten(eth, [10, 9, 0, 1]),
@@ -119,9 +131,9 @@ fn a_routed_packet_offers_its_destination_with_the_rewrite_and_the_checks() {
     assert_eq!(taken(&fp).len(), 1);
 
     // The adjacency's smaller MTU is the limit; a gleaned host's neighbour is its use flag.
-    o.route(
-        &rx,
-        &tx,
+    route(
+        &mut o,
+        (&rx, &tx),
         &v,
         ADJ_SMALL_MTU,
         &rewritten(eth, [10, 9, 0, 2]),
@@ -129,7 +141,14 @@ fn a_routed_packet_offers_its_destination_with_the_rewrite_and_the_checks() {
     );
     assert_eq!(taken(&fp)[0].value.route.unwrap().max_len, 1014);
     let glean = header(GLEANED_MAC.0, if_mac(1).0);
-    o.route(&rx, &tx, &v, ADJ_GLEAN, &rewritten(glean, GLEANED), 6);
+    route(
+        &mut o,
+        (&rx, &tx),
+        &v,
+        ADJ_GLEAN,
+        &rewritten(glean, GLEANED),
+        6,
+    );
     let g = taken(&fp);
     let slot = v.neighbors.get(&(1, GLEANED.into())).unwrap().slot;
     assert_eq!(g[0].value.route.unwrap().use_slot, slot);
@@ -144,18 +163,18 @@ fn what_the_program_cannot_do_is_never_offered() {
     let (rx, tx) = (port(0), port(1));
     let eth = header(NEIGHBOR_MAC.0, if_mac(1).0);
     let good = rewritten(eth, [10, 9, 0, 1]);
-    let mut o = Offerer::new(fp.clone());
+    let mut o = Offerer::new(fp.clone(), None);
     let mut ipv6 = good.clone();
     ipv6[12..14].copy_from_slice(&[0x86, 0xdd]);
     let plain = Interface::new(1, "plain", "af_packet", 1);
     // Not a neighbour's adjacency; another interface than the adjacency's; IPv6; a short
     // frame; epoch 0 (no fast path when the pass began); egress without the fast path.
-    o.route(&rx, &tx, &v, ADJ_DROP, &good, 5);
-    o.route(&rx, &port(2), &v, ADJ_COMPLETE, &good, 5);
-    o.route(&rx, &tx, &v, ADJ_COMPLETE, &ipv6, 5);
-    o.route(&rx, &tx, &v, ADJ_COMPLETE, &good[..30], 5);
-    o.route(&rx, &tx, &v, ADJ_COMPLETE, &good, 0);
-    o.route(&rx, &plain, &v, ADJ_COMPLETE, &good, 5);
+    route(&mut o, (&rx, &tx), &v, ADJ_DROP, &good, 5);
+    route(&mut o, (&rx, &port(2)), &v, ADJ_COMPLETE, &good, 5);
+    route(&mut o, (&rx, &tx), &v, ADJ_COMPLETE, &ipv6, 5);
+    route(&mut o, (&rx, &tx), &v, ADJ_COMPLETE, &good[..30], 5);
+    route(&mut o, (&rx, &tx), &v, ADJ_COMPLETE, &good, 0);
+    route(&mut o, (&rx, &plain), &v, ADJ_COMPLETE, &good, 5);
     assert!(taken(&fp).is_empty());
 }
 
@@ -163,7 +182,7 @@ fn what_the_program_cannot_do_is_never_offered() {
 fn routes_are_installed_only_with_the_routers_refused_sources_in_the_map() {
     let Some(fp) = fast_path() else { return };
     let view = view();
-    let mut o = Offerer::new(fp.clone());
+    let mut o = Offerer::new(fp.clone(), None);
     let epoch = fp.epoch();
     offer_route(&mut o, &view, [10, 9, 0, 1], epoch);
     let mut window = (Instant::now(), 0);
@@ -268,9 +287,11 @@ fn a_routed_destination_is_installed_as_its_whole_route_when_the_router_says_it_
                 in_mac: [2, 0, 0, 0, 0, 0xa0],
                 use_slot: 0,
             }),
+            nat: None,
         },
         rx_if: 0,
         adj,
+        nat: None,
     };
     let mut window = (Instant::now(), 0);
     // One that no longer holds (another adjacency than the FIB's) is not installed.
@@ -283,4 +304,80 @@ fn a_routed_destination_is_installed_as_its_whole_route_when_the_router_says_it_
         (flows[0].0.plen, &flows[0].0.addr[..4]),
         (8, &[10, 0, 0, 0][..])
     );
+}
+
+/// A NAT with one worker whose table takes sessions.
+fn nat() -> Arc<crate::nat44::shared::Nat44Shared> {
+    let nat = crate::nat44::shared::Nat44Shared::new(1);
+    nat.view.store(Arc::new(crate::nat44::NatView {
+        limits: Some(crate::nat44::Limits {
+            sessions: 100,
+            per_host: 100,
+        }),
+        workers: 1,
+        ..Default::default()
+    }));
+    nat
+}
+
+#[test]
+fn a_translated_packet_offers_its_sessions_direction_not_its_route() {
+    use crate::nat44::packet::{Tuple, UDP};
+    use crate::nat44::table::Source;
+    let Some(fp) = fast_path() else { return };
+    let nat = nat();
+    let view = view();
+    let v = view.load();
+    let orig = Tuple {
+        proto: UDP,
+        src: 0x0a00_0007,
+        dst: 0x0a09_0001,
+        sport: 4000,
+        dport: 53,
+    };
+    let (index, xlat) = {
+        let nv = nat.view.load();
+        let mut t = nat.table(0, &nv).unwrap();
+        let stats = crate::nat44::Stats::default();
+        let out = (Source::Map(0xcb00_7101), None);
+        t.table.open(orig, out, (0, &stats)).unwrap()
+    };
+    // The frame as nat44-out leaves it: the next hop's header, the translated tuple.
+    let eth = header(NEIGHBOR_MAC.0, if_mac(1).0);
+    let mut frame = rewritten(eth, [10, 9, 0, 1]);
+    frame[23] = UDP;
+    frame[26..30].copy_from_slice(&xlat.src.to_be_bytes());
+    frame[34..36].copy_from_slice(&xlat.sport.to_be_bytes());
+    frame[36..38].copy_from_slice(&xlat.dport.to_be_bytes());
+    frame[16..18].copy_from_slice(&46u16.to_be_bytes());
+    let mut o = Offerer::new(fp.clone(), Some(nat.clone()));
+    let (rx, tx) = (port(0), port(1));
+    fn routed<'a>(view: &'a crate::router::adjacency::L3View, frame: &'a [u8]) -> Routed<'a> {
+        Routed {
+            view,
+            adj: ADJ_COMPLETE,
+            frame,
+        }
+    }
+    o.nat((&rx, &tx), routed(&v, &frame), (0, index), 5);
+    let c = taken(&fp);
+    assert_eq!(c.len(), 1);
+    assert_eq!(c[0].key, Key::nat4(100, &orig), "the tuple as received");
+    let n = c[0].value.nat.expect("a translation");
+    assert_eq!(n.to, xlat);
+    assert_eq!(n.ip_sum, super::nat::rewrite_of(&orig, &xlat).ip_sum);
+    assert_eq!(c[0].value.route.unwrap().dst_mac, NEIGHBOR_MAC.0);
+    let s = c[0].nat.expect("its session");
+    assert_eq!((s.worker, s.index, s.tuple), (0, index, orig));
+    // Once an epoch; a frame that is not the session's translation is not offered.
+    o.nat((&rx, &tx), routed(&v, &frame), (0, index), 5);
+    assert!(taken(&fp).is_empty());
+    frame[35] ^= 1;
+    o.nat((&rx, &tx), routed(&v, &frame), (0, index), 6);
+    assert!(taken(&fp).is_empty());
+    // The session now withdraws its entries when it ends.
+    let nv = nat.view.load();
+    let mut t = nat.table(0, &nv).unwrap();
+    t.table.clear(&crate::nat44::Stats::default());
+    assert_eq!(t.table.take_withdrawn(), vec![orig, xlat.reversed()]);
 }

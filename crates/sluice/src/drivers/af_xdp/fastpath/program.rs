@@ -7,19 +7,23 @@
 //! ```text
 //! if (data + 60 > data_end || ethertype is 802.1Q or 802.1ad)
 //!                                { count(GRAPH); goto socket; }  // padding, tags: the graph's
-//! if (ethertype is IPv4 && (v = lpm_lookup(routes, {ingress, ip->daddr}))) {
+//! if (ethertype is IPv4 && ((v = lpm_lookup(routes, {ingress, ip->daddr})) && (routed = 1)
+//!         || (ihl 5, TCP or UDP && (v = lookup(nat, {ingress, addresses, ports, proto}))
+//!             && (routed = 2)))) {
 //!     if (options, fragment, ttl <= 1, martian or refused source, 0/8 127/8 224/3
 //!         destination, padding, bad checksum)
 //!                                { count(GRAPH); goto socket; }
-//!     routed = 1;
 //! } else if (!(v = lookup(flows, {ingress, KIND_XCONNECT})))
 //!                                { count(MISS_NO_ENTRY); goto socket; }
 //! if (v->epoch != epoch[0])      { count(MISS_STALE); goto socket; }
 //! if (routed && (dst MAC != v->in_mac || len > v->max_len))
 //!                                { count(GRAPH); goto socket; }
+//! if (routed == 2 && TCP with SYN, FIN or RST)
+//!                                { count(GRAPH); goto socket; }
 //! if (redirect_map(devmap, v->out_slot, 0) != XDP_REDIRECT)
 //!                                { count(MISS_NO_EGRESS); goto socket; }
 //! if (routed) { Ethernet header = v's; ttl -= 1; checksum updated; }
+//! if (routed == 2) { addresses, ports = v's; checksums += v's sums; }
 //! ifstats[v->in_stat].rx += 1, len;  ifstats[v->out_stat].tx += 1, len;
 //! v->hits += 1;   count(HIT);   return XDP_REDIRECT;
 //! socket: return redirect_map(xsks, ctx->rx_queue_index, XDP_PASS);
@@ -53,8 +57,8 @@ pub const REASONS: [(Reason, &str); 5] = [
     (Reason::NoEgress, "egress not in the devmap (to the socket)"),
     (
         Reason::Graph,
-        "for the graph: shorter than 60 bytes, VLAN-tagged, or an IPv4 header or source it \
-         checks (to the socket)",
+        "for the graph: shorter than 60 bytes, VLAN-tagged, an IPv4 header or source it \
+         checks, or a NAT session's TCP SYN, FIN or RST (to the socket)",
     ),
 ];
 
@@ -145,6 +149,7 @@ pub fn fast_path_program(m: &Maps, xsks: i32) -> Result<Vec<Insn>, String> {
         .jmp(Cond::Ne, R1, R2, "stale");
     a.jmp_imm(Cond::Eq, R9, 0, "redirect");
     route_checks(&mut a);
+    nat_checks(&mut a);
     a.label("redirect");
     // Redirect first: only a frame that will leave is counted as forwarded.
     a.ld_map(R1, m.devmap.raw_fd())
@@ -154,6 +159,8 @@ pub fn fast_path_program(m: &Maps, xsks: i32) -> Result<Vec<Insn>, String> {
         .jmp_imm(Cond::Ne, R0, XDP_REDIRECT, "no_egress");
     a.jmp_imm(Cond::Eq, R9, 0, "count");
     route_rewrite(&mut a);
+    a.jmp_imm(Cond::Ne, R9, 2, "count");
+    nat_rewrite(&mut a);
     a.label("count");
     a.ldx(Size::W, R8, R6, 4) // data_end
         .ldx(Size::W, R1, R6, 0) // data
@@ -168,6 +175,7 @@ pub fn fast_path_program(m: &Maps, xsks: i32) -> Result<Vec<Insn>, String> {
     count(&mut a, m, Reason::Hit, "hit_counted");
     a.mov_imm(R0, XDP_REDIRECT).exit();
 
+    nat_lookup(&mut a, m);
     route_checks_header(&mut a, m);
     a.label("no_egress");
     count(&mut a, m, Reason::NoEgress, "no_egress_counted");
@@ -199,8 +207,8 @@ fn packet(a: &mut Asm, n: i32, miss: &'static str) {
 }
 
 /// An IPv4 frame looked up by its ingress and destination in the `routes` trie (longest
-/// prefix): no entry goes on to the cross-connect lookup, an entry to the header checks
-/// (`route_checks_header`) with r7 = the value.
+/// prefix): no entry goes on to the NAT lookup, an entry to the header checks
+/// (`route_checks_header`) with r7 = the value, r9 = 1.
 fn route_lookup(a: &mut Asm, m: &Maps) {
     packet(a, MIN_FRAME, "xconnect");
     a.st_imm(Size::W, FP, KEY_AT, 64) // all 64 bits (the ingress, the destination) to match
@@ -212,12 +220,44 @@ fn route_lookup(a: &mut Asm, m: &Maps) {
         .mov(R2, FP)
         .alu_imm(Alu::Add, R2, KEY_AT as i32)
         .call(HELPER_MAP_LOOKUP)
-        .jmp_imm(Cond::Eq, R0, 0, "xconnect")
+        .jmp_imm(Cond::Eq, R0, 0, "nat_lookup")
         .mov(R7, R0)
+        .mov_imm(R9, 1)
         .ja("route_header");
 }
 
-/// A routed frame whose header ip4-input would pass as it is goes on to "entry" with r9 = 1;
+/// An IPv4 TCP or UDP frame (no options: the ports at a fixed place) looked up by its
+/// ingress and tuple in the `nat` map: no entry goes on to the cross-connect lookup, an
+/// entry to the header checks with r7 = the value, r9 = 2.
+fn nat_lookup(a: &mut Asm, m: &Maps) {
+    a.label("nat_lookup");
+    packet(a, MIN_FRAME, "xconnect");
+    a.ldx(Size::B, R1, R2, 14)
+        .jmp_imm(Cond::Ne, R1, 0x45, "xconnect")
+        .ldx(Size::B, R4, R2, 23)
+        .jmp_imm(Cond::Eq, R4, 6, "nat_key")
+        .jmp_imm(Cond::Ne, R4, 17, "xconnect")
+        .label("nat_key")
+        .st_imm(Size::W, FP, KEY_AT + 16, 0)
+        .stx(Size::B, FP, KEY_AT + 16, R4)
+        .ldx(Size::W, R1, R6, 12) // ctx->ingress_ifindex
+        .stx(Size::W, FP, KEY_AT, R1);
+    // Source, destination, then both ports: as the frame holds them.
+    for (at, off) in [(4, 26), (8, 30), (12, 34)] {
+        a.ldx(Size::W, R1, R2, off)
+            .stx(Size::W, FP, KEY_AT + at, R1);
+    }
+    a.ld_map(R1, m.nat.raw_fd())
+        .mov(R2, FP)
+        .alu_imm(Alu::Add, R2, KEY_AT as i32)
+        .call(HELPER_MAP_LOOKUP)
+        .jmp_imm(Cond::Eq, R0, 0, "xconnect")
+        .mov(R7, R0)
+        .mov_imm(R9, 2)
+        .ja("route_header");
+}
+
+/// A routed frame whose header ip4-input would pass as it is goes on to "entry";
 /// what the graph treats apart goes to it: options, fragments, TTL 1 or 0, a martian source
 /// or one the router refuses (`Maps::refused`), a destination no route carries alike, a bad
 /// checksum, padding or a short frame (the total length not the frame's).
@@ -270,7 +310,6 @@ fn route_checks_header(a: &mut Asm, m: &Maps) {
         .alu_imm(Alu::Add, R2, INDEX_AT as i32)
         .call(HELPER_MAP_LOOKUP)
         .jmp_imm(Cond::Ne, R0, 0, "graph")
-        .mov_imm(R9, 1)
         .ja("entry");
 }
 
@@ -288,6 +327,51 @@ fn route_checks(a: &mut Asm) {
         .alu(Alu::Sub, R4, R2)
         .ldx(Size::H, R1, R7, v::MAX_LEN)
         .jmp(Cond::Gt, R4, R1, "graph");
+}
+
+/// A NAT entry's frame (r9 = 2) that would move its session's state goes to the graph: TCP
+/// with SYN, FIN or RST.
+fn nat_checks(a: &mut Asm) {
+    a.jmp_imm(Cond::Ne, R9, 2, "redirect");
+    packet(a, MIN_FRAME, "graph");
+    a.ldx(Size::B, R1, R2, 23)
+        .jmp_imm(Cond::Ne, R1, 6, "redirect")
+        .ldx(Size::B, R1, R2, 14 + 20 + 13)
+        .alu_imm(Alu::And, R1, 0x07)
+        .jmp_imm(Cond::Ne, R1, 0, "graph");
+}
+
+/// `checksum at off = ~(~checksum + sum at value's sum_at)`, folded (RFC 1624, eqn. 3).
+fn add_to_checksum(a: &mut Asm, off: i16, sum_at: i16) {
+    a.ldx(Size::H, R1, R2, off)
+        .alu_imm(Alu::Xor, R1, 0xffff)
+        .ldx(Size::H, R4, R7, sum_at)
+        .alu(Alu::Add, R1, R4);
+    for _ in 0..2 {
+        a.mov(R4, R1)
+            .alu_imm(Alu::Rsh, R4, 16)
+            .alu_imm(Alu::And, R1, 0xffff)
+            .alu(Alu::Add, R1, R4);
+    }
+    a.alu_imm(Alu::Xor, R1, 0xffff).stx(Size::H, R2, off, R1);
+}
+
+/// What nat44-in or nat44-out does to a frame of the entry's session: its addresses and
+/// ports, and the checksums updated by the entry's sums (a UDP checksum of 0, none sent,
+/// stays 0).
+fn nat_rewrite(a: &mut Asm) {
+    packet(a, MIN_FRAME, "no_egress");
+    for (at, off) in [(v::NAT_SRC, 26), (v::NAT_DST, 30), (v::NAT_PORTS, 34)] {
+        a.ldx(Size::W, R1, R7, at).stx(Size::W, R2, off, R1);
+    }
+    add_to_checksum(a, 24, v::NAT_IP_SUM);
+    a.ldx(Size::B, R5, R2, 23)
+        .jmp_imm(Cond::Eq, R5, 17, "nat_udp");
+    add_to_checksum(a, 14 + 20 + 16, v::NAT_L4_SUM);
+    a.ja("count").label("nat_udp");
+    a.ldx(Size::H, R1, R2, 14 + 20 + 6)
+        .jmp_imm(Cond::Eq, R1, 0, "count");
+    add_to_checksum(a, 14 + 20 + 6, v::NAT_L4_SUM);
 }
 
 /// What ip4-rewrite does: the next hop's Ethernet header, the TTL one less and the header

@@ -5,10 +5,10 @@ use super::maps::{Key, Maps, RouteRewrite, Value};
 use super::program::{fast_path_program, Reason, XDP_PASS, XDP_REDIRECT};
 use crate::sys::bpf::{load_xdp_program, map_create, prog_test_run_action, MapKind, TestRun};
 
-const LO: u32 = 1;
+pub(super) const LO: u32 = 1;
 
 /// The program over fresh maps, or None where BPF is not allowed (not root) outside CI.
-fn setup() -> Option<(Maps, crate::sys::bpf::BpfMap, crate::sys::bpf::BpfFd)> {
+pub(super) fn setup() -> Option<(Maps, crate::sys::bpf::BpfMap, crate::sys::bpf::BpfFd)> {
     let maps = match Maps::create(64) {
         Ok(m) => m,
         Err(e) if std::env::var_os("CI").is_none() && e.contains("CAP_BPF") => return None,
@@ -48,6 +48,7 @@ fn each_action_and_miss_reason() {
         out_stat: 2,
         hits: 0,
         route: None,
+        nat: None,
     };
     // An entry whose egress is not in the devmap.
     maps.insert(&key, &value).unwrap();
@@ -108,7 +109,7 @@ fn routed_to(mac: [u8; 6], ttl: u8, dst: [u8; 4]) -> Vec<u8> {
     f
 }
 
-fn run_out(prog: &crate::sys::bpf::BpfFd, frame: &[u8]) -> (u32, Vec<u8>) {
+pub(super) fn run_out(prog: &crate::sys::bpf::BpfFd, frame: &[u8]) -> (u32, Vec<u8>) {
     let mut ctx = [0u8; 24];
     ctx[4..8].copy_from_slice(&(frame.len() as u32).to_ne_bytes());
     ctx[12..16].copy_from_slice(&LO.to_ne_bytes());
@@ -150,6 +151,7 @@ fn a_routed_frame_is_rewritten_as_ip4_rewrite_does_and_the_graphs_cases_stay_its
         out_stat: 5,
         hits: 0,
         route: Some(route),
+        nat: None,
     };
     maps.insert(&Key::route4(LO, [198, 19, 0, 1]), &value)
         .unwrap();
@@ -260,6 +262,7 @@ fn a_route_entry_covers_its_prefix_and_the_longest_entry_wins() {
             in_mac: ours,
             use_slot: 0,
         }),
+        nat: None,
     };
     // 198.19/16 by one next hop, 198.19.7.7 by another; the host bits of a prefix go.
     maps.insert(&Key::route4_prefix(LO, [198, 19, 3, 3], 16), &value(0x22))
