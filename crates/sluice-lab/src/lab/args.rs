@@ -46,7 +46,8 @@ pub struct RunArgs {
     /// (AF_XDP with the XDP fast path on; --io af_xdp), linux-bridge, linux-router, linux-nat
     /// (linux-router masquerading what leaves by d1; implies --reply), sluice-router (sluice routing, resolving its next hops by ARP), sluice-router-xdp
     /// (sluice-router with the XDP fast path on; --io af_xdp), sluice-nat
-    /// (sluice-router with NAT44 out of d1; implies --reply),
+    /// (sluice-router with NAT44 out of d1; implies --reply), sluice-nat-xdp (sluice-nat with
+    /// the XDP fast path on; --io af_xdp),
     /// sluice-bridge (a learning bridge domain, as linux-bridge is), sluice-dpdk (sluice's
     /// dpdk driver: DPDK's net_af_packet on the veths, or net_null with --io dpdk-null), testpmd,
     /// vpp (l2 xconnect), vpp-router (when vpp and vppctl are on the PATH), or a comma list

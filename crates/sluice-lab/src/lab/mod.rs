@@ -94,7 +94,10 @@ pub fn run_mtu(kind: DutKind, io: Io, size: &str) -> u32 {
     let fits_1500 =
         crate::gen::frame::parse_sizes(size).is_ok_and(|s| s.iter().all(|&f| f <= 1500 + 18));
     match kind {
-        DutKind::SluiceAfXdp | DutKind::SluiceXdp | DutKind::SluiceRouterXdp => port_mtu(Io::AfXdp),
+        DutKind::SluiceAfXdp
+        | DutKind::SluiceXdp
+        | DutKind::SluiceRouterXdp
+        | DutKind::SluiceNatXdp => port_mtu(Io::AfXdp),
         DutKind::Sluice | DutKind::SluiceRouter | DutKind::SluiceBridge | DutKind::SluiceNat
             if io == Io::AfPacket && fits_1500 =>
         {

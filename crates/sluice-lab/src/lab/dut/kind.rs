@@ -119,6 +119,7 @@ dut_kinds! {
     SluiceRouter => sluice::ROUTER_DUT,
     SluiceRouterXdp => sluice_xdp::ROUTER_FAST_PATH_DUT,
     SluiceNat => sluice_nat::NAT_DUT,
+    SluiceNatXdp => sluice_nat::NAT_FAST_PATH_DUT,
     Testpmd => testpmd::IO_FORWARD_DUT,
     Vpp => vpp::XCONNECT_DUT,
     VppRouter => vpp::ROUTER_DUT,
@@ -157,7 +158,10 @@ impl DutKind {
     /// Whether the DUT forwards in XDP (sluice's fast path): its frames reach the tester's
     /// ports only in NAPI mode (`netns::tester_napi`).
     pub fn fast_path(self) -> bool {
-        matches!(self, DutKind::SluiceXdp | DutKind::SluiceRouterXdp)
+        matches!(
+            self,
+            DutKind::SluiceXdp | DutKind::SluiceRouterXdp | DutKind::SluiceNatXdp
+        )
     }
 
     /// Whether the DUT is a learning bridge.
@@ -211,7 +215,7 @@ mod tests {
             DutKind::parse("vpp9"),
             Err(
                 "unknown DUT 'vpp9' (known: sluice, sluice-af_xdp, sluice-af_packet, \
-                 sluice-xdp, sluice-bridge, sluice-dpdk, linux-bridge, linux-router, linux-nat, sluice-router, sluice-router-xdp, sluice-nat, \
+                 sluice-xdp, sluice-bridge, sluice-dpdk, linux-bridge, linux-router, linux-nat, sluice-router, sluice-router-xdp, sluice-nat, sluice-nat-xdp, \
                  testpmd, vpp, vpp-router)"
                     .into()
             )
@@ -254,6 +258,7 @@ mod tests {
                 "sluice-router yy-- y--yy-",
                 "sluice-router-xdp -y-- y-----",
                 "sluice-nat yy-- y----y",
+                "sluice-nat-xdp -y-- y----y",
                 "testpmd yyyy ------",
                 "vpp yyy- ------",
                 "vpp-router yy-- y-----",

@@ -1,8 +1,11 @@
 //! `sluice-nat`: sluice-router (addresses, routes, its own ARP) with NAT44 between d0
 //! (inside) and d1 (outside), translating to the lab's pool (`plan::NAT_POOL`) as
-//! `linux-nat` does. Its row's sessions are `show nat44 summary`'s.
+//! `linux-nat` does. Its row's sessions are `show nat44 summary`'s. `sluice-nat-xdp` is the
+//! same on AF_XDP ports with the XDP fast path on: sessions the graph has translated are
+//! translated by sluice's XDP program.
 
 use super::sluice::{start_router, Sluice};
+use super::sluice_xdp::FAST_PATH;
 use super::{Dut, DutSpec};
 use crate::gen::frame::Family;
 use crate::gen::port::Io;
@@ -13,7 +16,18 @@ pub const NAT_DUT: DutSpec = DutSpec {
     routes: true,
     translates: true,
     ..DutSpec::new("sluice-nat", |s| {
-        Ok(Box::new(start_nat(s.dut_cpu, s.io, s.family)?))
+        Ok(Box::new(start_nat(s.dut_cpu, (s.io, None), s.family)?))
+    })
+};
+
+/// `sluice-nat-xdp`: sluice-nat with the XDP fast path on (AF_XDP ports, as sluice-xdp).
+pub const NAT_FAST_PATH_DUT: DutSpec = DutSpec {
+    routes: true,
+    translates: true,
+    io: &[Io::AfXdp],
+    ..DutSpec::new("sluice-nat-xdp", |s| {
+        let io = (Io::AfXdp, Some(FAST_PATH));
+        Ok(Box::new(start_nat(s.dut_cpu, io, s.family)?))
     })
 };
 
@@ -23,11 +37,15 @@ pub struct SluiceNat {
 }
 
 /// sluice-router, then the pool, d0 inside and d1 outside.
-pub fn start_nat(dut_cpu: usize, io: Io, family: Family) -> Result<SluiceNat, String> {
+pub fn start_nat(
+    dut_cpu: usize,
+    io: (Io, Option<&'static str>),
+    family: Family,
+) -> Result<SluiceNat, String> {
     if family != Family::Ipv4 {
         return Err("sluice-nat translates IPv4 (NAT44): no --family ipv6".into());
     }
-    let router = start_router(dut_cpu, (io, None), None, (None, None, false))?;
+    let router = start_router(dut_cpu, io, None, (None, None, false))?;
     let pool = format!("nat44 add address {}", crate::lab::plan::NAT_POOL);
     for line in [
         &pool,

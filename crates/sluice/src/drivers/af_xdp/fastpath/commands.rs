@@ -1,7 +1,7 @@
 //! `show xdp flows`: the flows the XDP fast path forwards, its counters by reason and by
 //! interface, and what its installer did.
 
-use super::maps::{KIND_ROUTE4, KIND_XCONNECT};
+use super::maps::{KIND_NAT4, KIND_ROUTE4, KIND_XCONNECT};
 use super::program::REASONS;
 use super::{active, IDLE, INSTALLS_PER_SEC, MAX_FLOWS};
 use crate::control::cli::{Command, Effect, Output};
@@ -54,6 +54,7 @@ fn show_flows(c: &Control) -> Output {
         let kind = match k.kind {
             KIND_XCONNECT => "xconnect",
             KIND_ROUTE4 => "route4",
+            KIND_NAT4 => "nat4",
             _ => "?",
         };
         let idle = fp.idle_seconds(k).unwrap_or(0.0);
@@ -63,7 +64,18 @@ fn show_flows(c: &Control) -> Output {
             "current": v.epoch == epoch, "idle_seconds": idle,
         });
         let mut route = String::new();
-        if let Some(r) = &v.route {
+        if let (Some(r), Some(n)) = (&v.route, &v.nat) {
+            let (from, mac) = (k.nat_tuple(), MacAddress(r.dst_mac).to_string());
+            let to = crate::nat44::packet::Tuple {
+                proto: from.proto,
+                ..n.to
+            };
+            route = format!("  {from} => {to} -> {mac}");
+            flow["session"] = json!(from.to_string());
+            flow["translated"] = json!(to.to_string());
+            flow["next_hop_mac"] = json!(mac);
+            flow["max_frame"] = json!(r.max_len);
+        } else if let Some(r) = &v.route {
             let dst = std::net::Ipv4Addr::from([k.addr[0], k.addr[1], k.addr[2], k.addr[3]]);
             let mac = MacAddress(r.dst_mac).to_string();
             route = format!("  {dst} -> {mac}, frames up to {} B", r.max_len);
@@ -120,6 +132,7 @@ fn show_flows(c: &Control) -> Output {
         "swept_backoff": s.swept_backoff.load(Ordering::Relaxed),
         "swept_stale": s.swept_stale.load(Ordering::Relaxed),
         "swept_idle": s.swept_idle.load(Ordering::Relaxed),
+        "nat_withdrawn": s.nat_withdrawn.load(Ordering::Relaxed),
     });
     let _ = writeln!(t, "installer: {installer}");
     Output::Shown(
