@@ -15,26 +15,14 @@ use std::time::{Duration, Instant};
 /// One namespace test at a time: two daemons and generators at once would starve 2 cores.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-struct Lab {
-    tester: Netns,
-    dut: Netns,
-    dir: PathBuf,
-}
-
 fn lab(tag: &str) -> Lab {
-    let tester = Netns::new(&format!("xt{tag}"));
-    let dut = Netns::new(&format!("xd{tag}"));
+    let (t, d, dir) = (format!("xt{tag}"), format!("xd{tag}"), format!("xdp{tag}"));
     // Native XDP on a veth needs the peer's MTU within a page.
-    veth(&tester, "t0", &dut, "d0", 1500);
-    veth(&tester, "t1", &dut, "d1", 1500);
-    dut.sysctl("net.ipv4.ip_forward", "0");
+    let l = Lab::new(&t, &d, 2, 1500, &dir);
+    l.dut.sysctl("net.ipv4.ip_forward", "0");
     // sluice sets the MTU itself; start elsewhere to check it restores this one.
-    dut.ip(&["link", "set", "d0", "mtu", "1400"]);
-    Lab {
-        tester,
-        dut,
-        dir: tmpdir(&format!("xdp{tag}")),
-    }
+    l.dut.ip(&["link", "set", "d0", "mtu", "1400"]);
+    l
 }
 
 fn config(dir: &Path, xdp_mode: &str) -> (PathBuf, PathBuf) {

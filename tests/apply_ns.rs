@@ -67,12 +67,8 @@ fn apply_changes_a_route_an_acl_rule_and_a_bridge_member_while_a_flow_loses_noth
     if !needs_root() {
         return;
     }
-    let tester = Netns::new("apt");
-    let dut = Netns::new("apd");
-    veth(&tester, "t0", &dut, "d0", 1500);
-    veth(&tester, "t1", &dut, "d1", 1500);
+    let Lab { tester, dut, dir } = Lab::new("apt", "apd", 2, 1500, "apply-ns");
     dut.sysctl("net.ipv4.ip_forward", "0");
-    let dir = tmpdir("apply-ns");
     let cfg = config(&dir);
     let socket = dir.join("cli.sock");
     let _daemon = Daemon::start(&dut, &cfg, &socket);

@@ -26,23 +26,13 @@ const FLOODED: &str = "t1:1 t2:1 t3:1";
 
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-struct Lab {
-    tester: Netns,
-    dut: Netns,
-    dir: PathBuf,
-}
-
 fn lab(tag: &str) -> Lab {
-    let tester = Netns::new(&format!("dt{tag}"));
-    let dut = Netns::new(&format!("dd{tag}"));
-    for k in 0..4 {
-        veth(&tester, &format!("t{k}"), &dut, &format!("d{k}"), 1500);
-    }
-    Lab {
-        tester,
-        dut,
-        dir: tmpdir(&format!("b8021d{tag}")),
-    }
+    let (t, d, dir) = (
+        format!("dt{tag}"),
+        format!("dd{tag}"),
+        format!("b8021d{tag}"),
+    );
+    Lab::new(&t, &d, 4, 1500, &dir)
 }
 
 fn group(n: u8) -> String {

@@ -23,23 +23,13 @@ const BROADCAST: &str = "ff:ff:ff:ff:ff:ff";
 
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-struct Lab {
-    tester: Netns,
-    dut: Netns,
-    dir: PathBuf,
-}
-
 fn lab(tag: &str) -> Lab {
-    let tester = Netns::new(&format!("bt{tag}"));
-    let dut = Netns::new(&format!("bd{tag}"));
-    for k in 0..4 {
-        veth(&tester, &format!("t{k}"), &dut, &format!("d{k}"), 1500);
-    }
-    Lab {
-        tester,
-        dut,
-        dir: tmpdir(&format!("bridge{tag}")),
-    }
+    let (t, d, dir) = (
+        format!("bt{tag}"),
+        format!("bd{tag}"),
+        format!("bridge{tag}"),
+    );
+    Lab::new(&t, &d, 4, 1500, &dir)
 }
 
 fn send(port: &str, src: &str, dst: &str) -> Value {

@@ -136,6 +136,31 @@ pub fn veth(na: &Netns, a: &str, nb: &Netns, b: &str, mtu: u32) {
     }
 }
 
+/// The two-namespace lab: a tester namespace with ports t0, t1, ... and a DUT namespace with
+/// d0, d1, ... (veth pairs tK-dK), and a directory for the DUT's files.
+pub struct Lab {
+    pub tester: Netns,
+    pub dut: Netns,
+    pub dir: PathBuf,
+}
+
+impl Lab {
+    /// Namespaces tagged `tester` and `dut` (see `Netns::new`) joined by `ports` veth pairs
+    /// of `mtu`, and `tmpdir(dir)`.
+    pub fn new(tester: &str, dut: &str, ports: usize, mtu: u32, dir: &str) -> Lab {
+        let tester = Netns::new(tester);
+        let dut = Netns::new(dut);
+        for k in 0..ports {
+            veth(&tester, &format!("t{k}"), &dut, &format!("d{k}"), mtu);
+        }
+        Lab {
+            tester,
+            dut,
+            dir: tmpdir(dir),
+        }
+    }
+}
+
 /// A process stopped with SIGINT (then SIGKILL after 5 s) when dropped.
 pub struct Daemon {
     pub child: Child,
