@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{ctl, ctl_json, shown_state, Daemon, BIN};
+use common::{ctl, ctl_json, edit, saved, shown_state, Daemon, BIN};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -200,12 +200,6 @@ fn snapshot(sock: &Path) -> Vec<(String, Value)> {
     shown_state(sock, SHOWN, VOLATILE)
 }
 
-/// `ctl save` without its first line (it has the date).
-fn saved(sock: &Path) -> String {
-    let t = ctl(sock, "save").unwrap();
-    t.split_once('\n').unwrap().1.to_string()
-}
-
 fn save_to(sock: &Path, file: &Path) -> String {
     ctl(sock, &format!("save {}", file.display())).unwrap();
     std::fs::read_to_string(file).unwrap()
@@ -240,12 +234,6 @@ fn a_saved_file_applies_as_no_change_on_every_section() {
     assert_eq!(out, "no change\n");
     assert_eq!(snapshot(&sock), before);
     std::fs::remove_dir_all(&dir).ok();
-}
-
-/// `text` with `from` replaced by `to` (which must be there).
-fn edit(text: &str, from: &str, to: &str) -> String {
-    assert!(text.contains(from), "{from} in {text}");
-    text.replacen(from, to, 1)
 }
 
 #[test]

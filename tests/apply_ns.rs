@@ -57,11 +57,6 @@ fn sluice_counter(socket: &Path, itf: &str, key: &str) -> u64 {
     v[key].as_u64().unwrap_or_else(|| panic!("{key} in {v}"))
 }
 
-fn edit(text: &str, from: &str, to: &str) -> String {
-    assert!(text.contains(from), "{from} in {text}");
-    text.replacen(from, to, 1)
-}
-
 #[test]
 fn apply_changes_a_route_an_acl_rule_and_a_bridge_member_while_a_flow_loses_nothing() {
     if !needs_root() {

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{ctl, ctl_json, tmpdir, Daemon};
+use common::{ctl, ctl_json, edit, saved, tmpdir, Daemon};
 use std::path::{Path, PathBuf};
 
 /// Four pcap interfaces (p0 reads a capture of one frame: it has a receive queue), two
@@ -41,12 +41,6 @@ fn config(dir: &Path) -> PathBuf {
     cfg
 }
 
-/// `ctl save` without its first line (it has the date).
-fn saved(sock: &Path) -> String {
-    let t = ctl(sock, "save").unwrap();
-    t.split_once('\n').unwrap().1.to_string()
-}
-
 /// The daemon, changed by `lines`, and its state saved to start-saved.toml.
 fn started(tag: &str, lines: &[&str]) -> (PathBuf, Daemon, PathBuf, String) {
     let dir = tmpdir(&format!("apply-{tag}"));
@@ -60,12 +54,6 @@ fn started(tag: &str, lines: &[&str]) -> (PathBuf, Daemon, PathBuf, String) {
     ctl(&sock, &format!("save {}", file.display())).unwrap();
     let text = std::fs::read_to_string(&file).unwrap();
     (dir, d, file, text)
-}
-
-/// `text` with `from` replaced by `to` (which must be there).
-fn edit(text: &str, from: &str, to: &str) -> String {
-    assert!(text.contains(from), "{from} in {text}");
-    text.replacen(from, to, 1)
 }
 
 /// Apply `changed`: the entries `diff` names are `entries`, the apply runs, and the file is

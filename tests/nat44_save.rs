@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{ctl, ctl_json, Daemon};
+use common::{ctl, ctl_json, save_body, Daemon};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -94,11 +94,6 @@ fn summary(sock: &Path) -> Value {
     v
 }
 
-/// The file without its first line (it has the date).
-fn body(text: &str) -> &str {
-    text.split_once('\n').map_or("", |(_, rest)| rest)
-}
-
 #[test]
 fn saved_nat_starts_the_same_nat() {
     let dir = tmpdir("rt");
@@ -147,7 +142,10 @@ fn saved_nat_starts_the_same_nat() {
     assert_eq!(summary(&sock), first, "before and after the restart");
     let again = dir.join("again.toml");
     ctl(&sock, &format!("save {}", again.display())).unwrap();
-    assert_eq!(body(&std::fs::read_to_string(&again).unwrap()), body(&text));
+    assert_eq!(
+        save_body(&std::fs::read_to_string(&again).unwrap()),
+        save_body(&text)
+    );
     drop(_d);
     std::fs::remove_dir_all(&dir).ok();
 }

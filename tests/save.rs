@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{ctl, shown_state, Daemon, BIN};
+use common::{ctl, save_body, shown_state, Daemon, BIN};
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -182,11 +182,6 @@ fn snapshot(sock: &Path) -> Vec<(String, Value)> {
     shown_state(sock, SHOWN, VOLATILE)
 }
 
-/// The file without its first line (it has the date).
-fn body(text: &str) -> &str {
-    text.split_once('\n').map_or("", |(_, rest)| rest)
-}
-
 #[test]
 fn saved_configuration_starts_the_same_dataplane() {
     let dir = tmpdir("rt");
@@ -254,7 +249,7 @@ fn saved_configuration_starts_the_same_dataplane() {
     }
 
     let text = std::fs::read_to_string(&saved).unwrap();
-    assert_eq!(body(&printed), body(&text));
+    assert_eq!(save_body(&printed), save_body(&text));
     let mode = std::fs::metadata(&saved).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
     assert!(
@@ -312,7 +307,10 @@ fn saved_configuration_starts_the_same_dataplane() {
     // Saving the saved configuration gives the same file.
     let again = dir.join("again.toml");
     ctl(&sock, &format!("save {}", again.display())).unwrap();
-    assert_eq!(body(&std::fs::read_to_string(&again).unwrap()), body(&text));
+    assert_eq!(
+        save_body(&std::fs::read_to_string(&again).unwrap()),
+        save_body(&text)
+    );
     drop(d);
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -285,6 +285,24 @@ pub fn ctl_json(socket: &Path, line: &str) -> serde_json::Value {
     serde_json::from_str(&out).unwrap()
 }
 
+/// `text` with `from` replaced by `to` (which must be there): a config file edited.
+pub fn edit(text: &str, from: &str, to: &str) -> String {
+    assert!(text.contains(from), "{from} in {text}");
+    text.replacen(from, to, 1)
+}
+
+/// A saved file without its first line (it has the date).
+pub fn save_body(text: &str) -> &str {
+    text.split_once('\n')
+        .expect("a saved file starts with its date line")
+        .1
+}
+
+/// `ctl save` without its first line.
+pub fn saved(socket: &Path) -> String {
+    save_body(&ctl(socket, "save").unwrap()).to_string()
+}
+
 pub fn tmpdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("sluice-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
