@@ -5,26 +5,17 @@
 
 mod common;
 
-use common::{ctl, ctl_json, edit, saved, shown_state, Daemon, BIN};
+use common::{ctl, ctl_json, edit, saved, shown_state, tmpdir, Daemon, BIN};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sluice-apply-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 /// Four pcap interfaces (p0 replays a capture), a bridge domain, a route, an ACL on p0,
 /// the NAT on p1/p2, and [sessions].
 fn config(dir: &Path) -> PathBuf {
     let input = dir.join("in.pcap");
-    let mut w = sluice::drivers::pcap::file::Writer::create(&input).unwrap();
-    w.write(0, &[0x02; 64]).unwrap();
-    w.flush().unwrap();
+    common::frames::one_frame_pcap(&input);
     std::fs::write(dir.join("routes.txt"), "10.0.0.0/8 via 192.0.2.2 dev p0\n").unwrap();
     let cfg = dir.join("start.toml");
     std::fs::write(
@@ -207,7 +198,7 @@ fn save_to(sock: &Path, file: &Path) -> String {
 
 #[test]
 fn a_saved_file_applies_as_no_change_on_every_section() {
-    let dir = tmpdir("noop");
+    let dir = tmpdir("apply-noop");
     let cfg = config(&dir);
     let sock = dir.join("cli.sock");
     let _d = Daemon::start_here(&cfg, &sock);
@@ -238,7 +229,7 @@ fn a_saved_file_applies_as_no_change_on_every_section() {
 
 #[test]
 fn apply_changes_only_what_differs_and_rolls_back_a_failure() {
-    let dir = tmpdir("change");
+    let dir = tmpdir("apply-change");
     let cfg = config(&dir);
     // Traffic through a path the apply does not touch: p4 replays its capture forever into
     // the cross-connect to p5 (written to /dev/null).
@@ -442,7 +433,7 @@ fn hup(d: &Daemon) {
 
 #[test]
 fn sighup_applies_the_start_up_file_after_it_was_edited() {
-    let dir = tmpdir("hup");
+    let dir = tmpdir("apply-hup");
     let cfg = config(&dir);
     let sock = dir.join("cli.sock");
     let log = dir.join("stderr.log");

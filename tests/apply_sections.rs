@@ -13,9 +13,7 @@ use std::path::{Path, PathBuf};
 /// workers.
 fn config(dir: &Path) -> PathBuf {
     let input = dir.join("in.pcap");
-    let mut w = sluice::drivers::pcap::file::Writer::create(&input).unwrap();
-    w.write(0, &[0x02; 64]).unwrap();
-    w.flush().unwrap();
+    common::frames::one_frame_pcap(&input);
     let cfg = dir.join("start.toml");
     let mut text = format!(
         "[dataplane]\nworkers = 2\nhugepages = \"never\"\nbuffers = 2048\n\n\

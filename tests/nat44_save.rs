@@ -6,16 +6,9 @@
 
 mod common;
 
-use common::{ctl, ctl_json, save_body, Daemon};
+use common::{ctl, ctl_json, save_body, tmpdir, Daemon};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sluice-nat-save-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn config(dir: &Path) -> PathBuf {
     let cfg = dir.join("start.toml");
@@ -96,7 +89,7 @@ fn summary(sock: &Path) -> Value {
 
 #[test]
 fn saved_nat_starts_the_same_nat() {
-    let dir = tmpdir("rt");
+    let dir = tmpdir("nat-save-rt");
     let cfg = config(&dir);
     let sock = dir.join("cli.sock");
     let saved = dir.join("saved.toml");

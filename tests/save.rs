@@ -4,18 +4,11 @@
 
 mod common;
 
-use common::{ctl, save_body, shown_state, Daemon, BIN};
+use common::{ctl, save_body, shown_state, tmpdir, Daemon, BIN};
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sluice-save-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn sluice(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().unwrap()
@@ -29,9 +22,7 @@ fn start(cfg: &Path, sock: &Path) -> Daemon {
 /// write; a route file with two routes.
 fn config(dir: &Path) -> PathBuf {
     let input = dir.join("in.pcap");
-    let mut w = sluice::drivers::pcap::file::Writer::create(&input).unwrap();
-    w.write(0, &[0x02; 64]).unwrap();
-    w.flush().unwrap();
+    common::frames::one_frame_pcap(&input);
     std::fs::write(
         dir.join("routes.txt"),
         "10.0.0.0/8 via 192.0.2.2 dev p0\nblackhole 10.1.0.0/16\n",
@@ -184,7 +175,7 @@ fn snapshot(sock: &Path) -> Vec<(String, Value)> {
 
 #[test]
 fn saved_configuration_starts_the_same_dataplane() {
-    let dir = tmpdir("rt");
+    let dir = tmpdir("save-rt");
     let cfg = config(&dir);
     let sock = dir.join("cli.sock");
     let saved = dir.join("saved.toml");
@@ -317,7 +308,7 @@ fn saved_configuration_starts_the_same_dataplane() {
 
 #[test]
 fn unsaveable_state_is_an_error_that_says_what_to_change() {
-    let dir = tmpdir("bad");
+    let dir = tmpdir("save-bad");
     let cfg = config(&dir);
     let sock = dir.join("cli.sock");
     let _d = start(&cfg, &sock);

@@ -303,8 +303,10 @@ pub fn saved(socket: &Path) -> String {
     save_body(&ctl(socket, "save").unwrap()).to_string()
 }
 
+/// An empty directory `sluice-TAG-PID` (one left by an earlier run of the same pid goes).
 pub fn tmpdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("sluice-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
 }
