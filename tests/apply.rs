@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{ctl, ctl_json, edit, saved, shown_state, tmpdir, Daemon, BIN};
+use common::{ctl, ctl_json, diff_entries, edit, saved, shown_state, tmpdir, Daemon, BIN};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -325,13 +325,7 @@ fn apply_changes_only_what_differs_and_rolls_back_a_failure() {
     assert_eq!(saved(&sock), body, "after the failed apply");
 
     let before = snapshot(&sock);
-    let d = ctl_json(&sock, &format!("diff {}", file.display()));
-    let entries: Vec<&str> = d["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["entry"].as_str().unwrap())
-        .collect();
+    let (entries, d) = diff_entries(&sock, &file);
     assert_eq!(
         entries,
         [

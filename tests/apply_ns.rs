@@ -80,13 +80,7 @@ fn apply_changes_a_route_an_acl_rule_and_a_bridge_member_while_a_flow_loses_noth
     let changed = edit(&changed, "members = [\"p1\"]", "members = [\"p1\", \"p2\"]");
     let file = dir.join("changed.toml");
     std::fs::write(&file, &changed).unwrap();
-    let d = ctl_json(&socket, &format!("diff {}", file.display()));
-    let entries: Vec<&str> = d["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["entry"].as_str().unwrap())
-        .collect();
+    let (entries, d) = diff_entries(&socket, &file);
     assert_eq!(
         entries,
         [

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{ctl, ctl_json, edit, saved, tmpdir, Daemon};
+use common::{ctl, ctl_json, diff_entries, edit, saved, tmpdir, Daemon};
 use std::path::{Path, PathBuf};
 
 /// Four pcap interfaces (p0 reads a capture of one frame: it has a receive queue), two
@@ -59,13 +59,7 @@ fn started(tag: &str, lines: &[&str]) -> (PathBuf, Daemon, PathBuf, String) {
 fn apply(sock: &Path, dir: &Path, changed: &str, entries: &[&str]) -> Vec<String> {
     let file = dir.join("changed.toml");
     std::fs::write(&file, changed).unwrap();
-    let d = ctl_json(sock, &format!("diff {}", file.display()));
-    let named: Vec<&str> = d["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["entry"].as_str().unwrap())
-        .collect();
+    let (named, d) = diff_entries(sock, &file);
     assert_eq!(named, entries, "{d}");
     let out = ctl_json(sock, &format!("apply {}", file.display()));
     assert_eq!(out["applied"], true, "{out}");

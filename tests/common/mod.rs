@@ -291,6 +291,18 @@ pub fn edit(text: &str, from: &str, to: &str) -> String {
     text.replacen(from, to, 1)
 }
 
+/// The entries `ctl diff FILE` names as changed, and its whole answer (for messages).
+pub fn diff_entries(socket: &Path, file: &Path) -> (Vec<String>, serde_json::Value) {
+    let d = ctl_json(socket, &format!("diff {}", file.display()));
+    let entries = d["changes"]
+        .as_array()
+        .expect("diff --json has changes")
+        .iter()
+        .map(|c| c["entry"].as_str().unwrap().to_string())
+        .collect();
+    (entries, d)
+}
+
 /// A saved file without its first line (it has the date).
 pub fn save_body(text: &str) -> &str {
     text.split_once('\n')
