@@ -2,6 +2,7 @@
 //! makes is removed when its guard drops, whether the test passed or not.
 #![allow(dead_code)]
 
+pub mod bridge;
 pub mod cases;
 pub mod frames;
 pub mod routed;
