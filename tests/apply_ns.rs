@@ -95,28 +95,24 @@ fn apply_changes_a_route_an_acl_rule_and_a_bridge_member_while_a_flow_loses_noth
         counter(&tester, "t0", "tx_packets"),
         counter(&tester, "t1", "rx_packets"),
     );
-    let gen = tester
-        .exec(
-            BIN,
-            &[
-                "gen",
-                "--tx",
-                "t0",
-                "--rx",
-                "t1",
-                "--size",
-                "64,512,1514",
-                "--count",
-                &COUNT.to_string(),
-                "--rate",
-                "5000",
-                "--json",
-                "--quiet",
-            ],
-        )
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let gen = gen_command(
+        &tester,
+        &[
+            "--tx",
+            "t0",
+            "--rx",
+            "t1",
+            "--size",
+            "64,512,1514",
+            "--count",
+            &COUNT.to_string(),
+            "--rate",
+            "5000",
+        ],
+    )
+    .stdout(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
     // Apply once the flow runs through sluice.
     let deadline = Instant::now() + Duration::from_secs(20);
     while sluice_counter(&socket, "d1", "tx_packets") == 0 {

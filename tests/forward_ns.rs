@@ -64,30 +64,23 @@ fn run_mixed_sizes(workers: usize, count: u64) {
         .as_u64()
         .unwrap();
 
-    let out = tester
-        .exec(
-            BIN,
-            &[
-                "gen",
-                "--tx",
-                "t0",
-                "--rx",
-                "t1",
-                "--size",
-                "64,128,256,512,1024,1514,9000",
-                "--flows",
-                "16",
-                "--count",
-                &count.to_string(),
-                "--rate",
-                "25000",
-                "--json",
-                "--quiet",
-            ],
-        )
-        .output()
-        .unwrap();
-    let gen = json_output(&out);
+    let gen = gen_json(
+        &tester,
+        &[
+            "--tx",
+            "t0",
+            "--rx",
+            "t1",
+            "--size",
+            "64,128,256,512,1024,1514,9000",
+            "--flows",
+            "16",
+            "--count",
+            &count.to_string(),
+            "--rate",
+            "25000",
+        ],
+    );
     assert_eq!(gen["tx_packets"], count, "{gen}");
     // sluice must forward every frame (checked on its counters below); the tester, on a
     // loaded machine, may miss some in its own receive ring, and counts them.

@@ -206,36 +206,32 @@ fn route_storm_while_traffic_flows_misroutes_nothing() {
     // storm runs in the middle of it.
     let d0_mac = mac_of(&dut, "d0");
     let t0_mac = mac_of(&tester, "t0");
-    let gen = tester
-        .exec(
-            BIN,
-            &[
-                "gen",
-                "--tx",
-                "t0",
-                "--rx",
-                "t1",
-                "--flows",
-                "var2",
-                "--routed",
-                "--src-mac",
-                &t0_mac,
-                "--dst-mac",
-                &d0_mac,
-                "--rate",
-                "20000",
-                "--warmup",
-                "1",
-                "--duration",
-                "6",
-                "--json",
-                "--quiet",
-            ],
-        )
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let gen = gen_command(
+        &tester,
+        &[
+            "--tx",
+            "t0",
+            "--rx",
+            "t1",
+            "--flows",
+            "var2",
+            "--routed",
+            "--src-mac",
+            &t0_mac,
+            "--dst-mac",
+            &d0_mac,
+            "--rate",
+            "20000",
+            "--warmup",
+            "1",
+            "--duration",
+            "6",
+        ],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
     std::thread::sleep(Duration::from_millis(2000));
     let (ok, bad, first_error, took) = storm(&socket, 10_000, Duration::from_secs(4));
     let out = gen.wait_with_output().unwrap();

@@ -324,14 +324,19 @@ pub fn tmpdir(tag: &str) -> PathBuf {
     d
 }
 
+/// `sluice gen ARGS --json --quiet` in `ns`, to run or to spawn beside the test.
+pub fn gen_command(ns: &Netns, args: &[&str]) -> Command {
+    let mut all = vec!["gen"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--json", "--quiet"]);
+    ns.exec(BIN, &all)
+}
+
 /// Run `sluice gen ARGS --json --quiet` in `ns`, require it to succeed and return its
 /// summary.
 #[allow(dead_code)] // not every test binary sends with the generator
 pub fn gen_json(ns: &Netns, args: &[&str]) -> serde_json::Value {
-    let mut all = vec!["gen"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--json", "--quiet"]);
-    json_output(&ns.exec(BIN, &all).output().unwrap())
+    json_output(&gen_command(ns, args).output().unwrap())
 }
 
 /// The JSON a command printed, once it succeeded (its stderr, or what it printed that is not
