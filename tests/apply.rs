@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{ctl, ctl_json, diff_entries, edit, saved, shown_state, tmpdir, Daemon, BIN};
+use common::{ctl, ctl_json, diff_entries, edit, saved, snapshot, tmpdir, Daemon, BIN};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -149,47 +149,6 @@ const NOT_HERE: &[(&str, &str)] = &[
     ("punt", "it goes with [[lcp]]"),
     ("dpdk", "it needs DPDK devices"),
 ];
-
-const SHOWN: &[&str] = &[
-    "show interface",
-    "show ip fib",
-    "show ip6 fib",
-    "show ip fib table 7",
-    "show ip table",
-    "show bridge-domain",
-    "show l2fib",
-    "show acl",
-    "show interface rx-placement",
-    "show interface handoff",
-];
-
-/// Keys that say what happened since start, not what is configured.
-const VOLATILE: &[&str] = &[
-    "index",
-    "adjacency",
-    "memory_bytes",
-    "rx_packets",
-    "rx_bytes",
-    "tx_packets",
-    "tx_bytes",
-    "drops",
-    "tx_errors",
-    "tx_peer_full",
-    "rx_miss",
-    "age_s",
-    "age",
-    "hits",
-    "no_match",
-    "learnt",
-    "details",
-    "load",
-    "vectors",
-    "calls",
-];
-
-fn snapshot(sock: &Path) -> Vec<(String, Value)> {
-    shown_state(sock, SHOWN, VOLATILE)
-}
 
 fn save_to(sock: &Path, file: &Path) -> String {
     ctl(sock, &format!("save {}", file.display())).unwrap();

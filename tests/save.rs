@@ -4,8 +4,7 @@
 
 mod common;
 
-use common::{ctl, save_body, shown_state, tmpdir, Daemon, BIN};
-use serde_json::Value;
+use common::{ctl, save_body, snapshot, tmpdir, Daemon, BIN};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -122,56 +121,6 @@ const CHANGES: &[&str] = &[
     "set interface state p2 down",
     "set ip neighbor p0 192.0.2.2 02:00:00:00:00:02",
 ];
-
-/// What is compared between the two daemons: each `show` with the keys that count, not
-/// the ones that say what happened since start (counters, ages, indices, memory).
-const SHOWN: &[&str] = &[
-    "show interface",
-    "show ip fib",
-    "show ip6 fib",
-    "show ip fib table 7",
-    "show ip table",
-    "show bridge-domain",
-    "show l2fib",
-    "show acl",
-    "show interface rx-placement",
-    "show interface handoff",
-    "show ip neighbors",
-];
-
-const VOLATILE: &[&str] = &[
-    "index",
-    "adjacency",
-    "memory_bytes",
-    "rx_packets",
-    "rx_bytes",
-    "tx_packets",
-    "tx_bytes",
-    "drops",
-    "tx_errors",
-    "tx_peer_full",
-    "rx_miss",
-    "age_s",
-    // A neighbour's seconds in its state and since confirmed.
-    "age",
-    "confirmed",
-    "hits",
-    "no_match",
-    "learnt",
-    "moves",
-    "aged",
-    "over_limit",
-    "learn_batches_lost",
-    "learns_refused",
-    "details",
-    "load",
-    "vectors",
-    "calls",
-];
-
-fn snapshot(sock: &Path) -> Vec<(String, Value)> {
-    shown_state(sock, SHOWN, VOLATILE)
-}
 
 #[test]
 fn saved_configuration_starts_the_same_dataplane() {

@@ -386,6 +386,59 @@ pub fn without_keys(v: &mut serde_json::Value, volatile: &[&str]) {
     }
 }
 
+/// A daemon's configured state, to compare with another's (tests/apply.rs, tests/save.rs):
+/// each of these `show` commands without the `VOLATILE` keys.
+pub const SHOWN: &[&str] = &[
+    "show interface",
+    "show ip fib",
+    "show ip6 fib",
+    "show ip fib table 7",
+    "show ip table",
+    "show bridge-domain",
+    "show l2fib",
+    "show acl",
+    "show interface rx-placement",
+    "show interface handoff",
+    "show ip neighbors",
+];
+
+/// Keys that say what happened since start, not what is configured (counters, ages,
+/// indices, memory).
+pub const VOLATILE: &[&str] = &[
+    "index",
+    "adjacency",
+    "memory_bytes",
+    "rx_packets",
+    "rx_bytes",
+    "tx_packets",
+    "tx_bytes",
+    "drops",
+    "tx_errors",
+    "tx_peer_full",
+    "rx_miss",
+    "age_s",
+    // A neighbour's seconds in its state and since confirmed.
+    "age",
+    "confirmed",
+    "hits",
+    "no_match",
+    "learnt",
+    "moves",
+    "aged",
+    "over_limit",
+    "learn_batches_lost",
+    "learns_refused",
+    "details",
+    "load",
+    "vectors",
+    "calls",
+];
+
+/// The configured state of the daemon on `socket`: `shown_state(socket, SHOWN, VOLATILE)`.
+pub fn snapshot(socket: &Path) -> Vec<(String, serde_json::Value)> {
+    shown_state(socket, SHOWN, VOLATILE)
+}
+
 /// What each `show` command in `shown` says (JSON), without the `volatile` keys: a daemon's
 /// state to compare with another's.
 pub fn shown_state(
