@@ -15,26 +15,14 @@ use std::time::{Duration, Instant};
 /// One namespace test at a time: two daemons and generators at once would starve 2 cores.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-struct Lab {
-    tester: Netns,
-    dut: Netns,
-    dir: PathBuf,
-}
-
 fn lab(tag: &str) -> Lab {
-    let tester = Netns::new(&format!("xt{tag}"));
-    let dut = Netns::new(&format!("xd{tag}"));
+    let (t, d, dir) = (format!("xt{tag}"), format!("xd{tag}"), format!("xdp{tag}"));
     // Native XDP on a veth needs the peer's MTU within a page.
-    veth(&tester, "t0", &dut, "d0", 1500);
-    veth(&tester, "t1", &dut, "d1", 1500);
-    dut.sysctl("net.ipv4.ip_forward", "0");
+    let l = Lab::new(&t, &d, 2, 1500, &dir);
+    l.dut.sysctl("net.ipv4.ip_forward", "0");
     // sluice sets the MTU itself; start elsewhere to check it restores this one.
-    dut.ip(&["link", "set", "d0", "mtu", "1400"]);
-    Lab {
-        tester,
-        dut,
-        dir: tmpdir(&format!("xdp{tag}")),
-    }
+    l.dut.ip(&["link", "set", "d0", "mtu", "1400"]);
+    l
 }
 
 fn config(dir: &Path, xdp_mode: &str) -> (PathBuf, PathBuf) {
@@ -120,31 +108,23 @@ fn mixed_sizes(mode: &str) -> bool {
         .unwrap();
 
     let count = 100_000u64;
-    let out = l
-        .tester
-        .exec(
-            BIN,
-            &[
-                "gen",
-                "--tx",
-                "t0",
-                "--rx",
-                "t1",
-                "--size",
-                "64,128,256,512,1024,1514",
-                "--flows",
-                "16",
-                "--count",
-                &count.to_string(),
-                "--rate",
-                "50000",
-                "--json",
-                "--quiet",
-            ],
-        )
-        .output()
-        .unwrap();
-    let gen = json_output(&out);
+    let gen = gen_json(
+        &l.tester,
+        &[
+            "--tx",
+            "t0",
+            "--rx",
+            "t1",
+            "--size",
+            "64,128,256,512,1024,1514",
+            "--flows",
+            "16",
+            "--count",
+            &count.to_string(),
+            "--rate",
+            "50000",
+        ],
+    );
     // The DUT must forward everything; the tester, on a loaded machine, may miss frames in
     // its own receive ring, and says how many.
     let seen = gen["rx_packets"].as_u64().unwrap() + gen["rx_ring_drops"].as_u64().unwrap();
@@ -371,17 +351,13 @@ fn one_socket_per_queue_one_queue_per_worker() {
     // A packet socket sends on the queue of its CPU, and a veth delivers on the same queue
     // number: a sender pinned to CPU c reaches queue c, which worker c polls.
     for cpu in ["0", "1"] {
-        let out = tester
-            .exec(
-                BIN,
-                &[
-                    "gen", "--tx", "t0", "--rx", "t1", "--flows", "64", "--count", "20000",
-                    "--rate", "50000", "--cpu", cpu, "--json", "--quiet",
-                ],
-            )
-            .output()
-            .unwrap();
-        let gen = common::json_output(&out);
+        let gen = gen_json(
+            &tester,
+            &[
+                "--tx", "t0", "--rx", "t1", "--flows", "64", "--count", "20000", "--rate", "50000",
+                "--cpu", cpu,
+            ],
+        );
         assert_eq!(gen["rx_packets"], 20000, "{gen}");
     }
     let runtime = ctl_json(&socket, "show runtime");
@@ -412,34 +388,26 @@ fn generator_on_af_xdp_ports() {
     let l = lab("gen");
     let (cfg, socket) = config(&l.dir, "native");
     let mut d = try_start(&l.dut, &cfg, &socket).unwrap_or_else(|e| panic!("{e}"));
-    let out = l
-        .tester
-        .exec(
-            BIN,
-            &[
-                "gen",
-                "--io",
-                "af_xdp",
-                "--tx",
-                "t0",
-                "--rx",
-                "t1",
-                "--size",
-                "64,512,1514",
-                "--flows",
-                "var2",
-                "--count",
-                "20000",
-                "--rate",
-                "20000",
-                "--bi",
-                "--json",
-                "--quiet",
-            ],
-        )
-        .output()
-        .unwrap();
-    let gen = json_output(&out);
+    let gen = gen_json(
+        &l.tester,
+        &[
+            "--io",
+            "af_xdp",
+            "--tx",
+            "t0",
+            "--rx",
+            "t1",
+            "--size",
+            "64,512,1514",
+            "--flows",
+            "var2",
+            "--count",
+            "20000",
+            "--rate",
+            "20000",
+            "--bi",
+        ],
+    );
     assert_eq!(gen["io"], "af_xdp", "{gen}");
     assert_eq!(gen["tx_packets"], 40000, "{gen}");
     let seen = gen["rx_packets"].as_u64().unwrap() + gen["rx_ring_drops"].as_u64().unwrap();

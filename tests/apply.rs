@@ -5,26 +5,17 @@
 
 mod common;
 
-use common::{ctl, ctl_json, shown_state, Daemon, BIN};
+use common::{ctl, ctl_json, diff_entries, edit, saved, snapshot, tmpdir, Daemon, BIN};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sluice-apply-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 /// Four pcap interfaces (p0 replays a capture), a bridge domain, a route, an ACL on p0,
 /// the NAT on p1/p2, and [sessions].
 fn config(dir: &Path) -> PathBuf {
     let input = dir.join("in.pcap");
-    let mut w = sluice::drivers::pcap::file::Writer::create(&input).unwrap();
-    w.write(0, &[0x02; 64]).unwrap();
-    w.flush().unwrap();
+    common::frames::one_frame_pcap(&input);
     std::fs::write(dir.join("routes.txt"), "10.0.0.0/8 via 192.0.2.2 dev p0\n").unwrap();
     let cfg = dir.join("start.toml");
     std::fs::write(
@@ -159,53 +150,6 @@ const NOT_HERE: &[(&str, &str)] = &[
     ("dpdk", "it needs DPDK devices"),
 ];
 
-const SHOWN: &[&str] = &[
-    "show interface",
-    "show ip fib",
-    "show ip6 fib",
-    "show ip fib table 7",
-    "show ip table",
-    "show bridge-domain",
-    "show l2fib",
-    "show acl",
-    "show interface rx-placement",
-    "show interface handoff",
-];
-
-/// Keys that say what happened since start, not what is configured.
-const VOLATILE: &[&str] = &[
-    "index",
-    "adjacency",
-    "memory_bytes",
-    "rx_packets",
-    "rx_bytes",
-    "tx_packets",
-    "tx_bytes",
-    "drops",
-    "tx_errors",
-    "tx_peer_full",
-    "rx_miss",
-    "age_s",
-    "age",
-    "hits",
-    "no_match",
-    "learnt",
-    "details",
-    "load",
-    "vectors",
-    "calls",
-];
-
-fn snapshot(sock: &Path) -> Vec<(String, Value)> {
-    shown_state(sock, SHOWN, VOLATILE)
-}
-
-/// `ctl save` without its first line (it has the date).
-fn saved(sock: &Path) -> String {
-    let t = ctl(sock, "save").unwrap();
-    t.split_once('\n').unwrap().1.to_string()
-}
-
 fn save_to(sock: &Path, file: &Path) -> String {
     ctl(sock, &format!("save {}", file.display())).unwrap();
     std::fs::read_to_string(file).unwrap()
@@ -213,7 +157,7 @@ fn save_to(sock: &Path, file: &Path) -> String {
 
 #[test]
 fn a_saved_file_applies_as_no_change_on_every_section() {
-    let dir = tmpdir("noop");
+    let dir = tmpdir("apply-noop");
     let cfg = config(&dir);
     let sock = dir.join("cli.sock");
     let _d = Daemon::start_here(&cfg, &sock);
@@ -242,15 +186,9 @@ fn a_saved_file_applies_as_no_change_on_every_section() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// `text` with `from` replaced by `to` (which must be there).
-fn edit(text: &str, from: &str, to: &str) -> String {
-    assert!(text.contains(from), "{from} in {text}");
-    text.replacen(from, to, 1)
-}
-
 #[test]
 fn apply_changes_only_what_differs_and_rolls_back_a_failure() {
-    let dir = tmpdir("change");
+    let dir = tmpdir("apply-change");
     let cfg = config(&dir);
     // Traffic through a path the apply does not touch: p4 replays its capture forever into
     // the cross-connect to p5 (written to /dev/null).
@@ -346,13 +284,7 @@ fn apply_changes_only_what_differs_and_rolls_back_a_failure() {
     assert_eq!(saved(&sock), body, "after the failed apply");
 
     let before = snapshot(&sock);
-    let d = ctl_json(&sock, &format!("diff {}", file.display()));
-    let entries: Vec<&str> = d["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["entry"].as_str().unwrap())
-        .collect();
+    let (entries, d) = diff_entries(&sock, &file);
     assert_eq!(
         entries,
         [
@@ -454,7 +386,7 @@ fn hup(d: &Daemon) {
 
 #[test]
 fn sighup_applies_the_start_up_file_after_it_was_edited() {
-    let dir = tmpdir("hup");
+    let dir = tmpdir("apply-hup");
     let cfg = config(&dir);
     let sock = dir.join("cli.sock");
     let log = dir.join("stderr.log");

@@ -57,22 +57,13 @@ fn sluice_counter(socket: &Path, itf: &str, key: &str) -> u64 {
     v[key].as_u64().unwrap_or_else(|| panic!("{key} in {v}"))
 }
 
-fn edit(text: &str, from: &str, to: &str) -> String {
-    assert!(text.contains(from), "{from} in {text}");
-    text.replacen(from, to, 1)
-}
-
 #[test]
 fn apply_changes_a_route_an_acl_rule_and_a_bridge_member_while_a_flow_loses_nothing() {
     if !needs_root() {
         return;
     }
-    let tester = Netns::new("apt");
-    let dut = Netns::new("apd");
-    veth(&tester, "t0", &dut, "d0", 1500);
-    veth(&tester, "t1", &dut, "d1", 1500);
+    let Lab { tester, dut, dir } = Lab::new("apt", "apd", 2, 1500, "apply-ns");
     dut.sysctl("net.ipv4.ip_forward", "0");
-    let dir = tmpdir("apply-ns");
     let cfg = config(&dir);
     let socket = dir.join("cli.sock");
     let _daemon = Daemon::start(&dut, &cfg, &socket);
@@ -89,13 +80,7 @@ fn apply_changes_a_route_an_acl_rule_and_a_bridge_member_while_a_flow_loses_noth
     let changed = edit(&changed, "members = [\"p1\"]", "members = [\"p1\", \"p2\"]");
     let file = dir.join("changed.toml");
     std::fs::write(&file, &changed).unwrap();
-    let d = ctl_json(&socket, &format!("diff {}", file.display()));
-    let entries: Vec<&str> = d["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["entry"].as_str().unwrap())
-        .collect();
+    let (entries, d) = diff_entries(&socket, &file);
     assert_eq!(
         entries,
         [
@@ -110,28 +95,24 @@ fn apply_changes_a_route_an_acl_rule_and_a_bridge_member_while_a_flow_loses_noth
         counter(&tester, "t0", "tx_packets"),
         counter(&tester, "t1", "rx_packets"),
     );
-    let gen = tester
-        .exec(
-            BIN,
-            &[
-                "gen",
-                "--tx",
-                "t0",
-                "--rx",
-                "t1",
-                "--size",
-                "64,512,1514",
-                "--count",
-                &COUNT.to_string(),
-                "--rate",
-                "5000",
-                "--json",
-                "--quiet",
-            ],
-        )
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let gen = gen_command(
+        &tester,
+        &[
+            "--tx",
+            "t0",
+            "--rx",
+            "t1",
+            "--size",
+            "64,512,1514",
+            "--count",
+            &COUNT.to_string(),
+            "--rate",
+            "5000",
+        ],
+    )
+    .stdout(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
     // Apply once the flow runs through sluice.
     let deadline = Instant::now() + Duration::from_secs(20);
     while sluice_counter(&socket, "d1", "tx_packets") == 0 {

@@ -6,16 +6,14 @@
 
 mod common;
 
-use common::{ctl, ctl_json, tmpdir, Daemon};
+use common::{ctl, ctl_json, diff_entries, edit, saved, tmpdir, Daemon};
 use std::path::{Path, PathBuf};
 
 /// Four pcap interfaces (p0 reads a capture of one frame: it has a receive queue), two
 /// workers.
 fn config(dir: &Path) -> PathBuf {
     let input = dir.join("in.pcap");
-    let mut w = sluice::drivers::pcap::file::Writer::create(&input).unwrap();
-    w.write(0, &[0x02; 64]).unwrap();
-    w.flush().unwrap();
+    common::frames::one_frame_pcap(&input);
     let cfg = dir.join("start.toml");
     let mut text = format!(
         "[dataplane]\nworkers = 2\nhugepages = \"never\"\nbuffers = 2048\n\n\
@@ -41,12 +39,6 @@ fn config(dir: &Path) -> PathBuf {
     cfg
 }
 
-/// `ctl save` without its first line (it has the date).
-fn saved(sock: &Path) -> String {
-    let t = ctl(sock, "save").unwrap();
-    t.split_once('\n').unwrap().1.to_string()
-}
-
 /// The daemon, changed by `lines`, and its state saved to start-saved.toml.
 fn started(tag: &str, lines: &[&str]) -> (PathBuf, Daemon, PathBuf, String) {
     let dir = tmpdir(&format!("apply-{tag}"));
@@ -62,24 +54,12 @@ fn started(tag: &str, lines: &[&str]) -> (PathBuf, Daemon, PathBuf, String) {
     (dir, d, file, text)
 }
 
-/// `text` with `from` replaced by `to` (which must be there).
-fn edit(text: &str, from: &str, to: &str) -> String {
-    assert!(text.contains(from), "{from} in {text}");
-    text.replacen(from, to, 1)
-}
-
 /// Apply `changed`: the entries `diff` names are `entries`, the apply runs, and the file is
 /// then no change. Returns the lines it ran.
 fn apply(sock: &Path, dir: &Path, changed: &str, entries: &[&str]) -> Vec<String> {
     let file = dir.join("changed.toml");
     std::fs::write(&file, changed).unwrap();
-    let d = ctl_json(sock, &format!("diff {}", file.display()));
-    let named: Vec<&str> = d["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["entry"].as_str().unwrap())
-        .collect();
+    let (named, d) = diff_entries(sock, &file);
     assert_eq!(named, entries, "{d}");
     let out = ctl_json(sock, &format!("apply {}", file.display()));
     assert_eq!(out["applied"], true, "{out}");

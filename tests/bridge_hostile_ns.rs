@@ -8,41 +8,22 @@
 //! tests/bridge/ports.py sends and reports where each step's frames came out.
 
 mod common;
+use common::bridge::*;
 use common::*;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-const PYTHON: &str = "/usr/bin/python3";
-const PORTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/bridge/ports.py");
-
-const A: &str = "02:00:00:00:00:0a";
-const B: &str = "02:00:00:00:00:0b";
-const C: &str = "02:00:00:00:00:0c";
-const D: &str = "02:00:00:00:00:0d";
 const ZERO: &str = "00:00:00:00:00:00";
-const BROADCAST: &str = "ff:ff:ff:ff:ff:ff";
 const FLOODED: &str = "t1:1 t2:1 t3:1";
 
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-struct Lab {
-    tester: Netns,
-    dut: Netns,
-    dir: PathBuf,
-}
-
 fn lab(tag: &str) -> Lab {
-    let tester = Netns::new(&format!("dt{tag}"));
-    let dut = Netns::new(&format!("dd{tag}"));
-    for k in 0..4 {
-        veth(&tester, &format!("t{k}"), &dut, &format!("d{k}"), 1500);
-    }
-    Lab {
-        tester,
-        dut,
-        dir: tmpdir(&format!("b8021d{tag}")),
-    }
+    let (t, d, dir) = (
+        format!("dt{tag}"),
+        format!("dd{tag}"),
+        format!("b8021d{tag}"),
+    );
+    Lab::new(&t, &d, 4, 1500, &dir)
 }
 
 fn group(n: u8) -> String {
@@ -108,33 +89,8 @@ fn masked_steps() -> Vec<(Value, String, &'static str)> {
 
 /// Run `steps` from the tester; returns each step's name and where its frames came out.
 fn run(lab: &Lab, steps: &[(Value, String, &str)]) -> Vec<(String, String)> {
-    let file = lab.dir.join("steps.json");
-    let list: Vec<&Value> = steps.iter().map(|s| &s.0).collect();
-    std::fs::write(&file, serde_json::to_string(&list).unwrap()).unwrap();
-    let out = lab
-        .tester
-        .exec(PYTHON, &[PORTS, "t0,t1,t2,t3", file.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "ports.py: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            let mut rx: Vec<String> = v["rx"]
-                .as_object()
-                .unwrap()
-                .iter()
-                .map(|(p, n)| format!("{p}:{n}"))
-                .collect();
-            rx.sort();
-            (v["name"].as_str().unwrap().to_string(), rx.join(" "))
-        })
-        .collect()
+    let list: Vec<Value> = steps.iter().map(|s| s.0.clone()).collect();
+    run_steps(lab, &list)
 }
 
 fn check(who: &str, got: &[(String, String)], steps: &[(Value, String, &str)]) {
@@ -145,39 +101,17 @@ fn check(who: &str, got: &[(String, String)], steps: &[(Value, String, &str)]) {
     assert_eq!(got, want, "{who}");
 }
 
-/// sluice bridging d0-d3 in bridge domain 10, with the defaults.
-fn sluice_bridge(lab: &Lab) -> (Daemon, PathBuf) {
-    let socket = lab.dir.join("cli.sock");
-    let cfg = lab.dir.join("dut.toml");
-    let mut text = format!(
-        "[dataplane]\nworkers = 1\nhugepages = \"never\"\n[control]\nsocket = \"{}\"\n",
-        socket.display()
-    );
-    for k in 0..4 {
-        text +=
-            &format!("[[interface]]\nname = \"d{k}\"\ndriver = \"af_packet\"\nring-size = 4096\n");
-    }
-    text += "[[bridge-domain]]\nid = 10\nmembers = [\"d0\", \"d1\", \"d2\", \"d3\"]\n";
-    std::fs::write(&cfg, text).unwrap();
-    (Daemon::start(&lab.dut, &cfg, &socket), socket)
-}
-
 #[test]
 fn reserved_groups_and_bad_sources_as_the_linux_bridge() {
-    if !needs_root() || !prerequisite(Path::new(PYTHON).exists(), "/usr/bin/python3") {
+    if !prerequisites() {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (plain, masked) = (steps(), masked_steps());
 
     let linux = lab("l");
+    linux_bridge(&linux);
     let d = &linux.dut;
-    d.ip(&["link", "add", "br0", "type", "bridge"]);
-    for k in 0..4 {
-        d.ip(&["link", "set", &format!("d{k}"), "master", "br0"]);
-    }
-    d.ip(&["link", "set", "br0", "up"]);
-    std::thread::sleep(Duration::from_millis(200));
     check("linux bridge", &run(&linux, &plain), &plain);
     // Linux refuses to forward :00-:02 by the mask, as sluice does.
     let refused = d
@@ -251,7 +185,7 @@ fn reserved_groups_and_bad_sources_as_the_linux_bridge() {
 
 #[test]
 fn a_mac_flood_from_one_port_leaves_the_others_learning() {
-    if !needs_root() || !prerequisite(Path::new(PYTHON).exists(), "/usr/bin/python3") {
+    if !prerequisites() {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

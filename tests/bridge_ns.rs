@@ -6,40 +6,20 @@
 //! counters and that every flood copy went back to the pool.
 
 mod common;
+use common::bridge::*;
 use common::*;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-const PYTHON: &str = "/usr/bin/python3";
-const PORTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/bridge/ports.py");
-const TESTER_PORTS: &str = "t0,t1,t2,t3";
-
-const A: &str = "02:00:00:00:00:0a";
-const B: &str = "02:00:00:00:00:0b";
-const C: &str = "02:00:00:00:00:0c";
-const D: &str = "02:00:00:00:00:0d";
-const BROADCAST: &str = "ff:ff:ff:ff:ff:ff";
 
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-struct Lab {
-    tester: Netns,
-    dut: Netns,
-    dir: PathBuf,
-}
-
 fn lab(tag: &str) -> Lab {
-    let tester = Netns::new(&format!("bt{tag}"));
-    let dut = Netns::new(&format!("bd{tag}"));
-    for k in 0..4 {
-        veth(&tester, &format!("t{k}"), &dut, &format!("d{k}"), 1500);
-    }
-    Lab {
-        tester,
-        dut,
-        dir: tmpdir(&format!("bridge{tag}")),
-    }
+    let (t, d, dir) = (
+        format!("bt{tag}"),
+        format!("bd{tag}"),
+        format!("bridge{tag}"),
+    );
+    Lab::new(&t, &d, 4, 1500, &dir)
 }
 
 fn send(port: &str, src: &str, dst: &str) -> Value {
@@ -52,88 +32,6 @@ fn send_tagged(port: &str, vlans: &[u16], src: &str, dst: &str) -> Value {
 
 fn step(name: &str, sends: Vec<Value>) -> Value {
     json!({ "name": name, "send": sends, "wait_ms": 300 })
-}
-
-/// Run `steps` from the tester; returns each step's name and where its frames came out
-/// ("t1:1 t2:1", with the VLAN ids they carried: "t1:1[200]", "t3:1[10.20]").
-fn run_steps(lab: &Lab, steps: &[Value]) -> Vec<(String, String)> {
-    let file = lab.dir.join("steps.json");
-    std::fs::write(&file, serde_json::to_string(steps).unwrap()).unwrap();
-    let out = lab
-        .tester
-        .exec(PYTHON, &[PORTS, TESTER_PORTS, file.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "ports.py: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            let mut rx: Vec<String> = v["rx"]
-                .as_object()
-                .unwrap()
-                .iter()
-                .map(|(p, n)| {
-                    let list = |k: &str| -> Option<String> {
-                        let t: Vec<&str> = v[k][p]
-                            .as_array()?
-                            .iter()
-                            .filter_map(|x| x.as_str())
-                            .collect();
-                        Some(t.join(","))
-                    };
-                    match (list("tags"), list("arp")) {
-                        (Some(t), _) => format!("{p}:{n}[{t}]"),
-                        (None, Some(a)) => format!("{p}:{n}({a})"),
-                        (None, None) => format!("{p}:{n}"),
-                    }
-                })
-                .collect();
-            rx.sort();
-            (v["name"].as_str().unwrap().to_string(), rx.join(" "))
-        })
-        .collect()
-}
-
-fn sluice_bridge(lab: &Lab) -> (Daemon, PathBuf) {
-    sluice_with(
-        lab,
-        "[[bridge-domain]]\nid = 10\nmembers = [\"d0\", \"d1\", \"d2\", \"d3\"]\n",
-    )
-}
-
-/// sluice on d0-d3 with `l2` (sub-interfaces, bridge domains) after the interfaces.
-fn sluice_with(lab: &Lab, l2: &str) -> (Daemon, PathBuf) {
-    let socket = lab.dir.join("cli.sock");
-    let cfg = lab.dir.join("dut.toml");
-    let mut text = format!(
-        "[dataplane]\nworkers = 1\nhugepages = \"never\"\n[control]\nsocket = \"{}\"\n",
-        socket.display()
-    );
-    // 4 096 receive slots hold 200 ms at the tests' 20 kpps: a worker kept off its CPU by a
-    // loaded machine loses nothing (the default 512 held 25 ms, and CI once lost 249 frames).
-    for k in 0..4 {
-        text +=
-            &format!("[[interface]]\nname = \"d{k}\"\ndriver = \"af_packet\"\nring-size = 4096\n");
-    }
-    text += l2;
-    std::fs::write(&cfg, text).unwrap();
-    (Daemon::start(&lab.dut, &cfg, &socket), socket)
-}
-
-fn linux_bridge(lab: &Lab) {
-    let d = &lab.dut;
-    d.ip(&["link", "add", "br0", "type", "bridge"]);
-    for k in 0..4 {
-        d.ip(&["link", "set", &format!("d{k}"), "master", "br0"]);
-    }
-    d.ip(&["link", "set", "br0", "up"]);
-    // Ports forward at once: STP is off by default.
-    std::thread::sleep(Duration::from_millis(200));
 }
 
 /// Learning as both bridges do it: (step, where its frames must come out).
@@ -168,7 +66,7 @@ fn assert_steps(who: &str, got: &[(String, String)], want: &[(&str, &str)]) {
 
 #[test]
 fn learning_floods_and_moves_as_a_linux_bridge_does() {
-    if !needs_root() || !prerequisite(Path::new(PYTHON).exists(), "/usr/bin/python3") {
+    if !prerequisites() {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -223,7 +121,7 @@ fn learning_floods_and_moves_as_a_linux_bridge_does() {
 
 #[test]
 fn static_entries_split_horizon_mac_limit_and_ageing() {
-    if !needs_root() || !prerequisite(Path::new(PYTHON).exists(), "/usr/bin/python3") {
+    if !prerequisites() {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -368,7 +266,7 @@ fn static_entries_split_horizon_mac_limit_and_ageing() {
 /// expectations are what 802.1Q and 802.1ad say such a bridge does.)
 #[test]
 fn vlan_sub_interfaces_bridge_with_retagging_and_qinq() {
-    if !needs_root() || !prerequisite(Path::new(PYTHON).exists(), "/usr/bin/python3") {
+    if !prerequisites() {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -44,6 +44,8 @@ fn a_double_free_is_caught() {
     w.free(bi);
 }
 
+/// The safe way back to the pool refuses a buffer a live handle holds: it cannot pull a
+/// buffer out from under the handle using it.
 #[test]
 #[should_panic(expected = "given back from a table, but it is held by worker handle 1")]
 fn the_safe_give_back_refuses_a_held_buffer() {

@@ -1,18 +1,12 @@
 //! The daemon as a user runs it: `sluice run -c FILE` and `sluice ctl`, through the binary.
 
 mod common;
-use common::{Daemon, BIN};
+use common::{tmpdir, Daemon, BIN};
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
-
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sluice-d-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn sluice(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().unwrap()
@@ -24,9 +18,7 @@ fn stderr(o: &Output) -> String {
 
 fn pcap_config(dir: &Path) -> PathBuf {
     let input = dir.join("in.pcap");
-    let mut w = sluice::drivers::pcap::file::Writer::create(&input).unwrap();
-    w.write(0, &[0x02; 64]).unwrap();
-    w.flush().unwrap();
+    common::frames::one_frame_pcap(&input);
     let cfg = dir.join("d.toml");
     std::fs::write(
         &cfg,
@@ -48,7 +40,7 @@ fn start(cfg: &Path, sock: &Path) -> Daemon {
 
 #[test]
 fn bad_config_line_names_line_and_key() {
-    let dir = tmpdir("cfg");
+    let dir = tmpdir("d-cfg");
     let cfg = dir.join("bad.toml");
     std::fs::write(&cfg, "[dataplane]\nworkers = 1\n\n[[interface]]\nname = \"a\"\ndriver = \"af_packet\"\nmtuu = 1500\n").unwrap();
     let o = sluice(&["run", "-c", cfg.to_str().unwrap()]);
@@ -72,7 +64,7 @@ fn bad_config_line_names_line_and_key() {
 
 #[test]
 fn missing_host_interface_is_a_clear_error_at_start() {
-    let dir = tmpdir("missing");
+    let dir = tmpdir("d-missing");
     let cfg = dir.join("m.toml");
     std::fs::write(
         &cfg,
@@ -98,7 +90,7 @@ fn missing_host_interface_is_a_clear_error_at_start() {
 
 #[test]
 fn ctl_answers_and_rejects_bad_lines() {
-    let dir = tmpdir("ctl");
+    let dir = tmpdir("d-ctl");
     let cfg = pcap_config(&dir);
     let sock = dir.join("cli.sock");
     let _d = start(&cfg, &sock);
@@ -199,7 +191,7 @@ fn rx_placement_moves_queues_between_workers_under_traffic() {
         eprintln!("skipped: one CPU (two workers need two)");
         return;
     }
-    let dir = tmpdir("placement");
+    let dir = tmpdir("d-placement");
     let sock = dir.join("cli.sock");
     let s = sock.to_str().unwrap();
     let cfg = dir.join("p.toml");
@@ -333,7 +325,7 @@ fn show_queues_and_the_monitor_follow_the_load() {
         eprintln!("skipped: one CPU (two workers need two)");
         return;
     }
-    let dir = tmpdir("queues");
+    let dir = tmpdir("d-queues");
     let sock = dir.join("cli.sock");
     let s = sock.to_str().unwrap();
     let cfg = dir.join("q.toml");

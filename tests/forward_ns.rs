@@ -43,17 +43,18 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn run_mixed_sizes(workers: usize, count: u64) {
     let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let tester = Netns::new(&format!("t{workers}"));
-    let dut = Netns::new(&format!("d{workers}"));
-    veth(&tester, "t0", &dut, "d0", 9000);
-    veth(&tester, "t1", &dut, "d1", 9000);
+    let (t, d, fwd) = (
+        format!("t{workers}"),
+        format!("d{workers}"),
+        format!("fwd{workers}"),
+    );
+    let Lab { tester, dut, dir } = Lab::new(&t, &d, 2, 9000, &fwd);
     // The DUT's own kernel must not forward copies of what sluice forwards.
     dut.sysctl("net.ipv4.ip_forward", "0");
     // sluice sets the MTU itself; start from 1500 to check it restores that.
     dut.ip(&["link", "set", "d0", "mtu", "1500"]);
     dut.ip(&["link", "set", "d1", "mtu", "1500"]);
 
-    let dir = tmpdir(&format!("fwd{workers}"));
     let (cfg, socket) = dut_config(&dir, workers);
     let mut daemon = Daemon::start(&dut, &cfg, &socket);
     let hw = ctl_json(&socket, "show hardware");
@@ -63,30 +64,23 @@ fn run_mixed_sizes(workers: usize, count: u64) {
         .as_u64()
         .unwrap();
 
-    let out = tester
-        .exec(
-            BIN,
-            &[
-                "gen",
-                "--tx",
-                "t0",
-                "--rx",
-                "t1",
-                "--size",
-                "64,128,256,512,1024,1514,9000",
-                "--flows",
-                "16",
-                "--count",
-                &count.to_string(),
-                "--rate",
-                "25000",
-                "--json",
-                "--quiet",
-            ],
-        )
-        .output()
-        .unwrap();
-    let gen = json_output(&out);
+    let gen = gen_json(
+        &tester,
+        &[
+            "--tx",
+            "t0",
+            "--rx",
+            "t1",
+            "--size",
+            "64,128,256,512,1024,1514,9000",
+            "--flows",
+            "16",
+            "--count",
+            &count.to_string(),
+            "--rate",
+            "25000",
+        ],
+    );
     assert_eq!(gen["tx_packets"], count, "{gen}");
     // sluice must forward every frame (checked on its counters below); the tester, on a
     // loaded machine, may miss some in its own receive ring, and counts them.
@@ -171,12 +165,8 @@ fn handoff_keeps_each_flow_in_order() {
         return;
     }
     let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let tester = Netns::new("tho");
-    let dut = Netns::new("dho");
-    veth(&tester, "t0", &dut, "d0", 1500);
-    veth(&tester, "t1", &dut, "d1", 1500);
+    let Lab { tester, dut, dir } = Lab::new("tho", "dho", 2, 1500, "handoff-ns");
     dut.sysctl("net.ipv4.ip_forward", "0");
-    let dir = tmpdir("handoff-ns");
     let (cfg, socket) = dut_config(&dir, 2);
     let mut text = std::fs::read_to_string(&cfg).unwrap();
     // The standard key: the generator's flows change their address's last byte and their
@@ -255,16 +245,12 @@ fn vlan_tagged_frames_cross_with_their_tags() {
         return;
     }
     let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let tester = Netns::new("tvl");
-    let dut = Netns::new("dvl");
-    veth(&tester, "t0", &dut, "d0", 1500);
-    veth(&tester, "t1", &dut, "d1", 1500);
+    let Lab { tester, dut, dir } = Lab::new("tvl", "dvl", 2, 1500, "fwdvlan");
     dut.sysctl("net.ipv4.ip_forward", "0");
     // The capture must see the tag in the frame, not in the kernel's side data.
     let _ = tester
         .exec("ethtool", &["-K", "t1", "rxvlan", "off"])
         .output();
-    let dir = tmpdir("fwdvlan");
     let (cfg, socket) = dut_config(&dir, 1);
     let mut daemon = Daemon::start(&dut, &cfg, &socket);
     let script = r#"

@@ -6,16 +6,9 @@
 
 mod common;
 
-use common::{ctl, ctl_json, Daemon};
+use common::{ctl, ctl_json, save_body, tmpdir, Daemon};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sluice-nat-save-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn config(dir: &Path) -> PathBuf {
     let cfg = dir.join("start.toml");
@@ -94,14 +87,9 @@ fn summary(sock: &Path) -> Value {
     v
 }
 
-/// The file without its first line (it has the date).
-fn body(text: &str) -> &str {
-    text.split_once('\n').map_or("", |(_, rest)| rest)
-}
-
 #[test]
 fn saved_nat_starts_the_same_nat() {
-    let dir = tmpdir("rt");
+    let dir = tmpdir("nat-save-rt");
     let cfg = config(&dir);
     let sock = dir.join("cli.sock");
     let saved = dir.join("saved.toml");
@@ -147,7 +135,10 @@ fn saved_nat_starts_the_same_nat() {
     assert_eq!(summary(&sock), first, "before and after the restart");
     let again = dir.join("again.toml");
     ctl(&sock, &format!("save {}", again.display())).unwrap();
-    assert_eq!(body(&std::fs::read_to_string(&again).unwrap()), body(&text));
+    assert_eq!(
+        save_body(&std::fs::read_to_string(&again).unwrap()),
+        save_body(&text)
+    );
     drop(_d);
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -187,15 +187,11 @@ fn route_storm_while_traffic_flows_misroutes_nothing() {
     let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // As in the lab: one tester namespace holding both ports, so that the generator sends on
     // t0 and counts on t1; its kernel answers the router's ARP for both.
-    let tester = Netns::new("st");
-    let dut = Netns::new("sd");
-    veth(&tester, "t0", &dut, "d0", 1500);
-    veth(&tester, "t1", &dut, "d1", 1500);
+    let Lab { tester, dut, dir } = Lab::new("st", "sd", 2, 1500, "router-storm");
     dut.sysctl("net.ipv4.ip_forward", "0");
     tester.sysctl("net.ipv4.ip_forward", "0");
     address_port(&tester, "t0", T0_V4, T0_V6);
     address_port(&tester, "t1", T1_V4, T1_V6);
-    let dir = tmpdir("router-storm");
     let (cfg, socket) = router_config(
         &dir,
         &format!(
@@ -210,36 +206,32 @@ fn route_storm_while_traffic_flows_misroutes_nothing() {
     // storm runs in the middle of it.
     let d0_mac = mac_of(&dut, "d0");
     let t0_mac = mac_of(&tester, "t0");
-    let gen = tester
-        .exec(
-            BIN,
-            &[
-                "gen",
-                "--tx",
-                "t0",
-                "--rx",
-                "t1",
-                "--flows",
-                "var2",
-                "--routed",
-                "--src-mac",
-                &t0_mac,
-                "--dst-mac",
-                &d0_mac,
-                "--rate",
-                "20000",
-                "--warmup",
-                "1",
-                "--duration",
-                "6",
-                "--json",
-                "--quiet",
-            ],
-        )
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let gen = gen_command(
+        &tester,
+        &[
+            "--tx",
+            "t0",
+            "--rx",
+            "t1",
+            "--flows",
+            "var2",
+            "--routed",
+            "--src-mac",
+            &t0_mac,
+            "--dst-mac",
+            &d0_mac,
+            "--rate",
+            "20000",
+            "--warmup",
+            "1",
+            "--duration",
+            "6",
+        ],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
     std::thread::sleep(Duration::from_millis(2000));
     let (ok, bad, first_error, took) = storm(&socket, 10_000, Duration::from_secs(4));
     let out = gen.wait_with_output().unwrap();

@@ -4,18 +4,10 @@
 
 mod common;
 
-use common::{ctl, shown_state, Daemon, BIN};
-use serde_json::Value;
+use common::{ctl, save_body, snapshot, tmpdir, Daemon, BIN};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sluice-save-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn sluice(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().unwrap()
@@ -29,9 +21,7 @@ fn start(cfg: &Path, sock: &Path) -> Daemon {
 /// write; a route file with two routes.
 fn config(dir: &Path) -> PathBuf {
     let input = dir.join("in.pcap");
-    let mut w = sluice::drivers::pcap::file::Writer::create(&input).unwrap();
-    w.write(0, &[0x02; 64]).unwrap();
-    w.flush().unwrap();
+    common::frames::one_frame_pcap(&input);
     std::fs::write(
         dir.join("routes.txt"),
         "10.0.0.0/8 via 192.0.2.2 dev p0\nblackhole 10.1.0.0/16\n",
@@ -132,64 +122,9 @@ const CHANGES: &[&str] = &[
     "set ip neighbor p0 192.0.2.2 02:00:00:00:00:02",
 ];
 
-/// What is compared between the two daemons: each `show` with the keys that count, not
-/// the ones that say what happened since start (counters, ages, indices, memory).
-const SHOWN: &[&str] = &[
-    "show interface",
-    "show ip fib",
-    "show ip6 fib",
-    "show ip fib table 7",
-    "show ip table",
-    "show bridge-domain",
-    "show l2fib",
-    "show acl",
-    "show interface rx-placement",
-    "show interface handoff",
-    "show ip neighbors",
-];
-
-const VOLATILE: &[&str] = &[
-    "index",
-    "adjacency",
-    "memory_bytes",
-    "rx_packets",
-    "rx_bytes",
-    "tx_packets",
-    "tx_bytes",
-    "drops",
-    "tx_errors",
-    "tx_peer_full",
-    "rx_miss",
-    "age_s",
-    // A neighbour's seconds in its state and since confirmed.
-    "age",
-    "confirmed",
-    "hits",
-    "no_match",
-    "learnt",
-    "moves",
-    "aged",
-    "over_limit",
-    "learn_batches_lost",
-    "learns_refused",
-    "details",
-    "load",
-    "vectors",
-    "calls",
-];
-
-fn snapshot(sock: &Path) -> Vec<(String, Value)> {
-    shown_state(sock, SHOWN, VOLATILE)
-}
-
-/// The file without its first line (it has the date).
-fn body(text: &str) -> &str {
-    text.split_once('\n').map_or("", |(_, rest)| rest)
-}
-
 #[test]
 fn saved_configuration_starts_the_same_dataplane() {
-    let dir = tmpdir("rt");
+    let dir = tmpdir("save-rt");
     let cfg = config(&dir);
     let sock = dir.join("cli.sock");
     let saved = dir.join("saved.toml");
@@ -254,7 +189,7 @@ fn saved_configuration_starts_the_same_dataplane() {
     }
 
     let text = std::fs::read_to_string(&saved).unwrap();
-    assert_eq!(body(&printed), body(&text));
+    assert_eq!(save_body(&printed), save_body(&text));
     let mode = std::fs::metadata(&saved).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
     assert!(
@@ -312,14 +247,17 @@ fn saved_configuration_starts_the_same_dataplane() {
     // Saving the saved configuration gives the same file.
     let again = dir.join("again.toml");
     ctl(&sock, &format!("save {}", again.display())).unwrap();
-    assert_eq!(body(&std::fs::read_to_string(&again).unwrap()), body(&text));
+    assert_eq!(
+        save_body(&std::fs::read_to_string(&again).unwrap()),
+        save_body(&text)
+    );
     drop(d);
     std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 fn unsaveable_state_is_an_error_that_says_what_to_change() {
-    let dir = tmpdir("bad");
+    let dir = tmpdir("save-bad");
     let cfg = config(&dir);
     let sock = dir.join("cli.sock");
     let _d = start(&cfg, &sock);

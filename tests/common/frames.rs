@@ -15,6 +15,13 @@ pub fn frame(len: usize, seed: u32) -> Vec<u8> {
     f
 }
 
+/// A capture of one 64-byte frame at `path`: what gives a pcap interface a receive queue.
+pub fn one_frame_pcap(path: &Path) {
+    let mut w = Writer::create(path).unwrap();
+    w.write(0, &[0x02; 64]).unwrap();
+    w.flush().unwrap();
+}
+
 /// `frames` as a pcap file at `path`, a microsecond apart.
 pub fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
     let mut w = Writer::create(path).unwrap();

@@ -2,6 +2,7 @@
 //! makes is removed when its guard drops, whether the test passed or not.
 #![allow(dead_code)]
 
+pub mod bridge;
 pub mod cases;
 pub mod frames;
 pub mod routed;
@@ -136,6 +137,31 @@ pub fn veth(na: &Netns, a: &str, nb: &Netns, b: &str, mtu: u32) {
     }
 }
 
+/// The two-namespace lab: a tester namespace with ports t0, t1, ... and a DUT namespace with
+/// d0, d1, ... (veth pairs tK-dK), and a directory for the DUT's files.
+pub struct Lab {
+    pub tester: Netns,
+    pub dut: Netns,
+    pub dir: PathBuf,
+}
+
+impl Lab {
+    /// Namespaces tagged `tester` and `dut` (see `Netns::new`) joined by `ports` veth pairs
+    /// of `mtu`, and `tmpdir(dir)`.
+    pub fn new(tester: &str, dut: &str, ports: usize, mtu: u32, dir: &str) -> Lab {
+        let tester = Netns::new(tester);
+        let dut = Netns::new(dut);
+        for k in 0..ports {
+            veth(&tester, &format!("t{k}"), &dut, &format!("d{k}"), mtu);
+        }
+        Lab {
+            tester,
+            dut,
+            dir: tmpdir(dir),
+        }
+    }
+}
+
 /// A process stopped with SIGINT (then SIGKILL after 5 s) when dropped.
 pub struct Daemon {
     pub child: Child,
@@ -260,20 +286,57 @@ pub fn ctl_json(socket: &Path, line: &str) -> serde_json::Value {
     serde_json::from_str(&out).unwrap()
 }
 
+/// `text` with `from` replaced by `to` (which must be there): a config file edited.
+pub fn edit(text: &str, from: &str, to: &str) -> String {
+    assert!(text.contains(from), "{from} in {text}");
+    text.replacen(from, to, 1)
+}
+
+/// The entries `ctl diff FILE` names as changed, and its whole answer (for messages).
+pub fn diff_entries(socket: &Path, file: &Path) -> (Vec<String>, serde_json::Value) {
+    let d = ctl_json(socket, &format!("diff {}", file.display()));
+    let entries = d["changes"]
+        .as_array()
+        .expect("diff --json has changes")
+        .iter()
+        .map(|c| c["entry"].as_str().unwrap().to_string())
+        .collect();
+    (entries, d)
+}
+
+/// A saved file without its first line (it has the date).
+pub fn save_body(text: &str) -> &str {
+    text.split_once('\n')
+        .expect("a saved file starts with its date line")
+        .1
+}
+
+/// `ctl save` without its first line.
+pub fn saved(socket: &Path) -> String {
+    save_body(&ctl(socket, "save").unwrap()).to_string()
+}
+
+/// An empty directory `sluice-TAG-PID` (one left by an earlier run of the same pid goes).
 pub fn tmpdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("sluice-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// `sluice gen ARGS --json --quiet` in `ns`, to run or to spawn beside the test.
+pub fn gen_command(ns: &Netns, args: &[&str]) -> Command {
+    let mut all = vec!["gen"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--json", "--quiet"]);
+    ns.exec(BIN, &all)
 }
 
 /// Run `sluice gen ARGS --json --quiet` in `ns`, require it to succeed and return its
 /// summary.
 #[allow(dead_code)] // not every test binary sends with the generator
 pub fn gen_json(ns: &Netns, args: &[&str]) -> serde_json::Value {
-    let mut all = vec!["gen"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--json", "--quiet"]);
-    json_output(&ns.exec(BIN, &all).output().unwrap())
+    json_output(&gen_command(ns, args).output().unwrap())
 }
 
 /// The JSON a command printed, once it succeeded (its stderr, or what it printed that is not
@@ -321,6 +384,59 @@ pub fn without_keys(v: &mut serde_json::Value, volatile: &[&str]) {
         serde_json::Value::Array(a) => a.iter_mut().for_each(|v| without_keys(v, volatile)),
         _ => {}
     }
+}
+
+/// A daemon's configured state, to compare with another's (tests/apply.rs, tests/save.rs):
+/// each of these `show` commands without the `VOLATILE` keys.
+pub const SHOWN: &[&str] = &[
+    "show interface",
+    "show ip fib",
+    "show ip6 fib",
+    "show ip fib table 7",
+    "show ip table",
+    "show bridge-domain",
+    "show l2fib",
+    "show acl",
+    "show interface rx-placement",
+    "show interface handoff",
+    "show ip neighbors",
+];
+
+/// Keys that say what happened since start, not what is configured (counters, ages,
+/// indices, memory).
+pub const VOLATILE: &[&str] = &[
+    "index",
+    "adjacency",
+    "memory_bytes",
+    "rx_packets",
+    "rx_bytes",
+    "tx_packets",
+    "tx_bytes",
+    "drops",
+    "tx_errors",
+    "tx_peer_full",
+    "rx_miss",
+    "age_s",
+    // A neighbour's seconds in its state and since confirmed.
+    "age",
+    "confirmed",
+    "hits",
+    "no_match",
+    "learnt",
+    "moves",
+    "aged",
+    "over_limit",
+    "learn_batches_lost",
+    "learns_refused",
+    "details",
+    "load",
+    "vectors",
+    "calls",
+];
+
+/// The configured state of the daemon on `socket`: `shown_state(socket, SHOWN, VOLATILE)`.
+pub fn snapshot(socket: &Path) -> Vec<(String, serde_json::Value)> {
+    shown_state(socket, SHOWN, VOLATILE)
 }
 
 /// What each `show` command in `shown` says (JSON), without the `volatile` keys: a daemon's

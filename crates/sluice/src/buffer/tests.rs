@@ -141,17 +141,9 @@ fn zero_length_packet_uses_one_buffer() {
     assert_eq!(w.meta(bi).next, NO_BUFFER);
 }
 
-// Ownership checks (test and debug builds): misuse panics with the buffer and its holder.
-
-#[test]
-#[should_panic(expected = "freed by worker handle 1, but it is free")]
-fn double_free_panics() {
-    let pool = BufferPool::new(4, HugePages::Never).unwrap();
-    let mut w = pool.worker_handle();
-    let bi = w.alloc_one().unwrap();
-    w.free(bi);
-    w.free(bi);
-}
+// Ownership checks: misuse panics with the buffer and its holder. tests/buffer_ownership.rs
+// has the checks that hold in every build (a double free, another handle's buffer read, a
+// made-up index, a held buffer given back as parked); these are the rest.
 
 #[test]
 #[should_panic(expected = "freed by worker handle 2, but it is held by worker handle 1")]
@@ -171,24 +163,6 @@ fn meta_mut_on_a_free_buffer_panics() {
     let bi = w.alloc_one().unwrap();
     w.free(bi);
     w.meta_mut(bi).len = 1;
-}
-
-#[test]
-#[should_panic(expected = "used by worker handle 1, but it is free")]
-fn data_mut_on_a_buffer_never_allocated_panics() {
-    let pool = BufferPool::new(4, HugePages::Never).unwrap();
-    let mut w = pool.worker_handle();
-    w.data_mut(2)[0] = 1;
-}
-
-#[test]
-#[should_panic(expected = "used by worker handle 2, but it is held by worker handle 1")]
-fn reading_a_buffer_another_worker_holds_panics() {
-    let pool = BufferPool::new(4, HugePages::Never).unwrap();
-    let mut a = pool.worker_handle();
-    let b = pool.worker_handle();
-    let bi = a.packet_from_bytes(&[1, 2, 3]).unwrap();
-    let _ = b.data(bi);
 }
 
 #[test]
@@ -272,15 +246,4 @@ fn a_parked_packet_cannot_be_used_until_unparked() {
     let bi = w.packet_from_bytes(&[1, 2, 3]).unwrap();
     w.park(bi);
     let _ = w.data(bi);
-}
-
-/// The safe way back to the pool refuses a buffer a live handle holds: it cannot pull a
-/// buffer out from under the handle using it.
-#[test]
-#[should_panic(expected = "given back from a table, but it is held by worker handle 1")]
-fn giving_back_as_parked_a_buffer_a_handle_holds_panics() {
-    let pool = BufferPool::new(4, HugePages::Never).unwrap();
-    let mut w = pool.worker_handle();
-    let bi = w.alloc_one().unwrap();
-    pool.give_back_parked(&[bi]);
 }

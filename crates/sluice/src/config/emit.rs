@@ -43,6 +43,17 @@ impl Entry {
         e
     }
 
+    /// An entry from TOML text, for tests: `Entry::parse("id = 10\nlearn = true")`.
+    #[cfg(test)]
+    pub fn parse(src: &str) -> Entry {
+        let t: toml::Table = src.parse().unwrap();
+        let mut e = Entry::default();
+        for (k, v) in t {
+            e.set(&k, v);
+        }
+        e
+    }
+
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.keys.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }

@@ -121,20 +121,11 @@ pub fn bridge_domain(
 mod tests {
     use super::*;
 
-    fn entry(src: &str) -> Entry {
-        let t: toml::Table = src.parse().unwrap();
-        let mut e = Entry::default();
-        for (k, v) in t {
-            e.set(&k, v);
-        }
-        e
-    }
-
     #[test]
     fn one_member_changes_only_that_member() {
-        let old = entry("id = 10\nlearn = true\nflood = true\nmembers = [\"a\", \"b\"]");
+        let old = Entry::parse("id = 10\nlearn = true\nflood = true\nmembers = [\"a\", \"b\"]");
         // The same settings in another order: not set again.
-        let new = entry("flood = true\nid = 10\nlearn = true\nmembers = [\"a\", { interface = \"c\", shg = 2 }]");
+        let new = Entry::parse("flood = true\nid = 10\nlearn = true\nmembers = [\"a\", { interface = \"c\", shg = 2 }]");
         let mut o = Ops::default();
         bridge_domain(&mut o, "bd", Some(&old), Some(&new)).unwrap();
         let lines: Vec<(&str, &str)> = o
@@ -154,7 +145,7 @@ mod tests {
 
     #[test]
     fn a_new_domain_is_made_before_its_ports_and_a_gone_one_after() {
-        let e = entry(
+        let e = Entry::parse(
             "id = 20\nlearn = false\nmac-age = \"90s\"\nmembers = [\"a\"]\n\
              arp-entries = [{ ip = \"10.0.0.9\", mac = \"02:00:00:00:00:09\" }]",
         );

@@ -264,15 +264,6 @@ pub fn text(v: &Value) -> String {
 mod tests {
     use super::*;
 
-    fn entry(src: &str) -> Entry {
-        let t: toml::Table = src.parse().unwrap();
-        let mut e = Entry::default();
-        for (k, v) in t {
-            e.set(&k, v);
-        }
-        e
-    }
-
     fn doc(name: &str) -> &'static SectionDoc {
         SECTIONS
             .iter()
@@ -284,7 +275,7 @@ mod tests {
     #[test]
     fn routes_match_by_prefix_and_table() {
         let d = doc("route");
-        let n = |s: &str| normal(d, &entry(s));
+        let n = |s: &str| normal(d, &Entry::parse(s));
         let old = [
             n("prefix = \"10.0.0.0/8\"\nvia = [\"192.0.2.2\"]"),
             n("prefix = \"10.0.0.0/8\"\ntable = 7\ndrop = true"),
@@ -314,9 +305,9 @@ mod tests {
 
     #[test]
     fn sections_without_identity_compare_whole_entries() {
-        let a = entry("protocol = \"tcp\"\nlocal = \"10.0.0.1\"");
-        let b = entry("local = \"10.0.0.1\"\nprotocol = \"tcp\"");
-        let c = entry("protocol = \"udp\"\nlocal = \"10.0.0.1\"");
+        let a = Entry::parse("protocol = \"tcp\"\nlocal = \"10.0.0.1\"");
+        let b = Entry::parse("local = \"10.0.0.1\"\nprotocol = \"tcp\"");
+        let c = Entry::parse("protocol = \"udp\"\nlocal = \"10.0.0.1\"");
         assert!(section_changes("nat44-static", std::slice::from_ref(&a), &[b], &[]).is_empty());
         let d = section_changes("nat44-static", &[a], &[c], &[]);
         assert_eq!(d.len(), 2);
@@ -328,11 +319,11 @@ mod tests {
         let d = doc("nat44");
         let a = normal(
             d,
-            &entry("addresses = [\"198.51.100.9\", \"198.51.100.7-198.51.100.8\"]"),
+            &Entry::parse("addresses = [\"198.51.100.9\", \"198.51.100.7-198.51.100.8\"]"),
         );
         let b = normal(
             d,
-            &entry("addresses = [\"198.51.100.7\", \"198.51.100.8\", \"198.51.100.9\"]"),
+            &Entry::parse("addresses = [\"198.51.100.7\", \"198.51.100.8\", \"198.51.100.9\"]"),
         );
         assert!(same(&a, &b), "{a:?} {b:?}");
         assert!(section_changes("nat44", &[a], &[b], &[]).is_empty());

@@ -163,27 +163,13 @@ impl RxRing {
                 frame_size,
                 frame_count,
             } => {
-                set_version(
-                    &socket,
-                    libc::tpacket_versions::TPACKET_V2 as libc::c_int,
-                    "v2",
-                )?;
-                let (per_block, blocks) = frame_blocks(frame_size, frame_count);
-                let req = libc::tpacket_req {
-                    tp_block_size: per_block * frame_size,
-                    tp_block_nr: blocks,
-                    tp_frame_size: frame_size,
-                    tp_frame_nr: per_block * blocks,
-                };
-                socket
-                    .set_option(libc::PACKET_RX_RING, &req)
-                    .map_err(|e| format!("PACKET_RX_RING: {e}"))?;
+                let slots = v2_ring(&socket, RxOrTx::Rx, frame_size, frame_count)?;
                 // The kernel wraps at the slots it made, whole blocks of them.
                 layout = RingLayout::Frames {
                     frame_size,
-                    frame_count: req.tp_frame_nr,
+                    frame_count: slots,
                 };
-                (per_block * blocks * frame_size) as usize
+                (slots * frame_size) as usize
             }
         };
         // The ring the kernel just allocated for this socket, at the size it was asked for.
@@ -408,7 +394,7 @@ impl RxRing {
 }
 
 /// PACKET_VERSION.
-pub(super) fn set_version(socket: &PacketSocket, v: libc::c_int, name: &str) -> Result<(), String> {
+fn set_version(socket: &PacketSocket, v: libc::c_int, name: &str) -> Result<(), String> {
     socket
         .set_option(libc::PACKET_VERSION, &v)
         .map_err(|e| format!("PACKET_VERSION {name}: {e}"))
@@ -418,6 +404,43 @@ pub(super) fn set_version(socket: &PacketSocket, v: libc::c_int, name: &str) -> 
 pub(super) fn frame_blocks(frame_size: u32, count: u32) -> (u32, u32) {
     let per_block = (FRAME_BLOCK as u32 / frame_size).max(1);
     (per_block, count.div_ceil(per_block).max(1))
+}
+
+/// Which of a socket's rings `v2_ring` asks for.
+#[derive(Clone, Copy)]
+pub(super) enum RxOrTx {
+    Rx,
+    Tx,
+}
+
+/// Ask the kernel for a TPACKET_V2 ring of at least `count` slots of `frame_size` bytes,
+/// whole blocks of them (`frame_blocks`); the slots it made.
+pub(super) fn v2_ring(
+    socket: &PacketSocket,
+    ring: RxOrTx,
+    frame_size: u32,
+    count: u32,
+) -> Result<u32, String> {
+    set_version(
+        socket,
+        libc::tpacket_versions::TPACKET_V2 as libc::c_int,
+        "v2",
+    )?;
+    let (per_block, blocks) = frame_blocks(frame_size, count);
+    let req = libc::tpacket_req {
+        tp_block_size: per_block * frame_size,
+        tp_block_nr: blocks,
+        tp_frame_size: frame_size,
+        tp_frame_nr: per_block * blocks,
+    };
+    let (option, name) = match ring {
+        RxOrTx::Rx => (libc::PACKET_RX_RING, "PACKET_RX_RING"),
+        RxOrTx::Tx => (libc::PACKET_TX_RING, "PACKET_TX_RING"),
+    };
+    socket
+        .set_option(option, &req)
+        .map_err(|e| format!("{name}: {e}"))?;
+    Ok(req.tp_frame_nr)
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //! write starts there again, which keeps our cursor and the kernel's head the same slot
 //! between bursts.
 
-use super::rx_ring::{frame_blocks, set_version};
+use super::rx_ring::{v2_ring, RxOrTx};
 use super::socket::PacketSocket;
 use crate::sys::mapping::SharedMapping;
 use std::io;
@@ -63,28 +63,14 @@ impl TxRing {
     /// `max_frame` bytes on interface `ifindex`.
     pub fn open(ifindex: u32, max_frame: usize, count: u32) -> Result<TxRing, String> {
         let socket = PacketSocket::new()?;
-        set_version(
-            &socket,
-            libc::tpacket_versions::TPACKET_V2 as libc::c_int,
-            "v2",
-        )?;
         let frame_size = (DATA_OFFSET + max_frame).next_power_of_two().max(2048) as u32;
-        let (per_block, blocks) = frame_blocks(frame_size, count);
-        let req = libc::tpacket_req {
-            tp_block_size: per_block * frame_size,
-            tp_block_nr: blocks,
-            tp_frame_size: frame_size,
-            tp_frame_nr: per_block * blocks,
-        };
-        socket
-            .set_option(libc::PACKET_TX_RING, &req)
-            .map_err(|e| format!("PACKET_TX_RING: {e}"))?;
+        let slots = v2_ring(&socket, RxOrTx::Tx, frame_size, count)?;
         socket
             .set_option(libc::PACKET_QDISC_BYPASS, &(1 as libc::c_int))
             .map_err(|e| format!("PACKET_QDISC_BYPASS: {e}"))?;
         // Protocol 0: this socket receives nothing.
         socket.bind(ifindex, 0).map_err(|e| format!("bind: {e}"))?;
-        let len = req.tp_frame_nr as usize * frame_size as usize;
+        let len = slots as usize * frame_size as usize;
         // The ring the kernel just allocated for this socket, at its size.
         let map =
             SharedMapping::new(socket.fd(), len, 0).map_err(|e| format!("mmap tx ring: {e}"))?;
@@ -92,7 +78,7 @@ impl TxRing {
             map,
             socket,
             frame_size: frame_size as usize,
-            frame_count: req.tp_frame_nr,
+            frame_count: slots,
             next: 0,
         })
     }
