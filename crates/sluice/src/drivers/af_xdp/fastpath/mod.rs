@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 /// Offloaded flows at most.
 pub const MAX_FLOWS: u32 = 65536;
 /// Entries the installer adds a second at most.
-pub const INSTALLS_PER_SEC: u32 = 10_000;
+pub const INSTALLS_PER_SEC: u32 = 50_000;
 /// An entry no frame used for this long is removed.
 pub const IDLE: Duration = Duration::from_secs(30);
 /// Candidates waiting for the installer at most (more are dropped: offered again later).
