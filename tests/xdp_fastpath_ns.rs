@@ -471,25 +471,3 @@ fn an_egress_that_drops_redirected_frames_is_backed_off() {
     assert!(daemon.stop(), "daemon did not exit cleanly");
     std::fs::remove_dir_all(&l.dir).ok();
 }
-
-/// A bridge domain with the fast path on: bridged frames are not offloaded (l2-learn and
-/// l2-fwd are not offload-safe), so the bridge forwards as without it, every frame by the
-/// graph.
-#[test]
-fn bridged_frames_stay_in_the_graph() {
-    if !needs_root() {
-        return;
-    }
-    let l = lab("br");
-    let bridge = "[[bridge-domain]]\nid = 1\nmembers = [\"d0\", \"d1\"]\n";
-    let (cfg, socket) = config_with(&l.dir, "on", bridge);
-    let mut daemon = Daemon::start(&l.dut, &cfg, &socket);
-    all_arrived(&send(&l, 5000, SIZES), 5000, "bridged");
-    let flows = ctl_json(&socket, "show xdp flows");
-    assert_eq!(u(&flows["reasons"]["forwarded in XDP"]), 0, "{flows}");
-    assert_eq!(flows["flows"].as_array().map(Vec::len), Some(0), "{flows}");
-    let d1 = interface(&socket, "d1");
-    assert_eq!(u(&d1["tx_packets"]), 5000, "{d1}");
-    assert!(daemon.stop(), "daemon did not exit cleanly");
-    std::fs::remove_dir_all(&l.dir).ok();
-}

@@ -23,6 +23,10 @@ pub const FLAG_OFFLOAD: u8 = 1 << 5;
 /// (`aux`: the session's index, and `NAT_OFFER_REPLY` for its reply direction), so
 /// interface-output offers the session's direction, not a route.
 pub const FLAG_NAT_OFFER: u8 = 1 << 6;
+/// Buffer flag: l2-fwd sent this frame to the port its destination was learnt on (`aux`:
+/// the bridge domain's index), so interface-output offers the bridge's flow (ingress,
+/// destination and source MAC), not a cross-connect.
+pub const FLAG_L2_OFFER: u8 = 1 << 7;
 /// With `FLAG_NAT_OFFER`: `aux`'s bit for a session's reply direction.
 pub const NAT_OFFER_REPLY: u32 = 1 << 31;
 /// Where the L3 header of a packet without VLAN tags starts: after the 14-byte Ethernet

@@ -68,6 +68,10 @@ pub fn graph_nodes(
     if let Some(fp) = &offload {
         fp.set_view(view.clone());
         fp.set_nat(filters.nat.clone());
+        fp.set_macs(crate::drivers::af_xdp::fastpath::bridge::MacTable {
+            fib: l2.fib.clone(),
+            clock: l2.clock,
+        });
     }
     let mut decls = inputs;
     decls.extend([

@@ -3,7 +3,7 @@
 //! sub-interface is counted there, gets the sub-interface's VLAN tags and leaves by the
 //! parent's tx node.
 
-use crate::buffer::{FLAG_NAT_HINT, FLAG_NAT_OFFER, FLAG_OFFLOAD};
+use crate::buffer::{FLAG_L2_OFFER, FLAG_NAT_HINT, FLAG_NAT_OFFER, FLAG_OFFLOAD};
 use crate::drivers::af_xdp::fastpath::offer::{Offerer, Routed};
 use crate::drivers::af_xdp::fastpath::FastPath;
 use crate::graph::names::error_counters;
@@ -132,12 +132,16 @@ impl TracedLoop for InterfaceOutput {
                     let meta = *cx.bufs.meta(bi);
                     if let Some(o) = &mut self.offload {
                         // Marked: every node it crossed can be done in XDP. No tags pushed
-                        // here; no adjacency: a cross-connect, else a route.
+                        // here; bridged by a learnt entry, or no adjacency: a
+                        // cross-connect, else a route.
                         let rx = self.interfaces.get(meta.rx_if as usize);
                         if let (true, false, Some(rx)) =
                             (meta.flags & FLAG_OFFLOAD != 0, via_subif, rx)
                         {
-                            if meta.adj == u32::MAX {
+                            if meta.flags & FLAG_L2_OFFER != 0 {
+                                let frame = cx.bufs.data(bi);
+                                o.bridge((rx, i), frame, meta.aux, cx.pass_epoch);
+                            } else if meta.adj == u32::MAX {
                                 o.cross_connect(rx, i, cx.pass_epoch);
                             } else if let Some(view) = &view {
                                 let routed = Routed {

@@ -376,6 +376,7 @@ impl Bridges {
     /// Apply a worker's learns.
     pub fn learn(&mut self, batch: &[MacLearn]) {
         let now = self.clock.now();
+        let mut moved = false;
         for l in batch {
             // The domain may have gone, or the interface left it, since the worker looked.
             let Some(&(id, _)) = self.members.get(&l.interface) else {
@@ -387,11 +388,18 @@ impl Bridges {
             }
             let limit = self.port_limit(l.interface);
             match self.macs.learn(id, l.mac, l.interface, limit, now as u64) {
-                Learnt::Added | Learnt::Moved { .. } => {
+                Learnt::Added => self.fib.set(key(l.bd, &l.mac.0), l.interface, false, now),
+                Learnt::Moved { .. } => {
                     self.fib.set(key(l.bd, &l.mac.0), l.interface, false, now);
+                    moved = true;
                 }
                 _ => {}
             }
+        }
+        // A flow the XDP fast path carries to a moved address is stale now (a new address
+        // changes no flow it carries: frames to it were flooded, never offloaded).
+        if moved {
+            crate::drivers::af_xdp::fastpath::bump();
         }
     }
 
@@ -417,6 +425,11 @@ impl Bridges {
         for &(k, id) in &expired {
             self.macs.expire(id, key_mac(k));
             self.fib.remove(k);
+        }
+        // Frames to an address no longer learnt are flooded: the fast path's flows to it
+        // are stale.
+        if !expired.is_empty() {
+            crate::drivers::af_xdp::fastpath::bump();
         }
         expired.len()
     }

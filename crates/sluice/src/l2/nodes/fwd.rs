@@ -5,6 +5,7 @@
 //! whose source is a group or all-zero address is dropped, and so is one to a reserved
 //! link-local group 01:80:C2:00:00:0N that the domain's `group-fwd-mask` does not let through.
 
+use crate::buffer::{FLAG_L2_OFFER, FLAG_OFFLOAD};
 use crate::ethernet::input as ethernet_input;
 use crate::graph::names::{error_counters, next_nodes};
 use crate::graph::{traced_loop_nodes, NodeCx, NodeDecl, TracedLoop};
@@ -63,6 +64,8 @@ impl L2Fwd {
                 keys: Vec::with_capacity(256),
             },
         )
+        // Offload-safe for the frames it says so of: it clears the others' mark itself.
+        .offload_safe()
     }
 }
 
@@ -130,7 +133,22 @@ impl TracedLoop for L2Fwd {
                     None => Err(Error::UnknownUnicastOff),
                 }
             })();
+            // The fast path may carry the frame's flow only when it goes to the port its
+            // destination was learnt on (interface-output offers it, `FLAG_L2_OFFER`).
+            let marked = meta.flags & FLAG_OFFLOAD != 0;
+            meta.flags &= !FLAG_OFFLOAD;
             let next = match verdict {
+                Ok((Next::InterfaceOutput, tx)) if marked => {
+                    meta.tx_if = tx;
+                    if let Some((port, _)) = modes.bridge_port(rx) {
+                        meta.flags |= FLAG_OFFLOAD | FLAG_L2_OFFER;
+                        meta.aux = u32::from(port.bd);
+                    }
+                    if TRACE {
+                        cx.trace(bi, format_args!("to tx if {tx}"));
+                    }
+                    Next::InterfaceOutput
+                }
                 Ok((Next::Bvi, bvi)) => {
                     // The router sees the frame arrive on the BVI.
                     meta.rx_if = bvi;

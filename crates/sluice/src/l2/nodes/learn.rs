@@ -4,6 +4,7 @@
 //! worker sends an address at most once a second, so a busy unknown source costs one
 //! message, not one per frame. Every frame goes on to l2-fwd.
 
+use crate::buffer::FLAG_OFFLOAD;
 use crate::graph::names::next_nodes;
 use crate::graph::{traced_loop_nodes, NodeCx, NodeDecl, TracedLoop};
 use crate::interface::SharedL2Modes;
@@ -69,6 +70,8 @@ impl L2Learn {
                 recent_second: u32::MAX,
             },
         )
+        // Offload-safe for the frames it says so of: it clears the others' mark itself.
+        .offload_safe()
     }
 
     /// Whether this (key, interface) was already sent this second; remembers it if not.
@@ -110,13 +113,21 @@ impl TracedLoop for L2Learn {
                 table.prefetch(ahead);
             }
             let k = self.keys[i];
+            // Only a frame from a source learnt where it came in may be the fast path's:
+            // XDP learns nothing.
+            let meta = cx.bufs.meta_mut(bi);
+            let marked = meta.flags & FLAG_OFFLOAD != 0;
+            meta.flags &= !FLAG_OFFLOAD;
             if k == 0 {
                 continue;
             }
-            let rx = cx.bufs.meta(bi).rx_if;
+            let rx = meta.rx_if;
             let verdict = match table.lookup(k) {
                 Some(h) if h.interface == rx => {
                     table.touch(h, now);
+                    if marked {
+                        meta.flags |= FLAG_OFFLOAD;
+                    }
                     "known"
                 }
                 Some(h) if h.is_static => "static elsewhere, kept",

@@ -5,4 +5,6 @@ pub mod arp_term;
 pub mod flood;
 pub mod fwd;
 pub mod learn;
+#[cfg(test)]
+mod offload_tests;
 pub mod xconnect;

@@ -1,7 +1,7 @@
 //! `show xdp flows`: the flows the XDP fast path forwards, its counters by reason and by
 //! interface, and what its installer did.
 
-use super::maps::{KIND_NAT4, KIND_ROUTE4, KIND_XCONNECT};
+use super::maps::{KIND_BRIDGE, KIND_NAT4, KIND_ROUTE4, KIND_XCONNECT};
 use super::program::REASONS;
 use super::{active, IDLE, INSTALLS_PER_SEC, MAX_FLOWS};
 use crate::control::cli::{Command, Effect, Output};
@@ -53,6 +53,7 @@ fn show_flows(c: &Control) -> Output {
             .unwrap_or_else(|| format!("slot {}", v.out_slot));
         let kind = match k.kind {
             KIND_XCONNECT => "xconnect",
+            KIND_BRIDGE => "bridge",
             KIND_ROUTE4 => "route4",
             KIND_NAT4 => "nat4",
             _ => "?",
@@ -75,6 +76,12 @@ fn show_flows(c: &Control) -> Output {
             flow["translated"] = json!(to.to_string());
             flow["next_hop_mac"] = json!(mac);
             flow["max_frame"] = json!(r.max_len);
+        } else if k.kind == KIND_BRIDGE {
+            let mac = |at: usize| MacAddress(k.addr[at..at + 6].try_into().unwrap_or_default());
+            let (dst, src) = (mac(0).to_string(), mac(6).to_string());
+            route = format!("  {src} -> {dst}");
+            flow["source_mac"] = json!(src);
+            flow["destination_mac"] = json!(dst);
         } else if let Some(r) = &v.route {
             let dst = std::net::Ipv4Addr::from([k.addr[0], k.addr[1], k.addr[2], k.addr[3]]);
             let mac = MacAddress(r.dst_mac).to_string();

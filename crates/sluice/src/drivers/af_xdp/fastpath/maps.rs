@@ -12,6 +12,9 @@ pub const KEY_LEN: usize = 24;
 pub const VALUE_LEN: usize = 64;
 /// A cross-connect: everything received on the ingress interface.
 pub const KIND_XCONNECT: u16 = 1;
+/// A bridge domain's flow: untagged frames the ingress interface receives from one source
+/// MAC to one (learnt, unicast) destination MAC.
+pub const KIND_BRIDGE: u16 = 2;
 /// An IPv4 route: what the ingress interface receives for the destinations of one prefix
 /// (one address, or a whole route the FIB decides alike for every address in it).
 pub const KIND_ROUTE4: u16 = 3;
@@ -79,6 +82,21 @@ impl Key {
             kind: KIND_XCONNECT,
             vlan: 0,
             addr: [0; 16],
+            plen: 0,
+        }
+    }
+
+    /// Frames received on `ifindex` from `src` to `dst`: the addresses as the frame holds
+    /// them (destination first), untagged.
+    pub fn bridge(ifindex: u32, dst: [u8; 6], src: [u8; 6]) -> Key {
+        let mut addr = [0u8; 16];
+        addr[..6].copy_from_slice(&dst);
+        addr[6..12].copy_from_slice(&src);
+        Key {
+            ifindex,
+            kind: KIND_BRIDGE,
+            vlan: 0,
+            addr,
             plen: 0,
         }
     }

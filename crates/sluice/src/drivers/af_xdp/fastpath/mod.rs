@@ -17,6 +17,7 @@
 //! egress interface unchanged) and IPv4 routes to one destination address from one ingress
 //! interface (the next hop's Ethernet header, the TTL one less, the checksum updated).
 
+pub mod bridge;
 pub mod commands;
 pub mod egress;
 pub mod maps;
@@ -71,8 +72,20 @@ pub struct Candidate {
     /// installer asks the router how far they hold (`Router::uniform_prefix4`).
     pub rx_if: u32,
     pub adj: u32,
-    /// NAT: the session whose direction the entry carries.
-    pub nat: Option<nat::SessionRef>,
+    /// What else must hear of the entry's frames.
+    pub owner: Owner,
+}
+
+/// What keeps an entry's flow alive outside the fast path, and is told of its frames (each
+/// sweep, for the entries that counted some since the last).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Owner {
+    /// Nothing: a cross-connect or a route (a route's neighbour is in its value).
+    Nothing,
+    /// A NAT session: its worker marks it used.
+    Session(nat::SessionRef),
+    /// A bridge's learnt source address: its age refreshed in the MAC table.
+    Mac(bridge::MacRef),
 }
 
 /// What the installer did, for `show xdp flows` and the metrics.
@@ -122,9 +135,11 @@ pub struct FastPath {
     /// Each entry's hit count when it last changed, and when (the program counts, the
     /// installer ages by it).
     activity: Mutex<HashMap<Key, (u64, Instant)>>,
-    /// The NAT whose sessions are offloaded, and the session of each NAT entry.
+    /// The NAT whose sessions are offloaded, the bridges' MAC table whose flows are, and
+    /// each entry's owner there.
     nat: Mutex<Option<Arc<crate::nat44::shared::Nat44Shared>>>,
-    sessions: Mutex<HashMap<Key, nat::SessionRef>>,
+    macs: Mutex<Option<bridge::MacTable>>,
+    owners: Mutex<HashMap<Key, Owner>>,
     pub stats: InstallerStats,
 }
 
@@ -191,7 +206,8 @@ impl FastPath {
             egress_watch: Mutex::new(egress::EgressWatch::default()),
             activity: Mutex::new(HashMap::new()),
             nat: Mutex::new(None),
-            sessions: Mutex::new(HashMap::new()),
+            macs: Mutex::new(None),
+            owners: Mutex::new(HashMap::new()),
             stats: InstallerStats::default(),
         })
     }
@@ -395,11 +411,11 @@ impl FastPath {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .insert(c.key, (0, Instant::now()));
-                if let Some(r) = c.nat {
-                    self.sessions
+                if c.owner != Owner::Nothing {
+                    self.owners
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
-                        .insert(c.key, r);
+                        .insert(c.key, c.owner);
                 }
                 s.installed.fetch_add(1, Ordering::Relaxed)
             }
@@ -468,9 +484,10 @@ impl FastPath {
         // Forget what the map no longer holds.
         let live: std::collections::HashSet<Key> = entries.iter().map(|(k, _)| *k).collect();
         activity.retain(|k, _| live.contains(k));
-        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        sessions.retain(|k, _| live.contains(k));
+        let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
+        owners.retain(|k, _| live.contains(k));
         let nat = self.nat.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let macs = self.macs.lock().unwrap_or_else(|p| p.into_inner()).clone();
         for (key, value) in entries {
             let seen = activity.entry(key).or_insert((value.hits, now));
             let used = value.hits != seen.0;
@@ -480,9 +497,19 @@ impl FastPath {
             if let (Some(v), Some(r), true) = (&view, &value.route, used) {
                 v.used.touch(r.use_slot);
             }
-            // The session's worker hears of its frames, so that it does not expire.
-            if let (Some(n), Some(s), true) = (&nat, sessions.get(&key), used) {
-                n.touch_offloaded(s.worker, s.index, s.tuple);
+            // The owner hears of the frames: a session or a learnt address stays.
+            match (owners.get(&key), used) {
+                (Some(Owner::Session(s)), true) => {
+                    if let Some(n) = &nat {
+                        n.touch_offloaded(s.worker, s.index, s.tuple);
+                    }
+                }
+                (Some(Owner::Mac(m)), true) => {
+                    if let Some(t) = &macs {
+                        t.touch(m);
+                    }
+                }
+                _ => {}
             }
             let counter = if value.epoch != epoch {
                 &self.stats.swept_stale
@@ -493,7 +520,7 @@ impl FastPath {
             };
             if self.maps.remove(&key) {
                 activity.remove(&key);
-                sessions.remove(&key);
+                owners.remove(&key);
                 counter.fetch_add(1, Ordering::Relaxed);
             }
         }

@@ -88,13 +88,13 @@ impl FastPath {
             .iter()
             .map(|(i, _)| *i)
             .collect();
-        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
         let mut activity = self.activity.lock().unwrap_or_else(|p| p.into_inner());
         for tuple in withdrawn {
             // The entry's ingress is not the session's to know: any port may hold one.
             for &ifindex in &ports {
                 let key = Key::nat4(ifindex, &tuple);
-                sessions.remove(&key);
+                owners.remove(&key);
                 if self.maps.remove(&key) {
                     activity.remove(&key);
                     self.stats.nat_withdrawn.fetch_add(1, Ordering::Relaxed);

@@ -1,9 +1,10 @@
 //! The worker's side of the fast path: at the end of the output path (interface-output), a
 //! packet that crossed only offload-safe nodes makes its flow a candidate for the installer.
 
+use super::bridge::MacRef;
 use super::maps::{Key, RouteRewrite, Value};
 use super::nat::{rewrite_of, SessionRef};
-use super::{Candidate, FastPath, Port, REOFFER};
+use super::{Candidate, FastPath, Owner, Port, REOFFER};
 use crate::buffer::NAT_OFFER_REPLY;
 use crate::interface::Interface;
 use crate::nat44::shared::Nat44Shared;
@@ -76,7 +77,47 @@ impl Offerer {
             value,
             rx_if: rx.index,
             adj: u32::MAX,
-            nat: None,
+            owner: Owner::Nothing,
+        });
+    }
+
+    /// A frame received on `rx` leaves by `tx` as l2-fwd sent it: to the port its
+    /// destination was learnt on in bridge domain `bd` (its source learnt on `rx`). Offer
+    /// the flow from that source to that destination on `rx`, unless offered in this epoch
+    /// lately; its source's age is refreshed while the entry carries frames.
+    pub fn bridge(
+        &mut self,
+        (rx, tx): (&Interface, &Interface),
+        frame: &[u8],
+        bd: u32,
+        epoch: u32,
+    ) {
+        let (Some(rx_port), Some(tx_port)) = (rx.fast_path, tx.fast_path) else {
+            return;
+        };
+        let backed_off = self.fp.backed_off.get(tx_port.slot.into());
+        if rx.mtu > tx.mtu || epoch == 0 || down(tx) || backed_off {
+            return;
+        }
+        let (Some(dst), Some(src)) = (frame.get(..6), frame.get(6..12)) else {
+            return;
+        };
+        let (Ok(dst), Ok(src)) = (<[u8; 6]>::try_from(dst), <[u8; 6]>::try_from(src)) else {
+            return;
+        };
+        let key = Key::bridge(rx_port.ifindex, dst, src);
+        if !self.fresh(key, epoch) {
+            return;
+        }
+        self.fp.offer(Candidate {
+            key,
+            value: Value::between(epoch, rx_port, tx_port, None),
+            rx_if: rx.index,
+            adj: u32::MAX,
+            owner: Owner::Mac(MacRef {
+                key: crate::l2::fib::key(bd as u16, &src),
+                interface: rx.index,
+            }),
         });
     }
 
@@ -101,7 +142,7 @@ impl Offerer {
             value: Value::between(epoch, rx_port, tx_port, Some(route)),
             rx_if: rx.index,
             adj: routed.adj,
-            nat: None,
+            owner: Owner::Nothing,
         });
     }
 
@@ -155,7 +196,7 @@ impl Offerer {
             value,
             rx_if: rx.index,
             adj: routed.adj,
-            nat: Some(SessionRef {
+            owner: Owner::Session(SessionRef {
                 worker,
                 index,
                 tuple: from,

@@ -291,7 +291,7 @@ fn a_routed_destination_is_installed_as_its_whole_route_when_the_router_says_it_
         },
         rx_if: 0,
         adj,
-        nat: None,
+        owner: super::Owner::Nothing,
     };
     let mut window = (Instant::now(), 0);
     // One that no longer holds (another adjacency than the FIB's) is not installed.
@@ -367,7 +367,9 @@ fn a_translated_packet_offers_its_sessions_direction_not_its_route() {
     assert_eq!(n.to, xlat);
     assert_eq!(n.ip_sum, super::nat::rewrite_of(&orig, &xlat).ip_sum);
     assert_eq!(c[0].value.route.unwrap().dst_mac, NEIGHBOR_MAC.0);
-    let s = c[0].nat.expect("its session");
+    let super::Owner::Session(s) = c[0].owner else {
+        panic!("its session: {:?}", c[0].owner);
+    };
     assert_eq!((s.worker, s.index, s.tuple), (0, index, orig));
     // Once an epoch; a frame that is not the session's translation is not offered.
     o.nat((&rx, &tx), routed(&v, &frame), (0, index), 5);
@@ -380,4 +382,33 @@ fn a_translated_packet_offers_its_sessions_direction_not_its_route() {
     let mut t = nat.table(0, &nv).unwrap();
     t.table.clear(&crate::nat44::Stats::default());
     assert_eq!(t.table.take_withdrawn(), vec![orig, xlat.reversed()]);
+}
+
+#[test]
+fn a_bridged_frame_offers_its_source_and_destination_on_its_ingress() {
+    let Some(fp) = fast_path() else { return };
+    let mut o = Offerer::new(fp.clone(), None);
+    let (rx, tx) = (port(0), port(1));
+    let eth = header([2, 0, 0, 0, 0, 0xb1], [2, 0, 0, 0, 0, 0xa1]);
+    o.bridge((&rx, &tx), &eth, 3, 5);
+    let c = taken(&fp);
+    assert_eq!(c.len(), 1);
+    let (dst, src) = ([2, 0, 0, 0, 0, 0xb1], [2, 0, 0, 0, 0, 0xa1]);
+    assert_eq!(c[0].key, Key::bridge(100, dst, src));
+    assert_eq!((c[0].value.out_slot, c[0].value.route), (1, None));
+    let learnt = super::bridge::MacRef {
+        key: crate::l2::fib::key(3, &src),
+        interface: 0,
+    };
+    assert_eq!(
+        c[0].owner,
+        super::Owner::Mac(learnt),
+        "its source's age kept"
+    );
+    // Once an epoch; not toward a smaller MTU than the ingress's (the kernel would drop).
+    o.bridge((&rx, &tx), &eth, 3, 5);
+    let mut small = port(1);
+    small.mtu = 1000;
+    o.bridge((&port(2), &small), &eth, 3, 6);
+    assert!(taken(&fp).is_empty());
 }

@@ -13,7 +13,8 @@
 //!     if (options, fragment, ttl <= 1, martian or refused source, 0/8 127/8 224/3
 //!         destination, padding, bad checksum)
 //!                                { count(GRAPH); goto socket; }
-//! } else if (!(v = lookup(flows, {ingress, KIND_XCONNECT})))
+//! } else if (!(v = lookup(flows, {ingress, KIND_XCONNECT}))
+//!            && !(v = lookup(flows, {ingress, KIND_BRIDGE, dst MAC, src MAC})))
 //!                                { count(MISS_NO_ENTRY); goto socket; }
 //! if (v->epoch != epoch[0])      { count(MISS_STALE); goto socket; }
 //! if (routed && (dst MAC != v->in_mac || len > v->max_len))
@@ -31,7 +32,7 @@
 //!
 //! The layouts of the key and value are `maps::Key` and `maps::Value`.
 
-use super::maps::{value as v, Maps, KEY_LEN, KIND_XCONNECT};
+use super::maps::{value as v, Maps, KEY_LEN, KIND_BRIDGE, KIND_XCONNECT};
 use crate::sys::bpf::Insn;
 use crate::sys::bpf_asm::{Alu, Asm, Cond, Size, FP, R0, R1, R2, R3, R4, R5, R6, R7, R8, R9};
 
@@ -134,8 +135,20 @@ pub fn fast_path_program(m: &Maps, xsks: i32) -> Result<Vec<Insn>, String> {
         .alu_imm(Alu::Add, R2, KEY_AT as i32)
         .call(HELPER_MAP_LOOKUP)
         .mov_imm(R9, 0) // not routed
-        .jmp_imm(Cond::Eq, R0, 0, "no_entry")
-        .mov(R7, R0);
+        .jmp_imm(Cond::Ne, R0, 0, "found");
+    // No cross-connect: a bridge's flow, keyed by both MAC addresses too.
+    packet(&mut a, MIN_FRAME, "no_entry");
+    a.st_imm(Size::H, FP, KEY_AT + 4, KIND_BRIDGE as i32);
+    for off in [0, 4, 8] {
+        a.ldx(Size::W, R1, R2, off)
+            .stx(Size::W, FP, KEY_AT + 8 + off, R1);
+    }
+    a.ld_map(R1, m.flows.raw_fd())
+        .mov(R2, FP)
+        .alu_imm(Alu::Add, R2, KEY_AT as i32)
+        .call(HELPER_MAP_LOOKUP)
+        .jmp_imm(Cond::Eq, R0, 0, "no_entry");
+    a.label("found").mov(R7, R0);
     a.label("entry");
     // The epoch the entry was made in must be the current one.
     a.st_imm(Size::W, FP, INDEX_AT, 0)

@@ -308,3 +308,51 @@ fn a_route_entry_covers_its_prefix_and_the_longest_entry_wins() {
     assert_eq!(next_hop([198, 19, 0, 1]), None);
     assert_eq!(next_hop([198, 19, 7, 7]), Some(0x77));
 }
+
+#[test]
+fn a_bridge_entry_carries_one_source_to_one_destination() {
+    let Some((maps, _xsks, prog)) = setup() else {
+        return;
+    };
+    maps.set_epoch(4).unwrap();
+    maps.set_egress(0, LO).unwrap();
+    let (dst, src) = ([2, 0, 0, 0, 0, 0xb1], [2, 0, 0, 0, 0, 0xa1]);
+    let value = Value {
+        epoch: 4,
+        out_slot: 0,
+        in_stat: 6,
+        out_stat: 7,
+        hits: 0,
+        route: None,
+        nat: None,
+    };
+    maps.insert(&Key::bridge(LO, dst, src), &value).unwrap();
+    let frame = |dst: [u8; 6], src: [u8; 6]| {
+        let mut f = vec![0x5au8; 64];
+        f[..6].copy_from_slice(&dst);
+        f[6..12].copy_from_slice(&src);
+        f[12..14].copy_from_slice(&[0x88, 0xb5]);
+        f
+    };
+    // Sent on unchanged; IPv4 too (no route or NAT entry: on to the bridge's).
+    let (action, out) = run_out(&prog, &frame(dst, src));
+    assert_eq!((action, &out), (XDP_REDIRECT as u32, &frame(dst, src)));
+    let mut ipv4 = routed_to(dst, 64, [198, 19, 0, 1]);
+    ipv4[6..12].copy_from_slice(&src);
+    assert_eq!(run_out(&prog, &ipv4), (XDP_REDIRECT as u32, ipv4.clone()));
+    // Another source, or another destination, is not the entry's.
+    let before = maps.reason_counts()[Reason::NoEntry as usize];
+    assert_eq!(
+        run_out(&prog, &frame(dst, [2, 0, 0, 0, 0, 0xa2])).0,
+        XDP_PASS as u32
+    );
+    assert_eq!(
+        run_out(&prog, &frame([2, 0, 0, 0, 0, 0xb2], src)).0,
+        XDP_PASS as u32
+    );
+    assert_eq!(maps.reason_counts()[Reason::NoEntry as usize], before + 2);
+    assert_eq!(maps.interface_counts(7).tx_packets, 2);
+    let listed = maps.flows(4);
+    assert_eq!(listed[0].0, Key::bridge(LO, dst, src));
+    assert_eq!(listed[0].1.hits, 2);
+}
