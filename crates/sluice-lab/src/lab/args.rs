@@ -48,7 +48,8 @@ pub struct RunArgs {
     /// (sluice-router with the XDP fast path on; --io af_xdp), sluice-nat
     /// (sluice-router with NAT44 out of d1; implies --reply), sluice-nat-xdp (sluice-nat with
     /// the XDP fast path on; --io af_xdp),
-    /// sluice-bridge (a learning bridge domain, as linux-bridge is), sluice-dpdk (sluice's
+    /// sluice-bridge (a learning bridge domain, as linux-bridge is), sluice-bridge-xdp
+    /// (sluice-bridge with the XDP fast path on; --io af_xdp), sluice-dpdk (sluice's
     /// dpdk driver: DPDK's net_af_packet on the veths, or net_null with --io dpdk-null), testpmd,
     /// vpp (l2 xconnect), vpp-router (when vpp and vppctl are on the PATH), or a comma list
     #[arg(long = "dut", value_name = "LIST", value_delimiter = ',', default_value = "sluice", value_parser = dut_arg)]

@@ -96,6 +96,7 @@ pub fn run_mtu(kind: DutKind, io: Io, size: &str) -> u32 {
     match kind {
         DutKind::SluiceAfXdp
         | DutKind::SluiceXdp
+        | DutKind::SluiceBridgeXdp
         | DutKind::SluiceRouterXdp
         | DutKind::SluiceNatXdp => port_mtu(Io::AfXdp),
         DutKind::Sluice | DutKind::SluiceRouter | DutKind::SluiceBridge | DutKind::SluiceNat

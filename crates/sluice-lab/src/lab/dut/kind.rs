@@ -112,6 +112,7 @@ dut_kinds! {
     SluiceAfPacket => sluice::AF_PACKET_DUT,
     SluiceXdp => sluice_xdp::XDP_FAST_PATH_DUT,
     SluiceBridge => sluice::BRIDGE_DUT,
+    SluiceBridgeXdp => sluice_xdp::BRIDGE_FAST_PATH_DUT,
     SluiceDpdk => sluice_dpdk::DPDK_DUT,
     LinuxBridge => linux::BRIDGE_DUT,
     LinuxRouter => linux::ROUTER_DUT,
@@ -160,7 +161,10 @@ impl DutKind {
     pub fn fast_path(self) -> bool {
         matches!(
             self,
-            DutKind::SluiceXdp | DutKind::SluiceRouterXdp | DutKind::SluiceNatXdp
+            DutKind::SluiceXdp
+                | DutKind::SluiceBridgeXdp
+                | DutKind::SluiceRouterXdp
+                | DutKind::SluiceNatXdp
         )
     }
 
@@ -215,7 +219,7 @@ mod tests {
             DutKind::parse("vpp9"),
             Err(
                 "unknown DUT 'vpp9' (known: sluice, sluice-af_xdp, sluice-af_packet, \
-                 sluice-xdp, sluice-bridge, sluice-dpdk, linux-bridge, linux-router, linux-nat, sluice-router, sluice-router-xdp, sluice-nat, sluice-nat-xdp, \
+                 sluice-xdp, sluice-bridge, sluice-bridge-xdp, sluice-dpdk, linux-bridge, linux-router, linux-nat, sluice-router, sluice-router-xdp, sluice-nat, sluice-nat-xdp, \
                  testpmd, vpp, vpp-router)"
                     .into()
             )
@@ -251,6 +255,7 @@ mod tests {
                 "sluice-af_packet yy-- --y---",
                 "sluice-xdp -y-- --y---",
                 "sluice-bridge yyy- -yy---",
+                "sluice-bridge-xdp -y-- -y----",
                 "sluice-dpdk y--y ------",
                 "linux-bridge yy-- -y----",
                 "linux-router yy-- y--y--",

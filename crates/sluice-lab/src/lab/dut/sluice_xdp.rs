@@ -1,4 +1,5 @@
-//! `sluice-xdp` and `sluice-router-xdp`: sluice cross-connecting, or routing, d0 and d1 over
+//! `sluice-xdp`, `sluice-bridge-xdp` and `sluice-router-xdp`: sluice cross-connecting,
+//! bridging or routing d0 and d1 over
 //! AF_XDP with the XDP fast path on (docs/xdp-fastpath.md).
 
 use super::sluice::{start, start_router, Forwarding};
@@ -14,6 +15,22 @@ pub const XDP_FAST_PATH_DUT: DutSpec = DutSpec {
     io: &[Io::AfXdp],
     ..DutSpec::new("sluice-xdp", |s| {
         let how = Forwarding::Xconnect(s.vlans);
+        Ok(Box::new(start(
+            s.dut_cpu,
+            (Io::AfXdp, Some(FAST_PATH)),
+            how,
+        )?))
+    })
+};
+
+/// `sluice-bridge-xdp`: `sluice-bridge` on AF_XDP ports with the XDP fast path on: the
+/// frames between two learnt addresses, once the graph has bridged some, are bridged by
+/// sluice's XDP program (untagged only: no `--vlan`).
+pub const BRIDGE_FAST_PATH_DUT: DutSpec = DutSpec {
+    bridges: true,
+    io: &[Io::AfXdp],
+    ..DutSpec::new("sluice-bridge-xdp", |s| {
+        let how = Forwarding::Bridge(s.vlans);
         Ok(Box::new(start(
             s.dut_cpu,
             (Io::AfXdp, Some(FAST_PATH)),
