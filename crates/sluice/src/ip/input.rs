@@ -45,12 +45,8 @@ impl<F: InputChecks> IpInput<F> {
             _family: PhantomData,
         };
         let decl = NodeDecl::internal(F::INPUT_NODE, &[], F::ERRORS, node).with_next(next);
-        // The XDP fast path makes IPv4's checks itself (`fastpath::program::route_lookup`).
-        if F::IPV6 {
-            decl
-        } else {
-            decl.offload_safe()
-        }
+        // The XDP fast path makes these checks itself (`fastpath::program`'s header checks).
+        decl.offload_safe()
     }
 
     /// The slot of `next` when no feature is on: the lookup after the arc's features, the

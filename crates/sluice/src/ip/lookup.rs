@@ -119,13 +119,9 @@ impl<F: LookupRules> IpLookup<F> {
                 adj: Box::new([0; FRAME_SIZE]),
             },
         );
-        // IPv4's decision is the ingress's table and the destination, which the XDP fast
-        // path keys its routes by (the sources refused it checks itself), but for ECMP.
-        if F::IPV6 {
-            decl
-        } else {
-            decl.offload_safe()
-        }
+        // The decision is the ingress's table and the destination, which the XDP fast path
+        // keys its routes by (the sources refused it checks itself), but for ECMP.
+        decl.offload_safe()
     }
 }
 

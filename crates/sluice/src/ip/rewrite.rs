@@ -216,13 +216,9 @@ impl<F: RewriteRules> IpRewrite<F> {
             node,
         )
         .with_next(features::feature_names(F::OUTPUT_ARC));
-        // IPv4's rewrite is what the XDP fast path's route entries do (the header, the TTL
-        // and its checksum; the MTU and TTL checks).
-        if F::IPV6 {
-            decl
-        } else {
-            decl.offload_safe()
-        }
+        // The rewrite is what the XDP fast path's route entries do (the header, the TTL or
+        // hop limit and IPv4's checksum; the MTU and TTL checks).
+        decl.offload_safe()
     }
 
     /// Decide one packet's fate and, when it is forwarded, rewrite it in place.

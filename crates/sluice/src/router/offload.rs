@@ -3,6 +3,8 @@
 
 use super::adjacency::AdjKind;
 use super::Router;
+use crate::fib::prefix::Addr;
+use crate::fib::RouteTable;
 
 impl Router {
     /// The prefix around `dst` whose every address the router routes, for packets received
@@ -14,6 +16,18 @@ impl Router {
     pub fn uniform_prefix4(&self, rx_if: u32, dst: u32, adj: u32) -> Option<(u32, u8)> {
         let t = self.table_of(rx_if, false);
         let routes = self.tables.get(t)?.as_ref()?.fib.routes4();
+        self.uniform(routes, dst, adj)
+    }
+
+    /// The same for an IPv6 destination (ip6-input's and ip6-lookup's refusals by address
+    /// checked apart, per packet).
+    pub fn uniform_prefix6(&self, rx_if: u32, dst: u128, adj: u32) -> Option<(u128, u8)> {
+        let t = self.table_of(rx_if, true);
+        let routes = self.tables.get(t)?.as_ref()?.fib.routes6();
+        self.uniform(routes, dst, adj)
+    }
+
+    fn uniform<A: Addr>(&self, routes: &RouteTable<A>, dst: A, adj: u32) -> Option<(A, u8)> {
         let (route, by) = routes.lookup(dst)?;
         if by != adj {
             return None;
@@ -24,7 +38,7 @@ impl Router {
         Some(if whole {
             (route.addr(), route.len())
         } else {
-            (dst, 32)
+            (dst, A::BITS)
         })
     }
 }
@@ -75,5 +89,22 @@ mod tests {
             r.uniform_prefix4(0, a("198.51.100.77"), glean),
             Some((a("198.51.100.77"), 32))
         );
+    }
+
+    #[test]
+    fn an_ipv6_route_is_widened_as_an_ipv4_one() {
+        let mut r = router();
+        let six = |s: &str| u128::from(s.parse::<std::net::Ipv6Addr>().unwrap());
+        let n: IpAddr = "2001:db8:1::2".parse().unwrap();
+        r.add_route(0, p("2001:db8:19::/48"), &[via("2001:db8:1::2")])
+            .unwrap();
+        resolve(&mut r, 1, n, super::super::tests::mac(0x66));
+        r.commit();
+        let by = super::super::tests::adj_of(&r, "2001:db8:19::5");
+        assert_eq!(
+            r.uniform_prefix6(0, six("2001:db8:19::5"), by),
+            Some((six("2001:db8:19::"), 48))
+        );
+        assert_eq!(r.uniform_prefix6(0, six("2001:db8:19::5"), by + 100), None);
     }
 }

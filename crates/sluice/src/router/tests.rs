@@ -34,24 +34,20 @@ pub(super) fn p(s: &str) -> IpPrefix {
     crate::fib::parse::parse_prefix(s).unwrap()
 }
 
-/// The adjacency index a worker would get for IPv4 `ip` from the published FIB.
+/// The adjacency index a worker would get for `ip` from the published FIB.
 pub(super) fn adj_of(r: &Router, ip: &str) -> u32 {
-    let fib = r.fib_reader().load_full();
-    let mut out = [0u32; 1];
-    let a: Ipv4Addr = ip.parse().unwrap();
-    fib.v4().lookup_batch(&[u32::from(a)], &mut out);
-    out[0]
-}
-
-/// The adjacency a worker would get for `ip` from the published FIB and view.
-fn forward(r: &Router, ip: &str) -> Adjacency {
     let fib = r.fib_reader().load_full();
     let mut out = [0u32; 1];
     match ip.parse::<IpAddr>().unwrap() {
         IpAddr::V4(a) => fib.v4().lookup_batch(&[u32::from(a)], &mut out),
         IpAddr::V6(a) => fib.v6().lookup_batch(&[u128::from(a)], &mut out),
     }
-    *r.view().load().adj(out[0])
+    out[0]
+}
+
+/// The adjacency a worker would get for `ip` from the published FIB and view.
+fn forward(r: &Router, ip: &str) -> Adjacency {
+    *r.view().load().adj(adj_of(r, ip))
 }
 
 pub(super) fn via(a: &str) -> NextHopSpec {

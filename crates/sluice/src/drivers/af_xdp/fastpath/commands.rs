@@ -1,7 +1,7 @@
 //! `show xdp flows`: the flows the XDP fast path forwards, its counters by reason and by
 //! interface, and what its installer did.
 
-use super::maps::{KIND_BRIDGE, KIND_NAT4, KIND_ROUTE4, KIND_XCONNECT};
+use super::maps::{KIND_BRIDGE, KIND_NAT4, KIND_ROUTE4, KIND_ROUTE6, KIND_XCONNECT};
 use super::program::REASONS;
 use super::{active, IDLE, INSTALLS_PER_SEC, MAX_FLOWS};
 use crate::control::cli::{Command, Effect, Output};
@@ -55,6 +55,7 @@ fn show_flows(c: &Control) -> Output {
             KIND_XCONNECT => "xconnect",
             KIND_BRIDGE => "bridge",
             KIND_ROUTE4 => "route4",
+            KIND_ROUTE6 => "route6",
             KIND_NAT4 => "nat4",
             _ => "?",
         };
@@ -83,10 +84,15 @@ fn show_flows(c: &Control) -> Output {
             flow["source_mac"] = json!(src);
             flow["destination_mac"] = json!(dst);
         } else if let Some(r) = &v.route {
-            let dst = std::net::Ipv4Addr::from([k.addr[0], k.addr[1], k.addr[2], k.addr[3]]);
+            let dst = if k.kind == KIND_ROUTE6 {
+                std::net::IpAddr::from(k.addr)
+            } else {
+                std::net::IpAddr::from([k.addr[0], k.addr[1], k.addr[2], k.addr[3]])
+            };
             let mac = MacAddress(r.dst_mac).to_string();
-            route = format!("  {dst} -> {mac}, frames up to {} B", r.max_len);
+            route = format!("  {dst}/{} -> {mac}, frames up to {} B", k.plen, r.max_len);
             flow["destination"] = json!(dst.to_string());
+            flow["prefix_len"] = json!(k.plen);
             flow["next_hop_mac"] = json!(mac);
             flow["max_frame"] = json!(r.max_len);
         }

@@ -18,12 +18,17 @@ pub const KIND_BRIDGE: u16 = 2;
 /// An IPv4 route: what the ingress interface receives for the destinations of one prefix
 /// (one address, or a whole route the FIB decides alike for every address in it).
 pub const KIND_ROUTE4: u16 = 3;
+/// An IPv6 route: as `KIND_ROUTE4`, for IPv6 destinations.
+pub const KIND_ROUTE6: u16 = 5;
 /// A NAT44 session's one direction: what the ingress interface receives of one exact
 /// TCP/UDP tuple, routed and translated.
 pub const KIND_NAT4: u16 = 4;
 /// Bytes of a route's key in the `routes` trie: the prefix length in bits (of the ingress
 /// ifindex and the address), the ingress ifindex, the address.
 pub const ROUTE_KEY_LEN: usize = 12;
+/// Bytes of an IPv6 route's key in the `routes6` trie: as `ROUTE_KEY_LEN`'s, with the
+/// 16-byte address.
+pub const ROUTE6_KEY_LEN: usize = 24;
 /// Bytes of a NAT entry's key in the `nat` map: the ingress ifindex, the source and
 /// destination addresses, the ports (network order), the protocol, three zero bytes.
 pub const NAT_KEY_LEN: usize = 20;
@@ -119,6 +124,36 @@ impl Key {
             addr,
             plen: len,
         }
+    }
+
+    /// The IPv6 destinations of `net`/`len` (host bits cleared).
+    pub fn route6_prefix(ifindex: u32, net: [u8; 16], len: u8) -> Key {
+        let len = len.min(128);
+        let mask = u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0);
+        Key {
+            ifindex,
+            kind: KIND_ROUTE6,
+            vlan: 0,
+            addr: (u128::from_be_bytes(net) & mask).to_be_bytes(),
+            plen: len,
+        }
+    }
+
+    /// An IPv6 route's key in the `routes6` trie.
+    pub fn route6_bytes(&self) -> [u8; ROUTE6_KEY_LEN] {
+        let mut b = [0u8; ROUTE6_KEY_LEN];
+        b[..4].copy_from_slice(&(32 + u32::from(self.plen)).to_ne_bytes());
+        b[4..8].copy_from_slice(&self.ifindex.to_ne_bytes());
+        b[8..].copy_from_slice(&self.addr);
+        b
+    }
+
+    pub fn from_route6_bytes(b: &[u8]) -> Key {
+        let plen = u32::from_ne_bytes([b[0], b[1], b[2], b[3]]).saturating_sub(32);
+        let ifindex = u32::from_ne_bytes([b[4], b[5], b[6], b[7]]);
+        let mut addr = [0u8; 16];
+        addr.copy_from_slice(&b[8..24]);
+        Key::route6_prefix(ifindex, addr, plen.min(128) as u8)
     }
 
     /// A NAT session's direction: frames of `t` received on `ifindex`.
@@ -302,7 +337,7 @@ impl Value {
                 l4_sum: be16(62),
             });
         }
-        if kind == KIND_ROUTE4 || kind == KIND_NAT4 {
+        if kind == KIND_ROUTE4 || kind == KIND_ROUTE6 || kind == KIND_NAT4 {
             let mac = |i: usize| -> [u8; 6] { b[i..i + 6].try_into().unwrap() };
             v.route = Some(RouteRewrite {
                 dst_mac: mac(16),
@@ -346,6 +381,8 @@ pub struct Maps {
     pub flows: BpfMap,
     /// Routes, by `Key::route_bytes`: the longest prefix installed for a destination wins.
     pub routes: BpfMap,
+    /// IPv6 routes, by `Key::route6_bytes`, alike.
+    pub routes6: BpfMap,
     pub epoch: BpfMap,
     pub devmap: BpfMap,
     pub ifstats: BpfMap,
@@ -366,6 +403,12 @@ impl Maps {
             routes: map_create(
                 MapKind::LpmTrie,
                 ROUTE_KEY_LEN as u32,
+                VALUE_LEN as u32,
+                max_flows,
+            )?,
+            routes6: map_create(
+                MapKind::LpmTrie,
+                ROUTE6_KEY_LEN as u32,
                 VALUE_LEN as u32,
                 max_flows,
             )?,
@@ -398,6 +441,7 @@ impl Maps {
     fn map_of(&self, key: &Key) -> (&BpfMap, Vec<u8>) {
         match key.kind {
             KIND_ROUTE4 => (&self.routes, key.route_bytes().to_vec()),
+            KIND_ROUTE6 => (&self.routes6, key.route6_bytes().to_vec()),
             KIND_NAT4 => (&self.nat, key.nat_bytes().to_vec()),
             _ => (&self.flows, key.bytes().to_vec()),
         }
@@ -431,6 +475,7 @@ impl Maps {
         for (map, kind) in [
             (&self.flows, KIND_XCONNECT),
             (&self.routes, KIND_ROUTE4),
+            (&self.routes6, KIND_ROUTE6),
             (&self.nat, KIND_NAT4),
         ] {
             for k in map_keys(map, most).unwrap_or_default() {
@@ -438,6 +483,7 @@ impl Maps {
                 if map_lookup(map, &k, &mut v).is_ok() {
                     let key = match kind {
                         KIND_ROUTE4 => Key::from_route_bytes(&k),
+                        KIND_ROUTE6 => Key::from_route6_bytes(&k),
                         KIND_NAT4 => Key::from_nat_bytes(&k),
                         _ => Key::from_bytes(&k),
                     };

@@ -35,7 +35,7 @@ mod tests;
 use crate::drivers::LiveStatus;
 use crate::router::adjacency::SharedL3View;
 use crate::router::Router;
-use maps::{InterfaceCounts, Key, Maps, Value, KIND_ROUTE4, KIND_XCONNECT, MAX_SLOTS};
+use maps::{InterfaceCounts, Key, Maps, Value, KIND_NAT4, KIND_ROUTE4, KIND_ROUTE6, MAX_SLOTS};
 use routes::RefusedSources;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -176,6 +176,12 @@ pub fn reason_totals() -> Vec<u64> {
         }
         None => vec![0; program::REASONS.len() + 1],
     }
+}
+
+/// Whether the program checks the sources of `kind`'s frames against the `refused` map (the
+/// router's IPv4 addresses), which must then hold the current view's.
+fn checks_sources(kind: u16) -> bool {
+    kind == KIND_ROUTE4 || kind == KIND_NAT4
 }
 
 /// Frames the program redirected that the egress's kernel did not send (`egress`): drops.
@@ -326,14 +332,14 @@ impl FastPath {
         // change publishes its view before it bumps), so the refused sources made from it
         // are right for every candidate of this epoch.
         let epoch = self.epoch();
-        let routes = batch.iter().any(|c| c.key.kind != KIND_XCONNECT) && self.sync_refused();
+        let routes = batch.iter().any(|c| checks_sources(c.key.kind)) && self.sync_refused();
         let batch = if routes { self.widen(batch) } else { batch };
         let mut seen: HashMap<Key, ()> = HashMap::new();
         for c in batch {
             if seen.insert(c.key, ()).is_some() {
                 continue;
             }
-            if c.key.kind != KIND_XCONNECT && !routes {
+            if checks_sources(c.key.kind) && !routes {
                 self.stats.no_sources.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
@@ -354,18 +360,25 @@ impl FastPath {
         batch
             .into_iter()
             .filter_map(|mut c| {
-                if c.key.kind != KIND_ROUTE4 {
-                    return Some(c);
-                }
-                let dst = u32::from_be_bytes([
-                    c.key.addr[0],
-                    c.key.addr[1],
-                    c.key.addr[2],
-                    c.key.addr[3],
-                ]);
-                match r.uniform_prefix4(c.rx_if, dst, c.adj) {
-                    Some((net, len)) => {
-                        c.key = Key::route4_prefix(c.key.ifindex, net.to_be_bytes(), len);
+                let a = c.key.addr;
+                let widened = match c.key.kind {
+                    KIND_ROUTE4 => {
+                        let dst = u32::from_be_bytes([a[0], a[1], a[2], a[3]]);
+                        r.uniform_prefix4(c.rx_if, dst, c.adj).map(|(net, len)| {
+                            Key::route4_prefix(c.key.ifindex, net.to_be_bytes(), len)
+                        })
+                    }
+                    KIND_ROUTE6 => {
+                        let dst = u128::from_be_bytes(a);
+                        r.uniform_prefix6(c.rx_if, dst, c.adj).map(|(net, len)| {
+                            Key::route6_prefix(c.key.ifindex, net.to_be_bytes(), len)
+                        })
+                    }
+                    _ => return Some(c),
+                };
+                match widened {
+                    Some(key) => {
+                        c.key = key;
                         Some(c)
                     }
                     None => {

@@ -12,7 +12,7 @@ use crate::nat44::table::Dir;
 use crate::router::adjacency::{AdjKind, L3View};
 use crate::router::neighbor_map::NO_SLOT;
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -130,7 +130,10 @@ impl Offerer {
         let Some((rx_port, tx_port, dst)) = self.routable(rx, tx, &routed, epoch) else {
             return;
         };
-        let key = Key::route4(rx_port.ifindex, dst);
+        let key = match dst {
+            IpAddr::V4(d) => Key::route4(rx_port.ifindex, d.octets()),
+            IpAddr::V6(d) => Key::route6_prefix(rx_port.ifindex, d.octets(), 128),
+        };
         if !self.fresh(key, epoch) {
             return;
         }
@@ -157,7 +160,8 @@ impl Offerer {
         epoch: u32,
     ) {
         let Some(nat) = self.nat.clone() else { return };
-        let Some((rx_port, tx_port, dst)) = self.routable(rx, tx, &routed, epoch) else {
+        let Some((rx_port, tx_port, dst @ IpAddr::V4(_))) = self.routable(rx, tx, &routed, epoch)
+        else {
             return;
         };
         // Dedup by the session's direction before its table is looked at.
@@ -211,21 +215,25 @@ impl Offerer {
         tx: &Interface,
         routed: &Routed<'_>,
         epoch: u32,
-    ) -> Option<(Port, Port, [u8; 4])> {
+    ) -> Option<(Port, Port, IpAddr)> {
         let (Some(rx_port), Some(tx_port)) = (rx.fast_path, tx.fast_path) else {
             return None;
         };
-        let frame = routed.frame;
         let backed_off = self.fp.backed_off.get(tx_port.slot.into());
-        if epoch == 0 || down(tx) || backed_off || frame.len() < 34 || frame[12..14] != [0x08, 0x00]
-        {
+        if epoch == 0 || down(tx) || backed_off {
             return None;
         }
+        let frame = routed.frame;
+        let dst = match frame.get(12..14)? {
+            [0x08, 0x00] => IpAddr::from(<[u8; 4]>::try_from(frame.get(30..34)?).ok()?),
+            [0x86, 0xdd] => IpAddr::from(<[u8; 16]>::try_from(frame.get(38..54)?).ok()?),
+            _ => return None,
+        };
         let a = routed.view.adj(routed.adj);
         if !matches!(a.kind, AdjKind::Neighbor | AdjKind::Glean) || a.interface != tx.index {
             return None;
         }
-        Some((rx_port, tx_port, frame[30..34].try_into().ok()?))
+        Some((rx_port, tx_port, dst))
     }
 }
 
@@ -246,13 +254,13 @@ fn tuple_of(frame: &[u8]) -> Option<crate::nat44::packet::Tuple> {
     }
 }
 
-/// What ip4-rewrite did to a routed frame to `dst` and what it checked: the Ethernet
-/// header, the MTU, the MAC the ingress routes for, the neighbour's use flag.
+/// What ip4-rewrite or ip6-rewrite did to a routed frame to `dst` and what it checked: the
+/// Ethernet header, the MTU, the MAC the ingress routes for, the neighbour's use flag.
 fn rewrite(
     rx: &Interface,
     tx: &Interface,
     routed: &Routed<'_>,
-    dst: [u8; 4],
+    dst: IpAddr,
 ) -> Option<RouteRewrite> {
     let (view, frame) = (routed.view, routed.frame);
     let a = view.adj(routed.adj);
@@ -261,9 +269,8 @@ fn rewrite(
     let use_slot = if a.kind == AdjKind::Neighbor && a.complete {
         a.slot
     } else {
-        let on_link = IpAddr::V4(Ipv4Addr::from(dst));
         view.neighbors
-            .get(&(a.interface, on_link))
+            .get(&(a.interface, dst))
             .map_or(NO_SLOT, |n| n.slot)
     };
     // MTU 0: the control plane set none; the interface's is the limit then.

@@ -164,14 +164,14 @@ fn what_the_program_cannot_do_is_never_offered() {
     let eth = header(NEIGHBOR_MAC.0, if_mac(1).0);
     let good = rewritten(eth, [10, 9, 0, 1]);
     let mut o = Offerer::new(fp.clone(), None);
-    let mut ipv6 = good.clone();
-    ipv6[12..14].copy_from_slice(&[0x86, 0xdd]);
+    let mut arp = good.clone();
+    arp[12..14].copy_from_slice(&[0x08, 0x06]);
     let plain = Interface::new(1, "plain", "af_packet", 1);
-    // Not a neighbour's adjacency; another interface than the adjacency's; IPv6; a short
+    // Not a neighbour's adjacency; another interface than the adjacency's; neither IPv4 nor IPv6 (ARP); a short
     // frame; epoch 0 (no fast path when the pass began); egress without the fast path.
     route(&mut o, (&rx, &tx), &v, ADJ_DROP, &good, 5);
     route(&mut o, (&rx, &port(2)), &v, ADJ_COMPLETE, &good, 5);
-    route(&mut o, (&rx, &tx), &v, ADJ_COMPLETE, &ipv6, 5);
+    route(&mut o, (&rx, &tx), &v, ADJ_COMPLETE, &arp, 5);
     route(&mut o, (&rx, &tx), &v, ADJ_COMPLETE, &good[..30], 5);
     route(&mut o, (&rx, &tx), &v, ADJ_COMPLETE, &good, 0);
     route(&mut o, (&rx, &plain), &v, ADJ_COMPLETE, &good, 5);
@@ -411,4 +411,27 @@ fn a_bridged_frame_offers_its_source_and_destination_on_its_ingress() {
     small.mtu = 1000;
     o.bridge((&port(2), &small), &eth, 3, 6);
     assert!(taken(&fp).is_empty());
+}
+
+#[test]
+fn a_routed_ipv6_packet_offers_its_destination() {
+    let Some(fp) = fast_path() else { return };
+    let view = view();
+    let v = view.load();
+    let mut o = Offerer::new(fp.clone(), None);
+    let mut frame = vec![0u8; 62];
+    frame[..14].copy_from_slice(&header(NEIGHBOR_MAC.0, if_mac(1).0));
+    frame[12..14].copy_from_slice(&[0x86, 0xdd]);
+    frame[14] = 0x60;
+    let dst = "2001:db8:19::5"
+        .parse::<std::net::Ipv6Addr>()
+        .unwrap()
+        .octets();
+    frame[38..54].copy_from_slice(&dst);
+    route(&mut o, (&port(0), &port(1)), &v, ADJ_COMPLETE, &frame, 5);
+    let c = taken(&fp);
+    assert_eq!(c.len(), 1);
+    assert_eq!(c[0].key, Key::route6_prefix(100, dst, 128));
+    let r = c[0].value.route.expect("a route's rewrite");
+    assert_eq!((r.dst_mac, r.in_mac), (NEIGHBOR_MAC.0, if_mac(0).0));
 }

@@ -25,6 +25,7 @@
 //!                                { count(MISS_NO_EGRESS); goto socket; }
 //! if (routed) { Ethernet header = v's; ttl -= 1; checksum updated; }
 //! if (routed == 2) { addresses, ports = v's; checksums += v's sums; }
+//! IPv6 alike: routed = 3 by `routes6` (its own header checks); the hop limit one less.
 //! ifstats[v->in_stat].rx += 1, len;  ifstats[v->out_stat].tx += 1, len;
 //! v->hits += 1;   count(HIT);   return XDP_REDIRECT;
 //! socket: return redirect_map(xsks, ctx->rx_queue_index, XDP_PASS);
@@ -119,8 +120,11 @@ pub fn fast_path_program(m: &Maps, xsks: i32) -> Result<Vec<Insn>, String> {
         .jmp_imm(Cond::Eq, R1, i32::from(u16::from_be(0x88a8)), "graph");
     // IPv4 looks for a route first (a routed ingress then pays no cross-connect miss); a
     // cross-connected one finds none (its trie entries, if any, are stale) and goes on.
+    a.jmp_imm(Cond::Eq, R1, i32::from(u16::from_be(0x86dd)), "ipv6");
     a.jmp_imm(Cond::Ne, R1, i32::from(u16::from_be(0x0800)), "xconnect");
     route_lookup(&mut a, m);
+    a.label("ipv6");
+    route6_lookup(&mut a, m);
     a.label("xconnect");
     // The key: zeroed, then the ingress interface and the kind.
     a.mov_imm(R1, 0);
@@ -171,9 +175,13 @@ pub fn fast_path_program(m: &Maps, xsks: i32) -> Result<Vec<Insn>, String> {
         .call(HELPER_REDIRECT_MAP)
         .jmp_imm(Cond::Ne, R0, XDP_REDIRECT, "no_egress");
     a.jmp_imm(Cond::Eq, R9, 0, "count");
-    route_rewrite(&mut a);
+    ethernet_rewrite(&mut a);
+    a.jmp_imm(Cond::Eq, R9, 3, "rewrite6");
+    ttl_rewrite(&mut a);
     a.jmp_imm(Cond::Ne, R9, 2, "count");
     nat_rewrite(&mut a);
+    a.ja("count").label("rewrite6");
+    hop_limit_rewrite(&mut a);
     a.label("count");
     a.ldx(Size::W, R8, R6, 4) // data_end
         .ldx(Size::W, R1, R6, 0) // data
@@ -190,6 +198,7 @@ pub fn fast_path_program(m: &Maps, xsks: i32) -> Result<Vec<Insn>, String> {
 
     nat_lookup(&mut a, m);
     route_checks_header(&mut a, m);
+    route6_checks_header(&mut a);
     a.label("no_egress");
     count(&mut a, m, Reason::NoEgress, "no_egress_counted");
     a.ja("socket");
@@ -342,6 +351,73 @@ fn route_checks(a: &mut Asm) {
         .jmp(Cond::Gt, R4, R1, "graph");
 }
 
+/// An IPv6 frame looked up by its ingress and destination in the `routes6` trie: no entry
+/// goes on to the cross-connect lookup, an entry to the header checks with r7 = the value,
+/// r9 = 3.
+fn route6_lookup(a: &mut Asm, m: &Maps) {
+    packet(a, MIN_FRAME, "xconnect");
+    a.st_imm(Size::W, FP, KEY_AT, 32 + 128)
+        .ldx(Size::W, R1, R6, 12) // ctx->ingress_ifindex
+        .stx(Size::W, FP, KEY_AT + 4, R1);
+    for k in 0..4 {
+        a.ldx(Size::W, R1, R2, 38 + 4 * k)
+            .stx(Size::W, FP, KEY_AT + 8 + 4 * k, R1);
+    }
+    a.ld_map(R1, m.routes6.raw_fd())
+        .mov(R2, FP)
+        .alu_imm(Alu::Add, R2, KEY_AT as i32)
+        .call(HELPER_MAP_LOOKUP)
+        .jmp_imm(Cond::Eq, R0, 0, "xconnect")
+        .mov(R7, R0)
+        .mov_imm(R9, 3)
+        .ja("route6_header");
+}
+
+/// `r1 = 0` when the IPv6 address at `at` of the frame (r2) is :: or ::1.
+fn unspecified_or_loopback(a: &mut Asm, at: i16) {
+    a.ldx(Size::W, R1, R2, at);
+    for k in 1..3 {
+        a.ldx(Size::W, R4, R2, at + 4 * k).alu(Alu::Or, R1, R4);
+    }
+    // The last word as loaded: its last byte (the top one here) may be 0 or 1.
+    a.ldx(Size::W, R4, R2, at + 12)
+        .alu_imm(Alu::And, R4, !(1i32 << 24))
+        .alu(Alu::Or, R1, R4);
+}
+
+/// An IPv6 frame whose header ip6-input and ip6-lookup would pass as it is goes on to
+/// "entry"; what they treat apart goes to the graph: a hop-by-hop header, hop limit 1 or 0,
+/// a payload length that is not the frame's (padding, or short), a multicast, link-local,
+/// unspecified or loopback source or destination.
+fn route6_checks_header(a: &mut Asm) {
+    a.label("route6_header");
+    packet(a, MIN_FRAME, "graph");
+    a.ldx(Size::B, R1, R2, 14)
+        .alu_imm(Alu::Rsh, R1, 4)
+        .jmp_imm(Cond::Ne, R1, 6, "graph")
+        .ldx(Size::B, R1, R2, 20)
+        .jmp_imm(Cond::Eq, R1, 0, "graph")
+        .ldx(Size::B, R1, R2, 21)
+        .jmp_imm(Cond::Le, R1, 1, "graph")
+        .ldx(Size::H, R1, R2, 18)
+        .to_be(R1, 16)
+        .alu_imm(Alu::Add, R1, 54)
+        .mov(R4, R3)
+        .alu(Alu::Sub, R4, R2)
+        .jmp(Cond::Ne, R1, R4, "graph");
+    for at in [22, 38] {
+        // ff00::/8 and fe80::/10.
+        a.ldx(Size::B, R1, R2, at)
+            .jmp_imm(Cond::Eq, R1, 0xff, "graph")
+            .ldx(Size::H, R1, R2, at)
+            .alu_imm(Alu::And, R1, i32::from(u16::from_be(0xffc0)))
+            .jmp_imm(Cond::Eq, R1, i32::from(u16::from_be(0xfe80)), "graph");
+        unspecified_or_loopback(a, at);
+        a.jmp_imm(Cond::Eq, R1, 0, "graph");
+    }
+    a.ja("entry");
+}
+
 /// A NAT entry's frame (r9 = 2) that would move its session's state goes to the graph: TCP
 /// with SYN, FIN or RST.
 fn nat_checks(a: &mut Asm) {
@@ -387,9 +463,8 @@ fn nat_rewrite(a: &mut Asm) {
     add_to_checksum(a, 14 + 20 + 6, v::NAT_L4_SUM);
 }
 
-/// What ip4-rewrite does: the next hop's Ethernet header, the TTL one less and the header
-/// checksum updated for it (RFC 1624; as Linux's ip_decrease_ttl).
-fn route_rewrite(a: &mut Asm) {
+/// What ip4-rewrite and ip6-rewrite do first: the next hop's Ethernet header.
+fn ethernet_rewrite(a: &mut Asm) {
     packet(a, MIN_FRAME, "no_egress");
     a.ldx(Size::W, R1, R7, v::DST_MAC)
         .stx(Size::W, R2, 0, R1)
@@ -398,8 +473,22 @@ fn route_rewrite(a: &mut Asm) {
         .ldx(Size::H, R1, R7, v::SRC_MAC)
         .stx(Size::H, R2, 6, R1)
         .ldx(Size::W, R1, R7, v::SRC_MAC + 2)
-        .stx(Size::W, R2, 8, R1)
-        .ldx(Size::B, R1, R2, 22)
+        .stx(Size::W, R2, 8, R1);
+}
+
+/// ip6-rewrite's: the hop limit one less (IPv6 has no header checksum).
+fn hop_limit_rewrite(a: &mut Asm) {
+    packet(a, MIN_FRAME, "no_egress");
+    a.ldx(Size::B, R1, R2, 21)
+        .alu_imm(Alu::Sub, R1, 1)
+        .stx(Size::B, R2, 21, R1);
+}
+
+/// ip4-rewrite's: the TTL one less and the header checksum updated for it (RFC 1624; as
+/// Linux's ip_decrease_ttl).
+fn ttl_rewrite(a: &mut Asm) {
+    packet(a, MIN_FRAME, "no_egress");
+    a.ldx(Size::B, R1, R2, 22)
         .alu_imm(Alu::Sub, R1, 1)
         .stx(Size::B, R2, 22, R1)
         // The checksum word as loaded (network order bytes): htons(0x0100) is 1 here.

@@ -356,3 +356,121 @@ fn a_bridge_entry_carries_one_source_to_one_destination() {
     assert_eq!(listed[0].0, Key::bridge(LO, dst, src));
     assert_eq!(listed[0].1.hits, 2);
 }
+
+/// A UDP/IPv6 frame from 2001:db8::7 to `dst` for `mac`, hop limit `hops`, 6 payload bytes.
+fn routed6(mac: [u8; 6], hops: u8, dst: [u8; 16]) -> Vec<u8> {
+    let mut f = vec![0u8; 62];
+    f[..6].copy_from_slice(&mac);
+    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 0x11]);
+    f[12..14].copy_from_slice(&[0x86, 0xdd]);
+    f[14] = 0x60;
+    f[18..20].copy_from_slice(&8u16.to_be_bytes());
+    f[20] = 17;
+    f[21] = hops;
+    f[22..38].copy_from_slice(
+        &"2001:db8::7"
+            .parse::<std::net::Ipv6Addr>()
+            .unwrap()
+            .octets(),
+    );
+    f[38..54].copy_from_slice(&dst);
+    f
+}
+
+#[test]
+fn an_ipv6_route_entry_rewrites_as_ip6_rewrite_does_and_the_graphs_cases_stay_its() {
+    let Some((maps, _xsks, prog)) = setup() else {
+        return;
+    };
+    maps.set_epoch(9).unwrap();
+    maps.set_egress(0, LO).unwrap();
+    let ours = [2, 0, 0, 0, 0, 0xd0];
+    let route = RouteRewrite {
+        dst_mac: [2, 0, 0, 0, 0, 0x66],
+        src_mac: [2, 0, 0, 0, 0, 0xd1],
+        max_len: 1514,
+        in_mac: ours,
+        use_slot: 0,
+    };
+    let value = Value {
+        epoch: 9,
+        out_slot: 0,
+        in_stat: 8,
+        out_stat: 9,
+        hits: 0,
+        route: Some(route),
+        nat: None,
+    };
+    let a6 = |s: &str| s.parse::<std::net::Ipv6Addr>().unwrap().octets();
+    maps.insert(&Key::route6_prefix(LO, a6("2001:db8:19::"), 48), &value)
+        .unwrap();
+    let far = a6("2001:db8:19:5::9");
+    let (action, out) = run_out(&prog, &routed6(ours, 64, far));
+    assert_eq!(action, XDP_REDIRECT as u32);
+    let mut want = routed6(ours, 63, far);
+    want[..6].copy_from_slice(&route.dst_mac);
+    want[6..12].copy_from_slice(&route.src_mac);
+    assert_eq!(
+        out, want,
+        "the header, the hop limit one less, the rest as sent"
+    );
+    let graph = maps.reason_counts()[Reason::Graph as usize];
+    let with = |edit: &dyn Fn(&mut Vec<u8>)| {
+        let mut f = routed6(ours, 64, far);
+        edit(&mut f);
+        f
+    };
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("hop limit 1", routed6(ours, 1, far)),
+        ("another MAC", routed6([2, 0, 0, 0, 0, 0x99], 64, far)),
+        ("hop-by-hop", with(&|f| f[20] = 0)),
+        ("padding", with(&|f| f.extend_from_slice(&[0; 4]))),
+        ("short payload", with(&|f| f[19] = 16)),
+        ("version", with(&|f| f[14] = 0x40)),
+        ("multicast source", with(&|f| f[22] = 0xff)),
+        (
+            "link-local source",
+            with(&|f| f[22..24].copy_from_slice(&[0xfe, 0x80])),
+        ),
+        ("unspecified source", with(&|f| f[22..38].fill(0))),
+        (
+            "loopback source",
+            with(&|f| f[22..38].copy_from_slice(&a6("::1"))),
+        ),
+    ];
+    for (what, f) in &cases {
+        assert_eq!(run_out(&prog, f).0, XDP_PASS as u32, "{what}");
+    }
+    assert_eq!(
+        maps.reason_counts()[Reason::Graph as usize] - graph,
+        cases.len() as u64,
+        "every case left to the graph, counted"
+    );
+    // Under a route for everything, destinations no route carries alike are the graph's.
+    maps.insert(&Key::route6_prefix(LO, [0; 16], 0), &value)
+        .unwrap();
+    assert_eq!(
+        run_out(&prog, &routed6(ours, 64, a6("2001:db8:77::1"))).0,
+        XDP_REDIRECT as u32
+    );
+    for dst in ["ff02::1", "fe80::1", "::1", "::"] {
+        assert_eq!(
+            run_out(&prog, &routed6(ours, 64, a6(dst))).0,
+            XDP_PASS as u32,
+            "{dst}"
+        );
+    }
+    // Outside every entry: no entry.
+    assert!(maps.remove(&Key::route6_prefix(LO, [0; 16], 0)));
+    let no_entry = maps.reason_counts()[Reason::NoEntry as usize];
+    assert_eq!(
+        run_out(&prog, &routed6(ours, 64, a6("2001:db8:20::1"))).0,
+        XDP_PASS as u32
+    );
+    assert_eq!(maps.reason_counts()[Reason::NoEntry as usize], no_entry + 1);
+    let listed = maps.flows(4);
+    assert_eq!(
+        (listed[0].0.plen, listed[0].0.addr),
+        (48, a6("2001:db8:19::"))
+    );
+}
