@@ -386,6 +386,13 @@ fn fast_path_treats_packets_as_linux_does(linux: &BTreeMap<String, Seen>, dir: &
         reason("forwarded in XDP") > 0,
         "no case took the fast path: {flows}"
     );
+    // Both families' routes were offloaded (the cases' later frames met the entries).
+    for kind in ["route4", "route6"] {
+        let made = flows["flows"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|f| f["kind"] == kind));
+        assert!(made, "no {kind} entry: {flows}");
+    }
     let graph = flows["reasons"]
         .as_object()
         .unwrap()
