@@ -74,8 +74,15 @@ impl TracedLoop for InterfaceOutput {
         let drop = self.interfaces.len();
         let subifs = self.subifs.load();
         // Loaded once a frame, and only for the fast path's offers.
-        let view = match (&self.offload, &self.view) {
-            (Some(_), Some(v)) => Some(v.load()),
+        let view = match (&mut self.offload, &self.view) {
+            (Some(o), Some(v)) => {
+                o.begin_frame();
+                Some(v.load())
+            }
+            (Some(o), None) => {
+                o.begin_frame();
+                None
+            }
             _ => None,
         };
         for &bi in frame {

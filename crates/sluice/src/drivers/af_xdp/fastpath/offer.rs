@@ -24,7 +24,9 @@ pub struct Offerer {
     /// The NAT whose sessions are offered, when the graph translates.
     nat: Option<Arc<Nat44Shared>>,
     /// Flows offered lately: the epoch and when.
-    offered: HashMap<Key, (u32, Instant)>,
+    offered: HashMap<Key, (u32, Instant), ahash::RandomState>,
+    /// The time of the frame being handled: one clock read a frame, not one a packet.
+    now: Instant,
 }
 
 /// A link that is down drops in the graph (counted); the kernel would drop silently.
@@ -37,21 +39,27 @@ impl Offerer {
         Offerer {
             fp,
             nat,
-            offered: HashMap::new(),
+            offered: HashMap::default(),
+            now: Instant::now(),
         }
+    }
+
+    /// A new frame of packets: the time its offers are made at.
+    pub fn begin_frame(&mut self) {
+        self.now = Instant::now();
     }
 
     /// Whether `key` was offered in `epoch` lately; if not, it is now.
     fn fresh(&mut self, key: Key, epoch: u32) -> bool {
         if let Some((e, when)) = self.offered.get(&key) {
-            if *e == epoch && when.elapsed() < REOFFER {
+            if *e == epoch && self.now.saturating_duration_since(*when) < REOFFER {
                 return false;
             }
         }
         if self.offered.len() >= REMEMBERED {
             self.offered.clear();
         }
-        self.offered.insert(key, (epoch, Instant::now()));
+        self.offered.insert(key, (epoch, self.now));
         true
     }
 
