@@ -6,10 +6,11 @@
 //! path, instead of XDP sending them on to the old port.
 
 mod common;
+use common::fastpath::*;
 use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const SIZES: &str = "64,128,256,512,1024,1514";
 const COUNT: u64 = 40_000;
@@ -17,42 +18,15 @@ const COUNT: u64 = 40_000;
 const SRC: &str = "02:00:00:00:00:01";
 const DST: &str = "02:00:00:00:00:02";
 
-struct Lab {
-    tester: Netns,
-    dut: Netns,
-    dir: PathBuf,
-}
-
 fn lab(tag: &str) -> Lab {
-    let tester = Netns::new(&format!("bt{tag}"));
-    let dut = Netns::new(&format!("bd{tag}"));
-    veth(&tester, "t0", &dut, "d0", 1500);
-    veth(&tester, "t1", &dut, "d1", 1500);
-    // Frames XDP redirects into a veth reach its peer only in NAPI mode (GRO on).
-    for t in ["t0", "t1"] {
-        let out = tester
-            .exec("ethtool", &["-K", t, "gro", "on"])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "ethtool: {out:?}");
-    }
-    Lab {
-        tester,
-        dut,
-        dir: tmpdir(&format!("fastpath-bridge{tag}")),
-    }
+    napi_lab("b", tag)
 }
 
 /// d0 and d1 on af_xdp in one bridge domain, `fast-path` = `mode`.
 fn config(dir: &Path, mode: &str) -> (PathBuf, PathBuf) {
     let socket = dir.join("cli.sock");
     let cfg = dir.join("bridge.toml");
-    let port = |n: &str| {
-        format!(
-            "[[interface]]\nname = \"{n}\"\ndriver = \"af_xdp\"\nmtu = 1500\n\
-             xdp-mode = \"native\"\nring-size = 4096\nfast-path = \"{mode}\"\n"
-        )
-    };
+    let port = |n: &str| port(n, mode, "");
     std::fs::write(
         &cfg,
         format!(
@@ -77,24 +51,6 @@ fn send(l: &Lab, count: u64, sizes: &str, more: &[&str]) -> Value {
     ];
     args.extend_from_slice(more);
     json_output(&l.tester.exec(BIN, &args).output().unwrap())
-}
-
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not a number: {v}"))
-}
-
-fn all_arrived(gen: &Value, count: u64, what: &str) {
-    let seen = u(&gen["rx_packets"]) + u(&gen["rx_ring_drops"]);
-    assert_eq!(seen, count, "{what}: not every frame arrived: {gen}");
-    assert_eq!(gen["rx_corrupt"], 0, "{what}: byte-identical: {gen}");
-}
-
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// Whether `show xdp flows` has a current bridge entry from `src` to `dst` on d0.

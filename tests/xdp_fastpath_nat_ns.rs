@@ -6,6 +6,7 @@
 //! carries their frames, and a session that expires takes its entries with it.
 
 mod common;
+use common::fastpath::*;
 use common::routed::{mac_of, D0_V4, D1_V4, T0_V4, T1_V4};
 use common::*;
 use serde_json::Value;
@@ -18,33 +19,14 @@ const SIZES: &str = "64,128,512,1514";
 /// The UDP timeout: above the 4 s below which sessions stay in the graph.
 const UDP_TIMEOUT: u64 = 5;
 
-struct Lab {
-    tester: Netns,
-    dut: Netns,
-    dir: PathBuf,
-}
-
 fn lab(tag: &str) -> Lab {
-    let tester = Netns::new(&format!("nt{tag}"));
-    let dut = Netns::new(&format!("nd{tag}"));
-    veth(&tester, "t0", &dut, "d0", 1500);
-    veth(&tester, "t1", &dut, "d1", 1500);
-    // Frames XDP redirects into a veth reach its peer only in NAPI mode (GRO on).
-    for t in ["t0", "t1"] {
-        let out = tester
-            .exec("ethtool", &["-K", t, "gro", "on"])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "ethtool: {out:?}");
-    }
-    tester.ip(&["addr", "add", &format!("{T0_V4}/24"), "dev", "t0"]);
-    tester.ip(&["addr", "add", &format!("{T1_V4}/24"), "dev", "t1"]);
-    tester.sysctl("net.ipv4.ip_forward", "0");
-    Lab {
-        tester,
-        dut,
-        dir: tmpdir(&format!("fastpath-nat{tag}")),
-    }
+    let l = napi_lab("n", tag);
+    l.tester
+        .ip(&["addr", "add", &format!("{T0_V4}/24"), "dev", "t0"]);
+    l.tester
+        .ip(&["addr", "add", &format!("{T1_V4}/24"), "dev", "t1"]);
+    l.tester.sysctl("net.ipv4.ip_forward", "0");
+    l
 }
 
 /// sluice routing 198.18/16 (inside, by t0) and 198.19/16 (outside, by t1), translating
@@ -52,13 +34,7 @@ fn lab(tag: &str) -> Lab {
 fn nat_config(dir: &Path, mode: &str) -> (PathBuf, PathBuf) {
     let socket = dir.join("cli.sock");
     let cfg = dir.join("nat.toml");
-    let port = |n: &str, addr: &str| {
-        format!(
-            "[[interface]]\nname = \"{n}\"\ndriver = \"af_xdp\"\nmtu = 1500\n\
-             xdp-mode = \"native\"\nring-size = 4096\nfast-path = \"{mode}\"\n\
-             address = [\"{addr}/24\"]\n"
-        )
-    };
+    let port = |n: &str, addr: &str| port(n, mode, &format!("address = [\"{addr}/24\"]\n"));
     let (lo, hi) = POOL.split_once('-').unwrap();
     std::fs::write(
         &cfg,
@@ -77,10 +53,6 @@ fn nat_config(dir: &Path, mode: &str) -> (PathBuf, PathBuf) {
     )
     .unwrap();
     (cfg, socket)
-}
-
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
 /// `count` frames t0 → t1 through the NAT at `rate`, each answered; the generator's JSON.
@@ -122,14 +94,6 @@ fn both_ways(gen: &Value, count: u64, what: &str) {
         let seen = u(&d["rx_packets"]) + u(&d["rx_ring_drops"]);
         assert_eq!(seen, count, "{what}: {dir}: not every frame arrived: {gen}");
         assert_eq!(d["rx_corrupt"], 0, "{what}: {dir}: {gen}");
-    }
-}
-
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -204,13 +168,7 @@ fn through(mode: &str) -> (Vec<Vec<u8>>, Value, Value, Value) {
         assert_eq!(u(&i["tx_packets"]), COUNT, "{mode}: {what}: {i}");
         assert_eq!(u(&i["drops"]), 0, "{mode}: {what}: {i}");
     }
-    let mac = |ns: &Netns, dev: &str| -> Vec<u8> {
-        let m = mac_of(ns, dev);
-        m.split(':')
-            .map(|b| u8::from_str_radix(b, 16).unwrap())
-            .collect()
-    };
-    let macs = [mac(&l.tester, "t1"), mac(&l.dut, "d1")].concat();
+    let macs = [mac_bytes(&l.tester, "t1"), mac_bytes(&l.dut, "d1")].concat();
     let frames = pcap_frames(&pcap);
     let mut headers: Vec<Vec<u8>> = frames.iter().map(|f| header(f, &macs)).collect();
     headers.sort();
@@ -250,19 +208,6 @@ fn sessions_live_while_xdp_carries_them(l: &Lab, socket: &Path) {
     wait_for("their entries withdrawn", || nat_entries(socket) == 0);
     let installer = &ctl_json(socket, "show xdp flows")["installer"];
     assert_eq!(u(&installer["nat_withdrawn"]), 32, "{installer}");
-}
-
-/// The frames of a pcap file (classic format, as the generator writes it).
-fn pcap_frames(path: &Path) -> Vec<Vec<u8>> {
-    let b = std::fs::read(path).unwrap();
-    let mut out = Vec::new();
-    let mut at = 24;
-    while at + 16 <= b.len() {
-        let len = u32::from_le_bytes(b[at + 8..at + 12].try_into().unwrap()) as usize;
-        out.push(b[at + 16..at + 16 + len].to_vec());
-        at += 16 + len;
-    }
-    out
 }
 
 #[test]

@@ -7,50 +7,22 @@
 //! totals with it off and on, and a route change takes the offloaded flow back at once.
 
 mod common;
+use common::fastpath::*;
 use common::routed::{mac_of, D0_V4, D1_V4, T0_V4, T1_V4};
 use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
-
-struct Lab {
-    tester: Netns,
-    dut: Netns,
-    dir: PathBuf,
-}
+use std::time::Duration;
 
 fn lab(tag: &str) -> Lab {
-    let tester = Netns::new(&format!("ft{tag}"));
-    let dut = Netns::new(&format!("fd{tag}"));
-    veth(&tester, "t0", &dut, "d0", 1500);
-    veth(&tester, "t1", &dut, "d1", 1500);
-    // Frames XDP redirects into a veth are received by its peer only in NAPI mode, which an
-    // XDP program or GRO gives it (docs/xdp-fastpath.md); the tester's ports get GRO.
-    for t in ["t0", "t1"] {
-        let out = tester
-            .exec("ethtool", &["-K", t, "gro", "on"])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "ethtool: {out:?}");
-    }
-    Lab {
-        tester,
-        dut,
-        dir: tmpdir(&format!("fastpath{tag}")),
-    }
+    napi_lab("f", tag)
 }
 
 /// sluice routing t0's side to t1's (198.19/16 via t1) on af_xdp, `fast-path` = `mode`.
 fn router_config(dir: &Path, mode: &str) -> (PathBuf, PathBuf) {
     let socket = dir.join("cli.sock");
     let cfg = dir.join("router.toml");
-    let port = |n: &str, addr: &str| {
-        format!(
-            "[[interface]]\nname = \"{n}\"\ndriver = \"af_xdp\"\nmtu = 1500\n\
-             xdp-mode = \"native\"\nring-size = 4096\nfast-path = \"{mode}\"\n\
-             address = [\"{addr}/24\"]\n"
-        )
-    };
+    let port = |n: &str, addr: &str| port(n, mode, &format!("address = [\"{addr}/24\"]\n"));
     std::fs::write(
         &cfg,
         format!(
@@ -76,12 +48,7 @@ fn config(dir: &Path, fast_path: &str) -> (PathBuf, PathBuf) {
 fn config_with(dir: &Path, fast_path: &str, forwarding: &str) -> (PathBuf, PathBuf) {
     let socket = dir.join("cli.sock");
     let cfg = dir.join("dut.toml");
-    let port = |n: &str| {
-        format!(
-            "[[interface]]\nname = \"{n}\"\ndriver = \"af_xdp\"\nmtu = 1500\n\
-             xdp-mode = \"native\"\nring-size = 4096\nfast-path = \"{fast_path}\"\n"
-        )
-    };
+    let port = |n: &str| port(n, fast_path, "");
     std::fs::write(
         &cfg,
         format!(
@@ -115,26 +82,6 @@ fn send_with(l: &Lab, count: u64, sizes: &str, more: &[&str]) -> Value {
 
 fn interface(socket: &Path, name: &str) -> Value {
     ctl_json(socket, &format!("show interface {name}"))[0].clone()
-}
-
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not a number: {v}"))
-}
-
-/// Frames the generator saw arrive (or missed in its own ring), checked intact.
-fn all_arrived(gen: &Value, count: u64, what: &str) {
-    let seen = u(&gen["rx_packets"]) + u(&gen["rx_ring_drops"]);
-    assert_eq!(seen, count, "{what}: not every frame arrived: {gen}");
-    assert_eq!(gen["rx_corrupt"], 0, "{what}: byte-identical: {gen}");
-    assert_eq!(gen["rx_dup"], 0, "{what}: {gen}");
-}
-
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 const SIZES: &str = "64,128,256,512,1024,1514";
@@ -289,19 +236,6 @@ fn ip_checksum_ok(h: &[u8]) -> bool {
     sum == 0xffff
 }
 
-/// The frames of a pcap file (classic format, as the generator writes it).
-fn pcap_frames(path: &Path) -> Vec<Vec<u8>> {
-    let b = std::fs::read(path).unwrap();
-    let mut out = Vec::new();
-    let mut at = 24;
-    while at + 16 <= b.len() {
-        let len = u32::from_le_bytes(b[at + 8..at + 12].try_into().unwrap()) as usize;
-        out.push(b[at + 16..at + 16 + len].to_vec());
-        at += 16 + len;
-    }
-    out
-}
-
 /// Routed traffic with `fast-path` = `mode`: d0's and d1's counters, the distinct headers
 /// that arrived (MACs, TTL, and whether the checksum is right: checked to be what a router
 /// writes) and `show xdp flows`.
@@ -348,14 +282,8 @@ fn routed(mode: &str) -> (Value, Value, Vec<Vec<u8>>, Value) {
     headers.sort();
     headers.dedup();
     // Every frame to t1's MAC from d1's, TTL 64 less one, its checksum right.
-    let mac = |ns: &Netns, dev: &str| -> Vec<u8> {
-        let m = mac_of(ns, dev);
-        m.split(':')
-            .map(|b| u8::from_str_radix(b, 16).unwrap())
-            .collect()
-    };
-    let mut want = mac(&l.tester, "t1");
-    want.extend(mac(&l.dut, "d1"));
+    let mut want = mac_bytes(&l.tester, "t1");
+    want.extend(mac_bytes(&l.dut, "d1"));
     want.extend([63, 1]);
     assert_eq!(headers, vec![want], "{mode}: the rewrite of every frame");
     let flows = ctl_json(&socket, "show xdp flows");

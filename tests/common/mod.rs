@@ -4,6 +4,7 @@
 
 pub mod bridge;
 pub mod cases;
+pub mod fastpath;
 pub mod frames;
 pub mod routed;
 

@@ -289,6 +289,12 @@ impl FastPath {
         }
     }
 
+    /// The Linux ifindex of every interface with the fast path, in slot order.
+    fn ifindexes(&self) -> Vec<u32> {
+        let ports = self.ports.lock().unwrap_or_else(|p| p.into_inner());
+        ports.iter().map(|(i, _)| *i).collect()
+    }
+
     /// The name of the interface with Linux index `ifindex`, if it has the fast path.
     pub fn port_name(&self, ifindex: u32) -> Option<String> {
         let ports = self.ports.lock().unwrap_or_else(|p| p.into_inner());
@@ -440,13 +446,7 @@ impl FastPath {
     /// Back off the egresses whose kernel did not send what the program redirected to them:
     /// their entries go, so their frames take the graph again at once.
     fn watch_egress(&self) {
-        let ports: Vec<u32> = self
-            .ports
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .map(|(i, _)| *i)
-            .collect();
+        let ports = self.ifindexes();
         let found = self
             .egress_watch
             .lock()

@@ -81,13 +81,7 @@ impl FastPath {
         if withdrawn.is_empty() {
             return;
         }
-        let ports: Vec<u32> = self
-            .ports
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .map(|(i, _)| *i)
-            .collect();
+        let ports = self.ifindexes();
         let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
         let mut activity = self.activity.lock().unwrap_or_else(|p| p.into_inner());
         for tuple in withdrawn {

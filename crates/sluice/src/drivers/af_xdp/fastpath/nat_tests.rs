@@ -156,6 +156,14 @@ fn the_entrys_sums_update_the_checksums_as_the_graphs_rewrite_does() {
     }
 }
 
+/// An entry of epoch 5 translating `from` into `to`, routed out of slot 0 (lo).
+fn entry(from: &Tuple, to: &Tuple) -> Value {
+    let port = |slot| super::Port { slot, ifindex: LO };
+    let mut value = Value::between(5, port(2), port(0), Some(ROUTE));
+    value.nat = Some(rewrite_of(from, to));
+    value
+}
+
 #[test]
 fn a_nat_entrys_frame_is_the_graphs_to_the_bit() {
     let Some((maps, _xsks, prog)) = setup() else {
@@ -167,20 +175,7 @@ fn a_nat_entrys_frame_is_the_graphs_to_the_bit() {
     for case in 0..400 {
         let (from, to) = translation(&mut c);
         let key = Key::nat4(LO, &from);
-        let mut value = Value::between(
-            5,
-            super::Port {
-                slot: 2,
-                ifindex: LO,
-            },
-            super::Port {
-                slot: 0,
-                ifindex: LO,
-            },
-            Some(ROUTE),
-        );
-        value.nat = Some(rewrite_of(&from, &to));
-        maps.insert(&key, &value).unwrap();
+        maps.insert(&key, &entry(&from, &to)).unwrap();
         let ttl = 2 + (c.next() % 250) as u8;
         let f = frame(&from, ttl, 0x18, c.word());
         let (action, out) = run_out(&prog, &f);
@@ -214,20 +209,8 @@ fn what_moves_a_sessions_state_and_other_tuples_stay_the_graphs() {
         sport: 61_000,
         ..from
     };
-    let mut value = Value::between(
-        5,
-        super::Port {
-            slot: 2,
-            ifindex: LO,
-        },
-        super::Port {
-            slot: 0,
-            ifindex: LO,
-        },
-        Some(ROUTE),
-    );
-    value.nat = Some(rewrite_of(&from, &to));
-    maps.insert(&Key::nat4(LO, &from), &value).unwrap();
+    maps.insert(&Key::nat4(LO, &from), &entry(&from, &to))
+        .unwrap();
     let action = |f: &[u8]| run_out(&prog, f).0;
     assert_eq!(
         action(&frame(&from, 64, 0x10, 7)),

@@ -228,6 +228,19 @@ fn packet(a: &mut Asm, n: i32, miss: &'static str) {
         .jmp(Cond::Gt, R1, R3, miss);
 }
 
+/// Look the key at the stack's `KEY_AT` up in `map`: none goes to `miss`; an entry goes to
+/// `next` with r7 = the value and r9 = `routed` (which checks and rewrite it takes).
+fn lookup_entry(a: &mut Asm, map: i32, miss: &'static str, (routed, next): (i32, &'static str)) {
+    a.ld_map(R1, map)
+        .mov(R2, FP)
+        .alu_imm(Alu::Add, R2, KEY_AT as i32)
+        .call(HELPER_MAP_LOOKUP)
+        .jmp_imm(Cond::Eq, R0, 0, miss)
+        .mov(R7, R0)
+        .mov_imm(R9, routed)
+        .ja(next);
+}
+
 /// An IPv4 frame looked up by its ingress and destination in the `routes` trie (longest
 /// prefix): no entry goes on to the NAT lookup, an entry to the header checks
 /// (`route_checks_header`) with r7 = the value, r9 = 1.
@@ -237,15 +250,8 @@ fn route_lookup(a: &mut Asm, m: &Maps) {
         .ldx(Size::W, R1, R6, 12) // ctx->ingress_ifindex
         .stx(Size::W, FP, KEY_AT + 4, R1)
         .ldx(Size::W, R1, R2, 30)
-        .stx(Size::W, FP, KEY_AT + 8, R1)
-        .ld_map(R1, m.routes.raw_fd())
-        .mov(R2, FP)
-        .alu_imm(Alu::Add, R2, KEY_AT as i32)
-        .call(HELPER_MAP_LOOKUP)
-        .jmp_imm(Cond::Eq, R0, 0, "nat_lookup")
-        .mov(R7, R0)
-        .mov_imm(R9, 1)
-        .ja("route_header");
+        .stx(Size::W, FP, KEY_AT + 8, R1);
+    lookup_entry(a, m.routes.raw_fd(), "nat_lookup", (1, "route_header"));
 }
 
 /// An IPv4 TCP or UDP frame (no options: the ports at a fixed place) looked up by its
@@ -269,14 +275,7 @@ fn nat_lookup(a: &mut Asm, m: &Maps) {
         a.ldx(Size::W, R1, R2, off)
             .stx(Size::W, FP, KEY_AT + at, R1);
     }
-    a.ld_map(R1, m.nat.raw_fd())
-        .mov(R2, FP)
-        .alu_imm(Alu::Add, R2, KEY_AT as i32)
-        .call(HELPER_MAP_LOOKUP)
-        .jmp_imm(Cond::Eq, R0, 0, "xconnect")
-        .mov(R7, R0)
-        .mov_imm(R9, 2)
-        .ja("route_header");
+    lookup_entry(a, m.nat.raw_fd(), "xconnect", (2, "route_header"));
 }
 
 /// A routed frame whose header ip4-input would pass as it is goes on to "entry";
@@ -363,14 +362,7 @@ fn route6_lookup(a: &mut Asm, m: &Maps) {
         a.ldx(Size::W, R1, R2, 38 + 4 * k)
             .stx(Size::W, FP, KEY_AT + 8 + 4 * k, R1);
     }
-    a.ld_map(R1, m.routes6.raw_fd())
-        .mov(R2, FP)
-        .alu_imm(Alu::Add, R2, KEY_AT as i32)
-        .call(HELPER_MAP_LOOKUP)
-        .jmp_imm(Cond::Eq, R0, 0, "xconnect")
-        .mov(R7, R0)
-        .mov_imm(R9, 3)
-        .ja("route6_header");
+    lookup_entry(a, m.routes6.raw_fd(), "xconnect", (3, "route6_header"));
 }
 
 /// `r1 = 0` when the IPv6 address at `at` of the frame (r2) is :: or ::1.
