@@ -166,6 +166,34 @@ mod tests {
         }
     }
 
+    /// `--io dpdk-null`: net_null makes frames of `--size` (less the FCS), one size, one
+    /// segment; the run names no generator.
+    #[test]
+    fn dpdk_null_frames_are_the_size_asked_and_no_generator_is_named() {
+        let o = parse_run("--dut sluice-dpdk,testpmd --io dpdk-null --size 128").unwrap();
+        assert_eq!(run::null_size(&o.size), Ok(128));
+        let cfg = dut::sluice::sluice_config(
+            1,
+            (o.io, "dpdk", Some(124)),
+            dut::sluice::Forwarding::Xconnect(&[]),
+            "/tmp/s.sock".as_ref(),
+        );
+        for k in 0..2 {
+            let line = format!("devargs = \"net_null{k},size=124\"");
+            assert!(cfg.contains(&line), "{cfg}");
+        }
+        let said = run::placement(&o);
+        assert!(!said.contains("generator on"), "{said}");
+        assert!(said.contains("CPU 1"), "{said}");
+        let veths = parse_run("--dut testpmd").unwrap();
+        assert!(run::placement(&veths).starts_with("generator on CPU 0"));
+        for bad in ["64,128", "imix", "2053"] {
+            let o = format!("--dut testpmd --io dpdk-null --size {bad}");
+            assert!(parse_run(&o).is_err(), "accepted: {o}");
+        }
+        assert!(parse_run("--dut testpmd --io dpdk-null --size 2052").is_ok());
+    }
+
     #[test]
     fn run_defaults_and_options() {
         let o = parse_run("").unwrap();

@@ -222,6 +222,9 @@ impl args::RunArgs {
                     .into(),
             );
         }
+        if o.io == Io::DpdkNull {
+            super::run::null_size(&o.size)?;
+        }
         check_profile(o.profile.is_some())?;
         check_testpmd_engine(&o, &o.flows, &o.size, o.rate.is_some(), o.bi)?;
         if o.tables.iter().any(|t| *t != TableSpec::Small) && !o.duts.iter().any(|d| d.routes()) {

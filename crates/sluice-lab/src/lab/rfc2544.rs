@@ -294,6 +294,7 @@ fn run_searches(o: &Options) -> Result<Vec<SearchResult>, String> {
         None,
         &[],
         (None, None, false, base.family),
+        None,
     )?;
     if o.dut.routes() {
         super::warm_up(&base, &running)?;

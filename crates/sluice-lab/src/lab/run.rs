@@ -131,6 +131,7 @@ pub(crate) fn one_run(
         table,
         &o.vlans,
         (o.acl, o.vrfs, o.bird, o.family),
+        None,
     )?;
     if kind.routes() {
         warm_up(o, &d)?;
@@ -193,11 +194,13 @@ pub(crate) fn one_run(
 }
 
 /// `--io dpdk-null`: the DUT forwards between two net_null ports, which make and take its
-/// frames (64 bytes); after a second's warm-up its own counters over the run's duration are
+/// frames (of `--size`, less the FCS: net_null's `size` devarg); after a second's warm-up its own counters over the run's duration are
 /// the figure.
 fn null_run(o: &RunOptions, kind: DutKind) -> Result<RunResult, String> {
     let no_acl = (None, None, false, o.family);
-    let mut d = dut::start(kind, o.dut_cpu, o.io, None, &[], no_acl)?;
+    let size = null_size(&o.size)?;
+    let frame = Some(size - crate::gen::frame::FCS_LEN);
+    let mut d = dut::start(kind, o.dut_cpu, o.io, None, &[], no_acl, frame)?;
     std::thread::sleep(Duration::from_secs(1));
     d.ctl("clear runtime");
     // The lab checked --duration (seconds) when it parsed it; the generator's default is 5.
@@ -213,8 +216,8 @@ fn null_run(o: &RunOptions, kind: DutKind) -> Result<RunResult, String> {
     let pps = pps?;
     let n = (pps * seconds) as u64;
     let gen = serde_json::json!({
-        "frame_size": 64, "flows": 1, "tx_packets": n, "rx_packets": n, "lost": 0,
-        "tx_pps": pps, "rx_pps": pps, "l2_bps": pps * 64.0 * 8.0, "rate_reached": true,
+        "frame_size": size, "flows": 1, "tx_packets": n, "rx_packets": n, "lost": 0,
+        "tx_pps": pps, "rx_pps": pps, "l2_bps": pps * size as f64 * 8.0, "rate_reached": true,
         "duration_s": seconds,
     });
     let mut r = RunResult::from_gen(kind.name(), &gen, runtime, interfaces);
@@ -359,29 +362,57 @@ fn calibration(o: &RunOptions) -> Result<calibrate::Calibration, String> {
     c
 }
 
+/// Where the run's work goes, said before the first run. With `--io dpdk-null` there is no
+/// generator: the DUT's net_null ports make and take the frames on its CPU.
+pub(crate) fn placement(o: &RunOptions) -> String {
+    if o.io == Io::DpdkNull {
+        format!(
+            "DUT on CPU {}, no generator: its net_null ports make and take the frames",
+            o.dut_cpu
+        )
+    } else if o.napi_on_dut {
+        format!(
+            "generator on CPU {} ({TESTER}); DUT on CPU {} ({}): its worker and the NAPI \
+             threads that receive on d0 and d1",
+            o.gen_cpu,
+            o.dut_cpu,
+            netns::DUT
+        )
+    } else {
+        format!(
+            "generator on CPU {} ({TESTER}), DUT worker on CPU {} ({}); the DUT ports' receive \
+             work runs in the sender's context",
+            o.gen_cpu,
+            o.dut_cpu,
+            netns::DUT
+        )
+    }
+}
+
+/// `--io dpdk-null`'s frame size: net_null makes frames of one size, so `--size` names one.
+pub(crate) fn null_size(size: &str) -> Result<usize, String> {
+    let fcs = crate::gen::frame::FCS_LEN;
+    match crate::gen::frame::parse_sizes(size)?.as_slice() {
+        // One mbuf a frame: 2048 bytes of data room (sluice's buffers and testpmd's mbufs).
+        [one] if *one - fcs <= 2048 => Ok(*one),
+        [_] => Err(format!(
+            "--io dpdk-null: net_null makes one-segment frames, at most 2048 bytes (--size \
+             {}); not --size {size}",
+            2048 + fcs
+        )),
+        _ => Err(format!(
+            "--io dpdk-null: net_null makes frames of one size; --size {size} names several"
+        )),
+    }
+}
+
 fn run_matrix(
     o: &RunOptions,
     files: &[TableFiles],
     stop: &AtomicBool,
 ) -> Result<Vec<RunResult>, String> {
     if !o.json {
-        if o.napi_on_dut {
-            eprintln!(
-                "generator on CPU {} ({TESTER}); DUT on CPU {} ({}): its worker and the NAPI \
-                 threads that receive on d0 and d1",
-                o.gen_cpu,
-                o.dut_cpu,
-                netns::DUT
-            );
-        } else {
-            eprintln!(
-                "generator on CPU {} ({TESTER}), DUT worker on CPU {} ({}); the DUT ports' receive \
-                 work runs in the sender's context",
-                o.gen_cpu,
-                o.dut_cpu,
-                netns::DUT
-            );
-        }
+        eprintln!("{}", placement(o));
     }
     let mut results = Vec::new();
     for r in 0..o.repeat {

@@ -26,6 +26,9 @@ pub struct Setup<'a> {
     pub bird: bool,
     /// The frames' address family: a router routes that family's networks.
     pub family: Family,
+    /// `--io dpdk-null`: the bytes of each frame its net_null ports make (`--size` less the
+    /// FCS); None for net_null's own 64.
+    pub null_frame: Option<usize>,
 }
 
 /// Starts a DUT.

@@ -78,6 +78,14 @@ pub trait Dut {
     fn stop(&mut self);
 }
 
+/// DPDK's devargs for net_null port `k` of the lab: frames of `frame` bytes when given.
+pub fn null_devargs(k: usize, frame: Option<usize>) -> String {
+    match frame {
+        Some(n) => format!("net_null{k},size={n}"),
+        None => format!("net_null{k}"),
+    }
+}
+
 /// A running DUT of any kind.
 pub type RunningDut = Box<dyn Dut>;
 
@@ -90,6 +98,7 @@ pub fn start(
     table: Option<&TableFiles>,
     vlans: &[u16],
     (acl, vrfs, bird, family): (Option<LabAcl>, Option<u16>, bool, Family),
+    null_frame: Option<usize>,
 ) -> Result<RunningDut, String> {
     if !vlans.is_empty() && !kind.takes_vlans() {
         return Err(format!("{} does not take --vlan or --qinq", kind.name()));
@@ -109,6 +118,7 @@ pub fn start(
         vrfs,
         bird,
         family,
+        null_frame,
     };
     (kind.spec().start)(&setup)
 }

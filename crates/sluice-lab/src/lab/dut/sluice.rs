@@ -21,7 +21,7 @@ pub const XCONNECT_DUT: DutSpec = DutSpec {
     io: ANY_IO,
     ..DutSpec::new("sluice", |s| {
         let how = Forwarding::Xconnect(s.vlans);
-        Ok(Box::new(start(s.dut_cpu, (s.io, None), how)?))
+        Ok(Box::new(start(s.dut_cpu, (s.io, None, None), how)?))
     })
 };
 
@@ -30,7 +30,7 @@ pub const AF_XDP_DUT: DutSpec = DutSpec {
     takes_vlans: true,
     ..DutSpec::new("sluice-af_xdp", |s| {
         let how = Forwarding::Xconnect(s.vlans);
-        Ok(Box::new(start(s.dut_cpu, (Io::AfXdp, None), how)?))
+        Ok(Box::new(start(s.dut_cpu, (Io::AfXdp, None, None), how)?))
     })
 };
 
@@ -40,7 +40,8 @@ pub const AF_PACKET_DUT: DutSpec = DutSpec {
     takes_vlans: true,
     ..DutSpec::new("sluice-af_packet", |s| {
         let how = Forwarding::Xconnect(s.vlans);
-        Ok(Box::new(start(s.dut_cpu, (s.io, Some("af_packet")), how)?))
+        let ports = (s.io, Some("af_packet"), None);
+        Ok(Box::new(start(s.dut_cpu, ports, how)?))
     })
 };
 
@@ -51,7 +52,7 @@ pub const BRIDGE_DUT: DutSpec = DutSpec {
     io: ANY_IO,
     ..DutSpec::new("sluice-bridge", |s| {
         let how = Forwarding::Bridge(s.vlans);
-        Ok(Box::new(start(s.dut_cpu, (s.io, None), how)?))
+        Ok(Box::new(start(s.dut_cpu, (s.io, None, None), how)?))
     })
 };
 
@@ -207,7 +208,8 @@ pub fn start_router(
     }
     let t = Instant::now();
     let loaded = if bird { None } else { table };
-    let mut dut = match start(dut_cpu, (io, forced), Forwarding::Router(loaded, acl, vrfs)) {
+    let how = Forwarding::Router(loaded, acl, vrfs);
+    let mut dut = match start(dut_cpu, (io, forced, None), how) {
         Ok(d) => d,
         Err(e) => {
             let _ = tester_addresses(false);
@@ -397,7 +399,7 @@ pub fn port_driver(io: Io, forced: Option<&'static str>) -> &'static str {
 /// it.
 pub fn sluice_config(
     dut_cpu: usize,
-    (io, driver): (Io, &str),
+    (io, driver, null_frame): (Io, &str, Option<usize>),
     how: Forwarding<'_>,
     socket: &std::path::Path,
 ) -> String {
@@ -413,7 +415,7 @@ pub fn sluice_config(
             crate::lab::memif_socket(k).display()
         ),
         // DPDK's ports: net_null (no generator) or net_af_packet on the veth.
-        Io::DpdkNull => format!("devargs = \"net_null{k}\"\n"),
+        Io::DpdkNull => format!("devargs = \"{}\"\n", super::null_devargs(k, null_frame)),
         _ if driver == "dpdk" => format!("devargs = \"net_af_packet{k},iface=d{k}\"\n"),
         // No MTU: the port keeps the veth's, which the lab set for this run.
         _ => format!("host = \"d{k}\"\n{fast_path}"),
@@ -476,14 +478,15 @@ fn vlan_ports(vlans: &[u16]) -> (String, String, String) {
 /// instead of `auto`.
 pub fn start(
     dut_cpu: usize,
-    (io, forced): (Io, Option<&'static str>),
+    (io, forced, null_frame): (Io, Option<&'static str>, Option<usize>),
     how: Forwarding<'_>,
 ) -> Result<Sluice, String> {
     let dir = std::env::temp_dir().join(format!("sluice-lab-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let socket = dut_socket();
     let cfg = dir.join("dut.toml");
-    let text = sluice_config(dut_cpu, (io, port_driver(io, forced)), how, &socket);
+    let ports = (io, port_driver(io, forced), null_frame);
+    let text = sluice_config(dut_cpu, ports, how, &socket);
     std::fs::write(&cfg, text).map_err(|e| format!("{}: {e}", cfg.display()))?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let log = std::fs::File::create(dir.join("dut.log")).map_err(|e| e.to_string())?;
@@ -633,7 +636,7 @@ mod tests {
         ];
         for (how, routes) in cases {
             let text: String =
-                sluice_config(1, (Io::AfPacket, "auto"), how, "/tmp/s.sock".as_ref())
+                sluice_config(1, (Io::AfPacket, "auto", None), how, "/tmp/s.sock".as_ref())
                     .lines()
                     .filter(|l| !l.starts_with("worker-cores") && !l.starts_with("main-core"))
                     .map(|l| format!("{l}\n"))

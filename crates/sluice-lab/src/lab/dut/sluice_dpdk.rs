@@ -14,6 +14,10 @@ pub const DPDK_DUT: DutSpec = DutSpec {
     },
     ..DutSpec::new("sluice-dpdk", |s| {
         let how = Forwarding::Xconnect(&[]);
-        Ok(Box::new(start(s.dut_cpu, (s.io, Some("dpdk")), how)?))
+        Ok(Box::new(start(
+            s.dut_cpu,
+            (s.io, Some("dpdk"), s.null_frame),
+            how,
+        )?))
     })
 };

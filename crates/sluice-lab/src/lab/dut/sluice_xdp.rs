@@ -17,7 +17,7 @@ pub const XDP_FAST_PATH_DUT: DutSpec = DutSpec {
         let how = Forwarding::Xconnect(s.vlans);
         Ok(Box::new(start(
             s.dut_cpu,
-            (Io::AfXdp, Some(FAST_PATH)),
+            (Io::AfXdp, Some(FAST_PATH), None),
             how,
         )?))
     })

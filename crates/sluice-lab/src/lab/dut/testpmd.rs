@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 pub const IO_FORWARD_DUT: DutSpec = DutSpec {
     io: DPDK_IO,
     unavailable,
-    ..DutSpec::new("testpmd", |s| Ok(Box::new(start(s.dut_cpu, s.io)?)))
+    ..DutSpec::new("testpmd", |s| {
+        Ok(Box::new(start(s.dut_cpu, s.io, s.null_frame)?))
+    })
 };
 
 /// A running testpmd.
@@ -25,7 +27,20 @@ pub struct Testpmd {
     log: PathBuf,
 }
 
-pub fn start(dut_cpu: usize, io: Io) -> Result<Testpmd, String> {
+/// testpmd's port `k` for `io`.
+fn vdev(io: Io, k: usize, null_frame: Option<usize>) -> String {
+    match io {
+        Io::AfPacket => format!("net_af_packet{k},iface=d{k}"),
+        Io::AfXdp => format!("net_af_xdp{k},iface=d{k}"),
+        Io::DpdkNull => super::null_devargs(k, null_frame),
+        Io::Memif => format!(
+            "net_memif{k},role=server,socket={},socket-abstract=no",
+            crate::lab::memif_socket(k).display()
+        ),
+    }
+}
+
+pub fn start(dut_cpu: usize, io: Io, null_frame: Option<usize>) -> Result<Testpmd, String> {
     if let Some(why) = unavailable() {
         return Err(why);
     }
@@ -36,15 +51,7 @@ pub fn start(dut_cpu: usize, io: Io) -> Result<Testpmd, String> {
     // No huge pages, no PCI devices: two af_packet (or af_xdp) ports on d0 and d1, io
     // forwarding (each port's frames go out of the other unchanged), the forwarding core on
     // the DUT CPU.
-    let vdev = |k: usize| match io {
-        Io::AfPacket => format!("net_af_packet{k},iface=d{k}"),
-        Io::AfXdp => format!("net_af_xdp{k},iface=d{k}"),
-        Io::DpdkNull => format!("net_null{k}"),
-        Io::Memif => format!(
-            "net_memif{k},role=server,socket={},socket-abstract=no",
-            crate::lab::memif_socket(k).display()
-        ),
-    };
+    let vdev = |k: usize| vdev(io, k, null_frame);
     // With no generator, its own statistics are the measurement: a line each second (stdbuf:
     // line-buffered, so each reaches the log as it is printed).
     let (stats, prefix): (&[&str], &[&str]) = match io {
@@ -152,5 +159,18 @@ impl Dut for Testpmd {
 impl Drop for Testpmd {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--io dpdk-null --size N`: testpmd's net_null ports make frames of N less the FCS.
+    #[test]
+    fn null_ports_make_frames_of_the_size_asked() {
+        assert_eq!(vdev(Io::DpdkNull, 1, Some(1510)), "net_null1,size=1510");
+        assert_eq!(vdev(Io::DpdkNull, 0, None), "net_null0");
+        assert_eq!(vdev(Io::AfPacket, 0, Some(60)), "net_af_packet0,iface=d0");
     }
 }
