@@ -1,6 +1,6 @@
 //! `sluice-xdp`, `sluice-bridge-xdp` and `sluice-router-xdp`: sluice cross-connecting,
-//! bridging or routing d0 and d1 over
-//! AF_XDP with the XDP fast path on (docs/xdp-fastpath.md).
+//! bridging or routing d0 and d1 over AF_XDP with the XDP fast path on
+//! (docs/xdp-fastpath.md).
 
 use super::sluice::{start, start_router, Forwarding};
 use super::DutSpec;
@@ -33,7 +33,7 @@ pub const BRIDGE_FAST_PATH_DUT: DutSpec = DutSpec {
         let how = Forwarding::Bridge(s.vlans);
         Ok(Box::new(start(
             s.dut_cpu,
-            (Io::AfXdp, Some(FAST_PATH)),
+            (Io::AfXdp, Some(FAST_PATH), None),
             how,
         )?))
     })
