@@ -115,6 +115,8 @@ impl RxQueue for DpdkRx {
                 k += 1;
                 bufs.reclaim(bi);
                 if (off as usize) < FIRST_DATA || off as usize + len as usize > STRIDE {
+                    // Its metadata is a past life's (a chain it was sent in): one buffer.
+                    bufs.meta_mut(bi).next = NO_BUFFER;
                     bufs.free(bi);
                     r.bad_descriptors += 1;
                     continue;
@@ -140,6 +142,7 @@ impl RxQueue for DpdkRx {
             if !sound {
                 for j in segs {
                     bufs.reclaim(s.slot[j]);
+                    bufs.meta_mut(s.slot[j]).next = NO_BUFFER;
                     bufs.free(s.slot[j]);
                 }
                 r.bad_descriptors += 1;
