@@ -30,7 +30,9 @@ fn lab(tag: &str) -> Lab {
 }
 
 /// sluice routing 198.18/16 (inside, by t0) and 198.19/16 (outside, by t1), translating
-/// what leaves by d1 to the pool, on af_xdp with `fast-path` = `mode`.
+/// what leaves by d1 to the pool, on af_xdp with `fast-path` = `mode`. Two workers, so that
+/// replies received by the worker that does not own their session are handed to the one
+/// that does (and offered by it).
 fn nat_config(dir: &Path, mode: &str) -> (PathBuf, PathBuf) {
     let socket = dir.join("cli.sock");
     let cfg = dir.join("nat.toml");
@@ -39,10 +41,12 @@ fn nat_config(dir: &Path, mode: &str) -> (PathBuf, PathBuf) {
     std::fs::write(
         &cfg,
         format!(
-            "[dataplane]\nworkers = 1\nbuffers = 32768\nhugepages = \"never\"\n\
+            "[dataplane]\nworkers = 2\nbuffers = 32768\nhugepages = \"never\"\n\
              [control]\nsocket = \"{}\"\n{}{}\
              [[route]]\nprefix = \"198.19.0.0/16\"\nvia = [\"{T1_V4}\"]\n\
              [[route]]\nprefix = \"198.18.0.0/16\"\nvia = [\"{T0_V4}\"]\n\
+             [[rx-placement]]\ninterface = \"d0\"\nqueue = 0\nworker = 0\n\
+             [[rx-placement]]\ninterface = \"d1\"\nqueue = 0\nworker = 1\n\
              [nat44]\naddresses = [\"{lo}-{hi}\"]\nudp-timeout = {UDP_TIMEOUT}\n\
              [[nat44-interface]]\ninterface = \"d0\"\nrole = \"inside\"\n\
              [[nat44-interface]]\ninterface = \"d1\"\nrole = \"outside\"\n",
@@ -152,6 +156,16 @@ fn through(mode: &str) -> (Vec<Vec<u8>>, Value, Value, Value) {
             send(&l, 200, ("64", 20_000), &[]);
             nat_entries(&socket) == 32
         });
+        // Replies d1's worker received for d0's worker's sessions went there, and were
+        // offloaded all the same.
+        let errors = ctl_json(&socket, "show errors");
+        let handed = errors.as_array().unwrap().iter().any(|e| {
+            e["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("handed to the worker owning"))
+                && u(&e["count"]) > 0
+        });
+        assert!(handed, "no reply was handed to another worker: {errors}");
     }
     ctl(&socket, "clear interfaces").unwrap();
     let pcap = l.dir.join("rx.pcap");
@@ -185,7 +199,15 @@ fn through(mode: &str) -> (Vec<Vec<u8>>, Value, Value, Value) {
 /// Frames that only XDP carries for longer than the UDP timeout keep their sessions (the
 /// same sessions: none opened again); stopped, the sessions expire and their entries go.
 fn sessions_live_while_xdp_carries_them(l: &Lab, socket: &Path) {
-    let created = || u(&ctl_json(socket, "show nat44 summary")["workers"][0]["created"]);
+    let created = || -> u64 {
+        let summary = ctl_json(socket, "show nat44 summary");
+        summary["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| u(&w["created"]))
+            .sum()
+    };
     let before = created();
     let xdp = || u(&ctl_json(socket, "show xdp flows")["reasons"]["forwarded in XDP"]);
     let (hits, start) = (xdp(), Instant::now());

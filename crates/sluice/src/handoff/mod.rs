@@ -223,6 +223,14 @@ mod tests {
     }
 
     #[test]
+    fn a_handed_off_packet_keeps_the_fast_paths_mark() {
+        let (p, _c) = rings(2, 4);
+        let to = p.into_iter().next().unwrap();
+        let decl = super::node::WorkerHandoff::decl(Arc::new(Handoff::new(2, 1)), 0, to);
+        assert!(decl.offload, "worker-handoff is offload-safe");
+    }
+
+    #[test]
     fn rings_join_every_pair_but_none_to_itself() {
         let (mut p, mut c) = rings(3, 4);
         assert!(p[1][1].is_none() && c[2][2].is_none());

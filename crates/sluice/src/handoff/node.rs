@@ -71,6 +71,10 @@ impl WorkerHandoff {
                 local: Vec::with_capacity(FRAME_SIZE),
             },
         )
+        // Another worker runs the packet's graph from ethernet-input on, deciding (and
+        // offering to the XDP fast path) as this one would: a NAT reply for the worker that
+        // owns its session, or a spread flow, keeps its mark.
+        .offload_safe()
     }
 }
 

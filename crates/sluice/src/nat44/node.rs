@@ -381,7 +381,8 @@ impl Node for Nat44 {
                 meta.aux = 0;
             }
             // A packet keeps the fast path's mark only when translated by a session it can
-            // carry, or on its way to nat44-out (a hint), or when nat44-in decided it.
+            // carry, or on its way to nat44-out (a hint) or to the worker that owns its
+            // session (which decides), or when nat44-in decided it.
             let marked = meta.flags & FLAG_OFFLOAD != 0;
             meta.flags &= !FLAG_OFFLOAD;
             let step = match data.get_mut(at..) {
@@ -392,7 +393,7 @@ impl Node for Nat44 {
                 }
                 Some(ip) => self.inbound((&view, table, me), ip, interface, now),
             };
-            if marked && (skip || matches!(step, Step::Hint(_))) {
+            if marked && (skip || matches!(step, Step::Hint(_) | Step::Handoff(_))) {
                 meta.flags |= FLAG_OFFLOAD;
             }
             match step {
