@@ -197,16 +197,15 @@ impl Nat44Shared {
         slot.answered.store(asked, Release);
     }
 
-    /// The fast path's installer: worker `w`'s session `index` (found by `tuple`) carried
-    /// frames lately.
-    pub fn touch_offloaded(&self, w: usize, index: u32, tuple: Tuple) {
+    /// The fast path's installer: worker `w`'s sessions (each an index, found by its
+    /// tuple) carried frames lately.
+    pub fn touch_offloaded(&self, w: usize, sessions: Vec<(u32, Tuple)>) {
         let Some(slot) = self.workers.get(w) else {
             return;
         };
         let mut q = slot.offload.lock().unwrap_or_else(|p| p.into_inner());
-        if q.touched.len() < OFFLOAD_QUEUE {
-            q.touched.push((index, tuple));
-        }
+        let room = OFFLOAD_QUEUE.saturating_sub(q.touched.len());
+        q.touched.extend(sessions.into_iter().take(room));
     }
 
     /// The fast path's installer: the tuples every worker withdrew since the last call.

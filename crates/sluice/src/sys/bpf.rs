@@ -134,11 +134,11 @@ pub unsafe fn bpf(cmd: libc::c_int, attr: &mut [u8]) -> io::Result<libc::c_long>
     Ok(rc)
 }
 
-fn put_u32(b: &mut [u8], at: usize, v: u32) {
+pub(super) fn put_u32(b: &mut [u8], at: usize, v: u32) {
     b[at..at + 4].copy_from_slice(&v.to_ne_bytes());
 }
 
-fn put_u64(b: &mut [u8], at: usize, v: u64) {
+pub(super) fn put_u64(b: &mut [u8], at: usize, v: u64) {
     b[at..at + 8].copy_from_slice(&v.to_ne_bytes());
 }
 
@@ -147,7 +147,7 @@ fn len_u32(len: usize, what: &str) -> io::Result<u32> {
     u32::try_from(len).map_err(|_| invalid(format!("{what} of {len} bytes is too long")))
 }
 
-fn invalid(msg: String) -> io::Error {
+pub(super) fn invalid(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, msg)
 }
 
@@ -189,14 +189,17 @@ pub enum MapKind {
     DevMap,
     /// Longest-prefix match: keys are a 32-bit prefix length in bits, then the data.
     LpmTrie,
+    /// A hash map whose entries are allocated as they are added (BPF_F_NO_PREALLOC): room
+    /// for millions costs memory only once they are there.
+    SparseHash,
 }
 
 /// A map and the sizes it was created with, which every access is checked against.
 #[derive(Debug)]
 pub struct BpfMap {
     fd: BpfFd,
-    key_size: u32,
-    value_size: u32,
+    pub(super) key_size: u32,
+    pub(super) value_size: u32,
     percpu: bool,
 }
 
@@ -205,13 +208,18 @@ impl BpfMap {
         &self.fd
     }
 
+    /// Whether lookups write one value per possible CPU.
+    pub fn is_percpu(&self) -> bool {
+        self.percpu
+    }
+
     /// The map's descriptor, for `load_map_fd` (the kernel resolves it when it loads the
     /// program; a wrong number is refused there).
     pub fn raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
 
-    fn check(&self, key: &[u8], value: &[u8]) -> io::Result<()> {
+    pub(super) fn check(&self, key: &[u8], value: &[u8]) -> io::Result<()> {
         if key.len() != self.key_size as usize {
             return Err(invalid(format!(
                 "BPF map key of {} bytes, the map's keys are {} bytes",
@@ -255,7 +263,7 @@ pub fn map_create(
     let type_id = match kind {
         MapKind::Array => BPF_MAP_TYPE_ARRAY,
         MapKind::XskMap => BPF_MAP_TYPE_XSKMAP,
-        MapKind::Hash => BPF_MAP_TYPE_HASH,
+        MapKind::Hash | MapKind::SparseHash => BPF_MAP_TYPE_HASH,
         MapKind::PercpuArray => BPF_MAP_TYPE_PERCPU_ARRAY,
         MapKind::DevMap => BPF_MAP_TYPE_DEVMAP,
         MapKind::LpmTrie => BPF_MAP_TYPE_LPM_TRIE,
@@ -265,8 +273,8 @@ pub fn map_create(
     put_u32(&mut attr, 4, key_size);
     put_u32(&mut attr, 8, value_size);
     put_u32(&mut attr, 12, entries);
-    if kind == MapKind::LpmTrie {
-        // The kernel makes LPM tries only without preallocation.
+    if kind == MapKind::LpmTrie || kind == MapKind::SparseHash {
+        // The kernel makes LPM tries only without preallocation; a sparse hash asks for it.
         put_u32(&mut attr, 16, BPF_F_NO_PREALLOC);
     }
     // SAFETY: the map_create member (type, key size, value size, entries) holds no address.

@@ -4,6 +4,7 @@
 
 pub mod bpf;
 pub mod bpf_asm;
+pub mod bpf_batch;
 pub mod cpu;
 pub mod fasthash;
 pub mod mapping;

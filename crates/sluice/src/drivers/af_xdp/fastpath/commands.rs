@@ -1,7 +1,9 @@
 //! `show xdp flows`: the flows the XDP fast path forwards, its counters by reason and by
 //! interface, and what its installer did.
 
-use super::maps::{KIND_BRIDGE, KIND_NAT4, KIND_ROUTE4, KIND_ROUTE6, KIND_XCONNECT};
+use super::maps::{
+    KIND_BRIDGE, KIND_NAT4, KIND_ROUTE4, KIND_ROUTE6, KIND_XCONNECT, MAX_NAT_ENTRIES,
+};
 use super::program::REASONS;
 use super::{active, IDLE, INSTALLS_PER_SEC, MAX_FLOWS};
 use crate::control::cli::{Command, Effect, Output};
@@ -32,34 +34,37 @@ fn show_flows(c: &Control) -> Output {
     let epoch = fp.epoch();
     let mut t = String::new();
     let mut flows = Vec::new();
-    let entries = fp.maps.flows(MAX_FLOWS as usize);
+    let entries = fp.maps.flows(MAX_NAT_ENTRIES as usize);
     let _ = writeln!(
         t,
-        "epoch {epoch}, {} flows (at most {MAX_FLOWS}; {INSTALLS_PER_SEC} installs/s; idle after {} s)",
+        "epoch {epoch}, {} flows (at most {MAX_FLOWS} of each kind, {MAX_NAT_ENTRIES} NAT; \
+         {INSTALLS_PER_SEC} installs/s; idle after {} s)",
         entries.len(),
         IDLE.as_secs()
     );
+    let mut by_kind = serde_json::Map::new();
+    for (k, _) in &entries {
+        let n = by_kind.entry(kind_name(k.kind)).or_insert(json!(0));
+        *n = json!(n.as_u64().unwrap_or(0) + 1);
+    }
+    if entries.len() > SHOW_ROWS {
+        let kinds = serde_json::Value::Object(by_kind.clone());
+        let _ = writeln!(t, "the first {SHOW_ROWS} listed; by kind: {kinds}");
+    }
     let _ = writeln!(
         t,
         "{:<16}{:<12}{:<16}{:>8}{:>10}",
         "Ingress", "Kind", "Egress", "Epoch", "Idle s"
     );
-    for (k, v) in &entries {
+    for (k, v) in entries.iter().take(SHOW_ROWS) {
         let ingress = fp
             .port_name(k.ifindex)
             .unwrap_or_else(|| format!("ifindex {}", k.ifindex));
         let egress = fp
             .slot_name(v.out_slot)
             .unwrap_or_else(|| format!("slot {}", v.out_slot));
-        let kind = match k.kind {
-            KIND_XCONNECT => "xconnect",
-            KIND_BRIDGE => "bridge",
-            KIND_ROUTE4 => "route4",
-            KIND_ROUTE6 => "route6",
-            KIND_NAT4 => "nat4",
-            _ => "?",
-        };
-        let idle = fp.idle_seconds(k).unwrap_or(0.0);
+        let kind = kind_name(k.kind);
+        let idle = fp.idle_seconds(v);
         let state = if v.epoch == epoch { "" } else { " (stale)" };
         let mut flow = json!({
             "ingress": ingress, "kind": kind, "egress": egress, "epoch": v.epoch,
@@ -146,13 +151,31 @@ fn show_flows(c: &Control) -> Output {
         "swept_stale": s.swept_stale.load(Ordering::Relaxed),
         "swept_idle": s.swept_idle.load(Ordering::Relaxed),
         "nat_withdrawn": s.nat_withdrawn.load(Ordering::Relaxed),
+        "last_sweep_entries": s.swept_entries.load(Ordering::Relaxed),
+        "last_sweep_us": s.sweep_micros.load(Ordering::Relaxed),
     });
     let _ = writeln!(t, "installer: {installer}");
     Output::Shown(
         t,
         json!({
-            "enabled": true, "epoch": epoch, "flows": flows, "reasons": reasons,
+            "enabled": true, "epoch": epoch, "flows": flows, "by_kind": by_kind,
+            "total": entries.len(), "reasons": reasons,
             "interfaces": interfaces, "installer": installer,
         }),
     )
+}
+
+/// Rows `show xdp flows` lists at most (the counts by kind cover them all).
+const SHOW_ROWS: usize = 1000;
+
+fn kind_name(kind: u16) -> String {
+    match kind {
+        KIND_XCONNECT => "xconnect",
+        KIND_BRIDGE => "bridge",
+        KIND_ROUTE4 => "route4",
+        KIND_ROUTE6 => "route6",
+        KIND_NAT4 => "nat4",
+        _ => "?",
+    }
+    .to_string()
 }

@@ -2,14 +2,13 @@
 //! the offloaded flows, the epoch, the devmap of egress interfaces and the per-CPU counters.
 
 use crate::nat44::packet::Tuple;
-use crate::sys::bpf::{
-    map_create, map_delete, map_keys, map_lookup, map_lookup_percpu, map_update, BpfMap, MapKind,
-};
+use crate::sys::bpf::{map_create, map_delete, map_lookup_percpu, map_update, BpfMap, MapKind};
+use crate::sys::bpf_batch::{map_entries, map_update_batch, Entries};
 
 /// Bytes of a flow's key: ingress ifindex (4), kind (2), VLAN (2), address (16).
 pub const KEY_LEN: usize = 24;
 /// Bytes of a flow's value (`value::*` are the offsets).
-pub const VALUE_LEN: usize = 64;
+pub const VALUE_LEN: usize = 72;
 /// A cross-connect: everything received on the ingress interface.
 pub const KIND_XCONNECT: u16 = 1;
 /// A bridge domain's flow: untagged frames the ingress interface receives from one source
@@ -36,6 +35,9 @@ pub const NAT_KEY_LEN: usize = 20;
 pub const MAX_SLOTS: u32 = 256;
 /// Refused sources at most; with more, routes are not offloaded.
 pub const MAX_REFUSED: u32 = 4096;
+/// NAT entries at most: both directions of a million sessions and more. The map allocates
+/// an entry when it is added (about 150 bytes with the kernel's own), not all up front.
+pub const MAX_NAT_ENTRIES: u32 = 1 << 21;
 
 /// Offsets in a flow's value.
 pub mod value {
@@ -67,6 +69,13 @@ pub mod value {
     /// (ones' complement sums, in the order the program loads them).
     pub const NAT_IP_SUM: i16 = 60;
     pub const NAT_L4_SUM: i16 = 62;
+    /// The sweep's generation when a frame last took the entry (u32; the program copies
+    /// the `epoch` map's second word): the installer ages entries by it, with no state of
+    /// its own per entry.
+    pub const SEEN: i16 = 64;
+    /// NAT: the session's worker (u16) and index in its table (u32), told of its frames.
+    pub const OWNER_WORKER: i16 = 46;
+    pub const OWNER_INDEX: i16 = 68;
 }
 
 /// A flow's key.
@@ -247,6 +256,8 @@ pub struct Value {
     pub in_stat: u16,
     pub out_stat: u16,
     pub hits: u64,
+    /// The sweep generation a frame last took it in (`value::SEEN`).
+    pub seen: u32,
     /// Routes and NAT (zero for a cross-connect): the rewrite and its checks.
     pub route: Option<RouteRewrite>,
     /// NAT only: the translation, after the route's rewrite.
@@ -260,6 +271,9 @@ pub struct NatRewrite {
     pub to: Tuple,
     pub ip_sum: u16,
     pub l4_sum: u16,
+    /// The session: its worker and its index in that worker's table.
+    pub worker: u16,
+    pub index: u32,
 }
 
 /// What the graph does to a routed frame: a new Ethernet header (TTL and checksum are the
@@ -287,6 +301,7 @@ impl Value {
             in_stat: rx.slot,
             out_stat: tx.slot,
             hits: 0,
+            seen: 0,
             route,
             nat: None,
         }
@@ -299,6 +314,7 @@ impl Value {
         b[8..10].copy_from_slice(&self.in_stat.to_ne_bytes());
         b[10..12].copy_from_slice(&self.out_stat.to_ne_bytes());
         b[32..40].copy_from_slice(&self.hits.to_ne_bytes());
+        b[64..68].copy_from_slice(&self.seen.to_ne_bytes());
         if let Some(r) = &self.route {
             b[16..22].copy_from_slice(&r.dst_mac);
             b[22..28].copy_from_slice(&r.src_mac);
@@ -314,6 +330,8 @@ impl Value {
             // Big-endian sums: the program loads them as the frame's words, swapped alike.
             b[60..62].copy_from_slice(&n.ip_sum.to_be_bytes());
             b[62..64].copy_from_slice(&n.l4_sum.to_be_bytes());
+            b[46..48].copy_from_slice(&n.worker.to_ne_bytes());
+            b[68..72].copy_from_slice(&n.index.to_ne_bytes());
         }
         b
     }
@@ -335,6 +353,8 @@ impl Value {
                 },
                 ip_sum: be16(60),
                 l4_sum: be16(62),
+                worker: u16::from_ne_bytes([b[46], b[47]]),
+                index: u32::from_ne_bytes([b[68], b[69], b[70], b[71]]),
             });
         }
         if kind == KIND_ROUTE4 || kind == KIND_ROUTE6 || kind == KIND_NAT4 {
@@ -361,6 +381,7 @@ impl Value {
             in_stat: u16_at(8),
             out_stat: u16_at(10),
             hits: u64::from_ne_bytes(ns),
+            seen: u32_at(64),
             route: None,
             nat: None,
         }
@@ -412,22 +433,27 @@ impl Maps {
                 VALUE_LEN as u32,
                 max_flows,
             )?,
-            epoch: map_create(MapKind::Array, 4, 4, 1)?,
+            // The epoch, then the sweep's generation (u32 each).
+            epoch: map_create(MapKind::Array, 4, 8, 1)?,
             devmap: map_create(MapKind::DevMap, 4, 4, MAX_SLOTS)?,
             ifstats: map_create(MapKind::PercpuArray, 4, 32, MAX_SLOTS)?,
             reasons: map_create(MapKind::PercpuArray, 4, 8, reasons)?,
             refused: map_create(MapKind::Hash, 4, 4, MAX_REFUSED)?,
             nat: map_create(
-                MapKind::Hash,
+                MapKind::SparseHash,
                 NAT_KEY_LEN as u32,
                 VALUE_LEN as u32,
-                max_flows,
+                MAX_NAT_ENTRIES,
             )?,
         })
     }
 
-    pub fn set_epoch(&self, epoch: u32) -> Result<(), String> {
-        map_update(&self.epoch, &0u32.to_ne_bytes(), &epoch.to_ne_bytes())
+    /// The epoch entries must be of, and the generation the program marks them seen in.
+    pub fn set_epoch(&self, epoch: u32, generation: u32) -> Result<(), String> {
+        let mut v = [0u8; 8];
+        v[..4].copy_from_slice(&epoch.to_ne_bytes());
+        v[4..].copy_from_slice(&generation.to_ne_bytes());
+        map_update(&self.epoch, &0u32.to_ne_bytes(), &v)
             .map_err(|e| format!("setting the fast path's epoch: {e}"))
     }
 
@@ -438,7 +464,7 @@ impl Maps {
     }
 
     /// The map of `key`'s kind, and its key there.
-    fn map_of(&self, key: &Key) -> (&BpfMap, Vec<u8>) {
+    pub fn map_of(&self, key: &Key) -> (&BpfMap, Vec<u8>) {
         match key.kind {
             KIND_ROUTE4 => (&self.routes, key.route_bytes().to_vec()),
             KIND_ROUTE6 => (&self.routes6, key.route6_bytes().to_vec()),
@@ -469,31 +495,38 @@ impl Maps {
         }
     }
 
-    /// Every offloaded flow now (at most `most` of each map).
-    pub fn flows(&self, most: usize) -> Vec<(Key, Value)> {
-        let mut out = Vec::new();
-        for (map, kind) in [
+    /// Each map with the kind of its entries.
+    pub fn by_kind(&self) -> [(&BpfMap, u16); 4] {
+        [
             (&self.flows, KIND_XCONNECT),
             (&self.routes, KIND_ROUTE4),
             (&self.routes6, KIND_ROUTE6),
             (&self.nat, KIND_NAT4),
-        ] {
-            for k in map_keys(map, most).unwrap_or_default() {
-                let mut v = [0u8; VALUE_LEN];
-                if map_lookup(map, &k, &mut v).is_ok() {
-                    let key = match kind {
-                        KIND_ROUTE4 => Key::from_route_bytes(&k),
-                        KIND_ROUTE6 => Key::from_route6_bytes(&k),
-                        KIND_NAT4 => Key::from_nat_bytes(&k),
-                        _ => Key::from_bytes(&k),
-                    };
-                    out.push((key, Value::from_bytes_of(&v, key.kind)));
-                }
-            }
+        ]
+    }
+
+    /// The entries of `map` (of `kind`'s) now, at most about `most`, as keys and values.
+    pub fn entries(map: &BpfMap, kind: u16, most: usize) -> Vec<(Key, Value)> {
+        let raw = map_entries(map, most).unwrap_or_default();
+        decode(&raw, kind)
+    }
+
+    /// Every offloaded flow now (at most about `most` of each map).
+    pub fn flows(&self, most: usize) -> Vec<(Key, Value)> {
+        let mut out = Vec::new();
+        for (map, kind) in self.by_kind() {
+            out.extend(Maps::entries(map, kind, most));
         }
         out.sort_by_key(|(k, _)| (k.bytes(), k.plen));
         out.dedup_by_key(|(k, _)| *k);
         out
+    }
+
+    /// Store the pairs of `keys` and `values` (laid end to end) in `map`: how many were,
+    /// and why the rest were not.
+    pub fn insert_batch(map: &BpfMap, keys: &[u8], values: &[u8]) -> (usize, Option<String>) {
+        let (n, e) = map_update_batch(map, keys, values);
+        (n, e.map(|e| format!("offloading flows: {e}")))
     }
 
     /// Counter slot `slot`'s totals over every CPU.
@@ -522,4 +555,19 @@ impl Maps {
             })
             .collect()
     }
+}
+
+/// The keys and values of a map of `kind`'s entries, decoded.
+fn decode(raw: &Entries, kind: u16) -> Vec<(Key, Value)> {
+    raw.iter()
+        .map(|(k, v)| {
+            let key = match kind {
+                KIND_ROUTE4 => Key::from_route_bytes(k),
+                KIND_ROUTE6 => Key::from_route6_bytes(k),
+                KIND_NAT4 => Key::from_nat_bytes(k),
+                _ => Key::from_bytes(k),
+            };
+            (key, Value::from_bytes_of(v, key.kind))
+        })
+        .collect()
 }

@@ -29,6 +29,9 @@ pub mod offer;
 mod offer_tests;
 pub mod program;
 pub mod routes;
+mod sweep;
+#[cfg(test)]
+mod sweep_tests;
 #[cfg(test)]
 mod tests;
 
@@ -37,19 +40,19 @@ use crate::router::adjacency::SharedL3View;
 use crate::router::Router;
 use maps::{InterfaceCounts, Key, Maps, Value, KIND_NAT4, KIND_ROUTE4, KIND_ROUTE6, MAX_SLOTS};
 use routes::RefusedSources;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// Offloaded flows at most.
+/// Offloaded flows at most, of each kind but NAT (`maps::MAX_NAT_ENTRIES`).
 pub const MAX_FLOWS: u32 = 65536;
-/// Entries the installer adds a second at most.
-pub const INSTALLS_PER_SEC: u32 = 50_000;
+/// Entries the installer adds a second at most (in batches of a tick's candidates).
+pub const INSTALLS_PER_SEC: u32 = 400_000;
 /// An entry no frame used for this long is removed.
 pub const IDLE: Duration = Duration::from_secs(30);
 /// Candidates waiting for the installer at most (more are dropped: offered again later).
-const QUEUE: usize = 1024;
+const QUEUE: usize = 8192;
 /// How often the installer looks at its queue, and sweeps.
 const TICK: Duration = Duration::from_millis(5);
 const SWEEP: Duration = Duration::from_secs(1);
@@ -111,6 +114,9 @@ pub struct InstallerStats {
     pub swept_idle: AtomicU64,
     /// NAT entries removed because their session closed or began closing.
     pub nat_withdrawn: AtomicU64,
+    /// The last sweep: the entries it read, and how long it took (µs).
+    pub swept_entries: AtomicU64,
+    pub sweep_micros: AtomicU64,
 }
 
 pub struct FastPath {
@@ -118,6 +124,11 @@ pub struct FastPath {
     /// The current epoch (the BPF `epoch` map holds the same); workers read it at the
     /// start of each pass.
     pub epoch: Arc<AtomicU32>,
+    /// The sweep's generation (the `epoch` map's second word), which the program writes
+    /// into each entry a frame takes (`Value::seen`); one more each sweep.
+    generation: AtomicU32,
+    /// Held while the `epoch` map is written: the epoch and the generation change apart.
+    publishing: Mutex<()>,
     /// Slot → (ifindex, name).
     ports: Mutex<Vec<(u32, String)>>,
     /// Each slot's link, and whether it was up when the installer last looked: a change the
@@ -132,14 +143,11 @@ pub struct FastPath {
     /// Egresses the kernel drops redirected frames on, backed off for a while.
     pub backed_off: egress::Refused,
     egress_watch: Mutex<egress::EgressWatch>,
-    /// Each entry's hit count when it last changed, and when (the program counts, the
-    /// installer ages by it).
-    activity: Mutex<HashMap<Key, (u64, Instant)>>,
-    /// The NAT whose sessions are offloaded, the bridges' MAC table whose flows are, and
-    /// each entry's owner there.
+    /// The NAT whose sessions are offloaded (each NAT entry names its session), the
+    /// bridges' MAC table whose flows are, and each bridge entry's address there.
     nat: Mutex<Option<Arc<crate::nat44::shared::Nat44Shared>>>,
     macs: Mutex<Option<bridge::MacTable>>,
-    owners: Mutex<HashMap<Key, Owner>>,
+    owners: Mutex<HashMap<Key, bridge::MacRef>>,
     pub stats: InstallerStats,
 }
 
@@ -198,10 +206,12 @@ impl FastPath {
     /// Its maps, at epoch 1, without the installer (`shared` starts it).
     fn new(max_flows: u32) -> Result<FastPath, String> {
         let maps = Maps::create(max_flows)?;
-        maps.set_epoch(1)?;
+        maps.set_epoch(1, 1)?;
         Ok(FastPath {
             maps,
             epoch: Arc::new(AtomicU32::new(1)),
+            generation: AtomicU32::new(1),
+            publishing: Mutex::new(()),
             ports: Mutex::new(Vec::new()),
             links: Mutex::new(Vec::new()),
             candidates: Mutex::new(Vec::with_capacity(QUEUE)),
@@ -210,7 +220,6 @@ impl FastPath {
             refused: Mutex::new(RefusedSources::default()),
             backed_off: egress::Refused::default(),
             egress_watch: Mutex::new(egress::EgressWatch::default()),
-            activity: Mutex::new(HashMap::new()),
             nat: Mutex::new(None),
             macs: Mutex::new(None),
             owners: Mutex::new(HashMap::new()),
@@ -274,10 +283,24 @@ impl FastPath {
     }
 
     pub fn bump_epoch(&self) {
+        let _p = self.publishing.lock().unwrap_or_else(|p| p.into_inner());
         let e = self.epoch.fetch_add(1, Ordering::SeqCst).wrapping_add(1);
-        if let Err(err) = self.maps.set_epoch(e) {
+        if let Err(err) = self
+            .maps
+            .set_epoch(e, self.generation.load(Ordering::SeqCst))
+        {
             eprintln!("sluice: {err}");
         }
+    }
+
+    /// Start the sweep's next generation; the one that ends.
+    fn next_generation(&self) -> u32 {
+        let _p = self.publishing.lock().unwrap_or_else(|p| p.into_inner());
+        let g = self.generation.fetch_add(1, Ordering::SeqCst);
+        if let Err(err) = self.maps.set_epoch(self.epoch(), g.wrapping_add(1)) {
+            eprintln!("sluice: {err}");
+        }
+        g
     }
 
     /// A worker offers a flow; dropped when the queue is full or busy (offered again later).
@@ -340,16 +363,106 @@ impl FastPath {
         let epoch = self.epoch();
         let routes = batch.iter().any(|c| checks_sources(c.key.kind)) && self.sync_refused();
         let batch = if routes { self.widen(batch) } else { batch };
-        let mut seen: HashMap<Key, ()> = HashMap::new();
+        let mut seen: HashSet<Key> = HashSet::new();
+        // The admitted candidates of each map (`Maps::by_kind`'s order).
+        let mut admitted: [Vec<Candidate>; 4] = Default::default();
         for c in batch {
-            if seen.insert(c.key, ()).is_some() {
+            if !seen.insert(c.key) {
                 continue;
             }
             if checks_sources(c.key.kind) && !routes {
                 self.stats.no_sources.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
-            self.install(c, epoch, window);
+            if self.admit(&c, epoch, window) {
+                admitted[map_index(c.key.kind)].push(c);
+            }
+        }
+        let generation = self.generation.load(Ordering::SeqCst);
+        for (i, cands) in admitted.iter().enumerate() {
+            self.store(self.maps.by_kind()[i].0, cands, generation);
+        }
+    }
+
+    /// Whether `c` may be installed: of `epoch`, which is still the current one, its egress
+    /// not backed off, and within the install rate.
+    fn admit(&self, c: &Candidate, epoch: u32, window: &mut (Instant, u32)) -> bool {
+        let s = &self.stats;
+        if self.backed_off.get(c.value.out_slot) {
+            s.egress_refused.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        if c.value.epoch != epoch || self.epoch() != epoch {
+            s.stale.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        if window.0.elapsed() >= Duration::from_secs(1) {
+            *window = (Instant::now(), 0);
+        }
+        if window.1 >= INSTALLS_PER_SEC {
+            s.rate_limited.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        window.1 += 1;
+        true
+    }
+
+    /// Put `cands` (all of `map`'s kind) into `map` in one call where the kernel can, each
+    /// seen in `generation`; one that does not fit is counted and the rest go on.
+    fn store(&self, map: &crate::sys::bpf::BpfMap, cands: &[Candidate], generation: u32) {
+        let s = &self.stats;
+        let (mut keys, mut values) = (Vec::new(), Vec::new());
+        for c in cands {
+            keys.extend_from_slice(&self.maps.map_of(&c.key).1);
+            let value = Value {
+                hits: 0,
+                seen: generation,
+                ..c.value
+            };
+            values.extend_from_slice(&value.bytes());
+        }
+        let (ks, vs) = (keys.len() / cands.len().max(1), maps::VALUE_LEN);
+        let mut from = 0;
+        while from < cands.len() {
+            let (n, refused) = Maps::insert_batch(map, &keys[from * ks..], &values[from * vs..]);
+            let n = n.min(cands.len() - from);
+            self.stored(&cands[from..from + n]);
+            from += n;
+            if refused.is_none() {
+                continue;
+            }
+            if n == 0 && from < cands.len() {
+                // One at a time: a kernel without the batch command, or a full map.
+                let c = &cands[from];
+                let value = Value {
+                    hits: 0,
+                    seen: generation,
+                    ..c.value
+                };
+                match self.maps.insert(&c.key, &value) {
+                    Ok(()) => self.stored(std::slice::from_ref(c)),
+                    // E2BIG: the table is full.
+                    Err(_) => {
+                        s.full.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                from += 1;
+            }
+        }
+    }
+
+    /// `cands` are in their map: counted, and their owners known.
+    fn stored(&self, cands: &[Candidate]) {
+        self.stats
+            .installed
+            .fetch_add(cands.len() as u64, Ordering::Relaxed);
+        let mut owners = None;
+        for c in cands {
+            if let Owner::Mac(m) = c.owner {
+                owners
+                    .get_or_insert_with(|| self.owners.lock().unwrap_or_else(|p| p.into_inner()))
+                    .insert(c.key, m);
+            }
         }
     }
 
@@ -404,68 +517,6 @@ impl FastPath {
             .sync(&self.maps, view.as_deref())
     }
 
-    /// Install `c` if it is of `epoch` and that is still the current one.
-    fn install(&self, c: Candidate, epoch: u32, window: &mut (Instant, u32)) {
-        let s = &self.stats;
-        if self.backed_off.get(c.value.out_slot) {
-            s.egress_refused.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        if c.value.epoch != epoch || self.epoch() != epoch {
-            s.stale.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        if window.0.elapsed() >= Duration::from_secs(1) {
-            *window = (Instant::now(), 0);
-        }
-        if window.1 >= INSTALLS_PER_SEC {
-            s.rate_limited.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        window.1 += 1;
-        let value = Value { hits: 0, ..c.value };
-        match self.maps.insert(&c.key, &value) {
-            Ok(()) => {
-                self.activity
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(c.key, (0, Instant::now()));
-                if c.owner != Owner::Nothing {
-                    self.owners
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(c.key, c.owner);
-                }
-                s.installed.fetch_add(1, Ordering::Relaxed)
-            }
-            // E2BIG: the table is full.
-            Err(_) => s.full.fetch_add(1, Ordering::Relaxed),
-        };
-    }
-
-    /// Back off the egresses whose kernel did not send what the program redirected to them:
-    /// their entries go, so their frames take the graph again at once.
-    fn watch_egress(&self) {
-        let ports = self.ifindexes();
-        let found = self
-            .egress_watch
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .check(&self.maps, &ports, &self.backed_off);
-        let s = &self.stats;
-        s.egress_lost.fetch_add(found.lost, Ordering::Relaxed);
-        let slots = found.backed_off;
-        if slots.is_empty() {
-            return;
-        }
-        s.backoffs.fetch_add(slots.len() as u64, Ordering::Relaxed);
-        for (key, value) in self.maps.flows(MAX_FLOWS as usize) {
-            if slots.contains(&value.out_slot) && self.maps.remove(&key) {
-                self.stats.swept_backoff.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-    }
-
     /// A link that went down or came up changes what the graph decides: bump the epoch.
     fn watch_links(&self) {
         let mut changed = false;
@@ -485,63 +536,14 @@ impl FastPath {
             self.bump_epoch();
         }
     }
+}
 
-    /// Remove the entries of an older epoch and those idle for `IDLE` (no frame since: their
-    /// hit count unchanged); mark the neighbours of routes used since the last sweep used.
-    fn sweep(&self) {
-        let now = Instant::now();
-        let epoch = self.epoch();
-        let view = routes::current(&self.view.lock().unwrap_or_else(|p| p.into_inner()));
-        let mut activity = self.activity.lock().unwrap_or_else(|p| p.into_inner());
-        let entries = self.maps.flows(MAX_FLOWS as usize);
-        // Forget what the map no longer holds.
-        let live: std::collections::HashSet<Key> = entries.iter().map(|(k, _)| *k).collect();
-        activity.retain(|k, _| live.contains(k));
-        let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
-        owners.retain(|k, _| live.contains(k));
-        let nat = self.nat.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let macs = self.macs.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        for (key, value) in entries {
-            let seen = activity.entry(key).or_insert((value.hits, now));
-            let used = value.hits != seen.0;
-            if used {
-                *seen = (value.hits, now);
-            }
-            if let (Some(v), Some(r), true) = (&view, &value.route, used) {
-                v.used.touch(r.use_slot);
-            }
-            // The owner hears of the frames: a session or a learnt address stays.
-            match (owners.get(&key), used) {
-                (Some(Owner::Session(s)), true) => {
-                    if let Some(n) = &nat {
-                        n.touch_offloaded(s.worker, s.index, s.tuple);
-                    }
-                }
-                (Some(Owner::Mac(m)), true) => {
-                    if let Some(t) = &macs {
-                        t.touch(m);
-                    }
-                }
-                _ => {}
-            }
-            let counter = if value.epoch != epoch {
-                &self.stats.swept_stale
-            } else if now.duration_since(seen.1) > IDLE {
-                &self.stats.swept_idle
-            } else {
-                continue;
-            };
-            if self.maps.remove(&key) {
-                activity.remove(&key);
-                owners.remove(&key);
-                counter.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-    }
-
-    /// Seconds since the installer last saw entry `key` used (or made it).
-    pub fn idle_seconds(&self, key: &Key) -> Option<f64> {
-        let activity = self.activity.lock().unwrap_or_else(|p| p.into_inner());
-        activity.get(key).map(|(_, t)| t.elapsed().as_secs_f64())
+/// The index in `Maps::by_kind` of the map holding entries of `kind`.
+fn map_index(kind: u16) -> usize {
+    match kind {
+        KIND_ROUTE4 => 1,
+        KIND_ROUTE6 => 2,
+        KIND_NAT4 => 3,
+        _ => 0,
     }
 }

@@ -60,6 +60,8 @@ pub fn rewrite_of(from: &Tuple, to: &Tuple) -> NatRewrite {
         },
         ip_sum: ip as u16,
         l4_sum: l4 as u16,
+        worker: 0,
+        index: 0,
     }
 }
 
@@ -82,15 +84,10 @@ impl FastPath {
             return;
         }
         let ports = self.ifindexes();
-        let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
-        let mut activity = self.activity.lock().unwrap_or_else(|p| p.into_inner());
         for tuple in withdrawn {
             // The entry's ingress is not the session's to know: any port may hold one.
             for &ifindex in &ports {
-                let key = Key::nat4(ifindex, &tuple);
-                owners.remove(&key);
-                if self.maps.remove(&key) {
-                    activity.remove(&key);
+                if self.maps.remove(&Key::nat4(ifindex, &tuple)) {
                     self.stats.nat_withdrawn.fetch_add(1, Ordering::Relaxed);
                 }
             }

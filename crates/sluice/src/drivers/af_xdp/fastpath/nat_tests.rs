@@ -169,7 +169,7 @@ fn a_nat_entrys_frame_is_the_graphs_to_the_bit() {
     let Some((maps, _xsks, prog)) = setup() else {
         return;
     };
-    maps.set_epoch(5).unwrap();
+    maps.set_epoch(5, 1).unwrap();
     maps.set_egress(0, LO).unwrap();
     let mut c = Cases(0x0123_4567_89ab_cdef);
     for case in 0..400 {
@@ -195,7 +195,7 @@ fn what_moves_a_sessions_state_and_other_tuples_stay_the_graphs() {
     let Some((maps, _xsks, prog)) = setup() else {
         return;
     };
-    maps.set_epoch(5).unwrap();
+    maps.set_epoch(5, 1).unwrap();
     maps.set_egress(0, LO).unwrap();
     let from = Tuple {
         proto: TCP,

@@ -2,7 +2,7 @@
 //! packet that crossed only offload-safe nodes makes its flow a candidate for the installer.
 
 use super::bridge::MacRef;
-use super::maps::{Key, RouteRewrite, Value};
+use super::maps::{Key, NatRewrite, RouteRewrite, Value};
 use super::nat::{rewrite_of, SessionRef};
 use super::{Candidate, FastPath, Owner, Port, REOFFER};
 use crate::buffer::NAT_OFFER_REPLY;
@@ -202,7 +202,11 @@ impl Offerer {
             return;
         };
         let mut value = Value::between(epoch, rx_port, tx_port, Some(route));
-        value.nat = Some(rewrite_of(&from, &to));
+        value.nat = Some(NatRewrite {
+            worker: worker as u16,
+            index,
+            ..rewrite_of(&from, &to)
+        });
         self.fp.offer(Candidate {
             key: Key::nat4(rx_port.ifindex, &from),
             value,

@@ -280,6 +280,7 @@ fn a_routed_destination_is_installed_as_its_whole_route_when_the_router_says_it_
             in_stat: 0,
             out_stat: 1,
             hits: 0,
+            seen: 0,
             route: Some(super::maps::RouteRewrite {
                 dst_mac: [2, 0, 0, 0, 0, 0x22],
                 src_mac: [2, 0, 0, 0, 0, 0xa1],

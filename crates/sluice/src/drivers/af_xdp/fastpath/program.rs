@@ -27,7 +27,7 @@
 //! if (routed == 2) { addresses, ports = v's; checksums += v's sums; }
 //! IPv6 alike: routed = 3 by `routes6` (its own header checks); the hop limit one less.
 //! ifstats[v->in_stat].rx += 1, len;  ifstats[v->out_stat].tx += 1, len;
-//! v->hits += 1;   count(HIT);   return XDP_REDIRECT;
+//! v->hits += 1;  v->seen = epoch[1];  count(HIT);  return XDP_REDIRECT;
 //! socket: return redirect_map(xsks, ctx->rx_queue_index, XDP_PASS);
 //! ```
 //!
@@ -68,9 +68,11 @@ pub const REASONS: [(Reason, &str); 5] = [
 /// on padded, as ethernet-input does).
 pub const MIN_FRAME: i32 = 60;
 
-// The stack: the key at -24..0, the epoch and stats indices below it.
+// The stack: the key at -24..0, the epoch and stats indices below it, then the sweep's
+// generation.
 const KEY_AT: i16 = -(KEY_LEN as i16);
 const INDEX_AT: i16 = KEY_AT - 8;
+const GENERATION_AT: i16 = INDEX_AT - 8;
 
 /// `reasons[reason] += 1` (per-CPU: a plain add).
 fn count(a: &mut Asm, m: &Maps, reason: Reason, done: &'static str) {
@@ -163,7 +165,9 @@ pub fn fast_path_program(m: &Maps, xsks: i32) -> Result<Vec<Insn>, String> {
         .jmp_imm(Cond::Eq, R0, 0, "stale")
         .ldx(Size::W, R1, R0, 0)
         .ldx(Size::W, R2, R7, v::EPOCH)
-        .jmp(Cond::Ne, R1, R2, "stale");
+        .jmp(Cond::Ne, R1, R2, "stale")
+        .ldx(Size::W, R1, R0, 4)
+        .stx(Size::W, FP, GENERATION_AT, R1);
     a.jmp_imm(Cond::Eq, R9, 0, "redirect");
     route_checks(&mut a);
     nat_checks(&mut a);
@@ -188,11 +192,13 @@ pub fn fast_path_program(m: &Maps, xsks: i32) -> Result<Vec<Insn>, String> {
         .alu(Alu::Sub, R8, R1);
     count_interface(&mut a, m, v::IN_STAT, 0, "rx_counted");
     count_interface(&mut a, m, v::OUT_STAT, 16, "tx_counted");
-    // A count, not a time: the installer ages entries by its changes (a timestamp would
-    // cost a helper call per frame).
+    // The sweep's generation, not a time: the installer ages entries by it (a timestamp
+    // would cost a helper call per frame).
     a.ldx(Size::DW, R1, R7, v::HITS)
         .alu_imm(Alu::Add, R1, 1)
-        .stx(Size::DW, R7, v::HITS, R1);
+        .stx(Size::DW, R7, v::HITS, R1)
+        .ldx(Size::W, R1, FP, GENERATION_AT)
+        .stx(Size::W, R7, v::SEEN, R1);
     count(&mut a, m, Reason::Hit, "hit_counted");
     a.mov_imm(R0, XDP_REDIRECT).exit();
 

@@ -34,7 +34,7 @@ fn each_action_and_miss_reason() {
     let Some((maps, _xsks, prog)) = setup() else {
         return;
     };
-    maps.set_epoch(7).unwrap();
+    maps.set_epoch(7, 41).unwrap();
     let reasons = |maps: &Maps| maps.reason_counts();
     // No entry: to the socket, whose map has none for the queue: the fallback, XDP_PASS.
     assert_eq!(run(&prog), XDP_PASS as u32);
@@ -47,6 +47,7 @@ fn each_action_and_miss_reason() {
         in_stat: 1,
         out_stat: 2,
         hits: 0,
+        seen: 0,
         route: None,
         nat: None,
     };
@@ -75,9 +76,20 @@ fn each_action_and_miss_reason() {
     let flows = maps.flows(10);
     assert_eq!(flows.len(), 1);
     assert_eq!(flows[0].1.hits, 2, "{flows:?}");
+    // Each frame forwarded marks the entry with the sweep's generation.
+    assert_eq!(flows[0].1.seen, 41, "{flows:?}");
+    maps.set_epoch(7, 42).unwrap();
+    assert_eq!(run_frame(&prog, &[0x5a; 59]), XDP_PASS as u32);
+    assert_eq!(
+        maps.flows(10)[0].1.seen,
+        41,
+        "a frame for the graph does not"
+    );
+    assert_eq!(run(&prog), XDP_REDIRECT as u32);
+    assert_eq!(maps.flows(10)[0].1.seen, 42);
 
     // A change of epoch makes the entry stale: to the socket again.
-    maps.set_epoch(8).unwrap();
+    maps.set_epoch(8, 1).unwrap();
     assert_eq!(run(&prog), XDP_PASS as u32);
     assert_eq!(reasons(&maps)[Reason::Stale as usize], 1);
     value.epoch = 8;
@@ -134,7 +146,7 @@ fn a_routed_frame_is_rewritten_as_ip4_rewrite_does_and_the_graphs_cases_stay_its
     let Some((maps, _xsks, prog)) = setup() else {
         return;
     };
-    maps.set_epoch(3).unwrap();
+    maps.set_epoch(3, 1).unwrap();
     maps.set_egress(0, LO).unwrap();
     let ours = [2, 0, 0, 0, 0, 0xd0];
     let route = RouteRewrite {
@@ -150,6 +162,7 @@ fn a_routed_frame_is_rewritten_as_ip4_rewrite_does_and_the_graphs_cases_stay_its
         in_stat: 4,
         out_stat: 5,
         hits: 0,
+        seen: 0,
         route: Some(route),
         nat: None,
     };
@@ -246,7 +259,7 @@ fn a_route_entry_covers_its_prefix_and_the_longest_entry_wins() {
     let Some((maps, _xsks, prog)) = setup() else {
         return;
     };
-    maps.set_epoch(2).unwrap();
+    maps.set_epoch(2, 1).unwrap();
     maps.set_egress(0, LO).unwrap();
     let ours = [2, 0, 0, 0, 0, 0xd0];
     let value = |last: u8| Value {
@@ -255,6 +268,7 @@ fn a_route_entry_covers_its_prefix_and_the_longest_entry_wins() {
         in_stat: 1,
         out_stat: 2,
         hits: 0,
+        seen: 0,
         route: Some(RouteRewrite {
             dst_mac: [2, 0, 0, 0, 0, last],
             src_mac: [2, 0, 0, 0, 0, 0xd1],
@@ -314,7 +328,7 @@ fn a_bridge_entry_carries_one_source_to_one_destination() {
     let Some((maps, _xsks, prog)) = setup() else {
         return;
     };
-    maps.set_epoch(4).unwrap();
+    maps.set_epoch(4, 1).unwrap();
     maps.set_egress(0, LO).unwrap();
     let (dst, src) = ([2, 0, 0, 0, 0, 0xb1], [2, 0, 0, 0, 0, 0xa1]);
     let value = Value {
@@ -323,6 +337,7 @@ fn a_bridge_entry_carries_one_source_to_one_destination() {
         in_stat: 6,
         out_stat: 7,
         hits: 0,
+        seen: 0,
         route: None,
         nat: None,
     };
@@ -382,7 +397,7 @@ fn an_ipv6_route_entry_rewrites_as_ip6_rewrite_does_and_the_graphs_cases_stay_it
     let Some((maps, _xsks, prog)) = setup() else {
         return;
     };
-    maps.set_epoch(9).unwrap();
+    maps.set_epoch(9, 1).unwrap();
     maps.set_egress(0, LO).unwrap();
     let ours = [2, 0, 0, 0, 0, 0xd0];
     let route = RouteRewrite {
@@ -398,6 +413,7 @@ fn an_ipv6_route_entry_rewrites_as_ip6_rewrite_does_and_the_graphs_cases_stay_it
         in_stat: 8,
         out_stat: 9,
         hits: 0,
+        seen: 0,
         route: Some(route),
         nat: None,
     };

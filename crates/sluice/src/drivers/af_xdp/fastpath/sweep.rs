@@ -1,0 +1,128 @@
+//! The installer's sweep, once a second: entries of an older epoch and those no frame took
+//! for `IDLE` go; the owners of those frames took (a route's neighbour, a NAT session, a
+//! bridge's learnt address) hear of them, so that none of them ages out while only the
+//! fast path carries its frames.
+//!
+//! The installer keeps nothing per entry to know this: the program writes the sweep's
+//! generation into each entry a frame takes (`Value::seen`), and each sweep starts the next
+//! generation before it reads the maps. An entry that holds the generation that just ended
+//! (or the new one) was taken since the last sweep. Hash maps are read in batches, so a
+//! million NAT entries cost a few hundred system calls a sweep, not two million.
+
+use super::maps::{Key, Maps, Value, KIND_BRIDGE, KIND_NAT4, MAX_NAT_ENTRIES};
+use super::{routes, FastPath, IDLE, MAX_FLOWS, SWEEP};
+use crate::nat44::packet::Tuple;
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+/// Sweeps an entry may go without a frame before it is idle.
+pub(super) const IDLE_SWEEPS: u32 = (IDLE.as_secs() / SWEEP.as_secs()) as u32;
+
+/// Whether an entry last seen in generation `seen` was taken since the sweep that started
+/// generation `ended` (it holds that one or a later one).
+fn taken_since(seen: u32, ended: u32) -> bool {
+    seen.wrapping_sub(ended) as i32 >= 0
+}
+
+impl FastPath {
+    /// Remove the entries of an older epoch and those idle for `IDLE`; tell the owners of
+    /// the entries frames took that they were used.
+    pub(super) fn sweep(&self) {
+        let started = Instant::now();
+        let epoch = self.epoch();
+        // Frames from now on write the next generation: this one's are all in the maps.
+        let ended = self.next_generation();
+        let view = routes::current(&self.view.lock().unwrap_or_else(|p| p.into_inner()));
+        let nat = self.nat.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let macs = self.macs.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
+        let mut bridges: HashSet<Key> = HashSet::new();
+        let mut touched: Vec<Vec<(u32, Tuple)>> = Vec::new();
+        let mut read = 0u64;
+        for (map, kind) in self.maps.by_kind() {
+            let most = if kind == KIND_NAT4 {
+                MAX_NAT_ENTRIES
+            } else {
+                MAX_FLOWS
+            };
+            for (key, value) in Maps::entries(map, kind, most as usize) {
+                read += 1;
+                if key.kind == KIND_BRIDGE {
+                    bridges.insert(key);
+                }
+                if taken_since(value.seen, ended) {
+                    if let (Some(v), Some(r)) = (&view, &value.route) {
+                        v.used.touch(r.use_slot);
+                    }
+                    // The owner hears of the frames: a session or a learnt address stays.
+                    if let Some(n) = &value.nat {
+                        let w = usize::from(n.worker);
+                        if touched.len() <= w {
+                            touched.resize_with(w + 1, Vec::new);
+                        }
+                        touched[w].push((n.index, key.nat_tuple()));
+                    }
+                    if let (Some(m), Some(t)) = (owners.get(&key), &macs) {
+                        t.touch(m);
+                    }
+                }
+                let counter = if value.epoch != epoch {
+                    &self.stats.swept_stale
+                } else if ended.wrapping_sub(value.seen) > IDLE_SWEEPS
+                    && !taken_since(value.seen, ended)
+                {
+                    &self.stats.swept_idle
+                } else {
+                    continue;
+                };
+                if self.maps.remove(&key) {
+                    owners.remove(&key);
+                    counter.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        // Forget the addresses of bridge entries the map no longer holds.
+        owners.retain(|k, _| bridges.contains(k));
+        drop(owners);
+        if let Some(n) = &nat {
+            for (w, t) in touched.into_iter().enumerate() {
+                n.touch_offloaded(w, t);
+            }
+        }
+        let s = &self.stats;
+        s.swept_entries.store(read, Ordering::Relaxed);
+        let micros = started.elapsed().as_micros().min(u64::MAX as u128) as u64;
+        s.sweep_micros.store(micros, Ordering::Relaxed);
+    }
+
+    /// About how long since a frame last took an entry whose value is `v` (to the sweep).
+    pub fn idle_seconds(&self, v: &Value) -> f64 {
+        let now = self.generation.load(Ordering::SeqCst);
+        let sweeps = now.wrapping_sub(v.seen).saturating_sub(1);
+        f64::from(sweeps) * SWEEP.as_secs_f64()
+    }
+
+    /// Back off the egresses whose kernel did not send what the program redirected to them:
+    /// their entries go, so their frames take the graph again at once.
+    pub(super) fn watch_egress(&self) {
+        let ports = self.ifindexes();
+        let found = self
+            .egress_watch
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .check(&self.maps, &ports, &self.backed_off);
+        let s = &self.stats;
+        s.egress_lost.fetch_add(found.lost, Ordering::Relaxed);
+        let slots = found.backed_off;
+        if slots.is_empty() {
+            return;
+        }
+        s.backoffs.fetch_add(slots.len() as u64, Ordering::Relaxed);
+        for (key, value) in self.maps.flows(MAX_NAT_ENTRIES as usize) {
+            if slots.contains(&value.out_slot) && self.maps.remove(&key) {
+                self.stats.swept_backoff.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
