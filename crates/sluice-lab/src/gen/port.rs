@@ -294,6 +294,8 @@ impl Ports {
                 ring_size: af_xdp::DEFAULT_RING_SIZE,
                 busy_poll: 0,
                 fast_path: false,
+                // The tester's host answers the DUT's ARP and ND for the port's address.
+                host_neighbours: true,
             },
             &pool,
         )

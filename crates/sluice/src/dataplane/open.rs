@@ -46,6 +46,7 @@ pub(super) fn open_interface(
             ring_size: d.ring_size,
             busy_poll: d.busy_poll,
             fast_path: d.fast_path,
+            host_neighbours: false,
         };
         af_xdp::open(&xdp, pool)
     };

@@ -328,7 +328,8 @@ impl Nat44 {
 }
 
 /// Sessions that expire sooner than this are not offloaded: the fast path tells the worker
-/// of their frames once a second (`fastpath::SWEEP`).
+/// of their frames every quarter of the shortest timeout, once a second at the most often
+/// (`fastpath::sweep`).
 const MIN_OFFLOAD_TIMEOUT_MS: u64 = 4000;
 
 /// What a packet translated by session `i` going `dir` leaves for interface-output's offer

@@ -54,6 +54,9 @@ pub struct AfXdpConfig {
     pub busy_poll: u32,
     /// The XDP fast path (`fastpath`): offloaded flows forwarded in the kernel.
     pub fast_path: bool,
+    /// ARP and IPv6 neighbour discovery go to the kernel, not the sockets
+    /// (`program::host_neighbours_program`: a generator's port, whose host answers them).
+    pub host_neighbours: bool,
 }
 
 pub const DEFAULT_RING_SIZE: u32 = 2048;
@@ -386,7 +389,12 @@ pub fn open(cfg: &AfXdpConfig, pool: &Arc<BufferPool>) -> Result<DriverPorts, St
         true => Some(fastpath::shared()?),
         false => None,
     };
-    let attachment = program::attach(ifindex, host, queues, cfg.xdp_mode, fast_path.as_deref())?;
+    let which = match (&fast_path, cfg.host_neighbours) {
+        (Some(fp), _) => program::Program::FastPath(fp),
+        (None, true) => program::Program::HostNeighbours,
+        (None, false) => program::Program::Sockets,
+    };
+    let attachment = program::attach(ifindex, host, queues, cfg.xdp_mode, which)?;
     if let Some(note) = &attachment.replaced {
         eprintln!("sluice: interface '{host}': {note}");
     }

@@ -10,6 +10,7 @@ use crate::sys::bpf::{
     insn, link_xdp, load_map_fd, load_xdp_program, map_create, map_update, program_name, BpfFd,
     BpfMap, Insn, MapKind, ALU64_MOV_IMM, JMP_CALL, JMP_EXIT, LDX_MEM_W,
 };
+use crate::sys::bpf_asm::{Alu, Asm, Cond, Size, R0, R1, R2, R3, R4};
 
 pub const PROGRAM_NAME: &str = "sluice_xsk";
 const HELPER_REDIRECT_MAP: i32 = 51;
@@ -49,6 +50,57 @@ pub fn redirect_program(map_fd: i32) -> Vec<Insn> {
     p.push(insn(JMP_CALL, 0, 0, 0, HELPER_REDIRECT_MAP));
     p.push(insn(JMP_EXIT, 0, 0, 0, 0));
     p
+}
+
+/// What the kernel must still see of an interface whose frames go to the sockets: ARP and
+/// IPv6 neighbour discovery (router and neighbour solicitations and advertisements, and
+/// redirects). A traffic generator's port needs it: its host answers for its address, as a
+/// tester's kernel answers a router's ARP probes during a long run. A router's port does
+/// not: sluice answers those itself.
+pub fn host_neighbours_program(map_fd: i32) -> Result<Vec<Insn>, String> {
+    let mut a = Asm::new();
+    a.ldx(Size::W, R2, R1, 0) // data
+        .ldx(Size::W, R3, R1, 4) // data_end
+        .mov(R4, R2)
+        .alu_imm(Alu::Add, R4, 55)
+        .jmp(Cond::Gt, R4, R3, "short")
+        .ldx(Size::H, R4, R2, 12) // the ethertype, in network order
+        .jmp_imm(Cond::Eq, R4, i32::from(u16::from_be(0x0806)), "pass")
+        .jmp_imm(Cond::Ne, R4, i32::from(u16::from_be(0x86dd)), "sockets")
+        .ldx(Size::B, R4, R2, 20) // IPv6 next header
+        .jmp_imm(Cond::Ne, R4, 58, "sockets")
+        .ldx(Size::B, R4, R2, 54) // ICMPv6 type
+        .jmp_imm(Cond::Lt, R4, 133, "sockets")
+        .jmp_imm(Cond::Gt, R4, 137, "sockets")
+        .label("pass")
+        .mov_imm(R0, XDP_PASS)
+        .exit();
+    // Shorter than an ICMPv6 header after IPv6: an ARP frame (28 bytes after Ethernet) may
+    // be; anything else goes to the sockets.
+    a.label("short")
+        .mov(R4, R2)
+        .alu_imm(Alu::Add, R4, 14)
+        .jmp(Cond::Gt, R4, R3, "sockets")
+        .ldx(Size::H, R4, R2, 12)
+        .jmp_imm(Cond::Eq, R4, i32::from(u16::from_be(0x0806)), "pass");
+    a.label("sockets")
+        .ldx(Size::W, R2, R1, 16) // ctx->rx_queue_index
+        .ld_map(R1, map_fd)
+        .mov_imm(R3, XDP_PASS)
+        .call(HELPER_REDIRECT_MAP)
+        .exit();
+    a.finish()
+}
+
+/// Which program an interface gets.
+#[derive(Clone, Copy)]
+pub enum Program<'a> {
+    /// Every frame to the sockets (`redirect_program`).
+    Sockets,
+    /// ARP and neighbour discovery to the kernel, the rest to the sockets.
+    HostNeighbours,
+    /// The fast path's (fastpath::program): offloaded flows sent on in the kernel.
+    FastPath(&'a super::fastpath::FastPath),
 }
 
 /// The program attached to one interface; dropping it detaches the program.
@@ -110,20 +162,21 @@ fn clear_leftover(ifindex: u32, host: &str) -> Result<Option<String>, String> {
 
 /// Load the program with an XSKMAP of `queues` entries and attach it to `ifindex`:
 /// in `force` mode, or native first and generic when the driver has no native XDP.
-/// With `fast_path`, the program is the fast path's (fastpath::program), which sends the
-/// frames of offloaded flows on in the kernel and the rest to the sockets.
 pub fn attach(
     ifindex: u32,
     host: &str,
     queues: u32,
     force: Option<XdpMode>,
-    fast_path: Option<&super::fastpath::FastPath>,
+    program: Program<'_>,
 ) -> Result<Attachment, String> {
     let replaced = clear_leftover(ifindex, host)?;
     let map = map_create(MapKind::XskMap, 4, 4, queues.max(1))?;
-    let insns = match fast_path {
-        Some(fp) => super::fastpath::program::fast_path_program(&fp.maps, map.raw_fd())?,
-        None => redirect_program(map.raw_fd()),
+    let insns = match program {
+        Program::FastPath(fp) => {
+            super::fastpath::program::fast_path_program(&fp.maps, map.raw_fd())?
+        }
+        Program::HostNeighbours => host_neighbours_program(map.raw_fd())?,
+        Program::Sockets => redirect_program(map.raw_fd()),
     };
     let prog = load_xdp_program(&insns, PROGRAM_NAME)?;
     let modes: &[XdpMode] = match force {
@@ -182,5 +235,73 @@ mod tests {
         assert_eq!(p[3].imm, XDP_PASS);
         assert_eq!((p[4].code, p[4].imm), (JMP_CALL, HELPER_REDIRECT_MAP));
         assert_eq!(p[5].code, JMP_EXIT);
+    }
+
+    /// The action the program gives `frame` received on lo's queue 0.
+    fn action(prog: &BpfFd, frame: &[u8]) -> u32 {
+        use crate::sys::bpf::{prog_test_run_action, TestRun};
+        let mut ctx = [0u8; 24];
+        ctx[4..8].copy_from_slice(&(frame.len() as u32).to_ne_bytes());
+        ctx[12..16].copy_from_slice(&1u32.to_ne_bytes());
+        let run = TestRun {
+            data_in: frame,
+            data_out: None,
+            ctx_in: Some(&ctx),
+            repeat: 1,
+            flags: 0,
+        };
+        prog_test_run_action(prog, run).unwrap().0
+    }
+
+    #[test]
+    fn a_generators_port_leaves_arp_and_neighbour_discovery_to_its_kernel() {
+        // A devmap stands for the sockets: its redirect succeeds in a test run, where an
+        // XSKMAP's would need a bound socket.
+        let sockets = match map_create(MapKind::DevMap, 4, 4, 1) {
+            Ok(m) => m,
+            Err(e) if std::env::var_os("CI").is_none() && e.contains("CAP_BPF") => return,
+            Err(e) => panic!("{e}"),
+        };
+        map_update(&sockets, &0u32.to_ne_bytes(), &1u32.to_ne_bytes()).unwrap();
+        let insns = host_neighbours_program(sockets.raw_fd()).unwrap();
+        let prog = load_xdp_program(&insns, "sluice_hn_test").unwrap();
+        let (pass, sockets) = (XDP_PASS as u32, 4u32);
+        let frame = |ethertype: [u8; 2], len: usize| {
+            let mut f = vec![0u8; len];
+            f[12..14].copy_from_slice(&ethertype);
+            f
+        };
+        let icmp6 = |kind: u8| {
+            let mut f = frame([0x86, 0xdd], 78);
+            f[20] = 58;
+            f[54] = kind;
+            f
+        };
+        assert_eq!(
+            action(&prog, &frame([0x08, 0x06], 42)),
+            pass,
+            "ARP, unpadded"
+        );
+        assert_eq!(action(&prog, &frame([0x08, 0x06], 60)), pass, "ARP");
+        for kind in [133, 134, 135, 136, 137] {
+            assert_eq!(action(&prog, &icmp6(kind)), pass, "ICMPv6 type {kind}");
+        }
+        for kind in [1, 3, 128, 129, 132, 138] {
+            assert_eq!(action(&prog, &icmp6(kind)), sockets, "ICMPv6 type {kind}");
+        }
+        let mut udp6 = icmp6(135);
+        udp6[20] = 17;
+        assert_eq!(action(&prog, &udp6), sockets, "UDP over IPv6");
+        assert_eq!(action(&prog, &frame([0x08, 0x00], 60)), sockets, "IPv4");
+        assert_eq!(
+            action(&prog, &frame([0x86, 0xdd], 54)),
+            sockets,
+            "IPv6, short"
+        );
+        assert_eq!(
+            action(&prog, &frame([0x08, 0x00], 14)),
+            sockets,
+            "IPv4, a header only"
+        );
     }
 }

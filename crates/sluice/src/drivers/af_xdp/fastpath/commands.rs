@@ -153,6 +153,7 @@ fn show_flows(c: &Control) -> Output {
         "nat_withdrawn": s.nat_withdrawn.load(Ordering::Relaxed),
         "last_sweep_entries": s.swept_entries.load(Ordering::Relaxed),
         "last_sweep_us": s.sweep_micros.load(Ordering::Relaxed),
+        "last_sweep_cpu_us": s.sweep_cpu_micros.load(Ordering::Relaxed),
     });
     let _ = writeln!(t, "installer: {installer}");
     Output::Shown(

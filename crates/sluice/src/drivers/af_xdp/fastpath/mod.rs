@@ -117,6 +117,8 @@ pub struct InstallerStats {
     /// The last sweep: the entries it read, and how long it took (µs).
     pub swept_entries: AtomicU64,
     pub sweep_micros: AtomicU64,
+    /// ...and the CPU time it used (µs).
+    pub sweep_cpu_micros: AtomicU64,
 }
 
 pub struct FastPath {
@@ -129,6 +131,8 @@ pub struct FastPath {
     generation: AtomicU32,
     /// Held while the `epoch` map is written: the epoch and the generation change apart.
     publishing: Mutex<()>,
+    /// The generation each map (`Maps::by_kind`'s order) was last read by the sweep in.
+    swept_at: Mutex<[u32; 4]>,
     /// Slot → (ifindex, name).
     ports: Mutex<Vec<(u32, String)>>,
     /// Each slot's link, and whether it was up when the installer last looked: a change the
@@ -212,6 +216,7 @@ impl FastPath {
             epoch: Arc::new(AtomicU32::new(1)),
             generation: AtomicU32::new(1),
             publishing: Mutex::new(()),
+            swept_at: Mutex::new([0; 4]),
             ports: Mutex::new(Vec::new()),
             links: Mutex::new(Vec::new()),
             candidates: Mutex::new(Vec::with_capacity(QUEUE)),
