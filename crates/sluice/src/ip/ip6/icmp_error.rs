@@ -28,14 +28,11 @@ error_counters! {
         NoAddress = "not sent: no IPv6 address on the receiving interface",
         NoBuffer = "not sent: buffer allocation failed",
     }
-}
-
-fn forbidden(f: Forbidden) -> Error {
-    match f {
-        Forbidden::NotIpv6 => Error::NotIpv6,
-        Forbidden::ErrorMessage => Error::AboutError,
-        Forbidden::MulticastDestination => Error::AboutMulticast,
-        Forbidden::BadSource => Error::BadSource,
+    impl From<Forbidden> {
+        NotIpv6,
+        ErrorMessage => AboutError,
+        MulticastDestination => AboutMulticast,
+        BadSource,
     }
 }
 
@@ -75,7 +72,7 @@ impl ErrorBuilder for V6 {
     fn source(view: &L3View, orig: &Original) -> Result<u128, Error> {
         let req = orig.req;
         if let Some(f) = error_forbidden(orig.ip, req.kind, req.code) {
-            return Err(forbidden(f));
+            return Err(Error::from(f));
         }
         // (e.4) A link-layer multicast is the one case error_forbidden cannot see; it has
         // the same exceptions as (e.3).
