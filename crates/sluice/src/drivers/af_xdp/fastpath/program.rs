@@ -228,6 +228,13 @@ fn packet(a: &mut Asm, n: i32, miss: &'static str) {
         .jmp(Cond::Gt, R1, R3, miss);
 }
 
+/// `packet` of an IPv4 header without options (version 4, IHL 5); anything else goes to
+/// `miss`.
+fn ipv4_packet<'a>(a: &'a mut Asm, miss: &'static str) -> &'a mut Asm {
+    packet(a, MIN_FRAME, miss);
+    a.ldx(Size::B, R1, R2, 14).jmp_imm(Cond::Ne, R1, 0x45, miss)
+}
+
 /// Look the key at the stack's `KEY_AT` up in `map`: none goes to `miss`; an entry goes to
 /// `next` with r7 = the value and r9 = `routed` (which checks and rewrite it takes).
 fn lookup_entry(a: &mut Asm, map: i32, miss: &'static str, (routed, next): (i32, &'static str)) {
@@ -259,9 +266,7 @@ fn route_lookup(a: &mut Asm, m: &Maps) {
 /// entry to the header checks with r7 = the value, r9 = 2.
 fn nat_lookup(a: &mut Asm, m: &Maps) {
     a.label("nat_lookup");
-    packet(a, MIN_FRAME, "xconnect");
-    a.ldx(Size::B, R1, R2, 14)
-        .jmp_imm(Cond::Ne, R1, 0x45, "xconnect")
+    ipv4_packet(a, "xconnect")
         .ldx(Size::B, R4, R2, 23)
         .jmp_imm(Cond::Eq, R4, 6, "nat_key")
         .jmp_imm(Cond::Ne, R4, 17, "xconnect")
@@ -284,9 +289,7 @@ fn nat_lookup(a: &mut Asm, m: &Maps) {
 /// checksum, padding or a short frame (the total length not the frame's).
 fn route_checks_header(a: &mut Asm, m: &Maps) {
     a.label("route_header");
-    packet(a, MIN_FRAME, "graph");
-    a.ldx(Size::B, R1, R2, 14)
-        .jmp_imm(Cond::Ne, R1, 0x45, "graph")
+    ipv4_packet(a, "graph")
         // Flags and fragment offset, network order: MF or an offset is a fragment.
         .ldx(Size::H, R1, R2, 20)
         .alu_imm(Alu::And, R1, i32::from(u16::from_be(0x3fff)))
