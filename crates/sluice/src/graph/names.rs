@@ -92,6 +92,9 @@ macro_rules! error_counters {
                 $base.len() + $crate::graph::names::__count!($first $($variant)*)] =
                 $crate::graph::names::concat($base, Self::REASONS);
         }
+        impl $crate::graph::names::Counters for $name {
+            const ALL: &'static [&'static str] = &$name::ALL;
+        }
     };
     (
         $(#[$meta:meta])*
@@ -106,6 +109,9 @@ macro_rules! error_counters {
     ) => {
         $crate::graph::names::__named_enum!($(#[$meta])* $vis $name { $( $(#[$vmeta])* $variant ),+ });
         $crate::graph::names::__reasons!($vis $name 0usize; $($reason),+);
+        impl $crate::graph::names::Counters for $name {
+            const ALL: &'static [&'static str] = &$name::REASONS;
+        }
         $(
             impl From<$from> for $name {
                 /// The counter of a reason found elsewhere (a parser's error, a table's
@@ -177,6 +183,14 @@ macro_rules! __reasons {
 macro_rules! __count {
     () => { 0usize };
     ($head:tt $($tail:tt)*) => { 1usize + $crate::graph::names::__count!($($tail)*) };
+}
+
+/// A node's error counters as a type: a generic node whose counters are a type parameter's
+/// (each family's `Counter`) declares itself with `ALL` and counts `usize::from(e)`.
+/// `error_counters!` implements it.
+pub trait Counters: Copy + Into<usize> {
+    /// Every counter of the node, in index order: `REASONS`, or the continued list's `ALL`.
+    const ALL: &'static [&'static str];
 }
 
 /// `a` then `b`: a node's counters that continue another list (a const fn, so that the

@@ -9,6 +9,7 @@
 use super::Family;
 use crate::buffer::WorkerBuffers;
 use crate::graph::names::next_nodes;
+use crate::graph::names::Counters;
 use crate::graph::{Node, NodeCx, NodeDecl};
 use crate::nodes::error_drop;
 use crate::nodes::rate_limit::TokenBucket;
@@ -30,10 +31,8 @@ next_nodes! {
 /// What a family's ICMP errors need of it.
 pub trait ErrorBuilder: Family {
     /// The family's counters (sent, by type; not sent, by reason).
-    type Counter: Copy + Into<usize>;
+    type Counter: Counters;
     type Addr: Copy;
-    /// One line per counter.
-    const ERRORS: &'static [&'static str];
     /// The counters of the reasons every family shares.
     const RATE_LIMITED: Self::Counter;
     const NOT_OF_FAMILY: Self::Counter;
@@ -86,7 +85,7 @@ impl<F: ErrorBuilder> IcmpError<F> {
         NodeDecl::internal(
             F::ICMP_ERROR_NODE,
             &Next::names::<F>(),
-            F::ERRORS,
+            F::Counter::ALL,
             Self::new(view, rate, burst),
         )
     }
@@ -150,7 +149,7 @@ impl<F: ErrorBuilder> IcmpError<F> {
                     bi,
                     format_args!(
                         "{}: type {} code {} arg {}",
-                        F::ERRORS.get(counter).unwrap_or(&"?"),
+                        F::Counter::ALL.get(counter).unwrap_or(&"?"),
                         req.kind,
                         req.code,
                         req.arg

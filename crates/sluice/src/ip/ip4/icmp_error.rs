@@ -35,7 +35,6 @@ pub type Icmp4Error = IcmpError<V4>;
 impl ErrorBuilder for V4 {
     type Counter = Error;
     type Addr = u32;
-    const ERRORS: &'static [&'static str] = &Error::REASONS;
     const RATE_LIMITED: Error = Error::RateLimited;
     const NOT_OF_FAMILY: Error = Error::NotIpv4;
     const NO_BUFFER: Error = Error::NoBuffer;

@@ -52,7 +52,6 @@ pub type Ip4Input = IpInput<V4>;
 
 impl InputChecks for V4 {
     type Counter = Error;
-    const ERRORS: &'static [&'static str] = &Error::REASONS;
 
     /// The verdict for one packet: where it goes, and which counter (if any) it bumps.
     /// `ip` is the packet from its L3 header on (`None` when it is not IPv4), `ip_len` the

@@ -63,7 +63,6 @@ pub type Icmp6Error = IcmpError<V6>;
 impl ErrorBuilder for V6 {
     type Counter = Error;
     type Addr = u128;
-    const ERRORS: &'static [&'static str] = &Error::REASONS;
     const RATE_LIMITED: Error = Error::RateLimited;
     const NOT_OF_FAMILY: Error = Error::NotIpv6;
     const NO_BUFFER: Error = Error::NoBuffer;

@@ -34,7 +34,6 @@ pub type Ip6Input = IpInput<V6>;
 
 impl InputChecks for V6 {
     type Counter = Error;
-    const ERRORS: &'static [&'static str] = &Error::REASONS;
 
     /// The verdict for one packet: where it goes, and which counter (if any) it bumps.
     /// `ip` is the packet from its L3 header on (`None` when it is not IPv6), `ip_len` the
