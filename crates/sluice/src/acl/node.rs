@@ -85,21 +85,15 @@ error_counters! {
         SessionTableFull = "acl: reflect: session table full",
         SourceLimit = "acl: reflect: source at its session limit",
     }
-}
-
-fn refused(r: Refused) -> Error {
-    match r {
-        Refused::NotSyn => Error::NotSyn,
-        Refused::TableFull => Error::SessionTableFull,
-        Refused::SourceLimit => Error::SourceLimit,
+    impl From<Refused> {
+        NotSyn,
+        TableFull => SessionTableFull,
+        SourceLimit,
     }
-}
-
-fn key_error(e: KeyError) -> Error {
-    match e {
-        KeyError::BadIpHeader => Error::BadIpHeader,
-        KeyError::TruncatedTransport => Error::TruncatedTransport,
-        KeyError::BadExtensions => Error::BadExtensions,
+    impl From<KeyError> {
+        BadIpHeader,
+        TruncatedTransport,
+        BadExtensions,
     }
 }
 
@@ -187,7 +181,7 @@ impl AclIn {
             flow_key4(ip)
         };
         match key {
-            Err(e) => Prep::Drop(key_error(e)),
+            Err(e) => Prep::Drop(Error::from(e)),
             Ok(k) => {
                 let session = if acls.stateful {
                     self.filters.sessions.prepare(thread, &k, table)
@@ -231,7 +225,7 @@ impl AclIn {
                 // dropped (its reply could not come back), as conntrack and VPP do.
                 Some(p) => sessions
                     .open_prepared(thread, p, key.tcp_flags, now)
-                    .map_err(refused),
+                    .map_err(Error::from),
                 // A later fragment: no session can be told, the rule permits it.
                 None => Ok(()),
             },

@@ -43,6 +43,11 @@ error_counters! {
         NoSubInterface = "no sub-interface for the frame's VLAN tags",
         SubInterfaceDown = "sub-interface is down",
     }
+    impl From<ParseError> {
+        TruncatedHeader,
+        TruncatedVlan,
+        TooManyVlans,
+    }
 }
 
 pub struct EthernetInput {
@@ -79,11 +84,7 @@ impl EthernetInput {
     /// Read the Ethernet header and VLAN tags; `Err` names the drop reason.
     #[inline(always)]
     fn classify(first_segment: &[u8]) -> Result<Repr, Error> {
-        Repr::parse(first_segment).map_err(|e| match e {
-            ParseError::TruncatedHeader => Error::TruncatedHeader,
-            ParseError::TruncatedVlan => Error::TruncatedVlan,
-            ParseError::TooManyVlans => Error::TooManyVlans,
-        })
+        Repr::parse(first_segment).map_err(Error::from)
     }
 }
 

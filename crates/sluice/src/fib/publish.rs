@@ -16,9 +16,9 @@
 //! a frame that overlaps a commit may see some of that commit's top-level entries and not
 //! others, each lookup walking a complete subtree (old or new).
 
-use super::poptrie::{Poptrie4, Poptrie6};
+use super::poptrie::{Key, Poptrie4, Poptrie6};
 use super::poptrie_writer::{PoptrieWriter, TrieMemory, BLOCK_MIN, DATAPLANE_SHORT_LEVELS};
-use super::prefix::{Prefix4, Prefix6};
+use super::prefix::{Prefix, Prefix4, Prefix6};
 use super::routes::RouteTable;
 use super::MAX_NEXT_HOP;
 use arc_swap::{ArcSwap, Guard};
@@ -65,6 +65,22 @@ pub fn check_next_hop(nh: u32) -> Result<(), FibError> {
         Err(FibError::NextHopTooLarge(nh))
     } else {
         Ok(())
+    }
+}
+
+/// After `routes` changed at `p`: the family's trie follows now, or is rebuilt whole at the
+/// commit when changes are deferred or it is already stale.
+fn follow<A: Key>(
+    trie: &mut PoptrieWriter<A>,
+    stale: &mut bool,
+    deferred: bool,
+    routes: &RouteTable<A>,
+    p: Prefix<A>,
+) {
+    if deferred || *stale {
+        *stale = true;
+    } else {
+        trie.update(routes, p);
     }
 }
 
@@ -249,55 +265,45 @@ impl FibWriter {
 
     /// Adds or replaces a route; returns the next hop it replaced. Visible after `commit`.
     pub fn add4(&mut self, p: Prefix4, next_hop: u32) -> Result<Option<u32>, FibError> {
-        check_next_hop(next_hop)?;
-        let old = self.routes4.insert(p, next_hop);
-        if old != Some(next_hop) {
-            if self.deferred || self.stale4 {
-                self.stale4 = true;
-            } else {
-                self.trie4.update(&self.routes4, p);
-            }
+        self.routes4.add(p, next_hop, |routes| {
+            follow(&mut self.trie4, &mut self.stale4, self.deferred, routes, p);
             self.dirty = true;
-        }
-        Ok(old)
+        })
     }
 
     /// Removes a route; addresses it covered fall back to its covering route. Returns the
     /// removed next hop, `None` if there was no such route. Visible after `commit`.
     pub fn del4(&mut self, p: Prefix4) -> Option<u32> {
         let old = self.routes4.remove(p)?;
-        if self.deferred || self.stale4 {
-            self.stale4 = true;
-        } else {
-            self.trie4.update(&self.routes4, p);
-        }
+        follow(
+            &mut self.trie4,
+            &mut self.stale4,
+            self.deferred,
+            &self.routes4,
+            p,
+        );
         self.dirty = true;
         Some(old)
     }
 
     /// IPv6 `add4`.
     pub fn add6(&mut self, p: Prefix6, next_hop: u32) -> Result<Option<u32>, FibError> {
-        check_next_hop(next_hop)?;
-        let old = self.routes6.insert(p, next_hop);
-        if old != Some(next_hop) {
-            if self.deferred || self.stale6 {
-                self.stale6 = true;
-            } else {
-                self.trie6.update(&self.routes6, p);
-            }
+        self.routes6.add(p, next_hop, |routes| {
+            follow(&mut self.trie6, &mut self.stale6, self.deferred, routes, p);
             self.dirty = true;
-        }
-        Ok(old)
+        })
     }
 
     /// IPv6 `del4`.
     pub fn del6(&mut self, p: Prefix6) -> Option<u32> {
         let old = self.routes6.remove(p)?;
-        if self.deferred || self.stale6 {
-            self.stale6 = true;
-        } else {
-            self.trie6.update(&self.routes6, p);
-        }
+        follow(
+            &mut self.trie6,
+            &mut self.stale6,
+            self.deferred,
+            &self.routes6,
+            p,
+        );
         self.dirty = true;
         Some(old)
     }

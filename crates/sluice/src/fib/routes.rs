@@ -9,6 +9,7 @@
 //! route (33 MiB measured for 1 M + 200 k routes).
 
 use super::prefix::{left_mask, Addr, Prefix};
+use super::publish::{check_next_hop, FibError};
 use std::collections::BTreeMap;
 use std::ops::Bound::{Excluded, Unbounded};
 
@@ -83,6 +84,23 @@ impl<A: Addr> RouteTable<A> {
             chunks.range_mut(..=k).next_back()?
         };
         Some((ck, chunk))
+    }
+
+    /// A FIB writer's add: checks that `next_hop` fits the lookup tables, adds or replaces
+    /// the route and, when that changed it, calls `changed` to bring them up to date. Returns
+    /// the next hop it replaced.
+    pub fn add(
+        &mut self,
+        p: Prefix<A>,
+        next_hop: u32,
+        changed: impl FnOnce(&Self),
+    ) -> Result<Option<u32>, FibError> {
+        check_next_hop(next_hop)?;
+        let old = self.insert(p, next_hop);
+        if old != Some(next_hop) {
+            changed(self);
+        }
+        Ok(old)
     }
 
     /// Adds or replaces a route; returns the next hop it replaced.

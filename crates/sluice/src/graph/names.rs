@@ -13,6 +13,14 @@
 //! error_counters! {
 //!     enum Error {
 //!         NotConnected = "interface no longer cross-connected",
+//!         Truncated = "packet truncated",
+//!         BadHeader = "header invalid",
+//!     }
+//!     // `Error::from(e)` for a parser's `ParseError`: each of its variants to the counter of
+//!     // the same name, or to the one named after `=>`.
+//!     impl From<ParseError> {
+//!         Truncated,
+//!         Version | Checksum => BadHeader,
 //!     }
 //! }
 //! // NodeDecl::internal(NAME, &Next::NAMES, &Error::REASONS, node)
@@ -59,7 +67,8 @@ macro_rules! next_nodes {
 /// `Error::REASONS`, in the enum's order; `e.reason()` is one of them and `usize::from(e)`
 /// the index `NodeCx::count_error` takes. Variants may start at a given index
 /// (`First = OTHER.len()`) when the node's counters continue another list; `REASONS` is then
-/// this enum's part only.
+/// this enum's part only. `impl From<T> { A, B | C => D }` after the enum makes
+/// `Error::from(t)`: each variant of `T` counted by the counter of its name or the one after `=>`.
 macro_rules! error_counters {
     (
         $(#[$meta:meta])*
@@ -83,15 +92,48 @@ macro_rules! error_counters {
                 $base.len() + $crate::graph::names::__count!($first $($variant)*)] =
                 $crate::graph::names::concat($base, Self::REASONS);
         }
+        impl $crate::graph::names::Counters for $name {
+            const ALL: &'static [&'static str] = &$name::ALL;
+        }
     };
     (
         $(#[$meta:meta])*
         $vis:vis enum $name:ident {
             $( $(#[$vmeta:meta])* $variant:ident = $reason:expr ),+ $(,)?
         }
+        $(
+            impl From<$from:ident> {
+                $( $($src:ident)|+ $(=> $dst:ident)? ),+ $(,)?
+            }
+        )*
     ) => {
         $crate::graph::names::__named_enum!($(#[$meta])* $vis $name { $( $(#[$vmeta])* $variant ),+ });
         $crate::graph::names::__reasons!($vis $name 0usize; $($reason),+);
+        impl $crate::graph::names::Counters for $name {
+            const ALL: &'static [&'static str] = &$name::REASONS;
+        }
+        $(
+            impl From<$from> for $name {
+                /// The counter of a reason found elsewhere (a parser's error, a table's
+                /// refusal), by the mapping the node declares with its counters.
+                fn from(e: $from) -> $name {
+                    match e {
+                        $( $($from::$src)|+ => $crate::graph::names::__counter!($name $($dst)? ; $($src)+) ),+
+                    }
+                }
+            }
+        )*
+    };
+}
+
+/// The counter an `impl From` arm of `error_counters!` maps to: the one named after `=>`, else
+/// the variant of the same name.
+macro_rules! __counter {
+    ($name:ident $dst:ident ; $($src:ident)+) => {
+        $name::$dst
+    };
+    ($name:ident ; $src:ident) => {
+        $name::$src
     };
 }
 
@@ -143,6 +185,14 @@ macro_rules! __count {
     ($head:tt $($tail:tt)*) => { 1usize + $crate::graph::names::__count!($($tail)*) };
 }
 
+/// A node's error counters as a type: a generic node whose counters are a type parameter's
+/// (each family's `Counter`) declares itself with `ALL` and counts `usize::from(e)`.
+/// `error_counters!` implements it.
+pub trait Counters: Copy + Into<usize> {
+    /// Every counter of the node, in index order: `REASONS`, or the continued list's `ALL`.
+    const ALL: &'static [&'static str];
+}
+
 /// `a` then `b`: a node's counters that continue another list (a const fn, so that the
 /// whole list stays a constant).
 pub const fn concat<const A: usize, const B: usize, const N: usize>(
@@ -159,7 +209,7 @@ pub const fn concat<const A: usize, const B: usize, const N: usize>(
     out
 }
 
-pub(crate) use {__count, __index, __named_enum, __reasons, error_counters, next_nodes};
+pub(crate) use {__count, __counter, __index, __named_enum, __reasons, error_counters, next_nodes};
 
 #[cfg(test)]
 #[allow(dead_code)] // Variants only named, never sent anywhere.
@@ -175,6 +225,21 @@ mod tests {
         enum Error {
             Short = "too short",
             Long = "too long",
+        }
+    }
+    enum Parsed {
+        Short,
+        Long,
+        Huge,
+    }
+    error_counters! {
+        enum Mapped {
+            Short = "too short",
+            TooLong = "too long",
+        }
+        impl From<Parsed> {
+            Short,
+            Long | Huge => TooLong,
         }
     }
     error_counters! {
@@ -205,6 +270,13 @@ mod tests {
         assert_eq!(Error::Long.reason(), "too long");
         assert_eq!(Generic::names::<A>(), ["a-node", "error-drop"]);
         assert_eq!(Generic::Drop as usize, 1);
+    }
+
+    #[test]
+    fn a_declared_mapping_gives_each_reason_its_counter() {
+        assert_eq!(Mapped::from(Parsed::Short), Mapped::Short);
+        assert_eq!(Mapped::from(Parsed::Long), Mapped::TooLong);
+        assert_eq!(Mapped::from(Parsed::Huge), Mapped::TooLong);
     }
 
     #[test]

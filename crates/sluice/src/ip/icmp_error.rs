@@ -9,6 +9,7 @@
 use super::Family;
 use crate::buffer::WorkerBuffers;
 use crate::graph::names::next_nodes;
+use crate::graph::names::Counters;
 use crate::graph::{Node, NodeCx, NodeDecl};
 use crate::nodes::error_drop;
 use crate::nodes::rate_limit::TokenBucket;
@@ -27,17 +28,48 @@ next_nodes! {
     }
 }
 
+/// A family's ICMP error counters, `Error`: "sent time exceeded", the family's other sent
+/// errors, "rate limited", the family's reasons for not sending one, then "not sent: buffer
+/// allocation failed". The counters every family has are declared here once and counted by
+/// the node through `SharedCounters`; `impl From` clauses after the lists go to
+/// `error_counters!`.
+macro_rules! icmp_error_counters {
+    (
+        sent { $( $sent:ident = $sent_reason:expr ),+ $(,)? }
+        not_sent { $( $not:ident = $not_reason:expr ),+ $(,)? }
+        $($from:tt)*
+    ) => {
+        $crate::graph::names::error_counters! {
+            pub enum Error {
+                SentTimeExceeded = "sent time exceeded",
+                $( $sent = $sent_reason, )+
+                RateLimited = "rate limited",
+                $( $not = $not_reason, )+
+                NoBuffer = "not sent: buffer allocation failed",
+            }
+            $($from)*
+        }
+        impl $crate::ip::icmp_error::SharedCounters for Error {
+            const RATE_LIMITED: Error = Error::RateLimited;
+            const NO_BUFFER: Error = Error::NoBuffer;
+        }
+    };
+}
+pub(crate) use icmp_error_counters;
+
+/// The counters of the reasons every family's ICMP errors share (`icmp_error_counters!`).
+pub trait SharedCounters: Sized {
+    const RATE_LIMITED: Self;
+    const NO_BUFFER: Self;
+}
+
 /// What a family's ICMP errors need of it.
 pub trait ErrorBuilder: Family {
     /// The family's counters (sent, by type; not sent, by reason).
-    type Counter: Copy + Into<usize>;
+    type Counter: Counters + SharedCounters;
     type Addr: Copy;
-    /// One line per counter.
-    const ERRORS: &'static [&'static str];
-    /// The counters of the reasons every family shares.
-    const RATE_LIMITED: Self::Counter;
+    /// The counter of an original that is not of the family.
     const NOT_OF_FAMILY: Self::Counter;
-    const NO_BUFFER: Self::Counter;
     /// The longest error the family sends (IP header on).
     const MAX_LEN: usize;
     /// Whether an error may be sent about `orig`, and the address it comes from; `Err` is
@@ -86,7 +118,7 @@ impl<F: ErrorBuilder> IcmpError<F> {
         NodeDecl::internal(
             F::ICMP_ERROR_NODE,
             &Next::names::<F>(),
-            F::ERRORS,
+            F::Counter::ALL,
             Self::new(view, rate, burst),
         )
     }
@@ -118,14 +150,14 @@ impl<F: ErrorBuilder> IcmpError<F> {
         };
         let from = F::source(view, &orig)?;
         if !self.bucket.allow() {
-            return Err(F::RATE_LIMITED);
+            return Err(F::Counter::RATE_LIMITED);
         }
         let ip_out = &mut self.scratch[ETH_HEADER_LEN..];
         let n = F::build(ip_out, &orig, from).ok_or(F::NOT_OF_FAMILY)?;
         let len = ETH_HEADER_LEN + n;
         let nb =
             crate::nodes::icmp_error_buffer(bufs, &mut self.scratch[..len], F::ETHERTYPE, &meta)
-                .ok_or(F::NO_BUFFER)?;
+                .ok_or(F::Counter::NO_BUFFER)?;
         Ok((nb, F::sent(req)))
     }
 }
@@ -150,7 +182,7 @@ impl<F: ErrorBuilder> IcmpError<F> {
                     bi,
                     format_args!(
                         "{}: type {} code {} arg {}",
-                        F::ERRORS.get(counter).unwrap_or(&"?"),
+                        F::Counter::ALL.get(counter).unwrap_or(&"?"),
                         req.kind,
                         req.code,
                         req.arg

@@ -5,6 +5,7 @@
 
 use super::Family;
 use crate::graph::features::{self, SharedFeatures};
+use crate::graph::names::Counters;
 use crate::graph::{Node, NodeCx, NodeDecl};
 use std::marker::PhantomData;
 
@@ -18,9 +19,7 @@ pub enum Next {
 
 /// A family's input checks and their counters.
 pub trait InputChecks: Family {
-    type Counter: Copy + Into<usize>;
-    /// One line per counter, in the order of `Counter`.
-    const ERRORS: &'static [&'static str];
+    type Counter: Counters;
     /// The verdict for one packet and the counter it bumps, if any. `ip` is the packet from
     /// its L3 header on (`None` when it is not of this family), `ip_len` the bytes from
     /// there to the end of the whole packet.
@@ -44,7 +43,7 @@ impl<F: InputChecks> IpInput<F> {
             features,
             _family: PhantomData,
         };
-        let decl = NodeDecl::internal(F::INPUT_NODE, &[], F::ERRORS, node).with_next(next);
+        let decl = NodeDecl::internal(F::INPUT_NODE, &[], F::Counter::ALL, node).with_next(next);
         // The XDP fast path makes these checks itself (`fastpath::program`'s header checks).
         decl.offload_safe()
     }
@@ -78,7 +77,7 @@ impl<F: InputChecks> IpInput<F> {
                 cx.count_error(e, 1);
             }
             if tracing {
-                match counted.and_then(|e| F::ERRORS.get(e)) {
+                match counted.and_then(|e| F::Counter::ALL.get(e)) {
                     Some(why) => cx.trace(bi, why),
                     None => cx.trace(bi, format_args!("{} ok", F::NAME)),
                 }

@@ -8,6 +8,7 @@
 use super::Family;
 use crate::buffer::WorkerBuffers;
 use crate::graph::names::next_nodes;
+use crate::graph::names::Counters;
 use crate::graph::{Node, NodeCx, NodeDecl};
 use crate::lcp::host_punt;
 use crate::nodes::error_drop;
@@ -38,9 +39,7 @@ pub enum Verdict<C> {
 
 /// What a family's local delivery needs of it.
 pub trait LocalRules: Family {
-    type Counter: Copy + Into<usize>;
-    /// The node's counters, in the order of `Counter`.
-    const LOCAL_ERRORS: &'static [&'static str];
+    type Counter: Counters;
     /// Where neighbour discovery goes, for a family that receives it here.
     const DISCOVERY_NODE: Option<&'static str>;
     /// Decide one packet's fate; an echo request is turned into its reply, ready for the
@@ -76,7 +75,7 @@ impl<F: LocalRules> IpLocal<F> {
             None => &names[..Next::Discovery as usize],
             Some(_) => &names[..],
         };
-        NodeDecl::internal(F::LOCAL_NODE, next, F::LOCAL_ERRORS, node)
+        NodeDecl::internal(F::LOCAL_NODE, next, F::Counter::ALL, node)
     }
 }
 
@@ -119,7 +118,7 @@ impl<F: LocalRules> IpLocal<F> {
                 Verdict::Drop(_) => Next::Drop,
             };
             if tracing {
-                cx.trace(bi, F::LOCAL_ERRORS.get(counter).copied().unwrap_or("?"));
+                cx.trace(bi, F::Counter::ALL.get(counter).copied().unwrap_or("?"));
             }
             cx.enqueue(next as usize, bi);
         }

@@ -11,6 +11,7 @@ use super::Family;
 use crate::buffer::{BufferMeta, FLAG_OFFLOAD};
 use crate::graph::frame::FRAME_SIZE;
 use crate::graph::names::next_nodes;
+use crate::graph::names::Counters;
 use crate::graph::{Node, NodeCx, NodeDecl};
 use crate::ip::table_lookup::{FamilyLookup, TableLookup};
 use crate::nodes::error_drop;
@@ -71,8 +72,7 @@ pub trait LookupRules: Family {
     type Key: Copy + Default + Send;
     /// The destination address the FIB is looked up with.
     type Addr: FamilyLookup + Send;
-    type Counter: Copy + Into<usize>;
-    const ERRORS: &'static [&'static str];
+    type Counter: Counters;
     /// A packet's key from its L3 header (`None`: unreadable; its lookup must find at most
     /// a default route).
     fn key(ip: Option<&[u8]>) -> Self::Key;
@@ -109,7 +109,7 @@ impl<F: LookupRules> IpLookup<F> {
         let decl = NodeDecl::internal(
             F::LOOKUP_NODE,
             &Next::names::<F>(),
-            F::ERRORS,
+            F::Counter::ALL,
             IpLookup::<F> {
                 tables,
                 lookup: TableLookup::default(),
@@ -170,7 +170,7 @@ impl<F: LookupRules> IpLookup<F> {
                 cx.count_error(e, 1);
             }
             if tracing {
-                let why = counted.and_then(|e| F::ERRORS.get(e)).unwrap_or(&"");
+                let why = counted.and_then(|e| F::Counter::ALL.get(e)).unwrap_or(&"");
                 cx.trace(
                     bi,
                     format_args!(

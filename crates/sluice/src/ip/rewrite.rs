@@ -16,6 +16,7 @@ use super::Family;
 use crate::buffer::{WorkerBuffers, FLAG_LOCAL_ORIGIN};
 use crate::graph::features::{self, FeatureView, SharedFeatures};
 use crate::graph::names::next_nodes;
+use crate::graph::names::Counters;
 use crate::graph::{traced_loop_nodes, NodeCx, NodeDecl, TracedLoop};
 use crate::nodes::IcmpErrorRequest;
 use crate::nodes::{error_drop, interface_output};
@@ -68,22 +69,51 @@ pub struct Checked<A> {
     pub too_big: bool,
 }
 
+/// A family's rewrite counters, `Error`: the first is the family's "not of the family"
+/// (`NotIpv4 = "not an IPv4 packet"`), then come the ones every family's rewrite has, declared
+/// here once, then the family's own. The node counts the shared ones by `SharedCounters`.
+macro_rules! rewrite_counters {
+    (
+        $not_of_family:ident = $nof_reason:expr,
+        $( $(#[$vmeta:meta])* $variant:ident = $reason:expr ),+ $(,)?
+    ) => {
+        $crate::graph::names::error_counters! {
+            pub enum Error {
+                $not_of_family = $nof_reason,
+                DropAdjacency = "adjacency drops the packet",
+                NotNeighbor = "adjacency is not a neighbour (local, multipath or stale)",
+                NoInterface = "adjacency's interface is not in the view",
+                $( $(#[$vmeta])* $variant = $reason ),+
+            }
+        }
+        impl $crate::ip::rewrite::SharedCounters for Error {
+            const NOT_OF_FAMILY: Error = Error::$not_of_family;
+            const DROP_ADJACENCY: Error = Error::DropAdjacency;
+            const NOT_NEIGHBOR: Error = Error::NotNeighbor;
+            const NO_INTERFACE: Error = Error::NoInterface;
+        }
+    };
+}
+pub(crate) use rewrite_counters;
+
+/// The counters of the drops every family's rewrite has (`rewrite_counters!`).
+pub trait SharedCounters: Sized {
+    const NOT_OF_FAMILY: Self;
+    const DROP_ADJACENCY: Self;
+    const NOT_NEIGHBOR: Self;
+    const NO_INTERFACE: Self;
+}
+
 /// What a family's rewrite needs of it.
 pub trait RewriteRules: Family {
-    type Counter: Copy + Debug + PartialEq + Into<usize>;
+    type Counter: Counters + SharedCounters + Debug + PartialEq;
     type Dst: Copy;
     /// ip4-arp or ip6-nd.
     const RESOLVE_NODE: &'static str;
     const OUTPUT_ARC: usize;
-    /// The node's counters, in the order of `Counter`.
-    const REWRITE_ERRORS: &'static [&'static str];
     /// What the hop count is called in traces ("ttl", "hop limit").
     const HOPS: &'static str;
-    /// The counters of the cases every family shares.
-    const NOT_OF_FAMILY: Self::Counter;
-    const DROP_ADJACENCY: Self::Counter;
-    const NOT_NEIGHBOR: Self::Counter;
-    const NO_INTERFACE: Self::Counter;
+    /// The counters of the cases each family names its own way.
     const UNRESOLVED: Self::Counter;
     const FRAGMENTED: Self::Counter;
     const FRAGMENT_FAILED: Self::Counter;
@@ -209,13 +239,8 @@ impl<F: RewriteRules> IpRewrite<F> {
             fragmenter: Fragmenter::default(),
             _family: std::marker::PhantomData,
         };
-        let decl = NodeDecl::internal(
-            F::REWRITE_NODE,
-            &Next::names::<F>(),
-            F::REWRITE_ERRORS,
-            node,
-        )
-        .with_next(features::feature_names(F::OUTPUT_ARC));
+        let decl = NodeDecl::internal(F::REWRITE_NODE, &Next::names::<F>(), F::Counter::ALL, node)
+            .with_next(features::feature_names(F::OUTPUT_ARC));
         // The rewrite is what the XDP fast path's route entries do (the header, the TTL or
         // hop limit and IPv4's checksum; the MTU and TTL checks).
         decl.offload_safe()
@@ -230,12 +255,12 @@ impl<F: RewriteRules> IpRewrite<F> {
         let adj = *view.adj(meta.adj);
         match adj.kind {
             AdjKind::Neighbor | AdjKind::Glean => {}
-            AdjKind::Drop => return Verdict::Drop(F::DROP_ADJACENCY),
-            AdjKind::Local | AdjKind::Multipath => return Verdict::Drop(F::NOT_NEIGHBOR),
+            AdjKind::Drop => return Verdict::Drop(F::Counter::DROP_ADJACENCY),
+            AdjKind::Local | AdjKind::Multipath => return Verdict::Drop(F::Counter::NOT_NEIGHBOR),
         }
         let l3 = meta.l3_offset as usize;
         let Some(ip) = crate::nodes::l3_in(data, l3, F::ETHERTYPE) else {
-            return Verdict::Drop(F::NOT_OF_FAMILY);
+            return Verdict::Drop(F::Counter::NOT_OF_FAMILY);
         };
         // Our own replies and errors start with a fresh hop count and are not forwarded.
         let local = meta.flags & FLAG_LOCAL_ORIGIN != 0;
@@ -250,7 +275,7 @@ impl<F: RewriteRules> IpRewrite<F> {
         let header = match neighbor_header(view, &adj, neighbor, F::ETHERTYPE) {
             Ok(h) => h,
             Err(NoHeader::Unresolved) => return Verdict::Resolve,
-            Err(NoHeader::NoInterface) => return Verdict::Drop(F::NO_INTERFACE),
+            Err(NoHeader::NoInterface) => return Verdict::Drop(F::Counter::NO_INTERFACE),
         };
         if !local {
             F::forward(view, &adj, data.get_mut(l3..).unwrap_or_default());
@@ -266,7 +291,7 @@ impl<F: RewriteRules> IpRewrite<F> {
                 crate::nodes::trim_to(bufs, bi, end);
             }
             if !write_header(bufs, bi, l3, &header, tx_if) {
-                return Verdict::Drop(F::NOT_OF_FAMILY);
+                return Verdict::Drop(F::Counter::NOT_OF_FAMILY);
             }
         }
         if checked.too_big {
@@ -331,7 +356,7 @@ impl<F: RewriteRules> IpRewrite<F> {
 
     fn trace(cx: &mut NodeCx<'_>, bi: u32, verdict: Verdict<F::Counter>) {
         let adj = cx.bufs.meta(bi).adj;
-        let line = |e: F::Counter| F::REWRITE_ERRORS.get(e.into()).copied().unwrap_or("?");
+        let line = |e: F::Counter| F::Counter::ALL.get(e.into()).copied().unwrap_or("?");
         match verdict {
             Verdict::Forward { tx_if } => {
                 let eth = EthernetRepr::parse(cx.bufs.data(bi));
@@ -393,7 +418,7 @@ impl<F: RewriteRules> TracedLoop for IpRewrite<F> {
                     }
                     Err(e) => {
                         if TRACE {
-                            let line = F::REWRITE_ERRORS.get(e.into()).copied().unwrap_or("?");
+                            let line = F::Counter::ALL.get(e.into()).copied().unwrap_or("?");
                             cx.trace(bi, line);
                         }
                         verdict = Verdict::Drop(e);

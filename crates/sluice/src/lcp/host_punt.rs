@@ -142,19 +142,14 @@ error_counters! {
         LimitTcpUdp = "punt rate limit exceeded: tcp-udp (dropped)",
         LimitOther = "punt rate limit exceeded: other (dropped)",
     }
-}
-
-impl Error {
-    fn limited(class: PuntClass) -> Error {
-        match class {
-            PuntClass::Protected => Error::LimitProtected,
-            PuntClass::Routing => Error::LimitRouting,
-            PuntClass::Arp => Error::LimitArp,
-            PuntClass::Nd => Error::LimitNd,
-            PuntClass::Icmp => Error::LimitIcmp,
-            PuntClass::TcpUdp => Error::LimitTcpUdp,
-            PuntClass::Other => Error::LimitOther,
-        }
+    impl From<PuntClass> {
+        Protected => LimitProtected,
+        Routing => LimitRouting,
+        Arp => LimitArp,
+        Nd => LimitNd,
+        Icmp => LimitIcmp,
+        TcpUdp => LimitTcpUdp,
+        Other => LimitOther,
     }
 }
 
@@ -194,7 +189,7 @@ impl HostPunt {
             return Error::Refused;
         };
         if !self.buckets[class as usize].allow_at(crate::sys::tsc::now()) {
-            return Error::limited(class);
+            return Error::from(class);
         }
         self.frame.clear();
         cx.bufs.copy_packet(bi, &mut self.frame);

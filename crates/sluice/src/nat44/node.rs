@@ -37,24 +37,18 @@ error_counters! {
         BadPacket = "nat44: header invalid or truncated",
         BadError = "nat44: ICMP error unreadable",
     }
-}
-
-fn refused(r: Refusal) -> Error {
-    match r {
-        Refusal::TableFull => Error::TableFull,
-        Refusal::HostLimit => Error::HostLimit,
-        Refusal::PortsFull => Error::PortsFull,
-        Refusal::NoAddress => Error::NoAddress,
-        Refusal::Collision => Error::Collision,
+    impl From<Refusal> {
+        TableFull,
+        HostLimit,
+        PortsFull,
+        NoAddress,
+        Collision,
     }
-}
-
-fn unfit(u: Unfit) -> Error {
-    match u {
-        Unfit::BadHeader | Unfit::Truncated => Error::BadPacket,
-        Unfit::Fragment => Error::Fragment,
-        Unfit::Protocol => Error::Protocol,
-        Unfit::BadError => Error::BadError,
+    impl From<Unfit> {
+        BadHeader | Truncated => BadPacket,
+        Fragment,
+        Protocol,
+        BadError,
     }
 }
 
@@ -239,7 +233,7 @@ impl Nat44 {
                 rewrite(ip, l4, &tuple, &to);
                 Step::Pass(Some(Done::Opened(tuple, to)))
             }
-            Err(r) => Step::Drop(refused(r)),
+            Err(r) => Step::Drop(Error::from(r)),
         }
     }
 
@@ -311,7 +305,7 @@ impl Nat44 {
                 self.open((table, me), (tuple, l4, ip), (src, None), now)
             }
             Ok(Kind::Error { inner, l4, at }) => self.error(table, (inner, l4, at), ip, view, me),
-            Err(u) => Step::Drop(unfit(u)),
+            Err(u) => Step::Drop(Error::from(u)),
         }
     }
 

@@ -217,15 +217,12 @@ impl StrideFibWriter {
 
     /// Adds or replaces a route; returns the next hop it replaced. Visible after `commit`.
     pub fn add4(&mut self, p: Prefix4, next_hop: u32) -> Result<Option<u32>, FibError> {
-        check_next_hop(next_hop)?;
-        let old = self.routes4.insert(p, next_hop);
-        if old != Some(next_hop) {
+        self.routes4.add(p, next_hop, |_| {
             let cells = &mut exclusive(&mut self.standby).v4.cells;
             let a = p.addr().to_left_u128();
             self.build4.paint(cells, a, p.len(), next_hop, p.len());
             self.dirty = true;
-        }
-        Ok(old)
+        })
     }
 
     /// Removes a route; addresses it covered fall back to its covering route. Returns the
@@ -246,15 +243,12 @@ impl StrideFibWriter {
 
     /// IPv6 `add4`.
     pub fn add6(&mut self, p: Prefix6, next_hop: u32) -> Result<Option<u32>, FibError> {
-        check_next_hop(next_hop)?;
-        let old = self.routes6.insert(p, next_hop);
-        if old != Some(next_hop) {
+        self.routes6.add(p, next_hop, |_| {
             let cells = &mut exclusive(&mut self.standby).v6.cells;
             self.build6
                 .paint(cells, p.addr(), p.len(), next_hop, p.len());
             self.dirty = true;
-        }
-        Ok(old)
+        })
     }
 
     /// IPv6 `del4`.

@@ -4,7 +4,7 @@
 //! gains or loses one member changes only that member.
 
 use super::diff::{same, text};
-use super::ops::{word, Ops};
+use super::ops::{word, Edit, Ops};
 use crate::config::emit::Entry;
 use toml::Value;
 
@@ -68,12 +68,8 @@ fn settings(e: &Entry) -> Entry {
     s
 }
 
-pub fn bridge_domain(
-    o: &mut Ops,
-    what: &str,
-    old: Option<&Entry>,
-    new: Option<&Entry>,
-) -> Result<(), String> {
+pub fn bridge_domain(o: &mut Ops, ch: Edit) -> Result<(), String> {
+    let Edit { what, old, new } = ch;
     let id = word(new.or(old).ok_or("no entry")?, "id")?;
     let (was, now) = (old.map(members), new.map(members));
     let (was, now) = (was.unwrap_or_default(), now.unwrap_or_default());
@@ -121,13 +117,21 @@ pub fn bridge_domain(
 mod tests {
     use super::*;
 
+    fn edit<'a>(old: Option<&'a Entry>, new: Option<&'a Entry>) -> Edit<'a> {
+        Edit {
+            what: "bd",
+            old,
+            new,
+        }
+    }
+
     #[test]
     fn one_member_changes_only_that_member() {
         let old = Entry::parse("id = 10\nlearn = true\nflood = true\nmembers = [\"a\", \"b\"]");
         // The same settings in another order: not set again.
         let new = Entry::parse("flood = true\nid = 10\nlearn = true\nmembers = [\"a\", { interface = \"c\", shg = 2 }]");
         let mut o = Ops::default();
-        bridge_domain(&mut o, "bd", Some(&old), Some(&new)).unwrap();
+        bridge_domain(&mut o, edit(Some(&old), Some(&new))).unwrap();
         let lines: Vec<(&str, &str)> = o
             .remove
             .iter()
@@ -150,7 +154,7 @@ mod tests {
              arp-entries = [{ ip = \"10.0.0.9\", mac = \"02:00:00:00:00:09\" }]",
         );
         let mut o = Ops::default();
-        bridge_domain(&mut o, "bd", None, Some(&e)).unwrap();
+        bridge_domain(&mut o, edit(None, Some(&e))).unwrap();
         let lines: Vec<&str> = o.add.iter().map(|op| op.line.as_str()).collect();
         assert_eq!(
             lines,
@@ -161,7 +165,7 @@ mod tests {
             ]
         );
         let mut o = Ops::default();
-        bridge_domain(&mut o, "bd", Some(&e), None).unwrap();
+        bridge_domain(&mut o, edit(Some(&e), None)).unwrap();
         let lines: Vec<&str> = o.remove.iter().map(|op| op.line.as_str()).collect();
         assert_eq!(
             lines,

@@ -7,7 +7,7 @@
 //! mappings, which go before it.
 
 use super::diff::{normal, text};
-use super::ops::{both, word, Ops};
+use super::ops::{both, word, Edit, Ops};
 use crate::config::emit::Entry;
 use std::net::Ipv4Addr;
 use toml::Value;
@@ -56,12 +56,8 @@ fn ranges(mut addrs: Vec<u32>) -> Vec<String> {
 
 /// [nat44]: the pool, the timeouts and the limits that differ (a side without the section
 /// is its defaults, no pool).
-pub fn nat44(
-    o: &mut Ops,
-    what: &str,
-    old: Option<&Entry>,
-    new: Option<&Entry>,
-) -> Result<(), String> {
+pub fn nat44(o: &mut Ops, ch: Edit) -> Result<(), String> {
+    let Edit { what, old, new } = ch;
     let defaults = normal(&crate::nat44::config::NAT44, &Entry::default());
     let (d, n) = (old.unwrap_or(&defaults), new.unwrap_or(&defaults));
     // A pool that changes is made again whole, in address order: any change to it closes
@@ -111,12 +107,8 @@ pub fn nat44(
 
 /// [[nat44-interface]]: `set interface nat44 in|out IF` (a new role replaces the old one),
 /// `... del`.
-pub fn interface(
-    o: &mut Ops,
-    what: &str,
-    old: Option<&Entry>,
-    new: Option<&Entry>,
-) -> Result<(), String> {
+pub fn interface(o: &mut Ops, ch: Edit) -> Result<(), String> {
+    let what = ch.what;
     let set = |e: &Entry| -> Result<String, String> {
         let role = match word(e, "role")?.as_str() {
             "inside" => "in",
@@ -128,16 +120,12 @@ pub fn interface(
             word(e, "interface")?
         ))
     };
-    both(o, what, old, new, set, |e| Ok(set(e)? + " del"))
+    both(o, ch, set, |e| Ok(set(e)? + " del"))
 }
 
 /// [[nat44-static]]: `nat44 add/del static mapping PROTO local A P external A P`.
-pub fn mapping(
-    o: &mut Ops,
-    what: &str,
-    old: Option<&Entry>,
-    new: Option<&Entry>,
-) -> Result<(), String> {
+pub fn mapping(o: &mut Ops, ch: Edit) -> Result<(), String> {
+    let what = ch.what;
     let line = |e: &Entry, verb: &str| -> Result<String, String> {
         let ep = |key: &str| -> Result<String, String> {
             let v = word(e, key)?;
@@ -153,7 +141,7 @@ pub fn mapping(
             ep("external")?
         ))
     };
-    both(o, what, old, new, |e| line(e, "add"), |e| line(e, "del"))
+    both(o, ch, |e| line(e, "add"), |e| line(e, "del"))
 }
 
 #[cfg(test)]

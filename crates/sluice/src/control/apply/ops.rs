@@ -79,26 +79,14 @@ impl Ops {
     }
 }
 
-/// The sections `ops` turns into lines; every other section with a change is refused.
-pub const LIVE: &[&str] = &[
-    "interface",
-    "subinterface",
-    "xconnect",
-    "rx-placement",
-    "handoff",
-    "bridge-domain",
-    "l2fib",
-    "bvi",
-    "ip-table",
-    "route",
-    "acl",
-    "acl-input",
-    "acl-output",
-    "lcp",
-    "nat44",
-    "nat44-interface",
-    "nat44-static",
-];
+/// A changed entry as the sections' operations take it: what the log calls it, and the entry
+/// before and after (`None`: not there).
+#[derive(Clone, Copy)]
+pub struct Edit<'a> {
+    pub what: &'a str,
+    pub old: Option<&'a Entry>,
+    pub new: Option<&'a Entry>,
+}
 
 /// What the operations depend on besides the change: the running daemon's workers.
 pub struct Context {
@@ -110,30 +98,35 @@ pub fn ops(c: &Change, cx: &Context) -> Result<Ops, String> {
     let what = format!("{} {}", c.name(), c.kind());
     let mut o = Ops::default();
     let (old, new) = (c.old.as_ref(), c.new.as_ref());
+    let ch = Edit {
+        what: &what,
+        old,
+        new,
+    };
     match c.section {
-        "interface" => interface(&mut o, &what, old, new)?,
-        "subinterface" => super::soft::subinterface(&mut o, &what, old, new)?,
-        "bvi" => super::soft::bvi(&mut o, &what, old, new)?,
-        "xconnect" => xconnect(&mut o, &what, old, new)?,
-        "rx-placement" => super::workers::rx_placement(&mut o, &what, old, new, cx.workers)?,
-        "handoff" => super::workers::handoff(&mut o, &what, old, new)?,
-        "lcp" => lcp(&mut o, &what, old, new)?,
-        "nat44" => super::nat::nat44(&mut o, &what, old, new)?,
-        "nat44-interface" => super::nat::interface(&mut o, &what, old, new)?,
-        "nat44-static" => super::nat::mapping(&mut o, &what, old, new)?,
-        "bridge-domain" => super::bridge::bridge_domain(&mut o, &what, old, new)?,
-        "l2fib" => both(&mut o, &what, old, new, l2fib_add, |e| {
+        "interface" => interface(&mut o, ch)?,
+        "subinterface" => super::soft::subinterface(&mut o, ch)?,
+        "bvi" => super::soft::bvi(&mut o, ch)?,
+        "xconnect" => xconnect(&mut o, ch)?,
+        "rx-placement" => super::workers::rx_placement(&mut o, ch, cx.workers)?,
+        "handoff" => super::workers::handoff(&mut o, ch)?,
+        "lcp" => lcp(&mut o, ch)?,
+        "nat44" => super::nat::nat44(&mut o, ch)?,
+        "nat44-interface" => super::nat::interface(&mut o, ch)?,
+        "nat44-static" => super::nat::mapping(&mut o, ch)?,
+        "bridge-domain" => super::bridge::bridge_domain(&mut o, ch)?,
+        "l2fib" => both(&mut o, ch, l2fib_add, |e| {
             Ok(format!(
                 "l2fib del {} {}",
                 word(e, "mac")?,
                 word(e, "bridge-domain")?
             ))
         })?,
-        "ip-table" => ip_table(&mut o, &what, old, new)?,
-        "route" => both(&mut o, &what, old, new, route_add, |e| {
+        "ip-table" => ip_table(&mut o, ch)?,
+        "route" => both(&mut o, ch, route_add, |e| {
             Ok(format!("ip route del {}{}", word(e, "prefix")?, table(e)))
         })?,
-        "acl" => both(&mut o, &what, old, new, acl_set, |e| {
+        "acl" => both(&mut o, ch, acl_set, |e| {
             Ok(format!("acl del {}", word(e, "name")?))
         })?,
         "acl-input" | "acl-output" => {
@@ -145,7 +138,7 @@ pub fn ops(c: &Change, cx: &Context) -> Result<Ops, String> {
                     word(e, "acl")?
                 ))
             };
-            both(&mut o, &what, old, new, set, |e| Ok(set(e)? + " del"))?;
+            both(&mut o, ch, set, |e| Ok(set(e)? + " del"))?;
         }
         s => {
             return Err(format!(
@@ -160,9 +153,7 @@ pub fn ops(c: &Change, cx: &Context) -> Result<Ops, String> {
 /// takes away (`del`): added, removed or replaced.
 pub(super) fn both(
     o: &mut Ops,
-    what: &str,
-    old: Option<&Entry>,
-    new: Option<&Entry>,
+    Edit { what, old, new }: Edit,
     set: impl Fn(&Entry) -> Result<String, String>,
     del: impl Fn(&Entry) -> Result<String, String>,
 ) -> Result<(), String> {
@@ -202,12 +193,8 @@ fn table(e: &Entry) -> String {
 }
 
 /// [[interface]]: its admin state and addresses change live; anything else is its driver's.
-fn interface(
-    o: &mut Ops,
-    what: &str,
-    old: Option<&Entry>,
-    new: Option<&Entry>,
-) -> Result<(), String> {
+fn interface(o: &mut Ops, ch: Edit) -> Result<(), String> {
+    let Edit { what, old, new } = ch;
     let (Some(d), Some(n)) = (old, new) else {
         return Err(format!(
             "{what}: a hardware interface is made or removed only at start; restart the \
@@ -248,7 +235,8 @@ pub(super) fn state(o: &mut Ops, what: &str, name: &str, was: &str, now: &str) {
 }
 
 /// [[lcp]]: `lcp create` / `lcp delete`; a pair that changes is deleted and made again.
-fn lcp(o: &mut Ops, what: &str, old: Option<&Entry>, new: Option<&Entry>) -> Result<(), String> {
+fn lcp(o: &mut Ops, ch: Edit) -> Result<(), String> {
+    let Edit { what, old, new } = ch;
     let create = |e: &Entry| -> Result<String, String> {
         let mut l = format!(
             "lcp create {} host-if {}",
@@ -271,12 +259,7 @@ fn lcp(o: &mut Ops, what: &str, old: Option<&Entry>, new: Option<&Entry>) -> Res
 }
 
 /// [[xconnect]]: `set interface l2 xconnect`, undone by `set interface l3`.
-fn xconnect(
-    o: &mut Ops,
-    what: &str,
-    old: Option<&Entry>,
-    new: Option<&Entry>,
-) -> Result<(), String> {
+fn xconnect(o: &mut Ops, ch: Edit) -> Result<(), String> {
     let set = |e: &Entry| -> Result<String, String> {
         Ok(format!(
             "set interface l2 xconnect {} {}",
@@ -284,7 +267,7 @@ fn xconnect(
             word(e, "tx")?
         ))
     };
-    both(o, what, old, new, set, |e| {
+    both(o, ch, set, |e| {
         Ok(format!("set interface l3 {}", word(e, "rx")?))
     })
 }
@@ -333,12 +316,8 @@ fn acl_set(e: &Entry) -> Result<String, String> {
 
 /// [[ip-table]]: the table, then its interfaces (both families, as the file binds them);
 /// an interface that leaves goes back to table 0.
-fn ip_table(
-    o: &mut Ops,
-    what: &str,
-    old: Option<&Entry>,
-    new: Option<&Entry>,
-) -> Result<(), String> {
+fn ip_table(o: &mut Ops, ch: Edit) -> Result<(), String> {
+    let Edit { what, old, new } = ch;
     let id = word(new.or(old).ok_or("no entry")?, "id")?;
     let was = old.map(|e| words(e, "interfaces")).unwrap_or_default();
     let now = new.map(|e| words(e, "interfaces")).unwrap_or_default();

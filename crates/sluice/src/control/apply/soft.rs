@@ -9,7 +9,7 @@
 //! before it is deleted. What is fixed when it is made (a sub-interface's tags, a BVI's
 //! MAC) is refused when it changes.
 
-use super::ops::{state, word, words, Ops};
+use super::ops::{state, word, words, Edit, Ops};
 use crate::config::emit::Entry;
 use toml::Value;
 
@@ -62,12 +62,8 @@ fn subif_name(e: &Entry) -> Result<String, String> {
 }
 
 /// [[subinterface]]: made or deleted, its state and addresses changed; its tags are fixed.
-pub fn subinterface(
-    o: &mut Ops,
-    what: &str,
-    old: Option<&Entry>,
-    new: Option<&Entry>,
-) -> Result<(), String> {
+pub fn subinterface(o: &mut Ops, ch: Edit) -> Result<(), String> {
+    let Edit { what, old, new } = ch;
     let name = subif_name(new.or(old).ok_or("no entry")?)?;
     let none = Vec::new();
     let addresses = |e: Option<&Entry>| e.map(|e| words(e, "address")).unwrap_or_default();
@@ -114,12 +110,8 @@ pub fn subinterface(
 
 /// [[bvi]]: made or deleted, moved to another domain, its addresses changed; its MAC is
 /// fixed.
-pub fn bvi(
-    o: &mut Ops,
-    what: &str,
-    old: Option<&Entry>,
-    new: Option<&Entry>,
-) -> Result<(), String> {
+pub fn bvi(o: &mut Ops, ch: Edit) -> Result<(), String> {
+    let Edit { what, old, new } = ch;
     let instance = word(new.or(old).ok_or("no entry")?, "instance")?;
     let name = format!("bvi{instance}");
     let join = |e: &Entry| -> Result<String, String> {

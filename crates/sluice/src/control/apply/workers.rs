@@ -4,17 +4,12 @@
 //! A placement that goes sends its queue back to the worker it starts on by default (queue
 //! mod workers), as `save` leaves such a queue out; a handoff that goes is `off`.
 
-use super::ops::{both, word, words, Ops};
+use super::ops::{both, word, words, Edit, Ops};
 use crate::config::emit::Entry;
 
 /// [[rx-placement]]: `set interface rx-placement IF queue Q worker W`.
-pub fn rx_placement(
-    o: &mut Ops,
-    what: &str,
-    old: Option<&Entry>,
-    new: Option<&Entry>,
-    workers: usize,
-) -> Result<(), String> {
+pub fn rx_placement(o: &mut Ops, ch: Edit, workers: usize) -> Result<(), String> {
+    let Edit { what, old, new } = ch;
     let e = new.or(old).ok_or("no entry")?;
     let (itf, queue) = (word(e, "interface")?, word(e, "queue")?);
     let q: usize = queue
@@ -35,12 +30,7 @@ pub fn rx_placement(
 }
 
 /// [[handoff]]: `set interface handoff IF workers LIST key K`, or `IF off`.
-pub fn handoff(
-    o: &mut Ops,
-    what: &str,
-    old: Option<&Entry>,
-    new: Option<&Entry>,
-) -> Result<(), String> {
+pub fn handoff(o: &mut Ops, ch: Edit) -> Result<(), String> {
     let set = |e: &Entry| -> Result<String, String> {
         Ok(format!(
             "set interface handoff {} workers {} key {}",
@@ -55,5 +45,5 @@ pub fn handoff(
             word(e, "interface")?
         ))
     };
-    both(o, what, old, new, set, off)
+    both(o, ch, set, off)
 }

@@ -41,15 +41,12 @@ error_counters! {
         LearnQueueFull = "neighbour learn queue full (learnt again later)",
         AddressConflict = "arp sender claims one of our addresses (conflict)",
     }
-}
-
-fn error_of(e: ArpError) -> Error {
-    match e {
-        ArpError::Truncated => Error::Truncated,
-        ArpError::NotEthernet => Error::NotEthernet,
-        ArpError::NotIpv4 => Error::NotIpv4,
-        ArpError::BadLengths => Error::BadLengths,
-        ArpError::BadOperation => Error::BadOperation,
+    impl From<ArpError> {
+        Truncated,
+        NotEthernet,
+        NotIpv4,
+        BadLengths,
+        BadOperation,
     }
 }
 
@@ -111,7 +108,7 @@ impl ArpInput {
         let our_mac = itf.mac;
         let arp = match ArpPacket::parse(cx.bufs.l3(bi)) {
             Ok(p) => p,
-            Err(e) => return Verdict::Drop(error_of(e)),
+            Err(e) => return Verdict::Drop(Error::from(e)),
         };
         let mac_ok = !arp.sender_mac.is_multicast() && arp.sender_mac.0 != [0; 6];
         // An address probe (RFC 5227) comes from 0.0.0.0: answered (so that the prober sees

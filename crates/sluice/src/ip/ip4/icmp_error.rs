@@ -6,8 +6,7 @@
 //! errors.
 
 use super::IcmpErrorRequest;
-use crate::graph::names::error_counters;
-use crate::ip::icmp_error::{ErrorBuilder, IcmpError, Original};
+use crate::ip::icmp_error::{icmp_error_counters, ErrorBuilder, IcmpError, Original};
 use crate::ip::V4;
 use crate::router::adjacency::L3View;
 use crate::wire::icmp4::{self, build_error, error_forbidden, MAX_ERROR_LEN};
@@ -15,17 +14,16 @@ use crate::wire::ipv4::Ipv4View;
 
 pub const NAME: &str = "icmp4-error";
 
-error_counters! {
-    pub enum Error {
-        SentTimeExceeded = "sent time exceeded",
+icmp_error_counters! {
+    sent {
         SentUnreachable = "sent unreachable",
         SentFragmentationNeeded = "sent fragmentation needed",
         SentOther = "sent other ICMP error",
-        RateLimited = "rate limited",
+    }
+    not_sent {
         Forbidden = "not sent (RFC 1812 forbids)",
         NoAddress = "not sent: no IPv4 address on the receiving interface",
         NotIpv4 = "not sent: original is not an IPv4 packet",
-        NoBuffer = "not sent: buffer allocation failed",
     }
 }
 
@@ -35,10 +33,7 @@ pub type Icmp4Error = IcmpError<V4>;
 impl ErrorBuilder for V4 {
     type Counter = Error;
     type Addr = u32;
-    const ERRORS: &'static [&'static str] = &Error::REASONS;
-    const RATE_LIMITED: Error = Error::RateLimited;
     const NOT_OF_FAMILY: Error = Error::NotIpv4;
-    const NO_BUFFER: Error = Error::NoBuffer;
     const MAX_LEN: usize = MAX_ERROR_LEN;
 
     fn source(view: &L3View, orig: &Original) -> Result<u32, Error> {

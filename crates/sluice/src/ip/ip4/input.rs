@@ -26,6 +26,13 @@ error_counters! {
         MartianDestination = "ip4 destination invalid (0/8, 127/8, class E)",
         Options = "ip4 options present (forwarded)",
     }
+    impl From<Ipv4Error> {
+        Truncated,
+        Version,
+        HeaderLength,
+        TotalLength,
+        Checksum,
+    }
 }
 
 /// RFC 1812 4.2.2.11 and 5.3.7: a source on network 0 or 127, a multicast source, or a
@@ -40,22 +47,11 @@ pub fn martian_destination(a: u32) -> bool {
     matches!(a >> 24, 0 | 127) || (a >> 28 == 0xf && a != u32::MAX)
 }
 
-fn error_of(e: Ipv4Error) -> Error {
-    match e {
-        Ipv4Error::Truncated => Error::Truncated,
-        Ipv4Error::Version => Error::Version,
-        Ipv4Error::HeaderLength => Error::HeaderLength,
-        Ipv4Error::TotalLength => Error::TotalLength,
-        Ipv4Error::Checksum => Error::Checksum,
-    }
-}
-
 /// The input node of IPv4 (`nodes::ip::input`, with the checks below).
 pub type Ip4Input = IpInput<V4>;
 
 impl InputChecks for V4 {
     type Counter = Error;
-    const ERRORS: &'static [&'static str] = &Error::REASONS;
 
     /// The verdict for one packet: where it goes, and which counter (if any) it bumps.
     /// `ip` is the packet from its L3 header on (`None` when it is not IPv4), `ip_len` the
@@ -65,7 +61,7 @@ impl InputChecks for V4 {
             return (Next::Drop, Some(Error::NotIpv4));
         };
         match Ipv4Header::parse_in(bytes, ip_len) {
-            Err(e) => (Next::Drop, Some(error_of(e))),
+            Err(e) => (Next::Drop, Some(Error::from(e))),
             Ok(h) if martian_source(h.source()) => (Next::Drop, Some(Error::MartianSource)),
             Ok(h) if martian_destination(h.destination()) => {
                 (Next::Drop, Some(Error::MartianDestination))

@@ -43,7 +43,6 @@ pub type Verdict = crate::ip::local::Verdict<Error>;
 
 impl LocalRules for V4 {
     type Counter = Error;
-    const LOCAL_ERRORS: &'static [&'static str] = &Error::REASONS;
     const DISCOVERY_NODE: Option<&'static str> = None;
 
     const HOST_REASON: crate::lcp::host_punt::Reason = crate::lcp::host_punt::Reason::Local4;

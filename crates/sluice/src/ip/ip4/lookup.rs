@@ -65,7 +65,6 @@ impl LookupRules for V4 {
     type Key = Key;
     type Addr = u32;
     type Counter = Error;
-    const ERRORS: &'static [&'static str] = &Error::REASONS;
 
     #[inline(always)]
     fn key(ip: Option<&[u8]>) -> Key {

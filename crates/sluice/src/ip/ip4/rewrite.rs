@@ -4,8 +4,7 @@
 //! packet larger than the MTU goes back to its sender as ICMP fragmentation needed when it
 //! has DF set, and otherwise leaves in fragments, each in a buffer of its own.
 
-use crate::graph::names::error_counters;
-use crate::ip::rewrite::{Checked, IpRewrite, RewriteRules};
+use crate::ip::rewrite::{rewrite_counters, Checked, IpRewrite, RewriteRules};
 pub use crate::ip::rewrite::{Next, OUTPUT_FEATURES};
 use crate::ip::V4;
 use crate::nodes::IcmpErrorRequest;
@@ -21,19 +20,14 @@ pub type Ip4Rewrite = IpRewrite<V4>;
 /// What happens to one packet.
 pub type Verdict = crate::ip::rewrite::Verdict<Error>;
 
-error_counters! {
-    pub enum Error {
-        NotIpv4 = "not an IPv4 packet",
-        DropAdjacency = "adjacency drops the packet",
-        NotNeighbor = "adjacency is not a neighbour (local, multipath or stale)",
-        NoInterface = "adjacency's interface is not in the view",
-        TtlExpired = "ttl expired (sent to icmp4-error)",
-        TooBig = "larger than the MTU with DF set (sent to icmp4-error)",
-        OwnTooBig = "own packet with DF set larger than the MTU",
-        Unresolved = "neighbour not resolved (sent to ip4-arp)",
-        Fragmented = "larger than the MTU: fragmented",
-        FragmentFailed = "larger than the MTU: no buffer for its fragments",
-    }
+rewrite_counters! {
+    NotIpv4 = "not an IPv4 packet",
+    TtlExpired = "ttl expired (sent to icmp4-error)",
+    TooBig = "larger than the MTU with DF set (sent to icmp4-error)",
+    OwnTooBig = "own packet with DF set larger than the MTU",
+    Unresolved = "neighbour not resolved (sent to ip4-arp)",
+    Fragmented = "larger than the MTU: fragmented",
+    FragmentFailed = "larger than the MTU: no buffer for its fragments",
 }
 
 impl RewriteRules for V4 {
@@ -41,12 +35,7 @@ impl RewriteRules for V4 {
     type Dst = u32;
     const RESOLVE_NODE: &'static str = super::arp::NAME;
     const OUTPUT_ARC: usize = crate::graph::features::IP4_OUTPUT;
-    const REWRITE_ERRORS: &'static [&'static str] = &Error::REASONS;
     const HOPS: &'static str = "ttl";
-    const NOT_OF_FAMILY: Error = Error::NotIpv4;
-    const DROP_ADJACENCY: Error = Error::DropAdjacency;
-    const NOT_NEIGHBOR: Error = Error::NotNeighbor;
-    const NO_INTERFACE: Error = Error::NoInterface;
     const UNRESOLVED: Error = Error::Unresolved;
     const FRAGMENTED: Error = Error::Fragmented;
     const FRAGMENT_FAILED: Error = Error::FragmentFailed;

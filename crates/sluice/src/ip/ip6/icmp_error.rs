@@ -5,8 +5,7 @@
 //! bucket (2.4(f)) keeps a flood of bad packets from becoming a flood of errors.
 
 use super::IcmpErrorRequest;
-use crate::graph::names::error_counters;
-use crate::ip::icmp_error::{ErrorBuilder, IcmpError, Original};
+use crate::ip::icmp_error::{icmp_error_counters, ErrorBuilder, IcmpError, Original};
 use crate::ip::V6;
 use crate::router::adjacency::{L3Interface, L3View};
 use crate::wire::icmp6::{self, build_error, error_forbidden, Forbidden};
@@ -14,28 +13,24 @@ use crate::wire::ipv6::{self, Ipv6Header, MIN_MTU};
 
 pub const NAME: &str = "icmp6-error";
 
-error_counters! {
-    pub enum Error {
-        SentTimeExceeded = "sent time exceeded",
+icmp_error_counters! {
+    sent {
         SentUnreachable = "sent destination unreachable",
         SentPacketTooBig = "sent packet too big",
         SentOther = "sent other ICMPv6 error",
-        RateLimited = "rate limited",
+    }
+    not_sent {
         AboutError = "not sent: about an ICMPv6 error or redirect",
         AboutMulticast = "not sent: about a multicast packet",
         BadSource = "not sent: source multicast or unspecified",
         NotIpv6 = "not sent: original is not an IPv6 packet",
         NoAddress = "not sent: no IPv6 address on the receiving interface",
-        NoBuffer = "not sent: buffer allocation failed",
     }
-}
-
-fn forbidden(f: Forbidden) -> Error {
-    match f {
-        Forbidden::NotIpv6 => Error::NotIpv6,
-        Forbidden::ErrorMessage => Error::AboutError,
-        Forbidden::MulticastDestination => Error::AboutMulticast,
-        Forbidden::BadSource => Error::BadSource,
+    impl From<Forbidden> {
+        NotIpv6,
+        ErrorMessage => AboutError,
+        MulticastDestination => AboutMulticast,
+        BadSource,
     }
 }
 
@@ -66,16 +61,13 @@ pub type Icmp6Error = IcmpError<V6>;
 impl ErrorBuilder for V6 {
     type Counter = Error;
     type Addr = u128;
-    const ERRORS: &'static [&'static str] = &Error::REASONS;
-    const RATE_LIMITED: Error = Error::RateLimited;
     const NOT_OF_FAMILY: Error = Error::NotIpv6;
-    const NO_BUFFER: Error = Error::NoBuffer;
     const MAX_LEN: usize = MIN_MTU;
 
     fn source(view: &L3View, orig: &Original) -> Result<u128, Error> {
         let req = orig.req;
         if let Some(f) = error_forbidden(orig.ip, req.kind, req.code) {
-            return Err(forbidden(f));
+            return Err(Error::from(f));
         }
         // (e.4) A link-layer multicast is the one case error_forbidden cannot see; it has
         // the same exceptions as (e.3).

@@ -22,13 +22,10 @@ error_counters! {
         MulticastSource = "ip6 source is multicast",
         Loopback = "ip6 loopback source or destination from the wire",
     }
-}
-
-fn error_of(e: Ipv6Error) -> Error {
-    match e {
-        Ipv6Error::Truncated => Error::Truncated,
-        Ipv6Error::Version => Error::Version,
-        Ipv6Error::PayloadLength => Error::PayloadLength,
+    impl From<Ipv6Error> {
+        Truncated,
+        Version,
+        PayloadLength,
     }
 }
 
@@ -37,7 +34,6 @@ pub type Ip6Input = IpInput<V6>;
 
 impl InputChecks for V6 {
     type Counter = Error;
-    const ERRORS: &'static [&'static str] = &Error::REASONS;
 
     /// The verdict for one packet: where it goes, and which counter (if any) it bumps.
     /// `ip` is the packet from its L3 header on (`None` when it is not IPv6), `ip_len` the
@@ -47,7 +43,7 @@ impl InputChecks for V6 {
             return (Next::Drop, Some(Error::NotIpv6));
         };
         match Ipv6Header::parse_in(bytes, ip_len) {
-            Err(e) => (Next::Drop, Some(error_of(e))),
+            Err(e) => (Next::Drop, Some(Error::from(e))),
             Ok(h) if ipv6::is_multicast(h.source()) => (Next::Drop, Some(Error::MulticastSource)),
             Ok(h) if h.source() == 1 || h.destination() == 1 => (Next::Drop, Some(Error::Loopback)),
             Ok(_) => (Next::Lookup, None),

@@ -68,7 +68,6 @@ impl LookupRules for V6 {
     type Key = Key;
     type Addr = u128;
     type Counter = Error;
-    const ERRORS: &'static [&'static str] = &Error::REASONS;
 
     /// The key of a packet ip6-input has checked (all zero if it cannot be read: :: matches
     /// only a default route).

@@ -3,8 +3,7 @@
 //! the MTU goes back to its sender as ICMPv6 Packet Too Big.
 
 use super::IcmpErrorRequest;
-use crate::graph::names::error_counters;
-use crate::ip::rewrite::{Checked, IpRewrite, RewriteRules};
+use crate::ip::rewrite::{rewrite_counters, Checked, IpRewrite, RewriteRules};
 pub use crate::ip::rewrite::{Next, OUTPUT_FEATURES};
 use crate::ip::V6;
 use crate::router::adjacency::{AdjKind, Adjacency, L3View};
@@ -19,17 +18,12 @@ pub type Ip6Rewrite = IpRewrite<V6>;
 /// What happens to one packet.
 pub type Verdict = crate::ip::rewrite::Verdict<Error>;
 
-error_counters! {
-    pub enum Error {
-        NotIpv6 = "not an IPv6 packet",
-        DropAdjacency = "adjacency drops the packet",
-        NotNeighbor = "adjacency is not a neighbour (local, multipath or stale)",
-        NoInterface = "adjacency's interface is not in the view",
-        HopLimitExpired = "hop limit expired (sent to icmp6-error)",
-        TooBig = "larger than the MTU (sent to icmp6-error)",
-        LocalTooBig = "own packet larger than the MTU",
-        Unresolved = "neighbour not resolved (sent to ip6-nd)",
-    }
+rewrite_counters! {
+    NotIpv6 = "not an IPv6 packet",
+    HopLimitExpired = "hop limit expired (sent to icmp6-error)",
+    TooBig = "larger than the MTU (sent to icmp6-error)",
+    LocalTooBig = "own packet larger than the MTU",
+    Unresolved = "neighbour not resolved (sent to ip6-nd)",
 }
 
 /// The neighbour a packet to `dst` by adjacency `adj` goes to: the next hop, or the
@@ -47,12 +41,7 @@ impl RewriteRules for V6 {
     type Dst = u128;
     const RESOLVE_NODE: &'static str = super::nd::NAME;
     const OUTPUT_ARC: usize = crate::graph::features::IP6_OUTPUT;
-    const REWRITE_ERRORS: &'static [&'static str] = &Error::REASONS;
     const HOPS: &'static str = "hop limit";
-    const NOT_OF_FAMILY: Error = Error::NotIpv6;
-    const DROP_ADJACENCY: Error = Error::DropAdjacency;
-    const NOT_NEIGHBOR: Error = Error::NotNeighbor;
-    const NO_INTERFACE: Error = Error::NoInterface;
     const UNRESOLVED: Error = Error::Unresolved;
     // Never counted: `check` sends every packet larger than the MTU to icmp6-error.
     const FRAGMENTED: Error = Error::TooBig;

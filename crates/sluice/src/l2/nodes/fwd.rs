@@ -10,8 +10,8 @@ use crate::ethernet::input as ethernet_input;
 use crate::graph::names::{error_counters, next_nodes};
 use crate::graph::{traced_loop_nodes, NodeCx, NodeDecl, TracedLoop};
 use crate::interface::SharedL2Modes;
-use crate::l2::fib::{key, L2FibReader};
-use crate::l2::nodes::{arp_term, flood};
+use crate::l2::fib::L2FibReader;
+use crate::l2::nodes::{arp_term, flood, FrameKeys};
 use crate::l2::reserved::{forwarded, link_local_group, valid_source};
 use crate::nodes::{error_drop, interface_output};
 
@@ -42,14 +42,11 @@ error_counters! {
     }
 }
 
-/// Packets ahead whose table slot is prefetched.
-const PREFETCH_AHEAD: usize = 16;
-
 pub struct L2Fwd {
     modes: SharedL2Modes,
     fib: L2FibReader,
-    /// The frame's destination keys, reused between frames.
-    keys: Vec<u64>,
+    /// The frame's destination keys.
+    keys: FrameKeys,
 }
 
 impl L2Fwd {
@@ -61,7 +58,7 @@ impl L2Fwd {
             L2Fwd {
                 modes,
                 fib,
-                keys: Vec::with_capacity(256),
+                keys: FrameKeys::new(),
             },
         )
         // Offload-safe for the frames it says so of: it clears the others' mark itself.
@@ -75,22 +72,11 @@ impl TracedLoop for L2Fwd {
     fn run<const TRACE: bool>(&mut self, cx: &mut NodeCx<'_>, frame: &[u32]) {
         let modes = self.modes.load();
         let table = self.fib.load();
-        // First each frame's destination key (the headers are in cache), 0 where there is
-        // nothing to look up; the lookups then prefetch from these.
-        self.keys.clear();
-        for &bi in frame {
-            let (meta, data) = cx.bufs.meta_data(bi);
-            let k = match (modes.bridge_port(meta.rx_if), data.get(..6)) {
-                (Some((port, _)), Some(dst)) if dst[0] & 1 == 0 => key(port.bd, dst),
-                _ => 0,
-            };
-            self.keys.push(k);
-        }
+        // First each frame's destination key, 0 for a group address (nothing to look up).
+        let unicast = |dst: &[u8], _: &[u8]| dst[0] & 1 == 0;
+        self.keys.read(cx.bufs, frame, &modes, 0..6, unicast);
         for (i, &bi) in frame.iter().enumerate() {
-            if let Some(&ahead) = self.keys.get(i + PREFETCH_AHEAD) {
-                table.prefetch(ahead);
-            }
-            let k = self.keys[i];
+            let k = self.keys.get(i, &table);
             let (meta, frame) = cx.bufs.meta_data_mut(bi);
             let rx = meta.rx_if;
             let frame: &[u8] = frame;

@@ -9,16 +9,13 @@ use crate::graph::names::next_nodes;
 use crate::graph::{traced_loop_nodes, NodeCx, NodeDecl, TracedLoop};
 use crate::interface::SharedL2Modes;
 use crate::l2::bridge::{L2Clock, MacLearn, MacLearnSender};
-use crate::l2::fib::{key, key_mac, L2FibReader};
-use crate::l2::nodes::fwd;
+use crate::l2::fib::{key_mac, L2FibReader};
+use crate::l2::nodes::{fwd, FrameKeys};
 use crate::l2::reserved::{learns_from, valid_source};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 pub const NAME: &str = "l2-learn";
-
-/// Packets ahead whose table slot is prefetched.
-const PREFETCH_AHEAD: usize = 16;
 
 /// Addresses remembered as sent this second (direct-mapped; a collision only resends).
 const RECENT_SLOTS: usize = 4096;
@@ -36,8 +33,8 @@ pub struct L2Learn {
     learns: MacLearnSender,
     lost: Arc<AtomicU64>,
     pending: Vec<MacLearn>,
-    /// The frame's source keys, reused between frames.
-    keys: Vec<u64>,
+    /// The frame's source keys.
+    keys: FrameKeys,
     /// Tags of (address, interface) sent during `recent_second`.
     recent: Box<[u64]>,
     recent_second: u32,
@@ -65,7 +62,7 @@ impl L2Learn {
                 learns: parts.learns,
                 lost: parts.lost,
                 pending: Vec::new(),
-                keys: Vec::with_capacity(256),
+                keys: FrameKeys::new(),
                 recent: vec![0; RECENT_SLOTS].into_boxed_slice(),
                 recent_second: u32::MAX,
             },
@@ -97,22 +94,10 @@ impl TracedLoop for L2Learn {
         // these. 0: nothing to learn — the interface left its bridge meanwhile, or the source
         // is a group or the all-zero address (l2-fwd drops and counts both), or the frame is
         // a PAUSE (IEEE 802.1D: never learnt, as in Linux).
-        self.keys.clear();
-        for &bi in frame {
-            let (meta, data) = cx.bufs.meta_data(bi);
-            let k = match (modes.bridge_port(meta.rx_if), data.get(6..12)) {
-                (Some((port, _)), Some(src)) if valid_source(src) && learns_from(data) => {
-                    key(port.bd, src)
-                }
-                _ => 0,
-            };
-            self.keys.push(k);
-        }
+        let learnt = |src: &[u8], frame: &[u8]| valid_source(src) && learns_from(frame);
+        self.keys.read(cx.bufs, frame, &modes, 6..12, learnt);
         for (i, &bi) in frame.iter().enumerate() {
-            if let Some(&ahead) = self.keys.get(i + PREFETCH_AHEAD) {
-                table.prefetch(ahead);
-            }
-            let k = self.keys[i];
+            let k = self.keys.get(i, &table);
             // Only a frame from a source learnt where it came in may be the fast path's:
             // XDP learns nothing.
             let meta = cx.bufs.meta_mut(bi);

@@ -49,25 +49,6 @@ fn header(dst: [u8; 6], src: [u8; 6]) -> [u8; 14] {
     h
 }
 
-/// Offer a route to `dst` from if0 to if1 by the complete neighbour, in `epoch`.
-fn offer_route(
-    o: &mut Offerer,
-    view: &crate::router::adjacency::SharedL3View,
-    dst: [u8; 4],
-    epoch: u32,
-) {
-    let eth = header(NEIGHBOR_MAC.0, if_mac(1).0);
-    let frame = rewritten(eth, dst);
-    route(
-        o,
-        (&port(0), &port(1)),
-        &view.load(),
-        ADJ_COMPLETE,
-        &frame,
-        epoch,
-    );
-}
-
 /// `o.route` of a packet routed by `adj` of `view` as `frame`.
 fn route(
     o: &mut Offerer,
@@ -80,27 +61,57 @@ fn route(
     o.route(rx, tx, Routed { view, adj, frame }, epoch);
 }
 
+/// What the offer tests start from: a fast path, ip4-rewrite's test view, and if0 and if1.
+struct Setup {
+    fp: Arc<FastPath>,
+    view: crate::router::adjacency::SharedL3View,
+    rx: Interface,
+    tx: Interface,
+}
+
+/// `Setup`, or None where there is no fast path (see `fast_path`).
+fn setup() -> Option<Setup> {
+    Some(Setup {
+        fp: fast_path()?,
+        view: view(),
+        rx: port(0),
+        tx: port(1),
+    })
+}
+
+impl Setup {
+    /// An offerer without a NAT.
+    fn offerer(&self) -> Offerer {
+        Offerer::new(self.fp.clone(), None)
+    }
+
+    /// Offer from if0 to if1 a packet to `dst` routed by `adj` with the Ethernet header
+    /// `eth`.
+    fn route(&self, o: &mut Offerer, adj: u32, eth: [u8; 14], dst: [u8; 4], epoch: u32) {
+        let frame = rewritten(eth, dst);
+        route(
+            o,
+            (&self.rx, &self.tx),
+            &self.view.load(),
+            adj,
+            &frame,
+            epoch,
+        );
+    }
+}
+
 fn taken(fp: &FastPath) -> Vec<super::Candidate> {
     std::mem::take(&mut *fp.candidates.lock().unwrap())
 }
 
 #[test]
 fn a_routed_packet_offers_its_destination_with_the_rewrite_and_the_checks() {
-    let Some(fp) = fast_path() else { return };
-    let view = view();
-    let v = view.load();
-    let (rx, tx) = (port(0), port(1));
-    let mut o = Offerer::new(fp.clone(), None);
+    let Some(s) = setup() else { return };
+    let (fp, v) = (&s.fp, s.view.load());
+    let mut o = s.offerer();
     let eth = header(NEIGHBOR_MAC.0, if_mac(1).0);
-    route(
-        &mut o,
-        (&rx, &tx),
-        &v,
-        ADJ_COMPLETE,
-        &rewritten(eth, [10, 9, 0, 1]),
-        5,
-    );
-    let c = taken(&fp);
+    s.route(&mut o, ADJ_COMPLETE, eth, [10, 9, 0, 1], 5);
+    let c = taken(fp);
     assert_eq!(c.len(), 1);
     assert_eq!(c[0].key, Key::route4(100, [10, 9, 0, 1]));
     let r = c[0].value.route.expect("a route's rewrite");
@@ -111,45 +122,17 @@ fn a_routed_packet_offers_its_destination_with_the_rewrite_and_the_checks() {
     assert_eq!((c[0].value.epoch, c[0].value.out_slot), (5, 1));
 
     // Offered once an epoch (for a while), again in the next.
-    route(
-        &mut o,
-        (&rx, &tx),
-        &v,
-        ADJ_COMPLETE,
-        &rewritten(eth, [10, 9, 0, 1]),
-        5,
-    );
-    assert!(taken(&fp).is_empty());
-    route(
-        &mut o,
-        (&rx, &tx),
-        &v,
-        ADJ_COMPLETE,
-        &rewritten(eth, [10, 9, 0, 1]),
-        6,
-    );
-    assert_eq!(taken(&fp).len(), 1);
+    s.route(&mut o, ADJ_COMPLETE, eth, [10, 9, 0, 1], 5);
+    assert!(taken(fp).is_empty());
+    s.route(&mut o, ADJ_COMPLETE, eth, [10, 9, 0, 1], 6);
+    assert_eq!(taken(fp).len(), 1);
 
     // The adjacency's smaller MTU is the limit; a gleaned host's neighbour is its use flag.
-    route(
-        &mut o,
-        (&rx, &tx),
-        &v,
-        ADJ_SMALL_MTU,
-        &rewritten(eth, [10, 9, 0, 2]),
-        6,
-    );
-    assert_eq!(taken(&fp)[0].value.route.unwrap().max_len, 1014);
+    s.route(&mut o, ADJ_SMALL_MTU, eth, [10, 9, 0, 2], 6);
+    assert_eq!(taken(fp)[0].value.route.unwrap().max_len, 1014);
     let glean = header(GLEANED_MAC.0, if_mac(1).0);
-    route(
-        &mut o,
-        (&rx, &tx),
-        &v,
-        ADJ_GLEAN,
-        &rewritten(glean, GLEANED),
-        6,
-    );
-    let g = taken(&fp);
+    s.route(&mut o, ADJ_GLEAN, glean, GLEANED, 6);
+    let g = taken(fp);
     let slot = v.neighbors.get(&(1, GLEANED.into())).unwrap().slot;
     assert_eq!(g[0].value.route.unwrap().use_slot, slot);
     assert_eq!(g[0].value.route.unwrap().dst_mac, GLEANED_MAC.0);
@@ -157,37 +140,36 @@ fn a_routed_packet_offers_its_destination_with_the_rewrite_and_the_checks() {
 
 #[test]
 fn what_the_program_cannot_do_is_never_offered() {
-    let Some(fp) = fast_path() else { return };
-    let view = view();
-    let v = view.load();
-    let (rx, tx) = (port(0), port(1));
+    let Some(s) = setup() else { return };
+    let (fp, v, rx, tx) = (&s.fp, s.view.load(), &s.rx, &s.tx);
     let eth = header(NEIGHBOR_MAC.0, if_mac(1).0);
     let good = rewritten(eth, [10, 9, 0, 1]);
-    let mut o = Offerer::new(fp.clone(), None);
+    let mut o = s.offerer();
     let mut arp = good.clone();
     arp[12..14].copy_from_slice(&[0x08, 0x06]);
     let plain = Interface::new(1, "plain", "af_packet", 1);
     // Not a neighbour's adjacency; another interface than the adjacency's; neither IPv4 nor IPv6 (ARP); a short
     // frame; epoch 0 (no fast path when the pass began); egress without the fast path.
-    route(&mut o, (&rx, &tx), &v, ADJ_DROP, &good, 5);
-    route(&mut o, (&rx, &port(2)), &v, ADJ_COMPLETE, &good, 5);
-    route(&mut o, (&rx, &tx), &v, ADJ_COMPLETE, &arp, 5);
-    route(&mut o, (&rx, &tx), &v, ADJ_COMPLETE, &good[..30], 5);
-    route(&mut o, (&rx, &tx), &v, ADJ_COMPLETE, &good, 0);
-    route(&mut o, (&rx, &plain), &v, ADJ_COMPLETE, &good, 5);
-    assert!(taken(&fp).is_empty());
+    route(&mut o, (rx, tx), &v, ADJ_DROP, &good, 5);
+    route(&mut o, (rx, &port(2)), &v, ADJ_COMPLETE, &good, 5);
+    route(&mut o, (rx, tx), &v, ADJ_COMPLETE, &arp, 5);
+    route(&mut o, (rx, tx), &v, ADJ_COMPLETE, &good[..30], 5);
+    route(&mut o, (rx, tx), &v, ADJ_COMPLETE, &good, 0);
+    route(&mut o, (rx, &plain), &v, ADJ_COMPLETE, &good, 5);
+    assert!(taken(fp).is_empty());
 }
 
 #[test]
 fn routes_are_installed_only_with_the_routers_refused_sources_in_the_map() {
-    let Some(fp) = fast_path() else { return };
-    let view = view();
-    let mut o = Offerer::new(fp.clone(), None);
+    let Some(s) = setup() else { return };
+    let (fp, view) = (&s.fp, &s.view);
+    let mut o = s.offerer();
+    let eth = header(NEIGHBOR_MAC.0, if_mac(1).0);
     let epoch = fp.epoch();
-    offer_route(&mut o, &view, [10, 9, 0, 1], epoch);
+    s.route(&mut o, ADJ_COMPLETE, eth, [10, 9, 0, 1], epoch);
     let mut window = (Instant::now(), 0);
     // No router view yet: nothing to say which sources are refused, so no route.
-    fp.install_batch(taken(&fp), &mut window);
+    fp.install_batch(taken(fp), &mut window);
     assert!(fp.maps.flows(8).is_empty());
     assert_eq!(
         fp.stats
@@ -197,8 +179,8 @@ fn routes_are_installed_only_with_the_routers_refused_sources_in_the_map() {
     );
 
     fp.set_view(view.clone());
-    offer_route(&mut o, &view, [10, 9, 0, 2], epoch);
-    fp.install_batch(taken(&fp), &mut window);
+    s.route(&mut o, ADJ_COMPLETE, eth, [10, 9, 0, 2], epoch);
+    fp.install_batch(taken(fp), &mut window);
     let flows = fp.maps.flows(8);
     assert_eq!(flows.len(), 1);
     assert_eq!(flows[0].0.kind, KIND_ROUTE4);
@@ -223,8 +205,8 @@ fn routes_are_installed_only_with_the_routers_refused_sources_in_the_map() {
     view.store(Arc::new(changed));
     fp.bump_epoch();
     let epoch = fp.epoch();
-    offer_route(&mut o, &view, [10, 9, 0, 3], epoch);
-    fp.install_batch(taken(&fp), &mut window);
+    s.route(&mut o, ADJ_COMPLETE, eth, [10, 9, 0, 3], epoch);
+    fp.install_batch(taken(fp), &mut window);
     assert_eq!(
         crate::sys::bpf::map_keys(&fp.maps.refused, 16)
             .unwrap()
@@ -233,8 +215,8 @@ fn routes_are_installed_only_with_the_routers_refused_sources_in_the_map() {
     );
 
     // A candidate of an older epoch is refused.
-    offer_route(&mut o, &view, [10, 9, 0, 4], epoch - 1);
-    fp.install_batch(taken(&fp), &mut window);
+    s.route(&mut o, ADJ_COMPLETE, eth, [10, 9, 0, 4], epoch - 1);
+    fp.install_batch(taken(fp), &mut window);
     assert!(fp.stats.stale.load(std::sync::atomic::Ordering::Relaxed) >= 1);
     assert!(!fp
         .maps
@@ -387,12 +369,12 @@ fn a_translated_packet_offers_its_sessions_direction_not_its_route() {
 
 #[test]
 fn a_bridged_frame_offers_its_source_and_destination_on_its_ingress() {
-    let Some(fp) = fast_path() else { return };
-    let mut o = Offerer::new(fp.clone(), None);
-    let (rx, tx) = (port(0), port(1));
+    let Some(s) = setup() else { return };
+    let (fp, rx, tx) = (&s.fp, &s.rx, &s.tx);
+    let mut o = s.offerer();
     let eth = header([2, 0, 0, 0, 0, 0xb1], [2, 0, 0, 0, 0, 0xa1]);
-    o.bridge((&rx, &tx), &eth, 3, 5);
-    let c = taken(&fp);
+    o.bridge((rx, tx), &eth, 3, 5);
+    let c = taken(fp);
     assert_eq!(c.len(), 1);
     let (dst, src) = ([2, 0, 0, 0, 0, 0xb1], [2, 0, 0, 0, 0, 0xa1]);
     assert_eq!(c[0].key, Key::bridge(100, dst, src));
@@ -407,19 +389,18 @@ fn a_bridged_frame_offers_its_source_and_destination_on_its_ingress() {
         "its source's age kept"
     );
     // Once an epoch; not toward a smaller MTU than the ingress's (the kernel would drop).
-    o.bridge((&rx, &tx), &eth, 3, 5);
+    o.bridge((rx, tx), &eth, 3, 5);
     let mut small = port(1);
     small.mtu = 1000;
     o.bridge((&port(2), &small), &eth, 3, 6);
-    assert!(taken(&fp).is_empty());
+    assert!(taken(fp).is_empty());
 }
 
 #[test]
 fn a_routed_ipv6_packet_offers_its_destination() {
-    let Some(fp) = fast_path() else { return };
-    let view = view();
-    let v = view.load();
-    let mut o = Offerer::new(fp.clone(), None);
+    let Some(s) = setup() else { return };
+    let (fp, v) = (&s.fp, s.view.load());
+    let mut o = s.offerer();
     let mut frame = vec![0u8; 62];
     frame[..14].copy_from_slice(&header(NEIGHBOR_MAC.0, if_mac(1).0));
     frame[12..14].copy_from_slice(&[0x86, 0xdd]);
@@ -429,8 +410,8 @@ fn a_routed_ipv6_packet_offers_its_destination() {
         .unwrap()
         .octets();
     frame[38..54].copy_from_slice(&dst);
-    route(&mut o, (&port(0), &port(1)), &v, ADJ_COMPLETE, &frame, 5);
-    let c = taken(&fp);
+    route(&mut o, (&s.rx, &s.tx), &v, ADJ_COMPLETE, &frame, 5);
+    let c = taken(fp);
     assert_eq!(c.len(), 1);
     assert_eq!(c[0].key, Key::route6_prefix(100, dst, 128));
     let r = c[0].value.route.expect("a route's rewrite");

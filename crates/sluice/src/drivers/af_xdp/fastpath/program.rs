@@ -234,6 +234,13 @@ fn packet(a: &mut Asm, n: i32, miss: &'static str) {
         .jmp(Cond::Gt, R1, R3, miss);
 }
 
+/// `packet` of an IPv4 header without options (version 4, IHL 5); anything else goes to
+/// `miss`.
+fn ipv4_packet<'a>(a: &'a mut Asm, miss: &'static str) -> &'a mut Asm {
+    packet(a, MIN_FRAME, miss);
+    a.ldx(Size::B, R1, R2, 14).jmp_imm(Cond::Ne, R1, 0x45, miss)
+}
+
 /// Look the key at the stack's `KEY_AT` up in `map`: none goes to `miss`; an entry goes to
 /// `next` with r7 = the value and r9 = `routed` (which checks and rewrite it takes).
 fn lookup_entry(a: &mut Asm, map: i32, miss: &'static str, (routed, next): (i32, &'static str)) {
@@ -265,9 +272,7 @@ fn route_lookup(a: &mut Asm, m: &Maps) {
 /// entry to the header checks with r7 = the value, r9 = 2.
 fn nat_lookup(a: &mut Asm, m: &Maps) {
     a.label("nat_lookup");
-    packet(a, MIN_FRAME, "xconnect");
-    a.ldx(Size::B, R1, R2, 14)
-        .jmp_imm(Cond::Ne, R1, 0x45, "xconnect")
+    ipv4_packet(a, "xconnect")
         .ldx(Size::B, R4, R2, 23)
         .jmp_imm(Cond::Eq, R4, 6, "nat_key")
         .jmp_imm(Cond::Ne, R4, 17, "xconnect")
@@ -290,33 +295,24 @@ fn nat_lookup(a: &mut Asm, m: &Maps) {
 /// checksum, padding or a short frame (the total length not the frame's).
 fn route_checks_header(a: &mut Asm, m: &Maps) {
     a.label("route_header");
-    packet(a, MIN_FRAME, "graph");
-    a.ldx(Size::B, R1, R2, 14)
-        .jmp_imm(Cond::Ne, R1, 0x45, "graph")
+    ipv4_packet(a, "graph")
         // Flags and fragment offset, network order: MF or an offset is a fragment.
         .ldx(Size::H, R1, R2, 20)
         .alu_imm(Alu::And, R1, i32::from(u16::from_be(0x3fff)))
         .jmp_imm(Cond::Ne, R1, 0, "graph")
         .ldx(Size::B, R1, R2, 22)
-        .jmp_imm(Cond::Le, R1, 1, "graph")
-        // Martian sources (0/8, 127/8, 224/3): ip4-input drops them.
-        .ldx(Size::B, R1, R2, 26)
-        .jmp_imm(Cond::Eq, R1, 0, "graph")
-        .jmp_imm(Cond::Eq, R1, 127, "graph")
-        .jmp_imm(Cond::Ge, R1, 224, "graph")
-        // A destination ip4-input refuses, or one no route carries alike (a route entry may
-        // cover a whole prefix): 0/8, 127/8, multicast, class E and broadcast.
-        .ldx(Size::B, R1, R2, 30)
-        .jmp_imm(Cond::Eq, R1, 0, "graph")
-        .jmp_imm(Cond::Eq, R1, 127, "graph")
-        .jmp_imm(Cond::Ge, R1, 224, "graph")
-        // The total length must be the frame's: no padding for the graph to trim.
-        .ldx(Size::H, R1, R2, 16)
-        .to_be(R1, 16)
-        .alu_imm(Alu::Add, R1, 14)
-        .mov(R4, R3)
-        .alu(Alu::Sub, R4, R2)
-        .jmp(Cond::Ne, R1, R4, "graph");
+        .jmp_imm(Cond::Le, R1, 1, "graph");
+    // Martian sources (0/8, 127/8, 224/3): ip4-input drops them. A destination ip4-input
+    // refuses, or one no route carries alike (a route entry may cover a whole prefix): 0/8,
+    // 127/8, multicast, class E and broadcast.
+    for at in [26, 30] {
+        a.ldx(Size::B, R1, R2, at)
+            .jmp_imm(Cond::Eq, R1, 0, "graph")
+            .jmp_imm(Cond::Eq, R1, 127, "graph")
+            .jmp_imm(Cond::Ge, R1, 224, "graph");
+    }
+    // The total length must be the frame's: no padding for the graph to trim.
+    length_is_the_frames(a, 16, 14, "graph");
     // The header checksum: the ones' complement sum of its ten words is 0xffff.
     a.mov_imm(R5, 0);
     for k in 0..10 {
@@ -338,6 +334,17 @@ fn route_checks_header(a: &mut Asm, m: &Maps) {
         .call(HELPER_MAP_LOOKUP)
         .jmp_imm(Cond::Ne, R0, 0, "graph")
         .ja("entry");
+}
+
+/// Goes to `miss` unless the 16-bit length at `at` of the frame (r2 to r3), plus the `before`
+/// bytes it does not count, is the frame's length (no padding, nothing cut off).
+fn length_is_the_frames(a: &mut Asm, at: i16, before: i32, miss: &'static str) {
+    a.ldx(Size::H, R1, R2, at)
+        .to_be(R1, 16)
+        .alu_imm(Alu::Add, R1, before)
+        .mov(R4, R3)
+        .alu(Alu::Sub, R4, R2)
+        .jmp(Cond::Ne, R1, R4, miss);
 }
 
 /// A routed frame's last checks against its entry: addressed to the ingress's MAC (the
@@ -396,13 +403,8 @@ fn route6_checks_header(a: &mut Asm) {
         .ldx(Size::B, R1, R2, 20)
         .jmp_imm(Cond::Eq, R1, 0, "graph")
         .ldx(Size::B, R1, R2, 21)
-        .jmp_imm(Cond::Le, R1, 1, "graph")
-        .ldx(Size::H, R1, R2, 18)
-        .to_be(R1, 16)
-        .alu_imm(Alu::Add, R1, 54)
-        .mov(R4, R3)
-        .alu(Alu::Sub, R4, R2)
-        .jmp(Cond::Ne, R1, R4, "graph");
+        .jmp_imm(Cond::Le, R1, 1, "graph");
+    length_is_the_frames(a, 18, 14 + 40, "graph");
     for at in [22, 38] {
         // ff00::/8 and fe80::/10.
         a.ldx(Size::B, R1, R2, at)
