@@ -1,14 +1,14 @@
 //! `sluice-dpdk`: sluice cross-connecting d0 and d1 with its dpdk driver, through DPDK's
-//! net_af_packet PMD on the veths (`sluice_config` writes each port's devargs).
+//! net_af_xdp or net_af_packet PMD on the veths (`sluice_config` writes each port's devargs).
 
 use super::sluice::{start, Forwarding};
 use super::DutSpec;
 use crate::gen::port::Io;
 
-/// `sluice-dpdk`: sluice's dpdk driver on the veths, through DPDK's net_af_packet PMD (its
-/// net_af_xdp cannot take sluice's buffers as its UMEM).
+/// `sluice-dpdk`: sluice's dpdk driver on the veths, through DPDK's net_af_xdp PMD (`--io
+/// af_xdp`, its UMEM is sluice's buffer region) or its net_af_packet PMD (`--io af_packet`).
 pub const DPDK_DUT: DutSpec = DutSpec {
-    io: &[Io::AfPacket, Io::DpdkNull],
+    io: &[Io::AfPacket, Io::AfXdp, Io::DpdkNull],
     unavailable: || {
         (!::sluice::drivers::dpdk::BUILT).then(|| ::sluice::drivers::dpdk::NOT_BUILT.into())
     },

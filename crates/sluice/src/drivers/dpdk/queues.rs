@@ -14,8 +14,9 @@ use std::sync::{Arc, Mutex};
 const BURST: usize = 256;
 /// Most segments one packet may have (jumbo frames over 2 KiB buffers).
 pub const MAX_SEGS: usize = 8;
-/// Where a segment's data may start at the earliest: past the mbuf header in the headroom.
-pub const FIRST_DATA: usize = 128;
+/// Where a segment's data may start at the earliest: past the object header and the mbuf
+/// header in the headroom (shim.c).
+pub const FIRST_DATA: usize = 192;
 /// Buffers ahead whose tag and metadata a receive asks the CPU to fetch.
 const RX_AHEAD: usize = 8;
 /// Packets ahead whose metadata a transmit asks the CPU to fetch.

@@ -6,15 +6,19 @@
  *
  * Zero copy, VPP's way: an mbuf lives inside each sluice buffer slot, in its headroom:
  *
- *   slot + 0          struct rte_mbuf (128 bytes)
- *   slot + 128        the mbuf's buffer (buf_addr): 128 bytes of DPDK headroom, then data
+ *   slot + 0          DPDK's mempool object header's place (64 bytes, never written)
+ *   slot + 64         struct rte_mbuf (128 bytes)
+ *   slot + 192        the mbuf's buffer (buf_addr): 128 bytes of DPDK headroom, then data
  *   slot + 2304       the next slot
  *
- * A frame a PMD receives starts at slot + 256 (buf_addr + RTE_PKTMBUF_HEADROOM), where
- * sluice's own data starts (its HEADROOM), with 2048 bytes of room; the buffer the NIC filled
- * is the buffer the graph reads and the buffer sent. DPDK's mempool object header, which
- * would sit just before the mbuf, is never written: these pools are not laid out by DPDK and
- * its debug checks are off in release builds of DPDK.
+ * A frame a PMD receives starts at slot + 320 (buf_addr + RTE_PKTMBUF_HEADROOM), with 1984
+ * bytes of room (longer frames become chains); the buffer the NIC filled is the buffer the
+ * graph reads and the buffer sent. Each slot is one mempool object exactly as DPDK would lay
+ * it out (object header, then the object, no padding: stride 2304 = 64 + elt_size), and each
+ * pool's memory list names the whole buffer region as its one chunk, so a PMD that derives
+ * its memory from the pool's layout (net_af_xdp makes the region its AF_XDP UMEM) finds
+ * sluice's buffers where it looks. The object header itself is never written: these pools
+ * are not populated by DPDK and its debug checks are off in release builds of DPDK.
  *
  * The mempools handed to DPDK get and put those mbufs through sluice's allocator: the
  * "sluice" mempool ops call back into Rust (sluice_dpdk_stock_get/put), which keeps a stock
@@ -35,12 +39,14 @@
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
+#include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 #include <rte_thash.h>
 #include <rte_version.h>
 
-#define SD_MBUF_AT 0
+/* Where the mbuf sits in a slot: after the mempool object header DPDK expects before it. */
+#define SD_MBUF_AT 64
 #define SD_BURST 256
 
 /* Rust's side of the pools (drivers/dpdk/stock.rs). */
@@ -230,15 +236,29 @@ void sd_thread_unregister(void)
 	rte_thread_unregister();
 }
 
-/* A mempool of `n` sluice buffers whose gets and puts go to `stock`. */
+/*
+ * A mempool of `n` sluice buffers whose gets and puts go to `stock`. No padding between
+ * objects (RTE_MEMPOOL_F_NO_SPREAD): DPDK's object size is then exactly the stride. The memory
+ * list holds one chunk, the whole region, and populated_size counts every slot in it: the
+ * stock may lend any of them, and net_af_xdp sizes its UMEM as populated_size objects from
+ * the first chunk's start.
+ */
 struct rte_mempool *sd_pool_create(const char *name, unsigned n, unsigned cache, void *stock,
 				   char *err, size_t len)
 {
 	unsigned elt = (unsigned)(SD_STRIDE - SD_MBUF_AT);
-	struct rte_mempool *mp = rte_mempool_create_empty(
-		name, n, elt, cache, sizeof(struct rte_pktmbuf_pool_private), SOCKET_ID_ANY, 0);
+	struct rte_mempool *mp =
+		rte_mempool_create_empty(name, n, elt, cache, sizeof(struct rte_pktmbuf_pool_private),
+					 SOCKET_ID_ANY, RTE_MEMPOOL_F_NO_SPREAD);
 	if (mp == NULL) {
 		say(err, len, "rte_mempool_create_empty", rte_errno);
+		return NULL;
+	}
+	if (mp->header_size != SD_MBUF_AT || mp->header_size + mp->elt_size + mp->trailer_size !=
+						     SD_STRIDE) {
+		snprintf(err, len, "DPDK lays a mempool object out as %u + %u + %u bytes, not %u",
+			 mp->header_size, mp->elt_size, mp->trailer_size, SD_STRIDE);
+		rte_mempool_free(mp);
 		return NULL;
 	}
 	int rc = rte_mempool_set_ops_byname(mp, "sluice", stock);
@@ -247,14 +267,26 @@ struct rte_mempool *sd_pool_create(const char *name, unsigned n, unsigned cache,
 		rte_mempool_free(mp);
 		return NULL;
 	}
+	/* rte_mempool_free releases it with rte_free. */
+	struct rte_mempool_memhdr *chunk = rte_zmalloc(NULL, sizeof(*chunk), 0);
+	if (chunk == NULL) {
+		say(err, len, "rte_zmalloc", ENOMEM);
+		rte_mempool_free(mp);
+		return NULL;
+	}
+	chunk->mp = mp;
+	chunk->addr = sd_base;
+	chunk->iova = (rte_iova_t)(uintptr_t)sd_base; /* IOVA as VA, as buf_iova */
+	chunk->len = (size_t)sd_count * SD_STRIDE;
+	STAILQ_INSERT_TAIL(&mp->mem_list, chunk, next);
+	mp->nb_mem_chunks = 1;
 	mp->pool_data = stock;
 	struct rte_pktmbuf_pool_private priv = {
 		.mbuf_data_room_size = (uint16_t)(elt - sizeof(struct rte_mbuf)),
 		.mbuf_priv_size = 0,
 	};
 	rte_pktmbuf_pool_init(mp, &priv);
-	/* The objects are sluice's buffers: there for DPDK's bookkeeping, not laid out by it. */
-	mp->populated_size = n;
+	mp->populated_size = sd_count;
 	mp->flags &= ~RTE_MEMPOOL_F_NON_IO;
 	return mp;
 }
@@ -626,7 +658,7 @@ static inline void mbuf_send_one(struct rte_mbuf *m, const struct tx_template *t
 
 /*
  * Send `n` (≤ 256) packets laid out as sd_rx gives them, through pool `mp`'s mbufs (each
- * segment's offset is at least 128: past the mbuf header). Returns how many the port took;
+ * segment's offset is at least 192: past the mbuf header). Returns how many the port took;
  * the rest are untouched by DPDK and stay the caller's.
  */
 uint16_t sd_tx(uint16_t port, uint16_t q, struct rte_mempool *mp, const uint32_t *seg_slot,

@@ -43,17 +43,6 @@ impl Dpdk {
                 format!("'{v}' is not a DPDK device name with its arguments"),
             ));
         }
-        // net_af_xdp maps its mempool's memory chunks as its UMEM; sluice's pools are its
-        // buffers, not chunks DPDK laid out, so that PMD cannot run on them.
-        if name.starts_with("net_af_xdp") {
-            return Err(c.err(
-                d.span(),
-                "devargs",
-                "net_af_xdp cannot use sluice's buffers as its UMEM: use driver = \"af_xdp\", \
-                 sluice's own AF_XDP driver"
-                    .into(),
-            ));
-        }
         Ok(Dpdk {
             devargs: v.to_string(),
         })
@@ -80,8 +69,6 @@ mod tests {
             => "t.toml:3: key 'host': a dpdk interface is named by devargs: host belongs to af_packet, af_xdp and auto";
         devargs_with_spaces: interface_with("dpdk", "devargs = \"net_null0, x\"\n")
             => "t.toml:4: key 'devargs': 'net_null0, x' is not a DPDK device name with its arguments";
-        net_af_xdp_refused: interface_with("dpdk", "devargs = \"net_af_xdp0,iface=eth0\"\n")
-            => "t.toml:4: key 'devargs': net_af_xdp cannot use sluice's buffers as its UMEM: use driver = \"af_xdp\", sluice's own AF_XDP driver";
         devargs_on_af_packet: interface_with("af_packet", "host = \"eth0\"\ndevargs = \"net_null0\"\n")
             => "t.toml:5: key 'devargs': belongs to dpdk interfaces";
     }
