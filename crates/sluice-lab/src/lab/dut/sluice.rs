@@ -416,7 +416,9 @@ pub fn sluice_config(
         ),
         // DPDK's ports: net_null (no generator), net_af_xdp or net_af_packet on the veth.
         Io::DpdkNull => format!("devargs = \"{}\"\n", super::null_devargs(k, null_frame)),
-        Io::AfXdp if driver == "dpdk" => format!("devargs = \"net_af_xdp{k},iface=d{k}\"\n"),
+        Io::AfXdp if driver == "dpdk" => {
+            format!("devargs = \"net_af_xdp{k},iface=d{k},busy_budget=0\"\n")
+        }
         _ if driver == "dpdk" => format!("devargs = \"net_af_packet{k},iface=d{k}\"\n"),
         // No MTU: the port keeps the veth's, which the lab set for this run.
         _ => format!("host = \"d{k}\"\n{fast_path}"),
