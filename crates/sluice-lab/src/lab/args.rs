@@ -50,7 +50,8 @@ pub struct RunArgs {
     /// the XDP fast path on; --io af_xdp),
     /// sluice-bridge (a learning bridge domain, as linux-bridge is), sluice-bridge-xdp
     /// (sluice-bridge with the XDP fast path on; --io af_xdp), sluice-dpdk (sluice's
-    /// dpdk driver: DPDK's net_af_packet on the veths, or net_null with --io dpdk-null), testpmd,
+    /// dpdk driver: DPDK's net_af_xdp or net_af_packet on the veths, or net_null with --io
+    /// dpdk-null), testpmd,
     /// vpp (l2 xconnect), vpp-router (when vpp and vppctl are on the PATH), or a comma list
     #[arg(long = "dut", value_name = "LIST", value_delimiter = ',', default_value = "sluice", value_parser = dut_arg)]
     pub duts: Vec<DutKind>,

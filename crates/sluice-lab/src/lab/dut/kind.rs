@@ -259,7 +259,7 @@ mod tests {
                 "sluice-xdp -y-- --y---",
                 "sluice-bridge yyy- -yy---",
                 "sluice-bridge-xdp -y-- -y----",
-                "sluice-dpdk y--y ------",
+                "sluice-dpdk yy-y ------",
                 "linux-bridge yy-- -y----",
                 "linux-router yy-- y--y--",
                 "linux-nat yy-- y----y",
