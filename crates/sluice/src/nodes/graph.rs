@@ -73,6 +73,10 @@ pub fn graph_nodes(
             clock: l2.clock,
         });
     }
+    let reply = crate::drivers::af_xdp::fastpath::offer::ReplyPath {
+        tables: tables.clone(),
+        features: features.clone(),
+    };
     let mut decls = inputs;
     decls.extend([
         crate::ethernet::input::EthernetInput::decl(
@@ -110,7 +114,7 @@ pub fn graph_nodes(
             interfaces.clone(),
             subifs.clone(),
             offload.clone(),
-            (Some(view.clone()), Some(filters.nat.clone())),
+            (Some(view.clone()), Some(filters.nat.clone()), Some(reply)),
         ),
     ]);
     for (itf, queue) in interfaces.iter().zip(txs) {

@@ -4,7 +4,7 @@
 //! parent's tx node.
 
 use crate::buffer::{FLAG_L2_OFFER, FLAG_NAT_HINT, FLAG_NAT_OFFER, FLAG_OFFLOAD};
-use crate::drivers::af_xdp::fastpath::offer::{Offerer, Routed};
+use crate::drivers::af_xdp::fastpath::offer::{Offerer, ReplyPath, Routed};
 use crate::drivers::af_xdp::fastpath::FastPath;
 use crate::graph::names::error_counters;
 use crate::graph::{traced_loop_nodes, NodeCx, NodeDecl, TracedLoop};
@@ -37,16 +37,21 @@ pub struct InterfaceOutput {
 
 impl InterfaceOutput {
     pub fn decl(interfaces: Vec<Arc<Interface>>, subifs: SharedSubIfs) -> NodeDecl {
-        Self::decl_offloading(interfaces, subifs, None, (None, None))
+        Self::decl_offloading(interfaces, subifs, None, (None, None, None))
     }
 
     /// The same, offering the flows of packets still marked `FLAG_OFFLOAD` to `fast_path`:
-    /// routes of `view`'s router, sessions of `nat`.
+    /// routes of `view`'s router, sessions of `nat` (with their replies where `reply`
+    /// says how the graph would route them).
     pub fn decl_offloading(
         interfaces: Vec<Arc<Interface>>,
         subifs: SharedSubIfs,
         fast_path: Option<Arc<FastPath>>,
-        (view, nat): (Option<SharedL3View>, Option<Arc<Nat44Shared>>),
+        (view, nat, reply): (
+            Option<SharedL3View>,
+            Option<Arc<Nat44Shared>>,
+            Option<ReplyPath>,
+        ),
     ) -> NodeDecl {
         let mut next: Vec<String> = interfaces
             .iter()
@@ -58,7 +63,7 @@ impl InterfaceOutput {
         let node = InterfaceOutput {
             interfaces,
             subifs,
-            offload: fast_path.map(|fp| Offerer::new(fp, nat)),
+            offload: fast_path.map(|fp| Offerer::new(fp, nat, reply)),
             view,
         };
         NodeDecl::internal(NAME, &[], &Error::REASONS, node)

@@ -6,13 +6,17 @@ use super::maps::{Key, NatRewrite, RouteRewrite, Value};
 use super::nat::{rewrite_of, SessionRef};
 use super::{Candidate, FastPath, Owner, Port, REOFFER};
 use crate::buffer::NAT_OFFER_REPLY;
+use crate::graph::features::{SharedFeatures, IP4_OUTPUT, IP4_UNICAST};
 use crate::interface::Interface;
+use crate::nat44::node::{NAT44_IN, NAT44_OUT};
+use crate::nat44::packet::Tuple;
 use crate::nat44::shared::Nat44Shared;
 use crate::nat44::table::Dir;
 use crate::router::adjacency::{AdjKind, L3View};
 use crate::router::neighbor_map::NO_SLOT;
+use crate::router::SharedTables;
 use std::collections::HashMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -23,6 +27,9 @@ pub struct Offerer {
     fp: Arc<FastPath>,
     /// The NAT whose sessions are offered, when the graph translates.
     nat: Option<Arc<Nat44Shared>>,
+    /// Where a session's reply would be routed: given, its entry is offered with the
+    /// forward direction's.
+    reply: Option<ReplyPath>,
     /// Flows offered lately: the epoch and when.
     offered: HashMap<Key, (u32, Instant), ahash::RandomState>,
     /// The time of the frame being handled: one clock read a frame, not one a packet.
@@ -34,11 +41,29 @@ fn down(i: &Interface) -> bool {
     i.live.as_ref().is_some_and(|l| !l.link_up())
 }
 
+/// What offering a session's reply with its forward direction needs: the routing tables the
+/// reply's first frame would be looked up in, and the features it would cross. Without it
+/// the reply's entry waits for that frame to cross the graph (a second graph frame per
+/// session, which is what a million new sessions cost most).
+#[derive(Clone)]
+pub struct ReplyPath {
+    pub tables: SharedTables,
+    pub features: SharedFeatures,
+}
+
+/// The only features a reply offered with its forward direction may meet: NAT's own.
+const NAT_FEATURES: [&str; 2] = [NAT44_IN, NAT44_OUT];
+
 impl Offerer {
-    pub fn new(fp: Arc<FastPath>, nat: Option<Arc<Nat44Shared>>) -> Offerer {
+    pub fn new(
+        fp: Arc<FastPath>,
+        nat: Option<Arc<Nat44Shared>>,
+        reply: Option<ReplyPath>,
+    ) -> Offerer {
         Offerer {
             fp,
             nat,
+            reply,
             offered: HashMap::default(),
             now: Instant::now(),
         }
@@ -193,6 +218,9 @@ impl Offerer {
         let Some((from, to)) = guard.table.offload(index, dir) else {
             return;
         };
+        let reply = (dir == Dir::Forward && self.reply.is_some())
+            .then(|| guard.table.offload(index, Dir::Reply))
+            .flatten();
         drop(guard);
         // The frame must be the session's translation (the graph's work, checked).
         if tuple_of(routed.frame) != Some(to) {
@@ -212,6 +240,102 @@ impl Offerer {
             value,
             rx_if: rx.index,
             adj: routed.adj,
+            owner: Owner::Session(SessionRef {
+                worker,
+                index,
+                tuple: from,
+            }),
+        });
+        if let Some(tuples) = reply {
+            self.nat_reply((rx, tx), routed.view, (worker, index), tuples, epoch);
+        }
+    }
+
+    /// The reply direction of session `index` of `worker`, whose forward direction went in
+    /// by `inside` and out by `outside`: received on `outside` as `from`, translated to `to`
+    /// and routed as ip4-lookup would route it. Offered only where the graph would do no
+    /// more: no feature but NAT's on the reply's arcs, a source the router takes, and one
+    /// known neighbour on `inside` as the route. Anything else waits for the reply's first
+    /// frame to cross the graph.
+    fn nat_reply(
+        &mut self,
+        (inside, outside): (&Interface, &Interface),
+        view: &L3View,
+        (worker, index): (usize, u32),
+        (from, to): (Tuple, Tuple),
+        epoch: u32,
+    ) {
+        let Some(path) = &self.reply else { return };
+        let (Some(in_port), Some(out_port)) = (inside.fast_path, outside.fast_path) else {
+            return;
+        };
+        if down(inside) || self.fp.backed_off.get(in_port.slot.into()) {
+            return;
+        }
+        let features = path.features.load();
+        let nat_only = |arc: usize, itf: u32| {
+            let on = features.enabled(arc, itf);
+            on.iter().all(|f| NAT_FEATURES.contains(f))
+        };
+        if !nat_only(IP4_UNICAST, outside.index) || !nat_only(IP4_OUTPUT, inside.index) {
+            return;
+        }
+        let tables = path.tables.load();
+        let table = tables.table_of(outside.index, false);
+        if view.v4_source(table, from.src).is_some() {
+            return;
+        }
+        let Some(fib) = tables.fib(table) else { return };
+        let mut adj = [0u32];
+        fib.lookup4_batch(&[to.dst], &mut adj);
+        let a = view.adj(adj[0]);
+        if a.interface != inside.index {
+            return;
+        }
+        let dst = IpAddr::V4(Ipv4Addr::from(to.dst));
+        let (dst_mac, src_mac, use_slot) = match a.kind {
+            AdjKind::Neighbor if a.complete => {
+                let mac =
+                    |at: usize| -> [u8; 6] { a.rewrite[at..at + 6].try_into().unwrap_or_default() };
+                (mac(0), mac(6), a.slot)
+            }
+            AdjKind::Glean => {
+                let Some(n) = view.neighbors.get(&(a.interface, dst)) else {
+                    return;
+                };
+                let Some(itf) = view.interface(a.interface) else {
+                    return;
+                };
+                (n.mac.0, itf.mac.0, n.slot)
+            }
+            _ => return,
+        };
+        let Some(in_mac) = view.interface(outside.index).map(|i| i.mac.0) else {
+            return;
+        };
+        let mtu = if a.mtu == 0 {
+            inside.mtu
+        } else {
+            a.mtu.min(inside.mtu)
+        };
+        let route = RouteRewrite {
+            dst_mac,
+            src_mac,
+            max_len: (mtu + 14).min(u16::MAX as u32) as u16,
+            in_mac,
+            use_slot,
+        };
+        let mut value = Value::between(epoch, out_port, in_port, Some(route));
+        value.nat = Some(NatRewrite {
+            worker: worker as u16,
+            index,
+            ..rewrite_of(&from, &to)
+        });
+        self.fp.offer(Candidate {
+            key: Key::nat4(out_port.ifindex, &from),
+            value,
+            rx_if: outside.index,
+            adj: adj[0],
             owner: Owner::Session(SessionRef {
                 worker,
                 index,

@@ -6,9 +6,11 @@ use super::offer::{Offerer, Routed};
 use super::{FastPath, Port};
 use crate::interface::Interface;
 use crate::ip::ip4::rewrite::test_support::{
-    if_mac, view, ADJ_COMPLETE, ADJ_GLEAN, ADJ_SMALL_MTU, GLEANED, GLEANED_MAC, NEIGHBOR_MAC,
+    if_mac, view, ADJ_COMPLETE, ADJ_GLEAN, ADJ_SMALL_MTU, GLEANED, GLEANED_MAC, HOST_MAC,
+    NEIGHBOR_MAC,
 };
 use crate::router::adjacency::ADJ_DROP;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -82,7 +84,7 @@ fn setup() -> Option<Setup> {
 impl Setup {
     /// An offerer without a NAT.
     fn offerer(&self) -> Offerer {
-        Offerer::new(self.fp.clone(), None)
+        Offerer::new(self.fp.clone(), None, None)
     }
 
     /// Offer from if0 to if1 a packet to `dst` routed by `adj` with the Ethernet header
@@ -333,7 +335,7 @@ fn a_translated_packet_offers_its_sessions_direction_not_its_route() {
     frame[34..36].copy_from_slice(&xlat.sport.to_be_bytes());
     frame[36..38].copy_from_slice(&xlat.dport.to_be_bytes());
     frame[16..18].copy_from_slice(&46u16.to_be_bytes());
-    let mut o = Offerer::new(fp.clone(), Some(nat.clone()));
+    let mut o = Offerer::new(fp.clone(), Some(nat.clone()), None);
     let (rx, tx) = (port(0), port(1));
     fn routed<'a>(view: &'a crate::router::adjacency::L3View, frame: &'a [u8]) -> Routed<'a> {
         Routed {
@@ -365,6 +367,96 @@ fn a_translated_packet_offers_its_sessions_direction_not_its_route() {
     let mut t = nat.table(0, &nv).unwrap();
     t.table.clear(&crate::nat44::Stats::default());
     assert_eq!(t.table.take_withdrawn(), vec![orig, xlat.reversed()]);
+}
+
+/// With the reply's path known, a session's forward offer brings its reply's: received on
+/// the outside, translated back, routed to the inside host's neighbour as ip4-lookup
+/// would, unless a feature other than NAT's stands on the reply's arcs.
+#[test]
+fn a_translated_packet_offers_its_reply_when_the_graph_would_only_translate_and_route_it() {
+    use crate::graph::features::{self, FeatureView, IP4_UNICAST};
+    use crate::nat44::packet::{Tuple, UDP};
+    use crate::nat44::table::Source;
+    use crate::router::adjacency::{ethernet_rewrite, AdjKind, Adjacency};
+    let Some(fp) = fast_path() else { return };
+    let nat = nat();
+    // ip4-rewrite's test view, and the inside host 10.0.0.7 a known neighbour on if0.
+    let mut v = (**view().load()).clone();
+    let host = 0x0a00_0007u32;
+    let mut a = Adjacency::simple(AdjKind::Neighbor);
+    a.interface = 0;
+    a.next_hop = IpAddr::V4(host.into());
+    a.complete = true;
+    a.rewrite = ethernet_rewrite(HOST_MAC, if_mac(0), 0x0800);
+    a.mtu = 1500;
+    a.slot = crate::router::neighbor_map::NO_SLOT;
+    v.adjs.push(a);
+    let to_host = (v.adjs.len() - 1) as u32;
+    let mut w = crate::fib::FibWriter::new();
+    w.add4(crate::fib::Prefix4::new(host, 32).unwrap(), to_host)
+        .unwrap();
+    w.commit();
+    let tables = crate::router::TableSet::only(w.reader());
+    let orig = Tuple {
+        proto: UDP,
+        src: host,
+        dst: 0x0a09_0001,
+        sport: 4000,
+        dport: 53,
+    };
+    let (index, xlat) = {
+        let nv = nat.view.load();
+        let mut t = nat.table(0, &nv).unwrap();
+        let stats = crate::nat44::Stats::default();
+        let out = (Source::Map(0xcb00_7101), None);
+        t.table.open(orig, out, (0, &stats)).unwrap()
+    };
+    let eth = header(NEIGHBOR_MAC.0, if_mac(1).0);
+    let mut frame = rewritten(eth, [10, 9, 0, 1]);
+    frame[23] = UDP;
+    frame[26..30].copy_from_slice(&xlat.src.to_be_bytes());
+    frame[34..36].copy_from_slice(&xlat.sport.to_be_bytes());
+    frame[36..38].copy_from_slice(&xlat.dport.to_be_bytes());
+    let (inside, outside) = (port(0), port(1));
+    let offer = |feature: FeatureView, epoch: u32| {
+        let reply = super::offer::ReplyPath {
+            tables: tables.clone(),
+            features: features::shared(feature),
+        };
+        let mut o = Offerer::new(fp.clone(), Some(nat.clone()), Some(reply));
+        let routed = Routed {
+            view: &v,
+            adj: ADJ_COMPLETE,
+            frame: &frame,
+        };
+        o.nat((&inside, &outside), routed, (0, index), epoch);
+        taken(&fp)
+    };
+    let c = offer(FeatureView::new(), 5);
+    assert_eq!(c.len(), 2, "{c:?}");
+    assert_eq!(c[0].key, Key::nat4(100, &orig));
+    let reply = &c[1];
+    assert_eq!(
+        reply.key,
+        Key::nat4(101, &xlat.reversed()),
+        "as the outside receives it"
+    );
+    assert_eq!(reply.rx_if, 1);
+    assert_eq!(reply.adj, to_host);
+    let n = reply.value.nat.expect("a translation");
+    assert_eq!(n.to, orig.reversed());
+    let r = reply.value.route.expect("a route");
+    assert_eq!(
+        (r.dst_mac, r.src_mac, r.in_mac),
+        (HOST_MAC.0, if_mac(0).0, if_mac(1).0)
+    );
+    assert_eq!(r.max_len, 1514);
+    assert_eq!(reply.value.out_slot, 0, "out by the inside port");
+    // An input ACL on the outside: the reply must cross it in the graph.
+    let mut acl = FeatureView::new();
+    acl.set(IP4_UNICAST, 1, crate::acl::node::ACL_IP4_IN, true)
+        .unwrap();
+    assert_eq!(offer(acl, 6).len(), 1, "the forward direction alone");
 }
 
 #[test]
