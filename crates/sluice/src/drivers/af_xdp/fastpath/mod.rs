@@ -419,12 +419,7 @@ impl FastPath {
         let (mut keys, mut values) = (Vec::new(), Vec::new());
         for c in cands {
             keys.extend_from_slice(&self.maps.map_of(&c.key).1);
-            let value = Value {
-                hits: 0,
-                seen: generation,
-                ..c.value
-            };
-            values.extend_from_slice(&value.bytes());
+            values.extend_from_slice(&fresh_value(c, generation).bytes());
         }
         let (ks, vs) = (keys.len() / cands.len().max(1), maps::VALUE_LEN);
         let mut from = 0;
@@ -439,12 +434,7 @@ impl FastPath {
             if n == 0 && from < cands.len() {
                 // One at a time: a kernel without the batch command, or a full map.
                 let c = &cands[from];
-                let value = Value {
-                    hits: 0,
-                    seen: generation,
-                    ..c.value
-                };
-                match self.maps.insert(&c.key, &value) {
+                match self.maps.insert(&c.key, &fresh_value(c, generation)) {
                     Ok(()) => self.stored(std::slice::from_ref(c)),
                     // E2BIG: the table is full.
                     Err(_) => {
@@ -550,5 +540,14 @@ fn map_index(kind: u16) -> usize {
         KIND_ROUTE6 => 2,
         KIND_NAT4 => 3,
         _ => 0,
+    }
+}
+
+/// A candidate's value as it enters its map: no hits yet, seen in `generation`.
+fn fresh_value(c: &Candidate, generation: u32) -> Value {
+    Value {
+        hits: 0,
+        seen: generation,
+        ..c.value
     }
 }
