@@ -108,23 +108,7 @@ fn mixed_sizes(mode: &str) -> bool {
         .unwrap();
 
     let count = 100_000u64;
-    let gen = gen_json(
-        &l.tester,
-        &[
-            "--tx",
-            "t0",
-            "--rx",
-            "t1",
-            "--size",
-            "64,128,256,512,1024,1514",
-            "--flows",
-            "16",
-            "--count",
-            &count.to_string(),
-            "--rate",
-            "50000",
-        ],
-    );
+    let gen = gen_mixed_sizes(&l.tester, ("t0", "t1"), count, 50000);
     // The DUT must forward everything; the tester, on a loaded machine, may miss frames in
     // its own receive ring, and says how many.
     let seen = gen["rx_packets"].as_u64().unwrap() + gen["rx_ring_drops"].as_u64().unwrap();

@@ -337,23 +337,7 @@ fn net_af_xdp_on_veths_uses_sluices_buffers_as_its_umem() {
     let hw = ctl(&socket, "show hardware d0").unwrap();
     assert!(hw.contains("net_af_xdp"), "{hw}");
     let count = 20_000u64;
-    let gen = gen_json(
-        &l.tester,
-        &[
-            "--tx",
-            "t0",
-            "--rx",
-            "t1",
-            "--size",
-            "64,128,256,512,1024,1514",
-            "--flows",
-            "16",
-            "--count",
-            &count.to_string(),
-            "--rate",
-            "20000",
-        ],
-    );
+    let gen = gen_mixed_sizes(&l.tester, ("t0", "t1"), count, 20000);
     // The tester, on a loaded machine, may miss frames in its own receive ring, and says so.
     let seen = gen["rx_packets"].as_u64().unwrap() + gen["rx_ring_drops"].as_u64().unwrap();
     let errors = ctl(&socket, "show errors").unwrap_or_default();

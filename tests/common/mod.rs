@@ -340,6 +340,25 @@ pub fn gen_json(ns: &Netns, args: &[&str]) -> serde_json::Value {
     json_output(&gen_command(ns, args).output().unwrap())
 }
 
+/// `sluice gen` in `ns` from port `tx` to port `rx`: `count` frames of mixed sizes (64 to
+/// 1514 bytes) over 16 flows at `rate` a second; its JSON summary.
+pub fn gen_mixed_sizes(
+    ns: &Netns,
+    (tx, rx): (&str, &str),
+    count: u64,
+    rate: u32,
+) -> serde_json::Value {
+    let (count, rate) = (count.to_string(), rate.to_string());
+    let sizes = "64,128,256,512,1024,1514";
+    gen_json(
+        ns,
+        &[
+            "--tx", tx, "--rx", rx, "--size", sizes, "--flows", "16", "--count", &count, "--rate",
+            &rate,
+        ],
+    )
+}
+
 /// The JSON a command printed, once it succeeded (its stderr, or what it printed that is not
 /// JSON, in the panic if not).
 #[allow(dead_code)] // not every test binary reads a command's JSON

@@ -414,12 +414,7 @@ pub fn sluice_config(
             "socket = \"{}\"\nrole = \"server\"\n",
             crate::lab::memif_socket(k).display()
         ),
-        // DPDK's ports: net_null (no generator), net_af_xdp or net_af_packet on the veth.
-        Io::DpdkNull => format!("devargs = \"{}\"\n", super::null_devargs(k, null_frame)),
-        Io::AfXdp if driver == "dpdk" => {
-            format!("devargs = \"net_af_xdp{k},iface=d{k},busy_budget=0\"\n")
-        }
-        _ if driver == "dpdk" => format!("devargs = \"net_af_packet{k},iface=d{k}\"\n"),
+        _ if driver == "dpdk" => super::sluice_dpdk::devargs(io, k, null_frame),
         // No MTU: the port keeps the veth's, which the lab set for this run.
         _ => format!("host = \"d{k}\"\n{fast_path}"),
     };

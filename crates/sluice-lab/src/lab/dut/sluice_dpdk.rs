@@ -21,3 +21,15 @@ pub const DPDK_DUT: DutSpec = DutSpec {
         )?))
     })
 };
+
+/// Port `k`'s devargs line: net_null (no generator), else DPDK's net_af_xdp or net_af_packet
+/// on veth dK. net_af_xdp without busy polling: its default makes a system call on every
+/// empty poll, which doubled dpdk-input's clocks a packet on the veths.
+pub fn devargs(io: Io, k: usize, null_frame: Option<usize>) -> String {
+    let port = match io {
+        Io::DpdkNull => super::null_devargs(k, null_frame),
+        Io::AfXdp => format!("net_af_xdp{k},iface=d{k},busy_budget=0"),
+        _ => format!("net_af_packet{k},iface=d{k}"),
+    };
+    format!("devargs = \"{port}\"\n")
+}

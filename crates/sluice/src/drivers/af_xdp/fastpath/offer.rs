@@ -229,23 +229,9 @@ impl Offerer {
         let Some(route) = rewrite(rx, tx, &routed, dst) else {
             return;
         };
-        let mut value = Value::between(epoch, rx_port, tx_port, Some(route));
-        value.nat = Some(NatRewrite {
-            worker: worker as u16,
-            index,
-            ..rewrite_of(&from, &to)
-        });
-        self.fp.offer(Candidate {
-            key: Key::nat4(rx_port.ifindex, &from),
-            value,
-            rx_if: rx.index,
-            adj: routed.adj,
-            owner: Owner::Session(SessionRef {
-                worker,
-                index,
-                tuple: from,
-            }),
-        });
+        let value = Value::between(epoch, rx_port, tx_port, Some(route));
+        let (ingress, adj) = ((rx_port, rx.index), routed.adj);
+        self.offer_session(ingress, (value, adj), (worker, index), (from, to));
         if let Some(tuples) = reply {
             self.nat_reply((rx, tx), routed.view, (worker, index), tuples, epoch);
         }
@@ -325,17 +311,30 @@ impl Offerer {
             in_mac,
             use_slot,
         };
-        let mut value = Value::between(epoch, out_port, in_port, Some(route));
+        let value = Value::between(epoch, out_port, in_port, Some(route));
+        let ingress = (out_port, outside.index);
+        self.offer_session(ingress, (value, adj[0]), (worker, index), (from, to));
+    }
+
+    /// Offer one direction of session `index` of `worker`: frames of `from` received on
+    /// `ingress` (its port and interface) leave as `to`, routed as `value` and `adj` say.
+    fn offer_session(
+        &self,
+        (port, rx_if): (Port, u32),
+        (mut value, adj): (Value, u32),
+        (worker, index): (usize, u32),
+        (from, to): (Tuple, Tuple),
+    ) {
         value.nat = Some(NatRewrite {
             worker: worker as u16,
             index,
             ..rewrite_of(&from, &to)
         });
         self.fp.offer(Candidate {
-            key: Key::nat4(out_port.ifindex, &from),
+            key: Key::nat4(port.ifindex, &from),
             value,
-            rx_if: outside.index,
-            adj: adj[0],
+            rx_if,
+            adj,
             owner: Owner::Session(SessionRef {
                 worker,
                 index,

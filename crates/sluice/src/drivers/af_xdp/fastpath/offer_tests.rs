@@ -305,14 +305,18 @@ fn nat() -> Arc<crate::nat44::shared::Nat44Shared> {
     nat
 }
 
-#[test]
-fn a_translated_packet_offers_its_sessions_direction_not_its_route() {
+/// A UDP session of `nat`'s worker 0 from 10.0.0.7:4000 to 10.9.0.1:53, its tuple, index
+/// and translation, and the frame nat44-out leaves of it: the next hop's header (out by
+/// if1), the translated tuple.
+fn udp_session(
+    nat: &crate::nat44::shared::Nat44Shared,
+) -> (
+    crate::nat44::packet::Tuple,
+    u32,
+    crate::nat44::packet::Tuple,
+    Vec<u8>,
+) {
     use crate::nat44::packet::{Tuple, UDP};
-    use crate::nat44::table::Source;
-    let Some(fp) = fast_path() else { return };
-    let nat = nat();
-    let view = view();
-    let v = view.load();
     let orig = Tuple {
         proto: UDP,
         src: 0x0a00_0007,
@@ -324,10 +328,9 @@ fn a_translated_packet_offers_its_sessions_direction_not_its_route() {
         let nv = nat.view.load();
         let mut t = nat.table(0, &nv).unwrap();
         let stats = crate::nat44::Stats::default();
-        let out = (Source::Map(0xcb00_7101), None);
+        let out = (crate::nat44::table::Source::Map(0xcb00_7101), None);
         t.table.open(orig, out, (0, &stats)).unwrap()
     };
-    // The frame as nat44-out leaves it: the next hop's header, the translated tuple.
     let eth = header(NEIGHBOR_MAC.0, if_mac(1).0);
     let mut frame = rewritten(eth, [10, 9, 0, 1]);
     frame[23] = UDP;
@@ -335,6 +338,16 @@ fn a_translated_packet_offers_its_sessions_direction_not_its_route() {
     frame[34..36].copy_from_slice(&xlat.sport.to_be_bytes());
     frame[36..38].copy_from_slice(&xlat.dport.to_be_bytes());
     frame[16..18].copy_from_slice(&46u16.to_be_bytes());
+    (orig, index, xlat, frame)
+}
+
+#[test]
+fn a_translated_packet_offers_its_sessions_direction_not_its_route() {
+    let Some(fp) = fast_path() else { return };
+    let nat = nat();
+    let view = view();
+    let v = view.load();
+    let (orig, index, xlat, mut frame) = udp_session(&nat);
     let mut o = Offerer::new(fp.clone(), Some(nat.clone()), None);
     let (rx, tx) = (port(0), port(1));
     fn routed<'a>(view: &'a crate::router::adjacency::L3View, frame: &'a [u8]) -> Routed<'a> {
@@ -375,14 +388,13 @@ fn a_translated_packet_offers_its_sessions_direction_not_its_route() {
 #[test]
 fn a_translated_packet_offers_its_reply_when_the_graph_would_only_translate_and_route_it() {
     use crate::graph::features::{self, FeatureView, IP4_UNICAST};
-    use crate::nat44::packet::{Tuple, UDP};
-    use crate::nat44::table::Source;
     use crate::router::adjacency::{ethernet_rewrite, AdjKind, Adjacency};
     let Some(fp) = fast_path() else { return };
     let nat = nat();
+    let (orig, index, xlat, frame) = udp_session(&nat);
     // ip4-rewrite's test view, and the inside host 10.0.0.7 a known neighbour on if0.
     let mut v = (**view().load()).clone();
-    let host = 0x0a00_0007u32;
+    let host = orig.src;
     let mut a = Adjacency::simple(AdjKind::Neighbor);
     a.interface = 0;
     a.next_hop = IpAddr::V4(host.into());
@@ -397,26 +409,6 @@ fn a_translated_packet_offers_its_reply_when_the_graph_would_only_translate_and_
         .unwrap();
     w.commit();
     let tables = crate::router::TableSet::only(w.reader());
-    let orig = Tuple {
-        proto: UDP,
-        src: host,
-        dst: 0x0a09_0001,
-        sport: 4000,
-        dport: 53,
-    };
-    let (index, xlat) = {
-        let nv = nat.view.load();
-        let mut t = nat.table(0, &nv).unwrap();
-        let stats = crate::nat44::Stats::default();
-        let out = (Source::Map(0xcb00_7101), None);
-        t.table.open(orig, out, (0, &stats)).unwrap()
-    };
-    let eth = header(NEIGHBOR_MAC.0, if_mac(1).0);
-    let mut frame = rewritten(eth, [10, 9, 0, 1]);
-    frame[23] = UDP;
-    frame[26..30].copy_from_slice(&xlat.src.to_be_bytes());
-    frame[34..36].copy_from_slice(&xlat.sport.to_be_bytes());
-    frame[36..38].copy_from_slice(&xlat.dport.to_be_bytes());
     let (inside, outside) = (port(0), port(1));
     let offer = |feature: FeatureView, epoch: u32| {
         let reply = super::offer::ReplyPath {
