@@ -184,6 +184,19 @@ impl FeatureView {
             .unwrap_or(0)
     }
 
+    /// Whether every feature of `arc` enabled on `interface` is one of `allowed` (no
+    /// allocation: asked per packet by the fast path's offers).
+    pub fn only(&self, arc: usize, interface: u32, allowed: &[&str]) -> bool {
+        let m = self.mask(arc, interface);
+        ARCS.get(arc).is_none_or(|a| {
+            let on = |i: usize| m & 1 << i != 0;
+            a.features
+                .iter()
+                .enumerate()
+                .all(|(i, f)| !on(i) || allowed.contains(f))
+        })
+    }
+
     /// The features of `arc` enabled on `interface`, in visiting order.
     pub fn enabled(&self, arc: usize, interface: u32) -> Vec<&'static str> {
         let m = self.mask(arc, interface);
@@ -249,6 +262,9 @@ mod tests {
         v.set(IP4_UNICAST, 3, "acl-ip4-in", true).unwrap();
         assert!(v.any(IP4_UNICAST) && !v.any(IP6_UNICAST));
         assert_eq!(v.enabled(IP4_UNICAST, 3), ["acl-ip4-in"]);
+        assert!(v.only(IP4_UNICAST, 3, &["acl-ip4-in", "nat44-in"]));
+        assert!(!v.only(IP4_UNICAST, 3, &["nat44-in"]));
+        assert!(v.only(IP4_UNICAST, 2, &[]), "nothing on: nothing else");
         assert_eq!(
             next_names(IP4_UNICAST, None)[v.next_slot(IP4_UNICAST, 3, None)],
             "acl-ip4-in"

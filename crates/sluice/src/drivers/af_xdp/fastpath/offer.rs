@@ -259,10 +259,7 @@ impl Offerer {
             return;
         }
         let features = path.features.load();
-        let nat_only = |arc: usize, itf: u32| {
-            let on = features.enabled(arc, itf);
-            on.iter().all(|f| NAT_FEATURES.contains(f))
-        };
+        let nat_only = |arc: usize, itf: u32| features.only(arc, itf, &NAT_FEATURES);
         if !nat_only(IP4_UNICAST, outside.index) || !nat_only(IP4_OUTPUT, inside.index) {
             return;
         }
