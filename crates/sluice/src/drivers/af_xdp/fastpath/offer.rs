@@ -296,15 +296,10 @@ impl Offerer {
         let Some(in_mac) = view.interface(outside.index).map(|i| i.mac.0) else {
             return;
         };
-        let mtu = if a.mtu == 0 {
-            inside.mtu
-        } else {
-            a.mtu.min(inside.mtu)
-        };
         let route = RouteRewrite {
             dst_mac,
             src_mac,
-            max_len: (mtu + 14).min(u16::MAX as u32) as u16,
+            max_len: max_frame(a.mtu, inside.mtu),
             in_mac,
             use_slot,
         };
@@ -405,18 +400,24 @@ fn rewrite(
             .get(&(a.interface, dst))
             .map_or(NO_SLOT, |n| n.slot)
     };
-    // MTU 0: the control plane set none; the interface's is the limit then.
-    let mtu = if a.mtu == 0 {
-        tx.mtu
-    } else {
-        a.mtu.min(tx.mtu)
-    };
     let mac = |at: usize| -> [u8; 6] { frame[at..at + 6].try_into().unwrap_or_default() };
     Some(RouteRewrite {
         dst_mac: mac(0),
         src_mac: mac(6),
-        max_len: (mtu + 14).min(u16::MAX as u32) as u16,
+        max_len: max_frame(a.mtu, tx.mtu),
         in_mac,
         use_slot,
     })
+}
+
+/// The longest frame a route's entry may carry: the adjacency's MTU within the egress
+/// interface's (MTU 0: the control plane set none; the interface's is the limit then),
+/// plus the Ethernet header.
+fn max_frame(adj_mtu: u32, egress_mtu: u32) -> u16 {
+    let mtu = if adj_mtu == 0 {
+        egress_mtu
+    } else {
+        adj_mtu.min(egress_mtu)
+    };
+    (mtu + 14).min(u16::MAX as u32) as u16
 }
