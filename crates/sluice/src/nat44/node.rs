@@ -84,9 +84,14 @@ enum Step {
     Drop(Error),
     /// To worker `w`, which owns its port.
     Handoff(usize),
-    /// On untranslated, its session (this index) found: nat44-out translates it.
+    /// On untranslated, its session (this index) found: nat44-out translates it; or
+    /// `NO_SESSION`, none found (nat44-out opens one, or the packet is not NAT's). Either
+    /// way the route is not offered: only a session is.
     Hint(u32),
 }
+
+/// A hint that names no session (`Table::check` finds none at this index).
+const NO_SESSION: u32 = u32::MAX;
 
 pub struct Nat44 {
     output: bool,
@@ -186,7 +191,9 @@ impl Nat44 {
                 if let Some(w) = self.owner(view, &tuple, me) {
                     return Step::Handoff(w);
                 }
-                Step::Pass(None)
+                // No session yet: nat44-out opens one if the packet leaves by an outside
+                // interface, and may offer it to the fast path with its first packet.
+                Step::Hint(NO_SESSION)
             }
             Ok(Kind::Error { inner, l4, at }) => self.error(table, (inner, l4, at), ip, view, me),
             Err(Unfit::Fragment) if self.ours(view, dst_of(ip)) => Step::Drop(Error::Fragment),
@@ -229,9 +236,10 @@ impl Nat44 {
     ) -> Step {
         let stats = &self.nat.workers[me].stats;
         match table.open(tuple, how, (now, stats)) {
-            Ok((_, to)) => {
+            Ok((i, to)) => {
                 rewrite(ip, l4, &tuple, &to);
-                Step::Pass(Some(Done::Opened(tuple, to)))
+                // A session's first packet may offer it to the fast path as any other.
+                Step::Session(Done::Opened(tuple, to), i, Dir::Forward)
             }
             Err(r) => Step::Drop(Error::from(r)),
         }

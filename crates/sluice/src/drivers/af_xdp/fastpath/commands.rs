@@ -140,6 +140,9 @@ fn show_flows(c: &Control) -> Output {
     let s = &fp.stats;
     let installer = json!({
         "installed": s.installed.load(Ordering::Relaxed),
+        "offers_lost_queue_full": s.offers_queue_full.load(Ordering::Relaxed),
+        "offers_lost_queue_busy": s.offers_queue_busy.load(Ordering::Relaxed),
+        "longest_tick_us": s.longest_tick_micros.load(Ordering::Relaxed),
         "refused_stale": s.stale.load(Ordering::Relaxed),
         "refused_full": s.full.load(Ordering::Relaxed),
         "rate_limited": s.rate_limited.load(Ordering::Relaxed),

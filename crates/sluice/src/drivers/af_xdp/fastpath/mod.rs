@@ -52,7 +52,7 @@ pub const INSTALLS_PER_SEC: u32 = 400_000;
 /// An entry no frame used for this long is removed.
 pub const IDLE: Duration = Duration::from_secs(30);
 /// Candidates waiting for the installer at most (more are dropped: offered again later).
-const QUEUE: usize = 8192;
+const QUEUE: usize = 32768;
 /// How often the installer looks at its queue, and sweeps.
 const TICK: Duration = Duration::from_millis(5);
 const SWEEP: Duration = Duration::from_secs(1);
@@ -95,6 +95,12 @@ pub enum Owner {
 #[derive(Debug, Default)]
 pub struct InstallerStats {
     pub installed: AtomicU64,
+    /// Offers lost before the installer saw them: its queue full, or held at that moment
+    /// (the flow is offered again by its next frame through the graph).
+    pub offers_queue_full: AtomicU64,
+    pub offers_queue_busy: AtomicU64,
+    /// The longest pass of the installer's loop lately (µs): how far behind offers can be.
+    pub longest_tick_micros: AtomicU64,
     /// Candidates of an older epoch, refused.
     pub stale: AtomicU64,
     /// Refused: the table full or the install rate reached.
@@ -310,10 +316,14 @@ impl FastPath {
 
     /// A worker offers a flow; dropped when the queue is full or busy (offered again later).
     pub fn offer(&self, c: Candidate) {
-        if let Ok(mut q) = self.candidates.try_lock() {
-            if q.len() < QUEUE {
-                q.push(c);
-            }
+        let Ok(mut q) = self.candidates.try_lock() else {
+            self.stats.offers_queue_busy.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        if q.len() < QUEUE {
+            q.push(c);
+        } else {
+            self.stats.offers_queue_full.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -345,16 +355,24 @@ impl FastPath {
     fn run(&self) {
         let mut window = (Instant::now(), 0u32);
         let mut last_sweep = Instant::now();
+        let (mut last_take, mut longest) = (Instant::now(), Duration::ZERO);
         loop {
             std::thread::sleep(TICK);
             let batch =
                 std::mem::take(&mut *self.candidates.lock().unwrap_or_else(|p| p.into_inner()));
+            longest = longest.max(last_take.elapsed());
+            last_take = Instant::now();
             self.install_batch(batch, &mut window);
             self.withdraw_sessions();
             self.watch_links();
             self.watch_egress();
             if last_sweep.elapsed() >= SWEEP {
                 last_sweep = Instant::now();
+                let micros = longest.as_micros().min(u64::MAX as u128) as u64;
+                self.stats
+                    .longest_tick_micros
+                    .store(micros, Ordering::Relaxed);
+                longest = Duration::ZERO;
                 self.sweep();
             }
         }

@@ -198,11 +198,7 @@ impl Offerer {
             return;
         };
         // Dedup by the session's direction before its table is looked at.
-        let mut seen = Key::nat4(rx_port.ifindex, &Default::default());
-        seen.addr[..4].copy_from_slice(&aux.to_ne_bytes());
-        seen.addr[4] = worker as u8;
-        seen.plen = u8::MAX;
-        if !self.fresh(seen, epoch) {
+        if !self.fresh(session_seen(rx_port, worker, aux), epoch) {
             return;
         }
         let index = aux & !NAT_OFFER_REPLY;
@@ -306,6 +302,10 @@ impl Offerer {
         let value = Value::between(epoch, out_port, in_port, Some(route));
         let ingress = (out_port, outside.index);
         self.offer_session(ingress, (value, adj[0]), (worker, index), (from, to));
+        // The reply's own first frame, which reaches the graph before the installer has
+        // put this in, is then not offered again.
+        let seen = session_seen(out_port, worker, index | NAT_OFFER_REPLY);
+        self.fresh(seen, epoch);
     }
 
     /// Offer one direction of session `index` of `worker`: frames of `from` received on
@@ -362,6 +362,16 @@ impl Offerer {
         }
         Some((rx_port, tx_port, dst))
     }
+}
+
+/// What `Offerer::fresh` remembers a session's direction by: its ingress port, its worker,
+/// and its index with the reply flag (`aux` as the NAT node leaves it).
+fn session_seen(ingress: Port, worker: usize, aux: u32) -> Key {
+    let mut seen = Key::nat4(ingress.ifindex, &Default::default());
+    seen.addr[..4].copy_from_slice(&aux.to_ne_bytes());
+    seen.addr[4] = worker as u8;
+    seen.plen = u8::MAX;
+    seen
 }
 
 /// A routed packet as interface-output sees it: the router's view, the adjacency it was
