@@ -406,8 +406,9 @@ fn lab_up_down_is_idempotent_and_clean() {
     );
     assert_eq!(r["tx_packets"], 20000, "{r}");
     // Every frame sluice received it forwarded (an unresolved next hop would have held or
-    // dropped them). Frames the kernel lost between the tester and sluice's socket while a
-    // loaded two-core machine stalled (CI saw 12 of 20 000) are the machine's, not the router's.
+    // dropped them). Frames the kernel dropped at d0's full queue while a loaded two-core
+    // machine stalled (CI saw 12, and once 345, of 20 000) are the machine's, not the
+    // router's: the lab counts them apart (`queue_drops`), and they are all that may be lost.
     let ifs = r["dut_interfaces"].as_array().unwrap();
     let port = |name: &str| ifs.iter().find(|i| i["name"] == name).unwrap();
     let count = |v: &serde_json::Value, k: &str| v[k].as_u64().unwrap();
@@ -416,8 +417,9 @@ fn lab_up_down_is_idempotent_and_clean() {
         count(d1, "tx_packets") + count(d0, "drops") >= count(d0, "rx_packets"),
         "{r}"
     );
-    assert!(count(d0, "rx_packets") >= 19_800, "{r}");
-    assert!(r["lost"].as_u64().unwrap() <= 200, "{r}");
+    let queue_drops = r["queue_drops"]["to_dut"].as_u64().unwrap();
+    assert!(count(d0, "rx_packets") + queue_drops >= 19_800, "{r}");
+    assert!(r["lost"].as_u64().unwrap() <= 200 + queue_drops, "{r}");
 
     // The routers filtering: N deny rules the traffic never matches, then a permit
     // (sluice: an input ACL on d0 and d1; the kernel: nftables rules in its forward hook);
