@@ -5,12 +5,13 @@
 //! The same contract as `bpf`'s wrappers: each builds the attribute block itself from slices
 //! whose lengths it checks against the map's key and value sizes.
 
-use super::bpf::{bpf, invalid, map_keys, map_lookup, put_u32, put_u64, BpfMap};
+use super::bpf::{bpf, invalid, map_delete, map_keys, map_lookup, put_u32, put_u64, BpfMap};
 use std::io;
 use std::os::fd::AsRawFd;
 
 const BPF_MAP_LOOKUP_BATCH: libc::c_int = 24;
 const BPF_MAP_UPDATE_BATCH: libc::c_int = 26;
+const BPF_MAP_DELETE_BATCH: libc::c_int = 27;
 
 /// Entries read per call at first (a hash bucket longer than this makes it grow).
 const CHUNK: usize = 4096;
@@ -180,6 +181,40 @@ pub fn map_update_batch(map: &BpfMap, keys: &[u8], values: &[u8]) -> (usize, Opt
     }
 }
 
+/// Delete each of `keys` (laid end to end) from `map`, in as few calls as the kernel allows:
+/// how many were deleted. A key the map does not hold is passed over (the kernel stops a
+/// batch there); a map kind without the batch command is done key by key.
+pub fn map_delete_batch(map: &BpfMap, keys: &[u8]) -> usize {
+    let ks = map.key_size as usize;
+    if ks == 0 || !keys.len().is_multiple_of(ks) {
+        return 0;
+    }
+    let (mut from, mut deleted) = (0, 0);
+    let total = keys.len() / ks;
+    while from < total {
+        let rest = &keys[from * ks..];
+        let count = u32::try_from(total - from).unwrap_or(u32::MAX);
+        let mut attr = batch_attr(map, (0, 0), rest.as_ptr() as u64, 0, count);
+        // SAFETY: the kernel reads at most `count` keys of key_size bytes at `rest`, which
+        // holds exactly `total - from` of them and lives until the call returns; a delete
+        // writes no values.
+        match unsafe { bpf(BPF_MAP_DELETE_BATCH, &mut attr) } {
+            Ok(_) => return deleted + (total - from),
+            Err(e) if unsupported(&e) => {
+                let one_by_one = rest.chunks(ks).filter(|k| map_delete(map, k).is_ok());
+                return deleted + one_by_one.count();
+            }
+            // The key after those deleted was refused (not in the map): pass it over.
+            Err(_) => {
+                let n = count_of(&attr).min(total - from);
+                deleted += n;
+                from += n + 1;
+            }
+        }
+    }
+    deleted
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,6 +251,26 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_delete_passes_over_keys_the_map_does_not_hold() {
+        let map = map_create(MapKind::SparseHash, 4, 8, 1000).unwrap();
+        let (keys, values) = pairs(500);
+        assert_eq!(map_update_batch(&map, &keys, &values).0, 500);
+        // Every even key of 0..600: 250 held, 50 (500..600) never were.
+        let evens: Vec<u8> = (0..600u32)
+            .step_by(2)
+            .flat_map(|i| i.to_ne_bytes())
+            .collect();
+        assert_eq!(map_delete_batch(&map, &evens), 250);
+        let left = map_entries(&map, usize::MAX).unwrap();
+        assert_eq!(left.len(), 250);
+        assert!(left
+            .iter()
+            .all(|(k, _)| u32::from_ne_bytes(k.try_into().unwrap()) % 2 == 1));
+        // The same keys again: none is held any more.
+        assert_eq!(map_delete_batch(&map, &evens), 0);
+    }
+
+    #[test]
     fn a_full_map_stores_what_fits_and_says_why_not_the_rest() {
         let map = map_create(MapKind::Hash, 4, 8, 100).unwrap();
         let (keys, values) = pairs(150);
@@ -232,11 +287,15 @@ mod tests {
     #[test]
     fn a_trie_without_batch_commands_is_read_key_by_key() {
         let trie = map_create(MapKind::LpmTrie, 8, 4, 64).unwrap();
+        let mut keys = Vec::new();
         for i in 0..20u32 {
             let mut k = 32u32.to_ne_bytes().to_vec();
             k.extend_from_slice(&i.to_be_bytes());
             map_update(&trie, &k, &i.to_ne_bytes()).unwrap();
+            keys.extend_from_slice(&k);
         }
         assert_eq!(map_entries(&trie, usize::MAX).unwrap().len(), 20);
+        assert_eq!(map_delete_batch(&trie, &keys[..10 * 8]), 10);
+        assert_eq!(map_entries(&trie, usize::MAX).unwrap().len(), 10);
     }
 }

@@ -2,7 +2,8 @@
 //! interface, and what its installer did.
 
 use super::maps::{
-    KIND_BRIDGE, KIND_NAT4, KIND_ROUTE4, KIND_ROUTE6, KIND_XCONNECT, MAX_NAT_ENTRIES,
+    kinds_in_map_of, Key, Maps, Value, KIND_BRIDGE, KIND_NAT4, KIND_ROUTE4, KIND_ROUTE6,
+    KIND_XCONNECT, MAX_NAT_ENTRIES,
 };
 use super::program::REASONS;
 use super::{active, IDLE, INSTALLS_PER_SEC, MAX_FLOWS};
@@ -34,20 +35,24 @@ fn show_flows(c: &Control) -> Output {
     let epoch = fp.epoch();
     let mut t = String::new();
     let mut flows = Vec::new();
-    let entries = fp.maps.flows(MAX_NAT_ENTRIES as usize);
+    let Listed {
+        entries,
+        by_kind,
+        total,
+        exact,
+    } = listed(&fp);
+    let counted = if exact {
+        ""
+    } else {
+        " (counted at the sweep's last read of each map)"
+    };
     let _ = writeln!(
         t,
-        "epoch {epoch}, {} flows (at most {MAX_FLOWS} of each kind, {MAX_NAT_ENTRIES} NAT; \
-         {INSTALLS_PER_SEC} installs/s; idle after {} s)",
-        entries.len(),
+        "epoch {epoch}, {total} flows{counted} (at most {MAX_FLOWS} of each kind, \
+         {MAX_NAT_ENTRIES} NAT; {INSTALLS_PER_SEC} installs/s; idle after {} s)",
         IDLE.as_secs()
     );
-    let mut by_kind = serde_json::Map::new();
-    for (k, _) in &entries {
-        let n = by_kind.entry(kind_name(k.kind)).or_insert(json!(0));
-        *n = json!(n.as_u64().unwrap_or(0) + 1);
-    }
-    if entries.len() > SHOW_ROWS {
+    if entries.len() > SHOW_ROWS || !exact {
         let kinds = serde_json::Value::Object(by_kind.clone());
         let _ = writeln!(t, "the first {SHOW_ROWS} listed; by kind: {kinds}");
     }
@@ -163,7 +168,7 @@ fn show_flows(c: &Control) -> Output {
         t,
         json!({
             "enabled": true, "epoch": epoch, "flows": flows, "by_kind": by_kind,
-            "total": entries.len(), "reasons": reasons,
+            "total": total, "counts_exact": exact, "reasons": reasons,
             "interfaces": interfaces, "installer": installer,
         }),
     )
@@ -171,6 +176,61 @@ fn show_flows(c: &Control) -> Output {
 
 /// Rows `show xdp flows` lists at most (the counts by kind cover them all).
 const SHOW_ROWS: usize = 1000;
+
+/// What `show xdp flows` lists: the first rows of every map, and the entries by kind.
+struct Listed {
+    entries: Vec<(Key, Value)>,
+    by_kind: serde_json::Map<String, serde_json::Value>,
+    total: u64,
+    /// Whether every map was read to its end (else a longer map's count is the sweep's).
+    exact: bool,
+}
+
+/// The first `SHOW_ROWS` entries of each map, never millions: a map read to its end is
+/// counted as read, a longer one by what the sweep kept at its last read of it.
+fn listed(fp: &super::FastPath) -> Listed {
+    let mut entries = Vec::new();
+    let mut counts = [0u64; 6];
+    let mut exact = true;
+    for (map, kind) in fp.maps.by_kind() {
+        let some = Maps::entries(map, kind, SHOW_ROWS + 1);
+        let whole = some.len() <= SHOW_ROWS;
+        for (k, _) in &some {
+            if let Some(n) = counts.get_mut(usize::from(k.kind)) {
+                *n += 1;
+            }
+        }
+        if !whole {
+            exact = false;
+            for &k in kinds_in_map_of(kind) {
+                let kept = fp.stats.kept_by_kind[usize::from(k)].load(Ordering::Relaxed);
+                counts[usize::from(k)] = counts[usize::from(k)].max(kept);
+            }
+        }
+        entries.extend(some);
+    }
+    entries.sort_by_key(|(k, _)| (k.bytes(), k.plen));
+    entries.dedup_by_key(|(k, _)| *k);
+    entries.truncate(SHOW_ROWS + 1);
+    let mut by_kind = serde_json::Map::new();
+    for k in [
+        KIND_XCONNECT,
+        KIND_BRIDGE,
+        KIND_ROUTE4,
+        KIND_ROUTE6,
+        KIND_NAT4,
+    ] {
+        if counts[usize::from(k)] > 0 {
+            by_kind.insert(kind_name(k), json!(counts[usize::from(k)]));
+        }
+    }
+    Listed {
+        entries,
+        by_kind,
+        total: counts.iter().sum(),
+        exact,
+    }
+}
 
 fn kind_name(kind: u16) -> String {
     match kind {

@@ -3,7 +3,7 @@
 
 use crate::nat44::packet::Tuple;
 use crate::sys::bpf::{map_create, map_delete, map_lookup_percpu, map_update, BpfMap, MapKind};
-use crate::sys::bpf_batch::{map_entries, map_update_batch, Entries};
+use crate::sys::bpf_batch::{map_delete_batch, map_entries, map_update_batch, Entries};
 
 /// Bytes of a flow's key: ingress ifindex (4), kind (2), VLAN (2), address (16).
 pub const KEY_LEN: usize = 24;
@@ -38,6 +38,16 @@ pub const MAX_REFUSED: u32 = 4096;
 /// NAT entries at most: both directions of a million sessions and more. The map allocates
 /// an entry when it is added (about 150 bytes with the kernel's own), not all up front.
 pub const MAX_NAT_ENTRIES: u32 = 1 << 21;
+
+/// The kinds of entry the map that holds `kind`'s entries holds (the flows map: two).
+pub fn kinds_in_map_of(kind: u16) -> &'static [u16] {
+    match kind {
+        KIND_XCONNECT | KIND_BRIDGE => &[KIND_XCONNECT, KIND_BRIDGE],
+        KIND_ROUTE4 => &[KIND_ROUTE4],
+        KIND_ROUTE6 => &[KIND_ROUTE6],
+        _ => &[KIND_NAT4],
+    }
+}
 
 /// Offsets in a flow's value.
 pub mod value {
@@ -481,6 +491,12 @@ impl Maps {
     pub fn remove(&self, key: &Key) -> bool {
         let (map, k) = self.map_of(key);
         map_delete(map, &k).is_ok()
+    }
+
+    /// Remove `keys` (all of `map`'s kind) from `map` in batches: how many it held.
+    pub fn remove_all(&self, map: &BpfMap, keys: &[Key]) -> usize {
+        let bytes: Vec<u8> = keys.iter().flat_map(|k| self.map_of(k).1).collect();
+        map_delete_batch(map, &bytes)
     }
 
     /// Refuse (or no longer refuse) routed frames from IPv4 source `addr`.

@@ -125,6 +125,9 @@ pub struct InstallerStats {
     pub sweep_micros: AtomicU64,
     /// ...and the CPU time it used (µs).
     pub sweep_cpu_micros: AtomicU64,
+    /// Entries of each kind (indexed by `KIND_*`) the sweep left when it last read their
+    /// map: what `show xdp flows` counts without reading millions of entries itself.
+    pub kept_by_kind: [AtomicU64; 6],
 }
 
 pub struct FastPath {

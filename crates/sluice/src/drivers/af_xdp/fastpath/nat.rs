@@ -84,13 +84,15 @@ impl FastPath {
             return;
         }
         let ports = self.ifindexes();
-        for tuple in withdrawn {
-            // The entry's ingress is not the session's to know: any port may hold one.
-            for &ifindex in &ports {
-                if self.maps.remove(&Key::nat4(ifindex, &tuple)) {
-                    self.stats.nat_withdrawn.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        }
+        // The entry's ingress is not the session's to know: any port may hold one. A key
+        // no port holds costs the batch a call of its own; the rest go together.
+        let keys: Vec<Key> = withdrawn
+            .iter()
+            .flat_map(|t| ports.iter().map(move |&i| Key::nat4(i, t)))
+            .collect();
+        let removed = self.maps.remove_all(&self.maps.nat, &keys);
+        self.stats
+            .nat_withdrawn
+            .fetch_add(removed as u64, Ordering::Relaxed);
     }
 }

@@ -15,7 +15,7 @@
 //! their frames well before they would expire, and the sessions' own expiry withdraws
 //! their entries in between.
 
-use super::maps::{Key, Maps, Value, KIND_BRIDGE, KIND_NAT4, MAX_NAT_ENTRIES};
+use super::maps::{kinds_in_map_of, Key, Maps, Value, KIND_BRIDGE, KIND_NAT4, MAX_NAT_ENTRIES};
 use super::{routes, FastPath, IDLE, MAX_FLOWS, SWEEP};
 use crate::nat44::packet::Tuple;
 use std::collections::HashSet;
@@ -80,6 +80,9 @@ impl FastPath {
                 continue;
             }
             let since = std::mem::replace(&mut swept_at[i], ended);
+            // The entries to remove, apart by why: they go in one batch each.
+            let (mut stale, mut idle) = (Vec::new(), Vec::new());
+            let mut kept = [0u64; 6];
             for (key, value) in Maps::entries(map, kind, most as usize) {
                 read += 1;
                 if key.kind == KIND_BRIDGE {
@@ -101,19 +104,25 @@ impl FastPath {
                         t.touch(m);
                     }
                 }
-                let counter = if value.epoch != epoch {
-                    &self.stats.swept_stale
+                if value.epoch != epoch {
+                    stale.push(key);
                 } else if ended.wrapping_sub(value.seen) > IDLE_SWEEPS
                     && !taken_since(value.seen, ended)
                 {
-                    &self.stats.swept_idle
-                } else {
-                    continue;
-                };
-                if self.maps.remove(&key) {
-                    owners.remove(&key);
-                    counter.fetch_add(1, Ordering::Relaxed);
+                    idle.push(key);
+                } else if let Some(n) = kept.get_mut(usize::from(key.kind)) {
+                    *n += 1;
                 }
+            }
+            let s = &self.stats;
+            for (keys, counter) in [(stale, &s.swept_stale), (idle, &s.swept_idle)] {
+                for k in &keys {
+                    owners.remove(k);
+                }
+                counter.fetch_add(self.maps.remove_all(map, &keys) as u64, Ordering::Relaxed);
+            }
+            for &k in kinds_in_map_of(kind) {
+                s.kept_by_kind[usize::from(k)].store(kept[usize::from(k)], Ordering::Relaxed);
             }
         }
         drop(swept_at);

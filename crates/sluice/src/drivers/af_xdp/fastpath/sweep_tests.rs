@@ -1,7 +1,7 @@
 //! The sweep against real maps: a NAT entry's frames keep its session alive, and entries no
 //! frame takes, or of an older epoch, go.
 
-use super::maps::{Key, NatRewrite, RouteRewrite, Value};
+use super::maps::{Key, NatRewrite, RouteRewrite, Value, KIND_NAT4};
 use super::nat::rewrite_of;
 use super::sweep::{nat_period, IDLE_SWEEPS};
 use super::FastPath;
@@ -108,6 +108,9 @@ fn the_sweep_keeps_a_session_its_frames_take_alive_and_removes_idle_and_stale_en
     nat.exchange_offload(0, &mut table, 13_000);
     assert_eq!(last(&table), 13_000);
     assert_eq!(fp.stats.swept_entries.load(Ordering::Relaxed), 1);
+    let kept =
+        |fp: &FastPath| fp.stats.kept_by_kind[usize::from(KIND_NAT4)].load(Ordering::Relaxed);
+    assert_eq!(kept(&fp), 1);
 
     // No frame for `IDLE`: the entry goes, and the session no longer hears of it.
     for _ in 0..IDLE_SWEEPS {
@@ -118,6 +121,7 @@ fn the_sweep_keeps_a_session_its_frames_take_alive_and_removes_idle_and_stale_en
     fp.sweep();
     assert!(!present(&fp, &key));
     assert_eq!(fp.stats.swept_idle.load(Ordering::Relaxed), 1);
+    assert_eq!(kept(&fp), 0);
     nat.exchange_offload(0, &mut table, 40_000);
     assert_eq!(last(&table), 13_000);
 
