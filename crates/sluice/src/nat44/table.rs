@@ -57,6 +57,10 @@ pub struct Session {
     /// The XDP fast path may carry its frames: its entries go when it closes or begins
     /// closing (`withdrawn`).
     offloaded: bool,
+    /// When each direction (`Dir` order) was last offered to the fast path: the epoch and
+    /// the time (ms, the offerer's clock). Kept here, where the session already is in the
+    /// cache, rather than in a map of its own.
+    offered: [(u32, u32); 2],
 }
 
 /// Which way a packet goes in its session.
@@ -306,6 +310,7 @@ impl Table {
             host,
             replied: false,
             offloaded: false,
+            offered: [(0, 0); 2],
         };
         let index = match self.free.pop() {
             Some(i) => {
@@ -355,6 +360,32 @@ impl Table {
             Dir::Forward => (s.orig, s.xlat),
             Dir::Reply => (s.xlat.reversed(), s.orig.reversed()),
         })
+    }
+
+    /// Session `index`'s `dir` to offer to the fast path at `at` (epoch, ms): its tuples as
+    /// received and as sent; none when that direction was offered in the same epoch less
+    /// than `again` ms before (its entry is on its way), or when there is no such session.
+    pub fn offer(
+        &mut self,
+        index: u32,
+        dir: Dir,
+        at: (u32, u32),
+        again: u32,
+    ) -> Option<(Tuple, Tuple)> {
+        let s = self.sessions.get_mut(index as usize)?.as_mut()?;
+        let (epoch, ms) = s.offered[dir as usize];
+        if epoch == at.0 && at.1.wrapping_sub(ms) < again {
+            return None;
+        }
+        s.offered[dir as usize] = at;
+        self.offload(index, dir)
+    }
+
+    /// `dir` of session `index` was not offered after all: the next frame may offer it.
+    pub fn forget_offer(&mut self, index: u32, dir: Dir) {
+        if let Some(Some(s)) = self.sessions.get_mut(index as usize) {
+            s.offered[dir as usize] = (0, 0);
+        }
     }
 
     /// Frames of session `index` (found by `tuple`) went through the fast path lately: it

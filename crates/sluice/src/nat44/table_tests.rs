@@ -195,3 +195,27 @@ fn an_offloaded_tcp_session_is_withdrawn_when_it_begins_closing() {
     t.clear(&stats);
     assert!(t.take_withdrawn().is_empty());
 }
+
+#[test]
+fn a_direction_is_offered_once_an_epoch_until_the_offer_is_old_or_forgotten() {
+    let stats = Stats::default();
+    let mut t = table(10, 10);
+    let first = udp(A, 40000, R, 53);
+    let (i, x) = t.open(first, (Source::Map(E), None), (0, &stats)).unwrap();
+    let offer = |t: &mut Table, dir, at| t.offer(i, dir, at, 500);
+    assert_eq!(offer(&mut t, Dir::Forward, (3, 1000)), Some((first, x)));
+    // Its entry is on its way: not again in the same epoch within 500 ms.
+    assert_eq!(offer(&mut t, Dir::Forward, (3, 1499)), None);
+    // The other direction is apart.
+    let reply = (x.reversed(), first.reversed());
+    assert_eq!(offer(&mut t, Dir::Reply, (3, 1499)), Some(reply));
+    assert_eq!(offer(&mut t, Dir::Reply, (3, 1499)), None);
+    // A new epoch, or 500 ms later, offers it again.
+    assert!(offer(&mut t, Dir::Forward, (4, 1499)).is_some());
+    assert!(offer(&mut t, Dir::Forward, (4, 1999)).is_some());
+    // A forgotten offer is made again at once.
+    t.forget_offer(i, Dir::Reply);
+    assert_eq!(offer(&mut t, Dir::Reply, (3, 1500)), Some(reply));
+    // No such session.
+    assert_eq!(t.offer(i + 1, Dir::Forward, (3, 1000), 500), None);
+}

@@ -18,7 +18,11 @@ use crate::router::SharedTables;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
+use std::sync::OnceLock;
 use std::time::Instant;
+
+/// `REOFFER` in ms, for sessions.
+const REOFFER_MS: u32 = REOFFER.as_millis() as u32;
 
 /// Flows remembered as offered at most (then forgotten all at once: offered again).
 const REMEMBERED: usize = 2 * super::MAX_FLOWS as usize;
@@ -72,6 +76,13 @@ impl Offerer {
     /// A new frame of packets: the time its offers are made at.
     pub fn begin_frame(&mut self) {
         self.now = Instant::now();
+    }
+
+    /// The frame's time in ms on the process's clock (what sessions remember offers by).
+    fn now_ms(&self) -> u32 {
+        static START: OnceLock<Instant> = OnceLock::new();
+        let start = *START.get_or_init(Instant::now);
+        self.now.saturating_duration_since(start).as_millis() as u32
     }
 
     /// Whether `key` was offered in `epoch` lately; if not, it is now.
@@ -197,10 +208,6 @@ impl Offerer {
         else {
             return;
         };
-        // Dedup by the session's direction before its table is looked at.
-        if !self.fresh(session_seen(rx_port, worker, aux), epoch) {
-            return;
-        }
         let index = aux & !NAT_OFFER_REPLY;
         let dir = if aux & NAT_OFFER_REPLY != 0 {
             Dir::Reply
@@ -211,13 +218,14 @@ impl Offerer {
         let Some(mut guard) = nat.table(worker, &view) else {
             return;
         };
-        let Some((from, to)) = guard.table.offload(index, dir) else {
+        // Offered in this epoch lately (the session remembers): its entry is on its way.
+        let at = (epoch, self.now_ms());
+        let Some((from, to)) = guard.table.offer(index, dir, at, REOFFER_MS) else {
             return;
         };
         let reply = (dir == Dir::Forward && self.reply.is_some())
-            .then(|| guard.table.offload(index, Dir::Reply))
+            .then(|| guard.table.offer(index, Dir::Reply, at, REOFFER_MS))
             .flatten();
-        drop(guard);
         // The frame must be the session's translation (the graph's work, checked).
         if tuple_of(routed.frame) != Some(to) {
             return;
@@ -229,7 +237,10 @@ impl Offerer {
         let (ingress, adj) = ((rx_port, rx.index), routed.adj);
         self.offer_session(ingress, (value, adj), (worker, index), (from, to));
         if let Some(tuples) = reply {
-            self.nat_reply((rx, tx), routed.view, (worker, index), tuples, epoch);
+            // Not offered: the reply's own first frame may offer it.
+            if !self.nat_reply((rx, tx), routed.view, (worker, index), tuples, epoch) {
+                guard.table.forget_offer(index, Dir::Reply);
+            }
         }
     }
 
@@ -246,30 +257,34 @@ impl Offerer {
         (worker, index): (usize, u32),
         (from, to): (Tuple, Tuple),
         epoch: u32,
-    ) {
-        let Some(path) = &self.reply else { return };
+    ) -> bool {
+        let Some(path) = &self.reply else {
+            return false;
+        };
         let (Some(in_port), Some(out_port)) = (inside.fast_path, outside.fast_path) else {
-            return;
+            return false;
         };
         if down(inside) || self.fp.backed_off.get(in_port.slot.into()) {
-            return;
+            return false;
         }
         let features = path.features.load();
         let nat_only = |arc: usize, itf: u32| features.only(arc, itf, &NAT_FEATURES);
         if !nat_only(IP4_UNICAST, outside.index) || !nat_only(IP4_OUTPUT, inside.index) {
-            return;
+            return false;
         }
         let tables = path.tables.load();
         let table = tables.table_of(outside.index, false);
         if view.v4_source(table, from.src).is_some() {
-            return;
+            return false;
         }
-        let Some(fib) = tables.fib(table) else { return };
+        let Some(fib) = tables.fib(table) else {
+            return false;
+        };
         let mut adj = [0u32];
         fib.lookup4_batch(&[to.dst], &mut adj);
         let a = view.adj(adj[0]);
         if a.interface != inside.index {
-            return;
+            return false;
         }
         let dst = IpAddr::V4(Ipv4Addr::from(to.dst));
         let (dst_mac, src_mac, use_slot) = match a.kind {
@@ -280,17 +295,17 @@ impl Offerer {
             }
             AdjKind::Glean => {
                 let Some(n) = view.neighbors.get(&(a.interface, dst)) else {
-                    return;
+                    return false;
                 };
                 let Some(itf) = view.interface(a.interface) else {
-                    return;
+                    return false;
                 };
                 (n.mac.0, itf.mac.0, n.slot)
             }
-            _ => return,
+            _ => return false,
         };
         let Some(in_mac) = view.interface(outside.index).map(|i| i.mac.0) else {
-            return;
+            return false;
         };
         let route = RouteRewrite {
             dst_mac,
@@ -302,10 +317,7 @@ impl Offerer {
         let value = Value::between(epoch, out_port, in_port, Some(route));
         let ingress = (out_port, outside.index);
         self.offer_session(ingress, (value, adj[0]), (worker, index), (from, to));
-        // The reply's own first frame, which reaches the graph before the installer has
-        // put this in, is then not offered again.
-        let seen = session_seen(out_port, worker, index | NAT_OFFER_REPLY);
-        self.fresh(seen, epoch);
+        true
     }
 
     /// Offer one direction of session `index` of `worker`: frames of `from` received on
@@ -362,16 +374,6 @@ impl Offerer {
         }
         Some((rx_port, tx_port, dst))
     }
-}
-
-/// What `Offerer::fresh` remembers a session's direction by: its ingress port, its worker,
-/// and its index with the reply flag (`aux` as the NAT node leaves it).
-fn session_seen(ingress: Port, worker: usize, aux: u32) -> Key {
-    let mut seen = Key::nat4(ingress.ifindex, &Default::default());
-    seen.addr[..4].copy_from_slice(&aux.to_ne_bytes());
-    seen.addr[4] = worker as u8;
-    seen.plen = u8::MAX;
-    seen
 }
 
 /// A routed packet as interface-output sees it: the router's view, the adjacency it was
