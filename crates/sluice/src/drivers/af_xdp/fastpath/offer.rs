@@ -223,9 +223,6 @@ impl Offerer {
         let Some((from, to)) = guard.table.offer(index, dir, at, REOFFER_MS) else {
             return;
         };
-        let reply = (dir == Dir::Forward && self.reply.is_some())
-            .then(|| guard.table.offer(index, Dir::Reply, at, REOFFER_MS))
-            .flatten();
         // The frame must be the session's translation (the graph's work, checked).
         if tuple_of(routed.frame) != Some(to) {
             return;
@@ -233,6 +230,9 @@ impl Offerer {
         let Some(route) = rewrite(rx, tx, &routed, dst) else {
             return;
         };
+        let reply = (dir == Dir::Forward && self.reply.is_some())
+            .then(|| guard.table.offer(index, Dir::Reply, at, REOFFER_MS))
+            .flatten();
         let value = Value::between(epoch, rx_port, tx_port, Some(route));
         let (ingress, adj) = ((rx_port, rx.index), routed.adj);
         self.offer_session(ingress, (value, adj), (worker, index), (from, to));
