@@ -493,10 +493,11 @@ impl Maps {
         map_delete(map, &k).is_ok()
     }
 
-    /// Remove `keys` (all of `map`'s kind) from `map` in batches: how many it held.
-    pub fn remove_all(&self, map: &BpfMap, keys: &[Key]) -> usize {
+    /// Remove `keys`, all of one map's kinds, from that map in batches: how many it held.
+    pub fn remove_all(&self, keys: &[Key]) -> usize {
+        let Some(first) = keys.first() else { return 0 };
         let bytes: Vec<u8> = keys.iter().flat_map(|k| self.map_of(k).1).collect();
-        map_delete_batch(map, &bytes)
+        map_delete_batch(self.map_of(first).0, &bytes)
     }
 
     /// Refuse (or no longer refuse) routed frames from IPv4 source `addr`.

@@ -90,7 +90,7 @@ impl FastPath {
             .iter()
             .flat_map(|t| ports.iter().map(move |&i| Key::nat4(i, t)))
             .collect();
-        let removed = self.maps.remove_all(&self.maps.nat, &keys);
+        let removed = self.maps.remove_all(&keys);
         self.stats
             .nat_withdrawn
             .fetch_add(removed as u64, Ordering::Relaxed);

@@ -119,7 +119,7 @@ impl FastPath {
                 for k in &keys {
                     owners.remove(k);
                 }
-                counter.fetch_add(self.maps.remove_all(map, &keys) as u64, Ordering::Relaxed);
+                counter.fetch_add(self.maps.remove_all(&keys) as u64, Ordering::Relaxed);
             }
             for &k in kinds_in_map_of(kind) {
                 s.kept_by_kind[usize::from(k)].store(kept[usize::from(k)], Ordering::Relaxed);
