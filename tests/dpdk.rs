@@ -131,6 +131,10 @@ tx = "n0"
     let b = ctl_json(&socket, "show buffers");
     assert_eq!(b["unaccounted"], 0, "{b}");
     assert!(b["in_drivers"].as_u64().unwrap() > 0, "{b}");
+    // The frames took the cross-connect patch, on both workers.
+    let runtime = ctl_json(&socket, "show runtime");
+    let patched = vectors_by_worker(&runtime, "l2-patch");
+    assert!(patched.iter().all(|&v| v > 0), "{patched:?}");
     let runtime = format!("/var/run/dpdk/sluice{}", d.child.id());
     assert!(d.stop(), "the daemon did not stop cleanly");
     assert!(!Path::new(&runtime).exists(), "EAL's {runtime} left behind");
@@ -201,6 +205,135 @@ tx = "p1"
         assert_eq!(got.data.len(), want.len(), "frame {i}: length");
         assert!(got.data == *want, "frame {i} differs");
     }
+}
+
+/// What a net_pcap port sends when `frames` are replayed into another that is
+/// cross-connected to it, with the cross-connect patch on or off, and the vectors l2-patch
+/// counted; the trace of `trace` frames runs from the start when it is not 0.
+fn replayed(dir: &Path, frames: &[Vec<u8>], patch: bool, trace: usize) -> (Vec<Vec<u8>>, u64) {
+    std::fs::create_dir_all(dir).unwrap();
+    let socket = dir.join("cli.sock");
+    let (input, empty) = (dir.join("in.pcap"), dir.join("empty.pcap"));
+    let (out, back) = (dir.join("out.pcap"), dir.join("back.pcap"));
+    write_pcap(&input, frames);
+    write_pcap(&empty, &[]);
+    let cfg = dir.join("pcap.toml");
+    std::fs::write(
+        &cfg,
+        daemon((1, 8192), &socket)
+            + &format!(
+                r#"
+[dpdk]
+patch = {patch}
+[[interface]]
+name = "p0"
+driver = "dpdk"
+devargs = "net_pcap0,rx_pcap={input},tx_pcap={back}"
+mtu = 9000
+state = "down"
+[[interface]]
+name = "p1"
+driver = "dpdk"
+devargs = "net_pcap1,rx_pcap={empty},tx_pcap={out}"
+mtu = 9000
+[[xconnect]]
+rx = "p0"
+tx = "p1"
+"#,
+                input = input.display(),
+                empty = empty.display(),
+                back = back.display(),
+                out = out.display(),
+            ),
+    )
+    .unwrap();
+    let mut d = Daemon::start_here(&cfg, &socket);
+    if trace > 0 {
+        ctl(&socket, &format!("trace add dpdk-input {trace}")).unwrap();
+    }
+    ctl(&socket, "set interface state p0 up").unwrap();
+    let rx = |n: &str| counter(&socket, n, "rx_packets");
+    wait_for("the replay", || rx("p0") >= frames.len() as u64);
+    let forwarded = frames.iter().filter(|f| tags(f) <= 2).count() as u64;
+    wait_for("the replay to leave p1", || {
+        counter(&socket, "p1", "tx_packets") >= forwarded
+    });
+    let runtime = ctl_json(&socket, "show runtime");
+    let patched = vectors_by_worker(&runtime, "l2-patch").iter().sum();
+    let b = ctl_json(&socket, "show buffers");
+    assert_eq!(b["unaccounted"], 0, "{b}");
+    assert!(d.stop(), "the daemon did not stop cleanly");
+    let sent = read_file(&out)
+        .unwrap()
+        .into_iter()
+        .map(|p| p.data)
+        .collect();
+    (sent, patched)
+}
+
+/// The VLAN tags at the head of frame `f`.
+fn tags(f: &[u8]) -> usize {
+    let mut n = 0;
+    while f.len() >= 14 + 4 * n && matches!(&f[12 + 4 * n..14 + 4 * n], [0x81, 0x00] | [0x88, 0xa8])
+    {
+        n += 1;
+    }
+    n
+}
+
+/// The cross-connect patch sends what the graph would, in the order the graph would: a replay
+/// of normal frames among runts (which the graph pads), tagged frames, frames with three tags
+/// (which it drops) and jumbo chains leaves a net_pcap port the same with the patch on and
+/// off, byte for byte; with it on frames took it, and with a trace running none did.
+#[test]
+fn the_patch_sends_what_the_graph_would_in_the_same_order() {
+    if !dpdk_present() {
+        return;
+    }
+    let frames: Vec<Vec<u8>> = (0..6000u32)
+        .map(|i| {
+            let mut f = frame(60 + (i as usize * 13) % 1455, i);
+            match i % 97 {
+                0 => f.truncate(42),
+                1 => f.splice(12..12, [0x81, 0x00, 0x00, 0x07]).for_each(drop),
+                2 => f
+                    .splice(12..12, [0x88, 0xa8, 0, 1, 0x81, 0, 0, 2, 0x81, 0, 0, 3])
+                    .for_each(drop),
+                3 => f = frame(4000, i),
+                _ => {}
+            }
+            f
+        })
+        .collect();
+    let dir = tmpdir("dpdk-patch");
+    let (graph, none) = replayed(&dir.join("graph"), &frames, false, 0);
+    let (patch, patched) = replayed(&dir.join("patch"), &frames, true, 0);
+    assert_eq!(none, 0, "l2-patch with patch = false");
+    // A burst takes the patch up to its first frame that needs the graph: here one in 24.
+    assert!(
+        patched as usize >= frames.len() / 10,
+        "{patched} of {} patched",
+        frames.len()
+    );
+    // What the graph sends: every frame but the triple-tagged ones, runts padded with zeros.
+    let mut want: Vec<Vec<u8>> = frames.iter().filter(|f| tags(f) <= 2).cloned().collect();
+    for f in want.iter_mut().filter(|f| f.len() < 60) {
+        f.resize(60, 0);
+    }
+    assert_eq!(graph.len(), want.len());
+    assert!(
+        graph == want,
+        "the graph's output is not the frames as expected"
+    );
+    assert_eq!(patch.len(), want.len());
+    for (i, (got, want)) in patch.iter().zip(&want).enumerate() {
+        assert!(
+            got == want,
+            "frame {i}: the patch sent another frame than the graph"
+        );
+    }
+    let (_, traced) = replayed(&dir.join("trace"), &frames, true, 100_000);
+    assert_eq!(traced, 0, "frames took the patch while a trace ran");
 }
 
 /// sluice's dpdk driver on DPDK's net_memif (the server) and sluice's own memif driver (the

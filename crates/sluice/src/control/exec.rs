@@ -83,9 +83,10 @@ impl Control {
 }
 
 /// After a command ran (or failed half way): one that may have changed what the graph
-/// decides makes every flow the XDP fast path holds stale, once the change is published.
+/// decides makes what was learnt from packets (the XDP fast path's flows, the cross-connect
+/// patches) stale, once the change is published.
 pub fn after_command(command: &cli::Command) {
     if command.effect == cli::Effect::Changes {
-        crate::drivers::af_xdp::fastpath::bump();
+        crate::graph::epoch::bump();
     }
 }

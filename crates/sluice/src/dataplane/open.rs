@@ -97,6 +97,7 @@ pub(super) fn open_interface(
             workers,
             rx_desc: dpdk.rx_desc,
             tx_desc: dpdk.tx_desc,
+            patch: dpdk.patch,
         })
         .map(|ports| (ports, None)),
     };
@@ -115,6 +116,9 @@ pub(super) fn open_interface(
     interface.tx_queues = ports.tx.len();
     interface.details = ports.details.clone();
     interface.live = ports.live.clone();
+    if ports.tx.first().is_some_and(|t| t.direct().is_some()) {
+        interface.patch = Some(Default::default());
+    }
     if let Driver::AfXdp(d) = &cfg.driver {
         if d.fast_path {
             let ifindex = crate::drivers::host_device::index_if_up(&d.host)

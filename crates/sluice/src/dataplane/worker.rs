@@ -11,7 +11,8 @@ use crate::interface::{Interface, SharedL2Modes};
 use crate::l2::nodes::learn::LearnParts;
 use crate::nodes::{
     graph::{graph_nodes, GraphParts},
-    input::{InputNode, PlacedQueue},
+    input::{InputNode, Patching, PlacedQueue},
+    patch::L2Patch,
 };
 use crate::router::adjacency::SharedL3View;
 use crate::router::{LearnSender, SharedTables};
@@ -118,6 +119,9 @@ pub(super) fn spawn_workers(
         if let Some(fp) = crate::nodes::graph::fast_path(&parts.interfaces) {
             graph.arm_offload(fp.epoch.clone());
         }
+        if parts.interfaces.iter().any(|i| i.patch.is_some()) {
+            graph.arm_patch();
+        }
         let shared = graph.shared().clone();
         let cpu = parts.cores.as_ref().map(|c| c[w]);
         let tid = Arc::new(AtomicI32::new(0));
@@ -180,15 +184,30 @@ fn worker_graph(
         }
     }
     let (handoff, to, from) = inputs.handoff;
+    // The cross-connect patch, where some interface's driver has it.
+    let patching = interfaces.iter().any(|i| i.patch.is_some());
+    let direct: Vec<_> = interfaces
+        .iter()
+        .zip(&txs)
+        .map(|(i, t)| t.direct().map(|d| (i.clone(), d)))
+        .collect();
     for (name, queues) in by_driver {
         let placement = Some(inputs.placement.clone());
+        let patch = patching.then(|| Patching {
+            direct: direct.clone(),
+            min_frame,
+        });
         decls.push(InputNode::decl_placed(
             &name,
             queues,
             placement,
             Some(handoff.clone()),
             Some(capture.clone()),
+            patch,
         ));
+    }
+    if patching {
+        decls.push(L2Patch::decl());
     }
     decls.push(HandoffInput::decl(from));
     decls.push(WorkerHandoff::decl(handoff, inputs.placement.1, to));

@@ -31,6 +31,19 @@ pub struct RxBurst {
     pub bad_descriptors: u64,
 }
 
+/// A transmit queue that a receive queue of the same driver may hand frames to past the
+/// graph (the cross-connect patch, `nodes::patch`). What it holds is the driver's own.
+pub type DirectTx = std::sync::Arc<dyn std::any::Any + Send + Sync>;
+
+/// What a receive with the patch did: the frames laid out for the graph, and the frames kept
+/// back for the patch's transmit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PatchRx {
+    pub graph: RxBurst,
+    pub held: usize,
+    pub held_bytes: u64,
+}
+
 /// The receive side of one queue.
 pub trait RxQueue: Send {
     /// Take up to `out.len()` packets into freshly allocated buffers, whose indices go to
@@ -48,6 +61,24 @@ pub trait RxQueue: Send {
     /// Pool buffers this queue holds (for `show buffers`).
     fn held_buffers(&self) -> usize {
         0
+    }
+    /// `rx_burst`, but keeping back, untouched, the frames that a cross-connect would send
+    /// to `to` as they came in: one segment, `min_frame` bytes or more, not longer than `to`
+    /// sends, untagged. `send_held` sends them. `None`, with nothing received, where the
+    /// driver has no such path to `to`.
+    fn rx_patch(
+        &mut self,
+        _to: &DirectTx,
+        _min_frame: usize,
+        _bufs: &mut WorkerBuffers,
+        _out: &mut [u32],
+    ) -> Option<PatchRx> {
+        None
+    }
+    /// Send to `to` what the last `rx_patch` kept back; what the queue does not take is
+    /// dropped as `queue_full`.
+    fn send_held(&mut self, _to: &DirectTx) -> TxBurst {
+        TxBurst::default()
     }
 }
 
@@ -81,6 +112,11 @@ pub trait TxQueue: Send {
     /// Pool buffers this queue holds (for `show buffers`).
     fn held_buffers(&self) -> usize {
         0
+    }
+    /// This queue as the patch's target, where its driver's receive queues can send to it
+    /// directly (`RxQueue::rx_patch`).
+    fn direct(&self) -> Option<DirectTx> {
+        None
     }
 }
 

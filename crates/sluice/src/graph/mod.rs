@@ -7,6 +7,7 @@
 
 pub mod commands;
 pub mod counter;
+pub mod epoch;
 pub mod features;
 pub mod frame;
 pub mod names;
@@ -256,6 +257,13 @@ pub struct NodeCx<'a> {
     /// The XDP fast path's epoch as read before this pass received anything (0 without a
     /// fast path): what a decision made in the pass is valid for.
     pub pass_epoch: u32,
+    /// The forwarding epoch (`epoch`) as read before this pass received anything: what the
+    /// cross-connect patch learnt in the pass is valid for.
+    pub config_epoch: u32,
+    stats: &'a [CacheAligned<NodeStats>],
+    all_errors: &'a [Box<[Counter]>],
+    /// Clocks this node spent on other nodes' behalf (`charge`).
+    charged: u64,
 }
 
 impl NodeCx<'_> {
@@ -275,6 +283,24 @@ impl NodeCx<'_> {
     #[inline(always)]
     pub fn count_error(&mut self, error: usize, n: u64) {
         self.errors[error].add(n);
+    }
+
+    /// Count work this node did on next node `next`'s behalf (the cross-connect patch's
+    /// transmit, which runs inside an input node) as that node's: one call of `packets`
+    /// packets and `clocks` clocks, and `errors` (index, count) of its error counters. This
+    /// node's own clocks leave them out.
+    pub fn charge(&mut self, next: usize, packets: usize, clocks: u64, errors: &[(usize, u64)]) {
+        let node = self.nexts[next] as usize;
+        let stats = &self.stats[node];
+        stats.calls.add(1);
+        stats.vectors.add(packets as u64);
+        stats.clocks.add(clocks);
+        for &(e, n) in errors {
+            if n > 0 {
+                self.all_errors[node][e].add(n);
+            }
+        }
+        self.charged += clocks;
     }
 
     /// Whether any packet may be traced: nodes choose their traced or plain loop per frame.
@@ -313,6 +339,8 @@ pub struct Graph {
     /// The fast path's epoch, read at the start of each pass into `pass_epoch`.
     offload_epoch: Option<Arc<AtomicU32>>,
     pass_epoch: u32,
+    /// The forwarding epoch, read at the start of each pass.
+    config_epoch: u32,
 }
 
 impl Graph {
@@ -387,6 +415,7 @@ impl Graph {
             offload_armed: false,
             offload_epoch: None,
             pass_epoch: 0,
+            config_epoch: 0,
         })
     }
 
@@ -395,6 +424,12 @@ impl Graph {
     pub fn arm_offload(&mut self, epoch: Arc<AtomicU32>) {
         self.offload_armed = true;
         self.offload_epoch = Some(epoch);
+    }
+
+    /// Packets may carry `FLAG_OFFLOAD` for the cross-connect patch (`nodes::patch`): nodes
+    /// that are not offload-safe clear it.
+    pub fn arm_patch(&mut self) {
+        self.offload_armed = true;
     }
 
     pub fn shared(&self) -> &Arc<GraphShared> {
@@ -424,6 +459,10 @@ impl Graph {
             node_index: index,
             thread: self.thread,
             pass_epoch: self.pass_epoch,
+            config_epoch: self.config_epoch,
+            stats: &self.shared.stats,
+            all_errors: &self.shared.errors,
+            charged: 0,
         };
         let n = match frame {
             Some(frame) => {
@@ -442,10 +481,13 @@ impl Graph {
                 n
             }
         };
+        let charged = cx.charged;
         let stats = &self.shared.stats[index];
         stats.calls.add(1);
         stats.vectors.add(n as u64);
-        stats.clocks.add(tsc::now().wrapping_sub(start));
+        stats
+            .clocks
+            .add(tsc::now().wrapping_sub(start).saturating_sub(charged));
         n
     }
 
@@ -458,6 +500,7 @@ impl Graph {
             // bumps the epoch, so what this pass decides under an epoch saw its changes.
             self.pass_epoch = e.load(Ordering::SeqCst);
         }
+        self.config_epoch = epoch::current();
         self.tracer.begin_pass();
         let mut received = 0;
         for k in 0..self.inputs.len() {

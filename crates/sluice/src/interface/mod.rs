@@ -75,6 +75,9 @@ pub struct Interface {
     pub live: Option<Arc<dyn crate::drivers::LiveStatus>>,
     /// The XDP fast path's slot for this interface, when it has the fast path on.
     pub fast_path: Option<crate::drivers::af_xdp::fastpath::Port>,
+    /// The cross-connect patch's slot, when the driver can send this interface's frames
+    /// straight to another's transmit queue (`nodes::patch`).
+    pub patch: Option<crate::nodes::patch::PatchSlot>,
     /// One set per thread: workers first, the main thread last.
     counters: Box<[CacheAligned<IfCounters>]>,
     baseline: std::sync::Mutex<IfTotals>,
@@ -95,6 +98,7 @@ impl Interface {
             deleted: AtomicBool::new(false),
             live: None,
             fast_path: None,
+            patch: None,
             counters: (0..threads).map(|_| CacheAligned::default()).collect(),
             baseline: Default::default(),
         }

@@ -142,6 +142,21 @@ impl TracedLoop for InterfaceOutput {
             let next = match self.interfaces.get(tx) {
                 Some(i) if i.is_up() => {
                     let meta = *cx.bufs.meta(bi);
+                    // Marked, with no adjacency, no tags pushed and not bridged: a frame
+                    // cross-connected untouched, which the patch can take from here on.
+                    if meta.flags & (FLAG_OFFLOAD | FLAG_L2_OFFER) == FLAG_OFFLOAD
+                        && meta.adj == u32::MAX
+                        && !via_subif
+                        && i.patch.is_some()
+                    {
+                        if let Some(slot) = self
+                            .interfaces
+                            .get(meta.rx_if as usize)
+                            .and_then(|rx| rx.patch.as_ref())
+                        {
+                            slot.offer(tx as u32, cx.config_epoch);
+                        }
+                    }
                     if let Some(o) = &mut self.offload {
                         // Marked: every node it crossed can be done in XDP. No tags pushed
                         // here; bridged by a learnt entry, or no adjacency: a

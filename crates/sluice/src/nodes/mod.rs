@@ -9,6 +9,7 @@ pub mod error_drop;
 pub mod graph;
 pub mod input;
 pub mod interface_output;
+pub mod patch;
 pub mod rate_limit;
 pub mod tx;
 

@@ -339,7 +339,7 @@ impl Router {
             self.tables_dirty = false;
         }
         if changed {
-            crate::drivers::af_xdp::fastpath::bump();
+            crate::graph::epoch::bump();
         }
         let now = Instant::now();
         for a in self.released.drain(..) {

@@ -5,6 +5,7 @@
 //! eal-args = ["--log-level=lib.eal:debug"]
 //! rx-descriptors = 1024
 //! tx-descriptors = 1024
+//! patch = true
 //! ```
 
 use super::DEFAULT_DESCRIPTORS;
@@ -46,6 +47,17 @@ pub(crate) const SECTION: SectionDoc = SectionDoc {
             doc: "descriptors of each transmit queue, 64 to 16384 (the port may round them)",
             example: "1024",
         },
+        Key {
+            name: "patch",
+            ty: "boolean",
+            default: "true",
+            doc: "a frame that a cross-connect between two dpdk interfaces sends out as it \
+                  came in goes from one port to the other inside the input node, as the mbuf \
+                  the port gave, with the interfaces' counters and node l2-patch's clocks \
+                  (docs/dpdk.md says when it applies); false sends every frame through the \
+                  graph",
+            example: "false",
+        },
     ],
 };
 
@@ -55,6 +67,8 @@ pub struct DpdkSection {
     pub eal_args: Vec<String>,
     pub rx_desc: u16,
     pub tx_desc: u16,
+    /// The cross-connect patch between dpdk ports (`patch`).
+    pub patch: bool,
 }
 
 impl Default for DpdkSection {
@@ -63,6 +77,7 @@ impl Default for DpdkSection {
             eal_args: Vec::new(),
             rx_desc: DEFAULT_DESCRIPTORS,
             tx_desc: DEFAULT_DESCRIPTORS,
+            patch: true,
         }
     }
 }
@@ -75,6 +90,7 @@ pub(crate) struct DpdkKeys {
     eal_args: Vec<Spanned<String>>,
     rx_descriptors: Option<Spanned<u32>>,
     tx_descriptors: Option<Spanned<u32>>,
+    patch: Option<bool>,
 }
 
 /// EAL options that would give EAL threads or CPUs of its own: sluice places its threads.
@@ -118,6 +134,7 @@ impl DpdkKeys {
         };
         out.rx_desc = desc(&self.rx_descriptors, "rx-descriptors")?;
         out.tx_desc = desc(&self.tx_descriptors, "tx-descriptors")?;
+        out.patch = self.patch.unwrap_or(true);
         Ok(out)
     }
 }

@@ -105,6 +105,24 @@ extern "C" {
         pkt_segs: *const u16,
         n: u16,
     ) -> u16;
+    #[allow(clippy::too_many_arguments)]
+    pub fn sd_patch_rx(
+        port: u16,
+        q: u16,
+        min_len: u16,
+        max_len: u16,
+        held: *mut *mut c_void,
+        held_len: *mut u16,
+        n_held: *mut u16,
+        seg_slot: *mut u32,
+        seg_off: *mut u16,
+        seg_len: *mut u16,
+        pkt_segs: *mut u16,
+        n: u16,
+        seg_max: c_uint,
+        refused: *mut u32,
+    ) -> u16;
+    pub fn sd_patch_tx(port: u16, q: u16, held: *mut *mut c_void, n: u16) -> u16;
 }
 
 /// The text of a C buffer the shim wrote an error into.

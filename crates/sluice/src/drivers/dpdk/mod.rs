@@ -13,6 +13,8 @@ mod eal;
 #[cfg(sluice_dpdk)]
 mod ffi;
 #[cfg(sluice_dpdk)]
+mod patch;
+#[cfg(sluice_dpdk)]
 mod port;
 #[cfg(sluice_dpdk)]
 mod queues;
@@ -45,6 +47,8 @@ pub struct DpdkConfig {
     pub workers: usize,
     pub rx_desc: u16,
     pub tx_desc: u16,
+    /// Whether the cross-connect patch may send on its transmit queues.
+    pub patch: bool,
 }
 
 /// Start DPDK for `devices` (every dpdk interface's devargs) with the operator's extra EAL
@@ -122,7 +126,8 @@ fn open_port(cfg: &DpdkConfig) -> Result<DriverPorts, String> {
         .enumerate()
         .map(|(t, p)| {
             let q = ((t % n) as u16, locks[t % n].clone());
-            let queue = queues::DpdkTx::new(port.clone(), q, p.clone(), max_frame);
+            let mut queue = queues::DpdkTx::new(port.clone(), q, p.clone(), max_frame);
+            queue.patch = cfg.patch;
             Box::new(queue) as Box<dyn super::TxQueue>
         })
         .collect();

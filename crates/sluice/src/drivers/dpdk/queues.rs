@@ -3,15 +3,16 @@
 
 use super::eal;
 use super::ffi;
+use super::patch::{Held, PatchTx};
 use super::port::Port;
 use super::stock::{Pool, LENT};
 use crate::buffer::{BufferMeta, WorkerBuffers, NO_BUFFER, STRIDE};
-use crate::drivers::{RxBurst, RxQueue, TxBurst, TxQueue};
+use crate::drivers::{DirectTx, PatchRx, RxBurst, RxQueue, TxBurst, TxQueue};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 /// Most packets one call moves (the shim's burst).
-const BURST: usize = 256;
+pub const BURST: usize = 256;
 /// Most segments one packet may have (jumbo frames over 2 KiB buffers).
 pub const MAX_SEGS: usize = 8;
 /// Where a segment's data may start at the earliest: past the object header and the mbuf
@@ -54,6 +55,8 @@ pub struct DpdkRx {
     pub reports_missed: bool,
     polls: u32,
     missed_seen: u64,
+    /// The frames the last `rx_patch` kept back.
+    held: Held,
 }
 
 impl DpdkRx {
@@ -67,32 +70,21 @@ impl DpdkRx {
             reports_missed: q == 0,
             polls: 0,
             missed_seen: 0,
+            held: Held::new(),
         }
     }
 }
 
-impl RxQueue for DpdkRx {
-    fn rx_burst(&mut self, bufs: &mut WorkerBuffers, out: &mut [u32]) -> RxBurst {
-        eal::register_thread();
-        self.pool.top_up(bufs);
-        let want = out.len().min(BURST) as u16;
-        let mut refused = 0u32;
-        let s = &mut self.seg;
-        // SAFETY: the arrays hold BURST * MAX_SEGS segments and BURST packets, the bounds
-        // passed; the port is open while this queue holds its `Arc`.
-        let got = unsafe {
-            ffi::sd_rx(
-                self.port.id,
-                self.q,
-                s.slot.as_mut_ptr(),
-                s.off.as_mut_ptr(),
-                s.len.as_mut_ptr(),
-                s.per_packet.as_mut_ptr(),
-                want,
-                s.slot.len() as u32,
-                &mut refused,
-            )
-        } as usize;
+impl DpdkRx {
+    /// Turn the `got` packets the shim laid out into graph buffers in `out`.
+    fn take(
+        &mut self,
+        bufs: &mut WorkerBuffers,
+        out: &mut [u32],
+        got: usize,
+        refused: u32,
+    ) -> RxBurst {
+        let s = &self.seg;
         let mut r = RxBurst {
             bad_descriptors: refused as u64,
             ..RxBurst::default()
@@ -176,6 +168,87 @@ impl RxQueue for DpdkRx {
         LENT.fetch_sub(segments as i64, Ordering::Relaxed);
         r
     }
+}
+
+impl RxQueue for DpdkRx {
+    fn rx_burst(&mut self, bufs: &mut WorkerBuffers, out: &mut [u32]) -> RxBurst {
+        eal::register_thread();
+        self.pool.top_up(bufs);
+        let want = out.len().min(BURST) as u16;
+        let mut refused = 0u32;
+        let s = &mut self.seg;
+        // SAFETY: the arrays hold BURST * MAX_SEGS segments and BURST packets, the bounds
+        // passed; the port is open while this queue holds its `Arc`.
+        let got = unsafe {
+            ffi::sd_rx(
+                self.port.id,
+                self.q,
+                s.slot.as_mut_ptr(),
+                s.off.as_mut_ptr(),
+                s.len.as_mut_ptr(),
+                s.per_packet.as_mut_ptr(),
+                want,
+                s.slot.len() as u32,
+                &mut refused,
+            )
+        } as usize;
+        self.take(bufs, out, got, refused)
+    }
+
+    fn rx_patch(
+        &mut self,
+        to: &DirectTx,
+        min_frame: usize,
+        bufs: &mut WorkerBuffers,
+        out: &mut [u32],
+    ) -> Option<PatchRx> {
+        let target = PatchTx::of(to)?;
+        eal::register_thread();
+        if self.held.count > 0 {
+            // Never left by the input node, which sends after each receive; sent, not lost.
+            self.held.send(target);
+        }
+        self.pool.top_up(bufs);
+        let want = out.len().min(BURST) as u16;
+        let (mut refused, mut held) = (0u32, 0u16);
+        let s = &mut self.seg;
+        let h = &mut self.held;
+        // SAFETY: the segment arrays hold BURST * MAX_SEGS segments and BURST packets, the
+        // held arrays BURST frames, the bounds passed; the port is open while this queue
+        // holds its `Arc`.
+        let got = unsafe {
+            ffi::sd_patch_rx(
+                self.port.id,
+                self.q,
+                min_frame.min(u16::MAX as usize) as u16,
+                target.max_frame.min(u16::MAX as usize) as u16,
+                h.mbufs.as_mut_ptr().cast(),
+                h.len.as_mut_ptr(),
+                &mut held,
+                s.slot.as_mut_ptr(),
+                s.off.as_mut_ptr(),
+                s.len.as_mut_ptr(),
+                s.per_packet.as_mut_ptr(),
+                want,
+                s.slot.len() as u32,
+                &mut refused,
+            )
+        } as usize;
+        h.count = held as usize;
+        let held_bytes = h.len[..h.count].iter().map(|&l| l as u64).sum();
+        Some(PatchRx {
+            graph: self.take(bufs, out, got, refused),
+            held: held as usize,
+            held_bytes,
+        })
+    }
+
+    fn send_held(&mut self, to: &DirectTx) -> TxBurst {
+        match PatchTx::of(to) {
+            Some(target) => self.held.send(target),
+            None => TxBurst::default(),
+        }
+    }
 
     fn take_missed(&mut self) -> u64 {
         if !self.reports_missed {
@@ -228,6 +301,8 @@ pub struct DpdkTx {
     pub max_frame: usize,
     /// Packets of this burst, by their place in `pkts`, that went to the shim.
     queued: Vec<u32>,
+    /// Whether the cross-connect patch may send on this queue (`[dpdk] patch`).
+    pub patch: bool,
 }
 
 impl DpdkTx {
@@ -245,6 +320,7 @@ impl DpdkTx {
             seg: Segments::new(),
             max_frame,
             queued: Vec::with_capacity(BURST),
+            patch: true,
         }
     }
 
@@ -289,6 +365,17 @@ impl DpdkTx {
 }
 
 impl TxQueue for DpdkTx {
+    fn direct(&self) -> Option<DirectTx> {
+        self.patch.then(|| {
+            Arc::new(PatchTx {
+                port: self.port.clone(),
+                q: self.q,
+                shared: self.shared.clone(),
+                max_frame: self.max_frame,
+            }) as DirectTx
+        })
+    }
+
     fn tx_burst(&mut self, bufs: &mut WorkerBuffers, pkts: &[u32]) -> TxBurst {
         eal::register_thread();
         let mut r = TxBurst::default();

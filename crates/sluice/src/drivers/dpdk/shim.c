@@ -540,6 +540,51 @@ int sd_port_xstats(uint16_t port, char (*names)[64], uint64_t *values, unsigned 
 }
 
 /*
+ * Lay received packet `m` out for the graph at segment `*k` (sd_rx's arrays), or free it and
+ * count it refused when a segment is not one of sluice's buffers or the arrays are full.
+ * Returns its segment count, 0 when refused.
+ */
+static inline uint16_t lay_out_rx(struct rte_mbuf *m, uint32_t *seg_slot, uint16_t *seg_off,
+				  uint16_t *seg_len, unsigned *k, unsigned seg_max,
+				  uint32_t *refused)
+{
+	unsigned start = *k;
+	int ok = start + m->nb_segs <= seg_max;
+	/* One segment: `next` (the header's second cache line) is not read. */
+	if (ok && m->nb_segs == 1) {
+		uint32_t slot = slot_of(m);
+		if (slot != UINT32_MAX) {
+			seg_slot[start] = slot;
+			uint8_t *data = rte_pktmbuf_mtod(m, uint8_t *);
+			seg_off[start] = (uint16_t)(data - (sd_base + (uint64_t)slot * SD_STRIDE));
+			seg_len[start] = m->data_len;
+			*k = start + 1;
+			return 1;
+		}
+	}
+	unsigned j = start;
+	for (struct rte_mbuf *s = m; ok && s != NULL; s = s->next) {
+		uint32_t slot = slot_of(s);
+		if (slot == UINT32_MAX) {
+			ok = 0;
+			break;
+		}
+		uint8_t *data = rte_pktmbuf_mtod(s, uint8_t *);
+		seg_slot[j] = slot;
+		seg_off[j] = (uint16_t)(data - (sd_base + (uint64_t)slot * SD_STRIDE));
+		seg_len[j] = s->data_len;
+		j++;
+	}
+	if (!ok) {
+		rte_pktmbuf_free(m);
+		(*refused)++;
+		return 0;
+	}
+	*k = j;
+	return (uint16_t)(j - start);
+}
+
+/*
  * Receive up to `n` (≤ 256) packets. Segment k of the burst is seg_slot[k], starting
  * seg_off[k] bytes into its slot, seg_len[k] long; packet i has pkt_segs[i] segments.
  * `seg_max` bounds the segments. Packets with an mbuf outside sluice's buffers, or too many
@@ -556,43 +601,71 @@ uint16_t sd_rx(uint16_t port, uint16_t q, uint32_t *seg_slot, uint16_t *seg_off,
 	unsigned k = 0;
 	uint16_t out = 0;
 	for (uint16_t i = 0; i < got; i++) {
-		struct rte_mbuf *m = pkts[i];
-		unsigned start = k;
-		int ok = k + m->nb_segs <= seg_max;
-		/* One segment: `next` (the header's second cache line) is not read. */
-		if (ok && m->nb_segs == 1) {
-			uint32_t slot = slot_of(m);
-			if (slot != UINT32_MAX) {
-				seg_slot[k] = slot;
-				uint8_t *data = rte_pktmbuf_mtod(m, uint8_t *);
-				seg_off[k] = (uint16_t)(data - (sd_base + (uint64_t)slot * SD_STRIDE));
-				seg_len[k] = m->data_len;
-				k++;
-				pkt_segs[out++] = 1;
-				continue;
-			}
-		}
-		for (struct rte_mbuf *s = m; ok && s != NULL; s = s->next) {
-			uint32_t slot = slot_of(s);
-			if (slot == UINT32_MAX) {
-				ok = 0;
-				break;
-			}
-			uint8_t *data = rte_pktmbuf_mtod(s, uint8_t *);
-			seg_slot[k] = slot;
-			seg_off[k] = (uint16_t)(data - (sd_base + (uint64_t)slot * SD_STRIDE));
-			seg_len[k] = s->data_len;
-			k++;
-		}
-		if (!ok) {
-			k = start;
-			rte_pktmbuf_free(m);
-			(*refused)++;
-			continue;
-		}
-		pkt_segs[out++] = (uint16_t)(k - start);
+		uint16_t segs = lay_out_rx(pkts[i], seg_slot, seg_off, seg_len, &k, seg_max, refused);
+		if (segs > 0)
+			pkt_segs[out++] = segs;
 	}
 	return out;
+}
+
+/*
+ * The cross-connect patch (nodes/patch.rs): receive as sd_rx, but keep back, as mbufs and
+ * untouched, the frames that a cross-connect sends out as they came in, up to the first that
+ * it does not. Such a frame is one segment in sluice's buffers, `min_len` to `max_len` bytes,
+ * and untagged: ethernet-input pads a shorter frame, the transmit drops a longer one, and a
+ * tagged frame may be a sub-interface's or have more tags than sluice parses. The kept
+ * frames go to `held` (their lengths to `held_len`, their count to `*n_held`) for
+ * sd_patch_tx, which sends them before the graph sends the rest: that first other frame and
+ * every frame after it are laid out for the graph as by sd_rx (whose count this returns), so
+ * the port sends the burst in the order it came.
+ */
+uint16_t sd_patch_rx(uint16_t port, uint16_t q, uint16_t min_len, uint16_t max_len,
+		     struct rte_mbuf **held, uint16_t *held_len, uint16_t *n_held,
+		     uint32_t *seg_slot, uint16_t *seg_off, uint16_t *seg_len,
+		     uint16_t *pkt_segs, uint16_t n, unsigned seg_max, uint32_t *refused)
+{
+	struct rte_mbuf *pkts[SD_BURST];
+	if (n > SD_BURST)
+		n = SD_BURST;
+	uint16_t got = rte_eth_rx_burst(port, q, pkts, n);
+	const uintptr_t first = (uintptr_t)mbuf_of(0);
+	const uintptr_t span = (uintptr_t)sd_count * SD_STRIDE;
+	uint16_t kept = 0;
+	for (; kept < got; kept++) {
+		struct rte_mbuf *m = pkts[kept];
+		uint16_t len = m->data_len;
+		if (m->nb_segs != 1 || (uintptr_t)m - first >= span || len < min_len ||
+		    len > max_len)
+			break;
+		const uint8_t *type = rte_pktmbuf_mtod_offset(m, const uint8_t *, 12);
+		uint16_t t = (uint16_t)(type[0] << 8 | type[1]);
+		if (t == RTE_ETHER_TYPE_VLAN || t == RTE_ETHER_TYPE_QINQ)
+			break;
+		held[kept] = m;
+		held_len[kept] = len;
+	}
+	unsigned k = 0;
+	uint16_t out = 0;
+	for (uint16_t i = kept; i < got; i++) {
+		struct rte_mbuf *m = pkts[i];
+		uint16_t segs = lay_out_rx(m, seg_slot, seg_off, seg_len, &k, seg_max, refused);
+		if (segs > 0)
+			pkt_segs[out++] = segs;
+	}
+	*n_held = kept;
+	return out;
+}
+
+/*
+ * Send `n` frames kept back by sd_patch_rx on (port, q). Returns how many the port took; the
+ * rest are freed (to their pool: sluice's stock), the caller counts them as a full queue.
+ */
+uint16_t sd_patch_tx(uint16_t port, uint16_t q, struct rte_mbuf **held, uint16_t n)
+{
+	uint16_t sent = rte_eth_tx_burst(port, q, held, n);
+	if (sent < n)
+		rte_pktmbuf_free_bulk(held + sent, n - sent);
+	return sent;
 }
 
 /*

@@ -14,6 +14,7 @@ fn ring(name: &str) -> DriverPorts {
         workers: 1,
         rx_desc: 256,
         tx_desc: 256,
+        patch: true,
     })
     .unwrap()
 }

@@ -399,7 +399,7 @@ impl Bridges {
         // A flow the XDP fast path carries to a moved address is stale now (a new address
         // changes no flow it carries: frames to it were flooded, never offloaded).
         if moved {
-            crate::drivers::af_xdp::fastpath::bump();
+            crate::graph::epoch::bump();
         }
     }
 
@@ -429,7 +429,7 @@ impl Bridges {
         // Frames to an address no longer learnt are flooded: the fast path's flows to it
         // are stale.
         if !expired.is_empty() {
-            crate::drivers::af_xdp::fastpath::bump();
+            crate::graph::epoch::bump();
         }
         expired.len()
     }
