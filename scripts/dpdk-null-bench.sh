@@ -1,10 +1,13 @@
 #!/bin/bash
 # sluice's dpdk driver against testpmd's io forwarding on the same DPDK virtual ports and the
 # same core, alternated round by round; medians at the end. Each round runs:
-#   sluice-dpdk  two net_null ports cross-connected both ways (sluice's dpdk driver)
+#   sluice-dpdk  two net_null ports cross-connected both ways (sluice's dpdk driver; the
+#                frames take the cross-connect patch, node l2-patch)
+#   sluice-graph the same with [dpdk] patch = false: every frame through the graph
 #   sluice-null  the same cross-connect over sluice's own null driver (no DPDK): the graph's
 #                ceiling on this CPU, whatever the driver
-#   testpmd      io forwarding on the two net_null ports
+#   testpmd      io forwarding on the two net_null ports (its default burst, 32)
+#   testpmd-256  the same with --burst=256, the burst sluice asks its ports for
 #   routed       sluice-dpdk routing 256 UDP flows replayed by net_pcap (infinite_rx) out of
 #                a net_null port (no-rx), and testpmd io on the same two ports
 # Needs DPDK (dpdk-dev) and a release build: cargo build --release.
@@ -34,6 +37,7 @@ tx = "n1"'
 { head; port n0 dpdk 'devargs = "net_null0"'; port n1 dpdk 'devargs = "net_null1"'
   echo "$xconnect"; printf '[[xconnect]]\nrx = "n1"\ntx = "n0"\n'; } > "$dir/sluice-dpdk.toml"
 sed 's/driver = "dpdk"/driver = "null"/; /devargs/d' "$dir/sluice-dpdk.toml" > "$dir/sluice-null.toml"
+{ cat "$dir/sluice-dpdk.toml"; printf '[dpdk]\npatch = false\n'; } > "$dir/sluice-graph.toml"
 # 256 flows to 198.19.K.1, addressed to the net_pcap port's MAC (DPDK gives pcap port 0
 # 02:70:63:61:70:00).
 python3 - "$dir/flows.pcap" <<'PY'
@@ -77,17 +81,21 @@ print(" ".join("%s=%.1f" % (n["name"], n["clocks_per_vector"]) for t in v["threa
   python3 -c "print('$2 $3 %.2f' % (($b-$a)/($t1-$t0)/1e6), '$nodes')"
 }
 # testpmd's io forwarding on ports $1 and $2, reported as $3 for round $4: the sum of the
-# Tx-pps of both ports over its last 4 one-second periods.
+# Tx-pps of both ports over its last 4 one-second periods. More testpmd arguments follow.
 testpmd() {
+  local a=$1 b=$2 label=$3 round=$4
+  shift 4
   timeout -s INT 10 dpdk-testpmd -l "$main,$cpu" --no-huge --no-shconf -m 1024 --no-pci --no-telemetry \
-      --vdev "$1" --vdev "$2" -- --forward-mode=io --auto-start --stats-period=1 --nb-cores=1 2>&1 \
-    | grep -E "Tx-pps" | tail -8 | awk -v r="$4" -v l="$3" '{s+=$2} END {printf "%s %d %.2f\n", l, r, s/4/1e6}' \
+      --vdev "$a" --vdev "$b" -- --forward-mode=io --auto-start --stats-period=1 --nb-cores=1 "$@" 2>&1 \
+    | grep -E "Tx-pps" | tail -8 | awk -v r="$round" -v l="$label" '{s+=$2} END {printf "%s %d %.2f\n", l, r, s/4/1e6}' \
     || true  # testpmd ends by the timeout's SIGINT: its status is not a failure
 }
 for r in $(seq "$rounds"); do
   sluice sluice-dpdk sluice-dpdk "$r"
-  sluice sluice-null sluice-null "$r"
   testpmd net_null0 net_null1 testpmd "$r"
+  sluice sluice-graph sluice-graph "$r"
+  testpmd net_null0 net_null1 testpmd-256 "$r" --burst=256
+  sluice sluice-null sluice-null "$r"
   sluice routed sluice-routed "$r"
   testpmd "$pcap" net_null1,no-rx=1 testpmd-pcap "$r"
 done | tee "$dir/rounds"
@@ -95,9 +103,15 @@ python3 - "$dir/rounds" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
 med = {k: statistics.median(float(r[2]) for r in rows if r[0] == k)
-       for k in ("sluice-dpdk", "sluice-null", "testpmd", "sluice-routed", "testpmd-pcap")}
-print("median Mpps on net_null: sluice-dpdk %.2f, sluice-null %.2f, testpmd io %.2f: %.2fx (the graph alone %.2fx)"
-      % (med["sluice-dpdk"], med["sluice-null"], med["testpmd"], med["sluice-dpdk"] / med["testpmd"],
+       for k in ("sluice-dpdk", "sluice-graph", "sluice-null", "testpmd", "testpmd-256",
+                 "sluice-routed", "testpmd-pcap")}
+print("median Mpps on net_null: sluice-dpdk %.2f (the patch), testpmd io %.2f: %.2fx; "
+      "testpmd --burst=256 %.2f: %.2fx"
+      % (med["sluice-dpdk"], med["testpmd"], med["sluice-dpdk"] / med["testpmd"],
+         med["testpmd-256"], med["sluice-dpdk"] / med["testpmd-256"]))
+print("median Mpps through the graph: sluice-dpdk patch = false %.2f: %.2fx; sluice's null "
+      "driver %.2f: %.2fx"
+      % (med["sluice-graph"], med["sluice-graph"] / med["testpmd"], med["sluice-null"],
          med["sluice-null"] / med["testpmd"]))
 print("median Mpps from net_pcap: sluice-dpdk routed %.2f, testpmd io %.2f: %.2fx"
       % (med["sluice-routed"], med["testpmd-pcap"], med["sluice-routed"] / med["testpmd-pcap"]))

@@ -63,9 +63,10 @@ pub trait RxQueue: Send {
         0
     }
     /// `rx_burst`, but keeping back, untouched, the frames that a cross-connect would send
-    /// to `to` as they came in: one segment, `min_frame` bytes or more, not longer than `to`
-    /// sends, untagged. `send_held` sends them. `None`, with nothing received, where the
-    /// driver has no such path to `to`.
+    /// to `to` as they came in (one segment, `min_frame` bytes or more, not longer than `to`
+    /// sends, untagged), up to the first that it would not: `send_held` sends them before
+    /// the graph sends the rest, so the burst leaves in its order. `None`, with nothing
+    /// received, where the driver has no such path to `to`.
     fn rx_patch(
         &mut self,
         _to: &DirectTx,

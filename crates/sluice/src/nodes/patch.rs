@@ -10,8 +10,9 @@
 //! node uses it while the epoch lasts: any change a command makes bumps it (`graph::epoch`),
 //! and the next frame through the graph offers it again if it still holds. Per frame, the
 //! driver sends to the graph what a cross-connect would not send as it is (runts it pads,
-//! frames longer than the egress sends, VLAN-tagged frames, chains); a trace, a pcap capture
-//! or a worker handoff on the interface turns the patch off. The transmit's clocks, packets
+//! frames longer than the egress sends, VLAN-tagged frames, chains), and with it the rest of
+//! its burst, so that frames leave in the order they came; a trace, a pcap capture or a
+//! worker handoff on the interface turns the patch off. The transmit's clocks, packets
 //! and full-queue drops are this node's in `show runtime`, though it runs inside the input
 //! node.
 
