@@ -196,6 +196,7 @@ fn worker_graph(
         let patch = patching.then(|| Patching {
             direct: direct.clone(),
             min_frame,
+            next: 0,
         });
         decls.push(InputNode::decl_placed(
             &name,

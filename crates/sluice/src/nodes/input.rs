@@ -81,10 +81,9 @@ pub struct Patching {
     pub direct: Vec<Option<(Arc<Interface>, DirectTx)>>,
     /// Shorter frames go to the graph (ethernet-input pads them).
     pub min_frame: usize,
+    /// The input node's next slot for l2-patch (set by `decl_placed`).
+    pub next: usize,
 }
-
-/// The patch's next slot: after ethernet-input and worker-handoff.
-const PATCH_NEXT: usize = 2;
 
 impl InputNode {
     pub fn decl(name: &str, queues: Vec<PlacedQueue>) -> NodeDecl {
@@ -93,8 +92,8 @@ impl InputNode {
 
     /// An input node of worker `placement.1` whose queues may move to and from other
     /// workers through `placement.0`, and whose interfaces with a spread in `handoff` go to
-    /// worker-handoff. With `patch` (which needs a handoff), frames may take the
-    /// cross-connect patch, counted under l2-patch.
+    /// worker-handoff. With `patch`, frames may take the cross-connect patch, counted under
+    /// l2-patch (which the graph must hold).
     pub fn decl_placed(
         name: &str,
         queues: Vec<PlacedQueue>,
@@ -108,7 +107,10 @@ impl InputNode {
             Some(_) => Next::NAMES.to_vec(),
             None => Next::NAMES[..Next::WorkerHandoff as usize].to_vec(),
         };
-        let patch = patch.filter(|_| next.len() == PATCH_NEXT);
+        let patch = patch.map(|p| Patching {
+            next: next.len(),
+            ..p
+        });
         if patch.is_some() {
             next.push(super::patch::NAME);
         }
@@ -146,9 +148,11 @@ fn patch_target<'p>(
         .filter(|(itf, _)| itf.is_up())
 }
 
-/// Send what the patch kept back from queue `q` on `to`, counted as l2-patch's work.
+/// Send what the patch kept back from queue `q` on `to`, counted as l2-patch's work (next
+/// slot `next`).
 fn send_held(
     cx: &mut NodeCx<'_>,
+    next: usize,
     q: &mut PlacedQueue,
     (itf, to): &(Arc<Interface>, DirectTx),
     held: usize,
@@ -162,7 +166,7 @@ fn send_held(
         c.tx_errors.add(t.queue_full as u64);
     }
     let full = (super::patch::Error::QueueFull as usize, t.queue_full as u64);
-    cx.charge(PATCH_NEXT, held, tsc::now().wrapping_sub(start), &[full]);
+    cx.charge(next, held, tsc::now().wrapping_sub(start), &[full]);
 }
 
 impl InputNode {
@@ -227,7 +231,8 @@ impl Node for InputNode {
                     counters.rx_bytes.add(bytes);
                     q.counters.0.packets.add(n as u64);
                     q.counters.0.bytes.add(bytes);
-                    send_held(cx, q, to, n);
+                    let next = self.patch.as_ref().map_or(0, |p| p.next);
+                    send_held(cx, next, q, to, n);
                     total += n;
                 }
             }

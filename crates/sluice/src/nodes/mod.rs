@@ -10,6 +10,8 @@ pub mod graph;
 pub mod input;
 pub mod interface_output;
 pub mod patch;
+#[cfg(test)]
+mod patch_tests;
 pub mod rate_limit;
 pub mod tx;
 
