@@ -222,10 +222,36 @@ fn lend_pool(cfg: &Path) {
     std::fs::write(cfg, text).unwrap();
 }
 
-/// Frames both ways between sluice in `role` (a client copying, or lending its pool when
-/// `zero_copy`) and testpmd in the other role.
-fn with_testpmd(role: &str, zero_copy: bool) {
-    let dir = tmpdir(&format!("memif-tp-{role}-{zero_copy}"));
+/// m0 on DPDK's net_memif through sluice's dpdk driver instead of sluice's memif driver.
+fn through_dpdk(cfg: &Path, role: &str, socket: &Path) {
+    let text = std::fs::read_to_string(cfg).unwrap();
+    let ours = format!(
+        "driver = \"memif\"\nsocket = \"{}\"\nrole = \"{role}\"\nring-size = 1024\n",
+        socket.display()
+    );
+    let dpdk = format!(
+        "driver = \"dpdk\"\ndevargs = \"net_memif0,role={role},socket={},socket-abstract=no\"\n\
+         mtu = 9000\n",
+        socket.display()
+    );
+    assert!(text.contains(&ours), "{text}");
+    std::fs::write(cfg, text.replace(&ours, &dpdk)).unwrap();
+}
+
+/// How sluice's m0 speaks memif: its own driver copying, its own driver lending its pool, or
+/// DPDK's net_memif through its dpdk driver.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Memif {
+    Copying,
+    Lending,
+    Dpdk,
+}
+
+/// Frames both ways between sluice in `role` (its m0 as `how` says) and testpmd in the other
+/// role.
+fn with_testpmd(role: &str, how: Memif) {
+    let zero_copy = how == Memif::Lending;
+    let dir = tmpdir(&format!("memif-tp-{role}-{how:?}"));
     let socket = dir.join("memif.sock");
     // Fewer descriptors than a ring holds: testpmd drops what does not fit (no back-pressure).
     let (to_tp, from_tp) = (frames(400, 1), frames(300, 2));
@@ -237,6 +263,9 @@ fn with_testpmd(role: &str, zero_copy: bool) {
     if zero_copy {
         lend_pool(&cfg);
     }
+    if how == Memif::Dpdk {
+        through_dpdk(&cfg, role, &socket);
+    }
     let peer_role = if role == "client" { "server" } else { "client" };
     // The server listens first.
     let (mut daemon, mut tp);
@@ -246,13 +275,23 @@ fn with_testpmd(role: &str, zero_copy: bool) {
     } else {
         tp = Testpmd::start(role, peer_role, &socket, &tp_in, &tp_out);
         wait_for("testpmd's socket", 30, || socket.exists());
+        if how == Memif::Dpdk {
+            // DPDK's net_memif client connects once, when its port starts; testpmd's server
+            // names its interface only once its own port has started, a moment after the
+            // socket appears ("ID not found" before).
+            std::thread::sleep(Duration::from_secs(2));
+        }
         daemon = start_daemon(&cfg, &ctl);
     }
     wait_for("the memif link", 30, || {
         interface(&ctl, "m0")["link"] == "up"
     });
     let hw = ctl_json(&ctl, "show hardware m0");
-    assert_eq!(hw[0]["details"]["role"], role, "{hw}");
+    if how == Memif::Dpdk {
+        assert_eq!(hw[0]["details"]["pmd"], "net_memif", "{hw}");
+    } else {
+        assert_eq!(hw[0]["details"]["role"], role, "{hw}");
+    }
     // testpmd forwards from now on: its pcap file comes to us, and it takes ours.
     tp.say("start");
     std::thread::sleep(Duration::from_millis(500));
@@ -286,9 +325,27 @@ fn interop_with_testpmd_as_client_and_as_server() {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    with_testpmd("client", false);
-    with_testpmd("client", true);
-    with_testpmd("server", false);
+    with_testpmd("client", Memif::Copying);
+    with_testpmd("client", Memif::Lending);
+    with_testpmd("server", Memif::Copying);
+}
+
+/// sluice's dpdk driver on DPDK's net_memif, against testpmd's net_memif in the other role,
+/// both ways, jumbo frames included.
+#[test]
+fn sluice_dpdk_net_memif_with_testpmd_in_both_roles() {
+    if !needs_root()
+        || !prerequisite(have_testpmd(), "dpdk-testpmd (scripts/test.sh installs it)")
+        || !prerequisite(
+            sluice::drivers::dpdk::BUILT,
+            sluice::drivers::dpdk::NOT_BUILT,
+        )
+    {
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    with_testpmd("client", Memif::Dpdk);
+    with_testpmd("server", Memif::Dpdk);
 }
 
 #[test]

@@ -98,9 +98,13 @@ fn open_port(cfg: &DpdkConfig) -> Result<DriverPorts, String> {
     }
     drop(handle);
     let mtu = cfg.mtu.unwrap_or(1500);
+    // A memif peer (VPP, testpmd) has as many rings each way as it was given queues, and
+    // DPDK's net_memif refuses a ring its server lacks: one transmit queue a worker, so both
+    // ways match, the main thread sharing a worker's behind its lock.
+    let memif = cfg.devargs.starts_with("net_memif");
     let setup = port::Setup {
         rx_queues: cfg.workers as u16,
-        tx_queues: threads as u16,
+        tx_queues: if memif { cfg.workers } else { threads } as u16,
         rx_desc: cfg.rx_desc,
         tx_desc: cfg.tx_desc,
         mtu,
