@@ -146,10 +146,7 @@ mod tests {
     use super::*;
     use crate::drivers::TxBurst;
     use crate::graph::{Graph, NodeKind};
-    use crate::l2::bridge::Bridges;
     use crate::nodes::testing::Harness;
-    use crate::router::Router;
-    use crate::wire::MacAddress;
 
     struct NullTx;
     impl TxQueue for NullTx {
@@ -167,32 +164,7 @@ mod tests {
     #[test]
     fn the_list_builds_a_whole_graph() {
         let h = Harness::new(2);
-        let router = Router::new(&[
-            ("if0".into(), MacAddress([2, 0, 0, 0, 0, 1]), 1500),
-            ("if1".into(), MacAddress([2, 0, 0, 0, 0, 2]), 1500),
-        ]);
-        let bridges = Bridges::default();
-        let (learns, _learnt) = std::sync::mpsc::sync_channel(1);
-        let (learn, _neighbours) = std::sync::mpsc::sync_channel(1);
-        let parts = GraphParts {
-            interfaces: h.interfaces.clone(),
-            modes: h.modes.clone(),
-            subifs: h.subifs.clone(),
-            l2: l2::learn::LearnParts {
-                fib: bridges.reader(),
-                clock: bridges.clock(),
-                learns,
-                lost: Arc::default(),
-            },
-            view: router.view(),
-            tables: router.tables(),
-            learn,
-            filters: acl::Filters::none(),
-            to_host: host_punt::punt_channel_of(1).0,
-            punt: Arc::default(),
-            capture: None,
-            min_frame: 60,
-        };
+        let parts = h.graph_parts();
         let input = NodeDecl::new(
             "test-input",
             NodeKind::Input,

@@ -3,19 +3,14 @@
 //! new forwarding epoch, a trace or an egress gone down sends the frames through the graph
 //! again. (`tests/dpdk.rs` shows on DPDK's ports that it sends what the graph would.)
 
-use super::graph::{graph_nodes, GraphParts};
+use super::graph::graph_nodes;
 use super::input::{InputNode, Patching, PlacedQueue};
 use super::patch::{self, L2Patch};
 use super::testing::{frame_bytes, Harness};
-use crate::acl::node as acl;
 use crate::buffer::WorkerBuffers;
 use crate::drivers::{DirectTx, PatchRx, RxBurst, RxQueue, TxBurst, TxQueue};
 use crate::graph::{epoch, Graph, GraphShared};
 use crate::interface::Interface;
-use crate::l2::bridge::Bridges;
-use crate::lcp::host_punt;
-use crate::router::Router;
-use crate::wire::MacAddress;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -111,32 +106,7 @@ impl Lab {
             })
             .collect();
         h.set_xconnect(0, 1);
-        let router = Router::new(&[
-            ("if0".into(), MacAddress([2, 0, 0, 0, 0, 1]), 1500),
-            ("if1".into(), MacAddress([2, 0, 0, 0, 0, 2]), 1500),
-        ]);
-        let bridges = Bridges::default();
-        let (learns, _) = std::sync::mpsc::sync_channel(1);
-        let (learn, _) = std::sync::mpsc::sync_channel(1);
-        let parts = GraphParts {
-            interfaces: h.interfaces.clone(),
-            modes: h.modes.clone(),
-            subifs: h.subifs.clone(),
-            l2: crate::l2::nodes::learn::LearnParts {
-                fib: bridges.reader(),
-                clock: bridges.clock(),
-                learns,
-                lost: Arc::default(),
-            },
-            view: router.view(),
-            tables: router.tables(),
-            learn,
-            filters: acl::Filters::none(),
-            to_host: host_punt::punt_channel_of(1).0,
-            punt: Arc::default(),
-            capture: None,
-            min_frame: 60,
-        };
+        let parts = h.graph_parts();
         let patched = Arc::new(AtomicUsize::new(0));
         let txs: Vec<Box<dyn TxQueue>> = (0..2)
             .map(|_| {

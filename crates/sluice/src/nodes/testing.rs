@@ -184,6 +184,37 @@ impl Harness {
         }
     }
 
+    /// What a whole worker graph (`graph::graph_nodes`) reads, over these interfaces and
+    /// modes: a router of two interfaces with no routes, no bridges, no ACLs, no capture.
+    pub fn graph_parts(&self) -> super::graph::GraphParts {
+        let router = crate::router::Router::new(&[
+            ("if0".into(), MacAddress([2, 0, 0, 0, 0, 1]), 1500),
+            ("if1".into(), MacAddress([2, 0, 0, 0, 0, 2]), 1500),
+        ]);
+        let bridges = crate::l2::bridge::Bridges::default();
+        let (learns, _) = std::sync::mpsc::sync_channel(1);
+        let (learn, _) = std::sync::mpsc::sync_channel(1);
+        super::graph::GraphParts {
+            interfaces: self.interfaces.clone(),
+            modes: self.modes.clone(),
+            subifs: self.subifs.clone(),
+            l2: crate::l2::nodes::learn::LearnParts {
+                fib: bridges.reader(),
+                clock: bridges.clock(),
+                learns,
+                lost: Arc::default(),
+            },
+            view: router.view(),
+            tables: router.tables(),
+            learn,
+            filters: crate::acl::node::Filters::none(),
+            to_host: crate::lcp::host_punt::punt_channel_of(1).0,
+            punt: Arc::default(),
+            capture: None,
+            min_frame: 60,
+        }
+    }
+
     /// Give interface `itf` an IPv4 address (only the view: no routes).
     pub fn add_address(&self, itf: u32, addr: u32, len: u8) {
         self.edit_view(|v| v.interfaces[itf as usize].v4.push((addr, len)));

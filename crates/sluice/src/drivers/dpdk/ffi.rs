@@ -83,18 +83,6 @@ extern "C" {
         max: c_uint,
     ) -> c_int;
     #[allow(clippy::too_many_arguments)]
-    pub fn sd_rx(
-        port: u16,
-        q: u16,
-        seg_slot: *mut u32,
-        seg_off: *mut u16,
-        seg_len: *mut u16,
-        pkt_segs: *mut u16,
-        n: u16,
-        seg_max: c_uint,
-        refused: *mut u32,
-    ) -> u16;
-    #[allow(clippy::too_many_arguments)]
     pub fn sd_tx(
         port: u16,
         q: u16,
@@ -106,7 +94,7 @@ extern "C" {
         n: u16,
     ) -> u16;
     #[allow(clippy::too_many_arguments)]
-    pub fn sd_patch_rx(
+    pub fn sd_rx(
         port: u16,
         q: u16,
         min_len: u16,

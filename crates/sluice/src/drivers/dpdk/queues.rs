@@ -170,44 +170,16 @@ impl DpdkRx {
     }
 }
 
-impl RxQueue for DpdkRx {
-    fn rx_burst(&mut self, bufs: &mut WorkerBuffers, out: &mut [u32]) -> RxBurst {
-        eal::register_thread();
-        self.pool.top_up(bufs);
-        let want = out.len().min(BURST) as u16;
-        let mut refused = 0u32;
-        let s = &mut self.seg;
-        // SAFETY: the arrays hold BURST * MAX_SEGS segments and BURST packets, the bounds
-        // passed; the port is open while this queue holds its `Arc`.
-        let got = unsafe {
-            ffi::sd_rx(
-                self.port.id,
-                self.q,
-                s.slot.as_mut_ptr(),
-                s.off.as_mut_ptr(),
-                s.len.as_mut_ptr(),
-                s.per_packet.as_mut_ptr(),
-                want,
-                s.slot.len() as u32,
-                &mut refused,
-            )
-        } as usize;
-        self.take(bufs, out, got, refused)
-    }
-
-    fn rx_patch(
+impl DpdkRx {
+    /// Receive a burst into `out` for the graph, keeping back for the patch the frames
+    /// `min..=max` bytes long that qualify (none when `min > max`; shim.c's sd_rx).
+    fn receive(
         &mut self,
-        to: &DirectTx,
-        min_frame: usize,
         bufs: &mut WorkerBuffers,
         out: &mut [u32],
-    ) -> Option<PatchRx> {
-        let target = PatchTx::of(to)?;
+        (min, max): (u16, u16),
+    ) -> RxBurst {
         eal::register_thread();
-        if self.held.count > 0 {
-            // Never left by the input node, which sends after each receive; sent, not lost.
-            self.held.send(target);
-        }
         self.pool.top_up(bufs);
         let want = out.len().min(BURST) as u16;
         let (mut refused, mut held) = (0u32, 0u16);
@@ -217,11 +189,11 @@ impl RxQueue for DpdkRx {
         // held arrays BURST frames, the bounds passed; the port is open while this queue
         // holds its `Arc`.
         let got = unsafe {
-            ffi::sd_patch_rx(
+            ffi::sd_rx(
                 self.port.id,
                 self.q,
-                min_frame.min(u16::MAX as usize) as u16,
-                target.max_frame.min(u16::MAX as usize) as u16,
+                min,
+                max,
                 h.mbufs.as_mut_ptr().cast(),
                 h.len.as_mut_ptr(),
                 &mut held,
@@ -235,11 +207,37 @@ impl RxQueue for DpdkRx {
             )
         } as usize;
         h.count = held as usize;
-        let held_bytes = h.len[..h.count].iter().map(|&l| l as u64).sum();
+        self.take(bufs, out, got, refused)
+    }
+}
+
+impl RxQueue for DpdkRx {
+    fn rx_burst(&mut self, bufs: &mut WorkerBuffers, out: &mut [u32]) -> RxBurst {
+        self.receive(bufs, out, (1, 0))
+    }
+
+    fn rx_patch(
+        &mut self,
+        to: &DirectTx,
+        min_frame: usize,
+        bufs: &mut WorkerBuffers,
+        out: &mut [u32],
+    ) -> Option<PatchRx> {
+        let target = PatchTx::of(to)?;
+        if self.held.count > 0 {
+            // Never left by the input node, which sends after each receive; sent, not lost.
+            self.held.send(target);
+        }
+        let limits = (
+            min_frame.min(u16::MAX as usize) as u16,
+            target.max_frame.min(u16::MAX as usize) as u16,
+        );
+        let graph = self.receive(bufs, out, limits);
+        let h = &self.held;
         Some(PatchRx {
-            graph: self.take(bufs, out, got, refused),
-            held: held as usize,
-            held_bytes,
+            graph,
+            held: h.count,
+            held_bytes: h.len[..h.count].iter().map(|&l| l as u64).sum(),
         })
     }
 

@@ -585,41 +585,23 @@ static inline uint16_t lay_out_rx(struct rte_mbuf *m, uint32_t *seg_slot, uint16
 }
 
 /*
- * Receive up to `n` (≤ 256) packets. Segment k of the burst is seg_slot[k], starting
- * seg_off[k] bytes into its slot, seg_len[k] long; packet i has pkt_segs[i] segments.
- * `seg_max` bounds the segments. Packets with an mbuf outside sluice's buffers, or too many
- * segments for the room left, are freed back to DPDK and counted in `refused`.
+ * Receive up to `n` (≤ 256) packets on (port, q) for the graph. Segment k of the burst is
+ * seg_slot[k], starting seg_off[k] bytes into its slot, seg_len[k] long; packet i has
+ * pkt_segs[i] segments. `seg_max` bounds the segments. Packets with an mbuf outside sluice's
+ * buffers, or too many segments for the room left, are freed back to DPDK and counted in
+ * `refused`. Returns the packets laid out.
+ *
+ * With the cross-connect patch (nodes/patch.rs; min_len ≤ max_len), the frames that a
+ * cross-connect sends out as they came in are kept back first, as mbufs and untouched, up to
+ * the first that it does not. Such a frame is one segment in sluice's buffers, `min_len` to
+ * `max_len` bytes, and untagged: ethernet-input pads a shorter frame, the transmit drops a
+ * longer one, and a tagged frame may be a sub-interface's or have more tags than sluice
+ * parses. The kept frames go to `held` (their lengths to `held_len`, their count to
+ * `*n_held`) for sd_patch_tx, which sends them before the graph sends the rest: that first
+ * other frame and every frame after it are laid out for the graph, so the port sends the
+ * burst in the order it came.
  */
-uint16_t sd_rx(uint16_t port, uint16_t q, uint32_t *seg_slot, uint16_t *seg_off,
-	       uint16_t *seg_len, uint16_t *pkt_segs, uint16_t n, unsigned seg_max,
-	       uint32_t *refused)
-{
-	struct rte_mbuf *pkts[SD_BURST];
-	if (n > SD_BURST)
-		n = SD_BURST;
-	uint16_t got = rte_eth_rx_burst(port, q, pkts, n);
-	unsigned k = 0;
-	uint16_t out = 0;
-	for (uint16_t i = 0; i < got; i++) {
-		uint16_t segs = lay_out_rx(pkts[i], seg_slot, seg_off, seg_len, &k, seg_max, refused);
-		if (segs > 0)
-			pkt_segs[out++] = segs;
-	}
-	return out;
-}
-
-/*
- * The cross-connect patch (nodes/patch.rs): receive as sd_rx, but keep back, as mbufs and
- * untouched, the frames that a cross-connect sends out as they came in, up to the first that
- * it does not. Such a frame is one segment in sluice's buffers, `min_len` to `max_len` bytes,
- * and untagged: ethernet-input pads a shorter frame, the transmit drops a longer one, and a
- * tagged frame may be a sub-interface's or have more tags than sluice parses. The kept
- * frames go to `held` (their lengths to `held_len`, their count to `*n_held`) for
- * sd_patch_tx, which sends them before the graph sends the rest: that first other frame and
- * every frame after it are laid out for the graph as by sd_rx (whose count this returns), so
- * the port sends the burst in the order it came.
- */
-uint16_t sd_patch_rx(uint16_t port, uint16_t q, uint16_t min_len, uint16_t max_len,
+uint16_t sd_rx(uint16_t port, uint16_t q, uint16_t min_len, uint16_t max_len,
 		     struct rte_mbuf **held, uint16_t *held_len, uint16_t *n_held,
 		     uint32_t *seg_slot, uint16_t *seg_off, uint16_t *seg_len,
 		     uint16_t *pkt_segs, uint16_t n, unsigned seg_max, uint32_t *refused)
