@@ -440,6 +440,15 @@ pub fn sluice_config(
         }
         Forwarding::Router(table, acl, vrfs) => router_parts(table, acl, vrfs),
     };
+    // DPDK's net_af_xdp rings as large as sluice's own af_xdp driver's (2048 entries), so
+    // the two drivers are compared on the same rings.
+    let tail = match (driver, io) {
+        ("dpdk", Io::AfXdp) => format!(
+            "{tail}[dpdk]\nrx-descriptors = {n}\ntx-descriptors = {n}\n",
+            n = ::sluice::drivers::af_xdp::DEFAULT_RING_SIZE
+        ),
+        _ => tail,
+    };
     format!(
         "[dataplane]\nworkers = 1\nworker-cores = [{dut_cpu}]\nmain-core = {main_core}\n\
          [control]\nsocket = \"{}\"\n\
@@ -694,5 +703,32 @@ mod tests {
                 assert_eq!(i.address.len(), want, "{text}");
             }
         }
+    }
+
+    /// sluice-dpdk on the veths through net_af_xdp gets the rings of sluice's own af_xdp
+    /// driver, which it is compared with.
+    #[test]
+    fn dpdk_over_af_xdp_has_the_af_xdp_drivers_rings() {
+        let text: String = sluice_config(
+            1,
+            (Io::AfXdp, "dpdk", None),
+            Forwarding::Xconnect(&[]),
+            "/tmp/s.sock".as_ref(),
+        )
+        .lines()
+        .filter(|l| !l.starts_with("worker-cores") && !l.starts_with("main-core"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+        let cfg =
+            ::sluice::config::Config::parse(&text, "lab").unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let ring = ::sluice::drivers::af_xdp::DEFAULT_RING_SIZE as u16;
+        assert_eq!((cfg.dpdk.rx_desc, cfg.dpdk.tx_desc), (ring, ring), "{text}");
+        let other = sluice_config(
+            1,
+            (Io::DpdkNull, "dpdk", None),
+            Forwarding::Xconnect(&[]),
+            "/tmp/s.sock".as_ref(),
+        );
+        assert!(!other.contains("[dpdk]"), "{other}");
     }
 }
