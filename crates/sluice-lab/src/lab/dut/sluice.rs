@@ -440,15 +440,7 @@ pub fn sluice_config(
         }
         Forwarding::Router(table, acl, vrfs) => router_parts(table, acl, vrfs),
     };
-    // DPDK's net_af_xdp rings as large as sluice's own af_xdp driver's (2048 entries), so
-    // the two drivers are compared on the same rings.
-    let tail = match (driver, io) {
-        ("dpdk", Io::AfXdp) => format!(
-            "{tail}[dpdk]\nrx-descriptors = {n}\ntx-descriptors = {n}\n",
-            n = ::sluice::drivers::af_xdp::DEFAULT_RING_SIZE
-        ),
-        _ => tail,
-    };
+    let tail = tail + &super::sluice_dpdk::section(driver, io);
     format!(
         "[dataplane]\nworkers = 1\nworker-cores = [{dut_cpu}]\nmain-core = {main_core}\n\
          [control]\nsocket = \"{}\"\n\

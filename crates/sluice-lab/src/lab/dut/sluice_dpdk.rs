@@ -33,3 +33,15 @@ pub fn devargs(io: Io, k: usize, null_frame: Option<usize>) -> String {
     };
     format!("devargs = \"{port}\"\n")
 }
+
+/// sluice's `[dpdk]` lines for its `driver` on `io`: over net_af_xdp, rings as large as sluice's
+/// own af_xdp driver's (2048 entries), so that the two drivers are compared on the same rings.
+pub fn section(driver: &str, io: Io) -> String {
+    match (driver, io) {
+        ("dpdk", Io::AfXdp) => format!(
+            "[dpdk]\nrx-descriptors = {n}\ntx-descriptors = {n}\n",
+            n = ::sluice::drivers::af_xdp::DEFAULT_RING_SIZE
+        ),
+        _ => String::new(),
+    }
+}
